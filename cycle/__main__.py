@@ -1,0 +1,3 @@
+from cycle.cli import main
+
+main()

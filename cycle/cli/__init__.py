@@ -1,0 +1,136 @@
+"""The ``cycle`` command.
+
+One module per command group; commands are imported lazily so that
+``cycle --help`` stays fast and a command's heavy imports (textual, the SDKs)
+load only when it runs. Any ``CycleError`` becomes a one-paragraph message on
+stderr and its exit code; ``--debug`` shows the traceback instead.
+
+Exit codes: 0 all passed, 1 some cases failed, 2 usage or input error,
+3 errors prevented judging (provider down, judge unparseable), 4 internal
+error (a bug: please report it with ``--debug`` output), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from cycle.errors import CycleError
+
+#: command name -> "module:attribute"; a module adds its commands here
+COMMANDS: dict[str, str] = {
+    "prompt": "cycle.cli.prompt:prompt",
+    "history": "cycle.cli.prompt:history",
+    "show": "cycle.cli.prompt:show",
+    "diff": "cycle.cli.prompt:diff",
+    "rollback": "cycle.cli.prompt:rollback",
+    "label": "cycle.cli.prompt:label",
+    "run": "cycle.cli.run:run",
+    "compare": "cycle.cli.run:compare",
+    "improve": "cycle.cli.improve:improve",
+    "tui": "cycle.cli.tui:tui",
+    "models": "cycle.cli.models:models",
+}
+
+EXIT_INTERNAL = 4
+
+
+@dataclass
+class CliContext:
+    debug: bool = False
+    #: --store as given; None means "CYCLE_STORE, else beside the config"
+    store: str | None = None
+
+    def store_path(self, config_dir: str | Path | None = None) -> Path:
+        """Where the store is: --store, then CYCLE_STORE, then .cycle/cycle.db beside the config."""
+        if self.store:
+            return Path(self.store)
+        if os.environ.get("CYCLE_STORE"):
+            return Path(os.environ["CYCLE_STORE"])
+        return Path(config_dir or ".") / ".cycle" / "cycle.db"
+
+
+class CycleGroup(click.Group):
+    """Lazy command loading plus cycle's error handling, so that the console
+    command and click's CliRunner behave the same."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name == module_name:
+                return None
+            raise
+        return getattr(module, attr)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+        args = list(sys.argv[1:] if args is None else args)
+        debug = "--debug" in args
+        try:
+            code = super().main(
+                args=args, prog_name=prog_name or "cycle", complete_var=complete_var,
+                standalone_mode=False, **extra,
+            )
+        except click.exceptions.Abort:
+            click.echo("Aborted.", err=True)
+            code = 130
+        except click.ClickException as e:
+            e.show()
+            code = e.exit_code
+        except click.exceptions.Exit as e:
+            code = e.exit_code
+        except CycleError as e:
+            if debug:
+                traceback.print_exc()
+            click.echo(f"error: {e}", err=True)
+            code = e.exit_code
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            code = 130
+        except Exception as e:  # a bug: say so plainly, keep the traceback for --debug
+            if debug:
+                traceback.print_exc()
+            click.echo(
+                f"internal error: {e.__class__.__name__}: {e}\n"
+                "This is a bug in cycle; run again with --debug for the traceback.",
+                err=True,
+            )
+            code = EXIT_INTERNAL
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+@click.group(cls=CycleGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.option(
+    "--store",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The SQLite store (default: $CYCLE_STORE, else .cycle/cycle.db beside the config).",
+)
+@click.version_option(package_name="cycle", prog_name="cycle")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, store: str | None) -> None:
+    """cycle: improve LLM prompts with evidence.
+
+    Evaluate a prompt on test cases, let an improver propose edits, review
+    them, keep every version in a store with diffs and rollback.
+    """
+    ctx.obj = CliContext(debug=debug, store=store)
+
+
+def main() -> None:
+    """Entry point of the ``cycle`` console command."""
+    cli.main()

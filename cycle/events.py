@@ -1,0 +1,221 @@
+"""Typed events: the spine the loop, the runner and the models talk through.
+
+Producers call ``bus.emit(event)``; subscribers (the store recorder, console
+progress, the TUI, the JSONL log) are plain callables. The core never imports
+a subscriber. Events are small frozen dataclasses so that they serialise to
+JSON as they are (``event.to_dict()``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, TextIO
+
+Subscriber = Callable[["Event"], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of every event. ``kind`` is the stable name used in JSONL logs."""
+
+    kind: ClassVar[str] = "event"
+    at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        return {"kind": self.kind, **data}
+
+
+# -- model calls -----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCalled(Event):
+    """One model call finished (or failed after its retries)."""
+
+    kind: ClassVar[str] = "model_called"
+    model: str
+    #: who made the call: "agent", "judge", "improver", "user_sim", ...
+    role: str = "agent"
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    cost_estimated: bool = False
+    latency: float = 0.0
+    cache_hit: bool = False
+    attempts: int = 1
+    error: str | None = None
+    #: free context set by the caller (run id, case id, iteration, round)
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostUpdated(Event):
+    kind: ClassVar[str] = "cost_updated"
+    total: float
+    by_role: dict[str, float] = field(default_factory=dict)
+    limit: float | None = None
+    estimated: bool = False
+
+
+# -- a suite run -----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(Event):
+    kind: ClassVar[str] = "run_started"
+    run_id: str
+    prompt_id: str | None = None
+    version: str | None = None
+    cases: int = 0
+    iterations: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseFinished(Event):
+    """One iteration of one case was run and judged (or errored)."""
+
+    kind: ClassVar[str] = "case_finished"
+    run_id: str
+    case_id: str
+    iteration: int
+    score: float | None
+    passed: bool | None
+    error: str | None = None
+    cost: float = 0.0
+    latency: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFinished(Event):
+    kind: ClassVar[str] = "run_finished"
+    run_id: str
+    score: float | None
+    pass_rate: float | None
+    errors: int = 0
+    cost: float = 0.0
+    status: str = "finished"
+
+
+# -- the improvement cycle -------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class CycleStarted(Event):
+    kind: ClassVar[str] = "cycle_started"
+    cycle_id: str
+    prompt_id: str
+    version: str
+    resumed: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundStarted(Event):
+    kind: ClassVar[str] = "round_started"
+    cycle_id: str
+    round: int
+    version: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuggestionsProposed(Event):
+    kind: ClassVar[str] = "suggestions_proposed"
+    cycle_id: str
+    round: int
+    suggestions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewDecided(Event):
+    kind: ClassVar[str] = "review_decided"
+    cycle_id: str
+    round: int
+    approved: int
+    rejected: int
+    edited: int = 0
+    reviewer: str = "auto"
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionCreated(Event):
+    kind: ClassVar[str] = "version_created"
+    prompt_id: str
+    version: str
+    parent: str | None = None
+    source: str = "manual"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateDecided(Event):
+    """A candidate version was accepted (head moved) or rejected."""
+
+    kind: ClassVar[str] = "candidate_decided"
+    cycle_id: str
+    round: int
+    version: str
+    accepted: bool
+    reason: str = ""
+    delta: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundFinished(Event):
+    kind: ClassVar[str] = "round_finished"
+    cycle_id: str
+    round: int
+    version: str
+    score: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    pass_rate: float | None = None
+    accepted: bool | None = None
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CycleFinished(Event):
+    kind: ClassVar[str] = "cycle_finished"
+    cycle_id: str
+    reason: str
+    final_version: str | None = None
+    score: float | None = None
+
+
+class EventBus:
+    """Delivers events to subscribers in order; a failing subscriber is reported, not fatal."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Subscriber] = []
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Add a subscriber; returns a function that removes it."""
+        self._subscribers.append(subscriber)
+        return lambda: self._subscribers.remove(subscriber)
+
+    def emit(self, event: Event) -> None:
+        for subscriber in list(self._subscribers):
+            subscriber(event)
+
+
+class JsonlSink:
+    """Writes every event as one JSON line (``--events FILE``)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO = self.path.open("a", encoding="utf-8")
+
+    def __call__(self, event: Event) -> None:
+        self._file.write(json.dumps(event.to_dict(), default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

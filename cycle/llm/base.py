@@ -1,0 +1,183 @@
+"""The provider contract: our messages in, our output out.
+
+A provider implements ``ModelAPI.generate`` (one SDK call, translated both
+ways) and may override the retry hooks. Retries, concurrency, caching, usage
+and cost live once in ``cycle.llm.model.Model``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    """One chat message in provider-neutral form."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: for role="tool": which call this answers, and the tool's name
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls(role="system", content=content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls(role="user", content=content)
+
+    @classmethod
+    def assistant(cls, content: str, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+        return cls(role="assistant", content=content, tool_calls=tool_calls)
+
+    @classmethod
+    def tool(cls, content: str, *, tool_call_id: str, name: str) -> Message:
+        return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name)
+
+
+class ToolDef(BaseModel):
+    """A tool the model may call: a name, a description and a JSON schema."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class GenerateConfig(BaseModel):
+    """Generation options; ``None`` means the provider's default."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] | None = None
+    seed: int | None = None
+    #: a JSON schema the output must follow (structured output)
+    response_schema: dict[str, Any] | None = None
+    #: the schema's name, sent to providers that want one (OpenAI json_schema)
+    response_schema_name: str = "output"
+    #: per-call timeout in seconds
+    timeout: float | None = None
+
+    def merged(self, other: GenerateConfig | None) -> GenerateConfig:
+        """This config with every field ``other`` sets taken from ``other``."""
+        if other is None:
+            return self
+        return self.model_copy(update=other.model_dump(exclude_unset=True))
+
+
+class Usage(BaseModel):
+    """Tokens of one call, as the provider reported them."""
+
+    input_tokens: int = 0
+    #: the part of input_tokens served from the provider's prompt cache
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class ModelOutput(BaseModel):
+    """What one call produced."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    #: the request and response as sent and received, for the call log
+    raw_request: dict[str, Any] | None = None
+    raw_response: dict[str, Any] | None = None
+    #: the validated object, for structured output
+    parsed: Any = None
+    #: filled in by Model: cost in USD, whether the price was estimated,
+    #: whether the answer came from the response cache, wall time of the call
+    cost: float = 0.0
+    cost_estimated: bool = False
+    cache_hit: bool = False
+    latency: float = 0.0
+    model: str = ""
+
+
+@dataclass(frozen=True)
+class ProviderOptions:
+    """Options a provider is built with (from config or the environment)."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    api_version: str | None = None
+    timeout: float = 60.0
+    max_connections: int = 32
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ModelAPI(abc.ABC):
+    """One provider's model. Implement ``generate``; override the hooks if needed."""
+
+    #: registry name of the provider, e.g. "openai"
+    provider: str = ""
+    #: the results are not a real model's (the offline and scripted providers)
+    offline: bool = False
+
+    def __init__(self, model_name: str, options: ProviderOptions | None = None) -> None:
+        self.model_name = model_name
+        self.options = options or ProviderOptions()
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model_name}"
+
+    @abc.abstractmethod
+    async def generate(
+        self,
+        messages: list[Message],
+        tools: list[ToolDef],
+        config: GenerateConfig,
+    ) -> ModelOutput:
+        """Make one call. Raise ``cycle.errors.ModelError`` subclasses on failure."""
+
+    def is_retryable(self, error: BaseException) -> bool:
+        """Whether Model should retry after this error."""
+        return bool(getattr(error, "retryable", False))
+
+    def retry_after(self, error: BaseException) -> float | None:
+        """Seconds the provider asked us to wait before retrying, if it said."""
+        return getattr(error, "retry_after", None)
+
+    @property
+    def max_connections(self) -> int:
+        return self.options.max_connections
+
+    async def aclose(self) -> None:
+        """Release clients; called when the Model is closed."""

@@ -1,0 +1,94 @@
+"""Prompt: what is versioned. A system prompt, a user template and model parameters.
+
+Templates are rendered by jinja2's ``SandboxedEnvironment`` with
+``StrictUndefined``: a missing variable is an error, not an empty string, and
+template tricks such as reaching ``__class__`` fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import BaseModel, ConfigDict, Field
+
+from cycle.errors import TemplateError
+
+
+class Prompt(BaseModel):
+    """The content of one prompt version. Immutable; its hash is its identity."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(description="Stable name of the prompt, e.g. 'support-reply'.")
+    system: str = Field("", description="The system prompt.")
+    user_template: str = Field(
+        "{{ input }}", description="Jinja2 template of the user message, rendered with a case's input."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Model parameters: model, temperature, max_tokens, ...",
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not hashed.")
+
+    def canonical(self) -> dict[str, Any]:
+        """The fields that make a version: everything but metadata."""
+        return {
+            "id": self.id,
+            "system": self.system,
+            "user_template": self.user_template,
+            "params": self.params,
+        }
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON: identical content, identical hash."""
+        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def render_system(self, variables: dict[str, Any]) -> str:
+        return render(self.system, variables, field="system")
+
+    def render_user(self, variables: dict[str, Any]) -> str:
+        return render(self.user_template, variables, field="user_template")
+
+    def check(self) -> None:
+        """Raise TemplateError if either template does not compile."""
+        compile_template(self.system, field="system")
+        compile_template(self.user_template, field="user_template")
+
+
+@lru_cache(maxsize=1)
+def _environment() -> SandboxedEnvironment:
+    return SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+@lru_cache(maxsize=512)
+def compile_template(source: str, *, field: str = "template") -> jinja2.Template:
+    """Compile once, cache by source (templates are rendered per case and iteration)."""
+    try:
+        return _environment().from_string(source)
+    except jinja2.TemplateSyntaxError as e:
+        raise TemplateError(
+            f"template does not compile: {e.message}", field=field, line=e.lineno
+        ) from e
+
+
+def render(source: str, variables: dict[str, Any], *, field: str = "template") -> str:
+    """Render a sandboxed template; a missing variable or unsafe access is a TemplateError."""
+    template = compile_template(source, field=field)
+    try:
+        return template.render(**variables)
+    except jinja2.UndefinedError as e:
+        known = ", ".join(sorted(variables)) or "none"
+        raise TemplateError(
+            f"template uses an undefined variable: {e.message}",
+            field=field,
+            hint=f"Variables given: {known}.",
+        ) from e
+    except jinja2.exceptions.SecurityError as e:
+        raise TemplateError(f"template tried an unsafe operation: {e}", field=field) from e

@@ -1,0 +1,32 @@
+import pytest
+
+from cycle.errors import TemplateError
+from cycle.prompt import Prompt
+
+
+def test_identical_content_same_hash_metadata_ignored():
+    a = Prompt(id="p", system="s", user_template="{{ q }}", metadata={"x": 1})
+    b = Prompt(id="p", system="s", user_template="{{ q }}")
+    assert a.content_hash == b.content_hash
+    assert a.content_hash != Prompt(id="p", system="s2", user_template="{{ q }}").content_hash
+
+
+def test_render_strict_undefined_names_given_variables():
+    p = Prompt(id="p", user_template="Hi {{ name }}")
+    assert p.render_user({"name": "Ann"}) == "Hi Ann"
+    with pytest.raises(TemplateError) as e:
+        p.render_user({"other": 1})
+    assert "name" in str(e.value) and "other" in str(e.value)
+
+
+def test_sandbox_blocks_dunder_access():
+    p = Prompt(id="p", user_template="{{ ''.__class__.__mro__[1].__subclasses__() }}")
+    with pytest.raises(TemplateError):
+        p.render_user({})
+
+
+def test_syntax_error_names_field_and_line():
+    p = Prompt(id="p", system="ok\n{% if %}")
+    with pytest.raises(TemplateError) as e:
+        p.check()
+    assert "system" in str(e.value) and ":2" not in "" and e.value.line == 2
