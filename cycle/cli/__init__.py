@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from cycle import __version__
 from cycle.errors import CycleError
 
 #: command name -> "module:attribute"; a module adds its commands here
@@ -120,7 +121,7 @@ class CycleGroup(click.Group):
     default=None,
     help="The SQLite store (default: $CYCLE_STORE, else .cycle/cycle.db beside the config).",
 )
-@click.version_option(package_name="cycle", prog_name="cycle")
+@click.version_option(version=__version__, prog_name="cycle")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool, store: str | None) -> None:
     """cycle: improve LLM prompts with evidence.

@@ -1,0 +1,316 @@
+"""Prompt commands: ``cycle prompt list|import|export``, ``history``, ``show``,
+``diff``, ``rollback`` and ``label``.
+
+Each takes ``--json`` for scripts. The store is ``--store``, else
+``$CYCLE_STORE``, else ``.cycle/cycle.db`` in the current directory.
+Read-only commands never create a store.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+from cycle.cli import CliContext
+from cycle.promptfile import dump_prompt, load_prompt_file, save_prompt_file
+from cycle.store import HEAD, Store, Version
+from cycle.store.semver import BUMPS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+@contextmanager
+def open_store(*, create: bool = False) -> Iterator[Store]:
+    """The store of the current command (``--store`` / ``CYCLE_STORE`` / ``.cycle/cycle.db``)."""
+    ctx = click.get_current_context()
+    obj = ctx.find_object(CliContext) or CliContext()
+    store = Store.open(obj.store_path(), create=create)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def who() -> str:
+    """Who is moving labels from this terminal: recorded with every move."""
+    try:
+        return getpass.getuser() or "user"
+    except (KeyError, OSError):  # no name for this uid (some containers)
+        return "user"
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+    """Plain aligned columns; the last column is not padded."""
+    all_rows = [list(headers), *[list(r) for r in rows]]
+    widths = [max(len(r[i]) for r in all_rows) for i in range(len(headers))]
+    lines = []
+    for r in all_rows:
+        cells = [c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r)]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def labels_of(version: str, labels: dict[str, str]) -> str:
+    names = [name for name, v in labels.items() if v == version]
+    return f"[{', '.join(names)}]" if names else ""
+
+
+def when(v: Version) -> str:
+    return v.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def version_json(v: Version, labels: dict[str, str]) -> dict[str, Any]:
+    data = v.model_dump(mode="json")
+    data["labels"] = [name for name, target in labels.items() if target == v.version]
+    return data
+
+
+def _split_ref(ref: str) -> tuple[str, str]:
+    prompt_id, _, spec = ref.partition("@")
+    return prompt_id, spec or HEAD
+
+
+# -- cycle prompt ... --------------------------------------------------------
+
+
+@click.group()
+def prompt() -> None:
+    """Prompts in the store: list them, import and export prompt files."""
+
+
+@prompt.command("list")
+@json_option
+def list_(as_json: bool) -> None:
+    """List the prompts in the store with their latest version and labels."""
+    obj = click.get_current_context().find_object(CliContext) or CliContext()
+    if not obj.store_path().exists():
+        prompts = []  # no store yet is an empty list, not an error
+    else:
+        with open_store() as store:
+            prompts = store.list_prompts()
+    if as_json:
+        emit_json([p.model_dump(mode="json") for p in prompts])
+        return
+    if not prompts:
+        click.echo("No prompts yet: import one with  cycle prompt import FILE")
+        return
+    rows = [
+        [
+            p.id, p.latest, str(p.versions),
+            "[" + ", ".join(f"{k} {v}" for k, v in p.labels.items()) + "]",
+            p.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"),
+        ]
+        for p in prompts
+    ]
+    click.echo(table(rows, ["PROMPT", "LATEST", "VERSIONS", "LABELS", "UPDATED"]))
+
+
+@prompt.command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--bump", type=click.Choice(BUMPS), default="patch", show_default=True,
+              help="Which part of the version number a new version bumps.")
+@click.option("-m", "--message", default="", help="Why this version exists.")
+@click.option("--no-head", is_flag=True, help="Store the version without moving the head label.")
+@json_option
+def import_(file: str, bump: str, message: str, no_head: bool, as_json: bool) -> None:
+    """Store the prompt of a YAML prompt FILE as a new version (or find its identical one)."""
+    loaded = load_prompt_file(file)  # errors before the store is touched
+    with open_store(create=True) as store:
+        before = store.find_version(loaded.prompt)
+        v = before or store.save_version(
+            loaded.prompt, bump=bump, message=message or f"imported from {file}",
+            version=loaded.version, move_head=not no_head, who=who(),
+        )
+        labels = store.labels(v.prompt_id)
+    if as_json:
+        emit_json({"created": before is None, **version_json(v, labels)})
+        return
+    tag = labels_of(v.version, labels)
+    if before is not None:
+        click.echo(f"{v.ref} unchanged: the store already holds this content {tag}".rstrip())
+        return
+    click.echo(f"{v.ref} stored ({v.source}, {v.hash[:12]}) {tag}".rstrip())
+    if loaded.version and loaded.version != v.version:
+        click.echo(f"note: {file} names version {loaded.version}, which is not above the latest; "
+                   f"stored as {v.version}", err=True)
+
+
+@prompt.command("export")
+@click.argument("ref", metavar="ID[@VERSION|@LABEL]")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write to this file instead of stdout.")
+def export(ref: str, output: str | None) -> None:
+    """Write a version as a YAML prompt file (the head version by default)."""
+    with open_store() as store:
+        v = store.resolve(ref)
+    if output:
+        save_prompt_file(output, v.prompt, v.version)
+        click.echo(f"{v.ref} written to {output}", err=True)
+    else:
+        click.echo(dump_prompt(v.prompt, v.version), nl=False)
+
+
+# -- history, show, diff -------------------------------------------------------
+
+
+@click.command()
+@click.argument("prompt_id", metavar="ID")
+@click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1), help="Versions per page.")
+@click.option("--offset", default=0, type=click.IntRange(0), help="Skip this many of the newest versions.")
+@json_option
+def history(prompt_id: str, limit: int, offset: int, as_json: bool) -> None:
+    """The versions of prompt ID, newest first, with labels, source, score and message."""
+    with open_store() as store:
+        versions = store.history(prompt_id, limit=limit, offset=offset)
+        labels = store.labels(prompt_id)
+        scores = store.latest_scores(prompt_id)
+        total = store.count_versions(prompt_id)
+    if as_json:
+        emit_json({
+            "prompt_id": prompt_id, "total": total, "offset": offset, "labels": labels,
+            "versions": [{**version_json(v, labels), "score": scores.get(v.version)} for v in versions],
+        })
+        return
+    rows = [
+        [
+            v.version, labels_of(v.version, labels), v.source,
+            f"{scores[v.version]:.1f}" if v.version in scores else "-",
+            when(v), v.parent or "-", v.message.splitlines()[0] if v.message else "",
+        ]
+        for v in versions
+    ]
+    shown = f"{offset + 1}-{offset + len(versions)} of {total}" if total > len(versions) else str(total)
+    click.echo(f"{prompt_id}: {shown} version{'s' if total != 1 else ''}")
+    click.echo(table(rows, ["VERSION", "LABELS", "SOURCE", "SCORE", "CREATED", "PARENT", "MESSAGE"]))
+
+
+@click.command()
+@click.argument("ref", metavar="ID[@VERSION|@LABEL]")
+@json_option
+def show(ref: str, as_json: bool) -> None:
+    """Show one version: its number, labels, hash, source and content."""
+    with open_store() as store:
+        v = store.resolve(ref)
+        labels = store.labels(v.prompt_id)
+    if as_json:
+        emit_json(version_json(v, labels))
+        return
+    tag = labels_of(v.version, labels)
+    click.echo(f"# {v.ref} {tag}".rstrip())
+    click.echo(f"# hash    {v.hash}")
+    click.echo(f"# source  {v.source}, parent {v.parent or '-'}, created {when(v)}")
+    if v.message:
+        click.echo(f"# message {v.message}")
+    click.echo(dump_prompt(v.prompt, v.version), nl=False)
+
+
+@click.command()
+@click.argument("prompt_id", metavar="ID")
+@click.argument("a")
+@click.argument("b")
+@click.option("--color/--no-color", default=None, help="Colour the diff (default: when stdout is a terminal).")
+@json_option
+def diff(prompt_id: str, a: str, b: str, color: bool | None, as_json: bool) -> None:
+    """Unified diffs, field by field, from version A to version B (numbers, labels or hashes)."""
+    with open_store() as store:
+        d = store.diff(prompt_id, a, b)
+    if as_json:
+        emit_json(d.to_dict())
+        return
+    if color is None:
+        color = sys.stdout.isatty()
+    click.echo(d.render(color=color), nl=False, color=color)
+
+
+# -- moving labels --------------------------------------------------------------
+
+
+def label_move_options(f: F) -> F:
+    """--message and --json, shared by commands that move a label."""
+    f = click.option("-m", "--message", default="", help="Why: recorded with the move.")(f)
+    return json_option(f)
+
+
+@click.command()
+@click.argument("prompt_id", metavar="ID")
+@click.option("--to", "to_version", default=None, help="The version to go back to (number, label or hash).")
+@click.option("--label", default=HEAD, show_default=True, help="The label to move.")
+@click.option("--round", "round_no", type=click.IntRange(min=0), default=None,
+              help="With --cycle: go back to the version round N of that cycle evaluated (0: where it started).")
+@click.option("--cycle", "cycle_id", default=None, metavar="CYCLE_ID", help="The improvement cycle of --round.")
+@label_move_options
+def rollback(prompt_id: str, to_version: str, label: str, message: str, as_json: bool,
+             round_no: int | None = None, cycle_id: str | None = None) -> None:
+    """Move the head label (or --label) of prompt ID back to an earlier version.
+
+    Give the version with --to, or as a round of an improvement cycle with
+    --round N --cycle CYCLE_ID. Nothing is deleted; the move is recorded and
+    can itself be undone.
+    """
+    if round_no is not None or cycle_id is not None:
+        if round_no is None or cycle_id is None:
+            raise click.UsageError("--round and --cycle go together: --round N --cycle CYCLE_ID")
+        if to_version:
+            raise click.UsageError("give either --to VERSION or --round N --cycle CYCLE_ID, not both")
+        from cycle.store.cycles import round_version
+
+        with open_store() as store:
+            cycle_prompt, to_version = round_version(store, cycle_id, round_no)
+        if cycle_prompt != prompt_id:
+            raise click.UsageError(f"cycle {cycle_id} improved '{cycle_prompt}', not '{prompt_id}'")
+        message = message or f"back to round {round_no} of cycle {cycle_id}"
+    if not to_version:
+        raise click.UsageError("say which version to go back to: --to VERSION (or --round N --cycle CYCLE_ID)")
+    do_rollback(prompt_id, to_version, label=label, message=message, as_json=as_json)
+
+
+def do_rollback(prompt_id: str, to_version: str, *, label: str, message: str, as_json: bool) -> None:
+    """The body of ``cycle rollback``, for commands that find the target another way."""
+    with open_store() as store:
+        before = store.labels(prompt_id).get(label) if store.has_prompt(prompt_id) else None
+        v = store.rollback(prompt_id, to_version, label=label, reason=message, who=who())
+        labels = store.labels(prompt_id)
+    moved = before != v.version
+    if as_json:
+        emit_json({"prompt_id": prompt_id, "label": label, "from": before, "to": v.version,
+                   "moved": moved, "labels": labels})
+        return
+    if moved:
+        click.echo(f"{prompt_id}: {label} {before} -> {v.version}")
+    else:
+        click.echo(f"{prompt_id}: {label} already at {v.version}; nothing changed")
+
+
+@click.command()
+@click.argument("prompt_id", metavar="ID")
+@click.argument("version")
+@click.argument("name")
+@label_move_options
+def label(prompt_id: str, version: str, name: str, message: str, as_json: bool) -> None:
+    """Point label NAME of prompt ID at VERSION (creating the label if new)."""
+    with open_store() as store:
+        move = store.set_label(prompt_id, name, version, reason=message, who=who())
+        labels = store.labels(prompt_id)
+    if as_json:
+        emit_json({"prompt_id": prompt_id, "label": name, "to": labels[name],
+                   "move": move.model_dump(mode="json") if move else None, "labels": labels})
+        return
+    if move is None:
+        click.echo(f"{prompt_id}: {name} already at {labels[name]}; nothing changed")
+    else:
+        click.echo(f"{prompt_id}: {name} {move.from_version or '(new)'} -> {move.to_version}")
+
+
+__all__ = ["diff", "do_rollback", "history", "label", "open_store", "prompt", "rollback", "show"]

@@ -1,0 +1,189 @@
+"""Prompt files: the YAML form of a prompt that users keep in git (``prompts/*.yaml``).
+
+    id: support-reply
+    version: 1.0.0
+    system: |
+      You are a support agent for Acme.
+      Answer in two sentences.
+    user_template: |
+      Customer message: {{ input }}
+    params:
+      model: openai:gpt-4o-mini
+      temperature: 0.2
+    metadata:
+      owner: support-team
+
+``dump_prompt`` writes this canonical form (keys in this order, multi-line
+strings as literal ``|`` blocks, empty ``system``/``params``/``metadata``
+left out), and ``load_prompt_file`` reads it back to the same prompt: so
+``cycle prompt export`` of an imported canonical file reproduces it byte for
+byte. Errors name the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from cycle.errors import ConfigError, TemplateError
+from cycle.prompt import Prompt, compile_template
+from cycle.store import semver
+from cycle.yamlload import LoadedYaml, parse_yaml, validate
+
+#: keys in the order they are written
+KEYS: tuple[str, ...] = ("id", "version", "system", "user_template", "params", "metadata")
+
+
+class PromptFileModel(BaseModel):
+    """The schema of a prompt file."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+    id: str = Field(min_length=1, description="Stable name of the prompt, e.g. 'support-reply'.")
+    version: str | None = Field(
+        None, description="Version number to store it as when it is new (1.0.0 if absent)."
+    )
+    system: str = Field("", description="The system prompt (a jinja2 template).")
+    user_template: str = Field("{{ input }}", description="The user message template.")
+    params: dict[str, Any] = Field(default_factory=dict, description="model, temperature, max_tokens...")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not versioned.")
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return semver.normalize(value)
+        except ValueError as e:
+            raise ValueError(f"{e} (write it in quotes if YAML reads it as a number)") from None
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    """A loaded prompt file: the prompt, the version it names (if any), where it came from."""
+
+    prompt: Prompt
+    version: str | None
+    path: str
+
+
+def parse_prompt(text: str, file: str = "<prompt>") -> PromptFile:
+    """Parse prompt-file text; ConfigError/TemplateError name ``file``, the line and the field."""
+    doc = parse_yaml(text, file)
+    if not isinstance(doc.data, dict):
+        raise ConfigError(
+            "a prompt file is a mapping with keys " + ", ".join(KEYS),
+            file=file, line=doc.line_of(()) or 1,
+            hint="Start from an example: cycle prompt export ID, or prompts/ in the repository.",
+        )
+    if "id" not in doc.data:
+        raise ConfigError(
+            "required key 'id' is missing", file=file, line=doc.line_of(()) or 1, field="id",
+            hint="Add the prompt's stable name, e.g. id: support-reply",
+        )
+    if "version" in doc.data and isinstance(doc.data["version"], int | float):
+        # YAML reads 1.0 as a float: say what to write instead of pydantic's type message
+        raise ConfigError(
+            f"version must be a string like 1.0.0, not {doc.data['version']!r}",
+            file=file, line=doc.line_of(("version",)), field="version",
+        )
+    model = validate(PromptFileModel, doc, what="a prompt file")
+    for name in ("system", "user_template"):
+        _check_template(getattr(model, name), name, doc, text)
+    prompt = Prompt(
+        id=model.id, system=model.system, user_template=model.user_template,
+        params=model.params, metadata=model.metadata,
+    )
+    return PromptFile(prompt=prompt, version=model.version, path=file)
+
+
+def load_prompt_file(path: str | Path) -> PromptFile:
+    """Read and parse one prompt file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("file not found", file=str(p)) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read file: {e.strerror}", file=str(p)) from None
+    return parse_prompt(text, str(p))
+
+
+def _check_template(source: str, name: str, doc: LoadedYaml, text: str) -> None:
+    try:
+        compile_template(source, field=name)
+    except TemplateError as e:
+        cause = e.__cause__
+        detail = cause.message if isinstance(cause, jinja2.TemplateSyntaxError) else e.message
+        raise TemplateError(
+            f"template does not compile: {detail}",
+            file=doc.file,
+            line=_file_line(doc, text, name, e.line),
+            field=name,
+            hint="Check the {{ }} and {% %} tags; see https://jinja.palletsprojects.com/templates/",
+        ) from cause
+
+
+def _file_line(doc: LoadedYaml, text: str, name: str, template_line: int | None) -> int | None:
+    """The line in the file of line ``template_line`` of a template field."""
+    key_line = doc.line_of((name,))
+    if key_line is None or not template_line:
+        return key_line
+    lines = text.splitlines()
+    header = lines[key_line - 1].rstrip() if key_line <= len(lines) else ""
+    # a block scalar ("system: |") starts on the next line; a one-line value is on the key's line
+    if header.split("#")[0].rstrip().endswith(("|", "|-", "|+", ">", ">-", ">+")):
+        return key_line + template_line
+    return key_line
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for mappings, literal ``|`` blocks for multi-line strings."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def prompt_document(prompt: Prompt, version: str | None = None) -> dict[str, Any]:
+    """The canonical mapping of a prompt file, keys in ``KEYS`` order, empties left out."""
+    doc: dict[str, Any] = {"id": prompt.id}
+    if version:
+        doc["version"] = version
+    if prompt.system:
+        doc["system"] = prompt.system
+    doc["user_template"] = prompt.user_template
+    if prompt.params:
+        doc["params"] = prompt.params
+    if prompt.metadata:
+        doc["metadata"] = prompt.metadata
+    return doc
+
+
+def dump_prompt(prompt: Prompt, version: str | None = None) -> str:
+    """The canonical YAML text of a prompt file."""
+    return yaml.dump(
+        prompt_document(prompt, version),
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1 << 30,  # never fold long lines: the text must come back exactly
+    )
+
+
+def save_prompt_file(path: str | Path, prompt: Prompt, version: str | None = None) -> None:
+    """Write the canonical YAML of ``prompt`` to ``path`` (directories created)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(dump_prompt(prompt, version), encoding="utf-8")

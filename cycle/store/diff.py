@@ -1,0 +1,125 @@
+"""Differences between two prompt versions: one unified diff per field.
+
+Fields are the system prompt, the user template and the parameters (as
+sorted, pretty JSON so that key order never shows up as a change).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from cycle.prompt import Prompt
+
+#: the fields compared, in display order
+FIELDS: tuple[str, ...] = ("system", "user_template", "params")
+
+
+def field_text(prompt: Prompt, name: str) -> str:
+    """The text of one field as it is diffed."""
+    if name == "params":
+        return json.dumps(prompt.params, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return str(getattr(prompt, name))
+
+
+@dataclass(frozen=True)
+class FieldDiff:
+    """The unified diff of one field; ``lines`` is empty when it did not change."""
+
+    field: str
+    lines: tuple[str, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.lines)
+
+    @property
+    def text(self) -> str:
+        return "".join(line if line.endswith("\n") else line + "\n" for line in self.lines)
+
+
+@dataclass(frozen=True)
+class VersionDiff:
+    """Per-field differences from version ``a`` to version ``b`` of one prompt."""
+
+    prompt_id: str
+    a: str
+    b: str
+    fields: tuple[FieldDiff, ...]
+
+    @property
+    def changed(self) -> bool:
+        return any(f.changed for f in self.fields)
+
+    def field(self, name: str) -> FieldDiff:
+        for f in self.fields:
+            if f.field == name:
+                return f
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{"prompt_id", "a", "b", "changed", "fields": {name: {"changed", "diff"}}}``."""
+        return {
+            "prompt_id": self.prompt_id,
+            "a": self.a,
+            "b": self.b,
+            "changed": self.changed,
+            "fields": {f.field: {"changed": f.changed, "diff": f.text} for f in self.fields},
+        }
+
+    def render(self, *, color: bool = False) -> str:
+        """The diffs of the changed fields, one after another; coloured for a terminal."""
+        if not self.changed:
+            return f"{self.prompt_id}: {self.a} and {self.b} have the same content\n"
+        out: list[str] = []
+        for f in self.fields:
+            if not f.changed:
+                continue
+            for line in f.text.splitlines(keepends=True):
+                out.append(_colour(line, color))
+        return "".join(out)
+
+
+def _colour(line: str, color: bool) -> str:
+    if not color:
+        return line
+    body = line.rstrip("\n")
+    end = line[len(body):]
+    if body.startswith(("+++", "---")):
+        return click.style(body, bold=True) + end
+    if body.startswith("@@"):
+        return click.style(body, fg="cyan") + end
+    if body.startswith("+"):
+        return click.style(body, fg="green") + end
+    if body.startswith("-"):
+        return click.style(body, fg="red") + end
+    if body.startswith("\\"):
+        return click.style(body, dim=True) + end
+    return line
+
+
+def _unified(name: str, old: str, new: str, a: str, b: str) -> tuple[str, ...]:
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    out: list[str] = []
+    for line in difflib.unified_diff(old_lines, new_lines, f"{a}/{name}", f"{b}/{name}"):
+        if not line.endswith("\n"):
+            # the last line had no newline: say so, like diff(1), instead of gluing lines
+            out.append(line + "\n")
+            out.append("\\ No newline at end of field\n")
+        else:
+            out.append(line)
+    return tuple(out)
+
+
+def diff_prompts(old: Prompt, new: Prompt, *, a: str, b: str, prompt_id: str | None = None) -> VersionDiff:
+    """Compare two prompts field by field; ``a`` and ``b`` label the two sides."""
+    fields = tuple(
+        FieldDiff(name, _unified(name, field_text(old, name), field_text(new, name), a, b))
+        for name in FIELDS
+    )
+    return VersionDiff(prompt_id=prompt_id or new.id, a=a, b=b, fields=fields)

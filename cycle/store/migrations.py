@@ -1,0 +1,272 @@
+"""The store's schema, as numbered, append-only migrations.
+
+Built on ``sqlite_utils.migrations.Migrations``: each migration runs in a
+transaction together with the record of it (table ``_sqlite_migrations``,
+set ``"cycle"``), so a store written by an older release migrates itself when
+opened. Never edit a migration that has shipped: add the next one.
+
+Opening also refuses what is not ours: a file that is not SQLite, a SQLite
+file with tables but no cycle migration record, or a store recording a
+migration this release does not know (written by a newer cycle).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+from cycle.errors import StoreFormatError
+
+MIGRATION_SET = "cycle"
+migrations = Migrations(MIGRATION_SET)
+
+
+@migrations()
+def m001_initial(db: Database) -> None:
+    """Every table of the first release: prompt versions, labels, runs, cycles."""
+    _run(
+        db,
+        """
+        CREATE TABLE prompts (
+            id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE versions (
+            prompt_id TEXT NOT NULL REFERENCES prompts(id),
+            seq INTEGER NOT NULL,
+            version TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            parent TEXT,
+            source TEXT NOT NULL CHECK (source IN ('initial', 'improver', 'manual', 'rollback')),
+            message TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            system TEXT NOT NULL,
+            user_template TEXT NOT NULL,
+            params TEXT NOT NULL,
+            metadata TEXT NOT NULL,
+            PRIMARY KEY (prompt_id, version),
+            UNIQUE (prompt_id, hash)
+        );
+        CREATE TABLE labels (
+            prompt_id TEXT NOT NULL REFERENCES prompts(id),
+            name TEXT NOT NULL,
+            version TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (prompt_id, name),
+            FOREIGN KEY (prompt_id, version) REFERENCES versions(prompt_id, version)
+        );
+        CREATE TABLE label_moves (
+            id INTEGER PRIMARY KEY,
+            prompt_id TEXT NOT NULL,
+            label TEXT NOT NULL,
+            from_version TEXT,
+            to_version TEXT NOT NULL,
+            action TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            at TEXT NOT NULL
+        );
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            prompt_id TEXT,
+            version TEXT,
+            status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'interrupted', 'failed')),
+            started_at TEXT,
+            finished_at TEXT,
+            config TEXT,
+            agent_model TEXT,
+            judge_model TEXT,
+            judge_version TEXT,
+            offline INTEGER,
+            cycle_id TEXT,
+            round INTEGER,
+            role TEXT CHECK (role IS NULL OR role IN ('eval', 'baseline', 'candidate')),
+            summary TEXT
+        );
+        CREATE TABLE results (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            case_id TEXT NOT NULL,
+            iteration INTEGER NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('passed', 'failed', 'error')),
+            score REAL,
+            passed INTEGER,
+            error TEXT,
+            input TEXT,
+            output TEXT,
+            tool_calls TEXT,
+            latency REAL,
+            agent_cost REAL,
+            judge_cost REAL,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            started_at TEXT,
+            finished_at TEXT,
+            UNIQUE (run_id, case_id, iteration)
+        );
+        CREATE TABLE verdicts (
+            id INTEGER PRIMARY KEY,
+            result_id INTEGER NOT NULL REFERENCES results(id),
+            criterion_id TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('check', 'llm')),
+            score REAL,
+            passed INTEGER,
+            weight REAL,
+            required INTEGER,
+            reasoning TEXT
+        );
+        CREATE TABLE calls (
+            id INTEGER PRIMARY KEY,
+            at TEXT,
+            run_id TEXT,
+            cycle_id TEXT,
+            round INTEGER,
+            case_id TEXT,
+            iteration INTEGER,
+            role TEXT,
+            model TEXT,
+            input_tokens INTEGER,
+            cached_input_tokens INTEGER,
+            output_tokens INTEGER,
+            cost REAL,
+            cost_estimated INTEGER,
+            latency REAL,
+            cache_hit INTEGER,
+            attempts INTEGER,
+            error TEXT
+        );
+        CREATE TABLE cycles (
+            id TEXT PRIMARY KEY,
+            prompt_id TEXT,
+            status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'interrupted', 'failed')),
+            config TEXT,
+            started_at TEXT,
+            finished_at TEXT,
+            stop_reason TEXT,
+            initial_version TEXT,
+            final_version TEXT,
+            total_cost REAL
+        );
+        CREATE TABLE rounds (
+            cycle_id TEXT NOT NULL REFERENCES cycles(id),
+            round INTEGER NOT NULL,
+            incumbent_version TEXT,
+            candidate_version TEXT,
+            baseline_run_id TEXT,
+            candidate_run_id TEXT,
+            status TEXT,
+            accepted INTEGER,
+            score REAL,
+            delta REAL,
+            ci_low REAL,
+            ci_high REAL,
+            cost REAL,
+            started_at TEXT,
+            finished_at TEXT,
+            PRIMARY KEY (cycle_id, round)
+        );
+        CREATE TABLE suggestions (
+            id TEXT PRIMARY KEY,
+            cycle_id TEXT,
+            round INTEGER,
+            type TEXT,
+            priority TEXT,
+            current_value TEXT,
+            suggested_value TEXT,
+            reasoning TEXT,
+            expected_improvement TEXT,
+            target_cases TEXT,
+            decision TEXT,
+            reason TEXT,
+            edited_value TEXT,
+            applied INTEGER
+        );
+        """
+    )
+
+
+@migrations()
+def m002_label_moves_who(db: Database) -> None:
+    """Record who moved a label (a person, the improvement cycle, a script)."""
+    db.execute("ALTER TABLE label_moves ADD COLUMN who TEXT NOT NULL DEFAULT 'user'")
+
+
+@migrations()
+def m003_indexes(db: Database) -> None:
+    """Indexes for the queries the commands, the runner and the loop make."""
+    _run(
+        db,
+        """
+        CREATE UNIQUE INDEX idx_versions_prompt_seq ON versions (prompt_id, seq);
+        CREATE INDEX idx_label_moves_prompt ON label_moves (prompt_id, label, id);
+        CREATE INDEX idx_runs_prompt_version ON runs (prompt_id, version);
+        CREATE INDEX idx_runs_cycle ON runs (cycle_id, round);
+        CREATE INDEX idx_results_run ON results (run_id);
+        CREATE INDEX idx_verdicts_result ON verdicts (result_id);
+        CREATE INDEX idx_calls_run ON calls (run_id);
+        CREATE INDEX idx_calls_cycle ON calls (cycle_id, round);
+        CREATE INDEX idx_cycles_prompt ON cycles (prompt_id);
+        CREATE INDEX idx_suggestions_cycle ON suggestions (cycle_id, round);
+        """
+    )
+
+
+@migrations()
+def m004_round_reasons(db: Database) -> None:
+    """Why a round's candidate was accepted or rejected, and the incumbent's score beside it (H4)."""
+    db.execute("ALTER TABLE rounds ADD COLUMN reason TEXT")
+    db.execute("ALTER TABLE rounds ADD COLUMN incumbent_score REAL")
+    db.execute("ALTER TABLE rounds ADD COLUMN pass_rate REAL")
+
+
+def _run(db: Database, script: str) -> None:
+    # not executescript(): it commits first, and a migration must stay inside
+    # its transaction (none of these statements holds a ';')
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def known_names() -> list[str]:
+    """Names of this release's migrations, in order."""
+    return [m.name for m in migrations._migrations]
+
+
+def applied_names(db: Database) -> list[str]:
+    """Names of the cycle migrations recorded in ``db`` (read only)."""
+    return [m.name for m in migrations.applied(db)]
+
+
+def check_format(db: Database, path: str) -> list[str]:
+    """Raise StoreFormatError unless ``db`` is blank or a cycle store this release can read.
+
+    Returns the migrations still to apply. Reads only: a refused file is left
+    exactly as it was.
+    """
+    try:
+        tables = set(db.table_names())
+    except sqlite3.DatabaseError as e:
+        raise StoreFormatError(
+            f"{path} is not a cycle store: {e}",
+            hint="Point --store (or CYCLE_STORE) at a cycle store, or at a new file.",
+        ) from None
+    if not tables:
+        return known_names()
+    applied = applied_names(db) if migrations.migrations_table in tables else []
+    if not applied:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise StoreFormatError(
+            f"{path} is a SQLite file but not a cycle store (it holds tables {shown} "
+            "and no cycle migration record)",
+            hint="Point --store (or CYCLE_STORE) at a cycle store, or at a new file.",
+        )
+    known = known_names()
+    unknown = [name for name in applied if name not in known]
+    if unknown:
+        raise StoreFormatError(
+            f"{path} was written by a newer release of cycle (it records migration "
+            f"{', '.join(unknown)}, unknown to this one)",
+            hint="Upgrade cycle (pip install -U cycle) to open this store.",
+        )
+    return [name for name in known if name not in applied]

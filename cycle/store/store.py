@@ -1,0 +1,526 @@
+"""Store: cycle's memory in one SQLite file (through sqlite-utils).
+
+This module opens the file (refusing what is not a cycle store, migrating an
+older one), and holds prompt versions and their labels. Runs and cycles are
+written by ``cycle/store/runs.py`` and ``cycle/store/cycles.py`` through
+``Store.db`` and ``Store.transaction()``.
+
+Concurrency: WAL mode plus a busy timeout, and every writer that reads
+before it writes (choosing the next version number, moving a label) does so
+inside ``BEGIN IMMEDIATE``, so two processes writing at once serialise
+instead of losing a write or handing out the same number twice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+from sqlite_utils import Database
+
+from cycle.errors import NotFoundError, StoreError, StoreFormatError
+from cycle.prompt import Prompt
+from cycle.store import semver
+from cycle.store.diff import VersionDiff, diff_prompts
+from cycle.store.migrations import check_format, migrations
+from cycle.store.models import HEAD, PRODUCTION, SOURCES, LabelMove, PromptSummary, Version
+
+#: seconds a writer waits for another process's transaction before giving up
+BUSY_TIMEOUT = 30.0
+
+_PROMPT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+_LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")
+_HEX = re.compile(r"^[0-9a-f]{4,64}$")
+
+_VERSION_COLUMNS = (
+    "prompt_id, seq, version, hash, parent, source, message, created_at, "
+    "system, user_template, params, metadata"
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
+    (prompt_id, seq, version, hash_, parent, source, message, created_at,
+     system, user_template, params, metadata) = row
+    prompt = Prompt(
+        id=prompt_id,
+        system=system,
+        user_template=user_template,
+        params=json.loads(params),
+        metadata=json.loads(metadata),
+    )
+    return Version(
+        prompt_id=prompt_id, seq=seq, version=version, hash=hash_, parent=parent,
+        source=source, message=message, created_at=datetime.fromisoformat(created_at),
+        prompt=prompt,
+    )
+
+
+def check_label_name(name: str) -> str:
+    """A label is a word (``staging``, ``prod-eu``), never a version number or hash."""
+    if not _LABEL.match(name) or semver.is_semver(name):
+        raise StoreError(
+            f"'{name}' cannot be a label name",
+            hint="A label starts with a letter and holds letters, digits, '.', '_' or '-' "
+            "(e.g. staging); it cannot look like a version number.",
+        )
+    return name
+
+
+class Store:
+    """The SQLite store. Open it with ``Store.open(path)``; close it (or use ``with``)."""
+
+    def __init__(self, db: Database, path: Path) -> None:
+        self.db = db
+        self.path = path
+        # one connection may be shared by threads (a TUI worker): writers take turns
+        self._lock = threading.RLock()
+
+    # -- opening -----------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path, *, create: bool = True) -> Store:
+        """Open (creating directories and file if ``create``) and migrate the store at ``path``.
+
+        Raises StoreFormatError, changing nothing, if the file is not a cycle
+        store or was written by a newer release; NotFoundError if it does not
+        exist and ``create`` is false.
+        """
+        p = Path(path)
+        if p.is_dir():
+            raise StoreFormatError(f"{p} is a directory, not a cycle store",
+                                   hint="Give the path of the store file, e.g. .cycle/cycle.db.")
+        if not p.exists():
+            if not create:
+                raise NotFoundError(
+                    f"no cycle store at {p}",
+                    hint="Import a prompt first (cycle prompt import FILE), "
+                    "or point --store / CYCLE_STORE at an existing store.",
+                )
+            p.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(p), timeout=BUSY_TIMEOUT, check_same_thread=False)
+        try:
+            db = Database(conn, execute_plugins=False)
+            pending = check_format(db, str(p))  # reads only: a refused file stays as it was
+            # WAL: readers never block the writer; NORMAL is durable across crashes of
+            # the process (only a power cut may lose the last commits)
+            _enable_wal(db)
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            store = cls(db, p)
+            if pending:
+                store._migrate()
+        except sqlite3.Error as e:
+            conn.close()
+            raise StoreError(f"cannot open the store {p}: {e}") from e
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def _migrate(self) -> None:
+        # re-check under the write lock: another process may have migrated meanwhile
+        with self.transaction() as db:
+            if check_format(db, str(self.path)):
+                migrations.apply(db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Database]:
+        """A write transaction: ``BEGIN IMMEDIATE`` (a savepoint when nested).
+
+        Use it for anything that reads and then writes, so that concurrent
+        writers queue on the busy timeout instead of racing. On any error
+        everything written inside is rolled back; SQLite errors become
+        StoreError.
+        """
+        with self._lock:
+            conn = self.db.conn
+            if conn.in_transaction:
+                with self.db.atomic():
+                    yield self.db
+                return
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                raise StoreError(
+                    f"the store {self.path} is busy: {e}",
+                    hint=f"Another process held it for more than {BUSY_TIMEOUT:.0f}s; try again.",
+                ) from e
+            try:
+                yield self.db
+            except BaseException as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(e, sqlite3.Error):
+                    raise StoreError(f"store write failed, nothing was saved: {e}") from e
+                raise
+            else:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error as e:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise StoreError(f"store write failed, nothing was saved: {e}") from e
+
+    def _query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, params).fetchall()
+
+    # -- versions ----------------------------------------------------------
+
+    def save_version(
+        self,
+        prompt: Prompt,
+        *,
+        bump: str = "patch",
+        source: str = "manual",
+        message: str = "",
+        parent: str | None = None,
+        move_head: bool = True,
+        version: str | None = None,
+        who: str = "user",
+    ) -> Version:
+        """Store ``prompt`` as a new version, or return the version that already has its content.
+
+        The number is ``version`` when given and above the prompt's latest
+        (a prompt file may name its version), else the latest bumped by
+        ``bump``; the first version is 1.0.0 and gets labels ``head`` and
+        ``production`` and source ``initial``. ``parent`` defaults to the
+        version ``head`` points at. ``move_head`` moves ``head`` to the new
+        version. Identical content writes nothing and moves no label.
+        """
+        if not _PROMPT_ID.match(prompt.id):
+            raise StoreError(
+                f"'{prompt.id}' cannot be a prompt id",
+                hint="Use letters, digits, '.', '_', '-' or '/', starting with a letter or digit.",
+            )
+        if bump not in semver.BUMPS:
+            raise StoreError(f"unknown bump '{bump}'", hint=f"Use one of: {', '.join(semver.BUMPS)}.")
+        if source not in SOURCES:
+            raise StoreError(f"unknown source '{source}'", hint=f"Use one of: {', '.join(SOURCES)}.")
+        wanted = None
+        if version is not None:
+            try:
+                wanted = semver.normalize(version)
+            except ValueError as e:
+                raise StoreError(str(e)) from None
+        prompt.check()  # a template that does not compile never becomes a version
+        digest = prompt.content_hash
+        with self.transaction() as db:
+            existing = self._query(
+                f"SELECT {_VERSION_COLUMNS} FROM versions WHERE prompt_id = ? AND hash = ?",
+                (prompt.id, digest),
+            )
+            if existing:
+                return _row_to_version(existing[0])
+            now = _now()
+            latest = self._query(
+                "SELECT seq, version FROM versions WHERE prompt_id = ? ORDER BY seq DESC LIMIT 1",
+                (prompt.id,),
+            )
+            first = not latest
+            if first:
+                db.execute("INSERT INTO prompts (id, created_at) VALUES (?, ?)", (prompt.id, now))
+                seq, number = 1, wanted or semver.FIRST
+                if source == "manual":
+                    source = "initial"
+                if parent is not None:
+                    raise NotFoundError(f"prompt '{prompt.id}' has no version {parent} yet")
+            else:
+                last_seq, last_version = latest[0]
+                seq = last_seq + 1
+                if wanted and semver.parse(wanted) > semver.parse(last_version):
+                    number = wanted
+                else:
+                    number = semver.bump(last_version, bump)
+                if parent is None:
+                    parent = self._label_target(prompt.id, HEAD) or last_version
+                else:
+                    parent = self._resolve_in(prompt.id, parent).version
+            db.execute(
+                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    prompt.id, seq, number, digest, parent, source, message, now,
+                    prompt.system, prompt.user_template,
+                    json.dumps(prompt.params, ensure_ascii=False),
+                    json.dumps(prompt.metadata, ensure_ascii=False),
+                ),
+            )
+            reason = message or f"new version ({source})"
+            if first:
+                for label in (HEAD, PRODUCTION):
+                    self._move(prompt.id, label, number, action="save", reason=reason, who=who, now=now)
+            elif move_head:
+                self._move(prompt.id, HEAD, number, action="save", reason=reason, who=who, now=now)
+            row = self._query(
+                f"SELECT {_VERSION_COLUMNS} FROM versions WHERE prompt_id = ? AND version = ?",
+                (prompt.id, number),
+            )
+        return _row_to_version(row[0])
+
+    def find_version(self, prompt: Prompt) -> Version | None:
+        """The stored version with ``prompt``'s content, if any."""
+        rows = self._query(
+            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE prompt_id = ? AND hash = ?",
+            (prompt.id, prompt.content_hash),
+        )
+        return _row_to_version(rows[0]) if rows else None
+
+    def resolve(self, ref: str) -> Version:
+        """``"id"`` (= ``id@head``), ``"id@1.2.0"``, ``"id@<label>"`` or ``"id@<hash prefix>"``."""
+        prompt_id, _, spec = ref.partition("@")
+        return self._resolve_in(prompt_id, spec or HEAD)
+
+    def get_version(self, prompt_id: str, version: str) -> Version:
+        """A version of ``prompt_id`` by number, label or hash prefix; NotFoundError lists what exists."""
+        return self._resolve_in(prompt_id, version)
+
+    def has_prompt(self, prompt_id: str) -> bool:
+        """Whether ``prompt_id`` has at least one stored version."""
+        return bool(self._query("SELECT 1 FROM prompts WHERE id = ?", (prompt_id,)))
+
+    def _require_prompt(self, prompt_id: str) -> None:
+        if self.has_prompt(prompt_id):
+            return
+        known = [r[0] for r in self._query("SELECT id FROM prompts ORDER BY id LIMIT 21")]
+        if known:
+            shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
+            hint = f"Known prompts: {shown}."
+        else:
+            hint = f"The store {self.path} holds no prompt yet: import one with cycle prompt import FILE."
+        raise NotFoundError(f"unknown prompt '{prompt_id}'", hint=hint)
+
+    def _resolve_in(self, prompt_id: str, spec: str) -> Version:
+        self._require_prompt(prompt_id)
+        spec = spec.strip()
+        if semver.is_semver(spec):
+            rows = self._query(
+                f"SELECT {_VERSION_COLUMNS} FROM versions WHERE prompt_id = ? AND version = ?",
+                (prompt_id, semver.normalize(spec)),
+            )
+            if rows:
+                return _row_to_version(rows[0])
+            raise NotFoundError(f"prompt '{prompt_id}' has no version {spec}", hint=self._known_hint(prompt_id))
+        target = self._label_target(prompt_id, spec)
+        if target is not None:
+            return self._resolve_in(prompt_id, target)
+        if _HEX.match(spec):
+            rows = self._query(
+                f"SELECT {_VERSION_COLUMNS} FROM versions "
+                "WHERE prompt_id = ? AND hash >= ? AND hash < ? LIMIT 2",
+                (prompt_id, spec, spec + "g"),  # 'g' sorts after every hex digit
+            )
+            if len(rows) == 1:
+                return _row_to_version(rows[0])
+            if len(rows) > 1:
+                raise NotFoundError(
+                    f"hash prefix '{spec}' matches several versions of '{prompt_id}'",
+                    hint="Give more characters of the hash, or the version number.",
+                )
+        raise NotFoundError(
+            f"prompt '{prompt_id}' has no version or label '{spec}'", hint=self._known_hint(prompt_id)
+        )
+
+    def _known_hint(self, prompt_id: str) -> str:
+        labels = self.labels(prompt_id)
+        versions = [r[0] for r in self._query(
+            "SELECT version FROM versions WHERE prompt_id = ? ORDER BY seq DESC LIMIT 6", (prompt_id,)
+        )]
+        count = self.count_versions(prompt_id)
+        shown = ", ".join(reversed(versions[:5]))
+        if count > 5:
+            shown = f"... {shown} ({count} in all; see cycle history {prompt_id})"
+        label_text = ", ".join(f"{k} -> {v}" for k, v in labels.items())
+        return f"Labels: {label_text}. Versions: {shown}."
+
+    def history(self, prompt_id: str, *, limit: int = 50, offset: int = 0) -> list[Version]:
+        """Versions of ``prompt_id``, newest first, one page at a time."""
+        self._require_prompt(prompt_id)
+        rows = self._query(
+            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE prompt_id = ? "
+            "ORDER BY seq DESC LIMIT ? OFFSET ?",
+            (prompt_id, limit, offset),
+        )
+        return [_row_to_version(r) for r in rows]
+
+    def count_versions(self, prompt_id: str) -> int:
+        """How many versions ``prompt_id`` has (0 for an unknown prompt)."""
+        # versions are never deleted and seq counts them from 1: the max is the count
+        rows = self._query("SELECT max(seq) FROM versions WHERE prompt_id = ?", (prompt_id,))
+        return int(rows[0][0] or 0)
+
+    def list_prompts(self) -> list[PromptSummary]:
+        """Every prompt with its version count, latest version and labels, by id."""
+        rows = self._query(
+            """
+            SELECT p.id, l.seq, l.version, l.created_at
+            FROM prompts p
+            JOIN versions l ON l.prompt_id = p.id
+              AND l.seq = (SELECT max(seq) FROM versions m WHERE m.prompt_id = p.id)
+            ORDER BY p.id
+            """
+        )
+        labels: dict[str, dict[str, str]] = {}
+        for prompt_id, name, version in self._query(
+            "SELECT prompt_id, name, version FROM labels ORDER BY prompt_id, name"
+        ):
+            labels.setdefault(prompt_id, {})[name] = version
+        return [
+            PromptSummary(
+                id=pid, versions=count, latest=latest, labels=_ordered(labels.get(pid, {})),
+                updated_at=datetime.fromisoformat(at),
+            )
+            for pid, count, latest, at in rows
+        ]
+
+    # -- labels ------------------------------------------------------------
+
+    def labels(self, prompt_id: str) -> dict[str, str]:
+        """Label -> version for ``prompt_id``: head, production, then the user's, by name."""
+        rows = self._query("SELECT name, version FROM labels WHERE prompt_id = ?", (prompt_id,))
+        return _ordered(dict(rows))
+
+    def _label_target(self, prompt_id: str, label: str) -> str | None:
+        rows = self._query(
+            "SELECT version FROM labels WHERE prompt_id = ? AND name = ?", (prompt_id, label)
+        )
+        return rows[0][0] if rows else None
+
+    def _move(
+        self, prompt_id: str, label: str, version: str, *, action: str, reason: str, who: str, now: str
+    ) -> LabelMove | None:
+        # callers hold the write transaction
+        current = self._label_target(prompt_id, label)
+        if current == version:
+            return None
+        self.db.execute(
+            "INSERT INTO labels (prompt_id, name, version, updated_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (prompt_id, name) DO UPDATE SET version = excluded.version, "
+            "updated_at = excluded.updated_at",
+            (prompt_id, label, version, now),
+        )
+        cursor = self.db.execute(
+            "INSERT INTO label_moves (prompt_id, label, from_version, to_version, action, reason, who, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (prompt_id, label, current, version, action, reason, who, now),
+        )
+        return LabelMove(
+            id=int(cursor.lastrowid or 0), prompt_id=prompt_id, label=label, from_version=current,
+            to_version=version, action=action, reason=reason, who=who,
+            at=datetime.fromisoformat(now),
+        )
+
+    def set_label(
+        self, prompt_id: str, label: str, version: str, *, reason: str = "", who: str = "user"
+    ) -> LabelMove | None:
+        """Point ``label`` (created if new) at ``version``; the move is recorded.
+
+        Returns the recorded move, or None when the label already pointed there.
+        """
+        check_label_name(label)
+        with self.transaction():
+            target = self._resolve_in(prompt_id, version)
+            return self._move(prompt_id, label, target.version, action="label", reason=reason,
+                              who=who, now=_now())
+
+    def rollback(
+        self, prompt_id: str, to_version: str, *, label: str = HEAD, reason: str = "", who: str = "user"
+    ) -> Version:
+        """Move an existing ``label`` (``head`` by default) back to ``to_version``; recorded.
+
+        Nothing is deleted: later versions stay in the history and can be
+        labelled again. Returns the version the label now points at.
+        """
+        with self.transaction():
+            self._require_prompt(prompt_id)
+            if self._label_target(prompt_id, label) is None:
+                raise NotFoundError(
+                    f"prompt '{prompt_id}' has no label '{label}'",
+                    hint="Labels: " + ", ".join(self.labels(prompt_id)) + ". "
+                    f"Create one with: cycle label {prompt_id} VERSION {label}",
+                )
+            target = self._resolve_in(prompt_id, to_version)
+            self._move(prompt_id, label, target.version, action="rollback",
+                       reason=reason or f"rollback to {target.version}", who=who, now=_now())
+        return target
+
+    def label_moves(self, prompt_id: str, *, label: str | None = None, limit: int = 100) -> list[LabelMove]:
+        """Recorded label moves of ``prompt_id``, newest first."""
+        sql = ("SELECT id, prompt_id, label, from_version, to_version, action, reason, who, at "
+               "FROM label_moves WHERE prompt_id = ?")
+        params: list[Any] = [prompt_id]
+        if label is not None:
+            sql += " AND label = ?"
+            params.append(label)
+        sql += " ORDER BY id DESC LIMIT ?"
+        params.append(limit)
+        keys = ("id", "prompt_id", "label", "from_version", "to_version", "action", "reason", "who", "at")
+        return [LabelMove(**dict(zip(keys, row))) for row in self._query(sql, params)]
+
+    # -- comparing ---------------------------------------------------------
+
+    def diff(self, prompt_id: str, a: str, b: str) -> VersionDiff:
+        """Per-field unified diffs from version ``a`` to version ``b`` (numbers, labels or hashes)."""
+        va = self._resolve_in(prompt_id, a)
+        vb = self._resolve_in(prompt_id, b)
+        return diff_prompts(va.prompt, vb.prompt, a=va.version, b=vb.version, prompt_id=prompt_id)
+
+    def latest_scores(self, prompt_id: str) -> dict[str, float]:
+        """Version -> score of its latest finished run (the ``score`` of the run's summary JSON)."""
+        rows = self._query(
+            """
+            SELECT version, json_extract(summary, '$.score')
+            FROM runs
+            WHERE prompt_id = ? AND status = 'finished' AND json_valid(summary)
+              AND json_extract(summary, '$.score') IS NOT NULL
+            ORDER BY coalesce(finished_at, started_at), rowid
+            """,
+            (prompt_id,),
+        )
+        return {version: float(score) for version, score in rows}
+
+
+def _enable_wal(db: Database) -> None:
+    # WAL is a property of the file, set once. Switching needs a moment of exclusive
+    # access, and SQLite answers "locked" at once rather than waiting on the busy
+    # timeout when another process is opening the same new store: so retry briefly.
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    delay = 0.005
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                return
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
+def _ordered(labels: dict[str, str]) -> dict[str, str]:
+    # head and production first, as people look for them; then the user's labels by name
+    first = {k: labels[k] for k in (HEAD, PRODUCTION) if k in labels}
+    rest = {k: labels[k] for k in sorted(labels) if k not in first}
+    return first | rest
+

@@ -1,0 +1,69 @@
+"""Two processes writing the same store at once lose nothing and never share a version number."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cycle.store import Store
+from cycle.store.semver import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+N = 40
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from cycle.prompt import Prompt
+from cycle.store import Store
+
+path, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# start together: each says it is ready and waits for the other
+gate = Path(path).parent.parent
+(gate / f"ready-{name}").touch()
+deadline = time.monotonic() + 60
+while len(list(gate.glob("ready-*"))) < 2 and time.monotonic() < deadline:
+    time.sleep(0.005)
+# both processes may arrive at a blank file together: opening migrates it once
+store = Store.open(path)
+for k in range(n):
+    store.save_version(Prompt(id=f"own-{name}", system=f"step {k}"), message=name)
+    store.save_version(Prompt(id="shared", system=f"{name} step {k}"), message=name, who=name)
+    store.save_version(Prompt(id="same", system="identical content from both"))
+store.close()
+"""
+
+
+def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path):
+    path = tmp_path / "store" / "cycle.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(N)], env=env,
+                         stderr=subprocess.PIPE, text=True)
+        for name in ("a", "b")
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+
+    with Store.open(path) as store:
+        assert store.count_versions("own-a") == N
+        assert store.count_versions("own-b") == N
+        shared = store.history("shared", limit=10 * N)
+        assert len(shared) == 2 * N
+        numbers = [v.version for v in shared]
+        assert len(set(numbers)) == 2 * N
+        # numbers follow creation order without a gap: 1.0.0 .. 1.0.(2N-1)
+        assert sorted(parse(x) for x in numbers) == [(1, 0, k) for k in range(2 * N)]
+        assert sorted(v.seq for v in shared) == list(range(1, 2 * N + 1))
+        systems = {v.prompt.system for v in shared}
+        assert systems == {f"{w} step {k}" for w in "ab" for k in range(N)}
+        assert store.labels("shared")["head"] == shared[0].version
+        # every head move is recorded: the first save creates head and production
+        moves = store.label_moves("shared", label="head", limit=10 * N)
+        assert len(moves) == 2 * N
+        assert {m.who for m in moves} == {"a", "b"}
+        # identical content saved 2N times by two processes is one version
+        assert store.count_versions("same") == 1

@@ -1,0 +1,132 @@
+"""The schema: a blank store and an old one both end up current; foreign files are refused untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlite_utils import Database
+
+from cycle.errors import StoreFormatError
+from cycle.prompt import Prompt
+from cycle.store import Store
+from cycle.store.migrations import known_names, migrations
+
+TABLES = {"prompts", "versions", "labels", "label_moves", "runs", "results", "verdicts",
+          "calls", "suggestions", "cycles", "rounds"}
+
+
+def columns(db: Database, table: str) -> set[str]:
+    return {c.name for c in db[table].columns}
+
+
+def index_columns(db: Database, table: str) -> set[tuple[str, ...]]:
+    return {tuple(i.columns) for i in db[table].indexes}
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_migrations_are_numbered_and_at_least_two():
+    names = known_names()
+    assert len(names) >= 2
+    assert [n[:4] for n in names] == [f"m{i:03d}" for i in range(1, len(names) + 1)]
+
+
+def test_blank_store_gets_every_table_column_and_index(tmp_path: Path):
+    with Store.open(tmp_path / "c.db") as store:
+        db = store.db
+        assert TABLES <= set(db.table_names())
+        assert [m.name for m in migrations.applied(db)] == known_names()
+        assert {"id", "prompt_id", "version", "status", "summary", "cycle_id", "round", "role",
+                "judge_version", "offline"} <= columns(db, "runs")
+        assert {"run_id", "case_id", "iteration", "score", "passed", "tool_calls", "agent_cost",
+                "judge_cost", "input_tokens", "output_tokens"} <= columns(db, "results")
+        assert {"cached_input_tokens", "cost_estimated", "cache_hit", "attempts"} <= columns(db, "calls")
+        assert {"incumbent_version", "candidate_version", "ci_low", "ci_high", "accepted"} <= columns(db, "rounds")
+        assert {"target_cases", "decision", "edited_value", "applied"} <= columns(db, "suggestions")
+        assert "who" in columns(db, "label_moves")
+        assert ("prompt_id", "seq") in index_columns(db, "versions")
+        assert ("run_id",) in index_columns(db, "results")
+        assert ("run_id",) in index_columns(db, "calls")
+        assert ("run_id", "case_id", "iteration") in index_columns(db, "results")  # the UNIQUE
+
+
+def test_store_written_by_the_first_release_migrates_itself(tmp_path: Path):
+    path = tmp_path / "old.db"
+    old = Database(path)
+    migrations.apply(old, stop_before="m002_label_moves_who")
+    assert [m.name for m in migrations.applied(old)] == ["m001_initial"]
+    assert "who" not in columns(old, "label_moves")
+    # data written by the old release, with the old columns only
+    old.execute("INSERT INTO prompts VALUES ('p', '2026-01-01T00:00:00+00:00')")
+    old.execute(
+        "INSERT INTO versions VALUES ('p', 1, '1.0.0', ?, NULL, 'initial', '', '2026-01-01T00:00:00+00:00', "
+        "'s', '{{ input }}', '{}', '{}')", (Prompt(id="p", system="s").content_hash,),
+    )
+    old.execute("INSERT INTO labels VALUES ('p', 'head', '1.0.0', '2026-01-01T00:00:00+00:00')")
+    old.execute("INSERT INTO labels VALUES ('p', 'production', '1.0.0', '2026-01-01T00:00:00+00:00')")
+    old.execute("INSERT INTO label_moves (prompt_id, label, from_version, to_version, action, at) "
+                "VALUES ('p', 'head', NULL, '1.0.0', 'save', '2026-01-01T00:00:00+00:00')")
+    old.conn.commit()
+    old.close()
+
+    with Store.open(path) as store:
+        db = store.db
+        assert [m.name for m in migrations.applied(db)] == known_names()
+        assert "who" in columns(db, "label_moves")
+        assert ("prompt_id", "seq") in index_columns(db, "versions")
+        assert ("run_id",) in index_columns(db, "results")
+        assert store.label_moves("p")[0].who == "user"  # old rows get the default
+        assert store.resolve("p@head").prompt.system == "s"
+        assert store.save_version(Prompt(id="p", system="t"), who="cycle").version == "1.0.1"
+        assert store.label_moves("p")[0].who == "cycle"
+
+
+def test_text_file_is_refused_and_left_unchanged(tmp_path: Path):
+    path = tmp_path / "notes.db"
+    path.write_text("these are my notes\n" * 50)
+    before = digest(path)
+    with pytest.raises(StoreFormatError, match="not a cycle store"):
+        Store.open(path)
+    assert digest(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_other_sqlite_file_is_refused_and_left_unchanged(tmp_path: Path):
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("INSERT INTO customers (name) VALUES ('Ann')")
+    conn.commit()
+    conn.close()
+    before = digest(path)
+    with pytest.raises(StoreFormatError) as e:
+        Store.open(path)
+    assert "not a cycle store" in str(e.value) and "customers" in str(e.value)
+    assert digest(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+
+
+def test_store_from_a_newer_release_is_refused_and_left_unchanged(tmp_path: Path):
+    path = tmp_path / "new.db"
+    Store.open(path).close()
+    db = Database(path)
+    db["_sqlite_migrations"].insert(
+        {"migration_set": "cycle", "name": "m999_from_the_future", "applied_at": "2027-01-01"}
+    )
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    before = digest(path)
+    with pytest.raises(StoreFormatError) as e:
+        Store.open(path)
+    assert "newer release" in str(e.value) and "m999_from_the_future" in str(e.value)
+    assert digest(path) == before
+
+
+def test_directory_is_refused(tmp_path: Path):
+    with pytest.raises(StoreFormatError, match="directory"):
+        Store.open(tmp_path)
