@@ -1,0 +1,136 @@
+"""A response cache in SQLite, shared safely by processes.
+
+The key is a hash of everything that decides an answer: the provider and
+model, the messages, the tools, the generation config (not the timeout) and
+the *iteration*, so that running a case five times asks the model five times
+instead of replaying one answer. Only successful answers are stored; an
+error is never cached. Entries expire after ``ttl`` seconds.
+
+The file is its own (default ``.cycle/cache.db``), in WAL mode with a busy
+timeout, so that several processes (parallel runs, a TUI beside a headless
+run) can read and write it at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from cycle.llm.base import GenerateConfig, Message, ModelOutput, ToolDef
+
+#: bump when the key's ingredients or the stored form change
+KEY_VERSION = 1
+DEFAULT_PATH = Path(".cycle") / "cache.db"
+DEFAULT_TTL = 7 * 24 * 3600.0
+
+_SCHEMA = """
+create table if not exists responses (
+    key text primary key,
+    model text not null,
+    created_at real not null,
+    expires_at real,
+    output text not null
+);
+create index if not exists responses_expires on responses(expires_at);
+"""
+
+
+def cache_key(
+    model: str,
+    messages: list[Message],
+    tools: list[ToolDef],
+    config: GenerateConfig,
+    iteration: int,
+) -> str:
+    """The cache key of one call (a sha256 of its canonical JSON)."""
+    payload: dict[str, Any] = {
+        "v": KEY_VERSION,
+        "model": model,
+        "messages": [m.model_dump(mode="json") for m in messages],
+        "tools": [t.model_dump(mode="json") for t in tools],
+        # the timeout changes how long we wait, not what the model answers
+        "config": config.model_dump(mode="json", exclude={"timeout"}),
+        "iteration": iteration,
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Successful model answers by call key, with a time to live."""
+
+    def __init__(self, path: str | Path = DEFAULT_PATH, *, ttl: float | None = DEFAULT_TTL) -> None:
+        self.path = Path(path)
+        self.ttl = ttl
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None
+        )
+        self._conn.execute("pragma journal_mode=wal")
+        self._conn.execute("pragma synchronous=normal")
+        self._conn.execute("pragma busy_timeout=30000")
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    def get(self, key: str) -> ModelOutput | None:
+        """The stored answer for ``key``, or None (absent or expired)."""
+        with self._lock:
+            row = self._conn.execute(
+                "select output, expires_at from responses where key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        output, expires_at = row
+        if expires_at is not None and expires_at <= time.time():
+            return None
+        try:
+            return ModelOutput.model_validate_json(output)
+        except ValueError:
+            # written by an incompatible release: treat as a miss, it will be overwritten
+            return None
+
+    def put(self, key: str, output: ModelOutput) -> None:
+        """Store a successful answer."""
+        now = time.time()
+        expires = None if self.ttl is None else now + self.ttl
+        stored = output.model_copy(update={"cache_hit": False, "latency": 0.0})
+        with self._lock:
+            self._conn.execute(
+                "insert or replace into responses(key, model, created_at, expires_at, output) "
+                "values (?, ?, ?, ?, ?)",
+                (key, output.model, now, expires, stored.model_dump_json()),
+            )
+
+    def purge_expired(self) -> int:
+        """Delete expired entries; returns how many."""
+        with self._lock:
+            cur = self._conn.execute(
+                "delete from responses where expires_at is not null and expires_at <= ?",
+                (time.time(),),
+            )
+        return cur.rowcount
+
+    def clear(self) -> None:
+        """Delete every entry."""
+        with self._lock:
+            self._conn.execute("delete from responses")
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("select count(*) from responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

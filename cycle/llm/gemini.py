@@ -1,0 +1,287 @@
+"""The Gemini provider: ``generateContent`` through the ``google-genai`` SDK.
+
+The key comes from ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY`` (or the provider
+options); a base URL (options, or ``GOOGLE_GEMINI_BASE_URL``) points the SDK
+at another endpoint, such as the loopback server in tests. The SDK retries
+only when given ``HttpRetryOptions``; we give none, so ``Model`` is the one
+retry layer. Automatic function calling is off: tool calls come back to the
+caller. SDK errors become ``cycle.errors`` here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
+from cycle.llm.base import (
+    GenerateConfig,
+    Message,
+    ModelAPI,
+    ModelOutput,
+    ProviderOptions,
+    ToolCall,
+    ToolDef,
+    Usage,
+)
+from cycle.llm.http import redact, status_error
+
+if TYPE_CHECKING:
+    from google import genai
+    from google.genai import types
+
+KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
+PLACEHOLDER_KEY = "not-needed"
+#: prefix of the ids we make up for calls the API returned without one
+_SYNTHETIC_ID = "gemini-call-"
+
+_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "SPII": "content_filter",
+    "RECITATION": "recitation",
+    "MALFORMED_FUNCTION_CALL": "malformed_function_call",
+}
+
+
+def _is_google(base_url: str | None) -> bool:
+    if not base_url:
+        return True
+    host = urlparse(base_url).hostname or ""
+    return host.endswith("googleapis.com")
+
+
+class GeminiAPI(ModelAPI):
+    """``gemini:<model>``: the Gemini Developer API."""
+
+    provider = "gemini"
+
+    def __init__(self, model_name: str, options: ProviderOptions | None = None) -> None:
+        super().__init__(model_name, options)
+        opts = self.options
+        self.base_url: str | None = opts.base_url or os.environ.get(BASE_URL_VARIABLE) or None
+        key = opts.api_key or next(
+            (os.environ[v] for v in KEY_VARIABLES if os.environ.get(v)), None
+        )
+        if not key:
+            if _is_google(self.base_url):
+                raise MissingCredentialsError(
+                    f"no API key for gemini:{model_name}: set GEMINI_API_KEY (or GOOGLE_API_KEY)",
+                    hint="export GEMINI_API_KEY=... (or put it in .env); keys are made at "
+                    "https://aistudio.google.com/apikey",
+                )
+            key = PLACEHOLDER_KEY
+        self._api_key = key
+        self._clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, genai.Client
+        ] = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return f"GeminiAPI({self.model_name!r}, base_url={self.base_url!r})"
+
+    def _client(self) -> genai.Client:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            from google import genai
+            from google.genai import types
+
+            http_options = types.HttpOptions(
+                base_url=self.base_url,
+                api_version=self.options.api_version,
+                timeout=int(self.options.timeout * 1000),
+                headers=self.options.extra.get("headers"),
+                # retry_options stays None: the SDK then makes exactly one attempt
+            )
+            client = genai.Client(api_key=self._api_key, http_options=http_options)
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        client = self._clients.pop(loop, None)
+        if client is not None:
+            await client.aio.aclose()
+
+    # -- the call -------------------------------------------------------------
+
+    def build_request(
+        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
+    ) -> tuple[list[types.Content], types.GenerateContentConfig]:
+        """The contents and the config of ``models.generate_content`` for this call."""
+        from google.genai import types
+
+        system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+        contents: list[types.Content] = []
+        for message in messages:
+            if message.role == "system":
+                continue
+            content = _content(message, types)
+            # consecutive tool results answer one model turn: send them as one content
+            if (
+                message.role == "tool"
+                and contents
+                and contents[-1].role == "user"
+                and contents[-1].parts
+                and all(p.function_response is not None for p in contents[-1].parts)
+            ):
+                contents[-1].parts.extend(content.parts or [])
+            else:
+                contents.append(content)
+        kwargs: dict[str, Any] = {
+            "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True),
+        }
+        if system:
+            kwargs["system_instruction"] = system
+        if tools:
+            kwargs["tools"] = [types.Tool(function_declarations=[
+                types.FunctionDeclaration(
+                    name=t.name, description=t.description, parameters_json_schema=t.parameters,
+                )
+                for t in tools
+            ])]
+        if config.temperature is not None:
+            kwargs["temperature"] = config.temperature
+        if config.top_p is not None:
+            kwargs["top_p"] = config.top_p
+        if config.seed is not None:
+            kwargs["seed"] = config.seed
+        if config.stop:
+            kwargs["stop_sequences"] = list(config.stop)
+        if config.max_tokens is not None:
+            kwargs["max_output_tokens"] = config.max_tokens
+        if config.response_schema is not None:
+            kwargs["response_mime_type"] = "application/json"
+            kwargs["response_json_schema"] = config.response_schema
+        return contents, types.GenerateContentConfig(**kwargs)
+
+    async def generate(
+        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
+    ) -> ModelOutput:
+        import httpx2
+        from google.genai import errors
+
+        contents, gen_config = self.build_request(messages, tools, config)
+        raw_request = {
+            "model": self.model_name,
+            "contents": [c.model_dump(mode="json", exclude_none=True) for c in contents],
+            "config": gen_config.model_dump(
+                mode="json", exclude_none=True, exclude={"automatic_function_calling"}
+            ),
+        }
+        where = f"gemini:{self.model_name}"
+        try:
+            response = await self._client().aio.models.generate_content(
+                model=self.model_name, contents=contents, config=gen_config,
+            )
+        except errors.APIError as e:
+            headers = dict(getattr(e.response, "headers", None) or {})
+            body = json.dumps(e.details) if not isinstance(e.details, str) else e.details
+            raise status_error(
+                self.provider, self.model_name, int(e.code or 0),
+                body=body, headers=headers, detail=e.message,
+                secret=self._api_key, key_variable="GEMINI_API_KEY",
+            ) from e
+        except httpx2.TimeoutException as e:
+            raise ProviderConnectionError(
+                f"{where} timed out (after {self.options.timeout} s)"
+            ) from e
+        except httpx2.TransportError as e:
+            where_url = self.base_url or "generativelanguage.googleapis.com"
+            raise ProviderConnectionError(
+                f"cannot reach {where} at {where_url}: {redact(str(e), self._api_key)}"
+            ) from e
+        except ValueError as e:  # undecodable JSON, or JSON that is not a response
+            raise MalformedResponseError(
+                f"{where} sent a response that could not be understood: "
+                f"{redact(str(e), self._api_key)[:300]}"
+            ) from e
+        return self._output(response, raw_request)
+
+    def _output(self, response: Any, raw_request: dict[str, Any]) -> ModelOutput:
+        where = f"gemini:{self.model_name}"
+        usage = Usage()
+        meta = getattr(response, "usage_metadata", None)
+        if meta is not None:
+            usage = Usage(
+                input_tokens=meta.prompt_token_count or 0,
+                cached_input_tokens=meta.cached_content_token_count or 0,
+                # thinking tokens are billed as output
+                output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+            )
+        raw_response = response.model_dump(
+            mode="json", exclude_none=True, exclude={"sdk_http_response", "automatic_function_calling_history"},
+        )
+        candidates = response.candidates or []
+        if not candidates:
+            feedback = getattr(response, "prompt_feedback", None)
+            if feedback is not None and feedback.block_reason:
+                return ModelOutput(
+                    finish_reason="content_filter", usage=usage, raw_request=raw_request,
+                    raw_response=raw_response, model=where,
+                )
+            raise MalformedResponseError(f"{where} sent a response without candidates")
+        candidate = candidates[0]
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for part in (candidate.content.parts if candidate.content else None) or []:
+            if part.function_call is not None:
+                fc = part.function_call
+                calls.append(ToolCall(
+                    id=fc.id or f"{_SYNTHETIC_ID}{len(calls)}",
+                    name=fc.name or "",
+                    arguments=dict(fc.args or {}),
+                ))
+            elif part.text and not part.thought:
+                texts.append(part.text)
+        reason = candidate.finish_reason
+        reason_name = getattr(reason, "value", reason) or None
+        finish = _FINISH.get(str(reason_name), str(reason_name).lower()) if reason_name else None
+        if calls and finish in (None, "stop"):
+            finish = "tool_calls"
+        return ModelOutput(
+            text="".join(texts),
+            tool_calls=tuple(calls),
+            finish_reason=finish,
+            usage=usage,
+            raw_request=raw_request,
+            raw_response=raw_response,
+            model=f"gemini:{response.model_version or self.model_name}",
+        )
+
+
+def _content(message: Message, types: Any) -> types.Content:
+    if message.role == "user":
+        return types.Content(role="user", parts=[types.Part(text=message.content)])
+    if message.role == "assistant":
+        parts = [types.Part(text=message.content)] if message.content else []
+        for call in message.tool_calls:
+            parts.append(types.Part(function_call=types.FunctionCall(
+                id=None if call.id.startswith(_SYNTHETIC_ID) else call.id,
+                name=call.name,
+                args=call.arguments,
+            )))
+        return types.Content(role="model", parts=parts or [types.Part(text="")])
+    # a tool result: a function response, in a user turn
+    try:
+        decoded = json.loads(message.content)
+    except ValueError:
+        decoded = None
+    payload = decoded if isinstance(decoded, dict) else {"result": message.content}
+    call_id = message.tool_call_id
+    return types.Content(role="user", parts=[types.Part(function_response=types.FunctionResponse(
+        id=None if not call_id or call_id.startswith(_SYNTHETIC_ID) else call_id,
+        name=message.name or "",
+        response=payload,
+    ))])

@@ -1,0 +1,102 @@
+"""Turning a provider's HTTP error into a ``cycle.errors`` error, once for all providers.
+
+Providers call :func:`status_error` with what the SDK exception carried
+(status, body, headers) and raise the result ``from`` the SDK error. The
+message names the provider and the status, never the API key: bodies are
+redacted because some providers echo (part of) a rejected key back.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from cycle.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+)
+
+#: longest error body kept on an error (the call log does not need megabytes)
+MAX_BODY = 2000
+
+# keys of the usual shapes: OpenAI "sk-...", Google "AIza...", bearer tokens
+_KEY_PATTERNS = re.compile(
+    r"(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,}|Bearer\s+[A-Za-z0-9._\-]{8,})"
+)
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with the given secrets and anything shaped like an API key masked."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return _KEY_PATTERNS.sub("***", text)
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    ms = lower.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (now if now is not None else time.time()))
+
+
+def status_error(
+    provider: str,
+    model: str,
+    status: int,
+    *,
+    body: str | None,
+    headers: Mapping[str, str] | None,
+    detail: str | None = None,
+    secret: str | None = None,
+    key_variable: str | None = None,
+) -> ProviderError:
+    """The ``cycle`` error for an HTTP error status from ``provider``."""
+    body = redact(body or "", secret)[:MAX_BODY]
+    detail = redact(detail or "", secret).strip()
+    headers = dict(headers or {})
+    retry_after = parse_retry_after(headers)
+    what = f"{provider}:{model} answered HTTP {status}"
+    message = f"{what}: {detail}" if detail else what
+    kwargs: dict[str, Any] = {
+        "status": status, "body": body, "headers": headers, "retry_after": retry_after,
+    }
+    if status in (401, 403):
+        hint = f"Check the API key in {key_variable}." if key_variable else "Check the API key."
+        return AuthenticationError(message, hint=hint, **kwargs)
+    if status == 429:
+        error = RateLimitError(message, **kwargs)
+        # an exhausted quota does not recover by waiting: retrying only burns time
+        # (OpenAI says so with the code insufficient_quota; Gemini's per-minute
+        # limits also say "exceeded your current quota", so only the code counts)
+        if "insufficient_quota" in body:
+            error.retryable = False
+            error.hint = "The account has no quota left; add credit or use another key."
+        return error
+    if status >= 500 or status == 408:
+        return ServerError(message, **kwargs)
+    return BadRequestError(message, **kwargs)

@@ -1,0 +1,418 @@
+"""Model: one wrapper around any provider, with the cross-cutting policy once.
+
+A provider (``ModelAPI``) makes one SDK call. ``Model`` adds, for every
+provider alike:
+
+- retries (tenacity) on rate limits, 5xx, timeouts and connection errors,
+  exponential backoff with jitter that waits at least what ``Retry-After`` /
+  ``retry-after-ms`` asked; ``RetriesExhaustedError`` after the last attempt;
+- concurrency limits: a semaphore per model (the provider's max connections)
+  and one for the process (``set_max_concurrency``);
+- the response cache (a hit costs nothing and is reported as a hit);
+- the budget, checked before each call and charged after it;
+- cost from the price table, and one ``events.ModelCalled`` per call on the
+  bus, for successes, failures and cache hits alike;
+- structured output with one repair attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+import weakref
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import tenacity
+from pydantic import BaseModel
+
+from cycle.errors import (
+    BudgetExceededError,
+    ModelError,
+    ProviderConnectionError,
+    ProviderError,
+    RetriesExhaustedError,
+    StructuredOutputError,
+    describe,
+)
+from cycle.events import EventBus, ModelCalled
+from cycle.llm.base import GenerateConfig, Message, ModelAPI, ModelOutput, ToolDef
+from cycle.llm.budget import Budget
+from cycle.llm.cache import ResponseCache, cache_key
+from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
+from cycle.llm.structured import Validator, parse_json, schema_of
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How Model retries transient failures."""
+
+    #: attempts in all, the first one included
+    attempts: int = 5
+    #: first backoff in seconds; doubles each attempt up to max_wait
+    initial_wait: float = 1.0
+    max_wait: float = 60.0
+    #: up to this many seconds of random jitter are added to each wait
+    jitter: float = 1.0
+
+
+# -- process-wide concurrency -------------------------------------------------
+
+_DEFAULT_MAX_CONCURRENCY = 256
+_max_concurrency = _DEFAULT_MAX_CONCURRENCY
+# asyncio primitives belong to one event loop; keep one per loop so that the
+# sync facades (a fresh loop per call) never share a semaphore across loops
+_global_semaphores: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]
+] = weakref.WeakKeyDictionary()
+
+
+def set_max_concurrency(limit: int | None) -> None:
+    """Limit concurrent model calls across the whole process (None: the default, 256)."""
+    global _max_concurrency
+    if limit is not None and limit < 1:
+        raise ValueError(f"max concurrency must be >= 1, got {limit}")
+    _max_concurrency = limit or _DEFAULT_MAX_CONCURRENCY
+
+
+def max_concurrency() -> int:
+    """The current process-wide limit of concurrent model calls."""
+    return _max_concurrency
+
+
+def _loop_semaphore(
+    store: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]],
+    limit: int,
+) -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    entry = store.get(loop)
+    if entry is None or entry[0] != limit:
+        entry = (limit, asyncio.Semaphore(limit))
+        store[loop] = entry
+    return entry[1]
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code.
+
+    Inside a running event loop (a notebook, a Textual app) it runs on a
+    worker thread with its own loop, instead of failing.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+class _InvalidStructured(Exception):
+    """An answer that does not follow the requested schema (internal)."""
+
+    def __init__(self, output: ModelOutput, reason: str) -> None:
+        super().__init__(reason)
+        self.output = output
+        self.reason = reason
+
+
+class Model:
+    """A provider's model with retries, limits, cache, budget, cost and events."""
+
+    def __init__(
+        self,
+        api: ModelAPI,
+        *,
+        cache: ResponseCache | None = None,
+        bus: EventBus | None = None,
+        budget: Budget | None = None,
+        pricing: PriceTable | None = None,
+        config: GenerateConfig | None = None,
+        role: str = "agent",
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.api = api
+        self.name: str = api.name
+        #: True for offline/scripted: reports must say so
+        self.offline: bool = api.offline
+        self.cache = cache
+        self.bus = bus
+        self.budget = budget
+        self.pricing = pricing or DEFAULT_TABLE
+        self.config = config or GenerateConfig()
+        self.role = role
+        self.retry = retry or RetryPolicy()
+        self._semaphores: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]
+        ] = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return f"Model({self.name!r})"
+
+    # -- public API ---------------------------------------------------------
+
+    async def generate(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[ToolDef] | None = None,
+        config: GenerateConfig | None = None,
+        iteration: int = 0,
+        role: str | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> ModelOutput:
+        """One call: text and/or tool calls, with usage and cost filled in."""
+        return await self._call(
+            list(messages), list(tools or []), self.config.merged(config),
+            iteration=iteration, role=role or self.role, context=dict(context or {}),
+        )
+
+    async def generate_structured(
+        self,
+        messages: list[Message],
+        schema: type[BaseModel] | dict[str, Any],
+        *,
+        name: str = "output",
+        config: GenerateConfig | None = None,
+        iteration: int = 0,
+        role: str | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> ModelOutput:
+        """A call whose answer must follow ``schema``; ``.parsed`` holds the validated
+        object (a model instance for a pydantic schema, a dict for a JSON schema).
+
+        An answer that is not valid JSON for the schema is sent back once with
+        the validation error; if the second answer is also invalid,
+        StructuredOutputError. Usage and cost of both calls are summed.
+        """
+        json_schema, validator = schema_of(schema)
+        base = self.config.merged(config)
+        cfg = GenerateConfig(
+            **{**base.model_dump(exclude_unset=True),
+               "response_schema": json_schema, "response_schema_name": name}
+        )
+        role = role or self.role
+        ctx = dict(context or {})
+        messages = list(messages)
+        try:
+            return await self._call(messages, [], cfg, iteration=iteration, role=role,
+                                    context=ctx, accept=validator)
+        except _InvalidStructured as first:
+            repair = messages + [
+                Message.assistant(first.output.text),
+                Message.user(
+                    "That answer does not follow the required JSON schema "
+                    f"'{name}': {first.reason}\n"
+                    "Reply again with only the corrected JSON, nothing else."
+                ),
+            ]
+            try:
+                second = await self._call(repair, [], cfg, iteration=iteration, role=role,
+                                          context=ctx, accept=validator)
+            except _InvalidStructured as again:
+                raise StructuredOutputError(
+                    f"{self.name} answered with output that does not follow the schema "
+                    f"'{name}', even after one repair: {again.reason}",
+                    hint="Try a stronger model, a simpler schema, or a clearer instruction.",
+                ) from None
+            return second.model_copy(update={
+                "usage": first.output.usage + second.usage,
+                "cost": first.output.cost + second.cost,
+                "cost_estimated": first.output.cost_estimated or second.cost_estimated,
+            })
+
+    def generate_sync(self, messages: list[Message], **kwargs: Any) -> ModelOutput:
+        """``generate`` for synchronous code."""
+        return run_sync(self._closing(self.generate(messages, **kwargs)))
+
+    def generate_structured_sync(
+        self, messages: list[Message], schema: type[BaseModel] | dict[str, Any], **kwargs: Any
+    ) -> ModelOutput:
+        """``generate_structured`` for synchronous code."""
+        return run_sync(self._closing(self.generate_structured(messages, schema, **kwargs)))
+
+    async def _closing(self, call: Coroutine[Any, Any, T]) -> T:
+        # each sync call runs on a fresh loop: close that loop's clients with it
+        try:
+            return await call
+        finally:
+            await self.api.aclose()
+
+    async def aclose(self) -> None:
+        """Release the provider's clients."""
+        await self.api.aclose()
+
+    async def __aenter__(self) -> Model:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- the call -----------------------------------------------------------
+
+    async def _call(
+        self,
+        messages: list[Message],
+        tools: list[ToolDef],
+        config: GenerateConfig,
+        *,
+        iteration: int,
+        role: str,
+        context: dict[str, Any],
+        accept: Validator | None = None,
+    ) -> ModelOutput:
+        key = (
+            cache_key(self.name, messages, tools, config, iteration)
+            if self.cache is not None else None
+        )
+        if key is not None and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                hit = hit.model_copy(update={
+                    "cache_hit": True, "cost": 0.0, "cost_estimated": False, "latency": 0.0,
+                })
+                if accept is not None:
+                    try:
+                        hit = hit.model_copy(update={"parsed": accept(parse_json(hit.text))})
+                    except ValueError:
+                        hit = None  # the schema changed since: ask again
+            if hit is not None:
+                self._emit(hit, role=role, context=context, attempts=0)
+                return hit
+
+        attempts = 0
+        started = time.monotonic()
+
+        async def attempt() -> ModelOutput:
+            nonlocal attempts
+            attempts += 1
+            return await self._attempt(messages, tools, config)
+
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(max(1, self.retry.attempts)),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception(self._should_retry),
+            reraise=True,
+        )
+        try:
+            output = await retrying(attempt)
+        except BudgetExceededError:
+            raise  # no call was made: nothing to report
+        except BaseException as e:
+            if isinstance(e, (asyncio.CancelledError, KeyboardInterrupt)) and attempts == 0:
+                raise
+            self._emit_failure(e, role=role, context=context, attempts=attempts,
+                               latency=time.monotonic() - started)
+            if attempts > 1 and self._should_retry(e):
+                raise RetriesExhaustedError(
+                    f"{self.name}: all {attempts} attempts failed; last: {_what(e)}",
+                    attempts=attempts, last=e,
+                ) from e
+            raise
+
+        cost = self.pricing.cost(self.name, output.usage)
+        output = output.model_copy(update={
+            "cost": cost.usd, "cost_estimated": cost.estimated, "cache_hit": False,
+            "model": output.model or self.name,
+        })
+        if self.budget is not None:
+            self.budget.add(cost.usd, role, estimated=cost.estimated)
+        if accept is not None:
+            try:
+                parsed = accept(parse_json(output.text))
+            except ValueError as e:  # json.JSONDecodeError is a ValueError too
+                reason = str(e) or e.__class__.__name__
+                self._emit(output, role=role, context=context, attempts=attempts,
+                           error=f"StructuredOutputError: {reason}")
+                raise _InvalidStructured(output, reason) from e
+            output = output.model_copy(update={"parsed": parsed})
+        self._emit(output, role=role, context=context, attempts=attempts)
+        if key is not None and self.cache is not None:
+            self.cache.put(key, output.model_copy(update={"parsed": None}))
+        return output
+
+    async def _attempt(
+        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
+    ) -> ModelOutput:
+        global_sem = _loop_semaphore(_global_semaphores, _max_concurrency)
+        model_sem = _loop_semaphore(self._semaphores, max(1, self.api.max_connections))
+        async with global_sem, model_sem:
+            if self.budget is not None:
+                self.budget.check()
+            started = time.monotonic()
+            try:
+                if config.timeout:
+                    async with asyncio.timeout(config.timeout):
+                        output = await self.api.generate(messages, tools, config)
+                else:
+                    output = await self.api.generate(messages, tools, config)
+            except TimeoutError as e:
+                raise ProviderConnectionError(
+                    f"{self.name} did not answer within {config.timeout} s"
+                ) from e
+            return output.model_copy(update={"latency": time.monotonic() - started})
+
+    def _should_retry(self, error: BaseException) -> bool:
+        if isinstance(error, BudgetExceededError):
+            return False
+        return self.api.is_retryable(error)
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        policy = self.retry
+        backoff = tenacity.wait_exponential_jitter(
+            initial=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter
+        )(state)
+        error = state.outcome.exception() if state.outcome else None
+        asked = self.api.retry_after(error) if error is not None else None
+        # the provider's Retry-After is a floor: waiting less only earns another 429
+        return max(backoff, asked) if asked else backoff
+
+    # -- reporting ----------------------------------------------------------
+
+    def _emit(
+        self,
+        output: ModelOutput,
+        *,
+        role: str,
+        context: dict[str, Any],
+        attempts: int,
+        error: str | None = None,
+    ) -> None:
+        if self.bus is None:
+            return
+        self.bus.emit(ModelCalled(
+            model=self.name,
+            role=role,
+            input_tokens=output.usage.input_tokens,
+            cached_input_tokens=output.usage.cached_input_tokens,
+            output_tokens=output.usage.output_tokens,
+            cost=output.cost,
+            cost_estimated=output.cost_estimated,
+            latency=output.latency,
+            cache_hit=output.cache_hit,
+            attempts=attempts,
+            error=error,
+            context=dict(context),
+        ))
+
+    def _emit_failure(
+        self, error: BaseException, *, role: str, context: dict[str, Any], attempts: int,
+        latency: float,
+    ) -> None:
+        if self.bus is None:
+            return
+        self.bus.emit(ModelCalled(
+            model=self.name, role=role, latency=latency, attempts=attempts,
+            error=describe(error), context=dict(context),
+        ))
+
+
+def _what(error: BaseException) -> str:
+    if isinstance(error, ProviderError) and error.status is not None:
+        return f"HTTP {error.status} ({error.__class__.__name__}): {error.message}"
+    if isinstance(error, ModelError):
+        return f"{error.__class__.__name__}: {error.message}"
+    return describe(error)

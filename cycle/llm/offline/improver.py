@@ -1,0 +1,156 @@
+"""The offline improver: proposes the directives for the features low cases lack.
+
+It detects the world's features in each low case's output (and in its
+reference, when there is one), counts how many cases miss each feature,
+skips the features the system prompt already asks for and those whose
+suggestion was rejected, and proposes the directives of the two most
+frequently missing ones as system prompt edits.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cycle.llm.offline import schema as js
+from cycle.llm.offline.world import FEATURES, Feature, parse_facts
+
+#: suggestions proposed per round at most
+MAX_SUGGESTIONS = 2
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_BULLET = re.compile(r"^\s*([-*•]|\d+[.)])\s+")
+
+_SUGGESTION_ALIASES: dict[str, tuple[str, ...]] = {
+    "type": ("type", "kind"),
+    "priority": ("priority",),
+    "current_value": ("current_value", "current", "old_value", "find"),
+    "suggested_value": ("suggested_value", "suggested", "new_value", "replacement", "value"),
+    "reasoning": ("reasoning", "reason", "rationale", "why"),
+    "expected_improvement": ("expected_improvement", "expected_impact", "impact"),
+    "target_cases": ("target_cases", "cases", "case_ids"),
+}
+
+
+def _rejected_features(rejected: list[Any], system: str) -> set[str]:
+    """Features whose directive was proposed and turned down (and is not in the prompt)."""
+    out: set[str] = set()
+    for r in rejected:
+        if not isinstance(r, dict):
+            continue
+        value = str(r.get("suggested_value") or "")
+        for f in FEATURES:
+            if f.requested_by(value) and not f.requested_by(system):
+                out.add(f.name)
+    return out
+
+
+def _missing_counts(cases: list[Any]) -> dict[str, list[str]]:
+    """Feature name -> ids of the low cases whose output lacks it (and should have it)."""
+    missing: dict[str, list[str]] = {f.name: [] for f in FEATURES}
+    for i, case in enumerate(cases):
+        if not isinstance(case, dict):
+            continue
+        cid = str(case.get("id") if case.get("id") is not None else i)
+        output = str(case.get("output") or "")
+        expected = case.get("expected")
+        expected = expected if isinstance(expected, str) and expected.strip() else None
+        facts = parse_facts(case.get("input"))
+        for f in FEATURES:
+            if not f.applies(facts) or f.detect(output):
+                continue
+            if expected is not None and not f.detect(expected):
+                continue  # the reference does not want it either
+            missing[f.name].append(cid)
+    return missing
+
+
+def _edit(system: str, directive: str) -> tuple[str, str]:
+    """(current_value, suggested_value) that add ``directive`` after the prompt's last sentence.
+
+    Replacing the last sentence by itself plus the directive works for an
+    applier that substitutes text; an empty current_value (append) is used
+    when the last sentence is not unique in the prompt.
+    """
+    text = system.rstrip()
+    if not text:
+        return "", directive
+    last_line = text.splitlines()[-1]
+    if _BULLET.match(last_line):
+        marker = _BULLET.match(last_line).group(1)  # type: ignore[union-attr]
+        marker = f"{int(marker[:-1]) + 1}{marker[-1]}" if marker[:-1].isdigit() else marker
+        current, suggested = last_line.strip(), f"{last_line.strip()}\n{marker} {directive}"
+    else:
+        current = _SENTENCE_END.split(last_line.strip())[-1]
+        suggested = f"{current} {directive}"
+    if not current or system.count(current) != 1:
+        return "", directive
+    return current, suggested
+
+
+def _criteria_named(cases: list[Any], f: Feature) -> list[str]:
+    """Criteria whose judge reasoning names this feature as missing."""
+    named: list[str] = []
+    for case in cases:
+        if not isinstance(case, dict):
+            continue
+        for v in case.get("verdicts") or []:
+            if isinstance(v, dict) and f.missing_phrase.lower() in str(v.get("reasoning", "")).lower():
+                crit = str(v.get("criterion") or v.get("id") or "")
+                if crit and crit not in named:
+                    named.append(crit)
+    return named
+
+
+def improve(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The improver's answer to a ``cycle_improver`` request, shaped to ``schema``."""
+    prompt = block.get("prompt") if isinstance(block.get("prompt"), dict) else {}
+    system = str(prompt.get("system") or "")
+    cases = [c for c in (block.get("low_cases") or []) if isinstance(c, dict)]
+    rejected = _rejected_features(list(block.get("rejected") or []), system)
+    missing = _missing_counts(cases)
+    order = {f.name: i for i, f in enumerate(FEATURES)}
+    ranked = sorted(
+        (f for f in FEATURES
+         if missing[f.name] and not f.requested_by(system) and f.name not in rejected),
+        key=lambda f: (-len(missing[f.name]), order[f.name]),
+    )[:MAX_SUGGESTIONS]
+    suggestions = []
+    for rank, f in enumerate(ranked):
+        ids = missing[f.name]
+        current, suggested = _edit(system, f.directive)
+        n = len(cases)
+        criteria = _criteria_named(cases, f)
+        gain = (f"higher {', '.join(criteria)} scores" if criteria else "higher scores")
+        suggestions.append({
+            "type": "system_prompt",
+            "priority": "high" if rank == 0 else "medium",
+            "current_value": current,
+            "suggested_value": suggested,
+            "reasoning": (f"In {len(ids)} of {n} low-scoring cases the reply {f.missing_phrase}"
+                          f"{', unlike the reference reply' if _has_refs(cases) else ''}; "
+                          f"the system prompt does not ask for it."),
+            "expected_improvement": f"{gain} on {len(ids)} case{'s' if len(ids) != 1 else ''}",
+            "target_cases": ids,
+        })
+    return _shape(suggestions, schema)
+
+
+def _has_refs(cases: list[dict[str, Any]]) -> bool:
+    return any(isinstance(c.get("expected"), str) and c["expected"].strip() for c in cases)
+
+
+def _shape(suggestions: list[dict[str, Any]], schema: dict[str, Any] | None) -> dict[str, Any]:
+    if not schema:
+        return {"suggestions": suggestions}
+    root = schema
+    top = js.deref(schema, root)
+    props = js.properties(top, root)
+    key = "suggestions" if "suggestions" in props else next(iter(props), "suggestions")
+    out = js.example(top, root) if props else {}
+    if not isinstance(out, dict):
+        out = {}
+    container = props.get(key, {})
+    item = js.deref(container.get("items"), root) if js.kind(container) == "array" else {}
+    out[key] = [js.fill(s, _SUGGESTION_ALIASES, item, root) if item else s for s in suggestions]
+    return out

@@ -1,0 +1,267 @@
+"""The OpenAI provider: chat completions through the official ``openai`` SDK.
+
+Any OpenAI-compatible server (Ollama, vLLM, LM Studio, OpenRouter, a
+gateway) works through this provider with a base URL
+(``OPENAI_BASE_URL`` or ``base_url`` in the provider options). Such a
+server may need no key: a placeholder is sent then.
+
+The SDK's own retries are off (``max_retries=0``): ``Model`` retries, once
+for every provider. SDK errors become ``cycle.errors`` here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import weakref
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
+from cycle.llm.base import (
+    GenerateConfig,
+    Message,
+    ModelAPI,
+    ModelOutput,
+    ProviderOptions,
+    ToolCall,
+    ToolDef,
+    Usage,
+)
+from cycle.llm.http import redact, status_error
+from cycle.llm.structured import strict_schema
+
+if TYPE_CHECKING:
+    import openai
+
+KEY_VARIABLE = "OPENAI_API_KEY"
+BASE_URL_VARIABLE = "OPENAI_BASE_URL"
+#: sent to OpenAI-compatible servers that need no key (the SDK insists on one)
+PLACEHOLDER_KEY = "not-needed"
+
+# reasoning models take max_completion_tokens and reject temperature/top_p
+_REASONING = re.compile(r"^(o\d|gpt-5(?!-chat))")
+_SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def _is_official(base_url: str | None) -> bool:
+    if not base_url:
+        return True
+    host = urlparse(base_url).hostname or ""
+    return host == "api.openai.com" or host.endswith(".openai.com")
+
+
+class OpenAIAPI(ModelAPI):
+    """``openai:<model>``: OpenAI or any OpenAI-compatible chat completions server."""
+
+    provider = "openai"
+
+    def __init__(self, model_name: str, options: ProviderOptions | None = None) -> None:
+        super().__init__(model_name, options)
+        opts = self.options
+        self.base_url: str | None = opts.base_url or os.environ.get(BASE_URL_VARIABLE) or None
+        self.official = _is_official(self.base_url)
+        key = opts.api_key or os.environ.get(KEY_VARIABLE)
+        if not key:
+            if self.official:
+                raise MissingCredentialsError(
+                    f"no API key for openai:{model_name}: set {KEY_VARIABLE}",
+                    hint=f"export {KEY_VARIABLE}=... (or put it in .env), or set "
+                    f"{BASE_URL_VARIABLE} to an OpenAI-compatible server that needs no key.",
+                )
+            key = PLACEHOLDER_KEY
+        # kept private and out of every message; see redact()
+        self._api_key = key
+        self._clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, openai.AsyncOpenAI
+        ] = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return f"OpenAIAPI({self.model_name!r}, base_url={self.base_url!r})"
+
+    # -- client ---------------------------------------------------------------
+
+    def _client(self) -> openai.AsyncOpenAI:
+        # an httpx connection pool belongs to one event loop: one client per loop
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            import openai
+
+            extra = self.options.extra
+            client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self.base_url,
+                organization=extra.get("organization"),
+                timeout=self.options.timeout,
+                max_retries=0,
+                default_headers=extra.get("headers"),
+            )
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        client = self._clients.pop(loop, None)
+        if client is not None:
+            await client.close()
+
+    # -- the call -------------------------------------------------------------
+
+    def build_request(
+        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
+    ) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for this call."""
+        reasoning = self.official and bool(_REASONING.match(self.model_name))
+        request: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": [_message(m) for m in messages],
+        }
+        if tools:
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ]
+        if config.temperature is not None and not reasoning:
+            request["temperature"] = config.temperature
+        if config.top_p is not None and not reasoning:
+            request["top_p"] = config.top_p
+        if config.seed is not None:
+            request["seed"] = config.seed
+        if config.stop:
+            request["stop"] = list(config.stop)
+        if config.max_tokens is not None:
+            # OpenAI deprecated max_tokens (reasoning models reject it); compatible
+            # servers often know only max_tokens
+            default_field = "max_completion_tokens" if self.official else "max_tokens"
+            request[self.options.extra.get("max_tokens_field", default_field)] = config.max_tokens
+        if config.response_schema is not None:
+            strict = strict_schema(config.response_schema)
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": _SCHEMA_NAME.sub("_", config.response_schema_name)[:64] or "output",
+                    "schema": strict if strict is not None else config.response_schema,
+                    "strict": strict is not None,
+                },
+            }
+        return request
+
+    async def generate(
+        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
+    ) -> ModelOutput:
+        import openai
+
+        request = self.build_request(messages, tools, config)
+        try:
+            completion = await self._client().chat.completions.create(**request)
+        except openai.APIStatusError as e:
+            # the SDK's message repeats the whole body; the API's own message is enough
+            detail = e.body.get("message") if isinstance(e.body, dict) else None
+            detail = detail if isinstance(detail, str) else e.message
+            raise status_error(
+                self.provider, self.model_name, e.status_code,
+                body=e.response.text, headers=dict(e.response.headers), detail=detail,
+                secret=self._api_key, key_variable=KEY_VARIABLE,
+            ) from e
+        except openai.APITimeoutError as e:
+            raise ProviderConnectionError(
+                f"openai:{self.model_name} timed out (after {self.options.timeout} s)"
+            ) from e
+        except openai.APIConnectionError as e:
+            where = self.base_url or "api.openai.com"
+            cause = redact(str(e.__cause__ or e), self._api_key)
+            raise ProviderConnectionError(
+                f"cannot reach openai:{self.model_name} at {where}: {cause}"
+            ) from e
+        except (openai.APIResponseValidationError, ValueError) as e:
+            raise MalformedResponseError(
+                f"openai:{self.model_name} sent a response that is not valid JSON "
+                f"chat completion: {redact(str(e), self._api_key)[:300]}"
+            ) from e
+        return self._output(completion, request)
+
+    def _output(self, completion: Any, request: dict[str, Any]) -> ModelOutput:
+        where = f"openai:{self.model_name}"
+        if not hasattr(completion, "choices"):
+            raise MalformedResponseError(
+                f"{where} sent a response that is not a chat completion: {str(completion)[:200]!r}"
+            )
+        if not completion.choices:
+            raise MalformedResponseError(f"{where} sent a chat completion without choices")
+        choice = completion.choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise MalformedResponseError(f"{where} sent a choice without a message")
+        calls = []
+        for call in message.tool_calls or ():
+            function = getattr(call, "function", None)
+            if function is None:  # a custom (non-function) tool call: not ours
+                continue
+            try:
+                arguments = json.loads(function.arguments or "{}")
+            except json.JSONDecodeError as e:
+                raise MalformedResponseError(
+                    f"{where} called tool {function.name!r} with arguments that are not valid "
+                    f"JSON: {function.arguments[:200]!r}"
+                ) from e
+            if not isinstance(arguments, dict):
+                arguments = {"value": arguments}
+            calls.append(ToolCall(id=call.id, name=function.name, arguments=arguments))
+        text = message.content or ""
+        finish = choice.finish_reason
+        if getattr(message, "refusal", None):
+            text = text or message.refusal
+            finish = "refusal"
+        usage = Usage()
+        if completion.usage is not None:
+            details = getattr(completion.usage, "prompt_tokens_details", None)
+            usage = Usage(
+                input_tokens=completion.usage.prompt_tokens or 0,
+                cached_input_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0,
+                output_tokens=completion.usage.completion_tokens or 0,
+            )
+        return ModelOutput(
+            text=text,
+            tool_calls=tuple(calls),
+            finish_reason=finish,
+            usage=usage,
+            raw_request=request,
+            raw_response=completion.model_dump(mode="json", exclude_none=True),
+            model=f"openai:{completion.model or self.model_name}",
+        )
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}

@@ -1,0 +1,677 @@
+"""A loopback HTTP server that speaks the OpenAI and Gemini APIs, for tests and benchmarks.
+
+It answers ``POST /v1/chat/completions`` (OpenAI chat completions) and
+``POST /{version}/models/{model}:generateContent`` (Gemini) so that the real
+SDKs can be driven without the internet: text, tool calls, JSON output for a
+requested schema (a value valid for it, unless scripted), usage with cached
+tokens, and a configurable latency.
+
+Tests script it per request with a queue; each request takes the next item:
+
+    with LoopbackServer() as srv:
+        srv.enqueue(Fault.status(429, retry_after=0.2), "hello")
+        model = get_model("openai:gpt-4o-mini", options=srv.openai_options())
+        ...
+        assert srv.request_count == 2
+
+Queue items: a ``Fault`` (an error status with Retry-After / retry-after-ms,
+a malformed body, a slow answer, a dropped connection), a ``Reply`` (text,
+tool calls, JSON, usage), a ``str`` (text) or a ``dict`` (JSON content).
+With the queue empty, the ``responder`` function decides, else a default
+answer (an echo of the last user message, or a schema-valid JSON object).
+Every request is recorded (``srv.requests``) for assertions.
+
+In a background thread: ``with LoopbackServer(latency=0.01) as srv``.
+As its own process (so a benchmark measures the client, not the server):
+``python -m cycle.testing.server --port 8765 --latency 0.1`` prints
+``LISTENING http://127.0.0.1:8765`` once it accepts connections.
+
+The server is asyncio with a tiny HTTP/1.1 keep-alive parser: hundreds of
+concurrent slow requests cost it almost nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import itertools
+import json
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cycle.llm.base import ProviderOptions
+from cycle.llm.structured import example_for
+
+Api = Literal["openai", "gemini"]
+
+_GEMINI_PATH = re.compile(r"^/(?P<version>[^/]+)/models/(?P<model>[^/:]+):generateContent$")
+_OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
+_REASONS = {
+    200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    408: "Request Timeout", 413: "Payload Too Large", 429: "Too Many Requests",
+    500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+}
+_OPENAI_TYPE = {
+    400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
+    404: "not_found_error", 429: "rate_limit_error",
+}
+#: largest request body accepted
+MAX_BODY = 32 * 1024 * 1024
+
+
+# -- what tests put in the queue -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure the server produces for one request."""
+
+    kind: Literal["status", "malformed", "slow", "disconnect"]
+    #: the HTTP status (for kind "status")
+    code: int = 500
+    retry_after: float | None = None
+    retry_after_ms: float | None = None
+    body: str | None = None
+    delay: float = 0.0
+    message: str = ""
+    #: the answer after a slow delay
+    then: Any = None
+
+    @classmethod
+    def status(cls, code: int, *, retry_after: float | None = None,
+               retry_after_ms: float | None = None, body: str | None = None,
+               message: str = "") -> Fault:
+        """Answer with HTTP ``code`` (and Retry-After / retry-after-ms headers if given)."""
+        return cls("status", code=code, retry_after=retry_after,
+                   retry_after_ms=retry_after_ms, body=body, message=message)
+
+    @classmethod
+    def malformed(cls, body: str = '{"choices": [ this is not JSON') -> Fault:
+        """Answer 200 with a body that is not a valid response."""
+        return cls("malformed", code=200, body=body)
+
+    @classmethod
+    def slow(cls, seconds: float, then: Reply | str | dict | None = None) -> Fault:
+        """Wait ``seconds`` more, then answer with ``then`` (default: the usual answer)."""
+        return cls("slow", delay=seconds, then=then)
+
+    @classmethod
+    def disconnect(cls) -> Fault:
+        """Close the connection without answering."""
+        return cls("disconnect")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful answer. ``json`` (any JSON value) becomes the content as JSON."""
+
+    text: str | None = None
+    #: (name, arguments) pairs
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    json: Any = None
+    input_tokens: int | None = None
+    cached_tokens: int = 0
+    output_tokens: int | None = None
+    #: "stop", "length", "tool_calls"... (default: from the content)
+    finish_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tool_calls", tuple(
+            (name, dict(args)) for name, args in self.tool_calls
+        ))
+
+    @property
+    def content(self) -> str | None:
+        if self.json is not None:
+            return json.dumps(self.json)
+        return self.text
+
+
+QueueItem = Fault | Reply | str | dict
+
+
+# -- what the server received ----------------------------------------------------
+
+
+@dataclass
+class ChatRequest:
+    """One request as received, with a provider-neutral view of it."""
+
+    api: Api | None
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    body: Any = None
+    model: str = ""
+    at: float = field(default_factory=time.time)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation as ``{"role", "content", "tool_calls"?}`` dicts
+        (roles: system, user, assistant, tool), whatever the API."""
+        body = self.body if isinstance(self.body, dict) else {}
+        out: list[dict[str, Any]] = []
+        if self.api == "openai":
+            for m in body.get("messages", []):
+                out.append({
+                    "role": m.get("role"),
+                    "content": _openai_text(m.get("content")),
+                    **({"tool_calls": [
+                        {"name": c["function"]["name"],
+                         "arguments": json.loads(c["function"].get("arguments") or "{}")}
+                        for c in m["tool_calls"]
+                    ]} if m.get("tool_calls") else {}),
+                })
+        elif self.api == "gemini":
+            system = body.get("systemInstruction") or body.get("system_instruction")
+            if system:
+                out.append({"role": "system", "content": _gemini_text(system.get("parts"))})
+            for c in body.get("contents", []):
+                parts = c.get("parts") or []
+                responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+                if responses:
+                    for r in responses:
+                        out.append({"role": "tool", "name": r.get("name"),
+                                    "content": json.dumps(r.get("response"))})
+                    continue
+                calls = [p["functionCall"] for p in parts if "functionCall" in p]
+                role = "assistant" if c.get("role") == "model" else "user"
+                message: dict[str, Any] = {"role": role, "content": _gemini_text(parts)}
+                if calls:
+                    message["tool_calls"] = [
+                        {"name": f.get("name"), "arguments": f.get("args") or {}} for f in calls
+                    ]
+                out.append(message)
+        return out
+
+    @property
+    def system(self) -> str:
+        return "\n\n".join(m["content"] for m in self.messages if m["role"] == "system")
+
+    @property
+    def last_user(self) -> str:
+        """The text of the last user message ('' if none)."""
+        for m in reversed(self.messages):
+            if m["role"] == "user":
+                return m["content"]
+        return ""
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        """The JSON schema the client asked the answer to follow, if any."""
+        body = self.body if isinstance(self.body, dict) else {}
+        if self.api == "openai":
+            fmt = body.get("response_format") or {}
+            if fmt.get("type") == "json_schema":
+                return (fmt.get("json_schema") or {}).get("schema") or {}
+            if fmt.get("type") == "json_object":
+                return {"type": "object"}
+        elif self.api == "gemini":
+            gen = body.get("generationConfig") or {}
+            schema = gen.get("responseJsonSchema") or gen.get("responseSchema")
+            if schema is not None:
+                return schema
+            if gen.get("responseMimeType") == "application/json":
+                return {"type": "object"}
+        return None
+
+    @property
+    def schema_name(self) -> str | None:
+        body = self.body if isinstance(self.body, dict) else {}
+        if self.api == "openai":
+            return ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+        return None
+
+    @property
+    def tools(self) -> list[str]:
+        """Names of the tools the client declared."""
+        body = self.body if isinstance(self.body, dict) else {}
+        if self.api == "openai":
+            return [t["function"]["name"] for t in body.get("tools", []) if "function" in t]
+        names = []
+        for tool in body.get("tools", []):
+            for decl in tool.get("functionDeclarations", []) or []:
+                names.append(decl.get("name"))
+        return names
+
+
+def _openai_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _gemini_text(parts: Any) -> str:
+    return "".join(p.get("text", "") for p in parts or [] if isinstance(p, dict))
+
+
+Responder = Callable[[ChatRequest], "Reply | Fault | str | dict | None"]
+
+
+def default_reply(request: ChatRequest) -> Reply:
+    """A schema-valid JSON object when a schema was requested, else an echo."""
+    schema = request.schema
+    if schema is not None:
+        return Reply(json=example_for(schema))
+    return Reply(text=f"echo: {request.last_user}"[:2000])
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+# -- the server --------------------------------------------------------------------
+
+
+class LoopbackServer:
+    """OpenAI and Gemini on 127.0.0.1, scripted per request; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        responder: Responder | None = None,
+        record: bool = True,
+    ) -> None:
+        self.host = host
+        self.port = port
+        #: seconds every answer waits (a model's thinking time)
+        self.latency = latency
+        self.responder = responder
+        #: keep every request in ``requests`` (off for long benchmarks)
+        self.record = record
+        self._queue: collections.deque[QueueItem] = collections.deque()
+        self._requests: list[ChatRequest] = []
+        self._count = 0
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._server: asyncio.base_events.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stopped: asyncio.Event | None = None
+        self._startup_error: BaseException | None = None
+
+    # -- scripting and records -------------------------------------------------------
+
+    def enqueue(self, *items: QueueItem | Iterable[QueueItem]) -> None:
+        """Queue answers/faults for the next requests, in order."""
+        with self._lock:
+            for item in items:
+                if isinstance(item, (Fault, Reply, str, dict)):
+                    self._queue.append(item)
+                else:
+                    self._queue.extend(item)
+
+    @property
+    def requests(self) -> list[ChatRequest]:
+        """The requests received so far (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return self._count
+
+    @property
+    def pending(self) -> int:
+        """Queued items not used yet."""
+        with self._lock:
+            return len(self._queue)
+
+    def reset(self) -> None:
+        """Forget queued items and recorded requests."""
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+            self._count = 0
+
+    # -- addresses ---------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """The ``base_url`` for the openai SDK (it appends /chat/completions)."""
+        return f"{self.base_url}/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """The ``base_url`` for google-genai (it appends /v1beta/models/...)."""
+        return self.base_url
+
+    def openai_options(self, **kwargs: Any) -> ProviderOptions:
+        """ProviderOptions pointing the openai provider here."""
+        return ProviderOptions(base_url=self.openai_base_url, **kwargs)
+
+    def gemini_options(self, **kwargs: Any) -> ProviderOptions:
+        """ProviderOptions pointing the gemini provider here."""
+        return ProviderOptions(base_url=self.gemini_base_url, **kwargs)
+
+    # -- running -----------------------------------------------------------------------
+
+    async def start_async(self) -> None:
+        """Start listening on the running loop."""
+        self._loop = asyncio.get_running_loop()
+        self._stopped = asyncio.Event()
+        self._server = await asyncio.start_server(
+            self._handle, self.host, self.port, backlog=1024, reuse_address=True
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def serve_forever(self) -> None:
+        """Serve on the running loop until ``stop_async``."""
+        if self._server is None:
+            await self.start_async()
+        assert self._stopped is not None
+        await self._stopped.wait()
+
+    async def stop_async(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+            except TimeoutError:
+                pass
+            self._server = None
+        if self._stopped is not None:
+            self._stopped.set()
+
+    def start(self) -> LoopbackServer:
+        """Serve from a background thread; returns once it accepts connections."""
+        if self._thread is not None:
+            return self
+        self._ready.clear()
+        self._thread = threading.Thread(target=self._run_thread, name="cycle-loopback", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        if self._startup_error is not None:
+            raise self._startup_error
+        return self
+
+    def _run_thread(self) -> None:
+        async def main() -> None:
+            try:
+                await self.start_async()
+            except BaseException as e:  # surfaced to start()
+                self._startup_error = e
+                self._ready.set()
+                return
+            self._ready.set()
+            await self.serve_forever()
+
+        asyncio.run(main())
+
+    def stop(self) -> None:
+        """Stop the background thread's server."""
+        if self._thread is None or self._loop is None:
+            return
+        future = asyncio.run_coroutine_threadsafe(self.stop_async(), self._loop)
+        try:
+            future.result(5)
+        except Exception:
+            pass
+        self._thread.join(5)
+        self._thread = None
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- HTTP --------------------------------------------------------------------------
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request_line = await reader.readline()
+                if not request_line:
+                    break
+                try:
+                    method, target, _version = request_line.decode("latin-1").split(" ", 2)
+                except ValueError:
+                    break
+                headers: dict[str, str] = {}
+                while True:
+                    line = await reader.readline()
+                    if line in (b"\r\n", b"\n", b""):
+                        break
+                    name, _, value = line.decode("latin-1").partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                body = await self._read_body(reader, headers)
+                keep_alive = headers.get("connection", "").lower() != "close"
+                answer = await self._dispatch(method, target.split("?", 1)[0], headers, body)
+                if answer is None:  # a Fault.disconnect()
+                    break
+                status, extra_headers, payload = answer
+                head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+                        "Content-Type: application/json",
+                        f"Content-Length: {len(payload)}",
+                        f"Connection: {'keep-alive' if keep_alive else 'close'}"]
+                head += [f"{k}: {v}" for k, v in extra_headers.items()]
+                writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
+                await writer.drain()
+                if not keep_alive:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            # shutdown with keep-alive connections still open: end quietly
+            # (re-raising makes asyncio log a traceback per connection)
+            pass
+        finally:
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    async def _read_body(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    await reader.readline()
+                    break
+                chunks.append(await reader.readexactly(size))
+                await reader.readline()
+            return b"".join(chunks)
+        length = int(headers.get("content-length", "0") or 0)
+        if length > MAX_BODY:
+            raise ConnectionError("request body too large")
+        return await reader.readexactly(length) if length else b""
+
+    async def _dispatch(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, dict[str, str], bytes] | None:
+        api: Api | None = None
+        model = ""
+        match = _GEMINI_PATH.match(path)
+        if method == "POST" and path in _OPENAI_PATHS:
+            api = "openai"
+        elif method == "POST" and match:
+            api, model = "gemini", match.group("model")
+        elif method == "GET" and path in ("/health", "/"):
+            return 200, {}, b'{"status": "ok"}'
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        if api == "openai" and isinstance(body, dict):
+            model = str(body.get("model", ""))
+        request = ChatRequest(api=api, method=method, path=path, headers=headers, raw=raw,
+                              body=body, model=model)
+        with self._lock:
+            self._count += 1
+            if self.record:
+                self._requests.append(request)
+            item: QueueItem | None = self._queue.popleft() if self._queue and api else None
+        if api is None:
+            return 404, {}, json.dumps({"error": {"message": f"no route {method} {path}"}}).encode()
+        if body is None or not isinstance(body, dict):
+            return self._error(api, 400, "request body is not a JSON object")
+
+        delay = self.latency
+        if isinstance(item, Fault) and item.kind == "slow":
+            delay += item.delay
+            item = item.then
+        if item is None and self.responder is not None:
+            item = self.responder(request)
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+        if isinstance(item, Fault):
+            if item.kind == "disconnect":
+                return None
+            if item.kind == "malformed":
+                return 200, {}, (item.body or "").encode()
+            if item.kind == "status":
+                return self._fault(api, item)
+        if item is None:
+            reply = default_reply(request)
+        elif isinstance(item, Reply):
+            reply = item
+        elif isinstance(item, str):
+            reply = Reply(text=item)
+        elif isinstance(item, dict):
+            reply = Reply(json=item)
+        else:
+            reply = default_reply(request)
+        payload = self._openai(request, reply) if api == "openai" else self._gemini(request, reply)
+        return 200, {}, json.dumps(payload).encode()
+
+    def _fault(self, api: Api, fault: Fault) -> tuple[int, dict[str, str], bytes]:
+        status, extra, payload = self._error(
+            api, fault.code, fault.message or _REASONS.get(fault.code, "error")
+        )
+        if fault.retry_after is not None:
+            extra["Retry-After"] = f"{fault.retry_after:g}"
+        if fault.retry_after_ms is not None:
+            extra["retry-after-ms"] = f"{fault.retry_after_ms:g}"
+        if fault.body is not None:
+            payload = fault.body.encode()
+        return status, extra, payload
+
+    def _error(self, api: Api, status: int, message: str) -> tuple[int, dict[str, str], bytes]:
+        if api == "gemini":
+            body = {"error": {"code": status, "message": message,
+                              "status": _GEMINI_STATUS.get(status, "UNKNOWN")}}
+        else:
+            body = {"error": {"message": message, "type": _OPENAI_TYPE.get(status, "server_error"),
+                              "param": None, "code": None}}
+        return status, {}, json.dumps(body).encode()
+
+    def _usage(self, request: ChatRequest, reply: Reply) -> tuple[int, int, int]:
+        prompt = sum(_estimate_tokens(m.get("content") or "") for m in request.messages) or 1
+        input_tokens = reply.input_tokens if reply.input_tokens is not None else prompt
+        content = reply.content or ""
+        calls = "".join(json.dumps(args) for _, args in reply.tool_calls)
+        output = reply.output_tokens if reply.output_tokens is not None else _estimate_tokens(
+            content + calls
+        )
+        return input_tokens, min(reply.cached_tokens, input_tokens), output
+
+    def _openai(self, request: ChatRequest, reply: Reply) -> dict[str, Any]:
+        n = next(self._ids)
+        input_tokens, cached, output = self._usage(request, reply)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": f"call_{n}_{i}", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(args)}}
+                for i, (name, args) in enumerate(reply.tool_calls)
+            ]
+        elif message["content"] is None:
+            message["content"] = ""
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        return {
+            "id": f"chatcmpl-loopback-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish,
+                         "logprobs": None}],
+            "usage": {
+                "prompt_tokens": input_tokens,
+                "completion_tokens": output,
+                "total_tokens": input_tokens + output,
+                "prompt_tokens_details": {"cached_tokens": cached},
+            },
+        }
+
+    def _gemini(self, request: ChatRequest, reply: Reply) -> dict[str, Any]:
+        input_tokens, cached, output = self._usage(request, reply)
+        parts: list[dict[str, Any]] = []
+        if reply.content:
+            parts.append({"text": reply.content})
+        for name, args in reply.tool_calls:
+            parts.append({"functionCall": {"name": name, "args": args}})
+        finish = {"length": "MAX_TOKENS", "content_filter": "SAFETY"}.get(
+            reply.finish_reason or "", "STOP"
+        )
+        usage: dict[str, Any] = {
+            "promptTokenCount": input_tokens,
+            "candidatesTokenCount": output,
+            "totalTokenCount": input_tokens + output,
+        }
+        if cached:
+            usage["cachedContentTokenCount"] = cached
+        return {
+            "candidates": [{"content": {"role": "model", "parts": parts or [{"text": ""}]},
+                            "finishReason": finish, "index": 0}],
+            "usageMetadata": usage,
+            "modelVersion": request.model,
+        }
+
+
+# -- as a process ----------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m cycle.testing.server --port N --latency S``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m cycle.testing.server",
+        description="A loopback OpenAI/Gemini server for tests and benchmarks.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
+    args = parser.parse_args(argv)
+    server = LoopbackServer(host=args.host, port=args.port, latency=args.latency, record=False)
+
+    async def run() -> None:
+        await server.start_async()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, lambda: asyncio.ensure_future(server.stop_async()))
+            except (NotImplementedError, RuntimeError):
+                pass
+        print(f"LISTENING {server.base_url}", flush=True)
+        await server.serve_forever()
+
+    asyncio.run(run())
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Retries, error translation and timeouts, with the real SDKs on the loopback server."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from cycle.errors import (
+    AuthenticationError,
+    BadRequestError,
+    MalformedResponseError,
+    ProviderConnectionError,
+    RateLimitError,
+    RetriesExhaustedError,
+)
+from cycle.llm.base import GenerateConfig, Message, ProviderOptions
+from cycle.llm.model import RetryPolicy
+from cycle.llm.registry import get_model
+from cycle.testing import Fault
+
+PROVIDERS = ["openai:gpt-4o-mini", "gemini:gemini-2.5-flash"]
+HI = [Message.user("hi")]
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_429_waits_at_least_retry_after(name, make_model, server, recorder):
+    model = make_model(name, bus=recorder.bus)
+    server.enqueue(Fault.status(429, retry_after=0.3), "finally")
+
+    started = time.monotonic()
+    out = await model.generate(HI)
+    waited = time.monotonic() - started
+
+    assert out.text == "finally"
+    assert waited >= 0.3  # the backoff alone would be ~0.01 s
+    assert server.request_count == 2
+    assert recorder.calls[-1].attempts == 2 and recorder.calls[-1].error is None
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_retry_after_ms_is_honoured(name, make_model, server):
+    model = make_model(name)
+    server.enqueue(Fault.status(429, retry_after_ms=250))
+    started = time.monotonic()
+    await model.generate(HI)
+    assert time.monotonic() - started >= 0.25
+    assert server.request_count == 2
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_500_is_retried(name, make_model, server):
+    model = make_model(name)
+    server.enqueue(Fault.status(500), Fault.status(503), "ok now")
+    assert (await model.generate(HI)).text == "ok now"
+    assert server.request_count == 3
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_exhausted_attempts_say_what_happened(name, make_model, server, recorder):
+    model = make_model(name, bus=recorder.bus)  # 3 attempts
+    server.enqueue(*[Fault.status(503, message="overloaded")] * 3)
+
+    with pytest.raises(RetriesExhaustedError) as info:
+        await model.generate(HI, context={"case_id": "c1"})
+
+    message = str(info.value)
+    assert "3 attempts" in message and "503" in message and name in message
+    assert info.value.attempts == 3 and info.value.last.status == 503
+    assert server.request_count == 3
+    # the failure is reported, with its context
+    [event] = recorder.calls
+    assert event.error and event.attempts == 3 and event.context == {"case_id": "c1"}
+    assert event.cost == 0
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_401_is_not_retried(name, make_model, server):
+    model = make_model(name)
+    server.enqueue(Fault.status(401, message="Incorrect API key provided: sk-abc123456789xyz"))
+
+    with pytest.raises(AuthenticationError) as info:
+        await model.generate(HI)
+
+    assert server.request_count == 1
+    assert info.value.status == 401
+    assert "API key" in str(info.value)
+    # a key the provider echoes back is masked, in the message and the kept body
+    assert "sk-abc123456789xyz" not in str(info.value)
+    assert "sk-abc123456789xyz" not in (info.value.body or "")
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_other_4xx_is_not_retried(name, make_model, server):
+    model = make_model(name)
+    server.enqueue(Fault.status(400, message="bad field"))
+    with pytest.raises(BadRequestError, match="bad field"):
+        await model.generate(HI)
+    assert server.request_count == 1
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_rate_limit_error_keeps_status_headers_and_retry_after(name, make_model, server):
+    model = make_model(name, retry=RetryPolicy(attempts=1))
+    server.enqueue(Fault.status(429, retry_after=7))
+    with pytest.raises(RateLimitError) as info:
+        await model.generate(HI)
+    assert info.value.status == 429
+    assert info.value.retry_after == 7
+    assert {k.lower() for k in info.value.headers} >= {"retry-after"}
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_malformed_body_is_a_clear_error(name, make_model, server):
+    model = make_model(name)
+    server.enqueue(Fault.malformed())
+    with pytest.raises(MalformedResponseError, match=name):
+        await model.generate(HI)
+    assert server.request_count == 1  # not retried: the same server would say the same
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_valid_json_that_is_not_a_response(name, make_model, server):
+    model = make_model(name)
+    server.enqueue(Fault.malformed('{"unexpected": true}'))
+    with pytest.raises(MalformedResponseError):
+        await model.generate(HI)
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_slow_answer_times_out_and_is_retried(name, make_model, server):
+    model = make_model(name)
+    server.enqueue(Fault.slow(1.0), "in time")
+    started = time.monotonic()
+    out = await model.generate(HI, config=GenerateConfig(timeout=0.2))
+    assert out.text == "in time"
+    assert time.monotonic() - started < 0.9
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_connection_refused_is_retried_then_exhausted(name):
+    with socket.socket() as s:  # a port with nobody listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}" + ("/v1" if name.startswith("openai") else "")
+    model = get_model(name, options=ProviderOptions(base_url=base),
+                      retry=RetryPolicy(attempts=2, initial_wait=0.01, max_wait=0.02, jitter=0))
+    with pytest.raises(RetriesExhaustedError) as info:
+        await model.generate(HI)
+    assert isinstance(info.value.last, ProviderConnectionError)
+    assert str(port) in str(info.value)

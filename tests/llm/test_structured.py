@@ -1,0 +1,52 @@
+"""Schema helpers: strict form, validation, examples."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from cycle.llm.structured import example_for, parse_json, strict_schema, validate
+
+
+class Item(BaseModel):
+    name: str
+    tags: list[str]
+
+
+class Wrapper(BaseModel):
+    items: list[Item]
+    note: str | None
+
+
+class Optional_(BaseModel):
+    name: str
+    extra: int = 0
+
+
+def test_strict_when_every_property_is_required():
+    strict = strict_schema(Wrapper.model_json_schema())
+    assert strict is not None
+    assert strict["additionalProperties"] is False
+    assert strict["$defs"]["Item"]["additionalProperties"] is False
+
+
+def test_not_strict_with_optional_property_or_open_map():
+    assert strict_schema(Optional_.model_json_schema()) is None
+    open_map = {"type": "object", "properties": {"v": {"type": "object",
+                "additionalProperties": {"type": "integer"}}}, "required": ["v"]}
+    assert strict_schema(open_map) is None
+
+
+def test_examples_validate_against_their_schema():
+    for schema in (Wrapper.model_json_schema(), Optional_.model_json_schema(),
+                   {"type": "array", "items": {"type": "integer", "minimum": 3}, "minItems": 2}):
+        assert validate(example_for(schema), schema) == []
+
+
+def test_validation_errors_name_the_path():
+    schema = Wrapper.model_json_schema()
+    errors = validate({"items": [{"name": 1, "tags": []}], "note": None}, schema)
+    assert errors == ["$.items[0].name: expected string, got int"]
+
+
+def test_parse_json_tolerates_fences():
+    assert parse_json('```json\n{"a": 1}\n```') == {"a": 1}
