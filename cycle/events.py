@@ -113,6 +113,8 @@ class CycleStarted(Event):
     prompt_id: str
     version: str
     resumed: bool = False
+    #: the cycle's configuration (the improve section and models), stored with it
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +123,19 @@ class RoundStarted(Event):
     cycle_id: str
     round: int
     version: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluationStarted(Event):
+    """A round starts (or resumes) evaluating a version: the baseline or a candidate."""
+
+    kind: ClassVar[str] = "evaluation_started"
+    cycle_id: str
+    round: int
+    #: "baseline" (the incumbent) or "candidate"
+    role: str
+    version: str
+    run_id: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,6 +155,10 @@ class ReviewDecided(Event):
     rejected: int
     edited: int = 0
     reviewer: str = "auto"
+    #: approved suggestions that could not be applied (decision "skipped", with the reason)
+    skipped: int = 0
+    #: every suggestion with its decision, reason, edited value and ``applied`` flag
+    suggestions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,6 +168,11 @@ class VersionCreated(Event):
     version: str
     parent: str | None = None
     source: str = "manual"
+    #: set when the improvement cycle made it as a round's candidate
+    cycle_id: str | None = None
+    round: int | None = None
+    #: unified diff from the parent
+    diff: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,6 +202,11 @@ class RoundFinished(Event):
     pass_rate: float | None = None
     accepted: bool | None = None
     cost: float = 0.0
+    #: the incumbent's score, beside the evaluated version's
+    incumbent_score: float | None = None
+    delta: float | None = None
+    #: cost of the round split by role: agent, judge, improver
+    cost_by_role: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,6 +216,9 @@ class CycleFinished(Event):
     reason: str
     final_version: str | None = None
     score: float | None = None
+    #: "finished", "interrupted" (Ctrl-C; resumable) or "failed"
+    status: str = "finished"
+    total_cost: float = 0.0
 
 
 class EventBus:

@@ -176,10 +176,7 @@ def config_error(
     real: list[str | int] = []
     data = doc.data
     for part in loc:
-        if isinstance(data, dict) and part in data:
-            real.append(part)
-            data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+        if isinstance(data, dict) and part in data or isinstance(data, list) and isinstance(part, int) and part < len(data):
             real.append(part)
             data = data[part]
         elif first["type"] in ("extra_forbidden", "missing") and part == loc[-1]:

@@ -1,1 +1,35 @@
-"""cycle.improve."""
+"""cycle.improve: the improver model, suggestions, applying them and diff previews."""
+
+from cycle.improve.apply import (
+    ApplyResult,
+    apply_one,
+    apply_suggestions,
+    prompt_diff,
+    suggestion_diff,
+)
+from cycle.improve.improver import (
+    IMPROVER_PROMPT_ID,
+    Improver,
+    ImproverInput,
+    LowCase,
+    RejectedSuggestion,
+    ensure_improver_prompt,
+)
+from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
+
+__all__ = [
+    "IMPROVER_PROMPT_ID",
+    "ApplyResult",
+    "Improver",
+    "ImproverInput",
+    "LowCase",
+    "RejectedSuggestion",
+    "ReviewRequest",
+    "Reviewer",
+    "Suggestion",
+    "apply_one",
+    "apply_suggestions",
+    "ensure_improver_prompt",
+    "prompt_diff",
+    "suggestion_diff",
+]

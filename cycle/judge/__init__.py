@@ -1,1 +1,168 @@
-"""cycle.judge."""
+"""Judging one result: deterministic checks plus one LLM call for the LLM criteria.
+
+    judge = Judge(config.criteria, model=judge_model, threshold=70)
+    verdict = await judge.judge(case, agent_result, iteration=0)
+    verdict.score, verdict.passed, verdict.verdicts
+
+A check that raises, or an LLM verdict that is missing or malformed after
+the model's repair retry, raises (``EvalError``/``JudgeError``): the runner
+records the iteration as an *error*, never as a zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from cycle.errors import ConfigError
+from cycle.judge.checks import CheckContext
+from cycle.judge.criteria import (
+    BUILTIN_CRITERIA,
+    Criterion,
+    CriterionConfig,
+    merge,
+    resolve,
+    weighted_score,
+)
+from cycle.judge.llm_judge import JUDGE_PROMPT, LlmJudge, ensure_judge_version
+from cycle.llm.base import Usage
+
+if TYPE_CHECKING:
+    from cycle.evals.agent import AgentResult
+    from cycle.evals.case import TestCase
+
+__all__ = [
+    "BUILTIN_CRITERIA",
+    "Criterion",
+    "CriterionConfig",
+    "Judge",
+    "JudgeResult",
+    "Verdict",
+]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One criterion's score for one iteration."""
+
+    criterion_id: str
+    kind: Literal["check", "llm"]
+    score: float
+    passed: bool
+    weight: float
+    required: bool
+    reasoning: str
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """The case's weighted score, whether it passed, and every criterion's verdict."""
+
+    score: float
+    passed: bool
+    verdicts: tuple[Verdict, ...]
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+
+    @property
+    def failed_required(self) -> list[str]:
+        return [v.criterion_id for v in self.verdicts if v.required and not v.passed]
+
+
+class Judge:
+    """Scores results against criteria (the suite's, with each case's overrides)."""
+
+    def __init__(
+        self,
+        criteria: Sequence[CriterionConfig | Criterion],
+        model: Any = None,
+        threshold: float = 70.0,
+    ) -> None:
+        self.threshold = threshold
+        self._configs = [c for c in criteria if isinstance(c, CriterionConfig)]
+        resolved = [c if isinstance(c, Criterion) else resolve(c, threshold=threshold)
+                    for c in criteria]
+        self.criteria: tuple[Criterion, ...] = tuple(resolved)
+        self.model = model
+        self._llm = LlmJudge(model) if model is not None else None
+        self._per_case: dict[str, tuple[Criterion, ...]] = {}
+        self.version: str | None = None
+        if model is None and any(c.kind == "llm" for c in self.criteria):
+            raise ConfigError(
+                "LLM criteria need a judge model",
+                field="judge",
+                hint="Set 'judge:' in cycle.yaml (e.g. openai:gpt-4o-mini or offline:default).",
+            )
+
+    @property
+    def name(self) -> str | None:
+        return getattr(self.model, "name", None)
+
+    @property
+    def offline(self) -> bool:
+        return bool(getattr(self.model, "offline", False))
+
+    def register(self, store: Any) -> str:
+        """Save the judge prompt to the store (once) and remember its version."""
+        self.version = ensure_judge_version(store, JUDGE_PROMPT)
+        return self.version
+
+    def criteria_for(self, case: TestCase) -> tuple[Criterion, ...]:
+        """The criteria ``case`` is judged on (the suite's with its overrides applied)."""
+        if not case.criteria:
+            return self.criteria
+        cached = self._per_case.get(case.id)
+        if cached is None:
+            if len(self._configs) != len(self.criteria):
+                raise ConfigError("case criteria overrides need the suite's criteria as configs")
+            merged = merge(self._configs, case.criteria)
+            cached = tuple(resolve(c, threshold=self.threshold) for c in merged)
+            if self._llm is None and any(c.kind == "llm" for c in cached):
+                raise ConfigError(f"case '{case.id}' adds LLM criteria but no judge model is set",
+                                  field="judge")
+            self._per_case[case.id] = cached
+        return cached
+
+    async def judge(
+        self,
+        case: TestCase,
+        result: AgentResult,
+        *,
+        iteration: int = 0,
+        context: dict[str, Any] | None = None,
+    ) -> JudgeResult:
+        """Score one result. Raises EvalError/JudgeError/ModelError when it cannot."""
+        criteria = self.criteria_for(case)
+        verdicts: dict[str, Verdict] = {}
+        checks = [c for c in criteria if c.kind == "check"]
+        if checks:
+            ctx = CheckContext(
+                case_id=case.id, input=case.input, variables=case.variables,
+                output=result.output, expected=case.expected, structured=result.structured,
+                tool_calls=result.tool_calls, latency=result.latency, duration=result.duration,
+                usage=result.usage, cost=result.cost,
+            )
+            for c in checks:
+                assert c.check is not None
+                outcome = await c.check.aevaluate(ctx)
+                verdicts[c.id] = Verdict(c.id, "check", outcome.score, outcome.score >= c.pass_mark,
+                                         c.weight, c.required, outcome.reason)
+        usage = Usage()
+        cost = 0.0
+        llm = [c for c in criteria if c.kind == "llm"]
+        if llm:
+            assert self._llm is not None
+            judgement = await self._llm.score(
+                llm, input=case.input, output=result.output, expected=case.expected,
+                iteration=iteration, context=context,
+            )
+            usage, cost = judgement.usage, judgement.cost
+            for c in llm:
+                v = judgement.verdicts[c.id]
+                verdicts[c.id] = Verdict(c.id, "llm", v.score, v.score >= c.pass_mark,
+                                         c.weight, c.required, v.reasoning)
+        ordered = tuple(verdicts[c.id] for c in criteria)
+        score = weighted_score([(v.score, v.weight) for v in ordered])
+        passed = score >= self.threshold and all(v.passed for v in ordered if v.required)
+        return JudgeResult(score=score, passed=passed, verdicts=ordered, usage=usage, cost=cost)

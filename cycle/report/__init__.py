@@ -1,1 +1,25 @@
-"""cycle.report."""
+"""Reports of a run: console summary, Markdown, JSON, JUnit XML, and run comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cycle.evals.results import RunResult
+from cycle.report.console import render_console
+from cycle.report.json import render_json
+from cycle.report.junit import render_junit
+from cycle.report.markdown import render_markdown
+
+__all__ = ["render_console", "render_json", "render_junit", "render_markdown", "write_reports"]
+
+
+def write_reports(result: RunResult, directory: str | Path) -> dict[str, Path]:
+    """Write the Markdown, JSON and JUnit reports of a run; returns format -> path."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": d / f"{result.run_id}.md", "json": d / f"{result.run_id}.json",
+             "junit": d / f"{result.run_id}.junit.xml"}
+    paths["markdown"].write_text(render_markdown(result), encoding="utf-8")
+    paths["json"].write_text(render_json(result), encoding="utf-8")
+    paths["junit"].write_text(render_junit(result), encoding="utf-8")
+    return paths

@@ -1,0 +1,202 @@
+"""Benchmark: a 2,000-case suite through the real openai SDK against the loopback server.
+
+Each case makes one agent call and one judge call (structured output), and
+its result, verdicts and calls are written to a real SQLite store. The
+server runs in its own process (``python -m cycle.testing.server``), so the
+figures measure the client.
+
+    .venv/bin/python benchmarks/bench_suite.py            # all three scenarios
+    .venv/bin/python benchmarks/bench_suite.py --cases 500 --only b
+
+(a) 100 ms latency, concurrency 16: wall time against the ideal
+    cases x 2 calls x 0.1 s / 16.
+(b) zero latency: CPU time per model call for cycle (judging and store
+    writes included) beside the bare SDK making the same calls in the same
+    process (AsyncOpenAI with a semaphore, nothing else).
+(c) 100 ms latency, concurrency 64: wall time, and whether client CPU bounds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cycle.evals.agent import PromptAgent
+from cycle.evals.case import TestCase
+from cycle.evals.runner import Runner
+from cycle.events import EventBus
+from cycle.judge import Judge
+from cycle.judge.criteria import CriterionConfig
+from cycle.judge.llm_judge import LlmJudge, verdict_schema
+from cycle.llm.base import ProviderOptions
+from cycle.llm.registry import get_model
+from cycle.prompt import Prompt
+from cycle.store import Store
+
+PROMPT = Prompt(
+    id="bench",
+    system="You are a support agent. Answer the customer's question in two sentences.",
+    user_template="Customer: {{ customer }}\nOrder: {{ order }}\nQuestion: {{ question }}",
+)
+CRITERIA = [
+    CriterionConfig(id="accuracy"),
+    CriterionConfig(id="tone", rubric="Polite and warm."),
+    CriterionConfig(id="short", check={"type": "max_tokens", "tokens": 500}),
+]
+
+
+def make_cases(n: int) -> list[TestCase]:
+    return [
+        TestCase(id=f"case-{i:05d}", input={
+            "customer": f"Customer{i}", "order": f"A-{1000 + i}",
+            "question": f"Where is parcel number {i}? It was due last week."})
+        for i in range(n)
+    ]
+
+
+class Server:
+    """The loopback server in its own process."""
+
+    def __init__(self, latency: float) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cycle.testing.server", "--latency", str(latency)],
+            stdout=subprocess.PIPE, text=True, cwd=str(ROOT),
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("LISTENING "):
+            raise RuntimeError(f"server did not start: {line!r}")
+        self.url = line.split(" ", 1)[1] + "/v1"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_path: Path) -> dict:
+    options = ProviderOptions(base_url=url, max_connections=max(64, concurrency * 2))
+    bus = EventBus()
+    store = Store.open(store_path)
+    agent_model = get_model("openai:bench-agent", options=options, bus=bus, role="agent")
+    judge_model = get_model("openai:bench-judge", options=options, bus=bus, role="judge")
+    runner = Runner(agent=PromptAgent(PROMPT, agent_model),
+                    judge=Judge(CRITERIA, model=judge_model, threshold=70), cases=cases,
+                    iterations=1, concurrency=concurrency, timeout=120, store=store, bus=bus)
+    # warm up the connections and imports outside the measurement
+    await Runner(agent=runner.agent, judge=runner.judge, cases=cases[:concurrency],
+                 concurrency=concurrency).run()
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    result = await runner.run()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    calls = store.db.execute("select count(*) from calls where run_id = ?",
+                             (result.run_id,)).fetchone()[0]
+    await agent_model.aclose()
+    await judge_model.aclose()
+    store.close()
+    assert result.suite.errors == 0, [r.error for r in result.results if r.error][:3]
+    return {"wall": wall, "cpu": cpu, "calls": calls, "results": len(result.results)}
+
+
+async def run_bare(url: str, cases: list[TestCase], concurrency: int) -> dict:
+    """The same calls through AsyncOpenAI with a semaphore: the floor cycle is held to."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
+    sem = asyncio.Semaphore(concurrency)
+    judge = LlmJudge(None)
+    schema = verdict_schema(["accuracy", "tone"])
+    crit = [c for c in Judge(CRITERIA, model=object()).criteria if c.kind == "llm"]
+    # messages are built before timing: the bare run measures the SDK alone
+    plans = []
+    for case in cases:
+        user = PROMPT.render_user(case.variables)
+        jm = judge.messages(crit, input=case.input, output="x" * 120, expected=None)
+        plans.append((user, [{"role": m.role, "content": m.content} for m in jm]))
+
+    async def one(user: str, judge_messages: list[dict]) -> None:
+        async with sem:
+            await client.chat.completions.create(
+                model="bench-agent",
+                messages=[{"role": "system", "content": PROMPT.system},
+                          {"role": "user", "content": user}])
+            await client.chat.completions.create(
+                model="bench-judge", messages=judge_messages,
+                response_format={"type": "json_schema", "json_schema": {
+                    "name": "cycle_judge", "schema": schema, "strict": True}})
+
+    await asyncio.gather(*(one(*p) for p in plans[:concurrency]))  # warm-up
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one(*p) for p in plans))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    await client.close()
+    return {"wall": wall, "cpu": cpu, "calls": 2 * len(plans)}
+
+
+def scenario(latency: float, fn, *args) -> dict:
+    server = Server(latency)
+    try:
+        return asyncio.run(fn(server.url, *args))
+    finally:
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--only", choices=["a", "b", "c"], action="append")
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--repeat", type=int, default=3, help="alternated repeats of (b)")
+    args = parser.parse_args()
+    only = set(args.only or ["a", "b", "c"])
+    cases = make_cases(args.cases)
+    out: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if "a" in only:
+            r = scenario(args.latency, run_cycle, cases, 16, Path(tmp) / "a.db")
+            ideal = len(cases) * 2 * args.latency / 16
+            r.update(ideal=ideal, over_ideal=r["wall"] / ideal - 1)
+            out["a"] = r
+            print(f"(a) concurrency 16, {args.latency * 1000:.0f} ms: wall {r['wall']:.2f} s, "
+                  f"ideal {ideal:.2f} s, {r['over_ideal'] * 100:+.1f}% ; client CPU {r['cpu']:.2f} s",
+                  flush=True)
+        if "b" in only:
+            # the machine is shared: alternate the two, several times, and keep each one's best
+            cs, bs = [], []
+            for i in range(args.repeat):
+                cs.append(scenario(0.0, run_cycle, cases, 16, Path(tmp) / f"b{i}.db"))
+                bs.append(scenario(0.0, run_bare, cases, 16))
+            c = min(cs, key=lambda r: r["cpu"])
+            b = min(bs, key=lambda r: r["cpu"])
+            per_c = c["cpu"] / c["calls"] * 1000
+            per_b = b["cpu"] / b["calls"] * 1000
+            out["b"] = {"cycle": c, "bare": b, "cycle_ms_per_call": per_c,
+                        "bare_ms_per_call": per_b, "overhead": per_c / per_b - 1,
+                        "all_cycle_ms": [r["cpu"] / r["calls"] * 1000 for r in cs],
+                        "all_bare_ms": [r["cpu"] / r["calls"] * 1000 for r in bs]}
+            print(f"(b) zero latency: cycle {per_c:.3f} ms CPU/call ({c['calls']} calls, wall "
+                  f"{c['wall']:.2f} s), bare SDK {per_b:.3f} ms CPU/call (wall {b['wall']:.2f} s): "
+                  f"overhead {(per_c / per_b - 1) * 100:+.1f}%", flush=True)
+        if "c" in only:
+            r = scenario(args.latency, run_cycle, cases, 64, Path(tmp) / "c.db")
+            ideal = len(cases) * 2 * args.latency / 64
+            r.update(ideal=ideal, cpu_share=r["cpu"] / r["wall"])
+            out["c"] = r
+            print(f"(c) concurrency 64, {args.latency * 1000:.0f} ms: wall {r['wall']:.2f} s, "
+                  f"ideal {ideal:.2f} s, client CPU {r['cpu']:.2f} s = {r['cpu_share'] * 100:.0f}% "
+                  f"of wall ({'CPU-bound' if r['cpu_share'] > 0.8 else 'not CPU-bound'})", flush=True)
+    print(json.dumps(out, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""``cycle improve``: run (or resume) the improvement cycle of a cycle.yaml.
+
+Without ``--headless`` the TUI runs it and a person reviews each round's
+suggestions. ``--headless --yes`` approves them automatically (CI, ``make
+demo``); ``--headless --review prompt`` asks in the terminal. Ctrl-C (or a
+kill) leaves the cycle resumable: ``cycle improve cycle.yaml --resume``.
+
+Exit codes: 0 the cycle ended on a stop condition, 2 usage or input error,
+3 a model or judge error stopped it (resumable), 130 interrupted (resumable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+
+from cycle import events as ev
+from cycle.cli import CliContext
+from cycle.errors import CycleError
+
+
+class CycleConsole:
+    """Prints the cycle's progress, one line per step, from its events."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+
+    def _say(self, text: str) -> None:
+        click.echo(text, file=self.stream)
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.CycleStarted):
+            verb = "resuming" if event.resumed else "starting"
+            self._say(f"{verb} cycle {event.cycle_id} on {event.prompt_id}@{event.version}")
+        elif isinstance(event, ev.RoundStarted):
+            what = "evaluating the baseline" if event.round == 0 else f"improving {event.version}"
+            self._say(f"round {event.round}: {what}")
+        elif isinstance(event, ev.SuggestionsProposed):
+            self._say(f"  {len(event.suggestions)} suggestion(s) proposed")
+        elif isinstance(event, ev.ReviewDecided):
+            self._say(f"  review ({event.reviewer}): {event.approved} approved, {event.edited} edited, "
+                      f"{event.rejected} rejected, {event.skipped} skipped")
+            for s in event.suggestions:
+                if s.get("decision") == "skipped":
+                    self._say(f"    skipped {s.get('type')}: {s.get('reason')}")
+        elif isinstance(event, ev.VersionCreated) and event.cycle_id:
+            self._say(f"  candidate {event.version} (from {event.parent})")
+        elif isinstance(event, ev.CandidateDecided):
+            self._say(f"  {event.reason}")
+        elif isinstance(event, ev.RoundFinished):
+            score = "—" if event.score is None else f"{event.score:.1f}"
+            ci = (f" [{event.ci_low:.1f}, {event.ci_high:.1f}]"
+                  if event.ci_low is not None and event.ci_high is not None else "")
+            delta = "" if event.delta is None else f", delta {event.delta:+.1f}"
+            self._say(f"round {event.round} done: {event.version} scored {score}{ci}{delta}, "
+                      f"cost ${event.cost:.4f}")
+        elif isinstance(event, ev.CycleFinished):
+            self._say(f"cycle {event.status}: {event.reason}")
+
+
+def _store_path(config_dir: Path) -> Path:
+    ctx = click.get_current_context()
+    obj = ctx.find_object(CliContext) or CliContext()
+    return obj.store_path(config_dir)
+
+
+def _choose_review(headless: bool, yes: bool, review: str | None, configured: str | None) -> str:
+    if yes:
+        if review not in (None, "auto"):
+            raise click.UsageError(f"--yes approves everything; it cannot go with --review {review}")
+        return "auto"
+    choice = review or configured or ("prompt" if headless else "tui")
+    if headless and choice == "tui":
+        raise click.UsageError("--review tui needs the TUI: drop --headless (or use --review prompt / --yes)")
+    if not headless and choice == "prompt":
+        raise click.UsageError("--review prompt asks in the terminal: add --headless")
+    # an explicit --review prompt may be fed answers through a pipe; the default may not
+    if choice == "prompt" and review is None and not sys.stdin.isatty():
+        raise click.UsageError(
+            "no terminal to ask for reviews on: pass --yes to approve automatically "
+            "(or set improve.review: auto in cycle.yaml)"
+        )
+    return choice
+
+
+@click.command()
+@click.argument("config", type=click.Path(path_type=Path), default="cycle.yaml")
+@click.option("--headless", is_flag=True, help="No TUI: progress lines on the terminal.")
+@click.option("-y", "--yes", is_flag=True, help="Approve every suggestion automatically (auto review).")
+@click.option("--review", type=click.Choice(["auto", "prompt", "tui"]), default=None,
+              help="Who reviews suggestions (default: improve.review, else the TUI; prompt with --headless).")
+@click.option("--min-priority", type=click.Choice(["high", "medium", "low"]), default=None,
+              help="Auto review approves this priority and above (default: improve.min_priority, low).")
+@click.option("--resume", "resume", is_flag=False, flag_value="", default=None, metavar="[CYCLE_ID]",
+              help="Resume CYCLE_ID, or without a value the latest interrupted cycle of this prompt.")
+@click.option("--events", "events_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write every event as a JSON line to this file.")
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the cycle report (default: reports/ beside cycle.yaml).")
+@click.option("-q", "--quiet", is_flag=True, help="Headless: no progress lines, only the summary.")
+def improve(config: Path, headless: bool, yes: bool, review: str | None, min_priority: str | None,
+            resume: str | None, events_file: Path | None, report_dir: Path | None, quiet: bool) -> None:
+    """Improve the prompt of CONFIG (cycle.yaml) round by round.
+
+    Round 0 evaluates the prompt's head version. Each round the improver
+    proposes edits from the low-scoring cases, the reviewer decides, the
+    approved edits make a candidate version, and the candidate replaces head
+    only if the acceptance rule (improve.acceptance) says it is better. The
+    cycle stops on improve.stop (default: 5 rounds). A report goes to reports/.
+    """
+    from cycle.config import load_config
+    from cycle.loop.config import load_improve_config
+
+    loaded = load_config(config)
+    improve_cfg = load_improve_config(loaded)
+    choice = _choose_review(headless, yes, review, improve_cfg.review)
+    priority = min_priority or improve_cfg.min_priority
+    store_path = _store_path(loaded.base_dir)
+    resume_arg: str | bool | None = None if resume is None else (resume or True)
+
+    bus = ev.EventBus()
+    sink = ev.JsonlSink(events_file) if events_file else None
+    if sink is not None:
+        bus.subscribe(sink)
+    try:
+        if headless:
+            outcome = _run_headless(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg, quiet)
+        else:
+            outcome = _run_tui(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg)
+    finally:
+        if sink is not None:
+            sink.close()
+    _report(outcome, store_path, report_dir or loaded.report_dir, config)
+
+
+def _reviewer(choice: str, priority: str) -> Any:
+    from cycle.loop.review import AutoReviewer, PromptReviewer
+
+    return AutoReviewer(min_priority=priority) if choice == "auto" else PromptReviewer()  # type: ignore[arg-type]
+
+
+def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
+                  priority: str, resume: str | bool | None, quiet: bool) -> Any:
+    from cycle.loop import Loop
+    from cycle.progress import Progress
+    from cycle.store import Store
+
+    if not quiet:
+        bus.subscribe(CycleConsole())
+        if sys.stderr.isatty():  # in a log, the round lines are progress enough
+            bus.subscribe(Progress())
+    started: list[str] = []
+    bus.subscribe(lambda e: started.append(e.cycle_id) if isinstance(e, ev.CycleStarted) else None)
+    store = Store.open(store_path)
+    try:
+        loop = Loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority), improve=improve_cfg)
+        return asyncio.run(loop.run(resume=resume))
+    except KeyboardInterrupt:
+        hint = f" --resume {started[-1]}" if started else " --resume"
+        click.echo(f"\nInterrupted; the cycle is saved. Resume with: cycle improve {loaded.path}{hint}",
+                   err=True)
+        raise click.exceptions.Exit(130) from None
+    finally:
+        store.close()
+
+
+def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
+             priority: str, resume: str | bool | None) -> Any:
+    try:
+        from cycle.tui.app import run_cycle_app
+        from cycle.tui.widgets.header import HeaderInfo
+    except ImportError as e:
+        raise CycleError(
+            f"the TUI is not available in this installation ({e})",
+            hint="Run headless instead: cycle improve cycle.yaml --headless --yes",
+        ) from e
+    from cycle.loop import Loop
+    from cycle.store import Store
+
+    c = loaded.config
+    models = {k: v for k, v in (("agent", c.agent_config.model), ("judge", c.judge),
+                                ("improver", c.improver)) if v}
+    info = HeaderInfo(prompt_id=c.prompt, models=models,
+                      offline=any(str(m).split(":")[0] in ("offline", "scripted") for m in models.values()),
+                      store=str(store_path))
+
+    async def cycle(cycle_bus: ev.EventBus, tui_reviewer: Any) -> Any:
+        store = Store.open(store_path)  # a connection belongs to the thread that opened it
+        try:
+            reviewer = tui_reviewer if choice == "tui" else _reviewer(choice, priority)
+            loop = Loop(loaded, store=store, bus=cycle_bus, reviewer=reviewer, improve=improve_cfg)
+            return await loop.run(resume=resume)
+        finally:
+            store.close()
+
+    outcome = run_cycle_app(cycle, store_path=store_path, info=info, bus=bus)
+    if outcome.status == "failed" and outcome.error is not None:
+        raise outcome.error
+    if outcome.status != "finished":
+        click.echo(f"Interrupted; the cycle is saved. Resume with: cycle improve {loaded.path} --resume",
+                   err=True)
+        raise click.exceptions.Exit(130)
+    return outcome.result
+
+
+def _report(result: Any, store_path: Path, report_dir: Path, config: Path) -> None:
+    from cycle.report.cycle_report import write_cycle_report
+    from cycle.store import Store
+
+    with Store.open(store_path) as store:
+        paths = write_cycle_report(store, result.cycle_id, report_dir)
+    initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
+    final = "—" if result.final_score is None else f"{result.final_score:.1f}"
+    by_role = ", ".join(f"{k} ${v:.4f}" for k, v in sorted(result.cost_by_role.items()))
+    click.echo("")
+    click.echo(f"cycle {result.cycle_id}: {len(result.rounds) - 1} round(s), stopped: {result.stop_reason}")
+    click.echo(f"{result.prompt_id}: {result.initial_version} ({initial}) -> {result.final_version} ({final})"
+               + ("  [offline model]" if result.offline else ""))
+    click.echo(f"total cost ${result.total_cost:.4f}" + (f" ({by_role})" if by_role else ""))
+    click.echo(f"report: {paths['markdown']}")
+    click.echo(f"        {paths['json']}")
+    if result.final_version != result.initial_version:
+        click.echo(f"undo with: cycle rollback {result.prompt_id} --to {result.initial_version}")

@@ -1,0 +1,147 @@
+"""``cycle run`` (evaluate a prompt on its cases) and ``cycle compare`` (two runs).
+
+Exit codes of ``cycle run``: 0 every case passed, 1 some case failed,
+2 usage or input error, 3 errors prevented judging part of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cycle.cli import CliContext
+
+
+def _store_path(config_dir: Path | None) -> Path:
+    ctx = click.get_current_context()
+    obj = ctx.find_object(CliContext) or CliContext()
+    return obj.store_path(config_dir)
+
+
+@click.command()
+@click.argument("config", type=click.Path(exists=False, path_type=Path), default="cycle.yaml")
+@click.option("-n", "--iterations", type=click.IntRange(min=1), help="Runs per case (default: config, 3).")
+@click.option("-c", "--concurrency", type=click.IntRange(min=1), help="Cases in flight (default: config, 8).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per case.")
+@click.option("--tag", "tags", multiple=True, help="Run only cases with this tag (repeatable).")
+@click.option("--case", "case_ids", multiple=True, help="Run only this case id (repeatable).")
+@click.option("--stop-on-first-failure", is_flag=True, default=None, help="Stop at the first failed case.")
+@click.option("--agent", "agent_model", help="Agent model, overriding cycle.yaml.")
+@click.option("--judge", "judge_model", help="Judge model, overriding cycle.yaml.")
+@click.option("--budget", type=click.FloatRange(min=0), help="Hard cap in USD on this run's calls.")
+@click.option("--resume", "resume", metavar="RUN_ID", help="Resume a stored run; judged iterations are kept.")
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the reports (default: reports/ beside cycle.yaml).")
+@click.option("--no-reports", is_flag=True, help="Write no report files.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress and no summary: only the exit code.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
+def run(
+    config: Path, iterations: int | None, concurrency: int | None, timeout: float | None,
+    tags: tuple[str, ...], case_ids: tuple[str, ...], stop_on_first_failure: bool | None,
+    agent_model: str | None, judge_model: str | None, budget: float | None, resume: str | None,
+    report_dir: Path | None, no_reports: bool, quiet: bool, as_json: bool,
+) -> None:
+    """Evaluate the prompt of CONFIG (cycle.yaml) on its cases and write reports.
+
+    Every case runs ITERATIONS times; each iteration is judged on the
+    criteria. Errors (provider down, judge unparseable, timeouts) are
+    counted apart from failures. Results go to the store as they finish, so
+    an interrupted run can be resumed with --resume RUN_ID.
+    """
+    from cycle.config import load_config
+
+    loaded = load_config(config)
+    code = asyncio.run(_run(
+        loaded, iterations=iterations, concurrency=concurrency, timeout=timeout, tags=tags,
+        case_ids=case_ids, stop_on_first_failure=stop_on_first_failure,
+        agent_model=agent_model, judge_model=judge_model, budget=budget, resume=resume,
+        report_dir=report_dir, no_reports=no_reports, quiet=quiet, as_json=as_json,
+    ))
+    sys.exit(code)
+
+
+async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
+               timeout: float | None, tags: tuple[str, ...], case_ids: tuple[str, ...],
+               stop_on_first_failure: bool | None, agent_model: str | None,
+               judge_model: str | None, budget: float | None, resume: str | None,
+               report_dir: Path | None, no_reports: bool, quiet: bool, as_json: bool) -> int:
+    from cycle.evals.suite import build_suite
+    from cycle.events import EventBus
+    from cycle.llm.budget import Budget
+    from cycle.progress import Progress
+    from cycle.report import render_console, write_reports
+    from cycle.store import Store
+    from cycle.store.runs import require_run
+
+    store = Store.open(_store_path(loaded.base_dir))
+    try:
+        if resume:
+            require_run(store, resume)
+        bus = EventBus()
+        limit = budget if budget is not None else loaded.config.budget
+        suite = build_suite(
+            loaded, store=store, bus=bus, budget=Budget(limit) if limit is not None else None,
+            tags=tags, ids=case_ids, agent_model=agent_model, judge_model=judge_model,
+        )
+        try:
+            runner = suite.runner(store=store, bus=bus, iterations=iterations,
+                                  concurrency=concurrency, timeout=timeout,
+                                  stop_on_first_failure=stop_on_first_failure)
+            if not quiet and not as_json:
+                bus.subscribe(Progress(offline=runner.offline))
+            result = await runner.run(run_id=resume, meta=suite.meta())
+        finally:
+            await suite.aclose()
+    finally:
+        store.close()
+
+    paths: dict[str, Path] = {}
+    if not no_reports:
+        paths = write_reports(result, report_dir or loaded.report_dir)
+    if as_json:
+        click.echo(json.dumps({
+            "run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
+            "offline": result.offline, "prompt": result.prompt_id, "version": result.version,
+            "summary": result.summary(), "reports": {k: str(v) for k, v in paths.items()},
+            "cases": [{"id": c.case_id, "status": c.status, "mean": c.stats.mean,
+                       "ci_low": c.stats.ci_low, "ci_high": c.stats.ci_high,
+                       "pass_rate": c.pass_rate, "errors": c.errors}
+                      for c in result.cases.values()],
+        }, indent=2, default=str))
+    elif not quiet:
+        click.echo(render_console(result, color=sys.stdout.isatty()))
+        for kind, p in paths.items():
+            click.echo(f"{kind + ' report':16} {p}")
+    return result.exit_code
+
+
+@click.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--config", "config", type=click.Path(path_type=Path),
+              help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare(run_a: str, run_b: str, config: Path | None, as_json: bool) -> None:
+    """Compare two stored runs, paired by case: RUN_B against RUN_A (the baseline).
+
+    Shows the score and pass-rate deltas with 95% intervals, the cases that
+    regressed and those that newly pass.
+    """
+    from cycle.report.compare import compare_runs, render_compare, render_compare_json
+    from cycle.store import Store
+    from cycle.store.runs import load_run
+
+    base = None
+    if config is not None:
+        base = (config if config.is_dir() else config.parent)
+    store = Store.open(_store_path(base), create=False)
+    try:
+        comparison = compare_runs(load_run(store, run_a), load_run(store, run_b))
+    finally:
+        store.close()
+    click.echo(render_compare_json(comparison) if as_json else render_compare(comparison))

@@ -1,0 +1,222 @@
+"""cycle.yaml: what to evaluate, with which models, on which cases, judged how.
+
+A minimal file::
+
+    prompt: prompts/support-reply.yaml     # or store:support-reply@production
+    criteria:
+      - id: accuracy                       # a built-in LLM criterion
+      - id: cites_order
+        check: {type: contains, values: ["{{ order }}"]}
+        required: true
+    cases: [cases/*.yaml]
+
+Every key has the default a user would expect (see the field descriptions);
+an unknown key is an error naming the key and its file:line. The
+``improve:`` section belongs to the improvement loop (``cycle.loop``), which
+validates it itself; here it is kept as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cycle.errors import ConfigError
+from cycle.judge.criteria import CriterionConfig, resolve
+from cycle.prompt import Prompt
+from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
+
+STORE_PREFIX = "store:"
+
+
+class AgentConfig(BaseModel):
+    """The agent under test, when it is not simply the prompt on a model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str | None = Field(
+        None, description="Run the prompt on this model (default: the prompt's params.model)."
+    )
+    function: str | None = Field(
+        None,
+        description="A Python callable by import path (package.module:name), sync or async, "
+        "taking the case's input and returning a str or {response, tool_calls}.",
+    )
+    http: str | None = Field(
+        None,
+        description="An HTTP endpoint: POST {message, input} returning {response, toolCalls}.",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra HTTP headers; values like ${NAME} are read from the environment.",
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> AgentConfig:
+        given = [k for k in ("model", "function", "http") if getattr(self, k)]
+        if len(given) > 1:
+            raise ValueError(f"give one of model, function and http, not {' and '.join(given)}")
+        return self
+
+
+class ProviderSettings(BaseModel):
+    """Connection settings for one provider (API keys come from the environment only)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str | None = Field(None, description="Override the provider's API base URL.")
+    timeout: float = Field(60.0, gt=0, description="Seconds before one HTTP call times out.")
+    max_connections: int = Field(32, ge=1, description="Most calls in flight to this provider.")
+
+
+class RunOptions(BaseModel):
+    """How a suite is run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    iterations: int = Field(3, ge=1, description="Times each case is run (models vary).")
+    concurrency: int = Field(8, ge=1, description="Cases in flight at once.")
+    timeout: float | None = Field(
+        120.0, gt=0, description="Seconds one case (agent and judge) may take; then it errors."
+    )
+    tags: list[str] = Field(
+        default_factory=list, description="Run only cases with one of these tags (empty: all)."
+    )
+    stop_on_first_failure: bool = Field(False, description="Stop at the first failed case.")
+
+
+class CycleConfig(BaseModel):
+    """The whole of cycle.yaml."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt: str = Field(
+        description="A prompt file (YAML, relative to this file) or store:ID[@label|@version]."
+    )
+    agent: str | AgentConfig | None = Field(
+        None,
+        description="The agent model (e.g. openai:gpt-4o-mini) or an agent section; "
+        "default: the prompt's params.model.",
+    )
+    judge: str | None = Field(None, description="The judge model (default: the agent's model).")
+    improver: str | None = Field(
+        None, description="The improver model (default: the judge's model)."
+    )
+    criteria: list[CriterionConfig] = Field(
+        min_length=1, description="What every case is judged on (cases may add or override)."
+    )
+    pass_threshold: float = Field(
+        70.0, ge=0, le=100, description="A case passes when its weighted score reaches this."
+    )
+    cases: list[str] = Field(
+        default_factory=lambda: ["cases/*.yaml"],
+        description="Case files: globs relative to this file.",
+    )
+    run: RunOptions = Field(default_factory=RunOptions, description="Run options.")
+    providers: dict[str, ProviderSettings] = Field(
+        default_factory=dict, description="Per-provider connection settings, by provider name."
+    )
+    budget: float | None = Field(
+        None, ge=0, description="A hard cap in USD on one run's model calls (none by default)."
+    )
+    reports: str = Field("reports", description="Folder for reports, relative to this file.")
+    improve: dict[str, Any] = Field(
+        default_factory=dict, description="The improvement loop's options (see cycle improve)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cases_as_list(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("cases"), str):
+            data = {**data, "cases": [data["cases"]]}
+        return data
+
+    @property
+    def agent_config(self) -> AgentConfig:
+        if isinstance(self.agent, AgentConfig):
+            return self.agent
+        return AgentConfig(model=self.agent)
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A validated config and where it came from."""
+
+    config: CycleConfig
+    path: Path
+    #: paths in the config are relative to this folder
+    base_dir: Path
+    #: the raw document with line numbers (the loop validates ``improve:`` against it)
+    doc: LoadedYaml
+
+    def resolve_path(self, relative: str) -> Path:
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else self.base_dir / p
+
+    @property
+    def report_dir(self) -> Path:
+        return self.resolve_path(self.config.reports)
+
+    @property
+    def prompt_is_stored(self) -> bool:
+        return self.config.prompt.startswith(STORE_PREFIX)
+
+
+def load_config(path: str | Path) -> LoadedConfig:
+    """Read and validate cycle.yaml; every error names file:line (field)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "cycle.yaml"
+    doc = load_yaml(p)
+    if not isinstance(doc.data, dict):
+        raise ConfigError("expected a mapping of settings (prompt:, criteria:, cases:, ...)",
+                          file=str(p), line=1)
+    config = validate(CycleConfig, doc, what="cycle.yaml")
+    seen: dict[str, int] = {}
+    for i, criterion in enumerate(config.criteria):
+        where = doc.line_of(("criteria", i))
+        if criterion.id in seen:
+            raise ConfigError(
+                f"criterion id '{criterion.id}' is used twice (first at item {seen[criterion.id]})",
+                file=str(p), line=where, field=f"criteria[{i}].id",
+            )
+        seen[criterion.id] = i
+        try:
+            resolve(criterion, threshold=config.pass_threshold)
+        except ConfigError as e:
+            raise relocate(e, file=str(p), line=where, field=f"criteria[{i}]") from None
+    return LoadedConfig(config=config, path=p, base_dir=p.parent, doc=doc)
+
+
+def load_prompt(loaded: LoadedConfig, store: Any = None) -> tuple[Prompt, str | None]:
+    """The prompt the config names, and its stored version.
+
+    ``store:ID[@label|@version]`` is resolved in the store. A prompt file is
+    read (errors name file:line) and, with a store, saved as a version
+    (content-addressed: an unchanged file is the version it already was).
+    """
+    ref = loaded.config.prompt
+    if ref.startswith(STORE_PREFIX):
+        if store is None:
+            raise ConfigError(f"prompt '{ref}' is in the store, but no store is open",
+                              file=str(loaded.path), line=loaded.doc.line_of(("prompt",)),
+                              field="prompt")
+        version = store.resolve(ref[len(STORE_PREFIX):])
+        return version.prompt, version.version
+    from cycle.promptfile import load_prompt_file
+
+    path = loaded.resolve_path(ref)
+    if not path.exists():
+        raise ConfigError(
+            f"prompt file '{ref}' not found (looked at {path})", file=str(loaded.path),
+            line=loaded.doc.line_of(("prompt",)), field="prompt",
+            hint="The path is relative to cycle.yaml; or use store:ID[@label] for a stored prompt.",
+        )
+    pf = load_prompt_file(path)
+    if store is None:
+        return pf.prompt, pf.version
+    saved = store.save_version(pf.prompt, version=pf.version, message=f"from {ref}")
+    return saved.prompt, saved.version

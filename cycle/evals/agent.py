@@ -1,0 +1,249 @@
+"""The agent under test: a prompt on a model, a Python callable, or an HTTP endpoint.
+
+Each kind turns one case (and an iteration number) into an ``AgentResult``:
+the output text (and a structured answer when there is one), the tool calls,
+usage, cost and latency. A failure raises; the runner records it as an
+*error* of that iteration, never as a low score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cycle.errors import ConfigError, EvalError
+from cycle.evals.case import TestCase
+from cycle.llm.base import GenerateConfig, Message, ToolCall, Usage
+from cycle.prompt import Prompt
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """What the agent produced for one iteration of one case."""
+
+    output: str
+    structured: Any = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    #: seconds spent in model calls (provider latency); equals duration for other agents
+    latency: float = 0.0
+    #: wall seconds of the whole agent step
+    duration: float = 0.0
+    model: str | None = None
+
+
+class Agent(Protocol):
+    """Anything that answers a case."""
+
+    #: shown in reports: "openai:gpt-4o-mini", "python:mypkg.agents:answer", "http://..."
+    name: str
+    #: the answers do not come from a real model (offline/scripted)
+    offline: bool
+
+    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+        ...
+
+    async def aclose(self) -> None:
+        ...
+
+
+#: prompt params that become GenerateConfig fields; the rest (model, ...) are not sent
+_CONFIG_PARAMS = ("temperature", "max_tokens", "top_p", "stop", "seed", "timeout")
+
+
+def generate_config(params: dict[str, Any]) -> GenerateConfig:
+    """The generation options a prompt's params ask for."""
+    values = {k: params[k] for k in _CONFIG_PARAMS if params.get(k) is not None}
+    if isinstance(values.get("stop"), str):
+        values["stop"] = (values["stop"],)
+    elif "stop" in values:
+        values["stop"] = tuple(values["stop"])
+    return GenerateConfig(**values)
+
+
+class PromptAgent:
+    """A prompt on a model: system and user template rendered with the case's input."""
+
+    def __init__(self, prompt: Prompt, model: Any) -> None:
+        self.prompt = prompt
+        self.model = model
+        self.name: str = model.name
+        self.offline: bool = bool(getattr(model, "offline", False))
+        self._config = generate_config(prompt.params)
+        # a system prompt without template syntax is the same for every case: build it once
+        self._static_system = (
+            Message.system(prompt.system)
+            if prompt.system and "{" not in prompt.system else None
+        )
+
+    def messages(self, case: TestCase) -> list[Message]:
+        """The messages sent for ``case``."""
+        variables = case.variables
+        messages: list[Message] = []
+        if self._static_system is not None:
+            messages.append(self._static_system)
+        elif self.prompt.system:
+            messages.append(Message.system(self.prompt.render_system(variables)))
+        messages.append(Message.user(self.prompt.render_user(variables)))
+        return messages
+
+    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+        started = time.monotonic()
+        out = await self.model.generate(
+            self.messages(case), config=self._config, iteration=iteration, role="agent",
+            context=context,
+        )
+        return AgentResult(
+            output=out.text, tool_calls=tuple(out.tool_calls), usage=out.usage, cost=out.cost,
+            latency=out.latency, duration=time.monotonic() - started, model=out.model or self.name,
+        )
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
+
+
+def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
+    calls = []
+    for i, item in enumerate(raw or []):
+        if isinstance(item, ToolCall):
+            calls.append(item)
+            continue
+        if not isinstance(item, dict) or "name" not in item:
+            raise EvalError(f"tool call #{i} is not a mapping with 'name': {item!r}"[:200])
+        args = item.get("arguments", item.get("args", {}))
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError:
+                args = {"_raw": args}
+        calls.append(ToolCall(id=str(item.get("id", f"call_{i}")), name=item["name"],
+                              arguments=args or {}))
+    return tuple(calls)
+
+
+def _from_answer(answer: Any, *, source: str) -> tuple[str, Any, tuple[ToolCall, ...]]:
+    """(text, structured, tool_calls) from what a callable or endpoint returned."""
+    if isinstance(answer, str):
+        return answer, None, ()
+    if isinstance(answer, dict):
+        if "response" in answer:
+            response = answer["response"]
+            calls = _tool_calls(answer.get("tool_calls", answer.get("toolCalls")))
+            if isinstance(response, str):
+                return response, None, calls
+            return json.dumps(response, ensure_ascii=False), response, calls
+        return json.dumps(answer, ensure_ascii=False), answer, ()
+    raise EvalError(
+        f"{source} returned {type(answer).__name__}; expected a str or a dict with 'response'"
+    )
+
+
+class CallableAgent:
+    """A Python function (sync or async) taking the case's input (a dict or a str)."""
+
+    def __init__(self, function: Callable[..., Any] | str) -> None:
+        if isinstance(function, str):
+            from cycle.judge.checks import import_object
+
+            self.name = f"python:{function}"
+            function = import_object(function, what="agent.function")
+        else:
+            self.name = f"python:{getattr(function, '__module__', '?')}:{getattr(function, '__qualname__', function)}"
+        if not callable(function):
+            raise ConfigError(f"agent function {self.name} is not callable", field="agent.function")
+        self.function = function
+        self.offline = False
+        self._is_async = inspect.iscoroutinefunction(function)
+
+    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+        started = time.monotonic()
+        try:
+            if self._is_async:
+                answer = await self.function(case.input)
+            else:
+                # a sync agent may block (requests, time.sleep): keep the event loop free
+                answer = await asyncio.to_thread(self.function, case.input)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+        except (EvalError, asyncio.CancelledError):
+            raise
+        except Exception as e:
+            raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: {e}") from e
+        text, structured, calls = _from_answer(answer, source=self.name)
+        took = time.monotonic() - started
+        return AgentResult(output=text, structured=structured, tool_calls=calls,
+                           latency=took, duration=took, model=self.name)
+
+    async def aclose(self) -> None:
+        return None
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class HttpAgent:
+    """An HTTP endpoint: ``POST {"message": ..., "input": ...}`` answering
+    ``{"response": ..., "toolCalls": [...]}``.
+
+    ``message`` is the case's input when it is a string, else the prompt's
+    rendered user template when a prompt is given, else the input as JSON.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float = 120.0,
+        prompt: Prompt | None = None,
+    ) -> None:
+        import httpx2 as httpx  # the HTTP client the openai SDK ships with
+
+        self.url = url
+        self.name = url
+        self.offline = False
+        self.prompt = prompt
+        resolved = {k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v)
+                    for k, v in (headers or {}).items()}
+        self._client = httpx.AsyncClient(headers=resolved, timeout=timeout)
+        self._httpx = httpx
+
+    def _message(self, case: TestCase) -> str:
+        if isinstance(case.input, str):
+            return case.input
+        if self.prompt is not None:
+            return self.prompt.render_user(case.variables)
+        return json.dumps(case.input, ensure_ascii=False)
+
+    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+        started = time.monotonic()
+        try:
+            response = await self._client.post(
+                self.url, json={"message": self._message(case), "input": case.input}
+            )
+        except self._httpx.HTTPError as e:
+            raise EvalError(f"agent endpoint {self.url} failed: {e.__class__.__name__}: {e}") from e
+        if response.status_code >= 400:
+            raise EvalError(
+                f"agent endpoint {self.url} answered HTTP {response.status_code}: "
+                f"{response.text[:200]}"
+            )
+        try:
+            answer = response.json()
+        except ValueError as e:
+            raise EvalError(f"agent endpoint {self.url} did not answer JSON: {response.text[:200]!r}") from e
+        text, structured, calls = _from_answer(answer, source=self.url)
+        took = time.monotonic() - started
+        return AgentResult(output=text, structured=structured, tool_calls=calls,
+                           latency=took, duration=took, model=self.url)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,192 @@
+"""Test cases and case files.
+
+A case file is YAML: a list of cases, or a mapping ``{cases: [...]}``::
+
+    - id: late-order
+      name: Late order, polite customer
+      tags: [shipping]
+      input: {customer: Ann, order: A-1042, question: Where is my parcel?}
+      expected: "Hi Ann, ..."
+      criteria:                    # added, or overriding the suite's by id
+        - {id: accuracy, weight: 2}
+
+``input`` is a mapping of template variables, or a plain message string
+(rendered as ``{{ input }}``). Every file is validated before any model is
+called; errors name file:line (field). Duplicate case ids are an error.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from cycle.errors import ConfigError
+from cycle.judge.criteria import CriterionConfig, merge, resolve
+from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
+
+
+class TestCase(BaseModel):
+    """One case: an input for the agent, optionally a reference answer and its own criteria."""
+
+    __test__ = False  # not a pytest class, despite the name
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1, description="Unique id of the case across all case files.")
+    name: str = Field("", description="A short human name (default: the id).")
+    description: str = Field("", description="What the case is about.")
+    tags: list[str] = Field(default_factory=list, description="Tags to filter runs by.")
+    input: dict[str, Any] | str = Field(
+        description="Template variables, or a plain message (rendered as {{ input }})."
+    )
+    expected: Any = Field(None, description="A reference output the judge may compare with.")
+    criteria: list[CriterionConfig] = Field(
+        default_factory=list, description="Criteria added to, or overriding (by id), the suite's."
+    )
+    _variables: dict[str, Any] | None = PrivateAttr(None)
+    _source: str = PrivateAttr("")
+
+    @property
+    def source(self) -> str:
+        """Where the case was defined, for messages ("cases/a.yaml:12")."""
+        return self._source
+
+    @property
+    def title(self) -> str:
+        return self.name or self.id
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """The variables templates are rendered with: the input mapping plus ``input``
+        (the whole input) and ``expected``. Computed once per case."""
+        if self._variables is None:
+            base: dict[str, Any] = dict(self.input) if isinstance(self.input, dict) else {}
+            base.setdefault("input", self.input)
+            base.setdefault("expected", self.expected)
+            self._variables = base
+        return self._variables
+
+
+def _case_list(doc: LoadedYaml) -> tuple[list[Any], tuple[str | int, ...]]:
+    data = doc.data
+    if isinstance(data, list):
+        return data, ()
+    if isinstance(data, dict) and set(data) == {"cases"} and isinstance(data["cases"], list):
+        return data["cases"], ("cases",)
+    if isinstance(data, dict) and "cases" in data:
+        extra = sorted(k for k in data if k != "cases")
+        if extra:
+            raise ConfigError(
+                f"unknown key '{extra[0]}' in case file", file=doc.file,
+                line=doc.line_of((extra[0],)), field=extra[0],
+                hint="A case file is a list of cases or a mapping with the single key 'cases'.",
+            )
+    if data is None:
+        return [], ()
+    raise ConfigError(
+        "expected a list of cases or {cases: [...]}", file=doc.file, line=1,
+        hint="Each case needs at least 'id' and 'input'.",
+    )
+
+
+def load_case_file(path: str | Path) -> list[TestCase]:
+    """Validate every case of one file."""
+    doc = load_yaml(path)
+    items, prefix = _case_list(doc)
+    cases: list[TestCase] = []
+    for i, item in enumerate(items):
+        at = prefix + (i,)
+        if not isinstance(item, dict):
+            raise ConfigError("a case must be a mapping with 'id' and 'input'",
+                              file=doc.file, line=doc.line_of(at), field=f"cases[{i}]")
+        case = validate(TestCase, doc, prefix=at, what="a case", root="cases")
+        case._source = f"{doc.file}:{doc.line_of(at)}"
+        cases.append(case)
+    return cases
+
+
+def expand_patterns(patterns: Iterable[str], base_dir: str | Path) -> list[Path]:
+    """Files matching the globs (relative to base_dir), in order, each once."""
+    base = Path(base_dir)
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for pattern in patterns:
+        full = pattern if Path(pattern).is_absolute() else str(base / pattern)
+        matches = sorted(glob.glob(full, recursive=True))
+        if not matches and not glob.has_magic(pattern):
+            raise ConfigError(f"case file '{pattern}' not found", file=str(base / pattern))
+        for m in matches:
+            p = Path(m)
+            if p.is_file() and p not in seen:
+                seen.add(p)
+                files.append(p)
+    return files
+
+
+def load_cases(
+    patterns: Sequence[str] | str,
+    base_dir: str | Path = ".",
+    *,
+    criteria: Sequence[CriterionConfig] | None = None,
+    threshold: float = 70.0,
+) -> list[TestCase]:
+    """Load and validate every case file matching ``patterns``.
+
+    With ``criteria`` (the suite's), each case's own criteria are resolved
+    against them now, so that a bad override is reported before any call.
+    """
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    files = expand_patterns(patterns, base_dir)
+    if not files:
+        raise ConfigError(
+            "no case files match " + ", ".join(repr(p) for p in patterns),
+            file=str(base_dir), hint="Check the 'cases:' globs; they are relative to cycle.yaml.",
+        )
+    cases: list[TestCase] = []
+    where: dict[str, str] = {}
+    for f in files:
+        for case in load_case_file(f):
+            if case.id in where:
+                file, _, line = case.source.rpartition(":")
+                raise ConfigError(
+                    f"duplicate case id '{case.id}' (also at {where[case.id]})",
+                    file=file, line=int(line) if line.isdigit() else None, field="id",
+                )
+            where[case.id] = case.source
+            if criteria is not None and case.criteria:
+                for c in merge(criteria, case.criteria):
+                    try:
+                        resolve(c, threshold=threshold)
+                    except ConfigError as e:
+                        file, _, line = case.source.rpartition(":")
+                        raise relocate(e, file=file, line=int(line) if line.isdigit() else None,
+                                       field=f"criteria ({c.id})") from None
+            cases.append(case)
+    return cases
+
+
+def select(
+    cases: Sequence[TestCase], *, tags: Sequence[str] = (), ids: Sequence[str] = ()
+) -> list[TestCase]:
+    """Cases with one of ``tags`` (any) and, when ``ids`` is given, one of those ids.
+    An id that names no case is an error (a typo would otherwise run nothing)."""
+    if ids:
+        known = {c.id for c in cases}
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise ConfigError(
+                f"no case with id {', '.join(repr(u) for u in unknown)}",
+                hint="Known ids: " + ", ".join(sorted(known)[:20]) + ("..." if len(known) > 20 else ""),
+            )
+    out = []
+    for c in cases:
+        if tags and not set(tags) & set(c.tags):
+            continue
+        if ids and c.id not in ids:
+            continue
+        out.append(c)
+    return out

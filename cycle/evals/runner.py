@@ -1,0 +1,263 @@
+"""Running a suite: every case, N iterations, a concurrency limit, a timeout per case.
+
+    runner = Runner(agent=agent, judge=judge, cases=cases, iterations=3,
+                    concurrency=8, timeout=120, store=store, bus=bus)
+    result = await runner.run()                  # a new run
+    result = await runner.run(run_id="run-...")  # resume: judged iterations are kept
+
+Each iteration runs the agent, then the judge, inside the case timeout. A
+failure of either (provider down, judge unparseable, agent crash, timeout)
+makes the iteration an *error*: recorded with its message, counted apart,
+never averaged in as a score. Every result, its verdicts and the model calls
+made for it are written to the store as it is judged (in batches, at most
+``FLUSH_EVERY`` seconds apart), so a killed run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from cycle.errors import BudgetExceededError, describe
+from cycle.evals.agent import Agent, AgentResult
+from cycle.evals.case import TestCase
+from cycle.evals.results import IterationResult, RoleUsage, RunResult, build_run_result
+from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished, RunStarted
+from cycle.judge import Judge
+from cycle.store import runs as store_runs
+
+
+class _Usage:
+    """Per-role totals from ModelCalled events (used when there is no store)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.totals: dict[str, list[Any]] = {}
+
+    def __call__(self, event: Event) -> None:
+        if not isinstance(event, ModelCalled) or event.context.get("run_id") != self.run_id:
+            return
+        t = self.totals.setdefault(event.role, [0, 0, 0, 0.0, False])
+        t[0] += 1
+        t[1] += event.input_tokens
+        t[2] += event.output_tokens
+        t[3] += event.cost
+        t[4] = t[4] or event.cost_estimated
+
+    def by_role(self) -> dict[str, RoleUsage]:
+        return {k: RoleUsage(calls=v[0], input_tokens=v[1], output_tokens=v[2], cost=v[3],
+                             cost_estimated=v[4]) for k, v in self.totals.items()}
+
+
+def case_info(cases: Sequence[TestCase]) -> dict[str, dict[str, Any]]:
+    """What reports need to know about each case, stored with the run."""
+    return {
+        c.id: {"name": c.title, "description": c.description, "tags": list(c.tags),
+               "expected": c.expected}
+        for c in cases
+    }
+
+
+class Runner:
+    """Runs an agent over cases and judges every iteration."""
+
+    def __init__(
+        self,
+        *,
+        agent: Agent,
+        judge: Judge,
+        cases: Sequence[TestCase],
+        iterations: int = 1,
+        concurrency: int = 8,
+        timeout: float | None = None,
+        store: Any = None,
+        bus: EventBus | None = None,
+        stop_on_first_failure: bool = False,
+    ) -> None:
+        if iterations < 1:
+            raise ValueError("iterations must be >= 1")
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.agent = agent
+        self.judge = judge
+        self.cases = list(cases)
+        self.iterations = iterations
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.store = store
+        self.bus = bus or EventBus()
+        self.stop_on_first_failure = stop_on_first_failure
+        self._stop_reason: str | None = None
+
+    @property
+    def offline(self) -> bool:
+        return bool(getattr(self.agent, "offline", False)) or self.judge.offline
+
+    async def run(self, *, run_id: str | None = None, meta: dict[str, Any] | None = None) -> RunResult:
+        """Run (or resume) the suite. ``meta`` may give prompt_id, version, cycle_id,
+        round, role ('eval', 'baseline', 'candidate') and config (stored with the run)."""
+        meta = dict(meta or {})
+        run_id = run_id or store_runs.new_run_id()
+        info = case_info(self.cases)
+        previous: list[IterationResult] = []
+        done: set[tuple[str, int]] = set()
+        store = self.store
+        if store is not None:
+            judge_version = self.judge.register(store)
+            existing = store_runs.get_run(store, run_id)
+            if existing is not None:
+                store_runs.delete_errors(store, run_id)
+                done = store_runs.completed_keys(store, run_id)
+                previous = [r for r in store_runs.load_results(store, run_id)
+                            if (r.case_id, r.iteration) in done]
+                store_runs.mark_running(store, run_id)
+            else:
+                config = dict(meta.get("config") or {})
+                config.setdefault("pass_threshold", self.judge.threshold)
+                config.setdefault("iterations", self.iterations)
+                config["case_info"] = info
+                store_runs.create_run(
+                    store, run_id=run_id, prompt_id=meta.get("prompt_id"),
+                    version=meta.get("version"), config=config, agent_model=self.agent.name,
+                    judge_model=self.judge.name, judge_version=judge_version,
+                    offline=self.offline, cycle_id=meta.get("cycle_id"), round=meta.get("round"),
+                    role=meta.get("role", "eval"),
+                )
+        base_context = {"run_id": run_id}
+        for key in ("cycle_id", "round"):
+            if meta.get(key) is not None:
+                base_context[key] = meta[key]
+
+        usage = _Usage(run_id)
+        unsubscribe = [self.bus.subscribe(usage)]
+        recorder = store_runs.CallRecorder(store, run_id=run_id) if store is not None else None
+        if recorder is not None:
+            unsubscribe.append(self.bus.subscribe(recorder))
+
+        jobs = [(case, i) for case in self.cases for i in range(self.iterations)
+                if (case.id, i) not in done]
+        self.bus.emit(RunStarted(run_id=run_id, prompt_id=meta.get("prompt_id"),
+                                 version=meta.get("version"), cases=len(self.cases),
+                                 iterations=self.iterations))
+        results: list[IterationResult] = []
+        status = "finished"
+        self._stop_reason = None
+        pending = iter(jobs)
+        unwritten: list[IterationResult] = []
+        last_write = [time.monotonic()]
+
+        def write(force: bool = False) -> None:
+            # batched: one transaction per FLUSH_EVERY seconds, not per result
+            if recorder is None or not (unwritten or force):
+                return
+            now = time.monotonic()
+            if force or now - last_write[0] >= store_runs.FLUSH_EVERY:
+                batch = list(unwritten)
+                unwritten.clear()
+                store_runs.write_results(store, run_id, batch, calls=recorder.take())
+                last_write[0] = now
+
+        async def worker() -> None:
+            for case, iteration in pending:
+                if self._stop_reason is not None:
+                    return
+                result = await self._run_one(case, iteration, base_context)
+                results.append(result)
+                if recorder is not None:
+                    unwritten.append(result)
+                    write()
+                self.bus.emit(CaseFinished(
+                    run_id=run_id, case_id=case.id, iteration=iteration, score=result.score,
+                    passed=result.passed, error=result.error,
+                    cost=result.agent_cost + result.judge_cost, latency=result.latency,
+                ))
+                if self.stop_on_first_failure and result.status == "failed" \
+                        and self._stop_reason is None:
+                    self._stop_reason = f"case '{case.id}' failed (--stop-on-first-failure)"
+
+        try:
+            workers = [asyncio.ensure_future(worker())
+                       for _ in range(min(self.concurrency, len(jobs)) or 0)]
+            try:
+                await asyncio.gather(*workers)
+            except BaseException:
+                for w in workers:
+                    w.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                raise
+        except BaseException:
+            status = "interrupted"
+            if recorder is not None:
+                write(force=True)
+                store_runs.finish_run(store, run_id, status=status, summary=None)
+            raise
+        finally:
+            for u in unsubscribe:
+                u()
+        write(force=True)
+        if self._stop_reason is not None:
+            status = "interrupted"
+
+        run_meta = {
+            "prompt_id": meta.get("prompt_id"), "version": meta.get("version"),
+            "agent_model": self.agent.name, "judge_model": self.judge.name,
+            "judge_version": self.judge.version, "offline": self.offline,
+            "stop_reason": self._stop_reason,
+        }
+        role_usage = (store_runs.usage_by_role(store, run_id) if store is not None
+                      else usage.by_role())
+        result = build_run_result(
+            run_id=run_id, status=status, threshold=self.judge.threshold,
+            results=previous + results, usage=role_usage, case_info=info, **run_meta,
+        )
+        if store is not None:
+            store_runs.finish_run(store, run_id, status=status, summary=result.summary())
+        self.bus.emit(RunFinished(run_id=run_id, score=result.score,
+                                  pass_rate=result.suite.pass_rate, errors=result.suite.errors,
+                                  cost=result.suite.cost, status=status))
+        return result
+
+    async def _run_one(
+        self, case: TestCase, iteration: int, base_context: dict[str, Any]
+    ) -> IterationResult:
+        context = {**base_context, "case_id": case.id, "iteration": iteration}
+        started_at = store_runs.now_iso()
+        agent_result: AgentResult | None = None
+        stage = "agent"
+        try:
+            async with asyncio.timeout(self.timeout):
+                agent_result = await self.agent.run(case, iteration=iteration, context=context)
+                stage = "judge"
+                verdict = await self.judge.judge(case, agent_result, iteration=iteration,
+                                                 context=context)
+        except TimeoutError:
+            error = f"timeout: the case took longer than {self.timeout:g} s ({stage})"
+            return self._errored(case, iteration, error, agent_result, started_at)
+        except BudgetExceededError as e:
+            # no further call can be made: stop scheduling, keep what was judged
+            self._stop_reason = e.message
+            return self._errored(case, iteration, f"{stage}: {describe(e)}", agent_result, started_at)
+        except Exception as e:  # noqa: BLE001 - CycleErrors and crashes of user code alike
+            return self._errored(case, iteration, f"{stage}: {describe(e)}", agent_result, started_at)
+        a = agent_result
+        return IterationResult(
+            case_id=case.id, iteration=iteration, status="passed" if verdict.passed else "failed",
+            score=verdict.score, passed=verdict.passed, input=case.input, output=a.output,
+            tool_calls=a.tool_calls, latency=a.latency, agent_cost=a.cost, judge_cost=verdict.cost,
+            input_tokens=a.usage.input_tokens, output_tokens=a.usage.output_tokens,
+            started_at=started_at, finished_at=store_runs.now_iso(), verdicts=verdict.verdicts,
+        )
+
+    def _errored(
+        self, case: TestCase, iteration: int, error: str, a: AgentResult | None, started_at: str
+    ) -> IterationResult:
+        return IterationResult(
+            case_id=case.id, iteration=iteration, status="error", score=None, passed=None,
+            error=error, input=case.input, output=a.output if a else "",
+            tool_calls=a.tool_calls if a else (), latency=a.latency if a else 0.0,
+            agent_cost=a.cost if a else 0.0, input_tokens=a.usage.input_tokens if a else 0,
+            output_tokens=a.usage.output_tokens if a else 0, started_at=started_at,
+            finished_at=store_runs.now_iso(),
+        )

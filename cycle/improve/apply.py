@@ -1,0 +1,151 @@
+"""Applying suggestions to a prompt, and unified-diff previews.
+
+A suggestion replaces its ``current_value`` wherever it occurs in the field it
+names: exactly first, then ignoring differences in whitespace (models often
+re-wrap the text they quote). An empty ``current_value`` appends. A
+``parameters`` suggestion is a JSON object merged into ``params``. A
+suggestion that cannot be applied is marked ``skipped`` with the reason, never
+dropped silently. Bumping the version number is the store's job
+(``Store.save_version(bump=...)``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from cycle.errors import TemplateError
+from cycle.improve.suggestion import Suggestion
+from cycle.prompt import Prompt, compile_template
+from cycle.store.diff import diff_prompts
+
+#: which Prompt field each suggestion type edits
+FIELD_OF: dict[str, str] = {
+    "system_prompt": "system",
+    "user_prompt": "user_template",
+    "parameters": "params",
+}
+
+
+class NotApplicable(Exception):
+    """A suggestion cannot be applied; the message says why (shown to the user and the improver)."""
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """The prompt after applying the accepted suggestions, and what happened to each."""
+
+    prompt: Prompt
+    applied: list[Suggestion] = field(default_factory=list)
+    skipped: list[Suggestion] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+
+def _whitespace_pattern(text: str) -> re.Pattern[str]:
+    """A regex matching ``text`` with any run of whitespace matching any other run."""
+    words = text.split()
+    return re.compile(r"\s+".join(re.escape(w) for w in words))
+
+
+def replace_text(source: str, current: str, new: str) -> str:
+    """Replace ``current`` by ``new`` everywhere in ``source``.
+
+    Exact occurrences first; if there are none, occurrences that differ only in
+    whitespace. An empty ``current`` appends ``new`` as a new paragraph.
+    Raises NotApplicable when ``current`` is not found.
+    """
+    if not current.strip():
+        if not source.strip():
+            return new
+        return source.rstrip("\n") + "\n\n" + new
+    if current in source:
+        return source.replace(current, new)
+    pattern = _whitespace_pattern(current)
+    if pattern.search(source):
+        # a function replacement, so backslashes in `new` are taken literally
+        return pattern.sub(lambda _m: new, source)
+    shown = current if len(current) <= 80 else current[:77] + "..."
+    raise NotApplicable(f"the current value {shown!r} does not occur in the prompt")
+
+
+def _merge_params(params: dict[str, Any], value: str) -> dict[str, Any]:
+    try:
+        update = json.loads(value)
+    except json.JSONDecodeError as e:
+        raise NotApplicable(f"a parameters suggestion must be a JSON object; this is not JSON ({e.msg})") from e
+    if not isinstance(update, dict):
+        raise NotApplicable(
+            f"a parameters suggestion must be a JSON object, not {type(update).__name__}"
+        )
+    return {**params, **update}
+
+
+def apply_one(prompt: Prompt, suggestion: Suggestion) -> Prompt:
+    """The prompt with one suggestion applied (its ``value``: the edit when edited).
+
+    Raises NotApplicable when the suggestion cannot be applied or changes nothing.
+    """
+    value = suggestion.value
+    if suggestion.type == "parameters":
+        params = _merge_params(prompt.params, value)
+        if params == prompt.params:
+            raise NotApplicable("the parameters already have these values")
+        return prompt.model_copy(update={"params": params})
+    name = FIELD_OF[suggestion.type]
+    before: str = getattr(prompt, name)
+    after = replace_text(before, suggestion.current_value, value)
+    if after == before:
+        raise NotApplicable("the suggestion changes nothing")
+    try:
+        compile_template(after, field=name)
+    except TemplateError as e:
+        raise NotApplicable(f"the edited {name} is not a valid template: {e.message}") from e
+    return prompt.model_copy(update={name: after})
+
+
+def apply_suggestions(prompt: Prompt, suggestions: list[Suggestion]) -> ApplyResult:
+    """Apply the accepted suggestions in order (highest priority first is the caller's choice).
+
+    Accepted suggestions that cannot be applied come back with
+    ``decision="skipped"`` and the reason; the others are returned unchanged.
+    The input suggestions are not mutated.
+    """
+    current = prompt
+    applied: list[Suggestion] = []
+    skipped: list[Suggestion] = []
+    for s in suggestions:
+        if not s.accepted:
+            continue
+        try:
+            current = apply_one(current, s)
+        except NotApplicable as e:
+            skipped.append(s.model_copy(update={"decision": "skipped", "reason": str(e)}))
+        else:
+            applied.append(s)
+    return ApplyResult(prompt=current, applied=applied, skipped=skipped)
+
+
+# -- previews ----------------------------------------------------------------
+
+
+def prompt_diff(a: Prompt, b: Prompt, *, a_label: str = "a", b_label: str = "b") -> str:
+    """Unified diffs (difflib) of every field that differs between two prompts."""
+    diff = diff_prompts(a, b, a=a_label, b=b_label)
+    return diff.render() if diff.changed else ""
+
+
+def suggestion_diff(prompt: Prompt, suggestion: Suggestion) -> str:
+    """A unified diff previewing one suggestion on ``prompt``.
+
+    When the suggestion cannot be applied the preview says why instead.
+    """
+    try:
+        after = apply_one(prompt, suggestion)
+    except NotApplicable as e:
+        return f"(cannot be applied: {e})\n"
+    return prompt_diff(prompt, after, a_label="current", b_label="suggested")

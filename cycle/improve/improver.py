@@ -1,0 +1,314 @@
+"""The improver: one structured LLM call per round that proposes prompt edits.
+
+It sees the whole prompt (system, user template, parameters), the suite's
+aggregates, the low-scoring cases (input, output, expected output and every
+criterion's score and reasoning, cut to a token budget) and the suggestions
+already tried and rejected, with the reasons. Its own prompt is a versioned
+prompt in the store (id ``cycle-improver``), so it can be improved and rolled
+back like any other.
+
+The user message always ENDS with a fenced ```json block holding
+``{"prompt", "aggregates", "low_cases", "rejected"}``: a real model reads the
+instructions before it, the offline model reads the block.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from cycle.errors import NotFoundError, StructuredOutputError
+from cycle.improve.suggestion import PRIORITY_ORDER, Priority, Suggestion, SuggestionType
+from cycle.llm.base import Message
+from cycle.prompt import Prompt
+
+if TYPE_CHECKING:
+    from cycle.evals.results import RunResult
+    from cycle.llm.model import Model
+    from cycle.store import Store
+
+IMPROVER_PROMPT_ID = "cycle-improver"
+#: schema name the offline model recognises (contracts section 2)
+SCHEMA_NAME = "cycle_improver"
+#: characters per token, for the context budget (a rough, model-independent rule)
+CHARS_PER_TOKEN = 4
+
+DEFAULT_SYSTEM = """\
+You are a prompt engineer. You improve the prompt of an LLM application using \
+evidence from an evaluation: the cases it scored low on, the judge's reasoning \
+per criterion, and edits that were already tried and rejected.
+
+Rules:
+- Propose a few focused edits (at most {{ max_suggestions }}), most important first.
+- Each edit names its type: system_prompt, user_prompt or parameters.
+- current_value must be an exact quote of the text to replace (empty to append \
+a new paragraph); suggested_value is the replacement text.
+- For parameters, suggested_value is a JSON object merged into the parameters, \
+e.g. {"temperature": 0.2}.
+- Keep template variables such as {{ '{{ input }}' }} intact in the user template.
+- Do not repeat a rejected edit; learn from why it was rejected.
+- target_cases lists the ids of the cases the edit should fix."""
+
+DEFAULT_USER_TEMPLATE = """\
+The prompt under test is "{{ prompt.id }}". Overall score: {{ aggregates.score }} \
+(0-100; pass threshold {{ aggregates.pass_threshold }}).
+{{ low_cases | length }} case(s) scored below {{ low_score }}; \
+{{ rejected | length }} earlier suggestion(s) were rejected.
+
+Study the data below (the prompt, the aggregates, the low-scoring cases with the \
+judge's verdicts, the rejected suggestions) and answer with suggestions that will \
+raise the score on these cases without breaking the others."""
+
+
+def default_improver_prompt() -> Prompt:
+    """The built-in improver prompt, saved to the store as ``cycle-improver`` on first use."""
+    return Prompt(
+        id=IMPROVER_PROMPT_ID,
+        system=DEFAULT_SYSTEM,
+        user_template=DEFAULT_USER_TEMPLATE,
+        params={"temperature": 0.2},
+        metadata={"builtin": True},
+    )
+
+
+def ensure_improver_prompt(store: Store, ref: str = IMPROVER_PROMPT_ID) -> tuple[Prompt, str]:
+    """The improver prompt at ``ref`` (default: head of ``cycle-improver``), and its version.
+
+    The built-in prompt is saved as the first version when the store has none.
+    """
+    try:
+        version = store.resolve(ref)
+    except NotFoundError:
+        if ref.split("@", 1)[0] != IMPROVER_PROMPT_ID:
+            raise
+        version = store.save_version(
+            default_improver_prompt(), source="initial", message="built-in improver prompt"
+        )
+    return version.prompt, version.version
+
+
+# -- what the improver sees ----------------------------------------------------
+
+
+class CriterionVerdict(BaseModel):
+    """One criterion's verdict on a low-scoring case."""
+
+    criterion: str
+    score: float | None = None
+    reasoning: str = ""
+
+
+class LowCase(BaseModel):
+    """A case that scored below the low-score line, with its representative iteration."""
+
+    id: str
+    input: Any = None
+    output: str = ""
+    expected: Any = None
+    score: float | None = None
+    verdicts: list[CriterionVerdict] = Field(default_factory=list)
+
+
+class RejectedSuggestion(BaseModel):
+    """A suggestion already tried (or refused) and why, so the improver does not repeat it."""
+
+    type: SuggestionType
+    current_value: str = ""
+    suggested_value: str
+    reason: str
+
+
+class ImproverInput(BaseModel):
+    """Everything one improver call sees."""
+
+    prompt: Prompt
+    aggregates: dict[str, Any] = Field(default_factory=dict)
+    low_cases: list[LowCase] = Field(default_factory=list)
+    rejected: list[RejectedSuggestion] = Field(default_factory=list)
+    #: the score below which cases were selected
+    low_score: float = 70.0
+
+    def data(self) -> dict[str, Any]:
+        """The JSON block the message ends with (contracts section 2)."""
+        return {
+            "prompt": {
+                "id": self.prompt.id,
+                "system": self.prompt.system,
+                "user_template": self.prompt.user_template,
+                "params": self.prompt.params,
+            },
+            "aggregates": self.aggregates,
+            "low_cases": [c.model_dump(mode="json") for c in self.low_cases],
+            "rejected": [r.model_dump(mode="json") for r in self.rejected],
+        }
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 15)] + " ...[truncated]"
+
+
+def _cut_value(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return _cut(value, limit)
+    if value is None or isinstance(value, (int, float, bool)):
+        return value
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= limit else _cut(text, limit)
+
+
+def fit_cases(cases: Iterable[LowCase], *, max_tokens: int) -> list[LowCase]:
+    """The lowest-scoring cases first, each field cut, as many as fit the token budget.
+
+    The budget is counted as ``len(json) / 4`` characters per token. At least
+    one case is kept (cut harder) so that the improver always has evidence.
+    """
+    budget = max_tokens * CHARS_PER_TOKEN
+    ordered = sorted(cases, key=lambda c: (c.score if c.score is not None else -1.0, c.id))
+    if not ordered:
+        return []
+    # a field may take at most a quarter of the budget shared by up to 8 cases
+    field_limit = max(200, budget // (4 * min(len(ordered), 8)))
+    kept: list[LowCase] = []
+    used = 0
+    for case in ordered:
+        cut = LowCase(
+            id=case.id,
+            input=_cut_value(case.input, field_limit),
+            output=_cut(case.output, field_limit),
+            expected=_cut_value(case.expected, field_limit),
+            score=case.score,
+            verdicts=[
+                CriterionVerdict(criterion=v.criterion, score=v.score, reasoning=_cut(v.reasoning, field_limit))
+                for v in case.verdicts
+            ],
+        )
+        size = len(cut.model_dump_json())
+        if kept and used + size > budget:
+            break
+        kept.append(cut)
+        used += size
+    return kept
+
+
+# -- what it answers -------------------------------------------------------------
+
+
+class SuggestionDraft(BaseModel):
+    """One suggestion as the improver model writes it."""
+
+    type: SuggestionType
+    priority: Priority = "medium"
+    current_value: str = Field("", description="Exact text to replace; empty to append.")
+    suggested_value: str = Field(description="Replacement text (a JSON object for parameters).")
+    reasoning: str = ""
+    expected_improvement: str = ""
+    target_cases: list[str] = Field(default_factory=list)
+
+
+class ImproverOutput(BaseModel):
+    """The improver's structured answer."""
+
+    suggestions: list[SuggestionDraft] = Field(description="The proposed edits, most important first.")
+
+
+class Improver:
+    """Builds the improver call from a round's evidence and returns Suggestions."""
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        prompt: Prompt | None = None,
+        version: str | None = None,
+        max_suggestions: int = 5,
+    ) -> None:
+        self.model = model
+        self.prompt = prompt or default_improver_prompt()
+        self.version = version
+        self.max_suggestions = max_suggestions
+
+    def messages(self, inp: ImproverInput) -> list[Message]:
+        """The system message and the user message ending with the ```json block."""
+        variables = {
+            **inp.data(),
+            "low_score": inp.low_score,
+            "max_suggestions": self.max_suggestions,
+        }
+        system = self.prompt.render_system(variables)
+        instructions = self.prompt.render_user(variables).rstrip()
+        block = json.dumps(inp.data(), indent=2, ensure_ascii=False, default=str)
+        user = f"{instructions}\n\n```json\n{block}\n```"
+        return [Message.system(system), Message.user(user)]
+
+    async def propose(self, inp: ImproverInput, *, context: dict[str, Any] | None = None) -> list[Suggestion]:
+        """One structured call; suggestions sorted by priority, at most ``max_suggestions``."""
+        out = await self.model.generate_structured(
+            self.messages(inp), ImproverOutput, name=SCHEMA_NAME, role="improver", context=context or {},
+        )
+        parsed = out.parsed
+        try:
+            result = parsed if isinstance(parsed, ImproverOutput) else ImproverOutput.model_validate(parsed)
+        except ValidationError as e:
+            raise StructuredOutputError(f"the improver's answer does not follow its schema: {e}") from e
+        drafts = sorted(result.suggestions, key=lambda d: PRIORITY_ORDER[d.priority])
+        return [Suggestion(**d.model_dump()) for d in drafts[: self.max_suggestions]]
+
+
+# -- evidence from a run ------------------------------------------------------------
+
+
+def low_cases(result: RunResult, *, below: float) -> list[LowCase]:
+    """Cases whose mean score is below ``below``, each with its representative iteration
+    (closest to the case mean) and that iteration's verdicts.
+
+    Errored iterations are left out: an error is not a low score, and a case
+    that only errored is not shown to the improver.
+    """
+    out: list[LowCase] = []
+    for case_id, stats in result.cases.items():
+        rep = stats.representative
+        if stats.mean is None or rep is None or stats.mean >= below:
+            continue
+        info = result.case_info.get(case_id, {})
+        out.append(LowCase(
+            id=case_id,
+            input=rep.input if rep.input is not None else info.get("input"),
+            output=rep.output,
+            expected=info.get("expected"),
+            score=round(stats.mean, 2),
+            verdicts=[
+                CriterionVerdict(criterion=v.criterion_id, score=v.score, reasoning=v.reasoning)
+                for v in rep.verdicts
+            ],
+        ))
+    return out
+
+
+def aggregates(result: RunResult) -> dict[str, Any]:
+    """The suite's figures the improver sees, with each criterion's mean score."""
+    suite = result.suite
+    per_criterion: dict[str, list[float]] = {}
+    for r in result.results:
+        for v in r.verdicts:
+            per_criterion.setdefault(v.criterion_id, []).append(v.score)
+
+    def r2(x: float | None) -> float | None:
+        return None if x is None else round(x, 2)
+
+    return {
+        "score": r2(suite.score.mean),
+        "ci_low": r2(suite.score.ci_low),
+        "ci_high": r2(suite.score.ci_high),
+        "pass_rate": r2(suite.pass_rate),
+        "pass_threshold": result.threshold,
+        "cases": suite.cases,
+        "passed": suite.passed,
+        "failed": suite.failed,
+        "errors": suite.errors,
+        "criteria": {k: r2(sum(v) / len(v)) for k, v in sorted(per_criterion.items())},
+    }

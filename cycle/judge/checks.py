@@ -1,0 +1,366 @@
+"""Deterministic checks: small evaluators that need no model.
+
+Each check is a frozen pydantic model (it is configured in YAML) with
+``evaluate(ctx) -> CheckOutcome``. A check scores 100 or 0, or a fraction
+where that is natural (``contains``: the share of the substrings found).
+Whether a check criterion *passes* is decided by the criterion's pass mark
+(default 100: every substring found, the pattern matched...), see
+``cycle.judge.criteria``.
+
+String arguments may use the case's variables as Jinja2 templates, so one
+suite-level check can follow each case: ``values: ["{{ order }}"]``.
+``expected`` and ``input`` are variables too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from cycle.errors import ConfigError, EvalError
+from cycle.llm.base import ToolCall, Usage
+from cycle.prompt import render
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything a check may look at for one iteration of one case."""
+
+    case_id: str
+    input: Any
+    #: the template variables of the case (its input dict, plus ``input`` and ``expected``)
+    variables: dict[str, Any]
+    output: str
+    expected: Any = None
+    #: a structured answer (dict) when the agent returned one
+    structured: Any = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: seconds the agent's model calls took (provider latency)
+    latency: float = 0.0
+    #: wall seconds of the whole agent step
+    duration: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    #: the agent's cost in USD
+    cost: float = 0.0
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A check's score (0-100) and a short reason a person can read."""
+
+    score: float
+    reason: str
+
+
+def _fill(value: str, ctx: CheckContext) -> str:
+    # only strings that look like templates are rendered: plain text costs nothing
+    if "{{" in value or "{%" in value:
+        return render(value, ctx.variables, field="check")
+    return value
+
+
+def _norm(text: str, *, case_sensitive: bool, collapse_whitespace: bool = False) -> str:
+    if collapse_whitespace:
+        text = " ".join(text.split())
+    return text if case_sensitive else text.casefold()
+
+
+def import_object(path: str, *, what: str) -> Any:
+    """Import ``package.module:attribute``; a bad path is a ConfigError naming it."""
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(
+            f"'{path}' is not an import path", field=what, hint="Write it as package.module:name."
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ConfigError(f"cannot import module '{module_name}': {e}", field=what) from e
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as e:
+            raise ConfigError(f"module '{module_name}' has no '{attr}'", field=what) from e
+    return obj
+
+
+class _Check(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def aevaluate(self, ctx: CheckContext) -> CheckOutcome:
+        """Async entry point; only the python check may actually await."""
+        return self.evaluate(ctx)
+
+
+class ExactMatch(_Check):
+    """The output equals a value (the case's ``expected`` when no value is given)."""
+
+    type: Literal["exact"] = "exact"
+    value: str | None = Field(None, description="The text to match; default: the case's expected.")
+    case_sensitive: bool = Field(True, description="Compare case-sensitively.")
+    normalize_whitespace: bool = Field(
+        False, description="Trim and collapse runs of whitespace before comparing."
+    )
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        want = _fill(self.value, ctx) if self.value is not None else ctx.expected
+        if want is None:
+            raise EvalError(f"case '{ctx.case_id}': exact check has no value and no expected output")
+        a = _norm(ctx.output, case_sensitive=self.case_sensitive,
+                  collapse_whitespace=self.normalize_whitespace)
+        b = _norm(str(want), case_sensitive=self.case_sensitive,
+                  collapse_whitespace=self.normalize_whitespace)
+        if self.normalize_whitespace:
+            a, b = a.strip(), b.strip()
+        if a == b:
+            return CheckOutcome(100.0, "output matches exactly")
+        return CheckOutcome(0.0, f"output differs from {str(want)[:80]!r}")
+
+
+class _Substrings(_Check):
+    values: list[str] = Field(min_length=1, description="Substrings to look for.")
+    case_sensitive: bool = Field(False, description="Match case-sensitively.")
+
+    def _found(self, ctx: CheckContext) -> tuple[list[str], list[str]]:
+        text = _norm(ctx.output, case_sensitive=self.case_sensitive)
+        found: list[str] = []
+        missing: list[str] = []
+        for raw in self.values:
+            value = _fill(raw, ctx)
+            (found if _norm(value, case_sensitive=self.case_sensitive) in text else missing).append(value)
+        return found, missing
+
+
+class Contains(_Substrings):
+    """Scores the share of ``values`` found in the output (100 when all are)."""
+
+    type: Literal["contains"] = "contains"
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        found, missing = self._found(ctx)
+        score = 100.0 * len(found) / (len(found) + len(missing))
+        if not missing:
+            return CheckOutcome(score, "all expected text found")
+        return CheckOutcome(score, "missing: " + ", ".join(repr(m) for m in missing))
+
+
+class ContainsAny(_Substrings):
+    """100 when at least one of ``values`` is in the output."""
+
+    type: Literal["contains_any"] = "contains_any"
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        found, _ = self._found(ctx)
+        if found:
+            return CheckOutcome(100.0, f"found {found[0]!r}")
+        return CheckOutcome(0.0, "none of " + ", ".join(repr(_fill(v, ctx)) for v in self.values))
+
+
+class NotContains(_Substrings):
+    """100 when none of ``values`` is in the output."""
+
+    type: Literal["not_contains"] = "not_contains"
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        found, _ = self._found(ctx)
+        if not found:
+            return CheckOutcome(100.0, "no forbidden text found")
+        return CheckOutcome(0.0, "found forbidden: " + ", ".join(repr(f) for f in found))
+
+
+class Regex(_Check):
+    """100 when the pattern matches somewhere in the output (``re.search``)."""
+
+    type: Literal["regex"] = "regex"
+    pattern: str = Field(description="A Python regular expression.")
+    ignore_case: bool = Field(False, description="Match case-insensitively.")
+    multiline: bool = Field(False, description="^ and $ match at every line.")
+
+    _compiled: re.Pattern[str] | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _compile(self) -> Regex:
+        # compiled once here, not per case; a templated pattern is compiled per case
+        if "{{" not in self.pattern:
+            try:
+                self._compiled = re.compile(self.pattern, self._flags)
+            except re.error as e:
+                raise ValueError(f"invalid regular expression: {e}") from e
+        return self
+
+    @property
+    def _flags(self) -> int:
+        return (re.IGNORECASE if self.ignore_case else 0) | (re.MULTILINE if self.multiline else 0)
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        compiled = self._compiled or re.compile(_fill(self.pattern, ctx), self._flags)
+        m = compiled.search(ctx.output)
+        if m:
+            return CheckOutcome(100.0, f"matched {m.group(0)[:60]!r}")
+        return CheckOutcome(0.0, f"no match for /{compiled.pattern}/")
+
+
+def _parse_json_output(ctx: CheckContext) -> Any:
+    if ctx.structured is not None:
+        return ctx.structured
+    text = ctx.output.strip()
+    fence = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.DOTALL)
+    if fence:
+        text = fence.group(1)
+    return json.loads(text)
+
+
+class JsonSchema(_Check):
+    """100 when the output is JSON valid against a JSON schema or a pydantic model."""
+
+    type: Literal["json_schema"] = "json_schema"
+    json_schema: dict[str, Any] | None = Field(
+        None, alias="schema", description="A JSON schema the output must satisfy."
+    )
+    model: str | None = Field(
+        None, description="A pydantic model by import path (package.module:Model) instead."
+    )
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> JsonSchema:
+        if (self.json_schema is None) == (self.model is None):
+            raise ValueError("give exactly one of 'schema' and 'model'")
+        return self
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        try:
+            data = _parse_json_output(ctx)
+        except (json.JSONDecodeError, ValueError) as e:
+            return CheckOutcome(0.0, f"output is not JSON: {e}")
+        if self.model is not None:
+            from pydantic import ValidationError
+
+            model = import_object(self.model, what="check.model")
+            try:
+                model.model_validate(data)
+            except ValidationError as e:
+                first = e.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "(root)"
+                return CheckOutcome(0.0, f"{where}: {first['msg']}")
+            return CheckOutcome(100.0, f"valid {model.__name__}")
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(self.json_schema or {})
+        error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+        if error is None:
+            return CheckOutcome(100.0, "matches the schema")
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        return CheckOutcome(0.0, f"{where}: {error.message}")
+
+
+class MaxLatency(_Check):
+    """100 when the agent's model calls took at most ``seconds``."""
+
+    type: Literal["max_latency"] = "max_latency"
+    seconds: float = Field(gt=0, description="The most provider latency allowed, in seconds.")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        ok = ctx.latency <= self.seconds
+        return CheckOutcome(100.0 if ok else 0.0, f"latency {ctx.latency:.2f}s (limit {self.seconds:g}s)")
+
+
+class MaxTokens(_Check):
+    """100 when the agent used at most ``tokens`` (output tokens, or total with ``total: true``)."""
+
+    type: Literal["max_tokens"] = "max_tokens"
+    tokens: int = Field(gt=0, description="The most tokens allowed.")
+    total: bool = Field(False, description="Count input and output tokens, not output only.")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        used = ctx.usage.total_tokens if self.total else ctx.usage.output_tokens
+        what = "total" if self.total else "output"
+        return CheckOutcome(100.0 if used <= self.tokens else 0.0,
+                            f"{used} {what} tokens (limit {self.tokens})")
+
+
+class CostWithin(_Check):
+    """100 when the agent's cost stayed within ``usd``."""
+
+    type: Literal["cost_within"] = "cost_within"
+    usd: float = Field(ge=0, description="The most the agent may spend on one case, in USD.")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        ok = ctx.cost <= self.usd
+        return CheckOutcome(100.0 if ok else 0.0, f"cost ${ctx.cost:.6f} (limit ${self.usd:g})")
+
+
+class CompletedWithin(_Check):
+    """100 when the whole agent step (wall time, tools included) took at most ``seconds``."""
+
+    type: Literal["completed_within"] = "completed_within"
+    seconds: float = Field(gt=0, description="The most wall time allowed, in seconds.")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        ok = ctx.duration <= self.seconds
+        return CheckOutcome(100.0 if ok else 0.0, f"took {ctx.duration:.2f}s (limit {self.seconds:g}s)")
+
+
+class PythonCheck(_Check):
+    """A function by import path, called with the CheckContext (sync or async).
+
+    It returns a bool (100/0), a number (0-100), a ``(score, reason)`` pair or
+    a ``CheckOutcome``. An exception it raises makes the case an error.
+    """
+
+    type: Literal["python"] = "python"
+    function: str = Field(description="package.module:function taking a CheckContext.")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:  # pragma: no cover - use aevaluate
+        raise NotImplementedError("python checks are evaluated with aevaluate")
+
+    async def aevaluate(self, ctx: CheckContext) -> CheckOutcome:
+        fn = import_object(self.function, what="check.function")
+        try:
+            value = fn(ctx)
+            if inspect.isawaitable(value):
+                value = await value
+        except (EvalError, asyncio.CancelledError):
+            raise
+        except Exception as e:
+            raise EvalError(f"check {self.function} raised {e.__class__.__name__}: {e}") from e
+        return _outcome(value, self.function)
+
+
+def _outcome(value: Any, name: str) -> CheckOutcome:
+    if isinstance(value, CheckOutcome):
+        return value
+    if isinstance(value, bool):
+        return CheckOutcome(100.0 if value else 0.0, f"{name} returned {value}")
+    if isinstance(value, int | float):
+        return CheckOutcome(max(0.0, min(100.0, float(value))), f"{name} returned {value}")
+    if isinstance(value, tuple) and len(value) == 2:
+        score, reason = value
+        inner = _outcome(score, name)
+        return CheckOutcome(inner.score, str(reason))
+    raise EvalError(f"check {name} returned {type(value).__name__}; expected bool, number or (score, reason)")
+
+
+#: every check, by its ``type``
+CheckSpec = Annotated[
+    ExactMatch | Contains | ContainsAny | NotContains | Regex | JsonSchema | MaxLatency
+    | MaxTokens | CostWithin | CompletedWithin | PythonCheck,
+    Field(discriminator="type"),
+]
+
+CHECK_TYPES: tuple[str, ...] = (
+    "exact", "contains", "contains_any", "not_contains", "regex", "json_schema",
+    "max_latency", "max_tokens", "cost_within", "completed_within", "python",
+)

@@ -1,0 +1,145 @@
+"""Criteria: what a case is judged on, with weights, pass marks and required flags.
+
+A criterion is either a deterministic **check** (``check: {type: contains, ...}``)
+or an **LLM criterion** scored by the judge model: one of the built-ins
+(``accuracy``, ``consistency``, ``relevance``, ``step_by_step``, used by id
+alone) or a custom ``rubric``.
+
+Pass marks. Every criterion scores 0-100 and *passes* when its score reaches
+its pass mark: ``pass_mark`` when given, else 100 for a check (a binary
+check must succeed; a fractional check such as ``contains`` must find every
+value) and the suite's ``pass_threshold`` for an LLM criterion.
+
+A case's score is the weighted mean of its criteria's scores. It passes when
+the score reaches the pass threshold (default 70) **and** every ``required``
+criterion passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cycle.errors import ConfigError
+from cycle.judge.checks import CheckSpec
+
+#: built-in LLM criteria and their rubrics (what the judge is told to look for)
+BUILTIN_CRITERIA: dict[str, str] = {
+    "accuracy": (
+        "Accuracy: the response is factually correct and answers what was asked. When a "
+        "reference answer is given, the response agrees with it in substance (wording may "
+        "differ). Invented facts, wrong numbers or names, and claims that contradict the "
+        "input lower the score sharply."
+    ),
+    "consistency": (
+        "Consistency: the response does not contradict itself or the input; names, numbers "
+        "and commitments stay the same throughout, and the tone and format are uniform."
+    ),
+    "relevance": (
+        "Relevance: the response addresses the user's actual request and stays on topic; "
+        "it includes what the request needs and leaves out padding and unrelated material."
+    ),
+    "step_by_step": (
+        "Step by step: the response reasons or instructs in clear, ordered steps that a "
+        "reader can follow; each step follows from the previous one and none is missing."
+    ),
+}
+
+
+class CriterionConfig(BaseModel):
+    """One criterion as written in cycle.yaml or in a case (where it overrides by id)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1, description="Unique name of the criterion, e.g. 'accuracy'.")
+    description: str | None = Field(
+        None, description="What it checks, in words (shown in reports; the judge reads it)."
+    )
+    weight: float = Field(1.0, ge=0, description="Its weight in the case's weighted mean.")
+    required: bool = Field(
+        False, description="The case fails when this criterion fails, whatever the mean."
+    )
+    pass_mark: float | None = Field(
+        None, ge=0, le=100,
+        description="Score at which it passes (default: 100 for checks, pass_threshold for LLM).",
+    )
+    check: CheckSpec | None = Field(None, description="A deterministic check (see check types).")
+    rubric: str | None = Field(None, description="A custom LLM criterion: what the judge scores.")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A resolved criterion, ready to judge with."""
+
+    id: str
+    description: str
+    kind: Literal["check", "llm"]
+    weight: float = 1.0
+    required: bool = False
+    pass_mark: float = 100.0
+    check: CheckSpec | None = None
+
+
+def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
+    """Turn a config entry into a Criterion; raises ConfigError when it is incomplete."""
+    if config.check is not None and config.rubric is not None:
+        raise ConfigError(
+            f"criterion '{config.id}' has both 'check' and 'rubric'",
+            field=config.id,
+            hint="A criterion is either a deterministic check or an LLM rubric; split it in two.",
+        )
+    if config.check is not None:
+        description = config.description or f"{config.check.type} check"
+        return Criterion(
+            id=config.id, description=description, kind="check", weight=config.weight,
+            required=config.required,
+            pass_mark=100.0 if config.pass_mark is None else config.pass_mark,
+            check=config.check,
+        )
+    rubric = config.rubric or BUILTIN_CRITERIA.get(config.id)
+    if rubric is None:
+        raise ConfigError(
+            f"criterion '{config.id}' is neither a check nor an LLM criterion",
+            field=config.id,
+            hint="Add 'check: {type: ...}' or 'rubric: \"...\"', or use a built-in LLM criterion: "
+            + ", ".join(BUILTIN_CRITERIA) + ".",
+        )
+    # what the judge reads: the user's description first when both are given
+    description = rubric if not config.description else (
+        f"{config.description.rstrip('.')}. {rubric}" if config.rubric else config.description
+    )
+    return Criterion(
+        id=config.id, description=description, kind="llm", weight=config.weight,
+        required=config.required,
+        pass_mark=threshold if config.pass_mark is None else config.pass_mark,
+    )
+
+
+def merge(
+    suite: Sequence[CriterionConfig], overrides: Iterable[CriterionConfig]
+) -> list[CriterionConfig]:
+    """The suite's criteria with a case's entries applied: same id -> the fields the case
+    sets replace the suite's; a new id is added."""
+    merged = {c.id: c for c in suite}
+    for o in overrides:
+        base = merged.get(o.id)
+        if base is None:
+            merged[o.id] = o
+        else:
+            merged[o.id] = base.model_copy(
+                update={name: getattr(o, name) for name in o.model_fields_set if name != "id"}
+            )
+    return list(merged.values())
+
+
+def weighted_score(scores: Sequence[tuple[float, float]]) -> float:
+    """Weighted mean of (score, weight) pairs; all weights zero -> plain mean."""
+    total = sum(w for _, w in scores)
+    if not scores:
+        return 0.0
+    if total <= 0:
+        return sum(s for s, _ in scores) / len(scores)
+    return sum(s * w for s, w in scores) / total

@@ -1,0 +1,75 @@
+"""The ``improve:`` section of cycle.yaml, validated by the loop (file:line errors).
+
+    improve:
+      acceptance: significant        # significant | improved | always
+      stop: {any: [{target_score: 90}, {max_rounds: 5}, {max_cost: 0.5}]}
+      review: auto                   # auto | prompt | tui (the CLI's flags override)
+      min_priority: low              # auto review approves this priority and above
+      low_score: 70                  # cases below it go to the improver (default: pass_threshold)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from cycle.config import LoadedConfig
+from cycle.improve.improver import IMPROVER_PROMPT_ID
+from cycle.improve.suggestion import Priority
+from cycle.loop.acceptance import AcceptanceRule
+from cycle.loop.stop import StopCondition, parse_stop
+from cycle.yamlload import LoadedYaml, validate
+
+
+class ImproveConfig(BaseModel):
+    """Options of the improvement cycle."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    acceptance: AcceptanceRule = Field(
+        "significant",
+        description="When a candidate replaces the incumbent: significant (the 95% interval of the "
+        "paired per-case gain is above zero), improved (the mean is higher) or always.",
+    )
+    stop: Any = Field(
+        None,
+        description="Stop conditions (target_score, max_rounds, max_cost, max_duration, "
+        "no_improvement, custom) composed with any/all/not. Default: {max_rounds: 5}.",
+    )
+    review: Literal["auto", "prompt", "tui"] | None = Field(
+        None, description="Who reviews suggestions (default: the TUI; auto with --yes)."
+    )
+    min_priority: Priority = Field("low", description="Auto review approves this priority and above.")
+    low_score: float | None = Field(
+        None, ge=0, le=100, description="Cases below this score go to the improver (default: pass_threshold)."
+    )
+    context_tokens: int = Field(
+        6000, ge=200, description="Token budget for the low cases shown to the improver (~4 chars/token)."
+    )
+    max_suggestions: int = Field(5, ge=1, description="Most suggestions per round.")
+    improver_prompt: str = Field(
+        IMPROVER_PROMPT_ID, description="The improver's prompt in the store (id or id@version)."
+    )
+    bump: Literal["patch", "minor", "major"] = Field("patch", description="How candidate versions are numbered.")
+    required_cases: list[str] = Field(
+        default_factory=list,
+        description="Case ids that must not go from pass to fail (cases tagged 'required' count too).",
+    )
+
+    @field_validator("stop")
+    @classmethod
+    def _check_stop(cls, value: Any) -> Any:
+        parse_stop(value)  # a ValueError names the bad node; pydantic adds file:line
+        return value
+
+    def stop_condition(self, base_dir: str | None = None) -> StopCondition:
+        return parse_stop(self.stop, base_dir=base_dir)
+
+
+def load_improve_config(loaded: LoadedConfig) -> ImproveConfig:
+    """The validated ``improve:`` section of a loaded cycle.yaml (defaults when absent)."""
+    doc: LoadedYaml = loaded.doc
+    if not isinstance(doc.data, dict) or doc.data.get("improve") is None:
+        return ImproveConfig()
+    return validate(ImproveConfig, doc, prefix=("improve",), what="the improve section")

@@ -1,0 +1,593 @@
+"""The improvement cycle: evaluate, propose, review, build a candidate, evaluate, decide.
+
+Round 0 evaluates the version ``head`` points at (the baseline). Each later
+round: the improver proposes suggestions from the incumbent's low-scoring
+cases, the reviewer decides, the approved suggestions make a candidate
+version (saved with ``move_head=False``), the candidate is evaluated on the
+same cases and iterations, and the acceptance rule decides whether ``head``
+moves to it. Stop conditions are checked after round 0 and after each round.
+
+Everything is told through events; the store recorder writes cycles, rounds
+and suggestions as they happen, and the runner writes results and calls, so a
+killed cycle resumes (``run(resume=...)``) without paying again for what is
+stored: run ids are deterministic (``<cycle>-r<round>``) and the runner skips
+stored iterations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from cycle import events as ev
+from cycle.config import STORE_PREFIX, LoadedConfig, load_prompt
+from cycle.errors import BudgetExceededError, ConfigError, CycleError, NotFoundError, describe
+from cycle.evals.case import TestCase
+from cycle.evals.results import RunResult
+from cycle.evals.suite import (
+    agent_model_name,
+    build_suite,
+    judge_model_name,
+    load_suite_cases,
+    provider_options,
+)
+from cycle.improve.apply import apply_suggestions, prompt_diff
+from cycle.improve.improver import (
+    Improver,
+    ImproverInput,
+    aggregates,
+    ensure_improver_prompt,
+    fit_cases,
+    low_cases,
+)
+from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
+from cycle.llm.budget import Budget
+from cycle.llm.model import Model
+from cycle.llm.registry import get_model
+from cycle.loop.acceptance import Evaluation, decide
+from cycle.loop.config import ImproveConfig, load_improve_config
+from cycle.loop.stop import CycleState, RoundRecord, cost_cap, has_limit
+from cycle.prompt import Prompt
+from cycle.store import Store, Version
+from cycle.store import cycles as store_cycles
+from cycle.store import runs as store_runs
+
+#: cases carrying this tag must not go from pass to fail (like improve.required_cases)
+REQUIRED_TAG = "required"
+
+
+def new_cycle_id() -> str:
+    """A sortable, readable id: ``c-20250101-120000-ab12``."""
+    return time.strftime("c-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
+
+
+def run_id_for(cycle_id: str, round_no: int) -> str:
+    """The run of the version a round evaluates: deterministic, so that resume reuses it."""
+    return f"{cycle_id}-r{round_no}"
+
+
+@dataclass(frozen=True)
+class RoundSummary:
+    """One round as the CLI shows it."""
+
+    round: int
+    version: str
+    score: float | None
+    accepted: bool | None
+    delta: float | None = None
+    reason: str = ""
+    cost: float = 0.0
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """How a cycle ended. The full record is in the store (cycle report)."""
+
+    cycle_id: str
+    prompt_id: str
+    status: str
+    stop_reason: str
+    initial_version: str
+    final_version: str
+    initial_score: float | None
+    final_score: float | None
+    rounds: tuple[RoundSummary, ...] = ()
+    total_cost: float = 0.0
+    cost_by_role: dict[str, float] = field(default_factory=dict)
+    offline: bool = False
+
+
+@dataclass
+class _Incumbent:
+    version: Version
+    result: RunResult
+    evaluation: Evaluation
+
+
+class _Stop(Exception):
+    """Ends the cycle early with a reason (nothing to improve, the cost cap)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def evaluation_of(result: RunResult, version: str) -> Evaluation:
+    """What the acceptance rules need of a run."""
+    return Evaluation(
+        run_id=result.run_id,
+        version=version,
+        score=result.score,
+        ci_low=result.suite.score.ci_low,
+        ci_high=result.suite.score.ci_high,
+        pass_rate=result.suite.pass_rate,
+        case_scores=result.case_means,
+        case_passed={k: c.status == "passed" for k, c in result.cases.items() if c.status != "error"},
+        errors=result.suite.errors,
+        cost=result.suite.cost,
+    )
+
+
+def _seconds_between(start: str | None, end: str | None) -> float:
+    if not start or not end:
+        return 0.0
+    try:
+        return max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
+    except ValueError:
+        return 0.0
+
+
+class Loop:
+    """Runs (or resumes) one improvement cycle of the prompt a cycle.yaml names."""
+
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        *,
+        store: Store,
+        reviewer: Reviewer,
+        bus: ev.EventBus | None = None,
+        improve: ImproveConfig | None = None,
+    ) -> None:
+        self.loaded = loaded
+        self.config = loaded.config
+        self.store = store
+        self.reviewer = reviewer
+        self.bus = bus or ev.EventBus()
+        self.improve = improve or load_improve_config(loaded)
+        self.stop = self.improve.stop_condition(base_dir=str(loaded.base_dir))
+        if not has_limit(self.stop):
+            raise ConfigError(
+                f"the stop conditions ({self.stop.describe()}) may never hold: the cycle could run forever",
+                file=str(loaded.path), line=loaded.doc.line_of(("improve", "stop")), field="improve.stop",
+                hint="Add a limit, e.g. stop: {any: [{target_score: 90}, {max_rounds: 5}]}",
+            )
+        caps = [c for c in (cost_cap(self.stop), self.config.budget) if c is not None]
+        self.budget = Budget(min(caps) if caps else None)
+        self.low_score = (
+            self.improve.low_score if self.improve.low_score is not None else self.config.pass_threshold
+        )
+        self.cycle_id = ""
+        self.prompt_id = ""
+        self._models: list[Model] = []
+        self._offline = False
+        self._cases: list[TestCase] | None = None
+        self._records: list[RoundRecord] = []
+        self._summaries: list[RoundSummary] = []
+        self._cost_by_round: dict[int, dict[str, float]] = {}
+        self._elapsed_before = 0.0
+        self._started = time.monotonic()
+
+    # -- setup --------------------------------------------------------------
+
+    @property
+    def cases(self) -> list[TestCase]:
+        if self._cases is None:
+            self._cases = load_suite_cases(self.loaded)
+        return self._cases
+
+    @property
+    def required_cases(self) -> frozenset[str]:
+        tagged = {c.id for c in self.cases if REQUIRED_TAG in c.tags}
+        return frozenset(tagged | set(self.improve.required_cases))
+
+    def _agent_model_name(self, prompt: Prompt) -> str:
+        name = agent_model_name(self.loaded, prompt)
+        if name is None:
+            agent = self.config.agent_config
+            raise ConfigError(
+                "cycle improve needs an agent that runs the prompt on a model; this config's agent "
+                f"is {'a Python function' if agent.function else 'an HTTP endpoint'}, which the "
+                "improved prompt would not reach",
+                file=str(self.loaded.path), field="agent",
+                hint="Set 'agent: provider:model' (or leave it out and give params.model in the prompt).",
+            )
+        return name
+
+    def _improver_model_name(self, prompt: Prompt) -> str:
+        name = self.config.improver or judge_model_name(self.loaded, prompt)
+        assert name is not None
+        return name
+
+    def _improver_model(self, prompt: Prompt) -> Model:
+        name = self._improver_model_name(prompt)
+        model = get_model(name, options=provider_options(self.loaded, name), bus=self.bus,
+                          budget=self.budget, role="improver")
+        self._models.append(model)
+        return model
+
+    def _starting_version(self) -> Version:
+        """The version round 0 evaluates. A prompt file whose content is new is saved (and
+        becomes head); an unchanged one continues from ``head``, where earlier cycles left
+        it. ``store:ID@label`` starts from that label (``store:ID``: head)."""
+        prompt, version = load_prompt(self.loaded, self.store)
+        if self.config.prompt.startswith(STORE_PREFIX):
+            return self.store.get_version(prompt.id, version or "head")
+        return self.store.resolve(f"{prompt.id}@head")
+
+    def _prompt_id(self) -> str:
+        ref = self.config.prompt
+        if ref.startswith(STORE_PREFIX):
+            return ref[len(STORE_PREFIX):].partition("@")[0]
+        prompt, _ = load_prompt(self.loaded)  # read only: no version is saved before a resume
+        return prompt.id
+
+    # -- the cycle ------------------------------------------------------------
+
+    async def run(self, *, resume: str | bool | None = None) -> CycleResult:
+        """Run a new cycle, or resume one (``resume``: a cycle id, or True for the latest
+        interrupted cycle of this prompt)."""
+        prompt_id = self.prompt_id = self._prompt_id()
+        improver_prompt, improver_version = ensure_improver_prompt(self.store, self.improve.improver_prompt)
+        stop_at: int | None = None
+        try:
+            if resume:
+                start, incumbent, next_round = await self._restore(resume)
+            else:
+                start = self._starting_version()
+                self.cycle_id = new_cycle_id()
+                incumbent, next_round = None, 0
+            self.improver = Improver(
+                self._improver_model(start.prompt),
+                prompt=improver_prompt, version=improver_version,
+                max_suggestions=self.improve.max_suggestions,
+            )
+            self._unsubscribe = [
+                self.bus.subscribe(store_cycles.CycleRecorder(self.store)),
+                self.bus.subscribe(self._on_call),
+            ]
+            self.bus.emit(ev.CycleStarted(
+                cycle_id=self.cycle_id, prompt_id=prompt_id, version=start.version,
+                resumed=bool(resume), config=self._config_record(start, improver_version),
+            ))
+            self._initial = start
+            try:
+                if incumbent is None:
+                    incumbent = await self._baseline(start)
+                reason = self._check_stop(incumbent)
+                round_no = max(next_round, 1)
+                while reason is None:
+                    stop_at = round_no
+                    incumbent = await self._round(round_no, incumbent)
+                    reason = self._check_stop(incumbent)
+                    round_no += 1
+            except _Stop as s:
+                reason = s.reason
+                self._mark_stopped()
+            except BudgetExceededError as e:
+                reason = self._budget_reason(stop_at, e)
+                self._mark_stopped()
+            return self._finish(incumbent, reason, status="finished")
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            if self.cycle_id:
+                where = f" during round {stop_at}" if stop_at is not None else ""
+                self._emit_end(
+                    status="interrupted",
+                    reason=f"interrupted{where}; resume with: cycle improve --resume {self.cycle_id}",
+                )
+            raise
+        except CycleError as e:
+            if self.cycle_id and getattr(self, "_initial", None) is not None:
+                self._emit_end(status="failed", reason=describe(e))
+            raise
+        finally:
+            for unsubscribe in getattr(self, "_unsubscribe", []):
+                unsubscribe()
+            for model in self._models:
+                await model.aclose()
+
+    def _config_record(self, start: Version, improver_version: str) -> dict[str, Any]:
+        return {
+            "config_file": str(self.loaded.path),
+            "improve": self.improve.model_dump(mode="json"),
+            "agent": self._agent_model_name(start.prompt),
+            "judge": judge_model_name(self.loaded, start.prompt),
+            "improver": self._improver_model_name(start.prompt),
+            "improver_version": improver_version,
+            "iterations": self.config.run.iterations,
+            "cases": len(self.cases),
+            "pass_threshold": self.config.pass_threshold,
+            "budget": self.budget.limit,
+        }
+
+    def _emit_end(self, *, status: str, reason: str, final: str | None = None,
+                  score: float | None = None) -> None:
+        self.bus.emit(ev.CycleFinished(
+            cycle_id=self.cycle_id, reason=reason, final_version=final, score=score,
+            status=status, total_cost=self.budget.spent,
+        ))
+
+    def _mark_stopped(self) -> None:
+        """A round cut short (cost cap) is kept as 'stopped', with what it had stored."""
+        for r in store_cycles.get_rounds(self.store, self.cycle_id):
+            if r.status == "running":
+                store_cycles.update_round(self.store, self.cycle_id, r.round, status="stopped")
+
+    def _finish(self, incumbent: _Incumbent | None, reason: str, *, status: str) -> CycleResult:
+        final = incumbent.version if incumbent else self._initial
+        final_score = incumbent.evaluation.score if incumbent else None
+        self._emit_end(status=status, reason=reason, final=final.version, score=final_score)
+        by_role: dict[str, float] = {}
+        for costs in self._cost_by_round.values():
+            for role, cost in costs.items():
+                by_role[role] = by_role.get(role, 0.0) + cost
+        initial = next((r for r in self._summaries if r.round == 0), None)
+        return CycleResult(
+            cycle_id=self.cycle_id, prompt_id=self.prompt_id, status=status, stop_reason=reason,
+            initial_version=self._initial.version, final_version=final.version,
+            initial_score=initial.score if initial else None, final_score=final_score,
+            rounds=tuple(self._summaries), total_cost=self.budget.spent, cost_by_role=by_role,
+            offline=self._offline or any(m.offline for m in self._models),
+        )
+
+    def _budget_reason(self, round_no: int | None, e: BudgetExceededError | None = None) -> str:
+        limit = self.budget.limit or (e.limit if e else 0.0)
+        where = f"; round {round_no} was stopped mid-way and its state saved" if round_no else ""
+        return f"max_cost: ${self.budget.spent:.4f} spent of the ${limit:g} cap{where}"
+
+    # -- cost accounting --------------------------------------------------------
+
+    def _on_call(self, event: ev.Event) -> None:
+        if not isinstance(event, ev.ModelCalled):
+            return
+        round_no = event.context.get("round")
+        if event.context.get("cycle_id") != self.cycle_id or round_no is None:
+            return
+        costs = self._cost_by_round.setdefault(int(round_no), {})
+        costs[event.role] = costs.get(event.role, 0.0) + event.cost
+        if event.context.get("run_id") is None:
+            # calls outside a run (the improver's) are recorded here; the runner records its own
+            recorder = store_runs.CallRecorder(self.store)
+            recorder(event)
+            recorder.flush()
+        self.bus.emit(ev.CostUpdated(total=self.budget.spent, by_role=dict(self.budget.by_role),
+                                     limit=self.budget.limit, estimated=self.budget.estimated))
+
+    def _round_cost(self, round_no: int) -> dict[str, float]:
+        stored = store_cycles.round_costs(self.store, self.cycle_id).get(round_no)
+        return stored if stored is not None else dict(self._cost_by_round.get(round_no, {}))
+
+    # -- stop conditions ---------------------------------------------------------
+
+    def _state(self, incumbent: _Incumbent) -> CycleState:
+        return CycleState(
+            rounds=tuple(self._records),
+            incumbent_score=incumbent.evaluation.score,
+            total_cost=self.budget.spent,
+            elapsed=self._elapsed_before + time.monotonic() - self._started,
+            budget_exhausted=self.budget.exceeded,
+        )
+
+    def _check_stop(self, incumbent: _Incumbent) -> str | None:
+        return self.stop.check(self._state(incumbent))
+
+    # -- evaluating ------------------------------------------------------------------
+
+    async def _evaluate(self, version: Version, round_no: int, role: str) -> RunResult:
+        run_id = run_id_for(self.cycle_id, round_no)
+        self._agent_model_name(version.prompt)  # a clear error for agents the prompt cannot reach
+        self.bus.emit(ev.EvaluationStarted(cycle_id=self.cycle_id, round=round_no, role=role,
+                                           version=version.version, run_id=run_id))
+        suite = build_suite(self.loaded, store=self.store, bus=self.bus, budget=self.budget,
+                            prompt=version.prompt, version=version.version, cases=self.cases)
+        try:
+            result = await suite.runner(store=self.store, bus=self.bus).run(
+                run_id=run_id,
+                meta=suite.meta(cycle_id=self.cycle_id, round=round_no, role=role),
+            )
+        finally:
+            await suite.aclose()
+        self._offline = self._offline or result.offline
+        if self.budget.exceeded or result.status != "finished":
+            # the runner stopped scheduling: the cap was reached mid-run; what was judged is stored
+            raise _Stop(self._budget_reason(round_no))
+        return result
+
+    async def _baseline(self, start: Version) -> _Incumbent:
+        self.bus.emit(ev.RoundStarted(cycle_id=self.cycle_id, round=0, version=start.version))
+        result = await self._evaluate(start, 0, "baseline")
+        inc = _Incumbent(start, result, evaluation_of(result, start.version))
+        cost = self._round_cost(0)
+        self.bus.emit(ev.RoundFinished(
+            cycle_id=self.cycle_id, round=0, version=start.version, score=result.score,
+            ci_low=result.suite.score.ci_low, ci_high=result.suite.score.ci_high,
+            pass_rate=result.suite.pass_rate, cost=sum(cost.values()), cost_by_role=cost,
+            incumbent_score=result.score,
+        ))
+        self._records.append(RoundRecord(0, start.version, result.score, None, None, sum(cost.values())))
+        self._summaries.append(RoundSummary(0, start.version, result.score, None, cost=sum(cost.values())))
+        return inc
+
+    # -- one round -------------------------------------------------------------------
+
+    async def _suggestions(self, round_no: int, inc: _Incumbent) -> list[Suggestion]:
+        stored = store_cycles.get_suggestions(self.store, self.cycle_id, round_no)
+        if stored:  # resumed: the improver was already paid for this round
+            return [Suggestion(**s.model_dump(include=set(Suggestion.model_fields))) for s in stored]
+        low = low_cases(inc.result, below=self.low_score)
+        inp = ImproverInput(
+            prompt=inc.version.prompt, aggregates=aggregates(inc.result),
+            low_cases=fit_cases(low, max_tokens=self.improve.context_tokens),
+            rejected=store_cycles.rejected_suggestions(self.store, self.cycle_id),
+            low_score=self.low_score,
+        )
+        suggestions = await self.improver.propose(inp, context={"cycle_id": self.cycle_id, "round": round_no})
+        self.bus.emit(ev.SuggestionsProposed(cycle_id=self.cycle_id, round=round_no,
+                                             suggestions=[s.model_dump() for s in suggestions]))
+        return suggestions
+
+    async def _review(self, round_no: int, inc: _Incumbent, suggestions: list[Suggestion]) -> list[Suggestion]:
+        pending = [s for s in suggestions if s.decision == "pending"]
+        if not pending:
+            return suggestions
+        p = inc.version.prompt
+        request = ReviewRequest(
+            cycle_id=self.cycle_id, round=round_no, prompt_id=p.id, version=inc.version.version,
+            current={"system": p.system, "user_template": p.user_template,
+                     "params": json.dumps(p.params, sort_keys=True)},
+            suggestions=pending, score=inc.evaluation.score,
+        )
+        decided = {s.id: s for s in await self.reviewer.review(request)}
+        out = []
+        for s in suggestions:
+            d = decided.get(s.id, s)
+            if d.decision == "pending":  # a reviewer that said nothing about it
+                d = d.model_copy(update={"decision": "rejected", "reason": "not decided by the reviewer"})
+            out.append(d)
+        return out
+
+    async def _round(self, round_no: int, inc: _Incumbent) -> _Incumbent:
+        if not low_cases(inc.result, below=self.low_score):
+            raise _Stop(f"nothing to improve: every case scored at least {self.low_score:g}")
+        cid = self.cycle_id
+        self.bus.emit(ev.RoundStarted(cycle_id=cid, round=round_no, version=inc.version.version))
+        self.bus.emit(ev.EvaluationStarted(cycle_id=cid, round=round_no, role="baseline",
+                                           version=inc.version.version, run_id=inc.result.run_id))
+        suggestions = await self._review(round_no, inc, await self._suggestions(round_no, inc))
+        applied = apply_suggestions(inc.version.prompt, suggestions)
+        skipped = {s.id: s for s in applied.skipped}
+        applied_ids = {s.id for s in applied.applied}
+        final = [skipped.get(s.id, s) for s in suggestions]
+        self.bus.emit(ev.ReviewDecided(
+            cycle_id=cid, round=round_no,
+            approved=sum(1 for s in final if s.decision == "approved"),
+            rejected=sum(1 for s in final if s.decision == "rejected"),
+            edited=sum(1 for s in final if s.decision == "edited"),
+            skipped=len(skipped), reviewer=getattr(self.reviewer, "name", "reviewer"),
+            suggestions=[{**s.model_dump(), "applied": s.id in applied_ids} for s in final],
+        ))
+        if not applied.changed:
+            reason = ("no candidate: no suggestion was proposed" if not final else
+                      "no candidate: every suggestion was rejected or could not be applied")
+            self.bus.emit(ev.CandidateDecided(cycle_id=cid, round=round_no, version=inc.version.version,
+                                              accepted=False, reason=reason))
+            return self._end_round(round_no, inc, inc, accepted=False, delta=None, reason=reason,
+                                   evaluated=None)
+        parent = inc.version
+        candidate = self.store.save_version(
+            applied.prompt, bump=self.improve.bump, source="improver", parent=parent.version,
+            move_head=False, who="cycle",
+            message=f"cycle {cid} round {round_no}: {len(applied.applied)} suggestion(s) applied",
+        )
+        self.bus.emit(ev.VersionCreated(
+            prompt_id=candidate.prompt_id, version=candidate.version, parent=parent.version,
+            source="improver", cycle_id=cid, round=round_no,
+            diff=prompt_diff(parent.prompt, candidate.prompt, a_label=parent.version, b_label=candidate.version),
+        ))
+        result = await self._evaluate(candidate, round_no, "candidate")
+        cand = _Incumbent(candidate, result, evaluation_of(result, candidate.version))
+        decision = decide(self.improve.acceptance, inc.evaluation, cand.evaluation,
+                          required=self.required_cases)
+        self.bus.emit(ev.CandidateDecided(
+            cycle_id=cid, round=round_no, version=candidate.version, accepted=decision.accepted,
+            reason=decision.reason, delta=decision.delta, ci_low=decision.ci_low, ci_high=decision.ci_high,
+        ))
+        if decision.accepted:
+            self.store.set_label(self.prompt_id, "head", candidate.version, who="cycle",
+                                 reason=f"cycle {cid} round {round_no}: {decision.reason}")
+        return self._end_round(round_no, inc, cand, accepted=decision.accepted, delta=decision.delta,
+                               reason=decision.reason, evaluated=cand)
+
+    def _end_round(self, round_no: int, inc: _Incumbent, cand: _Incumbent, *, accepted: bool,
+                   delta: float | None, reason: str, evaluated: _Incumbent | None) -> _Incumbent:
+        shown = evaluated or inc
+        cost = self._round_cost(round_no)
+        total = sum(cost.values())
+        self.bus.emit(ev.RoundFinished(
+            cycle_id=self.cycle_id, round=round_no, version=shown.version.version,
+            score=shown.evaluation.score, ci_low=shown.evaluation.ci_low, ci_high=shown.evaluation.ci_high,
+            pass_rate=shown.evaluation.pass_rate, accepted=accepted, cost=total, cost_by_role=cost,
+            incumbent_score=inc.evaluation.score, delta=delta,
+        ))
+        self._records.append(RoundRecord(round_no, shown.version.version, shown.evaluation.score,
+                                         accepted, delta, total))
+        self._summaries.append(RoundSummary(round_no, shown.version.version, shown.evaluation.score,
+                                            accepted, delta, reason, total))
+        return cand if accepted else inc
+
+    # -- resuming -----------------------------------------------------------------------
+
+    async def _restore(self, resume: str | bool) -> tuple[Version, _Incumbent | None, int]:
+        if resume is True or resume == "":
+            row = store_cycles.latest_resumable(self.store, self.prompt_id)
+            if row is None:
+                raise NotFoundError(
+                    f"no interrupted cycle of '{self.prompt_id}' to resume",
+                    hint="Start a new one: cycle improve cycle.yaml",
+                )
+        else:
+            row = store_cycles.get_cycle(self.store, str(resume))
+            if row.prompt_id != self.prompt_id:
+                raise ConfigError(
+                    f"cycle {row.id} improved '{row.prompt_id}', but this config's prompt is "
+                    f"'{self.prompt_id}'", field="prompt",
+                    hint="Resume it with the cycle.yaml it was started with.",
+                )
+            if row.status == "finished":
+                raise CycleError(
+                    f"cycle {row.id} already finished ({row.stop_reason}); nothing to resume",
+                    hint="Start a new cycle: cycle improve cycle.yaml",
+                )
+        self.cycle_id = row.id
+        assert row.initial_version is not None
+        start = self.store.get_version(self.prompt_id, row.initial_version)
+        incumbent: _Incumbent | None = None
+        next_round = 0
+        for r in store_cycles.get_rounds(self.store, row.id):
+            if r.status != "finished":
+                next_round = r.round
+                break
+            self._elapsed_before += _seconds_between(r.started_at, r.finished_at)
+            cost = store_cycles.round_costs(self.store, row.id).get(r.round, {})
+            self._cost_by_round[r.round] = dict(cost)
+            if r.round == 0:
+                result = store_runs.load_run(self.store, r.baseline_run_id or run_id_for(row.id, 0))
+                incumbent = _Incumbent(start, result, evaluation_of(result, start.version))
+                self._summaries.append(RoundSummary(0, start.version, r.score, None, cost=r.cost or 0.0))
+            else:
+                self._summaries.append(RoundSummary(r.round, r.version or "", r.score, r.accepted,
+                                                    r.delta, r.reason or "", r.cost or 0.0))
+                if r.accepted and r.candidate_version and r.candidate_run_id:
+                    v = self.store.get_version(self.prompt_id, r.candidate_version)
+                    result = store_runs.load_run(self.store, r.candidate_run_id)
+                    incumbent = _Incumbent(v, result, evaluation_of(result, v.version))
+            self._records.append(RoundRecord(r.round, r.version or "", r.score, r.accepted, r.delta,
+                                             r.cost or 0.0))
+            next_round = r.round + 1
+        # what was spent before counts against the cap
+        spent: dict[str, float] = {}
+        for costs in store_cycles.round_costs(self.store, row.id).values():
+            for role, c in costs.items():
+                spent[role] = spent.get(role, 0.0) + c
+        for role, c in spent.items():
+            self.budget.add(c, role)
+        self._cost_by_round.update({k: dict(v) for k, v in store_cycles.round_costs(self.store, row.id).items()
+                                    if k not in self._cost_by_round})
+        if incumbent is None and next_round > 0:
+            next_round = 0
+        return start, incumbent, next_round

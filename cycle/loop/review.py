@@ -1,0 +1,115 @@
+"""Reviewers: who decides on a round's suggestions.
+
+``AutoReviewer`` approves everything (or what reaches a minimum priority);
+``PromptReviewer`` asks in a plain terminal, per suggestion: approve, reject
+with a reason, or edit. The TUI brings its own Reviewer (cycle/tui). The loop
+only knows the ``Reviewer`` protocol in cycle/improve/suggestion.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from cycle.improve.apply import suggestion_diff
+from cycle.improve.suggestion import PRIORITY_ORDER, Priority, Reviewer, ReviewRequest, Suggestion
+from cycle.prompt import Prompt
+
+__all__ = ["AutoReviewer", "PromptReviewer", "Reviewer", "request_prompt"]
+
+
+def request_prompt(request: ReviewRequest) -> Prompt:
+    """The incumbent prompt a review request is about, rebuilt from its fields for previews."""
+    import json
+
+    current = request.current
+    return Prompt(
+        id=request.prompt_id,
+        system=current.get("system", ""),
+        user_template=current.get("user_template", "{{ input }}"),
+        params=json.loads(current.get("params") or "{}"),
+    )
+
+
+class AutoReviewer:
+    """Approves every suggestion of at least ``min_priority``; rejects the rest, saying why."""
+
+    name = "auto"
+
+    def __init__(self, min_priority: Priority = "low") -> None:
+        self.min_priority = min_priority
+
+    async def review(self, request: ReviewRequest) -> list[Suggestion]:
+        limit = PRIORITY_ORDER[self.min_priority]
+        out = []
+        for s in request.suggestions:
+            if PRIORITY_ORDER[s.priority] <= limit:
+                out.append(s.model_copy(update={"decision": "approved", "reason": ""}))
+            else:
+                out.append(s.model_copy(update={
+                    "decision": "rejected",
+                    "reason": f"priority {s.priority} is below the minimum {self.min_priority} (auto review)",
+                }))
+        return out
+
+
+class PromptReviewer:
+    """Asks in the terminal for each suggestion, showing its diff.
+
+    Answers: ``a`` approve, ``r`` reject (asks for a reason), ``e`` edit (asks
+    for the replacement text, or opens $EDITOR with ``--editor``), ``A``
+    approve this and all the rest, ``R`` reject this and all the rest.
+    """
+
+    name = "prompt"
+
+    def __init__(self, *, use_editor: bool = False) -> None:
+        self.use_editor = use_editor
+
+    async def review(self, request: ReviewRequest) -> list[Suggestion]:
+        # click.prompt blocks: keep the event loop free for the other subscribers
+        return await asyncio.to_thread(self._review_sync, request)
+
+    def _review_sync(self, request: ReviewRequest) -> list[Suggestion]:
+        prompt = request_prompt(request)
+        total = len(request.suggestions)
+        out: list[Suggestion] = []
+        rest: str | None = None
+        score = "n/a" if request.score is None else f"{request.score:.1f}"
+        click.echo(f"\nRound {request.round}: {total} suggestion(s) for {request.prompt_id}@{request.version} "
+                   f"(score {score})")
+        for i, s in enumerate(request.suggestions, 1):
+            if rest == "A":
+                out.append(s.model_copy(update={"decision": "approved"}))
+                continue
+            if rest == "R":
+                out.append(s.model_copy(update={"decision": "rejected", "reason": "rejected by the reviewer"}))
+                continue
+            click.echo(f"\n[{i}/{total}] {s.type} ({s.priority})  targets: {', '.join(s.target_cases) or '-'}")
+            if s.reasoning:
+                click.echo(f"  why: {s.reasoning}")
+            if s.expected_improvement:
+                click.echo(f"  expected: {s.expected_improvement}")
+            click.echo(suggestion_diff(prompt, s).rstrip("\n"))
+            choice = click.prompt(
+                "approve (a), reject (r), edit (e), approve all the rest (A), reject all the rest (R)",
+                type=click.Choice(["a", "r", "e", "A", "R"], case_sensitive=True),
+                default="a",
+            )
+            if choice in ("a", "A"):
+                out.append(s.model_copy(update={"decision": "approved"}))
+                rest = "A" if choice == "A" else None
+            elif choice in ("r", "R"):
+                reason = click.prompt("reason (goes back to the improver)", default="rejected by the reviewer")
+                out.append(s.model_copy(update={"decision": "rejected", "reason": reason}))
+                rest = "R" if choice == "R" else None
+            else:
+                edited = None
+                if self.use_editor:
+                    edited = click.edit(s.suggested_value)
+                if edited is None:
+                    edited = click.prompt("replacement text", default=s.suggested_value)
+                out.append(s.model_copy(update={"decision": "edited", "edited_value": edited.rstrip("\n")}))
+        return out
+

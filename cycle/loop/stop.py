@@ -1,0 +1,318 @@
+"""Stop conditions of the improvement cycle, composable with all / any / not.
+
+In ``cycle.yaml``::
+
+    improve:
+      stop: {any: [{target_score: 90}, {max_rounds: 5}, {max_cost: 0.5}]}
+
+Leaves: ``target_score`` (the incumbent's score reaches it), ``max_rounds``
+(improvement rounds run, the baseline evaluation not counted),
+``max_cost`` (USD spent by the cycle; also a hard cap checked before every
+model call), ``max_duration`` (seconds, or "90s", "10m", "2h"),
+``no_improvement`` (K rounds in a row without an accepted candidate, or with
+gains below ``min_delta``: ``{no_improvement: 3}`` or
+``{no_improvement: {rounds: 3, min_delta: 1.0}}``) and ``custom`` (an import
+path ``package.module:function`` called with the CycleState, returning a bool
+or a reason string). A list is ``any``. The conditions are checked after the
+baseline evaluation and after every round.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from cycle.errors import ConfigError
+
+DEFAULT_STOP: dict[str, Any] = {"max_rounds": 5}
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One finished round as the stop conditions see it (round 0 is the baseline)."""
+
+    round: int
+    version: str
+    score: float | None
+    accepted: bool | None = None
+    delta: float | None = None
+    cost: float = 0.0
+
+
+@dataclass(frozen=True)
+class CycleState:
+    """The cycle so far, what every condition is checked against."""
+
+    rounds: tuple[RoundRecord, ...] = ()
+    #: the score of the current incumbent (the version head points at)
+    incumbent_score: float | None = None
+    total_cost: float = 0.0
+    #: seconds the cycle has been running (across resumes)
+    elapsed: float = 0.0
+    #: the hard cap was hit while a round was in flight
+    budget_exhausted: bool = False
+
+    @property
+    def improvement_rounds(self) -> int:
+        return sum(1 for r in self.rounds if r.round >= 1)
+
+
+class StopCondition(Protocol):
+    def check(self, state: CycleState) -> str | None:
+        """The reason to stop, or None to go on."""
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class TargetScore:
+    value: float
+
+    def check(self, state: CycleState) -> str | None:
+        s = state.incumbent_score
+        if s is not None and s >= self.value:
+            return f"target_score: the score {s:.1f} reached the target {self.value:g}"
+        return None
+
+    def describe(self) -> str:
+        return f"target_score {self.value:g}"
+
+
+@dataclass(frozen=True)
+class MaxRounds:
+    value: int
+
+    def check(self, state: CycleState) -> str | None:
+        if state.improvement_rounds >= self.value:
+            return f"max_rounds: {state.improvement_rounds} of {self.value} rounds run"
+        return None
+
+    def describe(self) -> str:
+        return f"max_rounds {self.value}"
+
+
+@dataclass(frozen=True)
+class MaxCost:
+    value: float
+
+    def check(self, state: CycleState) -> str | None:
+        if state.budget_exhausted or state.total_cost >= self.value:
+            return f"max_cost: ${state.total_cost:.4f} spent of the ${self.value:g} cap"
+        return None
+
+    def describe(self) -> str:
+        return f"max_cost ${self.value:g}"
+
+
+@dataclass(frozen=True)
+class MaxDuration:
+    seconds: float
+
+    def check(self, state: CycleState) -> str | None:
+        if state.elapsed >= self.seconds:
+            return f"max_duration: {state.elapsed:.0f}s of {self.seconds:g}s used"
+        return None
+
+    def describe(self) -> str:
+        return f"max_duration {self.seconds:g}s"
+
+
+@dataclass(frozen=True)
+class NoImprovement:
+    rounds: int
+    min_delta: float = 0.0
+
+    def check(self, state: CycleState) -> str | None:
+        done = [r for r in state.rounds if r.round >= 1]
+        if len(done) < self.rounds:
+            return None
+        last = done[-self.rounds:]
+        if all(not r.accepted or (r.delta or 0.0) < self.min_delta for r in last):
+            gain = f" (or gains below {self.min_delta:g})" if self.min_delta else ""
+            return f"no_improvement: {self.rounds} round(s) without an accepted candidate{gain}"
+        return None
+
+    def describe(self) -> str:
+        return f"no_improvement {self.rounds}" + (f" min_delta {self.min_delta:g}" if self.min_delta else "")
+
+
+@dataclass(frozen=True)
+class Custom:
+    """A user predicate: ``package.module:function(state) -> bool | str``."""
+
+    path: str
+    #: the directory the config lives in, put on sys.path to import from
+    base_dir: str | None = None
+    _fn: list[Callable[[CycleState], Any]] = field(default_factory=list, compare=False, repr=False)
+
+    def resolve(self) -> Callable[[CycleState], Any]:
+        if self._fn:
+            return self._fn[0]
+        module_name, _, attr = self.path.partition(":")
+        if not attr:
+            module_name, _, attr = self.path.rpartition(".")
+        if self.base_dir and self.base_dir not in sys.path:
+            sys.path.insert(0, self.base_dir)
+        try:
+            fn = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError, ValueError) as e:
+            raise ConfigError(
+                f"cannot import the custom stop condition {self.path!r}: {e}",
+                field="improve.stop.custom",
+                hint="Write it as package.module:function, importable from the config's folder.",
+            ) from e
+        if not callable(fn):
+            raise ConfigError(f"{self.path!r} is not callable", field="improve.stop.custom")
+        self._fn.append(fn)
+        return fn
+
+    def check(self, state: CycleState) -> str | None:
+        answer = self.resolve()(state)
+        if isinstance(answer, str) and answer:
+            return f"custom: {answer}"
+        return f"custom: {self.path} returned true" if answer else None
+
+    def describe(self) -> str:
+        return f"custom {self.path}"
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    conditions: tuple[StopCondition, ...]
+
+    def check(self, state: CycleState) -> str | None:
+        for c in self.conditions:
+            reason = c.check(state)
+            if reason:
+                return reason
+        return None
+
+    def describe(self) -> str:
+        return "any(" + ", ".join(c.describe() for c in self.conditions) + ")"
+
+
+@dataclass(frozen=True)
+class AllOf:
+    conditions: tuple[StopCondition, ...]
+
+    def check(self, state: CycleState) -> str | None:
+        reasons = [c.check(state) for c in self.conditions]
+        if reasons and all(reasons):
+            return " and ".join(r for r in reasons if r)
+        return None
+
+    def describe(self) -> str:
+        return "all(" + ", ".join(c.describe() for c in self.conditions) + ")"
+
+
+@dataclass(frozen=True)
+class Not:
+    condition: StopCondition
+
+    def check(self, state: CycleState) -> str | None:
+        if self.condition.check(state):
+            return None
+        return f"not ({self.condition.describe()})"
+
+    def describe(self) -> str:
+        return f"not({self.condition.describe()})"
+
+
+# -- parsing ---------------------------------------------------------------------
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr)?\s*$")
+_UNIT = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600}
+LEAVES = ("target_score", "max_rounds", "max_cost", "max_duration", "no_improvement", "custom")
+COMBINATORS = ("any", "all", "not")
+
+
+def parse_duration(value: Any, where: str) -> float:
+    """Seconds from a number or "90s" / "10m" / "2h"."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    m = _DURATION.match(str(value))
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"{where}: {value!r} is not a duration; write seconds or e.g. '90s', '10m', '2h'")
+    return float(m.group(1)) * _UNIT[m.group(2)]
+
+
+def _number(value: Any, where: str, *, integer: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        kind = "a whole number" if integer else "a number"
+        raise ValueError(f"{where}: expected {kind} >= 0, got {value!r}")
+    if integer and int(value) != value:
+        raise ValueError(f"{where}: expected a whole number, got {value!r}")
+    return value
+
+
+def parse_stop(spec: Any, *, where: str = "improve.stop", base_dir: str | Path | None = None) -> StopCondition:
+    """Build a condition tree from its YAML form; ValueError names the path of a bad node."""
+    if spec is None:
+        spec = DEFAULT_STOP
+    if isinstance(spec, list):
+        if not spec:
+            raise ValueError(f"{where}: an empty list stops nothing; give at least one condition")
+        return AnyOf(tuple(parse_stop(s, where=f"{where}[{i}]", base_dir=base_dir) for i, s in enumerate(spec)))
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise ValueError(
+            f"{where}: each condition is a mapping with one key, one of "
+            f"{', '.join(LEAVES + COMBINATORS)}; got {spec!r}"
+        )
+    ((key, value),) = spec.items()
+    here = f"{where}.{key}"
+    if key in ("any", "all"):
+        if not isinstance(value, list) or not value:
+            raise ValueError(f"{here}: expected a non-empty list of conditions")
+        parts = tuple(parse_stop(s, where=f"{here}[{i}]", base_dir=base_dir) for i, s in enumerate(value))
+        return AnyOf(parts) if key == "any" else AllOf(parts)
+    if key == "not":
+        return Not(parse_stop(value, where=here, base_dir=base_dir))
+    if key == "target_score":
+        return TargetScore(float(_number(value, here)))
+    if key == "max_rounds":
+        return MaxRounds(int(_number(value, here, integer=True)))
+    if key == "max_cost":
+        return MaxCost(float(_number(value, here)))
+    if key == "max_duration":
+        return MaxDuration(parse_duration(value, here))
+    if key == "no_improvement":
+        if isinstance(value, dict):
+            unknown = set(value) - {"rounds", "min_delta"}
+            if unknown or "rounds" not in value:
+                raise ValueError(f"{here}: expected {{rounds: K, min_delta: D}}, got {value!r}")
+            return NoImprovement(
+                int(_number(value["rounds"], f"{here}.rounds", integer=True)) or 1,
+                float(_number(value.get("min_delta", 0.0), f"{here}.min_delta")),
+            )
+        return NoImprovement(int(_number(value, here, integer=True)) or 1)
+    if key == "custom":
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{here}: expected an import path such as mypkg.stops:enough")
+        return Custom(value.strip(), str(base_dir) if base_dir else None)
+    raise ValueError(f"{where}: unknown condition {key!r}; known: {', '.join(LEAVES + COMBINATORS)}")
+
+
+def cost_cap(condition: StopCondition) -> float | None:
+    """The hard dollar cap: the smallest max_cost in the tree (outside any ``not``)."""
+    if isinstance(condition, MaxCost):
+        return condition.value
+    if isinstance(condition, (AnyOf, AllOf)):
+        caps = [c for c in (cost_cap(x) for x in condition.conditions) if c is not None]
+        return min(caps) if caps else None
+    return None
+
+
+def has_limit(condition: StopCondition) -> bool:
+    """Whether the tree can stop a cycle that never improves (else it could run forever)."""
+    if isinstance(condition, (MaxRounds, MaxCost, MaxDuration, NoImprovement, Custom)):
+        return True
+    if isinstance(condition, AnyOf):
+        return any(has_limit(c) for c in condition.conditions)
+    if isinstance(condition, AllOf):
+        return all(has_limit(c) for c in condition.conditions)
+    return False

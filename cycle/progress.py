@@ -1,0 +1,79 @@
+"""A progress line on stderr while a suite runs: a subscriber of the event bus.
+
+    bus.subscribe(Progress())
+
+On a terminal it redraws one line (bar, iterations done/total, failures,
+errors, cost so far) at most ten times a second; elsewhere (a CI log) it
+prints a line at every tenth of the work, so logs stay short.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from cycle.events import CaseFinished, Event, RunFinished, RunStarted
+
+
+class Progress:
+    """Draws the progress of runs from RunStarted / CaseFinished / RunFinished events."""
+
+    def __init__(self, stream: TextIO | None = None, *, interval: float = 0.1,
+                 offline: bool = False) -> None:
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self.offline = offline
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.total = self.done = self.failed = self.errors = 0
+        self.cost = 0.0
+        self._last = 0.0
+        self._next_mark = 0.1
+        self._run_id = ""
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.total, self.done, self.failed, self.errors, self.cost = (
+                event.cases * event.iterations, 0, 0, 0, 0.0)
+            self._run_id, self._next_mark = event.run_id, 0.1
+            self._draw(force=True)
+        elif isinstance(event, CaseFinished):
+            self.done += 1
+            self.cost += event.cost
+            if event.error is not None:
+                self.errors += 1
+            elif event.passed is False:
+                self.failed += 1
+            self._draw()
+        elif isinstance(event, RunFinished):
+            self._draw(force=True)
+            if self.tty:
+                self.stream.write("\n")
+                self.stream.flush()
+
+    def line(self) -> str:
+        width = 24
+        share = self.done / self.total if self.total else 1.0
+        filled = int(width * min(1.0, share))
+        bar = "#" * filled + "-" * (width - filled)
+        tag = " [offline model]" if self.offline else ""
+        return (f"[{bar}] {self.done}/{self.total} iterations  {self.failed} failed  "
+                f"{self.errors} errors  ${self.cost:.4f}{tag}")
+
+    def _draw(self, *, force: bool = False) -> None:
+        if self.tty:
+            now = time.monotonic()
+            if not force and now - self._last < self.interval:
+                return
+            self._last = now
+            self.stream.write("\r\x1b[2K" + self.line())
+            self.stream.flush()
+            return
+        share = self.done / self.total if self.total else 1.0
+        if force and self.done == 0:
+            self.stream.write(f"running {self._run_id}: {self.total} iterations\n")
+        elif share >= self._next_mark:
+            while self._next_mark <= share:
+                self._next_mark += 0.1
+            self.stream.write(self.line() + "\n")
+        self.stream.flush()

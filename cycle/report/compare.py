@@ -1,0 +1,125 @@
+"""Comparing two runs, paired by case: score and pass-rate deltas with intervals,
+the cases that regressed and those that newly pass."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from cycle.evals.results import RunResult
+from cycle.evals.stats import Stats, paired_difference
+from cycle.report import format as f
+
+
+@dataclass(frozen=True)
+class CaseDelta:
+    case_id: str
+    name: str
+    score_a: float | None
+    score_b: float | None
+    status_a: str
+    status_b: str
+
+    @property
+    def delta(self) -> float | None:
+        if self.score_a is None or self.score_b is None:
+            return None
+        return self.score_b - self.score_a
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: RunResult
+    b: RunResult
+    #: b - a over the cases judged in both
+    score_delta: Stats
+    pass_rate_delta: Stats
+    cases: list[CaseDelta]
+    regressed: list[str]
+    newly_passing: list[str]
+    only_in_a: list[str]
+    only_in_b: list[str]
+
+    @property
+    def offline(self) -> bool:
+        return self.a.offline or self.b.offline
+
+
+def compare_runs(a: RunResult, b: RunResult) -> Comparison:
+    """Run ``b`` against run ``a`` (``a`` is the baseline)."""
+    rates_a = {k: c.pass_rate for k, c in a.cases.items() if c.pass_rate is not None}
+    rates_b = {k: c.pass_rate for k, c in b.cases.items() if c.pass_rate is not None}
+    cases = []
+    for k in [*a.cases, *(k for k in b.cases if k not in a.cases)]:
+        ca, cb = a.cases.get(k), b.cases.get(k)
+        cases.append(CaseDelta(
+            case_id=k, name=(ca or cb).name,  # type: ignore[union-attr]
+            score_a=ca.stats.mean if ca else None, score_b=cb.stats.mean if cb else None,
+            status_a=ca.status if ca else "absent", status_b=cb.status if cb else "absent",
+        ))
+    return Comparison(
+        a=a, b=b,
+        score_delta=paired_difference(a.case_means, b.case_means),
+        pass_rate_delta=paired_difference({k: v * 100 for k, v in rates_a.items()},
+                                          {k: v * 100 for k, v in rates_b.items()}),
+        cases=cases,
+        regressed=[c.case_id for c in cases if c.status_a == "passed" and c.status_b == "failed"],
+        newly_passing=[c.case_id for c in cases if c.status_a == "failed" and c.status_b == "passed"],
+        only_in_a=[k for k in a.cases if k not in b.cases],
+        only_in_b=[k for k in b.cases if k not in a.cases],
+    )
+
+
+def _delta(s: Stats, unit: str = "") -> str:
+    if s.mean is None:
+        return "— (no case judged in both runs)"
+    ci = "" if s.ci_low is None else f"  95% CI [{s.ci_low:+.1f}, {s.ci_high:+.1f}]{unit}"
+    return f"{s.mean:+.1f}{unit}{ci}  over {s.n} paired cases"
+
+
+def render_compare(c: Comparison) -> str:
+    lines = [f"Compare {c.a.run_id} (A) -> {c.b.run_id} (B)"]
+    if c.offline:
+        lines.append("[offline model] at least one run's results do not come from a real model.")
+    lines += [
+        f"Score      A {f.score(c.a.score)}  B {f.score(c.b.score)}  delta {_delta(c.score_delta)}",
+        f"Pass rate  A {f.pct(c.a.suite.pass_rate)}  B {f.pct(c.b.suite.pass_rate)}  "
+        f"delta {_delta(c.pass_rate_delta, ' pts')}",
+        f"Errors     A {c.a.suite.errors}  B {c.b.suite.errors}",
+    ]
+    if c.regressed:
+        lines.append("Regressed (passed in A, fail in B): " + ", ".join(c.regressed))
+    if c.newly_passing:
+        lines.append("Newly passing (failed in A, pass in B): " + ", ".join(c.newly_passing))
+    if not c.regressed and not c.newly_passing:
+        lines.append("No case changed between passing and failing.")
+    if c.only_in_a or c.only_in_b:
+        lines.append(f"Not paired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
+    moved = sorted((d for d in c.cases if d.delta is not None and abs(d.delta) >= 0.05),
+                   key=lambda d: d.delta or 0.0)
+    if moved:
+        lines.append("")
+        lines.append("Largest changes:")
+        for d in moved[:5] + [x for x in moved[-5:] if x not in moved[:5]]:
+            lines.append(f"  {d.case_id:<30} {f.score(d.score_a):>6} -> {f.score(d.score_b):>6}  "
+                         f"({d.delta:+.1f})")
+    return "\n".join(lines)
+
+
+def compare_dict(c: Comparison) -> dict[str, Any]:
+    return {
+        "a": c.a.run_id, "b": c.b.run_id, "offline": c.offline,
+        "score": {"a": c.a.score, "b": c.b.score, "delta": c.score_delta.to_dict()},
+        "pass_rate": {"a": c.a.suite.pass_rate, "b": c.b.suite.pass_rate,
+                      "delta_points": c.pass_rate_delta.to_dict()},
+        "errors": {"a": c.a.suite.errors, "b": c.b.suite.errors},
+        "regressed": c.regressed, "newly_passing": c.newly_passing,
+        "only_in_a": c.only_in_a, "only_in_b": c.only_in_b,
+        "cases": [{"id": d.case_id, "a": d.score_a, "b": d.score_b, "delta": d.delta,
+                   "status_a": d.status_a, "status_b": d.status_b} for d in c.cases],
+    }
+
+
+def render_compare_json(c: Comparison) -> str:
+    return json.dumps(compare_dict(c), indent=2, default=str)

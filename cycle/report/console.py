@@ -1,0 +1,56 @@
+"""The console summary printed at the end of ``cycle run``."""
+
+from __future__ import annotations
+
+from cycle.evals.results import RunResult
+from cycle.report import format as f
+
+_COLORS = {"passed": "32", "failed": "31", "error": "33"}
+
+
+def _paint(text: str, status: str, color: bool) -> str:
+    return f"\x1b[{_COLORS[status]}m{text}\x1b[0m" if color else text
+
+
+def render_console(result: RunResult, *, color: bool = False, max_cases: int = 50) -> str:
+    s = result.suite
+    title = f"{result.prompt_id}@{result.version}" if result.prompt_id else result.run_id
+    lines = [f"Run {result.run_id}: {title}  (agent {result.agent_model}, judge {result.judge_model})"]
+    if result.offline:
+        lines.append("[offline model] these results do not come from a real model.")
+    if result.status != "finished":
+        lines.append(f"Run {result.status}: {result.stop_reason or ''}".rstrip(": "))
+    lines.append("")
+    cases = list(result.cases.values())
+    width = min(40, max((len(c.case_id) for c in cases), default=4))
+    # failed and errored first: they are what a person looks for
+    order = sorted(cases, key=lambda c: {"error": 0, "failed": 1, "passed": 2}[c.status])
+    for c in order[:max_cases]:
+        status = _paint(f"{c.status.upper():6}", c.status, color)
+        extra = f"  {c.errors} errored" if c.errors else ""
+        reason = ""
+        rep = c.representative
+        if c.status == "failed" and rep is not None:
+            failing = [v.criterion_id + ("*" if v.required else "") for v in rep.verdicts if not v.passed]
+            reason = "  fails: " + ", ".join(failing) if failing else ""
+        elif c.status == "error":
+            first = next((r.error for r in result.results if r.case_id == c.case_id and r.error), "")
+            reason = f"  {first[:100]}"
+        lines.append(f"  {status} {c.case_id[:width]:<{width}}  {f.score_ci(c.stats):>13}  "
+                     f"pass {f.pct(c.pass_rate):>4}{extra}{reason}")
+    if len(order) > max_cases:
+        lines.append(f"  ... and {len(order) - max_cases} more (see the reports)")
+    lines.append("")
+    agent, judge = s.role("agent"), s.role("judge")
+    lines += [
+        f"Score {f.score(s.score.mean)}  95% CI {f.interval(s.score)}  threshold {result.threshold:g}",
+        f"Cases {s.cases}: {s.passed} passed, {s.failed} failed, {s.errored} errored   "
+        f"pass rate {f.pct(s.pass_rate)}   iterations {s.iterations} ({s.errors} errored)",
+        f"Latency p50 {f.seconds(s.latency_p50)}  p90 {f.seconds(s.latency_p90)}  "
+        f"p99 {f.seconds(s.latency_p99)}",
+        f"Tokens agent {f.tokens(agent.input_tokens)} in / {f.tokens(agent.output_tokens)} out, "
+        f"judge {f.tokens(judge.input_tokens)} in / {f.tokens(judge.output_tokens)} out",
+        f"Cost {f.money(s.cost, s.cost_estimated)} (agent {f.money(agent.cost)}, "
+        f"judge {f.money(judge.cost)})",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,216 @@
+"""The report of an improvement cycle, in Markdown and JSON, built from the store.
+
+A summary (rounds, why it stopped, initial and final score with intervals,
+the improvement, total cost, final version; "offline model" when the results
+did not come from a real model), a score table per round, a Mermaid chart of
+the score across rounds, each round's suggestions with their decisions, and
+the diff from the first prompt to the final one. Because it reads the store,
+it can be written again for any cycle, also one that was resumed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cycle.report import format as f
+from cycle.report.json import OFFLINE_NOTE
+from cycle.store import Store
+from cycle.store import cycles as sc
+
+
+def _r(x: float | None, digits: int = 2) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
+    """Everything the cycle report shows, JSON-ready."""
+    cycle = sc.get_cycle(store, cycle_id)
+    rounds = sc.get_rounds(store, cycle_id)
+    suggestions = sc.get_suggestions(store, cycle_id)
+    costs = sc.round_costs(store, cycle_id)
+    offline = bool(store.db.execute(
+        "SELECT max(coalesce(offline, 0)) FROM runs WHERE cycle_id = ?", (cycle_id,)).fetchone()[0])
+    by_role: dict[str, float] = {}
+    for c in costs.values():
+        for role, usd in c.items():
+            by_role[role] = by_role.get(role, 0.0) + usd
+    estimated = bool(store.db.execute(
+        "SELECT max(coalesce(c.cost_estimated, 0)) FROM calls c LEFT JOIN runs r ON r.id = c.run_id "
+        "WHERE r.cycle_id = ? OR (c.run_id IS NULL AND c.cycle_id = ?)", (cycle_id, cycle_id),
+    ).fetchone()[0])
+
+    first = next((r for r in rounds if r.round == 0), None)
+    final_version = cycle.final_version or cycle.initial_version
+    # the final score is the score of the round that evaluated the final version and kept it
+    final_row = first
+    for r in rounds:
+        if r.round >= 1 and r.accepted and r.candidate_version == final_version:
+            final_row = r
+    initial = {"version": cycle.initial_version, "score": _r(first.score) if first else None,
+               "ci_low": _r(first.ci_low) if first else None, "ci_high": _r(first.ci_high) if first else None}
+    final = {"version": final_version, "score": _r(final_row.score) if final_row else None,
+             "ci_low": _r(final_row.ci_low) if final_row else None,
+             "ci_high": _r(final_row.ci_high) if final_row else None}
+    improvement = (None if initial["score"] is None or final["score"] is None
+                   else _r(final["score"] - initial["score"]))
+    diff = ""
+    if cycle.initial_version and final_version and final_version != cycle.initial_version:
+        diff = store.diff(cycle.prompt_id, cycle.initial_version, final_version).render()
+
+    incumbent_score = initial["score"]
+    round_items = []
+    for r in rounds:
+        if r.round == 0 or r.accepted:
+            incumbent_score = _r(r.score) if r.score is not None else incumbent_score
+        round_items.append({
+            "round": r.round,
+            "version": r.version,
+            "incumbent_version": r.incumbent_version,
+            "status": r.status,
+            "score": _r(r.score),
+            "ci_low": _r(r.ci_low),
+            "ci_high": _r(r.ci_high),
+            "pass_rate": _r(r.pass_rate, 4),
+            "delta": _r(r.delta),
+            "accepted": r.accepted,
+            "reason": r.reason or "",
+            "incumbent_score_after": incumbent_score,
+            "cost": _r(sum(costs.get(r.round, {}).values()), 6),
+            "cost_by_role": {k: _r(v, 6) for k, v in sorted(costs.get(r.round, {}).items())},
+            "baseline_run_id": r.baseline_run_id,
+            "candidate_run_id": r.candidate_run_id,
+            "suggestions": [
+                {k: v for k, v in s.model_dump().items() if k not in ("cycle_id",)}
+                for s in suggestions if s.round == r.round
+            ],
+        })
+    return {
+        "kind": "cycle_report",
+        "cycle_id": cycle.id,
+        "prompt_id": cycle.prompt_id,
+        "status": cycle.status,
+        "stop_reason": cycle.stop_reason,
+        "started_at": cycle.started_at,
+        "finished_at": cycle.finished_at,
+        "offline": offline,
+        "note": OFFLINE_NOTE if offline else None,
+        "rounds_run": sum(1 for r in rounds if r.round >= 1),
+        "initial": initial,
+        "final": final,
+        "improvement": improvement,
+        "total_cost": _r(sum(by_role.values()), 6),
+        "cost_by_role": {k: _r(v, 6) for k, v in sorted(by_role.items())},
+        "cost_estimated": estimated,
+        "config": cycle.config,
+        "rounds": round_items,
+        "diff": diff,
+    }
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "—" if low is None or high is None else f"[{low:.1f}, {high:.1f}]"
+
+
+def _signed(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.1f}"
+
+
+def _chart(data: dict[str, Any]) -> list[str]:
+    rounds = [r for r in data["rounds"] if r["score"] is not None or r["incumbent_score_after"] is not None]
+    if not rounds:
+        return []
+    evaluated = [r["score"] if r["score"] is not None else r["incumbent_score_after"] for r in rounds]
+    kept = [r["incumbent_score_after"] if r["incumbent_score_after"] is not None else 0 for r in rounds]
+    low = max(0, int(min(evaluated + kept) // 10 * 10) - 10)
+    return [
+        "```mermaid",
+        "xychart-beta",
+        '    title "Score by round (bar: version evaluated, line: head after the round)"',
+        "    x-axis \"round\" [" + ", ".join(str(r["round"]) for r in rounds) + "]",
+        f'    y-axis "score" {low} --> 100',
+        "    bar [" + ", ".join(f"{x:.1f}" for x in evaluated) + "]",
+        "    line [" + ", ".join(f"{x:.1f}" for x in kept) + "]",
+        "```",
+    ]
+
+
+def render_cycle_markdown(data: dict[str, Any]) -> str:
+    """The Markdown cycle report."""
+    i, fin = data["initial"], data["final"]
+    out = [f"# Improvement cycle {data['cycle_id']}: {data['prompt_id']}", ""]
+    if data["offline"]:
+        out += [f"> **Offline model**: {OFFLINE_NOTE.split(': ', 1)[-1]}.", ""]
+    by_role = ", ".join(f"{k} {f.money(v)}" for k, v in data["cost_by_role"].items()) or "no calls"
+    out += [
+        "| | |",
+        "| --- | --- |",
+        f"| status | {data['status']} |",
+        f"| rounds | {data['rounds_run']} (after the baseline evaluation) |",
+        f"| stopped because | {_cell(data['stop_reason'] or '—')} |",
+        f"| initial | {i['version']}: {f.score(i['score'])} {_interval(i['ci_low'], i['ci_high'])} |",
+        f"| final | {fin['version']}: {f.score(fin['score'])} {_interval(fin['ci_low'], fin['ci_high'])} |",
+        f"| improvement | {_signed(data['improvement'])} |",
+        f"| total cost | {f.money(data['total_cost'] or 0.0, data['cost_estimated'])} ({by_role}) |",
+        "",
+        "## Rounds",
+        "",
+        "| round | version | score | 95% interval | delta | accepted | cost | why |",
+        "| ---: | --- | ---: | --- | ---: | --- | ---: | --- |",
+    ]
+    for r in data["rounds"]:
+        accepted = {None: "baseline" if r["round"] == 0 else "—", True: "yes", False: "no"}[r["accepted"]]
+        if r["status"] == "stopped":
+            accepted = "stopped"
+        out.append(
+            f"| {r['round']} | {r['version'] or '—'} | {f.score(r['score'])} | "
+            f"{_interval(r['ci_low'], r['ci_high'])} | {_signed(r['delta'])} | {accepted} | "
+            f"{f.money(r['cost'] or 0.0)} | {_cell(r['reason'])} |"
+        )
+    chart = _chart(data)
+    if chart:
+        out += ["", "## Score across rounds", "", *chart]
+    out += ["", "## Suggestions", ""]
+    any_suggestion = False
+    for r in data["rounds"]:
+        if not r["suggestions"]:
+            continue
+        any_suggestion = True
+        out += [f"### Round {r['round']}", "",
+                "| # | type | priority | decision | applied | reasoning | reason |",
+                "| ---: | --- | --- | --- | --- | --- | --- |"]
+        for n, s in enumerate(r["suggestions"], 1):
+            out.append(f"| {n} | {s['type']} | {s['priority']} | {s['decision']} | "
+                       f"{'yes' if s['applied'] else 'no'} | {_cell(s['reasoning'])} | {_cell(s['reason'])} |")
+        out.append("")
+        for n, s in enumerate(r["suggestions"], 1):
+            value = s["edited_value"] if s["edited_value"] is not None else s["suggested_value"]
+            out += [f"<details><summary>{n}. {s['type']}: suggested value</summary>", "",
+                    "```text", value, "```"]
+            if s["current_value"]:
+                out += ["replacing", "", "```text", s["current_value"], "```"]
+            out += ["", "</details>", ""]
+    if not any_suggestion:
+        out += ["No suggestions were made.", ""]
+    out += ["## From the first prompt to the final one", ""]
+    if data["diff"]:
+        out += ["```diff", data["diff"].rstrip("\n"), "```"]
+    else:
+        out += ["The final version is the one the cycle started from."]
+    return "\n".join(out) + "\n"
+
+
+def write_cycle_report(store: Store, cycle_id: str, directory: str | Path) -> dict[str, Path]:
+    """Write ``<cycle id>.md`` and ``<cycle id>.json`` into ``directory``; returns format -> path."""
+    data = cycle_report_dict(store, cycle_id)
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": d / f"{cycle_id}.md", "json": d / f"{cycle_id}.json"}
+    paths["markdown"].write_text(render_cycle_markdown(data), encoding="utf-8")
+    paths["json"].write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    return paths

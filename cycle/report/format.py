@@ -1,0 +1,42 @@
+"""Small formatting helpers shared by the reports."""
+
+from __future__ import annotations
+
+from cycle.evals.stats import Stats
+
+
+def score(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f}"
+
+
+def score_ci(s: Stats) -> str:
+    """"72.4 ± 3.1" (the 95% interval's half width), or just the mean for n < 2."""
+    if s.mean is None:
+        return "—"
+    half = s.half_width
+    return f"{s.mean:.1f}" if half is None else f"{s.mean:.1f} ± {half:.1f}"
+
+
+def interval(s: Stats) -> str:
+    if s.ci_low is None or s.ci_high is None:
+        return "—"
+    return f"[{s.ci_low:.1f}, {s.ci_high:.1f}]"
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{x * 100:.0f}%"
+
+
+def money(x: float, estimated: bool = False) -> str:
+    text = f"${x:.4f}" if x < 1 else f"${x:.2f}"
+    return text + (" (est.)" if estimated else "")
+
+
+def seconds(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def tokens(n: int) -> str:
+    return f"{n:,}"

@@ -1,0 +1,60 @@
+"""The JSON report: every figure of a run, for scripts and dashboards."""
+
+from __future__ import annotations
+
+import json as _json
+from typing import Any
+
+from cycle.evals.results import CaseStats, IterationResult, RunResult
+
+OFFLINE_NOTE = "offline model: these results do not come from a real model"
+
+
+def _iteration(r: IterationResult) -> dict[str, Any]:
+    return {
+        "iteration": r.iteration, "status": r.status, "score": r.score, "passed": r.passed,
+        "error": r.error, "output": r.output, "latency": r.latency,
+        "agent_cost": r.agent_cost, "judge_cost": r.judge_cost,
+        "tool_calls": [t.model_dump() for t in r.tool_calls],
+        "verdicts": [
+            {"criterion": v.criterion_id, "kind": v.kind, "score": v.score, "passed": v.passed,
+             "weight": v.weight, "required": v.required, "reasoning": v.reasoning}
+            for v in r.verdicts
+        ],
+    }
+
+
+def _case(c: CaseStats, result: RunResult) -> dict[str, Any]:
+    info = result.case_info.get(c.case_id, {})
+    return {
+        "id": c.case_id, "name": c.name, "status": c.status, "tags": info.get("tags", []),
+        "mean": c.stats.mean, "sd": c.stats.sd, "min": c.stats.min, "max": c.stats.max,
+        "ci_low": c.stats.ci_low, "ci_high": c.stats.ci_high, "pass_rate": c.pass_rate,
+        "iterations": c.iterations, "errors": c.errors,
+        "representative": c.representative.iteration if c.representative else None,
+        "expected": info.get("expected"),
+        "results": [_iteration(r) for r in result.results if r.case_id == c.case_id],
+    }
+
+
+def report_dict(result: RunResult) -> dict[str, Any]:
+    """The whole run as plain JSON-able data."""
+    return {
+        "run_id": result.run_id,
+        "status": result.status,
+        "offline": result.offline,
+        "note": OFFLINE_NOTE if result.offline else None,
+        "prompt": {"id": result.prompt_id, "version": result.version},
+        "models": {"agent": result.agent_model, "judge": result.judge_model,
+                   "judge_version": result.judge_version},
+        "threshold": result.threshold,
+        "started_at": result.started_at,
+        "finished_at": result.finished_at,
+        "exit_code": result.exit_code,
+        "summary": result.summary(),
+        "cases": [_case(c, result) for c in result.cases.values()],
+    }
+
+
+def render_json(result: RunResult) -> str:
+    return _json.dumps(report_dict(result), indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,107 @@
+"""The Markdown report: a summary table, failed cases expanded, passed cases collapsed."""
+
+from __future__ import annotations
+
+from cycle.evals.results import CaseStats, IterationResult, RunResult
+from cycle.report import format as f
+from cycle.report.json import OFFLINE_NOTE
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _verdicts(r: IterationResult) -> list[str]:
+    lines = ["| criterion | kind | score | weight | result | reasoning |",
+             "| --- | --- | ---: | ---: | --- | --- |"]
+    for v in r.verdicts:
+        mark = "pass" if v.passed else ("**FAIL (required)**" if v.required else "fail")
+        lines.append(f"| {v.criterion_id}{' (required)' if v.required else ''} | {v.kind} | "
+                     f"{v.score:.0f} | {v.weight:g} | {mark} | {_cell(v.reasoning)} |")
+    return lines
+
+
+def _case_body(c: CaseStats, result: RunResult) -> list[str]:
+    info = result.case_info.get(c.case_id, {})
+    runs = [r for r in result.results if r.case_id == c.case_id]
+    out: list[str] = []
+    if info.get("description"):
+        out += [info["description"], ""]
+    out.append(f"Mean {f.score_ci(c.stats)} (sd {f.score(c.stats.sd)}, min {f.score(c.stats.min)}, "
+               f"max {f.score(c.stats.max)}), pass rate {f.pct(c.pass_rate)}, "
+               f"{c.errors} errored of {c.iterations} iterations.")
+    out.append("")
+    if runs and runs[0].input is not None:
+        out += ["**Input**", "", "```", _input_text(runs[0].input), "```", ""]
+    rep = c.representative
+    if rep is not None:
+        out += [f"**Output** (iteration {rep.iteration}, the one closest to the mean: "
+                f"{f.score(rep.score)})", "", "```", rep.output.strip(), "```", ""]
+        if info.get("expected") is not None:
+            out += ["**Expected**", "", "```", str(info["expected"]).strip(), "```", ""]
+        out += _verdicts(rep) + [""]
+    errors = [r for r in runs if r.status == "error"]
+    if errors:
+        out += ["**Errors**", ""] + [f"- iteration {r.iteration}: {r.error}" for r in errors] + [""]
+    return out
+
+
+def _input_text(value: object) -> str:
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
+
+
+def render_markdown(result: RunResult) -> str:
+    s = result.suite
+    title = f"{result.prompt_id}@{result.version}" if result.prompt_id else result.run_id
+    lines = [f"# Evaluation: {title}", ""]
+    if result.offline:
+        lines += [f"> **Offline model.** {OFFLINE_NOTE[len('offline model: '):].capitalize()}; "
+                  "they show how cycle works, not how good the prompt is.", ""]
+    if result.status != "finished":
+        lines += [f"> **Run {result.status}.** {result.stop_reason or ''}".rstrip(), ""]
+    usage_rows = []
+    for role in sorted(s.usage):
+        u = s.usage[role]
+        usage_rows.append(f"| {role} | {u.calls} | {f.tokens(u.input_tokens)} | "
+                          f"{f.tokens(u.output_tokens)} | {f.money(u.cost, u.cost_estimated)} |")
+    lines += [
+        "| | |", "| --- | --- |",
+        f"| Run | `{result.run_id}` ({result.status}) |",
+        f"| Agent | {result.agent_model or '—'} |",
+        f"| Judge | {result.judge_model or '—'} (judge prompt {result.judge_version or '—'}) |",
+        f"| Score | **{f.score(s.score.mean)}** (95% CI {f.interval(s.score)}) |",
+        f"| Pass threshold | {result.threshold:g} |",
+        f"| Cases | {s.cases}: {s.passed} passed, {s.failed} failed, {s.errored} errored |",
+        f"| Pass rate | {f.pct(s.pass_rate)} |",
+        f"| Iterations | {s.iterations} ({s.errors} errored) |",
+        f"| Latency p50 / p90 / p99 | {f.seconds(s.latency_p50)} / {f.seconds(s.latency_p90)} / "
+        f"{f.seconds(s.latency_p99)} |",
+        f"| Cost | {f.money(s.cost, s.cost_estimated)} |",
+        "",
+    ]
+    if usage_rows:
+        lines += ["| role | calls | input tokens | output tokens | cost |",
+                  "| --- | ---: | ---: | ---: | ---: |", *usage_rows, ""]
+    lines += ["## Cases", "", "| case | status | mean ± 95% CI | sd | pass rate | errors |",
+              "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for c in result.cases.values():
+        lines.append(f"| {_cell(c.name)} (`{c.case_id}`) | {c.status} | {f.score_ci(c.stats)} | "
+                     f"{f.score(c.stats.sd)} | {f.pct(c.pass_rate)} | {c.errors} |")
+    lines.append("")
+    bad = [c for c in result.cases.values() if c.status != "passed"]
+    good = [c for c in result.cases.values() if c.status == "passed"]
+    if bad:
+        lines += ["## Failed and errored cases", ""]
+        for c in bad:
+            lines += [f"### {c.status.upper()}: {c.name} (`{c.case_id}`)", ""]
+            lines += _case_body(c, result)
+    if good:
+        lines += ["## Passed cases", ""]
+        for c in good:
+            lines += ["<details>", f"<summary>{c.name} (<code>{c.case_id}</code>): "
+                      f"{f.score_ci(c.stats)}</summary>", ""]
+            lines += _case_body(c, result)
+            lines += ["</details>", ""]
+    return "\n".join(lines).rstrip() + "\n"

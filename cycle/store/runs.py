@@ -1,0 +1,310 @@
+"""Runs, results, verdicts and model calls in the store.
+
+The runner writes iteration results with their verdicts, and the model
+calls made for them, in small batches: one transaction at most every
+``FLUSH_EVERY`` seconds (WAL mode, no fsync storm), so a killed run loses at
+most that much work and resumes from the rest. ``CallRecorder`` subscribes to the event
+bus and buffers ``ModelCalled`` rows until that commit (or ``flush()``).
+Reading back (``load_run``) rebuilds a ``RunResult`` for reports,
+``cycle compare`` and resuming.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from cycle.errors import NotFoundError
+from cycle.evals.results import IterationResult, RoleUsage, RunResult, build_run_result
+from cycle.events import Event, ModelCalled
+from cycle.judge import Verdict
+from cycle.llm.base import ToolCall
+
+#: seconds between two result writes of a running suite (see the module docstring)
+FLUSH_EVERY = 0.25
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def new_run_id() -> str:
+    """A short, sortable, unique run id: run-YYYYmmdd-HHMMSS-xxxxxx."""
+    return "run-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """A row of ``runs``."""
+
+    id: str
+    prompt_id: str | None
+    version: str | None
+    status: str
+    started_at: str | None
+    finished_at: str | None
+    config: dict[str, Any]
+    agent_model: str | None
+    judge_model: str | None
+    judge_version: str | None
+    offline: bool
+    cycle_id: str | None
+    round: int | None
+    role: str | None
+    summary: dict[str, Any] | None
+
+
+_RUN_COLUMNS = (
+    "id, prompt_id, version, status, started_at, finished_at, config, agent_model, "
+    "judge_model, judge_version, offline, cycle_id, round, role, summary"
+)
+
+
+def create_run(
+    store: Any,
+    *,
+    run_id: str,
+    prompt_id: str | None = None,
+    version: str | None = None,
+    config: dict[str, Any] | None = None,
+    agent_model: str | None = None,
+    judge_model: str | None = None,
+    judge_version: str | None = None,
+    offline: bool = False,
+    cycle_id: str | None = None,
+    round: int | None = None,
+    role: str = "eval",
+) -> None:
+    """Insert a run with status 'running'."""
+    with store.transaction() as db:
+        db.execute(
+            f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, 'running', ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            (run_id, prompt_id, version, now_iso(), json.dumps(config or {}, default=str),
+             agent_model, judge_model, judge_version, int(offline), cycle_id, round, role),
+        )
+
+
+def get_run(store: Any, run_id: str) -> RunRow | None:
+    rows = store.db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchall()
+    if not rows:
+        return None
+    r = rows[0]
+    return RunRow(
+        id=r[0], prompt_id=r[1], version=r[2], status=r[3], started_at=r[4], finished_at=r[5],
+        config=json.loads(r[6] or "{}"), agent_model=r[7], judge_model=r[8], judge_version=r[9],
+        offline=bool(r[10]), cycle_id=r[11], round=r[12], role=r[13],
+        summary=json.loads(r[14]) if r[14] else None,
+    )
+
+
+def require_run(store: Any, run_id: str) -> RunRow:
+    row = get_run(store, run_id)
+    if row is None:
+        recent = [r[0] for r in store.db.execute(
+            "SELECT id FROM runs ORDER BY started_at DESC LIMIT 5").fetchall()]
+        raise NotFoundError(
+            f"no run '{run_id}' in the store",
+            hint=("Recent runs: " + ", ".join(recent) + ".") if recent else "The store has no runs yet.",
+        )
+    return row
+
+
+def list_runs(store: Any, *, prompt_id: str | None = None, limit: int = 20) -> list[RunRow]:
+    where, params = ("WHERE prompt_id = ?", (prompt_id,)) if prompt_id else ("", ())
+    ids = [r[0] for r in store.db.execute(
+        f"SELECT id FROM runs {where} ORDER BY started_at DESC, rowid DESC LIMIT ?", (*params, limit)
+    ).fetchall()]
+    return [r for r in (get_run(store, i) for i in ids) if r is not None]
+
+
+def finish_run(store: Any, run_id: str, *, status: str, summary: dict[str, Any] | None = None) -> None:
+    """Set the final status ('finished', 'interrupted', 'failed') and the summary figures."""
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE runs SET status = ?, finished_at = ?, summary = ? WHERE id = ?",
+            (status, now_iso(), json.dumps(summary, default=str) if summary is not None else None,
+             run_id),
+        )
+
+
+def mark_running(store: Any, run_id: str) -> None:
+    with store.transaction() as db:
+        db.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
+
+
+def completed_keys(store: Any, run_id: str) -> set[tuple[str, int]]:
+    """(case id, iteration) pairs already judged in a run (errored ones are not: they re-run)."""
+    rows = store.db.execute(
+        "SELECT case_id, iteration FROM results WHERE run_id = ? AND status != 'error'", (run_id,)
+    ).fetchall()
+    return {(r[0], r[1]) for r in rows}
+
+
+def delete_errors(store: Any, run_id: str) -> int:
+    """Remove a run's errored iterations (before resuming re-runs them)."""
+    with store.transaction() as db:
+        ids = [r[0] for r in db.execute(
+            "SELECT id FROM results WHERE run_id = ? AND status = 'error'", (run_id,)).fetchall()]
+        if ids:
+            marks = ",".join("?" * len(ids))
+            db.execute(f"DELETE FROM verdicts WHERE result_id IN ({marks})", ids)
+            db.execute(f"DELETE FROM results WHERE id IN ({marks})", ids)
+        return len(ids)
+
+
+def _call_row(event: ModelCalled) -> tuple[Any, ...]:
+    ctx = event.context
+    return (
+        datetime.fromtimestamp(event.at, UTC).isoformat(timespec="microseconds"),
+        ctx.get("run_id"), ctx.get("cycle_id"), ctx.get("round"), ctx.get("case_id"),
+        ctx.get("iteration"), event.role, event.model, event.input_tokens,
+        event.cached_input_tokens, event.output_tokens, event.cost, int(event.cost_estimated),
+        event.latency, int(event.cache_hit), event.attempts, event.error,
+    )
+
+
+_INSERT_CALL = (
+    "INSERT INTO calls (at, run_id, cycle_id, round, case_id, iteration, role, model, "
+    "input_tokens, cached_input_tokens, output_tokens, cost, cost_estimated, latency, "
+    "cache_hit, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_RESULT = (
+    "INSERT INTO results (run_id, case_id, iteration, status, score, passed, error, input, "
+    "output, tool_calls, latency, agent_cost, judge_cost, input_tokens, output_tokens, "
+    "started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_VERDICT = (
+    "INSERT INTO verdicts (result_id, criterion_id, kind, score, passed, weight, required, "
+    "reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class CallRecorder:
+    """A bus subscriber that records ``ModelCalled`` events as rows of ``calls``.
+
+    Rows are buffered and written with the next result (``write_result``) or
+    on ``flush()``, so a run costs one transaction per result, not per call.
+    With ``run_id`` it records only that run's calls (several runs may share
+    a bus); without, every call.
+    """
+
+    def __init__(self, store: Any, *, run_id: str | None = None) -> None:
+        self.store = store
+        self.run_id = run_id
+        self._pending: list[tuple[Any, ...]] = []
+
+    def __call__(self, event: Event) -> None:
+        if not isinstance(event, ModelCalled):
+            return
+        if self.run_id is not None and event.context.get("run_id") != self.run_id:
+            return
+        self._pending.append(_call_row(event))
+
+    def take(self) -> list[tuple[Any, ...]]:
+        rows, self._pending = self._pending, []
+        return rows
+
+    def flush(self) -> None:
+        rows = self.take()
+        if rows:
+            with self.store.transaction() as db:
+                db.conn.executemany(_INSERT_CALL, rows)
+
+
+def write_result(
+    store: Any, run_id: str, result: IterationResult, *, calls: Iterable[tuple[Any, ...]] = ()
+) -> None:
+    """Write one iteration's result, its verdicts and pending call rows, in one transaction."""
+    write_results(store, run_id, [result], calls=calls)
+
+
+def write_results(
+    store: Any, run_id: str, results: Iterable[IterationResult], *,
+    calls: Iterable[tuple[Any, ...]] = (),
+) -> None:
+    """Write iteration results with their verdicts, and call rows, in one transaction."""
+    with store.transaction() as db:
+        conn = db.conn
+        for r in results:
+            _insert_result(conn, run_id, r)
+        rows = list(calls)
+        if rows:
+            conn.executemany(_INSERT_CALL, rows)
+
+
+def _insert_result(conn: Any, run_id: str, r: IterationResult) -> None:
+    tool_calls = json.dumps([t.model_dump() for t in r.tool_calls]) if r.tool_calls else None
+    cur = conn.execute(_INSERT_RESULT, (
+        run_id, r.case_id, r.iteration, r.status, r.score,
+        None if r.passed is None else int(r.passed), r.error,
+        json.dumps(r.input, ensure_ascii=False, default=str), r.output, tool_calls,
+        r.latency, r.agent_cost, r.judge_cost, r.input_tokens, r.output_tokens,
+        r.started_at, r.finished_at,
+    ))
+    if r.verdicts:
+        rid = cur.lastrowid
+        conn.executemany(_INSERT_VERDICT, [
+            (rid, v.criterion_id, v.kind, v.score, int(v.passed), v.weight, int(v.required),
+             v.reasoning) for v in r.verdicts
+        ])
+
+
+def load_results(store: Any, run_id: str) -> list[IterationResult]:
+    """Every stored iteration of a run, with its verdicts."""
+    db = store.db
+    verdicts: dict[int, list[Verdict]] = {}
+    for row in db.execute(
+        "SELECT v.result_id, v.criterion_id, v.kind, v.score, v.passed, v.weight, v.required, "
+        "v.reasoning FROM verdicts v JOIN results r ON r.id = v.result_id WHERE r.run_id = ? "
+        "ORDER BY v.id", (run_id,)
+    ).fetchall():
+        verdicts.setdefault(row[0], []).append(Verdict(
+            criterion_id=row[1], kind=row[2], score=row[3], passed=bool(row[4]),
+            weight=row[5], required=bool(row[6]), reasoning=row[7] or "",
+        ))
+    out: list[IterationResult] = []
+    for row in db.execute(
+        "SELECT id, case_id, iteration, status, score, passed, error, input, output, tool_calls, "
+        "latency, agent_cost, judge_cost, input_tokens, output_tokens, started_at, finished_at "
+        "FROM results WHERE run_id = ? ORDER BY case_id, iteration", (run_id,)
+    ).fetchall():
+        out.append(IterationResult(
+            case_id=row[1], iteration=row[2], status=row[3], score=row[4],
+            passed=None if row[5] is None else bool(row[5]), error=row[6],
+            input=json.loads(row[7]) if row[7] else None, output=row[8] or "",
+            tool_calls=tuple(ToolCall(**t) for t in json.loads(row[9])) if row[9] else (),
+            latency=row[10] or 0.0, agent_cost=row[11] or 0.0, judge_cost=row[12] or 0.0,
+            input_tokens=row[13] or 0, output_tokens=row[14] or 0,
+            started_at=row[15] or "", finished_at=row[16] or "",
+            verdicts=tuple(verdicts.get(row[0], ())),
+        ))
+    return out
+
+
+def usage_by_role(store: Any, run_id: str) -> dict[str, RoleUsage]:
+    """Calls, tokens and cost of a run, per role (agent, judge, ...)."""
+    rows = store.db.execute(
+        "SELECT role, count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
+        "coalesce(sum(cost), 0), max(cost_estimated) FROM calls WHERE run_id = ? GROUP BY role",
+        (run_id,),
+    ).fetchall()
+    return {r[0] or "agent": RoleUsage(calls=r[1], input_tokens=r[2], output_tokens=r[3],
+                                       cost=r[4], cost_estimated=bool(r[5])) for r in rows}
+
+
+def load_run(store: Any, run_id: str, *, case_info: dict[str, dict[str, Any]] | None = None) -> RunResult:
+    """Rebuild a stored run's RunResult (for reports, compare and the loop)."""
+    row = require_run(store, run_id)
+    threshold = float(row.config.get("pass_threshold", 70.0))
+    info = case_info if case_info is not None else row.config.get("case_info", {})
+    return build_run_result(
+        run_id=run_id, status=row.status, threshold=threshold,
+        results=load_results(store, run_id), usage=usage_by_role(store, run_id), case_info=info,
+        prompt_id=row.prompt_id, version=row.version, agent_model=row.agent_model,
+        judge_model=row.judge_model, judge_version=row.judge_version, offline=row.offline,
+        started_at=row.started_at or "", finished_at=row.finished_at or "",
+    )

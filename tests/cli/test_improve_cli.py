@@ -1,0 +1,102 @@
+"""`cycle improve` through the real CLI on the offline quickstart: the score rises, the
+report is written, history and rollback work on the result, --events logs every event."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from cycle.cli import cli
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+
+
+@pytest.fixture
+def quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("cases", "prompts", "cycle.yaml"):
+        src = QUICKSTART / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def invoke(*args: str, input: str | None = None):
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def test_headless_cycle_improves_the_quickstart_and_writes_the_report(quickstart: Path) -> None:
+    r = invoke("improve", "cycle.yaml", "--headless", "--yes", "--events", "events.jsonl")
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    assert "round 1 done" in out and "[offline model]" in out
+    report_line = next(line for line in out.splitlines() if line.startswith("report: "))
+    md = quickstart / report_line.removeprefix("report: ").strip()
+    data = json.loads(md.with_suffix(".json").read_text())
+    assert data["offline"] and data["final"]["score"] > data["initial"]["score"] + 20
+    assert data["final"]["version"] != data["initial"]["version"]
+    scores = [r["score"] for r in data["rounds"]]
+    assert scores == sorted(scores)  # the score visibly rises round after round
+    text = md.read_text()
+    for part in ("xychart-beta", "## Rounds", "## Suggestions", "```diff", "Offline model"):
+        assert part in text
+    kinds = {json.loads(line)["kind"] for line in (quickstart / "events.jsonl").read_text().splitlines()}
+    assert {"cycle_started", "round_finished", "candidate_decided", "model_called", "cycle_finished"} <= kinds
+
+    # history shows the improved head; rollback by round returns head to where it started
+    hist = invoke("history", "support-reply")
+    assert hist.exit_code == 0 and "improver" in hist.output
+    back = invoke("rollback", "support-reply", "--round", "0", "--cycle", data["cycle_id"])
+    assert back.exit_code == 0, back.output
+    assert f"-> {data['initial']['version']}" in back.output
+    again = invoke("rollback", "support-reply", "--round", "1", "--cycle", data["cycle_id"])
+    assert f"-> {data['rounds'][1]['version']}" in again.output
+    bad = invoke("rollback", "support-reply", "--round", "9", "--cycle", data["cycle_id"])
+    assert bad.exit_code != 0 and "no round 9" in bad.output
+
+
+def test_a_second_run_continues_from_the_improved_head(quickstart: Path) -> None:
+    first = invoke("improve", "--headless", "--yes")
+    assert first.exit_code == 0, first.output
+    second = invoke("improve", "--headless", "--yes")
+    assert second.exit_code == 0, second.output
+    assert "on support-reply@1.0.2" in second.stdout and "target_score" in second.stdout
+
+
+def test_terminal_review_rejects_with_a_reason(quickstart: Path) -> None:
+    cfg = yaml.safe_load(Path("cycle.yaml").read_text())
+    cfg["improve"]["stop"] = {"max_rounds": 1}
+    Path("cycle.yaml").write_text(yaml.safe_dump(cfg))
+    r = invoke("improve", "--headless", "--review", "prompt", input="r\nnot our tone\nr\n\n")
+    assert r.exit_code == 0, r.output
+    assert "+++ suggested/system" in r.output  # each suggestion is previewed as a diff
+    assert "no candidate: every suggestion was rejected" in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--headless"], "pass --yes"),
+    (["--headless", "--review", "tui"], "needs the TUI"),
+    (["--review", "prompt"], "add --headless"),
+    (["--yes", "--review", "prompt", "--headless"], "cannot go with"),
+])
+def test_review_choices_that_cannot_work_are_refused(quickstart: Path, args, message) -> None:
+    r = invoke("improve", *args)
+    assert r.exit_code == 2 and message in r.output
+
+
+def test_bad_improve_section_names_file_line_and_field(quickstart: Path) -> None:
+    text = Path("cycle.yaml").read_text().replace("{max_rounds: 5}", "{max_round: 5}")
+    Path("cycle.yaml").write_text(text)
+    r = invoke("improve", "--headless", "--yes")
+    assert r.exit_code == 2
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "max_round:" in t)
+    assert f"cycle.yaml:{line}" in r.output and "unknown condition 'max_round'" in r.output
+
+
+def test_resume_without_an_interrupted_cycle_says_so(quickstart: Path) -> None:
+    r = invoke("improve", "--headless", "--yes", "--resume")
+    assert r.exit_code == 2 and "no interrupted cycle of 'support-reply'" in r.output

@@ -1,0 +1,147 @@
+"""Kill `cycle improve` mid-round (SIGKILL, and Ctrl-C), resume it, and check the store:
+no duplicated results, no model call repeated for a stored result, a sound database."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart"
+
+# The real CLI in a subprocess, on the offline model made a little slow (30 ms a call)
+# so that a round is long enough to be killed in the middle of it.
+WRAPPER = '''
+import asyncio, sys
+from cycle.llm.offline import OfflineAPI
+from cycle.llm.registry import register_provider
+
+class SlowOffline(OfflineAPI):
+    async def generate(self, messages, tools, config):
+        await asyncio.sleep(0.03)
+        return await super().generate(messages, tools, config)
+
+register_provider("slow", SlowOffline)
+from cycle.cli import main
+sys.argv = ["cycle", *sys.argv[1:]]
+main()
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    for name in ("cases", "prompts"):
+        shutil.copytree(QUICKSTART / name, tmp_path / name)
+    config = yaml.safe_load((QUICKSTART / "cycle.yaml").read_text())
+    config.update(agent="slow:default", judge="slow:default", improver="slow:default")
+    config["run"] = {"iterations": 3, "concurrency": 2, "timeout": 60}
+    config["improve"] = {"acceptance": "significant", "stop": {"max_rounds": 2}}
+    (tmp_path / "cycle.yaml").write_text(yaml.safe_dump(config))
+    (tmp_path / "run_cycle.py").write_text(WRAPPER)
+    return tmp_path
+
+
+def start(project: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CYCLE_STORE", None)
+    return subprocess.Popen(
+        [sys.executable, str(project / "run_cycle.py"), "improve", "cycle.yaml", "--headless", "--yes", *args],
+        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def wait_for_candidate_results(db: Path, proc: subprocess.Popen, at_least: int = 4) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the cycle ended before it could be killed: " + proc.communicate()[1]
+        if db.exists():
+            try:
+                with sqlite3.connect(db, timeout=5) as conn:
+                    n = conn.execute("SELECT count(*) FROM results WHERE run_id LIKE '%-r1'").fetchone()[0]
+            except sqlite3.OperationalError:
+                n = 0
+            if n >= at_least:
+                return
+        time.sleep(0.01)
+    raise AssertionError("round 1's candidate never started")
+
+
+def snapshot(db: Path) -> tuple[set, dict]:
+    with sqlite3.connect(db) as conn:
+        keys = set(conn.execute("SELECT run_id, case_id, iteration FROM results").fetchall())
+        calls = {}
+        for run_id, case_id, iteration, role, n in conn.execute(
+            "SELECT run_id, case_id, iteration, role, count(*) FROM calls WHERE run_id IS NOT NULL "
+            "GROUP BY run_id, case_id, iteration, role"
+        ):
+            calls[(run_id, case_id, iteration, role)] = n
+    return keys, calls
+
+
+def check_resumed(db: Path, before_keys: set, before_calls: dict) -> str:
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        (cycle_id, status, reason), = conn.execute("SELECT id, status, stop_reason FROM cycles").fetchall()
+        assert status == "finished" and reason.startswith("max_rounds"), reason
+        dupes = conn.execute("SELECT run_id, case_id, iteration FROM results GROUP BY run_id, case_id, "
+                             "iteration HAVING count(*) > 1").fetchall()
+        assert dupes == []
+        per_run = dict(conn.execute("SELECT run_id, count(*) FROM results GROUP BY run_id").fetchall())
+        assert per_run[f"{cycle_id}-r0"] == 15 and per_run[f"{cycle_id}-r1"] == 15
+        improver_calls = dict(conn.execute(
+            "SELECT round, count(*) FROM calls WHERE role = 'improver' GROUP BY round").fetchall())
+        assert improver_calls.get(1) == 1  # the suggestions were stored: not asked for again
+        rounds = conn.execute("SELECT round, status FROM rounds ORDER BY round").fetchall()
+        assert rounds == [(0, "finished"), (1, "finished"), (2, "finished")]
+    _, after_calls = snapshot(db)
+    for (run_id, case_id, iteration, role), n in before_calls.items():
+        if (run_id, case_id, iteration) in before_keys:  # a result stored before the kill
+            assert after_calls[(run_id, case_id, iteration, role)] == n, (run_id, case_id, iteration, role)
+    return cycle_id
+
+
+def test_sigkill_mid_round_then_resume(project: Path) -> None:
+    db = project / ".cycle" / "cycle.db"
+    proc = start(project)
+    wait_for_candidate_results(db, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    keys, calls = snapshot(db)
+    assert any(run.endswith("-r1") for run, _, _ in keys)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT status FROM cycles").fetchone()[0] == "running"  # killed: never marked
+
+    resumed = start(project, "--resume")
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert "resuming cycle" in out and "report: reports/" in out
+    cycle_id = check_resumed(db, keys, calls)
+    assert (project / "reports" / f"{cycle_id}.md").exists()
+
+
+def test_ctrl_c_marks_the_cycle_interrupted_and_resume_continues(project: Path) -> None:
+    db = project / ".cycle" / "cycle.db"
+    proc = start(project)
+    wait_for_candidate_results(db, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Resume with: cycle improve" in err
+    keys, calls = snapshot(db)
+    with sqlite3.connect(db) as conn:
+        cycle_id, status, reason = conn.execute("SELECT id, status, stop_reason FROM cycles").fetchone()
+    assert status == "interrupted" and f"--resume {cycle_id}" in reason
+
+    resumed = start(project, "--resume", cycle_id)
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert check_resumed(db, keys, calls) == cycle_id

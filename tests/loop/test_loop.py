@@ -1,0 +1,182 @@
+"""The loop driven by a scripted agent, judge and improver: acceptance, rejection, stop
+conditions, skipped suggestions and the cost cap."""
+
+from __future__ import annotations
+
+import asyncio
+
+from cycle.loop import Loop
+from cycle.loop.review import AutoReviewer
+from cycle.store.cycles import get_cycle, get_rounds, get_suggestions
+
+from .conftest import suggestion
+
+
+def run_loop(loaded, store, bus=None, reviewer=None, resume=None):
+    loop = Loop(loaded, store=store, bus=bus, reviewer=reviewer or AutoReviewer())
+    return asyncio.run(loop.run(resume=resume))
+
+
+def test_accepts_improvements_until_max_rounds(world, store, bus_log) -> None:
+    bus, log = bus_log
+    loaded = world([
+        {"suggestions": [suggestion("Always say sorry.")]},
+        {"suggestions": [suggestion("Always say order.")]},
+    ], improve={"acceptance": "significant", "stop": {"max_rounds": 2}})
+    result = run_loop(loaded, store, bus)
+    assert result.stop_reason == "max_rounds: 2 of 2 rounds run"
+    assert [r.accepted for r in result.rounds] == [None, True, True]
+    assert [round(r.score) for r in result.rounds] == [38, 58, 78]  # 40 + 20k - mean handicap 2.5
+    assert result.initial_version == "1.0.0" and result.final_version == "1.0.2"
+    assert store.resolve("support@head").version == "1.0.2"
+    assert "say order" in store.resolve("support@head").prompt.system
+    # head moves are recorded with the evidence
+    moves = store.label_moves("support", label="head")
+    assert moves[0].who == "cycle" and "significant" in moves[0].reason
+    rows = get_rounds(store, result.cycle_id)
+    assert [r.status for r in rows] == ["finished"] * 3
+    assert rows[1].baseline_run_id == f"{result.cycle_id}-r0" and rows[2].baseline_run_id == f"{result.cycle_id}-r1"
+    assert get_cycle(store, result.cycle_id).status == "finished"
+    kinds = [e.kind for e in log]
+    for kind in ("cycle_started", "round_started", "evaluation_started", "suggestions_proposed",
+                 "review_decided", "version_created", "candidate_decided", "round_finished", "cycle_finished"):
+        assert kind in kinds
+    assert result.offline
+
+
+def test_rejected_candidate_goes_back_to_the_improver_with_evidence(world, store) -> None:
+    seen_rejected: list = []
+
+    def improver(messages, tools, config):
+        from .conftest import last_json
+        data = last_json(messages)
+        seen_rejected.append(data["rejected"])
+        if len(seen_rejected) == 1:  # a useless edit: the score does not move
+            return {"suggestions": [suggestion("Be nice.")]}
+        return {"suggestions": [suggestion("Always say thanks.")]}
+
+    loaded = world(improver, improve={"stop": {"max_rounds": 2}})
+    result = run_loop(loaded, store)
+    assert [r.accepted for r in result.rounds[1:]] == [False, True]
+    assert "not significant" in result.rounds[1].reason or "too few" in result.rounds[1].reason
+    assert seen_rejected[0] == []
+    (rejected,) = seen_rejected[1]
+    assert rejected["suggested_value"] == "Be nice." and "candidate was rejected" in rejected["reason"]
+    assert store.resolve("support@head").version == result.final_version
+    versions = [v.version for v in store.history("support")]
+    assert "1.0.1" in versions  # the rejected candidate is kept, head never pointed at it
+    assert result.final_version == "1.0.2"
+
+
+def test_unappliable_suggestions_are_skipped_and_reported(world, store) -> None:
+    loaded = world([{"suggestions": [
+        suggestion("nothing", current="text that is not in the prompt"),
+        suggestion("Always say sorry.", priority="medium"),
+    ]}], improve={"stop": {"max_rounds": 1}})
+    result = run_loop(loaded, store)
+    stored = get_suggestions(store, result.cycle_id, 1)
+    assert [s.decision for s in stored] == ["skipped", "approved"]
+    assert "does not occur" in stored[0].reason and not stored[0].applied
+    assert stored[1].applied
+    assert result.rounds[1].accepted
+
+
+def test_every_suggestion_rejected_makes_no_candidate(world, store) -> None:
+    loaded = world([{"suggestions": [suggestion("x", priority="low")]}] * 3,
+                   improve={"stop": {"no_improvement": 2}})
+    result = run_loop(loaded, store, reviewer=AutoReviewer(min_priority="high"))
+    assert result.stop_reason.startswith("no_improvement: 2 round(s)")
+    assert [r.accepted for r in result.rounds[1:]] == [False, False]
+    assert "no candidate" in result.rounds[1].reason
+    assert [v.version for v in store.history("support")] == ["1.0.0"]
+
+
+def test_target_score_can_stop_after_the_baseline(world, store) -> None:
+    loaded = world([], improve={"stop": {"any": [{"target_score": 30}, {"max_rounds": 3}]}})
+    result = run_loop(loaded, store)
+    assert result.stop_reason.startswith("target_score") and len(result.rounds) == 1
+
+
+def test_target_score_reached_after_rounds_and_composed_all(world, store) -> None:
+    loaded = world([{"suggestions": [suggestion("Always say sorry.")]},
+                    {"suggestions": [suggestion("Always say order.")]},
+                    {"suggestions": [suggestion("Always say thanks.")]}],
+                   improve={"stop": {"any": [{"all": [{"target_score": 50}, {"max_rounds": 2}]},
+                                              {"max_rounds": 3}]}})
+    result = run_loop(loaded, store)
+    assert len(result.rounds) == 3
+    assert " and max_rounds" in result.stop_reason
+
+
+def test_nothing_to_improve_stops(world, store) -> None:
+    loaded = world([], system="Always say sorry. Always say order. Always say thanks.",
+                   improve={"low_score": 50, "stop": {"max_rounds": 3}})
+    result = run_loop(loaded, store)
+    assert result.stop_reason.startswith("nothing to improve")
+
+
+def test_acceptance_always_accepts_a_worse_candidate(world, store) -> None:
+    loaded = world([{"suggestions": [suggestion("Do not apologise.", current="Always say sorry.")]}],
+                   system="Always say sorry.", improve={"acceptance": "always", "stop": {"max_rounds": 1}})
+    result = run_loop(loaded, store)
+    assert result.rounds[1].accepted and result.rounds[1].delta < 0
+    assert store.resolve("support@head").version == "1.0.1"
+
+
+def test_custom_stop_predicate(world, store, tmp_path) -> None:
+    (tmp_path / "stops.py").write_text(
+        "def one_round(state):\n    return state.improvement_rounds >= 1 and 'one is enough'\n")
+    loaded = world([{"suggestions": [suggestion("Always say sorry.")]}] * 3,
+                   improve={"stop": {"any": [{"custom": "stops:one_round"}, {"max_rounds": 3}]}})
+    result = run_loop(loaded, store)
+    assert result.stop_reason == "custom: one is enough"
+
+
+def test_cost_cap_reached_mid_round_stops_cleanly(world, store) -> None:
+    loaded = world([{"suggestions": [suggestion("Always say sorry.")]}] * 2,
+                   improve={"stop": {"any": [{"max_rounds": 3}, {"max_cost": 0.25}]}})
+    # agent and judge on the priced provider: 8 iterations x 2 calls = $0.16 per evaluation
+    cfg = loaded.path.read_text().replace("scripted:agent", "paid:agent").replace("scripted:judge", "paid:judge")
+    loaded.path.write_text(cfg)
+    from cycle.config import load_config
+
+    result = run_loop(load_config(loaded.path), store)
+    assert result.stop_reason.startswith("max_cost: $0.2")
+    assert "round 1 was stopped mid-way" in result.stop_reason
+    assert 0.25 <= result.total_cost <= 0.25 + 4 * 0.01 + 1e-9  # at most the calls in flight over
+    rows = get_rounds(store, result.cycle_id)
+    assert [r.status for r in rows] == ["finished", "stopped"]
+    assert rows[1].candidate_run_id and rows[1].accepted is None
+    stored = store.db.execute("SELECT count(*) FROM results WHERE run_id = ?", (rows[1].candidate_run_id,)).fetchone()[0]
+    assert 0 < stored < 8  # what was judged before the cap is kept
+    assert store.resolve("support@head").version == "1.0.0"  # a half-evaluated candidate never becomes head
+    cycle = get_cycle(store, result.cycle_id)
+    assert cycle.status == "finished" and cycle.stop_reason == result.stop_reason
+    assert abs(cycle.total_cost - result.total_cost) < 1e-9
+    assert result.cost_by_role["agent"] > 0 and result.cost_by_role["judge"] > 0
+
+
+def test_cost_per_round_split_by_role(world, store) -> None:
+    loaded = world([{"suggestions": [suggestion("Always say sorry.")]}], improve={"stop": {"max_rounds": 1}})
+    cfg = loaded.path.read_text().replace("scripted:agent", "paid:agent").replace(
+        "scripted:improver", "paid:improver")
+    loaded.path.write_text(cfg)
+    from cycle.config import load_config
+
+    result = run_loop(load_config(loaded.path), store)
+    rows = get_rounds(store, result.cycle_id)
+    assert rows[0].cost == 0.08  # 8 agent calls; the scripted judge is free
+    assert abs(rows[1].cost - 0.09) < 1e-9  # 8 agent calls + 1 improver call
+    assert abs(result.total_cost - 0.17) < 1e-9
+    by_role = {k: round(v, 6) for k, v in result.cost_by_role.items()}
+    assert by_role == {"agent": 0.16, "judge": 0.0, "improver": 0.01}
+
+
+def test_stop_conditions_that_may_never_hold_are_refused(world, store) -> None:
+    import pytest
+
+    from cycle.errors import ConfigError
+
+    loaded = world([], improve={"stop": {"target_score": 99}})
+    with pytest.raises(ConfigError, match="could run forever"):
+        Loop(loaded, store=store, reviewer=AutoReviewer())

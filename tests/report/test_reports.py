@@ -1,0 +1,91 @@
+"""Reports and run comparison, from results built by hand."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from cycle.evals.results import IterationResult, RoleUsage, build_run_result
+from cycle.judge import Verdict
+from cycle.report import render_console, render_json, render_junit, render_markdown, write_reports
+from cycle.report.compare import compare_dict, compare_runs, render_compare
+
+
+def it(case, i, score, *, error=None, required_ok=True):
+    if error:
+        return IterationResult(case_id=case, iteration=i, status="error", score=None, passed=None,
+                               error=error, input={"q": case})
+    passed = score >= 70 and required_ok
+    v = (Verdict("order", "check", 100.0 if required_ok else 0.0, required_ok, 1, True,
+                 "found" if required_ok else "missing: 'A-1'"),
+         Verdict("tone", "llm", score, score >= 70, 1, False, f"tone reasoning {case}"))
+    return IterationResult(case_id=case, iteration=i, status="passed" if passed else "failed",
+                           score=score, passed=passed, input={"q": case}, output=f"out {case} {i}",
+                           latency=0.1 * (i + 1), verdicts=v)
+
+
+def run(run_id, scores, *, offline=False):
+    results = []
+    for case, values in scores.items():
+        for i, v in enumerate(values):
+            results.append(it(case, i, v, error="ProviderError: down") if v is None else it(case, i, v))
+    return build_run_result(
+        run_id=run_id, status="finished", threshold=70, results=results, offline=offline,
+        usage={"agent": RoleUsage(calls=4, input_tokens=100, output_tokens=50, cost=0.01),
+               "judge": RoleUsage(calls=4, input_tokens=400, output_tokens=80, cost=0.02)},
+        case_info={k: {"name": k.title(), "expected": f"ref {k}"} for k in scores},
+        prompt_id="p", version="1.0.0", agent_model="openai:x", judge_model="openai:y",
+    )
+
+
+def test_case_and_suite_figures():
+    r = run("r1", {"good": [80, 90, 85], "bad": [40, 50, 60], "flaky": [None, None]})
+    good = r.cases["good"]
+    assert good.stats.mean == 85 and good.pass_rate == 1 and good.representative.iteration == 2
+    assert r.cases["flaky"].status == "error" and r.suite.errored == 1
+    assert r.suite.score.mean == pytest.approx((85 + 50) / 2)
+    assert r.suite.cost == pytest.approx(0.03)
+    assert r.exit_code == 3
+
+
+def test_markdown_expands_failures_and_collapses_passes(tmp_path):
+    r = run("r1", {"good": [80, 90], "bad": [40, 50]}, offline=True)
+    md = render_markdown(r)
+    assert "Offline model" in md
+    failed = md.split("## Failed and errored cases")[1].split("## Passed cases")[0]
+    assert "Bad" in failed and "tone reasoning bad" in failed and "ref bad" in failed
+    passed = md.split("## Passed cases")[1]
+    assert passed.lstrip().startswith("<details>") and "tone reasoning good" in passed
+    paths = write_reports(r, tmp_path)
+    assert all(p.exists() for p in paths.values())
+
+
+def test_junit_marks_failures_and_errors():
+    r = run("r1", {"good": [80], "bad": [40], "down": [None]})
+    root = ET.fromstring(render_junit(r))
+    suite = root.find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
+    cases = {tc.get("name"): tc for tc in suite.findall("testcase")}
+    assert cases["bad"].find("failure") is not None and cases["down"].find("error") is not None
+    assert cases["good"].find("failure") is None
+
+
+def test_json_and_console():
+    r = run("r1", {"good": [80, 90], "bad": [40, 50]}, offline=True)
+    data = json.loads(render_json(r))
+    assert data["offline"] is True and "offline model" in data["note"]
+    assert data["summary"]["usage"]["judge"]["cost"] == 0.02
+    text = render_console(r)
+    assert "[offline model]" in text and text.index("bad") < text.index("good")
+
+
+def test_compare_pairs_by_case():
+    a = run("a", {"x": [80, 80], "y": [50, 50], "z": [90, 90], "gone": [70, 70]})
+    b = run("b", {"x": [60, 60], "y": [80, 80], "z": [95, 95], "new": [70, 70]})
+    c = compare_runs(a, b)
+    assert c.regressed == ["x"] and c.newly_passing == ["y"]
+    assert c.score_delta.n == 3 and c.score_delta.mean == pytest.approx((-20 + 30 + 5) / 3)
+    assert c.only_in_a == ["gone"] and c.only_in_b == ["new"]
+    assert compare_dict(c)["pass_rate"]["delta_points"]["mean"] == pytest.approx(0.0)
+    text = render_compare(c)
+    assert "Regressed" in text and "x" in text
