@@ -1,27 +1,83 @@
 """cycle: an improvement-cycle orchestrator for LLM prompts, with versioning.
 
-The public API is what ``__all__`` lists; everything else is internal.
+    import cycle
+    store = cycle.Store.open(".cycle/cycle.db")
+    loaded = cycle.load_config("cycle.yaml")
+    result = asyncio.run(cycle.Loop(loaded, store=store, reviewer=cycle.AutoReviewer()).run())
+
+The public API is what ``__all__`` lists; everything else is internal and may
+change. ``tests/test_public_api.py`` holds this surface.
 """
 
+from cycle.config import CycleConfig, LoadedConfig, load_config
 from cycle.errors import CycleError
-from cycle.events import Event, EventBus
-from cycle.improve.suggestion import Suggestion
-from cycle.llm.base import GenerateConfig, Message, ModelOutput, ToolCall, ToolDef, Usage
+from cycle.evals.case import TestCase, load_cases
+from cycle.evals.results import CaseStats, RunResult, SuiteStats
+from cycle.evals.runner import Runner
+from cycle.evals.stats import Stats, describe, paired_difference
+from cycle.evals.suite import Suite, build_suite
+from cycle.events import Event, EventBus, JsonlSink
+from cycle.improve.apply import apply_suggestions
+from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
+from cycle.judge import Judge
+from cycle.judge.criteria import Criterion
+from cycle.llm.base import GenerateConfig, Message, ModelAPI, ModelOutput, ToolCall, ToolDef, Usage
+from cycle.llm.budget import Budget
+from cycle.llm.cache import ResponseCache
+from cycle.llm.model import Model, RetryPolicy
+from cycle.llm.pricing import PriceTable
+from cycle.llm.registry import get_model, register_provider
+from cycle.loop import AutoReviewer, CycleResult, Loop, PromptReviewer
 from cycle.prompt import Prompt
+from cycle.store import Store, Version
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutoReviewer",
+    "Budget",
+    "CaseStats",
+    "Criterion",
+    "CycleConfig",
     "CycleError",
+    "CycleResult",
     "Event",
     "EventBus",
     "GenerateConfig",
+    "JsonlSink",
+    "Judge",
+    "LoadedConfig",
+    "Loop",
     "Message",
+    "Model",
+    "ModelAPI",
     "ModelOutput",
+    "PriceTable",
     "Prompt",
+    "PromptReviewer",
+    "ResponseCache",
+    "RetryPolicy",
+    "ReviewRequest",
+    "Reviewer",
+    "RunResult",
+    "Runner",
+    "Stats",
+    "Store",
     "Suggestion",
+    "Suite",
+    "SuiteStats",
+    "TestCase",
     "ToolCall",
     "ToolDef",
     "Usage",
+    "Version",
     "__version__",
+    "apply_suggestions",
+    "build_suite",
+    "describe",
+    "get_model",
+    "load_cases",
+    "load_config",
+    "paired_difference",
+    "register_provider",
 ]

@@ -129,7 +129,21 @@ def cli(ctx: click.Context, debug: bool, store: str | None) -> None:
     Evaluate a prompt on test cases, let an improver propose edits, review
     them, keep every version in a store with diffs and rollback.
     """
+    load_env(Path.cwd())
     ctx.obj = CliContext(debug=debug, store=store)
+
+
+def load_env(directory: str | Path) -> None:
+    """Read ``.env`` in ``directory`` into the environment; variables already set win.
+
+    Keys live in the environment or a git-ignored ``.env``, never in cycle.yaml,
+    so that no key reaches the store, a report or a log.
+    """
+    from dotenv import load_dotenv
+
+    path = Path(directory) / ".env"
+    if path.is_file():
+        load_dotenv(path, override=False)
 
 
 def main() -> None:

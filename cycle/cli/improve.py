@@ -112,10 +112,12 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     only if the acceptance rule (improve.acceptance) says it is better. The
     cycle stops on improve.stop (default: 5 rounds). A report goes to reports/.
     """
+    from cycle.cli import load_env
     from cycle.config import load_config
     from cycle.loop.config import load_improve_config
 
     loaded = load_config(config)
+    load_env(loaded.base_dir)
     improve_cfg = load_improve_config(loaded)
     choice = _choose_review(headless, yes, review, improve_cfg.review)
     priority = min_priority or improve_cfg.min_priority

@@ -53,9 +53,11 @@ def run(
     counted apart from failures. Results go to the store as they finish, so
     an interrupted run can be resumed with --resume RUN_ID.
     """
+    from cycle.cli import load_env
     from cycle.config import load_config
 
     loaded = load_config(config)
+    load_env(loaded.base_dir)
     code = asyncio.run(_run(
         loaded, iterations=iterations, concurrency=concurrency, timeout=timeout, tags=tags,
         case_ids=case_ids, stop_on_first_failure=stop_on_first_failure,

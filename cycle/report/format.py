@@ -40,3 +40,9 @@ def seconds(x: float | None) -> str:
 
 def tokens(n: int) -> str:
     return f"{n:,}"
+
+
+def one_line(text: str, limit: int = 100) -> str:
+    """``text`` on one line (white space folded), cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
