@@ -11,9 +11,13 @@ figures measure the client.
 (a) 100 ms latency, concurrency 16: wall time against the ideal
     cases x 2 calls x 0.1 s / 16.
 (b) zero latency: CPU time per model call for cycle (judging and store
-    writes included) beside the bare SDK making the same calls in the same
-    process (AsyncOpenAI with a semaphore, nothing else).
+    writes included) beside the bare SDK making the same calls (AsyncOpenAI
+    with a semaphore, nothing else).
 (c) 100 ms latency, concurrency 64: wall time, and whether client CPU bounds it.
+
+Every scenario runs cycle and the bare SDK ``--repeat`` times, alternated, each
+run against a fresh server process; figures are medians. CPU is
+``time.process_time()`` of the client process only, over the timed part.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,10 +114,17 @@ async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_pat
 
 
 async def run_bare(url: str, cases: list[TestCase], concurrency: int) -> dict:
-    """The same calls through AsyncOpenAI with a semaphore: the floor cycle is held to."""
+    """The same calls through AsyncOpenAI with a semaphore: the floor cycle is held to.
+
+    Same requests as cycle sends (the agent's system + user messages; the judge's
+    messages, ``temperature: 0`` and the strict ``cycle_judge`` response_format,
+    judging the answer the server gives the agent), same client settings (timeout
+    60 s, no SDK retries), one client, the same warm-up.
+    """
     import openai
 
-    client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
+    client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0,
+                                timeout=ProviderOptions().timeout)
     sem = asyncio.Semaphore(concurrency)
     judge = LlmJudge(None)
     schema = verdict_schema(["accuracy", "tone"])
@@ -121,7 +133,8 @@ async def run_bare(url: str, cases: list[TestCase], concurrency: int) -> dict:
     plans = []
     for case in cases:
         user = PROMPT.render_user(case.variables)
-        jm = judge.messages(crit, input=case.input, output="x" * 120, expected=None)
+        answer = f"echo: {user}"  # what the server answers the agent
+        jm = judge.messages(crit, input=case.input, output=answer, expected=None)
         plans.append((user, [{"role": m.role, "content": m.content} for m in jm]))
 
     async def one(user: str, judge_messages: list[dict]) -> None:
@@ -131,7 +144,7 @@ async def run_bare(url: str, cases: list[TestCase], concurrency: int) -> dict:
                 messages=[{"role": "system", "content": PROMPT.system},
                           {"role": "user", "content": user}])
             await client.chat.completions.create(
-                model="bench-judge", messages=judge_messages,
+                model="bench-judge", messages=judge_messages, temperature=0,
                 response_format={"type": "json_schema", "json_schema": {
                     "name": "cycle_judge", "schema": schema, "strict": True}})
 
@@ -151,50 +164,65 @@ def scenario(latency: float, fn, *args) -> dict:
         server.stop()
 
 
+def alternated(latency: float, cases: list[TestCase], concurrency: int, repeat: int,
+               tmp: Path, tag: str) -> tuple[list[dict], list[dict]]:
+    """``repeat`` runs of cycle and of the bare SDK, alternated ABBA (the machine is
+    shared, and a run just after another one measures slower: each goes first in turn)."""
+    cs, bs = [], []
+    for i in range(repeat):
+        first_cycle = i % 2 == 0
+        for which in ("cycle", "bare") if first_cycle else ("bare", "cycle"):
+            if which == "cycle":
+                cs.append(scenario(latency, run_cycle, cases, concurrency, tmp / f"{tag}{i}.db"))
+            else:
+                bs.append(scenario(latency, run_bare, cases, concurrency))
+    return cs, bs
+
+
+def med(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--only", choices=["a", "b", "c"], action="append")
     parser.add_argument("--latency", type=float, default=0.1)
-    parser.add_argument("--repeat", type=int, default=3, help="alternated repeats of (b)")
+    parser.add_argument("--repeat", type=int, default=3, help="alternated runs of each scenario")
     args = parser.parse_args()
     only = set(args.only or ["a", "b", "c"])
     cases = make_cases(args.cases)
     out: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        if "a" in only:
-            r = scenario(args.latency, run_cycle, cases, 16, Path(tmp) / "a.db")
-            ideal = len(cases) * 2 * args.latency / 16
-            r.update(ideal=ideal, over_ideal=r["wall"] / ideal - 1)
-            out["a"] = r
-            print(f"(a) concurrency 16, {args.latency * 1000:.0f} ms: wall {r['wall']:.2f} s, "
-                  f"ideal {ideal:.2f} s, {r['over_ideal'] * 100:+.1f}% ; client CPU {r['cpu']:.2f} s",
-                  flush=True)
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = Path(tmp_dir)
+        for name, concurrency in (("a", 16), ("c", 64)):
+            if name not in only:
+                continue
+            cs, bs = alternated(args.latency, cases, concurrency, args.repeat, tmp, name)
+            ideal = len(cases) * 2 * args.latency / concurrency
+            wall, bare_wall = med(cs, "wall"), med(bs, "wall")
+            cpu = med(cs, "cpu")
+            out[name] = {"concurrency": concurrency, "ideal": ideal, "wall": wall,
+                         "over_ideal": wall / ideal - 1, "cpu": cpu, "cpu_share": cpu / wall,
+                         "bare_wall": bare_wall, "bare_over_ideal": bare_wall / ideal - 1,
+                         "bare_cpu": med(bs, "cpu"), "runs": cs, "bare_runs": bs}
+            print(f"({name}) concurrency {concurrency}, {args.latency * 1000:.0f} ms, median of "
+                  f"{args.repeat}: cycle wall {wall:.2f} s ({(wall / ideal - 1) * 100:+.1f}% over the "
+                  f"ideal {ideal:.2f} s), client CPU {cpu:.2f} s = {cpu / wall * 100:.0f}% of wall; "
+                  f"bare SDK wall {bare_wall:.2f} s ({(bare_wall / ideal - 1) * 100:+.1f}%)", flush=True)
         if "b" in only:
-            # the machine is shared: alternate the two, several times, and keep each one's best
-            cs, bs = [], []
-            for i in range(args.repeat):
-                cs.append(scenario(0.0, run_cycle, cases, 16, Path(tmp) / f"b{i}.db"))
-                bs.append(scenario(0.0, run_bare, cases, 16))
-            c = min(cs, key=lambda r: r["cpu"])
-            b = min(bs, key=lambda r: r["cpu"])
-            per_c = c["cpu"] / c["calls"] * 1000
-            per_b = b["cpu"] / b["calls"] * 1000
-            out["b"] = {"cycle": c, "bare": b, "cycle_ms_per_call": per_c,
-                        "bare_ms_per_call": per_b, "overhead": per_c / per_b - 1,
-                        "all_cycle_ms": [r["cpu"] / r["calls"] * 1000 for r in cs],
-                        "all_bare_ms": [r["cpu"] / r["calls"] * 1000 for r in bs]}
-            print(f"(b) zero latency: cycle {per_c:.3f} ms CPU/call ({c['calls']} calls, wall "
-                  f"{c['wall']:.2f} s), bare SDK {per_b:.3f} ms CPU/call (wall {b['wall']:.2f} s): "
-                  f"overhead {(per_c / per_b - 1) * 100:+.1f}%", flush=True)
-        if "c" in only:
-            r = scenario(args.latency, run_cycle, cases, 64, Path(tmp) / "c.db")
-            ideal = len(cases) * 2 * args.latency / 64
-            r.update(ideal=ideal, cpu_share=r["cpu"] / r["wall"])
-            out["c"] = r
-            print(f"(c) concurrency 64, {args.latency * 1000:.0f} ms: wall {r['wall']:.2f} s, "
-                  f"ideal {ideal:.2f} s, client CPU {r['cpu']:.2f} s = {r['cpu_share'] * 100:.0f}% "
-                  f"of wall ({'CPU-bound' if r['cpu_share'] > 0.8 else 'not CPU-bound'})", flush=True)
+            cs, bs = alternated(0.0, cases, 16, args.repeat, tmp, "b")
+            per_c = [r["cpu"] / r["calls"] * 1000 for r in cs]
+            per_b = [r["cpu"] / r["calls"] * 1000 for r in bs]
+            mc, mb = statistics.median(per_c), statistics.median(per_b)
+            pairs = [c / b - 1 for c, b in zip(per_c, per_b)]
+            out["b"] = {"cycle_ms_per_call": mc, "bare_ms_per_call": mb, "overhead": mc / mb - 1,
+                        "pair_overheads": pairs, "all_cycle_ms": per_c, "all_bare_ms": per_b,
+                        "calls": cs[0]["calls"]}
+            print(f"(b) zero latency, median of {args.repeat}: cycle {mc:.3f} ms CPU/call "
+                  f"({cs[0]['calls']} calls), bare SDK {mb:.3f} ms CPU/call: overhead "
+                  f"{(mc / mb - 1) * 100:+.1f}% (alternated pairs: "
+                  f"{', '.join(f'{p * 100:+.0f}%' for p in pairs)})", flush=True)
     print(json.dumps(out, indent=1, default=float))
 
 

@@ -124,6 +124,7 @@ class LlmJudge:
         self._config = GenerateConfig(temperature=prompt.params.get("temperature"))
         self._system = Message.system(prompt.system) if prompt.system else None
         self._schemas: dict[tuple[str, ...], dict[str, Any]] = {}
+        self._around_payload: dict[tuple[tuple[str, str], ...], tuple[str, str] | tuple[()]] = {}
 
     def messages(
         self, criteria: Sequence[Criterion], *, input: Any, output: str, expected: Any
@@ -133,8 +134,26 @@ class LlmJudge:
             {"input": input, "output": output, "expected": expected, "criteria": crit},
             ensure_ascii=False, indent=1, default=str,
         )
-        user = self.prompt.render_user({"criteria": crit, "payload": payload})
+        key = tuple((c["id"], c["description"]) for c in crit)
+        parts = self._around_payload.get(key)
+        if parts is None:
+            parts = self._around_payload[key] = self._split_template(crit)
+        if parts:
+            user = parts[0] + payload + parts[1]
+        else:
+            user = self.prompt.render_user({"criteria": crit, "payload": payload})
         return ([self._system] if self._system else []) + [Message.user(user)]
+
+    def _split_template(self, crit: list[dict[str, str]]) -> tuple[str, str] | tuple[()]:
+        """The user message before and after the payload, rendered once per criteria set
+        (the rest of the template does not change from case to case); () when the
+        template does not place the payload exactly once, as it is."""
+        marker = "\x00cycle-payload\x00"
+        rendered = self.prompt.render_user({"criteria": crit, "payload": marker})
+        if rendered.count(marker) != 1:
+            return ()
+        head, tail = rendered.split(marker)
+        return head, tail
 
     async def score(
         self,

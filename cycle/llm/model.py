@@ -3,7 +3,7 @@
 A provider (``ModelAPI``) makes one SDK call. ``Model`` adds, for every
 provider alike:
 
-- retries (tenacity) on rate limits, 5xx, timeouts and connection errors,
+- retries on rate limits, 5xx, timeouts and connection errors,
   exponential backoff with jitter that waits at least what ``Retry-After`` /
   ``retry-after-ms`` asked; ``RetriesExhaustedError`` after the last attempt;
 - concurrency limits: a semaphore per model (the provider's max connections)
@@ -190,10 +190,9 @@ class Model:
         """
         json_schema, validator = schema_of(schema)
         base = self.config.merged(config)
-        cfg = GenerateConfig(
-            **{**base.model_dump(exclude_unset=True),
-               "response_schema": json_schema, "response_schema_name": name}
-        )
+        # model_copy, not a new GenerateConfig: validation would copy the schema dict,
+        # and the provider's derived forms (the strict schema) are cached by its identity
+        cfg = base.model_copy(update={"response_schema": json_schema, "response_schema_name": name})
         role = role or self.role
         ctx = dict(context or {})
         messages = list(messages)
@@ -283,27 +282,32 @@ class Model:
                 self._emit(hit, role=role, context=context, attempts=0)
                 return hit
 
-        attempts = 0
         started = time.monotonic()
-
-        async def attempt() -> ModelOutput:
-            nonlocal attempts
-            attempts += 1
-            return await self._attempt(messages, tools, config)
-
-        retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(max(1, self.retry.attempts)),
-            wait=self._wait,
-            retry=tenacity.retry_if_exception(self._should_retry),
-            reraise=True,
-        )
+        attempts = 1
         try:
-            output = await retrying(attempt)
+            try:
+                # the fast path: a call that succeeds first time needs no retry machinery
+                output = await self._attempt(messages, tools, config)
+            except BaseException as first:
+                if self.retry.attempts <= 1 or not self._should_retry(first):
+                    raise
+                # tenacity's first attempt replays this failure, so that it counts
+                # it and waits before the second call
+                replay = [first]
+
+                async def again() -> ModelOutput:
+                    if replay:
+                        raise replay.pop()
+                    return await self._attempt(messages, tools, config)
+
+                retrying = self._retrying()
+                try:
+                    output = await retrying(again)
+                finally:
+                    attempts = retrying.statistics.get("attempt_number", attempts)
         except BudgetExceededError:
             raise  # no call was made: nothing to report
         except BaseException as e:
-            if isinstance(e, (asyncio.CancelledError, KeyboardInterrupt)) and attempts == 0:
-                raise
             self._emit_failure(e, role=role, context=context, attempts=attempts,
                                latency=time.monotonic() - started)
             if attempts > 1 and self._should_retry(e):
@@ -360,15 +364,25 @@ class Model:
             return False
         return self.api.is_retryable(error)
 
-    def _wait(self, state: tenacity.RetryCallState) -> float:
+    def _retrying(self) -> tenacity.AsyncRetrying:
+        """tenacity owns the retry policy: which errors, how many attempts, how long to wait."""
         policy = self.retry
         backoff = tenacity.wait_exponential_jitter(
             initial=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter
-        )(state)
-        error = state.outcome.exception() if state.outcome else None
-        asked = self.api.retry_after(error) if error is not None else None
-        # the provider's Retry-After is a floor: waiting less only earns another 429
-        return max(backoff, asked) if asked else backoff
+        )
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            error = state.outcome.exception() if state.outcome else None
+            asked = self.api.retry_after(error) if error is not None else None
+            # the provider's Retry-After is a floor: waiting less only earns another 429
+            return max(backoff(state), asked) if asked else backoff(state)
+
+        return tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(policy.attempts),
+            wait=wait,
+            retry=tenacity.retry_if_exception(self._should_retry),
+            reraise=True,
+        )
 
     # -- reporting ----------------------------------------------------------
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -23,29 +24,70 @@ from pydantic import BaseModel, ValidationError
 Validator = Callable[[Any], Any]
 
 
+#: derived schemas by the identity of the schema they came from (see _cached); small
+#: and bounded: a process uses a handful of schemas, each on every call
+_CACHE_SIZE = 256
+_schema_cache: OrderedDict[int, tuple[Any, Any, Any]] = OrderedDict()
+_strict_cache: OrderedDict[int, tuple[Any, Any, Any]] = OrderedDict()
+
+
+def _cached(cache: OrderedDict[int, tuple[Any, Any, Any]], source: Any,
+            build: Callable[[Any], Any]) -> Any:
+    """``build(source)``, computed once per schema object.
+
+    Keyed by identity; the entry keeps the source alive (so its id is not
+    reused) and a snapshot of it, compared on every hit (a deep ``==``, done in
+    C): a schema dict changed in place since is derived again, never served stale.
+    """
+    key = id(source)
+    entry = cache.get(key)
+    if entry is not None and entry[0] is source and (
+        isinstance(source, type) or entry[1] == source
+    ):
+        cache.move_to_end(key)
+        return entry[2]
+    value = build(source)
+    snapshot = source if isinstance(source, type) else copy.deepcopy(source)
+    cache[key] = (source, snapshot, value)
+    if len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
+    return value
+
+
 def schema_of(schema: type[BaseModel] | dict[str, Any]) -> tuple[dict[str, Any], Validator]:
-    """The JSON schema for ``schema`` and a function that validates a decoded answer."""
+    """The JSON schema for ``schema`` and a function that validates a decoded answer.
+
+    Derived once per schema (a model class, or a dict not changed since): a
+    structured call pays no schema work. The returned schema is shared: do not
+    change it.
+    """
     if isinstance(schema, type) and issubclass(schema, BaseModel):
-        model = schema
-
-        def validate_model(value: Any) -> Any:
-            try:
-                return model.model_validate(value)
-            except ValidationError as e:
-                raise ValueError(_pydantic_errors(e)) from e
-
-        return model.model_json_schema(), validate_model
+        return _cached(_schema_cache, schema, _model_schema)
     if isinstance(schema, dict):
-        frozen = copy.deepcopy(schema)
-
-        def validate_dict(value: Any) -> Any:
-            errors = validate(value, frozen)
-            if errors:
-                raise ValueError("; ".join(errors[:5]))
-            return value
-
-        return frozen, validate_dict
+        return _cached(_schema_cache, schema, _dict_schema)
     raise TypeError(f"schema must be a pydantic model class or a JSON schema dict, got {schema!r}")
+
+
+def _model_schema(model: type[BaseModel]) -> tuple[dict[str, Any], Validator]:
+    def validate_model(value: Any) -> Any:
+        try:
+            return model.model_validate(value)
+        except ValidationError as e:
+            raise ValueError(_pydantic_errors(e)) from e
+
+    return model.model_json_schema(), validate_model
+
+
+def _dict_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], Validator]:
+    frozen = copy.deepcopy(schema)
+
+    def validate_dict(value: Any) -> Any:
+        errors = validate(value, frozen)
+        if errors:
+            raise ValueError("; ".join(errors[:5]))
+        return value
+
+    return frozen, validate_dict
 
 
 def _pydantic_errors(e: ValidationError) -> str:
@@ -72,7 +114,14 @@ def parse_json(text: str) -> Any:
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     """The schema with ``additionalProperties: false`` on every object, or None if
-    it cannot be strict (an optional property, an open map, a free-form object)."""
+    it cannot be strict (an optional property, an open map, a free-form object).
+
+    Computed once per schema (see ``schema_of``); the result is shared: do not change it.
+    """
+    return _cached(_strict_cache, schema, _strict)
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any] | None:
     result = copy.deepcopy(schema)
     return result if _make_strict(result) else None
 
