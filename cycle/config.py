@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cycle.durations import parse_duration
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, resolve
 from cycle.prompt import Prompt
@@ -67,9 +68,39 @@ class ProviderSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    base_url: str | None = Field(None, description="Override the provider's API base URL.")
+    base_url: str | None = Field(
+        None, description="Override the provider's API base URL (Ollama, vLLM, a gateway...)."
+    )
+    api_version: str | None = Field(None, description="The provider's API version, if it has one.")
     timeout: float = Field(60.0, gt=0, description="Seconds before one HTTP call times out.")
     max_connections: int = Field(32, ge=1, description="Most calls in flight to this provider.")
+
+
+class PriceOverride(BaseModel):
+    """A model's price in USD per million tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: float = Field(ge=0, description="USD per million input tokens.")
+    output: float = Field(ge=0, description="USD per million output tokens.")
+    cached_input: float | None = Field(
+        None, ge=0, description="USD per million cached input tokens (default: the input price)."
+    )
+
+
+class CacheOptions(BaseModel):
+    """The response cache: a repeated call (same model, messages, config, iteration) is free."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(True, description="Cache responses (--no-cache turns it off for a run).")
+    ttl: float = Field(7 * 86400, description="How long an entry lives: seconds or '12h', '7d'.")
+    path: str = Field(".cycle/cache.db", description="The cache file, relative to cycle.yaml.")
+
+    @field_validator("ttl", mode="before")
+    @classmethod
+    def _ttl(cls, value: Any) -> float:
+        return parse_duration(value, "ttl")
 
 
 class RunOptions(BaseModel):
@@ -119,6 +150,12 @@ class CycleConfig(BaseModel):
     providers: dict[str, ProviderSettings] = Field(
         default_factory=dict, description="Per-provider connection settings, by provider name."
     )
+    pricing: dict[str, PriceOverride] = Field(
+        default_factory=dict,
+        description="Prices that override or extend the built-in table, by model name; "
+        "'*' sets the fallback for unknown models.",
+    )
+    cache: CacheOptions = Field(default_factory=CacheOptions, description="The response cache.")
     budget: float | None = Field(
         None, ge=0, description="A hard cap in USD on one run's model calls (none by default)."
     )

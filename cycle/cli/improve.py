@@ -101,9 +101,12 @@ def _choose_review(headless: bool, yes: bool, review: str | None, configured: st
               help="Also write every event as a JSON line to this file.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where to write the cycle report (default: reports/ beside cycle.yaml).")
+@click.option("--no-cache", is_flag=True,
+              help="Call the models even where the response cache has the answer.")
 @click.option("-q", "--quiet", is_flag=True, help="Headless: no progress lines, only the summary.")
 def improve(config: Path, headless: bool, yes: bool, review: str | None, min_priority: str | None,
-            resume: str | None, events_file: Path | None, report_dir: Path | None, quiet: bool) -> None:
+            resume: str | None, events_file: Path | None, report_dir: Path | None,
+            no_cache: bool, quiet: bool) -> None:
     """Improve the prompt of CONFIG (cycle.yaml) round by round.
 
     Round 0 evaluates the prompt's head version. Each round the improver
@@ -130,9 +133,11 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
         bus.subscribe(sink)
     try:
         if headless:
-            outcome = _run_headless(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg, quiet)
+            outcome = _run_headless(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg,
+                                    quiet, use_cache=not no_cache)
         else:
-            outcome = _run_tui(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg)
+            outcome = _run_tui(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg,
+                               use_cache=not no_cache)
     finally:
         if sink is not None:
             sink.close()
@@ -146,7 +151,8 @@ def _reviewer(choice: str, priority: str) -> Any:
 
 
 def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
-                  priority: str, resume: str | bool | None, quiet: bool) -> Any:
+                  priority: str, resume: str | bool | None, quiet: bool, *, use_cache: bool) -> Any:
+    from cycle.evals.suite import open_cache
     from cycle.loop import Loop
     from cycle.progress import Progress
     from cycle.store import Store
@@ -158,8 +164,10 @@ def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: P
     started: list[str] = []
     bus.subscribe(lambda e: started.append(e.cycle_id) if isinstance(e, ev.CycleStarted) else None)
     store = Store.open(store_path)
+    cache = open_cache(loaded, enabled=use_cache)
     try:
-        loop = Loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority), improve=improve_cfg)
+        loop = Loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority),
+                    improve=improve_cfg, cache=cache)
         return asyncio.run(loop.run(resume=resume))
     except KeyboardInterrupt:
         hint = f" --resume {started[-1]}" if started else " --resume"
@@ -168,10 +176,12 @@ def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: P
         raise click.exceptions.Exit(130) from None
     finally:
         store.close()
+        if cache is not None:
+            cache.close()
 
 
 def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
-             priority: str, resume: str | bool | None) -> Any:
+             priority: str, resume: str | bool | None, *, use_cache: bool) -> Any:
     try:
         from cycle.tui.app import run_cycle_app
         from cycle.tui.widgets.header import HeaderInfo
@@ -192,12 +202,16 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
 
     async def cycle(cycle_bus: ev.EventBus, tui_reviewer: Any) -> Any:
         store = Store.open(store_path)  # a connection belongs to the thread that opened it
+        cache = open_cache(loaded, enabled=use_cache)
         try:
             reviewer = tui_reviewer if choice == "tui" else _reviewer(choice, priority)
-            loop = Loop(loaded, store=store, bus=cycle_bus, reviewer=reviewer, improve=improve_cfg)
+            loop = Loop(loaded, store=store, bus=cycle_bus, reviewer=reviewer, improve=improve_cfg,
+                        cache=cache)
             return await loop.run(resume=resume)
         finally:
             store.close()
+            if cache is not None:
+                cache.close()
 
     outcome = run_cycle_app(cycle, store_path=store_path, info=info, bus=bus)
     if outcome.status == "failed" and outcome.error is not None:

@@ -38,13 +38,15 @@ def _store_path(config_dir: Path | None) -> Path:
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where to write the reports (default: reports/ beside cycle.yaml).")
 @click.option("--no-reports", is_flag=True, help="Write no report files.")
+@click.option("--no-cache", is_flag=True,
+              help="Call the models even where the response cache has the answer.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary: only the exit code.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
 def run(
     config: Path, iterations: int | None, concurrency: int | None, timeout: float | None,
     tags: tuple[str, ...], case_ids: tuple[str, ...], stop_on_first_failure: bool | None,
     agent_model: str | None, judge_model: str | None, budget: float | None, resume: str | None,
-    report_dir: Path | None, no_reports: bool, quiet: bool, as_json: bool,
+    report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool, as_json: bool,
 ) -> None:
     """Evaluate the prompt of CONFIG (cycle.yaml) on its cases and write reports.
 
@@ -62,7 +64,8 @@ def run(
         loaded, iterations=iterations, concurrency=concurrency, timeout=timeout, tags=tags,
         case_ids=case_ids, stop_on_first_failure=stop_on_first_failure,
         agent_model=agent_model, judge_model=judge_model, budget=budget, resume=resume,
-        report_dir=report_dir, no_reports=no_reports, quiet=quiet, as_json=as_json,
+        report_dir=report_dir, no_reports=no_reports, no_cache=no_cache, quiet=quiet,
+        as_json=as_json,
     ))
     sys.exit(code)
 
@@ -71,8 +74,9 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
                timeout: float | None, tags: tuple[str, ...], case_ids: tuple[str, ...],
                stop_on_first_failure: bool | None, agent_model: str | None,
                judge_model: str | None, budget: float | None, resume: str | None,
-               report_dir: Path | None, no_reports: bool, quiet: bool, as_json: bool) -> int:
-    from cycle.evals.suite import build_suite
+               report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool,
+               as_json: bool) -> int:
+    from cycle.evals.suite import build_suite, open_cache
     from cycle.events import EventBus
     from cycle.llm.budget import Budget
     from cycle.progress import Progress
@@ -81,6 +85,7 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
     from cycle.store.runs import require_run
 
     store = Store.open(_store_path(loaded.base_dir))
+    cache = open_cache(loaded, enabled=not no_cache)
     try:
         if resume:
             require_run(store, resume)
@@ -88,7 +93,7 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
         limit = budget if budget is not None else loaded.config.budget
         suite = build_suite(
             loaded, store=store, bus=bus, budget=Budget(limit) if limit is not None else None,
-            tags=tags, ids=case_ids, agent_model=agent_model, judge_model=judge_model,
+            tags=tags, ids=case_ids, agent_model=agent_model, judge_model=judge_model, cache=cache,
         )
         try:
             runner = suite.runner(store=store, bus=bus, iterations=iterations,
@@ -101,6 +106,8 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
             await suite.aclose()
     finally:
         store.close()
+        if cache is not None:
+            cache.close()
 
     paths: dict[str, Path] = {}
     if not no_reports:

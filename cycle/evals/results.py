@@ -78,6 +78,8 @@ class RoleUsage:
     output_tokens: int = 0
     cost: float = 0.0
     cost_estimated: bool = False
+    #: calls answered from the response cache (free, and no new sample of the model)
+    cache_hits: int = 0
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,10 @@ class SuiteStats:
     @property
     def cost_estimated(self) -> bool:
         return any(u.cost_estimated for u in self.usage.values())
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(u.cache_hits for u in self.usage.values())
 
     def role(self, name: str) -> RoleUsage:
         return self.usage.get(name, RoleUsage())

@@ -20,7 +20,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from cycle.errors import BudgetExceededError, describe
+from cycle.errors import (
+    AuthenticationError,
+    BudgetExceededError,
+    MissingCredentialsError,
+    describe,
+)
 from cycle.evals.agent import Agent, AgentResult
 from cycle.evals.case import TestCase
 from cycle.evals.results import IterationResult, RoleUsage, RunResult, build_run_result
@@ -39,16 +44,17 @@ class _Usage:
     def __call__(self, event: Event) -> None:
         if not isinstance(event, ModelCalled) or event.context.get("run_id") != self.run_id:
             return
-        t = self.totals.setdefault(event.role, [0, 0, 0, 0.0, False])
+        t = self.totals.setdefault(event.role, [0, 0, 0, 0.0, False, 0])
         t[0] += 1
         t[1] += event.input_tokens
         t[2] += event.output_tokens
         t[3] += event.cost
         t[4] = t[4] or event.cost_estimated
+        t[5] += event.cache_hit
 
     def by_role(self) -> dict[str, RoleUsage]:
         return {k: RoleUsage(calls=v[0], input_tokens=v[1], output_tokens=v[2], cost=v[3],
-                             cost_estimated=v[4]) for k, v in self.totals.items()}
+                             cost_estimated=v[4], cache_hits=v[5]) for k, v in self.totals.items()}
 
 
 def case_info(cases: Sequence[TestCase]) -> dict[str, dict[str, Any]]:
@@ -238,6 +244,10 @@ class Runner:
         except BudgetExceededError as e:
             # no further call can be made: stop scheduling, keep what was judged
             self._stop_reason = e.message
+            return self._errored(case, iteration, f"{stage}: {describe(e)}", agent_result, started_at)
+        except (AuthenticationError, MissingCredentialsError) as e:
+            # every further call would fail the same way: stop rather than burn the suite
+            self._stop_reason = f"the {stage} model cannot authenticate: {e.message}"
             return self._errored(case, iteration, f"{stage}: {describe(e)}", agent_result, started_at)
         except Exception as e:  # noqa: BLE001 - CycleErrors and crashes of user code alike
             return self._errored(case, iteration, f"{stage}: {describe(e)}", agent_result, started_at)

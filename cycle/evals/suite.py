@@ -22,6 +22,11 @@ from cycle.evals.runner import Runner
 from cycle.events import EventBus
 from cycle.judge import Judge
 from cycle.llm.base import ProviderOptions
+from cycle.llm.budget import Budget
+from cycle.llm.cache import ResponseCache
+from cycle.llm.model import Model
+from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
+from cycle.llm.registry import get_model
 from cycle.prompt import Prompt
 
 
@@ -31,8 +36,36 @@ def provider_options(loaded: LoadedConfig, model_name: str) -> ProviderOptions |
     settings = loaded.config.providers.get(provider)
     if settings is None:
         return None
-    return ProviderOptions(base_url=settings.base_url, timeout=settings.timeout,
-                           max_connections=settings.max_connections)
+    return ProviderOptions(base_url=settings.base_url, api_version=settings.api_version,
+                           timeout=settings.timeout, max_connections=settings.max_connections)
+
+
+def price_table(loaded: LoadedConfig) -> PriceTable:
+    """The built-in prices with cycle.yaml's ``pricing:`` overrides."""
+    overrides = {name: p.model_dump(exclude_none=True) for name, p in loaded.config.pricing.items()}
+    return DEFAULT_TABLE.with_overrides(overrides) if overrides else DEFAULT_TABLE
+
+
+def open_cache(loaded: LoadedConfig, *, enabled: bool = True) -> ResponseCache | None:
+    """The response cache cycle.yaml asks for, or None when it (or ``--no-cache``) says off."""
+    options = loaded.config.cache
+    if not (enabled and options.enabled):
+        return None
+    return ResponseCache(loaded.resolve_path(options.path), ttl=float(options.ttl))
+
+
+def make_model(
+    loaded: LoadedConfig,
+    name: str,
+    *,
+    role: str,
+    bus: EventBus | None = None,
+    budget: Budget | None = None,
+    cache: ResponseCache | None = None,
+) -> Model:
+    """A model as cycle.yaml configures it: provider options, prices, cache, budget, events."""
+    return get_model(name, options=provider_options(loaded, name), bus=bus, budget=budget,
+                     cache=cache, pricing=price_table(loaded), role=role)
 
 
 def agent_model_name(loaded: LoadedConfig, prompt: Prompt | None) -> str | None:
@@ -127,6 +160,7 @@ def build_suite(
     store: Any = None,
     bus: EventBus | None = None,
     budget: Any = None,
+    cache: ResponseCache | None = None,
     prompt: Prompt | None = None,
     version: str | None = None,
     tags: Sequence[str] = (),
@@ -136,16 +170,13 @@ def build_suite(
     cases: Sequence[TestCase] | None = None,
 ) -> Suite:
     """Validate every input, then build the agent and judge (models are created, not called)."""
-    from cycle.llm.registry import get_model
-
     if prompt is None:
         prompt, version = load_prompt(loaded, store)
     case_list = list(cases) if cases is not None else load_suite_cases(loaded, tags=tags, ids=ids)
     closers: list[Any] = []
 
     def model(name: str, role: str) -> Any:
-        m = get_model(name, options=provider_options(loaded, name), bus=bus, budget=budget,
-                      role=role)
+        m = make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache)
         closers.append(m.aclose)
         return m
 

@@ -34,7 +34,7 @@ from cycle.evals.suite import (
     build_suite,
     judge_model_name,
     load_suite_cases,
-    provider_options,
+    make_model,
 )
 from cycle.improve.apply import apply_suggestions, prompt_diff
 from cycle.improve.improver import (
@@ -47,8 +47,8 @@ from cycle.improve.improver import (
 )
 from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
 from cycle.llm.budget import Budget
+from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model
-from cycle.llm.registry import get_model
 from cycle.loop.acceptance import Evaluation, decide
 from cycle.loop.config import ImproveConfig, load_improve_config
 from cycle.loop.stop import CycleState, RoundRecord, cost_cap, has_limit
@@ -153,11 +153,14 @@ class Loop:
         reviewer: Reviewer,
         bus: ev.EventBus | None = None,
         improve: ImproveConfig | None = None,
+        cache: ResponseCache | None = None,
     ) -> None:
         self.loaded = loaded
         self.config = loaded.config
         self.store = store
         self.reviewer = reviewer
+        #: the response cache shared by every model of the cycle (None: off)
+        self.cache = cache
         self.bus = bus or ev.EventBus()
         self.improve = improve or load_improve_config(loaded)
         self.stop = self.improve.stop_condition(base_dir=str(loaded.base_dir))
@@ -216,8 +219,8 @@ class Loop:
 
     def _improver_model(self, prompt: Prompt) -> Model:
         name = self._improver_model_name(prompt)
-        model = get_model(name, options=provider_options(self.loaded, name), bus=self.bus,
-                          budget=self.budget, role="improver")
+        model = make_model(self.loaded, name, role="improver", bus=self.bus, budget=self.budget,
+                           cache=self.cache)
         self._models.append(model)
         return model
 
@@ -394,7 +397,7 @@ class Loop:
         self.bus.emit(ev.EvaluationStarted(cycle_id=self.cycle_id, round=round_no, role=role,
                                            version=version.version, run_id=run_id))
         suite = build_suite(self.loaded, store=self.store, bus=self.bus, budget=self.budget,
-                            prompt=version.prompt, version=version.version, cases=self.cases)
+                            cache=self.cache, prompt=version.prompt, version=version.version, cases=self.cases)
         try:
             result = await suite.runner(store=self.store, bus=self.bus).run(
                 run_id=run_id,

@@ -20,13 +20,13 @@ baseline evaluation and after every round.
 from __future__ import annotations
 
 import importlib
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from cycle.durations import parse_duration
 from cycle.errors import ConfigError
 
 DEFAULT_STOP: dict[str, Any] = {"max_rounds": 5}
@@ -225,20 +225,8 @@ class Not:
 
 # -- parsing ---------------------------------------------------------------------
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr)?\s*$")
-_UNIT = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600}
 LEAVES = ("target_score", "max_rounds", "max_cost", "max_duration", "no_improvement", "custom")
 COMBINATORS = ("any", "all", "not")
-
-
-def parse_duration(value: Any, where: str) -> float:
-    """Seconds from a number or "90s" / "10m" / "2h"."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    m = _DURATION.match(str(value))
-    if not m or float(m.group(1)) <= 0:
-        raise ValueError(f"{where}: {value!r} is not a duration; write seconds or e.g. '90s', '10m', '2h'")
-    return float(m.group(1)) * _UNIT[m.group(2)]
 
 
 def _number(value: Any, where: str, *, integer: bool = False) -> float:

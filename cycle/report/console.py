@@ -50,7 +50,9 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
         f"p99 {f.seconds(s.latency_p99)}",
         f"Tokens agent {f.tokens(agent.input_tokens)} in / {f.tokens(agent.output_tokens)} out, "
         f"judge {f.tokens(judge.input_tokens)} in / {f.tokens(judge.output_tokens)} out",
-        f"Cost {f.money(s.cost, s.cost_estimated)} (agent {f.money(agent.cost)}, "
-        f"judge {f.money(judge.cost)})",
+        f"Cost {f.money(s.cost, s.cost_estimated)} "
+        f"(agent {f.money(agent.cost, agent.cost_estimated)}, "
+        f"judge {f.money(judge.cost, judge.cost_estimated)})"
+        + (f"   {s.cache_hits} call(s) served from the response cache" if s.cache_hits else ""),
     ]
     return "\n".join(lines)

@@ -79,6 +79,7 @@ def render_markdown(result: RunResult) -> str:
         f"| Latency p50 / p90 / p99 | {f.seconds(s.latency_p50)} / {f.seconds(s.latency_p90)} / "
         f"{f.seconds(s.latency_p99)} |",
         f"| Cost | {f.money(s.cost, s.cost_estimated)} |",
+        f"| Response cache | {s.cache_hits} call(s) served from cache |",
         "",
     ]
     if usage_rows:

@@ -289,11 +289,13 @@ def usage_by_role(store: Any, run_id: str) -> dict[str, RoleUsage]:
     """Calls, tokens and cost of a run, per role (agent, judge, ...)."""
     rows = store.db.execute(
         "SELECT role, count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
-        "coalesce(sum(cost), 0), max(cost_estimated) FROM calls WHERE run_id = ? GROUP BY role",
+        "coalesce(sum(cost), 0), max(cost_estimated), coalesce(sum(cache_hit), 0) "
+        "FROM calls WHERE run_id = ? GROUP BY role",
         (run_id,),
     ).fetchall()
     return {r[0] or "agent": RoleUsage(calls=r[1], input_tokens=r[2], output_tokens=r[3],
-                                       cost=r[4], cost_estimated=bool(r[5])) for r in rows}
+                                       cost=r[4], cost_estimated=bool(r[5]), cache_hits=r[6])
+            for r in rows}
 
 
 def load_run(store: Any, run_id: str, *, case_info: dict[str, dict[str, Any]] | None = None) -> RunResult:
