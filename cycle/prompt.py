@@ -92,3 +92,11 @@ def render(source: str, variables: dict[str, Any], *, field: str = "template") -
         ) from e
     except jinja2.exceptions.SecurityError as e:
         raise TemplateError(f"template tried an unsafe operation: {e}", field=field) from e
+    except Exception as e:  # any failure inside a user's template is the template's
+        # {{ 1/0 }}, {{ input + 1 }} on text, an {% include %} (no loader), a range too big:
+        # the user's template failed, not cycle, so it is an input error with the field named
+        raise TemplateError(
+            f"template failed to render: {e.__class__.__name__}: {e}",
+            field=field,
+            hint="Check the expressions in the template against the case's input.",
+        ) from e

@@ -17,18 +17,23 @@
 strings as literal ``|`` blocks, empty ``system``/``params``/``metadata``
 left out), and ``load_prompt_file`` reads it back to the same prompt: so
 ``cycle prompt export`` of an imported canonical file reproduces it byte for
-byte. Errors name the file, the line and the field.
+byte. Errors name the file, the line and the field, and say how to fix it.
+The parameters cycle reads (model, temperature, top_p, max_tokens, seed,
+stop, timeout) are type-checked at load time, and ``model`` must name a
+known provider, so that a bad value fails here rather than mid-run; other
+keys pass through untouched.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from cycle.errors import ConfigError, TemplateError
 from cycle.prompt import Prompt, compile_template
@@ -39,18 +44,60 @@ from cycle.yamlload import LoadedYaml, parse_yaml, validate
 KEYS: tuple[str, ...] = ("id", "version", "system", "user_template", "params", "metadata")
 
 
+#: a prompt id: what the store accepts (kept in step with cycle.store.store._PROMPT_ID)
+PROMPT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"
+
+
+class PromptParams(BaseModel):
+    """The model parameters cycle reads, typed so that a wrong value fails at import
+    (naming its line) rather than in the middle of a run. Other keys pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: StrictStr | None = Field(None, description="a model name provider:model, e.g. openai:gpt-4o-mini")
+    temperature: float | None = Field(None, ge=0, le=2, description="a number from 0 to 2")
+    top_p: float | None = Field(None, ge=0, le=1, description="a number from 0 to 1")
+    max_tokens: int | None = Field(None, ge=1, description="a whole number of tokens, at least 1")
+    seed: int | None = Field(None, description="a whole number")
+    stop: StrictStr | list[StrictStr] | None = Field(None, description="a text or a list of texts")
+    timeout: float | None = Field(None, gt=0, description="a number of seconds above 0")
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        # the registry's own check: same form rule, same list of known providers
+        from cycle.errors import ModelError
+        from cycle.llm.registry import parse_model_name, providers
+
+        try:
+            provider, _ = parse_model_name(value)
+        except ModelError as e:
+            raise ValueError(e.message) from None
+        if provider not in providers():
+            raise ValueError(
+                f"unknown model provider '{provider}'; known providers: {', '.join(providers())} "
+                "(e.g. openai:gpt-4o-mini, gemini:gemini-2.5-flash, offline:default)"
+            )
+        return value
+
+
 class PromptFileModel(BaseModel):
     """The schema of a prompt file."""
 
     model_config = ConfigDict(extra="forbid", strict=False)
 
-    id: str = Field(min_length=1, description="Stable name of the prompt, e.g. 'support-reply'.")
+    id: StrictStr = Field(
+        min_length=1, pattern=PROMPT_ID_PATTERN,
+        description="Stable name of the prompt, e.g. 'support-reply'.",
+    )
     version: str | None = Field(
         None, description="Version number to store it as when it is new (1.0.0 if absent)."
     )
-    system: str = Field("", description="The system prompt (a jinja2 template).")
-    user_template: str = Field("{{ input }}", description="The user message template.")
-    params: dict[str, Any] = Field(default_factory=dict, description="model, temperature, max_tokens...")
+    system: StrictStr = Field("", description="The system prompt (a jinja2 template).")
+    user_template: StrictStr = Field("{{ input }}", description="The user message template.")
+    params: PromptParams = Field(default_factory=PromptParams, description="model, temperature, max_tokens...")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not versioned.")
 
     @field_validator("version")
@@ -93,14 +140,49 @@ def parse_prompt(text: str, file: str = "<prompt>") -> PromptFile:
             f"version must be a string like 1.0.0, not {doc.data['version']!r}",
             file=file, line=doc.line_of(("version",)), field="version",
         )
-    model = validate(PromptFileModel, doc, what="a prompt file")
+    try:
+        model = validate(PromptFileModel, doc, what="a prompt file")
+    except ConfigError as e:
+        raise _with_fix(e) from None
     for name in ("system", "user_template"):
         _check_template(getattr(model, name), name, doc, text)
     prompt = Prompt(
         id=model.id, system=model.system, user_template=model.user_template,
-        params=model.params, metadata=model.metadata,
+        # the params as written (validation only checked them): the round trip stays exact
+        params=dict(doc.data.get("params") or {}), metadata=model.metadata,
     )
     return PromptFile(prompt=prompt, version=model.version, path=file)
+
+
+#: how to write each top-level field, for a value of the wrong type
+_FIXES: dict[str, str] = {
+    "id": "Write the prompt's stable name: letters, digits, '.', '_', '-' or '/', "
+    "starting with a letter or digit (e.g. id: support-reply).",
+    "system": "Write the system prompt as text (for several lines, a block: system: |); "
+    "quote a value YAML would read as a number or yes/no.",
+    "user_template": "Write the template as text, e.g. user_template: 'Customer: {{ input }}'.",
+    "params": "params is a mapping, e.g.\n  params:\n    model: openai:gpt-4o-mini\n    temperature: 0.2",
+    "metadata": "metadata is a mapping of your own keys, e.g.\n  metadata:\n    owner: support-team",
+}
+
+
+def _with_fix(error: ConfigError) -> ConfigError:
+    """The validation error in words a user acts on, with the fix for its field."""
+    if not error.field:
+        return error
+    top = error.field.split(".")[0].split("[")[0]
+    hint = _FIXES.get(top)
+    if top == "params" and error.field != "params":
+        key = error.field.split(".", 1)[1]
+        described = PromptParams.model_fields.get(key)
+        hint = f"params.{key} is {described.description}." if described else error.hint
+    message = error.message.split(": ", 1)[-1] if (error.file or error.field) else error.message
+    # pydantic's wording names our classes and its validator kinds: keep what a user can act on
+    message = re.sub(r" or instance of \w+", "", message).removeprefix("Value error, ")
+    if message.startswith("String should match pattern"):
+        message = "not a valid prompt id"
+    return ConfigError(message, file=error.file, line=error.line, field=error.field,
+                       hint=hint or error.hint)
 
 
 def load_prompt_file(path: str | Path) -> PromptFile:
@@ -148,6 +230,10 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\x85" in value:
+        # YAML reads NEL (U+0085) as a line break, even inside a | block or quotes;
+        # only a double-quoted scalar (written \N) brings it back as it was
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 

@@ -29,4 +29,14 @@ def test_syntax_error_names_field_and_line():
     p = Prompt(id="p", system="ok\n{% if %}")
     with pytest.raises(TemplateError) as e:
         p.check()
-    assert "system" in str(e.value) and ":2" not in "" and e.value.line == 2
+    assert "system" in str(e.value) and e.value.field == "system" and e.value.line == 2
+
+
+@pytest.mark.parametrize(
+    "template", ["{{ 1/0 }}", "{{ input + 1 }}", "{% include 'other.txt' %}", "{{ range(10**9) | list }}"]
+)
+def test_a_template_failing_at_render_is_a_template_error(template):
+    p = Prompt(id="p", user_template=template)
+    with pytest.raises(TemplateError) as e:
+        p.render_user({"input": "text"})
+    assert e.value.field == "user_template" and "failed to render" in str(e.value)

@@ -1,5 +1,6 @@
-"""Prompt commands: ``cycle prompt list|import|export``, ``history``, ``show``,
-``diff``, ``rollback`` and ``label``.
+"""Prompt commands: ``cycle prompt list|import|export``, ``history`` (and
+``history --labels``, the record of label moves), ``show``, ``diff``,
+``rollback`` and ``label``.
 
 Each takes ``--json`` for scripts. The store is ``--store``, else
 ``$CYCLE_STORE``, else ``.cycle/cycle.db`` in the current directory.
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from cycle.cli import CliContext
+from cycle.errors import NotFoundError
 from cycle.promptfile import dump_prompt, load_prompt_file, save_prompt_file
 from cycle.store import HEAD, Store, Version
 from cycle.store.semver import BUMPS
@@ -140,6 +142,11 @@ def import_(file: str, bump: str, message: str, no_head: bool, as_json: bool) ->
     tag = labels_of(v.version, labels)
     if before is not None:
         click.echo(f"{v.ref} unchanged: the store already holds this content {tag}".rstrip())
+        head = labels.get(HEAD)
+        if head != v.version and not no_head:
+            # identical content is never stored twice, so head did not move: say how to move it
+            click.echo(f"note: head is at {head}; to use {v.version} again: "
+                       f"cycle rollback {v.prompt_id} --to {v.version}", err=True)
         return
     click.echo(f"{v.ref} stored ({v.source}, {v.hash[:12]}) {tag}".rstrip())
     if loaded.version and loaded.version != v.version:
@@ -169,9 +176,22 @@ def export(ref: str, output: str | None) -> None:
 @click.argument("prompt_id", metavar="ID")
 @click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1), help="Versions per page.")
 @click.option("--offset", default=0, type=click.IntRange(0), help="Skip this many of the newest versions.")
+@click.option("--labels", "show_moves", is_flag=True,
+              help="Show the recorded label moves (from, to, why, who, when) instead of the versions.")
+@click.option("--label", "only_label", default=None, metavar="NAME",
+              help="With --labels: only the moves of label NAME.")
 @json_option
-def history(prompt_id: str, limit: int, offset: int, as_json: bool) -> None:
-    """The versions of prompt ID, newest first, with labels, source, score and message."""
+def history(prompt_id: str, limit: int, offset: int, show_moves: bool, only_label: str | None,
+            as_json: bool) -> None:
+    """The versions of prompt ID, newest first, with labels, source, score and message.
+
+    With --labels: every recorded move of its labels instead, newest first.
+    """
+    if only_label is not None and not show_moves:
+        raise click.UsageError("--label NAME goes with --labels: cycle history ID --labels --label NAME")
+    if show_moves:
+        label_log(prompt_id, only_label, limit=limit, offset=offset, as_json=as_json)
+        return
     with open_store() as store:
         versions = store.history(prompt_id, limit=limit, offset=offset)
         labels = store.labels(prompt_id)
@@ -194,6 +214,32 @@ def history(prompt_id: str, limit: int, offset: int, as_json: bool) -> None:
     shown = f"{offset + 1}-{offset + len(versions)} of {total}" if total > len(versions) else str(total)
     click.echo(f"{prompt_id}: {shown} version{'s' if total != 1 else ''}")
     click.echo(table(rows, ["VERSION", "LABELS", "SOURCE", "SCORE", "CREATED", "PARENT", "MESSAGE"]))
+
+
+def label_log(prompt_id: str, only_label: str | None, *, limit: int, offset: int, as_json: bool) -> None:
+    """The body of ``cycle history ID --labels``: the audit of label moves."""
+    with open_store() as store:
+        store.get_version(prompt_id, HEAD)  # an unknown prompt says which exist
+        if only_label is not None and only_label not in store.labels(prompt_id):
+            raise NotFoundError(
+                f"prompt '{prompt_id}' has no label '{only_label}'",
+                hint="Labels: " + ", ".join(store.labels(prompt_id)) + ".",
+            )
+        moves = store.label_moves(prompt_id, label=only_label, limit=limit, offset=offset)
+        total = store.count_label_moves(prompt_id, label=only_label)
+    if as_json:
+        emit_json({"prompt_id": prompt_id, "label": only_label, "total": total, "offset": offset,
+                   "moves": [m.model_dump(mode="json") for m in moves]})
+        return
+    rows = [
+        [m.at.astimezone().strftime("%Y-%m-%d %H:%M:%S"), m.label, m.from_version or "(new)",
+         m.to_version, m.action, m.who, m.reason.splitlines()[0] if m.reason else ""]
+        for m in moves
+    ]
+    what = f"label {only_label}" if only_label else "labels"
+    shown = f"{offset + 1}-{offset + len(moves)} of {total}" if total > len(moves) else str(total)
+    click.echo(f"{prompt_id}: {shown} move{'s' if total != 1 else ''} of {what}")
+    click.echo(table(rows, ["WHEN", "LABEL", "FROM", "TO", "ACTION", "WHO", "WHY"]))
 
 
 @click.command()

@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from cycle.llm.base import GenerateConfig, Message, ModelOutput, ToolDef
 
@@ -129,7 +129,7 @@ class ResponseCache:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> ResponseCache:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -23,7 +23,7 @@ import time
 import weakref
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import tenacity
 from pydantic import BaseModel
@@ -244,7 +244,7 @@ class Model:
         """Release the provider's clients."""
         await self.api.aclose()
 
-    async def __aenter__(self) -> Model:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -463,18 +463,29 @@ class Store:
                        reason=reason or f"rollback to {target.version}", who=who, now=_now())
         return target
 
-    def label_moves(self, prompt_id: str, *, label: str | None = None, limit: int = 100) -> list[LabelMove]:
-        """Recorded label moves of ``prompt_id``, newest first."""
+    def label_moves(
+        self, prompt_id: str, *, label: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[LabelMove]:
+        """Recorded label moves of ``prompt_id``, newest first, one page at a time."""
         sql = ("SELECT id, prompt_id, label, from_version, to_version, action, reason, who, at "
                "FROM label_moves WHERE prompt_id = ?")
         params: list[Any] = [prompt_id]
         if label is not None:
             sql += " AND label = ?"
             params.append(label)
-        sql += " ORDER BY id DESC LIMIT ?"
-        params.append(limit)
+        sql += " ORDER BY id DESC LIMIT ? OFFSET ?"
+        params.extend((limit, offset))
         keys = ("id", "prompt_id", "label", "from_version", "to_version", "action", "reason", "who", "at")
         return [LabelMove(**dict(zip(keys, row))) for row in self._query(sql, params)]
+
+    def count_label_moves(self, prompt_id: str, *, label: str | None = None) -> int:
+        """How many label moves of ``prompt_id`` (of ``label`` only, when given) are recorded."""
+        sql = "SELECT count(*) FROM label_moves WHERE prompt_id = ?"
+        params: list[Any] = [prompt_id]
+        if label is not None:
+            sql += " AND label = ?"
+            params.append(label)
+        return int(self._query(sql, params)[0][0])
 
     # -- comparing ---------------------------------------------------------
 

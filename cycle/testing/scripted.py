@@ -22,7 +22,7 @@ import json
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel
 
@@ -93,7 +93,7 @@ class Script:
         return _to_output(output, messages, self.name)
 
     # a script is also a context manager that unregisters it on exit
-    def __enter__(self) -> Script:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import itertools
 import json
 import re
@@ -45,7 +46,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from cycle.llm.base import ProviderOptions
 from cycle.llm.structured import example_for
@@ -412,7 +413,7 @@ class LoopbackServer:
         async def main() -> None:
             try:
                 await self.start_async()
-            except BaseException as e:  # surfaced to start()
+            except BaseException as e:  # noqa: BLE001 - handed to start(), which raises it
                 self._startup_error = e
                 self._ready.set()
                 return
@@ -426,14 +427,13 @@ class LoopbackServer:
         if self._thread is None or self._loop is None:
             return
         future = asyncio.run_coroutine_threadsafe(self.stop_async(), self._loop)
-        try:
+        # a server that fails to stop cleanly is still stopping: the join below bounds it
+        with contextlib.suppress(Exception):
             future.result(5)
-        except Exception:
-            pass
         self._thread.join(5)
         self._thread = None
 
-    def __enter__(self) -> LoopbackServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -483,10 +483,8 @@ class LoopbackServer:
             # (re-raising makes asyncio log a traceback per connection)
             pass
         finally:
-            try:
+            with contextlib.suppress(Exception):  # the peer or the loop is already gone
                 writer.close()
-            except Exception:
-                pass
 
     async def _read_body(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
         if headers.get("transfer-encoding", "").lower() == "chunked":

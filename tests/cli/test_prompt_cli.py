@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import shutil
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +57,18 @@ def test_importing_the_same_content_twice_stores_it_once(env):
     assert data["created"] is False and data["version"] == "1.0.0"
     with Store.open(store) as s:
         assert s.count_versions("support-reply") == 1
+
+
+def test_importing_an_older_content_again_says_how_to_move_head(env):
+    run, _store, prompt = env
+    original = prompt.read_text()
+    run("prompt", "import", str(prompt))
+    edit(prompt, "at most three sentences", "at most two sentences")
+    run("prompt", "import", str(prompt))
+    prompt.write_text(original)
+    out = run("prompt", "import", str(prompt))
+    assert "support-reply@1.0.0 unchanged" in out.stdout
+    assert "head is at 1.0.1" in out.stderr and "cycle rollback support-reply --to 1.0.0" in out.stderr
 
 
 def test_edit_import_history_diff_rollback_label(env):
@@ -184,3 +201,161 @@ def test_default_store_is_in_the_cwd_and_cycle_store_overrides_it(tmp_path: Path
     assert json.loads(result.stdout) == []
     assert CliRunner().invoke(cli, ["prompt", "import", str(EXAMPLE)]).exit_code == 0
     assert (tmp_path / "other.db").is_file()
+
+
+def test_import_bumps_major_from_the_command_line(env):
+    run, _store, prompt = env
+    run("prompt", "import", str(prompt))
+    edit(prompt, "at most three sentences", "at most four sentences")
+    data = json.loads(run("prompt", "import", str(prompt), "--bump", "major", "-m", "new voice", "--json").stdout)
+    assert (data["created"], data["version"], data["parent"], data["message"]) == (True, "2.0.0", "1.0.0", "new voice")
+    assert data["labels"] == ["head"]
+    out = run("prompt", "import", str(prompt), "--bump", "sideways", code=2)
+    assert "sideways" in out.stderr and "patch" in out.stderr
+
+
+def test_history_labels_shows_every_recorded_move(env):
+    run, _store, prompt = env
+    run("prompt", "import", str(prompt))
+    edit(prompt, "at most three sentences", "at most two sentences")
+    run("prompt", "import", str(prompt), "-m", "shorter")
+    run("rollback", "support-reply", "--to", "1.0.0", "-m", "too terse")
+    run("label", "support-reply", "1.0.1", "staging", "-m", "try it")
+
+    lines = run("history", "support-reply", "--labels").stdout.splitlines()
+    assert lines[0] == "support-reply: 5 moves of labels"
+    assert lines[1].split() == ["WHEN", "LABEL", "FROM", "TO", "ACTION", "WHO", "WHY"]
+    # newest first: staging created, head rolled back, head moved by the save, then the first save
+    assert lines[2].split()[2:6] == ["staging", "(new)", "1.0.1", "label"] and lines[2].endswith("try it")
+    assert lines[3].split()[2:6] == ["head", "1.0.1", "1.0.0", "rollback"] and lines[3].endswith("too terse")
+    assert lines[4].split()[2:6] == ["head", "1.0.0", "1.0.1", "save"] and lines[4].endswith("shorter")
+
+    data = json.loads(run("history", "support-reply", "--labels", "--label", "head", "--json").stdout)
+    assert data["total"] == 3
+    assert [(m["from_version"], m["to_version"], m["action"]) for m in data["moves"]] == [
+        ("1.0.1", "1.0.0", "rollback"), ("1.0.0", "1.0.1", "save"), (None, "1.0.0", "save")]
+    assert data["moves"][0]["reason"] == "too terse" and data["moves"][0]["at"]
+    page = run("history", "support-reply", "--labels", "-n", "1", "--offset", "1").stdout
+    assert page.startswith("support-reply: 2-2 of 5 moves") and "rollback" in page
+
+    out = run("history", "support-reply", "--labels", "--label", "canary", code=2)
+    assert "no label 'canary'" in out.stderr and "head, production, staging" in out.stderr
+    assert "Known prompts: support-reply" in run("history", "nope", "--labels", code=2).stderr
+    assert "--labels" in run("history", "support-reply", "--label", "head", code=2).stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("id: support-reply\nsystem: hi\n  user_template: x\n", ":3"),  # bad indentation
+        ("id: support-reply\n\tsystem: hi\n", ":2"),  # a tab
+        ("- id: support-reply\n", ":1"),  # a list, not a mapping
+        ("id: support-reply\nsystem: 5\n", ":2 (system)"),
+        ("id: support-reply\nparams:\n  temperature: warm\n", ":3 (params.temperature)"),
+        ("id: support-reply\nparams:\n  model: nosuch:model\n", ":3 (params.model)"),
+        ("id: support-reply\nuser_template: '{{ input '\n", ":2 (user_template)"),
+    ],
+)
+def test_bad_prompt_file_changes_nothing_in_an_existing_store(env, tmp_path: Path, text: str, where: str):
+    run, store, prompt = env
+    run("prompt", "import", str(prompt))
+    before = store.read_bytes()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    out = run("prompt", "import", str(bad), code=2)
+    assert out.stderr.startswith(f"error: {bad}{where}") and "Traceback" not in out.output
+    assert len(out.stderr.strip().splitlines()) <= 5  # one message and its fix, not a dump
+    assert store.read_bytes() == before
+    assert json.loads(run("history", "support-reply", "--json").stdout)["total"] == 1
+
+
+def test_missing_prompt_file_exits_2(env, tmp_path: Path):
+    run, store, _prompt = env
+    out = run("prompt", "import", str(tmp_path / "nope.yaml"), code=2)
+    assert out.stderr.strip() == f"error: {tmp_path / 'nope.yaml'}: file not found"
+    assert not store.exists()
+
+
+def _on_a_terminal(args: list[str], cwd: Path) -> str:
+    """Run the real ``cycle`` command with its stdout on a pseudo-terminal; what it printed."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "cycle", *args], cwd=cwd, env=env,
+                            stdout=follower, stderr=subprocess.PIPE)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    return b"".join(chunks).decode()
+
+
+def test_diff_is_coloured_on_a_terminal_and_plain_in_a_file(env, tmp_path: Path):
+    run, store, prompt = env
+    run("prompt", "import", str(prompt))
+    edit(prompt, "at most three sentences", "at most two sentences")
+    run("prompt", "import", str(prompt))
+    args = ["--store", str(store), "diff", "support-reply", "1.0.0", "1.0.1"]
+
+    shown = _on_a_terminal(args, tmp_path)
+    assert "\x1b[31m-Answer the customer's question in at most three sentences." in shown
+    assert "\x1b[32m+Answer the customer's question in at most two sentences." in shown
+
+    out = tmp_path / "d.diff"
+    with out.open("w") as f:
+        subprocess.run([sys.executable, "-m", "cycle", *args], cwd=tmp_path, stdout=f, check=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    text = out.read_text()
+    assert "\x1b[" not in text and "+Answer the customer's question in at most two sentences." in text
+    assert "\x1b[" not in _on_a_terminal([*args, "--no-color"], tmp_path)
+
+
+def test_default_store_is_beside_the_config_wherever_the_command_runs(tmp_path: Path, monkeypatch):
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "examples" / "quickstart", project,
+                    ignore=shutil.ignore_patterns(".cycle", "reports"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("CYCLE_STORE", raising=False)
+    result = CliRunner().invoke(cli, ["run", str(project / "cycle.yaml"), "-n", "1"])
+    assert result.exit_code in (0, 1), result.output
+    assert (project / ".cycle" / "cycle.db").is_file()
+    assert not (elsewhere / ".cycle").exists()
+    # the prompt commands read it where they run: in the project, as the README says
+    monkeypatch.chdir(project)
+    assert "support-reply@1.0.0" in CliRunner().invoke(cli, ["show", "support-reply"]).stdout
+    # CYCLE_STORE wins over the config's directory
+    monkeypatch.setenv("CYCLE_STORE", str(tmp_path / "env.db"))
+    result = CliRunner().invoke(cli, ["run", str(project / "cycle.yaml"), "-n", "1"])
+    assert result.exit_code in (0, 1), result.output
+    assert (tmp_path / "env.db").is_file()
+
+
+@pytest.mark.parametrize("kind", ["other-app", "newer-release"])
+def test_another_apps_sqlite_or_a_newer_store_exits_2_and_is_left_alone(env, tmp_path: Path, kind: str):
+    run, store, prompt = env
+    if kind == "other-app":
+        store.parent.mkdir(parents=True)
+        with sqlite3.connect(store) as conn:
+            conn.execute("CREATE TABLE notes (body TEXT)")
+        says = "not a cycle store"
+    else:
+        run("prompt", "import", str(prompt))
+        with sqlite3.connect(store) as conn:
+            conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
+                         "VALUES ('cycle', 'm999_from_the_future', 'x')")
+        says = "newer release"
+    before = store.read_bytes()
+    for args in (["prompt", "import", str(prompt)], ["history", "support-reply"], ["prompt", "list"]):
+        out = run(*args, code=2)
+        assert says in out.stderr and "Traceback" not in out.output
+    assert store.read_bytes() == before

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from cycle.errors import BudgetExceededError, RateLimitError, RetriesExhaustedError
-from cycle.llm.base import GenerateConfig, Message, ModelOutput, Usage
+from cycle.llm.base import GenerateConfig, Message, ModelOutput, ToolDef, Usage
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model, RetryPolicy, max_concurrency, set_max_concurrency
@@ -58,6 +58,19 @@ async def test_config_and_model_are_part_of_the_key(make_model, server, tmp_path
         HI, config=GenerateConfig(temperature=0.5))
     await make_model("openai:gpt-4o", cache=cache).generate(HI)
     assert server.request_count == 3
+
+
+async def test_messages_and_tools_are_part_of_the_key(make_model, server, tmp_path):
+    tool = ToolDef(name="lookup", description="Look an order up",
+                   parameters={"type": "object", "properties": {"id": {"type": "string"}}})
+    model = make_model("gemini:gemini-2.5-flash", cache=ResponseCache(tmp_path / "c.db"))
+    server.enqueue("plain", "other question", "with a tool")
+    assert (await model.generate(HI)).text == "plain"
+    assert (await model.generate([Message.user("bye")])).text == "other question"
+    assert (await model.generate(HI, tools=[tool])).text == "with a tool"
+    assert server.request_count == 3
+    again = await model.generate(HI, tools=[tool])
+    assert again.cache_hit and again.text == "with a tool" and server.request_count == 3
 
 
 async def test_errors_are_never_cached(make_model, server, tmp_path):

@@ -104,7 +104,10 @@ async def test_structured_output_with_pydantic_model(name, make_model, server):
         assert fmt["json_schema"]["name"] == "cycle_judge"
         assert fmt["json_schema"]["strict"] is True
     else:
-        assert server.requests[-1].body["generationConfig"]["responseMimeType"] == "application/json"
+        gen = server.requests[-1].body["generationConfig"]
+        assert gen["responseMimeType"] == "application/json"
+        # the schema travels as Gemini's response schema, not only as words in the prompt
+        assert gen["responseJsonSchema"]["required"] == ["score", "reasoning"]
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
@@ -145,11 +148,17 @@ async def test_invalid_twice_is_a_structured_output_error(name, make_model, serv
     assert server.request_count == 2
 
 
-def test_sync_facade(make_model, server):
-    model = make_model("openai:gpt-4o-mini")
-    server.enqueue("from sync")
-    assert model.generate_sync([Message.user("hi")]).text == "from sync"
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_sync_facade(name, make_model, server):
+    model = make_model(name)
+    server.enqueue(Reply(text="from sync", input_tokens=50, cached_tokens=20, output_tokens=3))
+    out = model.generate_sync([Message.user("hi")])
+    assert out.text == "from sync"
+    assert (out.usage.input_tokens, out.usage.cached_input_tokens, out.usage.output_tokens) == (50, 20, 3)
     server.enqueue({"score": 1, "reasoning": "r"})
     assert model.generate_structured_sync([Message.user("j")], Verdict).parsed.score == 1
+    server.enqueue(Reply(tool_calls=[("get_weather", {"city": "Oslo"})]))
+    [call] = model.generate_sync([Message.user("Weather in Oslo?")], tools=[WEATHER]).tool_calls
+    assert (call.name, call.arguments) == ("get_weather", {"city": "Oslo"})
     # a second event loop gets its own client and semaphores
     assert model.generate_sync([Message.user("again")]).text == "echo: again"

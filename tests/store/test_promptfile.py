@@ -111,3 +111,54 @@ def test_not_yaml_and_not_a_mapping(tmp_path: Path):
         load_prompt_file(write(tmp_path, "- a\n- b\n"))
     with pytest.raises(ConfigError, match="file not found"):
         load_prompt_file(tmp_path / "missing.yaml")
+
+
+def test_bad_indentation_and_a_tab_name_their_line(tmp_path: Path):
+    with pytest.raises(ConfigError) as e:
+        load_prompt_file(write(tmp_path, "id: t\nsystem: hi\n  user_template: x\n"))
+    assert f"{tmp_path / 'p.yaml'}:3" in str(e.value) and "not valid YAML" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        load_prompt_file(write(tmp_path, "id: t\n\tsystem: hi\n"))
+    assert ":2" in str(e.value) and "tab" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "says"),
+    [
+        ("id: 'has space!'\n", 1, "id", "letters, digits"),
+        ("id: t\nsystem: 5\n", 2, "system", "as text"),
+        ("id: t\nsystem: yes\n", 2, "system", "quote"),
+        ("id: t\nmetadata: [1]\n", 2, "metadata", "mapping"),
+        ("id: t\nparams: 3\n", 2, "params", "params is a mapping"),
+        ("id: t\nparams:\n  temperature: hot\n", 3, "params.temperature", "from 0 to 2"),
+        ("id: t\nparams:\n  model: offline:default\n  temperature: 3\n", 4, "params.temperature", "from 0 to 2"),
+        ("id: t\nparams:\n  max_tokens: 1.5\n", 3, "params.max_tokens", "whole number"),
+        ("id: t\nparams:\n  stop: [1]\n", 3, "params.stop", "list of texts"),
+        ("id: t\nparams:\n  model: gpt-4o\n", 3, "params.model", "openai:gpt-4o"),
+        ("id: t\nparams:\n  model: nosuch:thing\n", 3, "params.model", "known providers: gemini, offline, openai"),
+    ],
+)
+def test_a_wrong_value_names_file_line_field_and_the_fix(tmp_path: Path, text, line, field, says):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as e:
+        load_prompt_file(path)
+    assert (e.value.file, e.value.line, e.value.field) == (str(path), line, field)
+    assert str(e.value).startswith(f"{path}:{line} ({field}): ")
+    assert says in str(e.value)
+    assert "PromptParams" not in str(e.value) and "Value error" not in str(e.value)
+
+
+def test_params_come_back_exactly_as_written(tmp_path: Path):
+    text = ("id: t\nuser_template: '{{ input }}'\nparams:\n  model: offline:default\n  temperature: 1\n"
+            "  max_tokens: 300\n  stop: '###'\n  custom_option:\n    nested: true\n")
+    loaded = load_prompt_file(write(tmp_path, text))
+    assert loaded.prompt.params == {"model": "offline:default", "temperature": 1, "max_tokens": 300,
+                                    "stop": "###", "custom_option": {"nested": True}}
+    assert type(loaded.prompt.params["temperature"]) is int  # not turned into 1.0
+    assert dump_prompt(loaded.prompt) == text
+
+
+@pytest.mark.parametrize("text", ["x\x85y", "a\nnext\x85line\n", "end\x85"])
+def test_a_next_line_character_survives_the_round_trip(text: str):
+    p = Prompt(id="t", system=text, metadata={"note": text})
+    assert parse_prompt(dump_prompt(p)).prompt == p
