@@ -119,11 +119,13 @@ def under_tui(config: Path, store_path: Path) -> tuple[int, float, float]:
         await pilot.pause(0.15)  # one last frame
         app.exit(app.outcome)
 
-    started = time.perf_counter()
+    started, ui_cpu = time.perf_counter(), time.thread_time()
     app.run(headless=True, size=(80, 24), auto_pilot=auto_pilot)
     wall = time.perf_counter() - started
+    timing["ui_cpu"] = time.thread_time() - ui_cpu
     if app.outcome is None or app.outcome.status != "finished":
         raise SystemExit(f"the cycle under the TUI did not finish: {app.outcome}")
+    print(f"          UI thread CPU {timing['ui_cpu']:.2f} s", flush=True)
     return counter.cases, timing["cycle"], wall
 
 

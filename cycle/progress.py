@@ -28,14 +28,15 @@ class Progress:
         self.total = self.done = self.failed = self.errors = 0
         self.cost = 0.0
         self._last = 0.0
-        self._next_mark = 0.1
+        # tenths of the work printed so far (integers: summing 0.1s skipped the 3rd line)
+        self._tenths = 0
         self._run_id = ""
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self.total, self.done, self.failed, self.errors, self.cost = (
                 event.cases * event.iterations, 0, 0, 0, 0.0)
-            self._run_id, self._next_mark = event.run_id, 0.1
+            self._run_id, self._tenths = event.run_id, 0
             self._draw(force=True)
         elif isinstance(event, CaseFinished):
             self.done += 1
@@ -69,11 +70,10 @@ class Progress:
             self.stream.write("\r\x1b[2K" + self.line())
             self.stream.flush()
             return
-        share = self.done / self.total if self.total else 1.0
+        tenths = self.done * 10 // self.total if self.total else 10
         if force and self.done == 0:
             self.stream.write(f"running {self._run_id}: {self.total} iterations\n")
-        elif share >= self._next_mark:
-            while self._next_mark <= share:
-                self._next_mark += 0.1
+        elif tenths > self._tenths:
+            self._tenths = tenths
             self.stream.write(self.line() + "\n")
         self.stream.flush()

@@ -158,6 +158,22 @@ def _allowed_keys(model: type[BaseModel] | None, path: Path_) -> list[str]:
     return keys
 
 
+def _describe(model: type[BaseModel] | None, path: Path_) -> str | None:
+    """The description of the field at ``path`` (what a user should write there)."""
+    keys = [p for p in path if isinstance(p, str)]
+    if model is None or not keys:
+        return None
+    models = [model]
+    for key in keys[:-1]:
+        models = [m for x in models if (f := x.model_fields.get(key)) is not None
+                  for m in _models_in(f.annotation)]
+    for m in models:
+        f = m.model_fields.get(keys[-1])
+        if f is not None and f.description:
+            return f"{keys[-1]}: {f.description}"
+    return None
+
+
 def config_error(
     err: ValidationError,
     doc: LoadedYaml,
@@ -193,10 +209,17 @@ def config_error(
         )
     elif kind == "missing":
         message = f"required key '{path[-1]}' is missing" if path else "required key is missing"
-        hint = None
+        hint = _describe(model, path[len(prefix):])
+    elif kind == "union_tag_invalid":
+        ctx = first.get("ctx") or {}
+        key = str(ctx.get("discriminator", "type")).strip("'")
+        of = f"{path[-1]} {key}" if path and isinstance(path[-1], str) else key
+        message = f"unknown {of} {ctx.get('tag')!r}"
+        hint = f"Use one of: {ctx.get('expected_tags', '')}."
     else:
         message = first["msg"]
-        hint = None
+        described = _describe(model, path[len(prefix):])
+        hint = f"Expected: {described}" if described else None
     named = (root,) + path if root and path and isinstance(path[0], int) else path
     return ConfigError(
         message, file=doc.file, line=doc.line_of(path), field=field_name(named) or None, hint=hint

@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "run": "cycle.cli.run:run",
     "compare": "cycle.cli.run:compare",
     "improve": "cycle.cli.improve:improve",
+    "cycles": "cycle.cli.cycles:cycles",
     "tui": "cycle.cli.tui:tui",
     "models": "cycle.cli.models:models",
 }

@@ -123,6 +123,9 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     load_env(loaded.base_dir)
     improve_cfg = load_improve_config(loaded)
     choice = _choose_review(headless, yes, review, improve_cfg.review)
+    from cycle.loop.core import prepare
+
+    cases = prepare(loaded, improve_cfg)  # before the store is opened: bad input leaves nothing
     priority = min_priority or improve_cfg.min_priority
     store_path = _store_path(loaded.base_dir)
     resume_arg: str | bool | None = None if resume is None else (resume or True)
@@ -134,10 +137,10 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     try:
         if headless:
             outcome = _run_headless(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg,
-                                    quiet, use_cache=not no_cache)
+                                    quiet, use_cache=not no_cache, cases=cases)
         else:
             outcome = _run_tui(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg,
-                               use_cache=not no_cache)
+                               use_cache=not no_cache, cases=cases)
     finally:
         if sink is not None:
             sink.close()
@@ -151,7 +154,8 @@ def _reviewer(choice: str, priority: str) -> Any:
 
 
 def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
-                  priority: str, resume: str | bool | None, quiet: bool, *, use_cache: bool) -> Any:
+                  priority: str, resume: str | bool | None, quiet: bool, *, use_cache: bool,
+                  cases: Any = None) -> Any:
     from cycle.evals.suite import open_cache
     from cycle.loop import Loop
     from cycle.progress import Progress
@@ -167,7 +171,7 @@ def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: P
     cache = open_cache(loaded, enabled=use_cache)
     try:
         loop = Loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority),
-                    improve=improve_cfg, cache=cache)
+                    improve=improve_cfg, cache=cache, cases=cases)
         return asyncio.run(loop.run(resume=resume))
     except KeyboardInterrupt:
         hint = f" --resume {started[-1]}" if started else " --resume"
@@ -181,7 +185,7 @@ def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: P
 
 
 def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
-             priority: str, resume: str | bool | None, *, use_cache: bool) -> Any:
+             priority: str, resume: str | bool | None, *, use_cache: bool, cases: Any = None) -> Any:
     try:
         from cycle.tui.app import run_cycle_app
         from cycle.tui.widgets.header import HeaderInfo
@@ -190,6 +194,7 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
             f"the TUI is not available in this installation ({e})",
             hint="Run headless instead: cycle improve cycle.yaml --headless --yes",
         ) from e
+    from cycle.evals.suite import open_cache
     from cycle.loop import Loop
     from cycle.store import Store
 
@@ -206,7 +211,7 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
         try:
             reviewer = tui_reviewer if choice == "tui" else _reviewer(choice, priority)
             loop = Loop(loaded, store=store, bus=cycle_bus, reviewer=reviewer, improve=improve_cfg,
-                        cache=cache)
+                        cache=cache, cases=cases)
             return await loop.run(resume=resume)
         finally:
             store.close()

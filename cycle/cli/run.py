@@ -76,7 +76,7 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
                judge_model: str | None, budget: float | None, resume: str | None,
                report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool,
                as_json: bool) -> int:
-    from cycle.evals.suite import build_suite, open_cache
+    from cycle.evals.suite import build_suite, open_cache, validate_suite
     from cycle.events import EventBus
     from cycle.llm.budget import Budget
     from cycle.progress import Progress
@@ -84,16 +84,21 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
     from cycle.store import Store
     from cycle.store.runs import require_run
 
+    # every input is checked before the store (or the cache) is opened: a bad file
+    # leaves nothing behind
+    cases = validate_suite(loaded, tags=tags, ids=case_ids, agent_model=agent_model,
+                           judge_model=judge_model)
     store = Store.open(_store_path(loaded.base_dir))
-    cache = open_cache(loaded, enabled=not no_cache)
+    cache = None
     try:
         if resume:
             require_run(store, resume)
+        cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
         limit = budget if budget is not None else loaded.config.budget
         suite = build_suite(
             loaded, store=store, bus=bus, budget=Budget(limit) if limit is not None else None,
-            tags=tags, ids=case_ids, agent_model=agent_model, judge_model=judge_model, cache=cache,
+            agent_model=agent_model, judge_model=judge_model, cache=cache, cases=cases,
         )
         try:
             runner = suite.runner(store=store, bus=bus, iterations=iterations,

@@ -10,14 +10,15 @@ called. The loop builds a suite per prompt version with ``prompt=``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cycle.config import LoadedConfig, load_prompt
-from cycle.errors import ConfigError
+from cycle.config import STORE_PREFIX, LoadedConfig, load_prompt
+from cycle.errors import ConfigError, UnknownProviderError
 from cycle.evals.agent import Agent, CallableAgent, HttpAgent, PromptAgent
-from cycle.evals.case import TestCase, load_cases, select
+from cycle.evals.case import TestCase, expand_patterns, load_cases, select
 from cycle.evals.runner import Runner
 from cycle.events import EventBus
 from cycle.judge import Judge
@@ -26,8 +27,9 @@ from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model
 from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
-from cycle.llm.registry import get_model
-from cycle.prompt import Prompt
+from cycle.llm.registry import get_api, get_model
+from cycle.prompt import Prompt, render
+from cycle.yamlload import relocate
 
 
 def provider_options(loaded: LoadedConfig, model_name: str) -> ProviderOptions | None:
@@ -143,6 +145,16 @@ def load_suite_cases(
 ) -> list[TestCase]:
     """The config's cases, validated, filtered by tags (config's and given) and ids."""
     c = loaded.config
+    for i, pattern in enumerate(c.cases):
+        # a glob that matches nothing is a typo far more often than an intention
+        if not expand_patterns([pattern], loaded.base_dir):
+            line = loaded.doc.line_of(("cases", i)) or loaded.doc.line_of(("cases",))
+            raise ConfigError(
+                f"no case file matches '{pattern}' (looked in {loaded.base_dir.resolve()})",
+                file=str(loaded.path), line=line, field=f"cases[{i}]",
+                hint="The globs are relative to cycle.yaml, e.g. cases/*.yaml; remove the entry "
+                "if it is not needed.",
+            )
     cases = load_cases(c.cases, loaded.base_dir, criteria=c.criteria, threshold=c.pass_threshold)
     selected = select(cases, tags=list(tags) or c.run.tags, ids=ids)
     if not selected:
@@ -152,6 +164,179 @@ def load_suite_cases(
             + (", ".join(sorted({t for x in cases for t in x.tags})) or "none") + ".",
         )
     return selected
+
+
+def _case_where(case: TestCase) -> tuple[str, int | None]:
+    file, _, line = case.source.rpartition(":")
+    return file, int(line) if line.isdigit() else None
+
+
+def _templated(value: Any) -> list[str]:
+    """The template strings in a check's fields (``values: ["{{ order }}"]``)."""
+    if isinstance(value, str):
+        return [value] if "{{" in value or "{%" in value else []
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _templated(v)]
+    return []
+
+
+def _check_imports_and_templates(
+    loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt | None
+) -> None:
+    """Import every callable the run will need and render every template with every
+    case's variables, so that a typo fails now, with its file and line, not as an
+    error in each case after the models were paid for."""
+    from cycle.judge.checks import JsonSchema, PythonCheck, import_object
+    from cycle.judge.criteria import merge
+
+    c = loaded.config
+    base = str(loaded.base_dir.resolve())
+    if base not in sys.path:  # user code beside cycle.yaml is importable, as for stop predicates
+        sys.path.insert(0, base)
+    cfg = str(loaded.path)
+
+    def imports(check: Any) -> list[tuple[str, str]]:
+        if isinstance(check, PythonCheck):
+            return [(check.function, "function")]
+        if isinstance(check, JsonSchema) and check.model:
+            return [(check.model, "model")]
+        return []
+
+    for i, crit in enumerate(c.criteria):
+        for path, key in imports(crit.check):
+            try:
+                import_object(path, what=f"criteria[{i}].check.{key}")
+            except ConfigError as e:
+                raise relocate(e, file=cfg, line=loaded.doc.line_of(("criteria", i, "check", key)),
+                               field=f"criteria[{i}].check.{key}") from None
+    spec = c.agent_config
+    if spec.function:
+        try:
+            import_object(spec.function, what="agent.function")
+        except ConfigError as e:
+            raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", "function")),
+                           field="agent.function") from None
+    for case in cases:
+        criteria = merge(c.criteria, case.criteria) if case.criteria else c.criteria
+        own = {x.id for x in case.criteria}
+        for crit in criteria:
+            if crit.check is None:
+                continue
+            if crit.id in own:
+                for path, key in imports(crit.check):
+                    try:
+                        import_object(path, what=key)
+                    except ConfigError as e:
+                        file, line = _case_where(case)
+                        raise relocate(e, file=file, line=line,
+                                       field=f"case {case.id}: criteria ({crit.id}).check.{key}") from None
+            for name in type(crit.check).model_fields:
+                for source in _templated(getattr(crit.check, name)):
+                    try:
+                        render(source, case.variables, field=name)
+                    except ConfigError as e:
+                        if crit.id in own:
+                            file, line = _case_where(case)
+                            field_ = f"case {case.id}: criteria ({crit.id}).check.{name}"
+                        else:
+                            i = next(n for n, x in enumerate(c.criteria) if x.id == crit.id)
+                            file, line = cfg, loaded.doc.line_of(("criteria", i, "check", name))
+                            field_ = f"criteria[{i}].check.{name}"
+                        raise ConfigError(
+                            f"case '{case.id}' ({case.source}): " + e.message.split(": ", 1)[-1],
+                            file=file, line=line, field=field_,
+                            hint=(e.hint or "") + " Add the variable to every case's input, or "
+                            "use only variables every case has.",
+                        ) from None
+        if prompt is not None and not spec.function and not (spec.http and isinstance(case.input, str)):
+            for name, source in (("system", prompt.system), ("user_template", prompt.user_template)):
+                try:
+                    render(source, case.variables, field=name)
+                except ConfigError as e:
+                    file, line = _case_where(case)
+                    raise ConfigError(
+                        f"case '{case.id}': the prompt's {name} "
+                        + e.message.split(": ", 1)[-1], file=file, line=line, field="input",
+                        hint=(e.hint or "") + " Add the variable to the case's input, or change "
+                        "the prompt's template.",
+                    ) from None
+
+
+def _check_models(
+    loaded: LoadedConfig, prompt: Prompt | None, *, agent_model: str | None,
+    judge_model: str | None, needs_judge: bool, improver: bool,
+) -> None:
+    """Every model name names a known provider whose key is set (nothing is called)."""
+    c = loaded.config
+    cfg = str(loaded.path)
+    spec = c.agent_config
+    names: list[tuple[str, str, int | None, str]] = []  # (name, file, line, field)
+
+    def where(key: str, override: str | None, option: str) -> tuple[str, int | None, str]:
+        if override:
+            return "", None, option
+        if key == "agent" and spec.model:
+            return cfg, loaded.doc.line_of(("agent", "model")) or loaded.doc.line_of(("agent",)), "agent"
+        if key != "agent" and getattr(c, key):
+            return cfg, loaded.doc.line_of((key,)), key
+        return "", None, "params.model of the prompt"
+
+    agent = None
+    if not (spec.function or spec.http):
+        agent = agent_model or spec.model or (prompt.params.get("model") if prompt else None)
+        if agent:
+            names.append((str(agent), *where("agent", agent_model, "--agent")))
+        elif prompt is not None:
+            agent_model_name(loaded, prompt)  # raises: no agent model at all
+    judge = judge_model or c.judge or agent_model or agent
+    if judge and needs_judge:
+        names.append((str(judge), *where("judge", judge_model, "--judge")))
+    if improver:
+        name = c.improver or judge
+        if name:
+            names.append((str(name), *where("improver", None, "improver")))
+    for name, file, line, field_ in names:
+        try:
+            get_api(name, provider_options(loaded, name))
+        except UnknownProviderError as e:
+            raise ConfigError(e.message, file=file or None, line=line, field=field_,
+                              hint=e.hint) from None
+
+
+def validate_suite(
+    loaded: LoadedConfig,
+    *,
+    tags: Sequence[str] = (),
+    ids: Sequence[str] = (),
+    agent_model: str | None = None,
+    judge_model: str | None = None,
+    improver: bool = False,
+) -> list[TestCase]:
+    """Validate every input of a run before the store is opened or a model called.
+
+    The config is already valid; this reads the prompt file and every case file,
+    imports every Python check, pydantic model and agent function, renders every
+    template with every case's variables, and checks that every model names a known
+    provider whose key is set. The first problem raises a ``CycleError`` naming
+    file:line (field) and the fix. Returns the selected cases.
+    """
+    cases = load_suite_cases(loaded, tags=tags, ids=ids)
+    prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
+    _check_imports_and_templates(loaded, cases, prompt)
+    _check_models(loaded, prompt, agent_model=agent_model, judge_model=judge_model,
+                  needs_judge=needs_judge(loaded, cases), improver=improver)
+    return cases
+
+
+def needs_judge(loaded: LoadedConfig, cases: Sequence[TestCase]) -> bool:
+    """Whether any case is judged on an LLM criterion (the suite's, or its own)."""
+    from cycle.judge.criteria import merge
+
+    suite = loaded.config.criteria
+    if any(x.check is None for x in suite):
+        return True
+    return any(x.check is None for case in cases if case.criteria
+               for x in merge(suite, case.criteria))
 
 
 def build_suite(
@@ -195,9 +380,7 @@ def build_suite(
         agent = PromptAgent(prompt, model(name, "agent"))
     judge_name = judge_model or loaded.config.judge or agent_model or agent_model_name(loaded, prompt)
     c = loaded.config
-    needs_llm = any(x.check is None for x in c.criteria) or any(
-        x.check is None and x.rubric is not None for case in case_list for x in case.criteria)
-    judge_llm = model(judge_name, "judge") if (judge_name and needs_llm) else None
+    judge_llm = model(judge_name, "judge") if (judge_name and needs_judge(loaded, case_list)) else None
     judge = Judge(c.criteria, model=judge_llm, threshold=c.pass_threshold)
     return Suite(loaded=loaded, prompt=prompt, version=version, cases=case_list, agent=agent,
                  judge=judge, _closers=closers)

@@ -35,6 +35,7 @@ from cycle.evals.suite import (
     judge_model_name,
     load_suite_cases,
     make_model,
+    validate_suite,
 )
 from cycle.improve.apply import apply_suggestions, prompt_diff
 from cycle.improve.improver import (
@@ -51,11 +52,12 @@ from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model
 from cycle.loop.acceptance import Evaluation, decide
 from cycle.loop.config import ImproveConfig, load_improve_config
-from cycle.loop.stop import CycleState, RoundRecord, cost_cap, has_limit
+from cycle.loop.stop import CycleState, RoundRecord, cost_cap, has_limit, resolve_custom
 from cycle.prompt import Prompt
 from cycle.store import Store, Version
 from cycle.store import cycles as store_cycles
 from cycle.store import runs as store_runs
+from cycle.yamlload import relocate
 
 #: cases carrying this tag must not go from pass to fail (like improve.required_cases)
 REQUIRED_TAG = "required"
@@ -142,6 +144,30 @@ def _seconds_between(start: str | None, end: str | None) -> float:
         return 0.0
 
 
+def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> list[TestCase]:
+    """Validate everything a cycle needs before the store is opened or a model called:
+    the prompt, every case file, imports, templates, the models' names and keys, and the
+    stop conditions' custom predicates. Returns the cases; the first problem raises a
+    ``CycleError`` naming file:line (field)."""
+    improve = improve or load_improve_config(loaded)
+    agent = loaded.config.agent_config
+    if agent.function or agent.http:
+        raise ConfigError(
+            "cycle improve needs an agent that runs the prompt on a model; this config's agent "
+            f"is {'a Python function' if agent.function else 'an HTTP endpoint'}, which the "
+            "improved prompt would not reach",
+            file=str(loaded.path), line=loaded.doc.line_of(("agent",)), field="agent",
+            hint="Set 'agent: provider:model' (or leave it out and give params.model in the prompt).",
+        )
+    cases = validate_suite(loaded, improver=True)
+    try:
+        resolve_custom(improve.stop_condition(base_dir=str(loaded.base_dir)))
+    except ConfigError as e:
+        raise relocate(e, file=str(loaded.path), line=loaded.doc.line_of(("improve", "stop")),
+                       field="improve.stop") from None
+    return cases
+
+
 class Loop:
     """Runs (or resumes) one improvement cycle of the prompt a cycle.yaml names."""
 
@@ -154,7 +180,9 @@ class Loop:
         bus: ev.EventBus | None = None,
         improve: ImproveConfig | None = None,
         cache: ResponseCache | None = None,
+        cases: list[TestCase] | None = None,
     ) -> None:
+        """``cases``: what ``prepare`` returned, when the caller validated already."""
         self.loaded = loaded
         self.config = loaded.config
         self.store = store
@@ -179,7 +207,9 @@ class Loop:
         self.prompt_id = ""
         self._models: list[Model] = []
         self._offline = False
-        self._cases: list[TestCase] | None = None
+        # validated here, before anything is written: a bad input costs nothing
+        self._cases: list[TestCase] | None = (
+            cases if cases is not None else prepare(loaded, self.improve))
         self._records: list[RoundRecord] = []
         self._summaries: list[RoundSummary] = []
         self._cost_by_round: dict[int, dict[str, float]] = {}

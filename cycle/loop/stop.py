@@ -285,6 +285,18 @@ def parse_stop(spec: Any, *, where: str = "improve.stop", base_dir: str | Path |
     raise ValueError(f"{where}: unknown condition {key!r}; known: {', '.join(LEAVES + COMBINATORS)}")
 
 
+def resolve_custom(condition: StopCondition) -> None:
+    """Import every custom predicate in the tree now, so that a bad import path is an
+    input error before the cycle starts, not after the baseline was paid for."""
+    if isinstance(condition, Custom):
+        condition.resolve()
+    elif isinstance(condition, (AnyOf, AllOf)):
+        for c in condition.conditions:
+            resolve_custom(c)
+    elif isinstance(condition, Not):
+        resolve_custom(condition.condition)
+
+
 def cost_cap(condition: StopCondition) -> float | None:
     """The hard dollar cap: the smallest max_cost in the tree (outside any ``not``)."""
     if isinstance(condition, MaxCost):

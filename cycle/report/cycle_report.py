@@ -19,9 +19,34 @@ from cycle.report.json import OFFLINE_NOTE
 from cycle.store import Store
 from cycle.store import cycles as sc
 
+# Figures are kept at full precision here and rounded once, when shown: rounding
+# them first (to 2 digits) and again for display (to 1) made the report say 96.8
+# where the console, rounding once, said 96.9 for the same interval.
 
-def _r(x: float | None, digits: int = 2) -> float | None:
-    return None if x is None else round(x, digits)
+
+def initial_and_final(
+    cycle: sc.CycleRow, rounds: list[sc.RoundRow]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The version a cycle started from and the one it ended on (for a cycle still
+    running: the current incumbent), each with its score and 95% interval."""
+    first = next((r for r in rounds if r.round == 0), None)
+    final_row = first
+    final_version = cycle.final_version
+    if final_version is None:  # not finished: the last accepted candidate is head
+        final_version = cycle.initial_version
+        for r in rounds:
+            if r.round >= 1 and r.accepted and r.candidate_version:
+                final_version = r.candidate_version
+    # the final score is the score of the round that evaluated the final version and kept it
+    for r in rounds:
+        if r.round >= 1 and r.accepted and r.candidate_version == final_version:
+            final_row = r
+
+    def entry(version: str | None, row: sc.RoundRow | None) -> dict[str, Any]:
+        return {"version": version, "score": row.score if row else None,
+                "ci_low": row.ci_low if row else None, "ci_high": row.ci_high if row else None}
+
+    return entry(cycle.initial_version, first), entry(final_version, final_row)
 
 
 def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
@@ -41,20 +66,10 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "WHERE r.cycle_id = ? OR (c.run_id IS NULL AND c.cycle_id = ?)", (cycle_id, cycle_id),
     ).fetchone()[0])
 
-    first = next((r for r in rounds if r.round == 0), None)
-    final_version = cycle.final_version or cycle.initial_version
-    # the final score is the score of the round that evaluated the final version and kept it
-    final_row = first
-    for r in rounds:
-        if r.round >= 1 and r.accepted and r.candidate_version == final_version:
-            final_row = r
-    initial = {"version": cycle.initial_version, "score": _r(first.score) if first else None,
-               "ci_low": _r(first.ci_low) if first else None, "ci_high": _r(first.ci_high) if first else None}
-    final = {"version": final_version, "score": _r(final_row.score) if final_row else None,
-             "ci_low": _r(final_row.ci_low) if final_row else None,
-             "ci_high": _r(final_row.ci_high) if final_row else None}
+    initial, final = initial_and_final(cycle, rounds)
+    final_version = final["version"]
     improvement = (None if initial["score"] is None or final["score"] is None
-                   else _r(final["score"] - initial["score"]))
+                   else final["score"] - initial["score"])
     diff = ""
     if cycle.initial_version and final_version and final_version != cycle.initial_version:
         diff = store.diff(cycle.prompt_id, cycle.initial_version, final_version).render()
@@ -63,22 +78,22 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     round_items = []
     for r in rounds:
         if r.round == 0 or r.accepted:
-            incumbent_score = _r(r.score) if r.score is not None else incumbent_score
+            incumbent_score = r.score if r.score is not None else incumbent_score
         round_items.append({
             "round": r.round,
             "version": r.version,
             "incumbent_version": r.incumbent_version,
             "status": r.status,
-            "score": _r(r.score),
-            "ci_low": _r(r.ci_low),
-            "ci_high": _r(r.ci_high),
-            "pass_rate": _r(r.pass_rate, 4),
-            "delta": _r(r.delta),
+            "score": r.score,
+            "ci_low": r.ci_low,
+            "ci_high": r.ci_high,
+            "pass_rate": r.pass_rate,
+            "delta": r.delta,
             "accepted": r.accepted,
             "reason": r.reason or "",
             "incumbent_score_after": incumbent_score,
-            "cost": _r(sum(costs.get(r.round, {}).values()), 6),
-            "cost_by_role": {k: _r(v, 6) for k, v in sorted(costs.get(r.round, {}).items())},
+            "cost": sum(costs.get(r.round, {}).values()),
+            "cost_by_role": dict(sorted(costs.get(r.round, {}).items())),
             "baseline_run_id": r.baseline_run_id,
             "candidate_run_id": r.candidate_run_id,
             "suggestions": [
@@ -100,8 +115,8 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "initial": initial,
         "final": final,
         "improvement": improvement,
-        "total_cost": _r(sum(by_role.values()), 6),
-        "cost_by_role": {k: _r(v, 6) for k, v in sorted(by_role.items())},
+        "total_cost": sum(by_role.values()),
+        "cost_by_role": {k: v for k, v in sorted(by_role.items())},
         "cost_estimated": estimated,
         "config": cycle.config,
         "rounds": round_items,

@@ -100,3 +100,66 @@ def test_bad_improve_section_names_file_line_and_field(quickstart: Path) -> None
 def test_resume_without_an_interrupted_cycle_says_so(quickstart: Path) -> None:
     r = invoke("improve", "--headless", "--yes", "--resume")
     assert r.exit_code == 2 and "no interrupted cycle of 'support-reply'" in r.output
+
+
+def test_console_and_cycle_report_print_the_same_figures(quickstart: Path) -> None:
+    import re
+
+    r = invoke("improve", "--headless", "--yes")
+    assert r.exit_code == 0, r.output
+    report_line = next(line for line in r.stdout.splitlines() if line.startswith("report: "))
+    md = (quickstart / report_line.removeprefix("report: ").strip()).read_text()
+    data = json.loads((quickstart / report_line.removeprefix("report: ").strip()).with_suffix(".json").read_text())
+    done = re.findall(r"round (\d+) done: (\S+) scored ([\d.]+) (\[[\d., ]+\])", r.stdout)
+    assert len(done) == len(data["rounds"]) >= 3
+    rows = {int(m[0]): m for m in re.findall(r"^\| (\d+) \| (\S+) \| ([\d.]+) \| (\[[\d., ]+\]) \|", md, re.MULTILINE)}
+    for round_no, version, score, interval in done:
+        # the same score and interval, to the printed digit, in the console and the report
+        assert rows[int(round_no)][1:] == (version, score, interval)
+    final = done[-1]
+    assert f"| final | {final[1]}: {final[2]} {final[3]} |" in md
+    # the JSON keeps full precision (rounded once, when shown): no 96.85 -> 96.8 drift
+    assert f"{data['final']['ci_high']:.1f}" == final[3].strip("[]").split(", ")[1]
+
+
+def test_cycles_lists_stored_cycles_with_scores_reason_and_cost(quickstart: Path) -> None:
+    empty = invoke("cycles")
+    assert empty.exit_code == 2 and "no cycle store" in empty.output
+    cfg = yaml.safe_load(Path("cycle.yaml").read_text())
+    cfg["improve"]["stop"] = {"max_rounds": 1}
+    Path("cycle.yaml").write_text(yaml.safe_dump(cfg))
+    assert invoke("improve", "--headless", "--yes").exit_code == 0
+    cfg["improve"]["stop"] = {"any": [{"target_score": 95}, {"max_rounds": 3}]}
+    Path("cycle.yaml").write_text(yaml.safe_dump(cfg))
+    assert invoke("improve", "--headless", "--yes").exit_code == 0
+    r = invoke("cycles", "--json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert [x["prompt_id"] for x in rows] == ["support-reply", "support-reply"]
+    newest, oldest = rows
+    assert oldest["rounds"] == 1 and oldest["stop_reason"].startswith("max_rounds")
+    assert newest["initial"]["version"] == oldest["final"]["version"]  # continued from head
+    assert newest["stop_reason"].startswith("target_score") and newest["status"] == "finished"
+    assert set(newest["cost_by_role"]) == {"agent", "judge", "improver"}
+    report = json.loads(next(Path("reports").glob(f"{newest['id']}.json")).read_text())
+    assert (newest["initial"], newest["final"]) == (report["initial"], report["final"])
+    text = invoke("cycles", "support-reply")
+    line = next(x for x in text.stdout.splitlines() if x.startswith(newest["id"]))
+    assert "finished" in line and f"{newest['final']['score']:.1f} ({newest['final']['version']})" in line
+    assert "target_score" in line
+    assert "No improvement cycles of 'other'" in invoke("cycles", "other").stdout
+
+
+@pytest.mark.parametrize("edit, where, fix", [
+    (("{max_cost: 0.50}", "{custom: 'nope_stops:enough'}"), "(improve.stop)", "cannot import the custom"),
+    (("improver: offline:default", "improver: nope:x"), "(improver)", "unknown model provider 'nope'"),
+    (("agent: offline:default", "agent: {function: 'x.y:z'}"), "(agent)", "needs an agent that runs the prompt"),
+])
+def test_bad_cycle_input_is_refused_before_anything_is_stored(quickstart: Path, edit, where, fix) -> None:
+    text = Path("cycle.yaml").read_text()
+    assert edit[0] in text
+    Path("cycle.yaml").write_text(text.replace(edit[0], edit[1]))
+    r = invoke("improve", "--headless", "--yes")
+    assert r.exit_code == 2, r.output
+    assert where in r.output and fix in r.output and "Traceback" not in r.output
+    assert not (quickstart / ".cycle").exists() and not (quickstart / "reports").exists()

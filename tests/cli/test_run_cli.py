@@ -1,8 +1,10 @@
 """`cycle run` and `cycle compare` through the real CLI: reports, exit codes, the openai SDK."""
 
 import json
+import os
 import textwrap
 
+import pytest
 from click.testing import CliRunner
 
 from cycle.cli import cli
@@ -152,3 +154,150 @@ def test_unknown_run_in_compare_is_an_input_error(tmp_path):
     invoke(tmp_path, "run", cfg, "-q")
     r = invoke(tmp_path, "compare", "run-nope", "run-nope2")
     assert r.exit_code == 2 and "no run 'run-nope'" in r.output
+
+
+# -- bad input: one message naming file:line (field) and the fix, exit 2, nothing stored --------
+
+CHECK = "criteria:\n  - id: cites\n    check: {type: contains, values: ['{{ order }}']}\n"
+
+
+def _mutate(tmp_path, name: str) -> None:
+    cfg = tmp_path / "cycle.yaml"
+    text = cfg.read_text()
+    if name == "yaml_syntax":
+        cfg.write_text(text + "run: {iterations: [3}\n")
+    elif name == "unknown_key":
+        cfg.write_text(text + "pass_treshold: 80\n")
+    elif name == "wrong_type":
+        cfg.write_text(text + "run:\n  iterations: three\n")
+    elif name == "duplicate_case":
+        (tmp_path / "cases" / "more.yaml").write_text("- {id: late, input: {order: X}}\n")
+    elif name == "glob_matches_nothing":
+        cfg.write_text(text + "cases: [cases/*.yaml, extra/*.yml]\n")
+    elif name == "bad_regex":
+        cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
+                                    "{type: regex, pattern: 'A-[0-9'}"))
+    elif name == "unknown_check":
+        cfg.write_text(text.replace("type: contains", "type: containz"))
+    elif name == "missing_prompt":
+        cfg.write_text(text.replace("prompts/support.yaml", "prompts/nope.yaml"))
+    elif name == "python_check_import":
+        cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
+                                    "{type: python, function: 'nope_pkg.checks:ok'}"))
+    elif name == "agent_function_import":
+        cfg.write_text(text + "agent: {function: 'nope_pkg.agents:answer'}\n")
+    elif name == "unknown_provider":
+        cfg.write_text(text + "agent: foo:bar\n")
+    elif name == "undefined_variable":
+        cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
+                                    "{type: regex, pattern: '.'}"))
+        (tmp_path / "cases" / "all.yaml").write_text(CASES + "- {id: bare, input: {customer: Cy}}\n")
+    elif name == "undefined_check_variable":
+        (tmp_path / "cases" / "all.yaml").write_text(CASES + "- {id: bare, input: {customer: Cy}}\n")
+    elif name == "case_unknown_key":
+        (tmp_path / "cases" / "all.yaml").write_text(CASES.replace("  tags: [shipping]", "  tag: [shipping]"))
+
+
+BAD_INPUTS = {
+    # mutation: (file:line (field) in the message, a word of the fix)
+    "yaml_syntax": ("cycle.yaml:5", "not valid YAML"),
+    "unknown_key": ("cycle.yaml:5 (pass_treshold)", "Did you mean 'pass_threshold'"),
+    "wrong_type": ("cycle.yaml:6 (run.iterations)", "Times each case is run"),
+    "duplicate_case": ("more.yaml:1 (id)", "duplicate case id 'late'"),
+    "glob_matches_nothing": ("cycle.yaml:5 (cases[1])", "no case file matches 'extra/*.yml'"),
+    "bad_regex": ("cycle.yaml:4 (criteria[0].check)", "invalid regular expression"),
+    "unknown_check": ("cycle.yaml:4 (criteria[0].check)", "Use one of: 'exact'"),
+    "missing_prompt": ("cycle.yaml:1 (prompt)", "relative to cycle.yaml"),
+    "python_check_import": ("cycle.yaml:4 (criteria[0].check.function)", "nope_pkg"),
+    "agent_function_import": ("cycle.yaml:5 (agent.function)", "nope_pkg"),
+    "unknown_provider": ("cycle.yaml:5 (agent)", "unknown model provider 'foo'"),
+    "undefined_variable": ("all.yaml:7 (input)", "'order' is undefined"),
+    "undefined_check_variable": ("cycle.yaml:4 (criteria[0].check.values)", "case 'bare'"),
+    "case_unknown_key": ("all.yaml:3 (cases[0].tag)", "Did you mean 'tags'"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_input_is_one_located_message_exit_2_and_nothing_stored(tmp_path, name):
+    cfg = project(tmp_path, CHECK)
+    _mutate(tmp_path, name)
+    r = invoke(tmp_path, "run", cfg)
+    where, fix = BAD_INPUTS[name]
+    assert r.exit_code == 2, r.output
+    assert where in r.output and fix in r.output, r.output
+    assert "Traceback" not in r.output and r.output.startswith("error: ")
+    # validated before the store (or the cache) was opened: nothing was written
+    assert not (tmp_path / "store.db").exists()
+    assert not (tmp_path / ".cycle").exists() and not (tmp_path / "reports").exists()
+
+
+def test_quiet_prints_nothing_and_json_prints_only_json(tmp_path):
+    cfg = project(tmp_path, "criteria:\n  - {id: polite, check: {type: not_contains, values: [stupid]}}\n")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", cfg, "-q", "-n", "1"])
+    assert r.exit_code == 0 and r.stdout == "" and r.stderr == ""
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", cfg, "--json", "-n", "2"])
+    assert r.exit_code == 0 and r.stderr == ""  # no progress bar in the way of a script
+    data = json.loads(r.stdout)
+    assert data["summary"]["cases"] == 2 and data["summary"]["iterations"] == 4
+    assert set(data["reports"]) == {"markdown", "json", "junit"}
+
+
+# -- the HTTP agent, against a loopback server made here ------------------------------------------
+
+def test_http_agent_posts_the_message_and_reads_response_and_tool_calls(tmp_path):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # http.server's name for the handler
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append({"body": body, "auth": self.headers.get("Authorization")})
+            if body["input"]["order"] == "B-2210":
+                self.send_response(500)
+                self.end_headers()
+                self.wfile.write(b"agent crashed")
+                return
+            answer = {"response": f"Order {body['input']['order']} is on its way.",
+                      "toolCalls": [{"name": "track", "arguments": {"order": body["input"]["order"]}}]}
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):  # keep the test output clean
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/chat"
+        cfg = project(tmp_path, CHECK, f"agent:\n  http: {url}\n  headers: {{Authorization: 'Bearer ${{AGENT_TOKEN}}'}}\n")
+        os.environ["AGENT_TOKEN"] = "t0ken"
+        try:
+            r = invoke(tmp_path, "run", cfg, "-n", "1", "--json")
+        finally:
+            del os.environ["AGENT_TOKEN"]
+    finally:
+        server.shutdown()
+        server.server_close()
+    # the case that got a 500 is an error (exit 3), never a zero score
+    assert r.exit_code == 3, r.output
+    data = json.loads(r.stdout)
+    cases = {c["id"]: c for c in data["cases"]}
+    assert cases["late"]["status"] == "passed" and cases["late"]["mean"] == 100
+    assert cases["refund"]["status"] == "error" and cases["refund"]["mean"] is None
+    # the message is the prompt's user template rendered with the case's input
+    late = next(s for s in seen if s["body"]["input"]["order"] == "A-1042")
+    assert "Order: A-1042" in late["body"]["message"] and late["auth"] == "Bearer t0ken"
+    report = json.loads(next((tmp_path / "reports").glob("*.json")).read_text())
+    rep_late = next(c for c in report["cases"] if c["id"] == "late")
+    assert rep_late["results"][0]["tool_calls"][0]["name"] == "track"
+    assert rep_late["results"][0]["output"] == "Order A-1042 is on its way."
+    rep_refund = next(c for c in report["cases"] if c["id"] == "refund")
+    assert "HTTP 500" in rep_refund["results"][0]["error"]
+    assert report["models"]["agent"] == url and report["offline"] is False

@@ -1,0 +1,86 @@
+"""``cycle cycles``: the improvement cycles in the store, newest first.
+
+Each line: id, prompt, status, rounds run, initial -> final score (version),
+why it stopped and what it cost, the same figures the cycle report shows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cycle.cli import CliContext
+
+
+def cycle_summaries(store: Any, prompt_id: str | None, *, limit: int) -> list[dict[str, Any]]:
+    """One summary per stored cycle, newest first (what ``cycle cycles --json`` prints)."""
+    from cycle.report.cycle_report import initial_and_final
+    from cycle.store import cycles as sc
+
+    out = []
+    for row in sc.list_cycles(store, prompt_id, limit=limit):
+        rounds = sc.get_rounds(store, row.id)
+        initial, final = initial_and_final(row, rounds)
+        costs: dict[str, float] = {}
+        for by_role in sc.round_costs(store, row.id).values():
+            for role, usd in by_role.items():
+                costs[role] = costs.get(role, 0.0) + usd
+        out.append({
+            "id": row.id, "prompt_id": row.prompt_id, "status": row.status,
+            "rounds": sum(1 for r in rounds if r.round >= 1 and r.status in ("finished", "stopped")),
+            "initial": initial, "final": final,
+            "improvement": (None if initial["score"] is None or final["score"] is None
+                            else final["score"] - initial["score"]),
+            "stop_reason": row.stop_reason,
+            # the calls recorded for the cycle, also for one still running or killed
+            "cost": sum(costs.values()), "cost_by_role": dict(sorted(costs.items())),
+            "started_at": row.started_at, "finished_at": row.finished_at,
+        })
+    return out
+
+
+def _score(entry: dict[str, Any]) -> str:
+    score = "—" if entry["score"] is None else f"{entry['score']:.1f}"
+    return f"{score} ({entry['version'] or '—'})"
+
+
+@click.command()
+@click.argument("prompt_id", required=False)
+@click.option("--config", "config", type=click.Path(path_type=Path),
+              help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Show at most this many cycles.")
+@click.option("--json", "as_json", is_flag=True, help="Print the cycles as JSON.")
+def cycles(prompt_id: str | None, config: Path | None, limit: int, as_json: bool) -> None:
+    """List the improvement cycles in the store (of PROMPT_ID, if given), newest first.
+
+    Shows each cycle's id, prompt, status, rounds run, initial -> final score,
+    why it stopped and its cost. `cycle improve --resume CYCLE_ID` continues an
+    interrupted one; `cycle rollback PROMPT --round N --cycle CYCLE_ID` goes back
+    to the version one of its rounds ran with.
+    """
+    from cycle.store import Store
+
+    obj = click.get_current_context().find_object(CliContext) or CliContext()
+    base = None if config is None else (config if config.is_dir() else config.parent)
+    with Store.open(obj.store_path(base), create=False) as store:
+        rows = cycle_summaries(store, prompt_id, limit=limit)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    if not rows:
+        click.echo("No improvement cycles" + (f" of '{prompt_id}'" if prompt_id else "")
+                   + " in the store. Start one: cycle improve cycle.yaml")
+        return
+    width = max(len(r["id"]) for r in rows)
+    pwidth = max(len(r["prompt_id"]) for r in rows)
+    click.echo(f"{'cycle':<{width}}  {'prompt':<{pwidth}}  {'status':<11}  rounds  "
+               f"{'initial -> final':<32}  {'cost':>9}  stopped because")
+    for r in rows:
+        scores = f"{_score(r['initial'])} -> {_score(r['final'])}"
+        click.echo(f"{r['id']:<{width}}  {r['prompt_id']:<{pwidth}}  {r['status']:<11}  "
+                   f"{r['rounds']:>6}  {scores:<32}  {'$' + format(r['cost'], '.4f'):>9}  "
+                   f"{r['stop_reason'] or '—'}")

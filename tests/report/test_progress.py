@@ -1,0 +1,48 @@
+"""The progress line of `cycle run`: cases done, failures, errors and cost so far."""
+
+import io
+
+from cycle.events import CaseFinished, EventBus, RunFinished, RunStarted
+from cycle.progress import Progress
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _feed(progress: Progress, n: int = 10) -> None:
+    bus = EventBus()
+    bus.subscribe(progress)
+    bus.emit(RunStarted(run_id="run-x", prompt_id="p", version="1.0.0", cases=5, iterations=2))
+    for i in range(n):
+        error = "judge: malformed" if i == 3 else None
+        passed = None if error else i % 2 == 0
+        bus.emit(CaseFinished(run_id="run-x", case_id=f"c{i // 2}", iteration=i % 2,
+                              score=None if error else 50.0, passed=passed, error=error,
+                              cost=0.0125, latency=0.01))
+    bus.emit(RunFinished(run_id="run-x", score=50.0, pass_rate=0.5, errors=1, cost=0.125,
+                         status="finished"))
+
+
+def test_in_a_log_it_prints_a_line_per_tenth_with_counts_and_cost():
+    out = io.StringIO()
+    _feed(Progress(out, offline=True))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "running run-x: 10 iterations"
+    assert len(lines) == 11  # the header and one line per tenth of the work, no more
+    last = lines[-1]
+    # 10 done; odd iterations failed (5) except #3, which errored; cost of every call so far
+    assert "10/10 iterations" in last and "4 failed" in last and "1 errors" in last
+    assert "$0.1250" in last and "[offline model]" in last
+    assert "\r" not in out.getvalue()
+
+
+def test_on_a_terminal_it_redraws_one_line_and_ends_it():
+    out = Terminal()
+    progress = Progress(out, interval=3600)  # only forced draws: start and end
+    _feed(progress)
+    text = out.getvalue()
+    assert text.count("\r\x1b[2K") == 2 and text.endswith("\n") and text.count("\n") == 1
+    assert "[" + "#" * 24 + "] 10/10 iterations" in text
+    assert progress.line().startswith("[########################]")
