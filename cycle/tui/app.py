@@ -1,0 +1,306 @@
+"""The Textual app: watch and steer a cycle, or browse the store.
+
+The app holds no business logic. It runs the cycle the caller hands it (a
+coroutine function that builds a ``Loop`` and runs it), listens to its events
+through a throttled bridge, answers its review requests on the Review screen,
+and reads or rolls back versions through the ``Store`` API.
+
+The cycle runs in a worker thread on its own asyncio loop, so the screen stays
+responsive even while the core computes without yielding (an offline model
+never waits on the network). It talks to the UI only through the bridge's
+queue and ``post_message``, both thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+
+from cycle.events import EventBus
+from cycle.improve.suggestion import Reviewer, Suggestion
+from cycle.tui.bridge import DEFAULT_RATE, EventBridge
+from cycle.tui.reviewer import ReviewRequested, TuiReviewer
+from cycle.tui.screens.confirm import ConfirmScreen
+from cycle.tui.screens.dashboard import DashboardScreen
+from cycle.tui.screens.help import HelpScreen
+from cycle.tui.screens.history import HistoryScreen
+from cycle.tui.screens.review import ReviewScreen
+from cycle.tui.state import DashboardState
+from cycle.tui.widgets.header import HeaderInfo
+
+if TYPE_CHECKING:
+    from cycle.store import Store
+
+#: what the app runs: given the bus to emit on and the reviewer to ask, run the cycle
+CycleRun = Callable[[EventBus, Reviewer], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class CycleOutcome:
+    """How the cycle run by the app ended."""
+
+    #: "finished", "interrupted" (the user quit mid-cycle: resumable) or "failed"
+    status: str
+    #: what the cycle coroutine returned (the CycleResult) when finished
+    result: Any = None
+    #: the exception it raised when failed
+    error: BaseException | None = None
+
+
+class CycleEnded(Message):
+    """The cycle's worker thread is done."""
+
+    def __init__(self, outcome: CycleOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
+class CycleApp(App[CycleOutcome | None]):
+    """Dashboard + Review while a cycle runs; History on the store otherwise."""
+
+    CSS_PATH = Path(__file__).parent / "app.tcss"
+    TITLE = "cycle"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        *,
+        cycle: CycleRun | None = None,
+        store: Store | None = None,
+        store_path: str | Path | None = None,
+        info: HeaderInfo | None = None,
+        bus: EventBus | None = None,
+        prompt_id: str | None = None,
+        clock: Callable[[], float] = time.time,
+        refresh_rate: float = DEFAULT_RATE,
+    ) -> None:
+        """``cycle`` set: run it and open the Dashboard; else open History on ``store``.
+
+        ``clock`` drives the elapsed times shown (tests freeze it for snapshots).
+        """
+        super().__init__()
+        if cycle is None and store is None and store_path is None:
+            raise ValueError("CycleApp needs a cycle to run or a store to browse")
+        self._cycle = cycle
+        self._store = store
+        self._store_path = Path(store_path) if store_path is not None else None
+        self.info = info or HeaderInfo(prompt_id=prompt_id or "", store=str(store_path or ""))
+        self.bus = bus or EventBus()
+        self.prompt_id = prompt_id
+        self.clock = clock
+        self.refresh_rate = refresh_rate
+        self.state = DashboardState()
+        self.bridge = EventBridge()
+        self.reviewer = TuiReviewer(self)
+        self.outcome: CycleOutcome | None = None
+        self._dashboard: DashboardScreen | None = None
+        self._cycle_loop: asyncio.AbstractEventLoop | None = None
+        self._cycle_task: asyncio.Task[Any] | None = None
+        self._cycle_lock = threading.Lock()
+        self._cancel_requested = False
+        self._quit_when_ended = False
+        self._cycle_done = threading.Event()
+
+    # -- screens -------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The app's own connection to the store (SQLite connections belong to one thread)."""
+        if self._store is None:
+            from cycle.store import Store
+
+            assert self._store_path is not None
+            self._store = Store.open(self._store_path)
+        return self._store
+
+    def get_default_screen(self) -> Screen[Any]:
+        if self._cycle is not None:
+            self._dashboard = DashboardScreen(self.state, self.info)
+            return self._dashboard
+        return HistoryScreen(self.store, self.info, prompt_id=self.prompt_id)
+
+    def on_mount(self) -> None:
+        if self._cycle is not None:
+            self.bridge.attach(self.bus)
+            self.set_interval(1 / self.refresh_rate, self.flush_events)
+            # start once the first frame is drawn: the app's one-time setup then
+            # does not compete with the cycle's first cases for the GIL
+            self.call_after_refresh(self.run_cycle)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_history(self) -> None:
+        if not any(isinstance(s, HistoryScreen) for s in self.screen_stack):
+            prompt_id = self.state.prompt_id or self.info.prompt_id or None
+            self.push_screen(HistoryScreen(self.store, self.info, prompt_id=prompt_id))
+
+    def on_dashboard_screen_case_chosen(self, message: DashboardScreen.CaseChosen) -> None:
+        from cycle.tui.screens.case import CaseScreen
+
+        self.push_screen(CaseScreen(self.store, message.run_id, message.case_id, self.info))
+
+    # -- events --------------------------------------------------------------
+
+    def flush_events(self) -> None:
+        """Fold the queued events in and redraw what changed (the refresh timer)."""
+        for event in self.bridge.drain():
+            self.state.apply(event)
+        if self._dashboard is None:
+            return
+        changes = self.state.take_changes()
+        if changes.empty:
+            self._dashboard.show_progress(self.clock())
+        else:
+            self._dashboard.show_changes(changes, now=self.clock())
+
+    # -- the cycle -----------------------------------------------------------
+
+    @property
+    def cycle_running(self) -> bool:
+        return self._cycle is not None and self.outcome is None
+
+    @work(thread=True, exclusive=True, group="cycle", exit_on_error=False)
+    def run_cycle(self) -> None:
+        """Run the cycle on its own asyncio loop in this worker thread."""
+        assert self._cycle is not None
+        cycle = self._cycle
+
+        async def main() -> Any:
+            with self._cycle_lock:
+                self._cycle_loop = asyncio.get_running_loop()
+                self._cycle_task = asyncio.current_task()
+                if self._cancel_requested:
+                    raise asyncio.CancelledError
+            return await cycle(self.bus, self.reviewer)
+
+        try:
+            with asyncio.Runner() as runner:
+                result = runner.run(main())
+            outcome = CycleOutcome("finished", result=result)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            outcome = CycleOutcome("interrupted")
+        except BaseException as e:  # noqa: BLE001 -- shown on the dashboard; the caller re-raises it
+            outcome = CycleOutcome("failed", error=e)
+        self._cycle_done.set()
+        self.post_message(CycleEnded(outcome))
+
+    def interrupt_cycle(self) -> None:
+        """Cancel the cycle's task: the loop marks the cycle interrupted (resumable)."""
+        with self._cycle_lock:
+            self._cancel_requested = True
+            loop, task = self._cycle_loop, self._cycle_task
+        if loop is not None and task is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
+
+    def on_unmount(self) -> None:
+        # however the app closes, never leave the cycle's thread waiting on a screen
+        # that is gone: interrupt it, so the cycle is marked interrupted (resumable)
+        if self._cycle is not None and not self._cycle_done.is_set():
+            self.interrupt_cycle()
+            self._cycle_done.wait(timeout=30)
+
+    def on_cycle_ended(self, message: CycleEnded) -> None:
+        self.flush_events()
+        self.outcome = outcome = message.outcome
+        self.bridge.detach()
+        while any(isinstance(s, ReviewScreen) for s in self.screen_stack):
+            self.pop_screen()
+        if outcome.status == "failed":
+            self.state.status = "failed"
+            error = outcome.error
+            self.state.note(f"[error] the cycle failed: {type(error).__name__}: {error}")
+        elif outcome.status == "interrupted":
+            self.state.status = "interrupted"
+            self.state.note("the cycle was interrupted; it can be resumed")
+        self.flush_events()
+        if self._quit_when_ended:
+            self.exit(outcome)
+        else:
+            self.notify(f"The cycle {outcome.status}. Press q to quit.",
+                        severity="error" if outcome.status == "failed" else "information")
+
+    def on_review_requested(self, message: ReviewRequested) -> None:
+        reply = message.reply
+
+        def decided(suggestions: list[Suggestion] | None) -> None:
+            if suggestions is not None and not reply.done():
+                with contextlib.suppress(concurrent.futures.InvalidStateError):
+                    # cancelled meanwhile (the user quit): nobody waits for it
+                    reply.set_result(suggestions)
+            self.state.status = "running"
+
+        self.state.status = "reviewing"
+        self.push_screen(ReviewScreen(message.request, self.info), decided)
+
+    async def action_quit(self) -> None:
+        if not self.cycle_running:
+            self.exit(self.outcome)
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self._quit_when_ended = True
+                self.notify("Interrupting the cycle…")
+                self.interrupt_cycle()
+
+        cycle_id = self.state.cycle_id
+        resume = f" with `cycle improve --resume {cycle_id}`" if cycle_id else ""
+        self.push_screen(
+            ConfirmScreen(f"The cycle is running. Interrupt it and quit?\nIt can be resumed later{resume}."),
+            answer,
+        )
+
+
+def run_cycle_app(
+    cycle: CycleRun,
+    *,
+    store_path: str | Path,
+    info: HeaderInfo | None = None,
+    bus: EventBus | None = None,
+) -> CycleOutcome:
+    """Run a cycle under the TUI (``cycle improve cycle.yaml`` without ``--headless``).
+
+    ``cycle(bus, reviewer)`` is awaited in a worker thread on its own asyncio
+    loop: build the Loop inside it, with the ``bus`` and ``reviewer`` given,
+    and open the Store inside it too (a SQLite connection belongs to the
+    thread that opened it)::
+
+        async def cycle(bus, reviewer):
+            store = Store.open(path)
+            return await Loop(loaded, store=store, bus=bus, reviewer=reviewer).run(resume=resume)
+
+    ``store_path`` is opened separately by the app, read-only in practice, for
+    the History and case screens. ``info`` names the prompt and models in the
+    header (``offline=True`` shows the OFFLINE MODEL badge). ``bus``: pass yours
+    if other sinks (JSONL log, store recorder) are subscribed to it.
+
+    Blocks until the user quits. Returns the outcome: ``status`` "finished"
+    (``result`` is what ``cycle`` returned), "interrupted" (the user quit
+    mid-cycle after confirming; the loop's task was cancelled so the cycle is
+    marked interrupted and resumable) or "failed" (``error`` is the exception,
+    for the CLI to report), or "interrupted" if the app closed before the end.
+    """
+    app = CycleApp(cycle=cycle, store_path=store_path, info=info, bus=bus)
+    outcome = app.run()
+    if outcome is None:
+        outcome = app.outcome or CycleOutcome("interrupted")
+    return outcome

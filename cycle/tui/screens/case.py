@@ -1,0 +1,100 @@
+"""One case of a run: its input, and per iteration its output and each criterion's verdict."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from cycle.store.runs import load_results
+from cycle.tui.widgets.header import CycleHeader, HeaderInfo
+
+if TYPE_CHECKING:
+    from cycle.evals.results import IterationResult
+    from cycle.store import Store
+
+
+def _input_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
+    """The case's input once, then each iteration's output and verdicts."""
+    if not results:
+        return Text(f"No stored result for {case_id} yet.", style="dim italic")
+    parts: list[RenderableType] = [Text("Input", style="bold underline"), Text(_input_text(results[0].input))]
+    for r in results:
+        score = "-" if r.score is None else f"{r.score:.1f}"
+        verdict = {True: ("passed", "green"), False: ("failed", "red")}.get(
+            r.passed,  # type: ignore[arg-type]
+            ("error", "bold red"),
+        )
+        head = Text(f"\nIteration {r.iteration} · score {score} · ", style="bold")
+        head.append(verdict[0], style=verdict[1])
+        parts.append(head)
+        if r.error:
+            parts.append(Text(f"error: {r.error}", style="red"))
+        parts.append(Text("Output", style="bold"))
+        parts.append(Text(r.output or "(empty)", style="" if r.output else "dim"))
+        if r.verdicts:
+            table = Table(box=None, padding=(0, 1), show_edge=False, expand=True)
+            table.add_column("criterion", style="cyan", no_wrap=True)
+            table.add_column("score", justify="right", no_wrap=True)
+            table.add_column("reasoning", ratio=1)
+            for v in r.verdicts:
+                mark = Text(f"{v.score:.0f}", style="green" if v.passed else "red")
+                table.add_row(v.criterion_id + (" *" if v.required else ""), mark, v.reasoning)
+            parts.append(table)
+    return Group(*parts)
+
+
+class CaseScreen(Screen[None]):
+    """Reads the case's stored iterations (in a thread: a large run takes a moment)."""
+
+    TITLE = "Case"
+    HELP = """\
+A case of the running evaluation: its input, then for every iteration the
+agent's output and the judge's score and reasoning per criterion
+(* marks a required criterion). Escape goes back.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, store: Store, run_id: str, case_id: str, info: HeaderInfo) -> None:
+        super().__init__()
+        self.store = store
+        self.run_id = run_id
+        self.case_id = case_id
+        self.info = info
+        #: the iterations shown, once read
+        self.results: list[IterationResult] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield CycleHeader(self.info)
+        yield Static(f"Case {self.case_id}", classes="summary")
+        with VerticalScroll(id="case-body"):
+            yield Static(Text("loading…", style="dim"), id="case-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#case-body").focus()
+        self.load()
+
+    @work(thread=True, exclusive=True)
+    def load(self) -> None:
+        results = [r for r in load_results(self.store, self.run_id) if r.case_id == self.case_id]
+        self.app.call_from_thread(self._show, results)
+
+    def _show(self, results: list[IterationResult]) -> None:
+        self.results = results
+        self.query_one("#case-detail", Static).update(render_case(self.case_id, results))

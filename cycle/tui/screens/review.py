@@ -1,0 +1,278 @@
+"""Review: decide on a round's suggestions before the loop applies them.
+
+The screen works on copies of the suggestions; nothing reaches the loop (and
+nothing is applied) until the reviewer submits. It dismisses with the
+suggestions, each with its ``decision`` (and ``reason`` / ``edited_value``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Input, Static, TextArea
+
+from cycle.improve.apply import suggestion_diff
+from cycle.improve.suggestion import PRIORITY_ORDER, ReviewRequest, Suggestion
+from cycle.loop.review import request_prompt
+from cycle.tui.screens.confirm import ConfirmScreen
+from cycle.tui.widgets.diff_view import DiffView
+from cycle.tui.widgets.header import CycleHeader, HeaderInfo
+
+#: how a decision is shown in the list
+DECISION_MARK: dict[str, tuple[str, str]] = {
+    "pending": ("· pending", "dim"),
+    "approved": ("✓ approve", "bold green"),
+    "edited": ("✎ edited", "bold yellow"),
+    "rejected": ("✗ reject", "bold red"),
+    "skipped": ("- skipped", "dim"),
+}
+TYPE_SHORT = {"system_prompt": "system", "user_prompt": "user", "parameters": "params"}
+#: the reason given to the improver when a suggestion is left undecided at submit
+UNDECIDED_REASON = "not approved in review"
+
+
+def _one_line(text: str, width: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+class ReasonScreen(ModalScreen[str | None]):
+    """Asks why a suggestion is rejected; the reason goes back to the improver."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static("Why reject it? (the improver reads this; enter to confirm)", classes="question")
+            yield Input(placeholder="reason", id="reason")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class EditScreen(ModalScreen[str | None]):
+    """Edit a suggestion's text; ctrl+s keeps the edit, escape drops it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Keep edit", priority=True),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog edit"):
+            yield Static("Edit the suggested text (ctrl+s keep, escape cancel)", classes="question")
+            yield TextArea(self.text, id="editor", soft_wrap=True)
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def action_save(self) -> None:
+        self.dismiss(self.query_one(TextArea).text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ReviewScreen(Screen[list[Suggestion]]):
+    """The suggestions beside a coloured diff of the selected one."""
+
+    TITLE = "Review"
+    HELP = """\
+The improver proposed these edits to the prompt. Nothing is applied until
+you submit: approve, reject (with a reason the improver will read) or edit
+each suggestion. Undecided suggestions are rejected at submit.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "approve", "Approve"),
+        Binding("r", "reject", "Reject"),
+        Binding("e", "edit", "Edit"),
+        Binding("A", "approve_all", "Approve all"),
+        Binding("u", "undo", "Undo", show=False),
+        Binding("s,ctrl+s", "submit", "Submit"),
+    ]
+
+    def __init__(self, request: ReviewRequest, info: HeaderInfo | None = None) -> None:
+        super().__init__()
+        self.request = request
+        self.info = info or HeaderInfo(prompt_id=request.prompt_id, version=request.version)
+        self.suggestions = [s.model_copy(deep=True) for s in request.suggestions]
+        self._by_id = {s.id: s for s in self.suggestions}
+        self._prompt = request_prompt(request)
+
+    # -- layout --------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield CycleHeader(self.info)
+        yield Static(id="review-summary", classes="summary")
+        table: DataTable[Text | str] = DataTable(id="suggestions", cursor_type="row")
+        table.border_title = "Suggestions"
+        yield table
+        with Horizontal(id="review-body"):
+            with VerticalScroll(id="detail-panel") as detail:
+                detail.border_title = "Why"
+                yield Static(id="detail")
+            with VerticalScroll(id="diff-panel") as diff:
+                diff.border_title = "Diff of the prompt"
+                yield DiffView(id="diff")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#suggestions", DataTable)
+        table.add_column("decision", key="decision", width=9)
+        table.add_column("pri", key="priority", width=6)
+        table.add_column("type", key="type", width=6)
+        table.add_column("change", key="change")
+        ordered = sorted(self.suggestions, key=lambda s: PRIORITY_ORDER.get(s.priority, 9))
+        for s in ordered:
+            table.add_row(*self._cells(s), key=s.id)
+        table.focus()
+        self._refresh_summary()
+        if ordered:
+            self._show(ordered[0])
+
+    def _cells(self, s: Suggestion) -> list[Text | str]:
+        label, style = DECISION_MARK.get(s.decision, (s.decision, ""))
+        priority_style = {"high": "bold", "medium": "", "low": "dim"}.get(s.priority, "")
+        return [
+            Text(label, style=style),
+            Text(s.priority, style=priority_style),
+            TYPE_SHORT.get(s.type, s.type),
+            _one_line(s.value),
+        ]
+
+    # -- what is shown ------------------------------------------------------
+
+    @property
+    def selected(self) -> Suggestion | None:
+        table = self.query_one("#suggestions", DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return self._by_id.get(str(key.value))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        suggestion = self._by_id.get(str(event.row_key.value))
+        if suggestion is not None:
+            self._show(suggestion)
+
+    def _show(self, s: Suggestion) -> None:
+        detail = Text()
+        detail.append(f"{s.priority} priority · {TYPE_SHORT.get(s.type, s.type)}\n", style="bold")
+        if s.reasoning:
+            detail.append("Reasoning: ", style="bold")
+            detail.append(s.reasoning + "\n")
+        if s.expected_improvement:
+            detail.append("Expected: ", style="bold")
+            detail.append(s.expected_improvement + "\n")
+        detail.append("Targets: ", style="bold")
+        detail.append((", ".join(s.target_cases) or "-") + "\n")
+        if s.decision == "rejected" and s.reason:
+            detail.append("Rejected: ", style="bold red")
+            detail.append(s.reason + "\n")
+        if s.decision == "edited":
+            detail.append("Edited by you.\n", style="yellow")
+        self.query_one("#detail", Static).update(detail)
+        self.query_one("#diff", DiffView).show(
+            suggestion_diff(self._prompt, s).splitlines(), empty="this suggestion changes nothing"
+        )
+
+    def _refresh_summary(self) -> None:
+        counts = {d: 0 for d in ("approved", "edited", "rejected", "pending")}
+        for s in self.suggestions:
+            counts[s.decision] = counts.get(s.decision, 0) + 1
+        r = self.request
+        score = "" if r.score is None else f" · score {r.score:.1f}"
+        parts = [f"{n} {d}" for d, n in counts.items() if n]
+        self.query_one("#review-summary", Static).update(
+            Text(f"Round {r.round} · v{r.version}{score} · {len(self.suggestions)} suggestions: ")
+            + Text(", ".join(parts), style="bold")
+        )
+
+    def _decide(self, s: Suggestion, decision: str, *, reason: str = "", edited: str | None = None) -> None:
+        s.decision = decision  # type: ignore[assignment]
+        s.reason = reason
+        s.edited_value = edited
+        table = self.query_one("#suggestions", DataTable)
+        for column, value in zip(("decision", "priority", "type", "change"), self._cells(s), strict=True):
+            table.update_cell(s.id, column, value)
+        self._refresh_summary()
+        self._show(s)
+
+    # -- actions -----------------------------------------------------------
+
+    def action_approve(self) -> None:
+        if (s := self.selected) is not None:
+            self._decide(s, "approved")
+            self._advance()
+
+    def action_approve_all(self) -> None:
+        for s in self.suggestions:
+            if s.decision == "pending":
+                self._decide(s, "approved")
+
+    def action_undo(self) -> None:
+        if (s := self.selected) is not None:
+            self._decide(s, "pending")
+
+    def action_reject(self) -> None:
+        s = self.selected
+        if s is None:
+            return
+
+        def rejected(reason: str | None) -> None:
+            if reason is not None:
+                self._decide(s, "rejected", reason=reason or "rejected by the reviewer")
+                self._advance()
+
+        self.app.push_screen(ReasonScreen(), rejected)
+
+    def action_edit(self) -> None:
+        s = self.selected
+        if s is None:
+            return
+
+        def edited(text: str | None) -> None:
+            if text is None:
+                return
+            if text == s.suggested_value:
+                self._decide(s, "approved")
+            else:
+                self._decide(s, "edited", edited=text)
+
+        self.app.push_screen(EditScreen(s.value), edited)
+
+    def action_submit(self) -> None:
+        undecided = [s for s in self.suggestions if s.decision == "pending"]
+        if not undecided:
+            self.dismiss(self.suggestions)
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                for s in undecided:
+                    s.decision, s.reason = "rejected", UNDECIDED_REASON
+                self.dismiss(self.suggestions)
+
+        self.app.push_screen(
+            ConfirmScreen(f"{len(undecided)} suggestion(s) undecided: reject them and submit?"),
+            confirmed,
+        )
+
+    def _advance(self) -> None:
+        """Move to the next suggestion, so a review is a run of single keys."""
+        table = self.query_one("#suggestions", DataTable)
+        if table.cursor_row < table.row_count - 1:
+            table.move_cursor(row=table.cursor_row + 1)

@@ -1,0 +1,304 @@
+"""What the dashboard shows, folded from the event stream.
+
+``DashboardState.apply(event)`` is cheap and widget-free: the bridge feeds it
+every event, and the dashboard asks ``take_changes()`` at most ~10 times a
+second for what to redraw (the cases and rounds that changed, the new log
+lines). So a run of 10,000 cases costs one dict update per event, and the
+screen redraws only the rows that changed since the last frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cycle import events as ev
+
+#: log lines kept for the live log (older lines scroll away)
+LOG_LIMIT = 500
+#: case errors written to the log per run; the rest are only counted
+ERROR_LOG_LIMIT = 20
+
+
+def format_duration(seconds: float) -> str:
+    """``m:ss`` (or ``h:mm:ss``) for elapsed times."""
+    total = int(max(0.0, seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+@dataclass
+class CaseRow:
+    """One case of the running suite: its iterations so far."""
+
+    case_id: str
+    done: int = 0
+    errors: int = 0
+    passed: int = 0
+    scores: list[float] = field(default_factory=list)
+    last_error: str | None = None
+
+    @property
+    def mean(self) -> float | None:
+        return sum(self.scores) / len(self.scores) if self.scores else None
+
+
+@dataclass
+class RoundRow:
+    """One round of the cycle as far as the events told."""
+
+    round: int
+    version: str = ""
+    score: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    pass_rate: float | None = None
+    delta: float | None = None
+    accepted: bool | None = None
+    cost: float = 0.0
+    status: str = "running"
+
+
+@dataclass
+class Changes:
+    """What changed since the last ``take_changes``."""
+
+    run_reset: bool = False
+    cases: list[CaseRow] = field(default_factory=list)
+    rounds: list[RoundRow] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.run_reset or self.cases or self.rounds or self.log)
+
+
+@dataclass
+class DashboardState:
+    """Progress of the cycle and of its running suite, from events only."""
+
+    cycle_id: str | None = None
+    prompt_id: str | None = None
+    version: str | None = None
+    status: str = "waiting"
+    stop_reason: str = ""
+    # the running suite
+    run_id: str | None = None
+    run_version: str | None = None
+    run_started_at: float | None = None
+    run_finished_at: float | None = None
+    total: int = 0
+    done: int = 0
+    errors: int = 0
+    cases: dict[str, CaseRow] = field(default_factory=dict)
+    # the rounds and the money
+    rounds: dict[int, RoundRow] = field(default_factory=dict)
+    current_round: int | None = None
+    cost: float = 0.0
+    cost_limit: float | None = None
+    cost_estimated: bool = False
+    events_seen: int = 0
+    _called_cost: float = 0.0
+    _cost_reported: bool = False
+    _run_errors_logged: int = 0
+    _first_at: float | None = None
+    _run_reset: bool = False
+    _dirty_cases: dict[str, CaseRow] = field(default_factory=dict)
+    _dirty_rounds: dict[int, RoundRow] = field(default_factory=dict)
+    _log: list[str] = field(default_factory=list)
+
+    # -- folding -----------------------------------------------------------
+
+    def apply(self, event: ev.Event) -> None:
+        """Fold one event in. Unknown events are ignored."""
+        self.events_seen += 1
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def take_changes(self) -> Changes:
+        """Hand over what changed since the last call and start afresh."""
+        changes = Changes(
+            run_reset=self._run_reset,
+            cases=list(self._dirty_cases.values()),
+            rounds=list(self._dirty_rounds.values()),
+            log=self._log,
+        )
+        self._run_reset = False
+        self._dirty_cases = {}
+        self._dirty_rounds = {}
+        self._log = []
+        return changes
+
+    def elapsed(self, now: float) -> float:
+        """Seconds the running suite has taken (frozen once it finished)."""
+        if self.run_started_at is None:
+            return 0.0
+        end = self.run_finished_at if self.run_finished_at is not None else now
+        return max(0.0, end - self.run_started_at)
+
+    @property
+    def scores(self) -> list[float]:
+        """The score of every finished round, in order (for the chart)."""
+        return [r.score for _, r in sorted(self.rounds.items()) if r.score is not None]
+
+    # -- helpers -----------------------------------------------------------
+
+    def log(self, event: ev.Event, text: str) -> None:
+        # time since the first event rather than the wall clock: it reads as
+        # progress and does not depend on the time zone
+        if self._first_at is None:
+            self._first_at = event.at
+        self._log.append(f"{format_duration(event.at - self._first_at)} {text}")
+        if len(self._log) > LOG_LIMIT:
+            del self._log[: len(self._log) - LOG_LIMIT]
+
+    def note(self, text: str) -> None:
+        """A log line that no event carries (the app's own news)."""
+        self._log.append(text)
+
+    def _round(self, number: int) -> RoundRow:
+        row = self.rounds.get(number)
+        if row is None:
+            row = self.rounds[number] = RoundRow(round=number)
+        self._dirty_rounds[number] = row
+        return row
+
+
+def _cycle_started(s: DashboardState, e: ev.CycleStarted) -> None:
+    s.cycle_id, s.prompt_id, s.version, s.status = e.cycle_id, e.prompt_id, e.version, "running"
+    s.log(e, f"cycle {'resumed' if e.resumed else 'started'} on {e.prompt_id} v{e.version}")
+
+
+def _round_started(s: DashboardState, e: ev.RoundStarted) -> None:
+    s.current_round = e.round
+    row = s._round(e.round)
+    row.version, row.status = e.version, "running"
+    s.log(e, f"round {e.round} started on v{e.version}")
+
+
+def _evaluation_started(s: DashboardState, e: ev.EvaluationStarted) -> None:
+    if e.role == "candidate":
+        s._round(e.round).version = e.version
+        s.log(e, f"round {e.round}: evaluating candidate v{e.version}")
+
+
+def _run_started(s: DashboardState, e: ev.RunStarted) -> None:
+    s.run_id, s.run_version = e.run_id, e.version
+    s.run_started_at, s.run_finished_at = e.at, None
+    s.total, s.done, s.errors = e.cases * max(1, e.iterations), 0, 0
+    s.cases = {}
+    s._dirty_cases = {}
+    s._run_reset = True
+    s._run_errors_logged = 0
+    s.status = "running"
+    what = f"v{e.version}" if e.version else "the agent"
+    s.log(e, f"evaluating {what}: {e.cases} cases x {e.iterations}")
+
+
+def _case_finished(s: DashboardState, e: ev.CaseFinished) -> None:
+    if s.run_id is not None and e.run_id != s.run_id:
+        return  # a straggler from an earlier run
+    s.done += 1
+    row = s.cases.get(e.case_id)
+    if row is None:
+        row = s.cases[e.case_id] = CaseRow(e.case_id)
+    row.done += 1
+    if e.error is not None:
+        s.errors += 1
+        row.errors += 1
+        row.last_error = e.error
+        if s._run_errors_logged < ERROR_LOG_LIMIT:
+            s._run_errors_logged += 1
+            s.log(e, f"[error] {e.case_id} #{e.iteration}: {e.error}")
+    else:
+        if e.score is not None:
+            row.scores.append(e.score)
+        if e.passed:
+            row.passed += 1
+    s._dirty_cases[e.case_id] = row
+
+
+def _run_finished(s: DashboardState, e: ev.RunFinished) -> None:
+    if s.run_id is not None and e.run_id != s.run_id:
+        return
+    s.run_finished_at = e.at
+    score = "-" if e.score is None else f"{e.score:.1f}"
+    rate = "-" if e.pass_rate is None else f"{e.pass_rate:.0%}"
+    s.log(e, f"run {e.status}: score {score}, pass {rate}, errors {e.errors}, ${e.cost:.4f}")
+
+
+def _suggestions(s: DashboardState, e: ev.SuggestionsProposed) -> None:
+    s.log(e, f"round {e.round}: {len(e.suggestions)} suggestions proposed")
+
+
+def _review(s: DashboardState, e: ev.ReviewDecided) -> None:
+    edited = f", {e.edited} edited" if e.edited else ""
+    s.log(e, f"review ({e.reviewer}): {e.approved} approved, {e.rejected} rejected{edited}")
+
+
+def _version(s: DashboardState, e: ev.VersionCreated) -> None:
+    s.log(e, f"version {e.prompt_id} v{e.version} created ({e.source})")
+
+
+def _candidate(s: DashboardState, e: ev.CandidateDecided) -> None:
+    row = s._round(e.round)
+    row.version = row.version or e.version
+    row.accepted, row.delta = e.accepted, e.delta
+    verdict = "accepted" if e.accepted else "rejected"
+    delta = "" if e.delta is None else f" (delta {e.delta:+.1f})"
+    reason = f": {e.reason}" if e.reason else ""
+    s.log(e, f"candidate v{e.version} {verdict}{delta}{reason}")
+    if e.accepted:
+        s.version = e.version
+
+
+def _round_finished(s: DashboardState, e: ev.RoundFinished) -> None:
+    row = s._round(e.round)
+    row.version = e.version or row.version
+    row.score, row.ci_low, row.ci_high = e.score, e.ci_low, e.ci_high
+    row.pass_rate, row.cost, row.status = e.pass_rate, e.cost, "finished"
+    if e.accepted is not None:
+        row.accepted = e.accepted
+    if e.delta is not None:
+        row.delta = e.delta
+    score = "-" if e.score is None else f"{e.score:.1f}"
+    s.log(e, f"round {e.round} finished: v{e.version} score {score}")
+
+
+def _cycle_finished(s: DashboardState, e: ev.CycleFinished) -> None:
+    s.status, s.stop_reason = "finished", e.reason
+    if e.final_version:
+        s.version = e.final_version
+    s.log(e, f"cycle finished: {e.reason}" + (f" (final v{e.final_version})" if e.final_version else ""))
+
+
+def _model_called(s: DashboardState, e: ev.ModelCalled) -> None:
+    s._called_cost += e.cost
+    s.cost_estimated = s.cost_estimated or e.cost_estimated
+    if not s._cost_reported:
+        s.cost = s._called_cost
+
+
+def _cost_updated(s: DashboardState, e: ev.CostUpdated) -> None:
+    s._cost_reported = True
+    s.cost, s.cost_limit = e.total, e.limit if e.limit is not None else s.cost_limit
+    s.cost_estimated = s.cost_estimated or e.estimated
+
+
+_HANDLERS = {
+    ev.CycleStarted: _cycle_started,
+    ev.RoundStarted: _round_started,
+    ev.EvaluationStarted: _evaluation_started,
+    ev.RunStarted: _run_started,
+    ev.CaseFinished: _case_finished,
+    ev.RunFinished: _run_finished,
+    ev.SuggestionsProposed: _suggestions,
+    ev.ReviewDecided: _review,
+    ev.VersionCreated: _version,
+    ev.CandidateDecided: _candidate,
+    ev.RoundFinished: _round_finished,
+    ev.CycleFinished: _cycle_finished,
+    ev.ModelCalled: _model_called,
+    ev.CostUpdated: _cost_updated,
+}

@@ -1,0 +1,119 @@
+"""Fixtures for the TUI tests: a real store with a few versions, a review request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cycle import events as ev
+from cycle.improve.suggestion import ReviewRequest, Suggestion
+from cycle.prompt import Prompt
+from cycle.store import Store
+
+#: a fixed time for every stored version, so screenshots do not depend on the clock
+FIXED_AT = "2025-01-02T03:04:05+00:00"
+
+SYSTEM_V1 = "You are a support agent.\nAnswer politely."
+
+
+def _fix_times(store: Store) -> None:
+    with store.transaction() as db:
+        db.execute("update versions set created_at = ?", [FIXED_AT])
+
+
+@pytest.fixture
+def history_store(tmp_path: Path) -> Store:
+    """A store with one prompt in three versions; head at the last, production at the first."""
+    store = Store.open(tmp_path / "cycle.db")
+    p1 = Prompt(id="support-reply", system=SYSTEM_V1)
+    store.save_version(p1, source="initial", message="first draft")
+    p2 = p1.model_copy(update={"system": SYSTEM_V1 + "\nAlways cite the order number."})
+    store.save_version(p2, source="improver", message="round 1: cite the order")
+    p3 = p2.model_copy(update={"system": p2.system.replace("politely", "politely and briefly")})
+    store.save_version(p3, source="improver", message="round 2: be brief")
+    store.set_label("support-reply", "production", "1.0.0")
+    store.save_version(Prompt(id="greeter", system="Say hello."), source="initial", message="hello")
+    _fix_times(store)
+    yield store
+    store.close()
+
+
+def review_request() -> ReviewRequest:
+    """Three suggestions on a small prompt, as the improver would propose them."""
+    return ReviewRequest(
+        cycle_id="c-test",
+        round=1,
+        prompt_id="support-reply",
+        version="1.0.0",
+        score=62.5,
+        current={
+            "system": SYSTEM_V1,
+            "user_template": "{{ input }}",
+            "params": json.dumps({"temperature": 0.2}),
+        },
+        suggestions=[
+            Suggestion(
+                id="s-low", type="parameters", priority="low",
+                suggested_value='{"temperature": 0.0}',
+                reasoning="Answers vary between iterations.",
+                expected_improvement="Less variance.", target_cases=["refund-2"],
+            ),
+            Suggestion(
+                id="s-high", type="system_prompt", priority="high",
+                current_value="Answer politely.",
+                suggested_value="Answer politely and cite the order number.",
+                reasoning="Low-scoring cases miss the order number.",
+                expected_improvement="+10 on accuracy", target_cases=["refund-1", "late-3"],
+            ),
+            Suggestion(
+                id="s-mid", type="system_prompt", priority="medium",
+                current_value="",
+                suggested_value="Never promise a refund.",
+                reasoning="One answer promised a refund.",
+                expected_improvement="Fewer policy failures", target_cases=["refund-1"],
+            ),
+        ],
+    )
+
+
+T0 = 1_700_000_000.0
+
+
+def synthetic_events() -> list[ev.Event]:
+    """A cycle's events up to the middle of round 2's evaluation, at fixed times."""
+    cid = "c-test"
+    out: list[ev.Event] = [
+        ev.CycleStarted(at=T0, cycle_id=cid, prompt_id="support-reply", version="1.0.0"),
+        ev.RoundStarted(at=T0, cycle_id=cid, round=0, version="1.0.0"),
+        ev.RunStarted(at=T0, run_id="r0", prompt_id="support-reply", version="1.0.0", cases=4, iterations=2),
+    ]
+    scores = {"refund-1": (40.0, 50.0), "refund-2": (80.0, 90.0), "late-3": (55.0, 65.0), "hello-4": (100.0, 100.0)}
+    t = T0
+    for case, pair in scores.items():
+        for i, score in enumerate(pair):
+            t += 1
+            out.append(ev.CaseFinished(at=t, run_id="r0", case_id=case, iteration=i, score=score,
+                                       passed=score >= 70, cost=0.001))
+    out += [
+        ev.RunFinished(at=t, run_id="r0", score=72.5, pass_rate=0.5, cost=0.008),
+        ev.RoundFinished(at=t, cycle_id=cid, round=0, version="1.0.0", score=72.5, ci_low=60.1,
+                         ci_high=84.9, pass_rate=0.5, cost=0.008),
+        ev.RoundStarted(at=t + 1, cycle_id=cid, round=1, version="1.0.0"),
+        ev.SuggestionsProposed(at=t + 2, cycle_id=cid, round=1, suggestions=[{}, {}]),
+        ev.ReviewDecided(at=t + 3, cycle_id=cid, round=1, approved=1, rejected=1, reviewer="tui"),
+        ev.VersionCreated(at=t + 3, prompt_id="support-reply", version="1.0.1", parent="1.0.0", source="improver"),
+        ev.CandidateDecided(at=t + 20, cycle_id=cid, round=1, version="1.0.1", accepted=True, delta=8.5,
+                            reason="significant gain"),
+        ev.RoundFinished(at=t + 20, cycle_id=cid, round=1, version="1.0.1", score=81.0, ci_low=74.0,
+                         ci_high=88.0, pass_rate=0.75, accepted=True, cost=0.012),
+        ev.CostUpdated(at=t + 20, total=0.02, limit=1.0),
+        ev.RoundStarted(at=t + 21, cycle_id=cid, round=2, version="1.0.1"),
+        ev.RunStarted(at=t + 22, run_id="r2", prompt_id="support-reply", version="1.0.2", cases=4, iterations=2),
+        ev.CaseFinished(at=t + 23, run_id="r2", case_id="refund-1", iteration=0, score=85.0, passed=True),
+        ev.CaseFinished(at=t + 24, run_id="r2", case_id="refund-2", iteration=0, score=None, passed=None,
+                        error="timeout after 30s"),
+        ev.CaseFinished(at=t + 25, run_id="r2", case_id="late-3", iteration=0, score=60.0, passed=False),
+    ]
+    return out

@@ -1,0 +1,24 @@
+"""``cycle tui``: its errors (the screen itself is tested through the app)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cycle.cli import cli
+from cycle.store import Store
+
+
+def test_tui_without_a_store_says_where_it_looked(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.db"
+    result = CliRunner().invoke(cli, ["--store", str(missing), "tui"])
+    assert result.exit_code != 0
+    assert f"no cycle store at {missing}" in result.output
+    assert not missing.exists()  # browsing never creates a store
+
+
+def test_tui_on_an_unknown_prompt_lists_the_known_ones(history_store: Store) -> None:
+    result = CliRunner().invoke(cli, ["--store", str(history_store.path), "tui", "nosuch"])
+    assert result.exit_code == 2
+    assert "no prompt 'nosuch'" in result.output and "greeter" in result.output

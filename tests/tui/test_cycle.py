@@ -1,0 +1,183 @@
+"""A real cycle (H4's Loop, scripted models) under the TUI: the dashboard, a review
+with approve, reject and edit, then a rollback from the History screen; the store
+is checked afterwards."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual.widgets import DataTable
+
+from cycle.config import LoadedConfig, load_config
+from cycle.events import EventBus
+from cycle.improve.suggestion import Reviewer
+from cycle.loop import Loop
+from cycle.store import Store
+from cycle.store.cycles import get_cycle, get_suggestions
+from cycle.testing import clear_scripts, script
+from cycle.tui.app import CycleApp
+from cycle.tui.screens.confirm import ConfirmScreen
+from cycle.tui.screens.dashboard import DashboardScreen
+from cycle.tui.screens.history import HistoryScreen
+from cycle.tui.screens.review import ReviewScreen
+from cycle.tui.widgets.case_table import CaseTable
+from cycle.tui.widgets.header import HeaderInfo
+
+KEYWORDS = ("sorry", "order", "thanks")
+_JSON_BLOCK = re.compile(r"```json\s*(.*?)```", re.DOTALL)
+
+
+def _agent(messages, tools, config) -> str:  # type: ignore[no-untyped-def]
+    system = next((m.content for m in messages if m.role == "system"), "")
+    return "Hello. " + " ".join(k for k in KEYWORDS if f"say {k}" in system)
+
+
+def _judge(messages, tools, config) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    user = [m for m in messages if m.role == "user"][-1].content
+    case = json.loads(_JSON_BLOCK.findall(user)[-1])
+    score = 40 + 20 * sum(k in case["output"] for k in KEYWORDS)
+    return {"verdicts": {"quality": {"score": score, "reasoning": f"{score} points for the keywords"}}}
+
+
+def _suggestion(value: str, priority: str) -> dict[str, Any]:
+    return {"type": "system_prompt", "priority": priority, "current_value": "", "suggested_value": value,
+            "reasoning": f"answers lack: {value}", "expected_improvement": "+20", "target_cases": ["c1"]}
+
+
+@pytest.fixture
+def loaded(tmp_path: Path) -> Iterator[LoadedConfig]:
+    script("agent", _agent)
+    script("judge", _judge)
+    script("improver", [{"suggestions": [
+        _suggestion("Always say sorry.", "high"),
+        _suggestion("Always say order.", "medium"),
+        _suggestion("Always say nothing.", "low"),
+    ]}])
+    (tmp_path / "prompt.yaml").write_text(json.dumps({"id": "support", "system": "You help customers."}))
+    (tmp_path / "cases.yaml").write_text(json.dumps([{"id": f"c{i}", "input": f"case {i}"} for i in range(1, 7)]))
+    (tmp_path / "cycle.yaml").write_text(json.dumps({
+        "prompt": "prompt.yaml", "agent": "scripted:agent", "judge": "scripted:judge",
+        "improver": "scripted:improver",
+        "criteria": [{"id": "quality", "rubric": "Uses the right keywords."}],
+        "cases": ["cases.yaml"], "run": {"iterations": 2, "concurrency": 4},
+        "improve": {"acceptance": "improved", "stop": {"max_rounds": 1}},
+    }))
+    yield load_config(tmp_path / "cycle.yaml")
+    clear_scripts()
+
+
+def _rendered(visual) -> str:  # type: ignore[no-untyped-def]
+    console = Console(width=80, file=io.StringIO(), record=True)
+    console.print(getattr(visual, "_renderable", visual))
+    return console.export_text()
+
+
+async def _until(pilot, condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(300):
+        if condition():
+            await pilot.pause()
+            return
+        outcome = pilot.app.outcome
+        if outcome is not None and outcome.status == "failed":
+            raise AssertionError(f"the cycle failed: {outcome.error!r}") from outcome.error
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_a_real_cycle_reviewed_and_rolled_back(loaded: LoadedConfig, tmp_path: Path) -> None:
+    db = tmp_path / ".cycle" / "cycle.db"
+
+    async def cycle(bus: EventBus, reviewer: Reviewer):  # type: ignore[no-untyped-def]
+        with Store.open(db) as store:  # opened in the cycle's own thread
+            return await Loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
+
+    info = HeaderInfo(prompt_id="support", models={"agent": "scripted:agent", "judge": "scripted:judge"},
+                      offline=True)
+    app = CycleApp(cycle=cycle, store_path=db, info=info)
+    async with app.run_test(size=(80, 24)) as pilot:
+        # the baseline is evaluated and shown, then the loop asks for a review
+        await _until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review")
+        dashboard = app.screen_stack[0]
+        assert isinstance(dashboard, DashboardScreen)
+        assert dashboard.query_one("#rounds", DataTable).get_row("0")[2].startswith("40.0")
+        assert dashboard.query_one("#cases", CaseTable).row_count == 6
+
+        await pilot.press("a")  # approve "say sorry"
+        await pilot.press("r")  # reject "say order", with a reason
+        await _until(pilot, lambda: type(app.screen).__name__ == "ReasonScreen", "the reason prompt")
+        await pilot.press(*"off topic", "enter")
+        await pilot.press("e")  # edit "say nothing" into "say thanks"
+        await _until(pilot, lambda: type(app.screen).__name__ == "EditScreen", "the editor")
+        app.screen.query_one("#editor").text = "Always say thanks."
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await pilot.press("s")
+        await _until(pilot, lambda: app.outcome is not None, "the end of the cycle")
+        assert app.outcome is not None and app.outcome.status == "finished", app.outcome
+        result = app.outcome.result
+        await pilot.pause(0.15)  # one more refresh of the dashboard
+        rounds = dashboard.query_one("#rounds", DataTable)
+        assert [str(c) for c in rounds.get_row("1")][1:2] == ["1.0.1"]
+        assert str(rounds.get_row("1")[5]) == "yes"
+
+        # a case of the last evaluation: its input, output and the judge's reasoning
+        dashboard.query_one("#cases", CaseTable).focus()
+        await pilot.press("enter")
+        await _until(pilot, lambda: type(app.screen).__name__ == "CaseScreen", "the case screen")
+        await _until(pilot, lambda: app.screen.results is not None, "the case's results")  # read in a thread
+        text = _rendered(app.screen.query_one("#case-detail").render())
+        assert "Input" in text and "case 1" in text and "Iteration 0" in text
+        assert "Hello. sorry thanks" in text and "points for the keywords" in text
+        await pilot.press("escape")
+
+        # History: the candidate is head; roll back to the first version
+        await pilot.press("h")
+        await _until(pilot, lambda: isinstance(app.screen, HistoryScreen), "the history")
+        versions = app.screen.query_one("#versions", DataTable)
+        assert [versions.get_row_at(i)[1] for i in range(versions.row_count)] == ["1.0.1", "1.0.0"]
+        await pilot.press("down", "R")
+        await _until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.press("escape", "q")  # back to the dashboard; the cycle is over: no question
+        await pilot.pause()
+
+    assert app.return_value is app.outcome
+    with Store.open(db) as store:
+        assert store.labels("support")["head"] == "1.0.0"
+        assert "Always say thanks." in store.get_version("support", "1.0.1").prompt.system
+        assert "say order" not in store.get_version("support", "1.0.1").prompt.system
+        assert get_cycle(store, result.cycle_id).status == "finished"
+        decided = {s.suggested_value: s for s in get_suggestions(store, result.cycle_id, 1)}
+        assert decided["Always say sorry."].decision == "approved"
+        assert (decided["Always say order."].decision, decided["Always say order."].reason) == ("rejected", "off topic")
+        edited = decided["Always say nothing."]
+        assert (edited.decision, edited.edited_value) == ("edited", "Always say thanks.")
+
+
+async def test_quitting_mid_review_leaves_the_cycle_resumable(loaded: LoadedConfig, tmp_path: Path) -> None:
+    db = tmp_path / ".cycle" / "cycle.db"
+
+    async def cycle(bus: EventBus, reviewer: Reviewer):  # type: ignore[no-untyped-def]
+        with Store.open(db) as store:
+            return await Loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
+
+    app = CycleApp(cycle=cycle, store_path=db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review")
+        cycle_id = app.screen.request.cycle_id
+        await pilot.press("q")
+        await _until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await _until(pilot, lambda: app.outcome is not None, "the interruption")
+    assert app.outcome is not None and app.outcome.status == "interrupted"
+    with Store.open(db) as store:
+        assert get_cycle(store, cycle_id).status == "interrupted"
+        assert store.labels("support")["head"] == "1.0.0"  # nothing was applied

@@ -1,0 +1,161 @@
+"""The Dashboard driven by an event stream, and the throttled bridge."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.widgets import DataTable, ProgressBar, RichLog, Sparkline, Static
+
+from cycle import events as ev
+from cycle.events import EventBus
+from cycle.improve.suggestion import Reviewer
+from cycle.tui.app import CycleApp
+from cycle.tui.bridge import EventBridge
+from cycle.tui.screens.dashboard import DashboardScreen
+from cycle.tui.state import DashboardState
+from cycle.tui.widgets.case_table import CaseTable
+from cycle.tui.widgets.header import HeaderInfo
+from tests.tui.conftest import T0, synthetic_events
+
+
+def emitting_app(tmp_path: Path, events: list[ev.Event], *, hold: bool = True, **kwargs) -> CycleApp:  # type: ignore[no-untyped-def]
+    """An app whose 'cycle' emits ``events`` and then (if ``hold``) waits to be interrupted."""
+
+    async def cycle(bus: EventBus, reviewer: Reviewer) -> None:
+        for event in events:
+            bus.emit(event)
+        if hold:
+            await asyncio.Event().wait()
+
+    info = HeaderInfo(prompt_id="support-reply", models={"agent": "offline:default"}, offline=True)
+    return CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db", info=info, clock=lambda: T0 + 60, **kwargs)
+
+
+async def _settle(pilot, app: CycleApp) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(100):
+        await pilot.pause(0.02)
+        if app.state.events_seen and not app.bridge.pending:
+            await pilot.pause(0.05)
+            return
+
+
+async def test_dashboard_shows_rounds_progress_cost_and_cases(tmp_path: Path) -> None:
+    events = synthetic_events()
+    app = emitting_app(tmp_path, events)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        rounds = screen.query_one("#rounds", DataTable)
+        assert rounds.row_count == 3
+        assert [str(c) for c in rounds.get_row("1")][:6] == ["1", "1.0.1", "81.0 ±7.0", "75%", "+8.5", "yes"]
+        bar = screen.query_one("#progress", ProgressBar)
+        assert (bar.total, bar.progress) == (8, 3)
+        status = str(screen.query_one("#status").render())
+        assert "3/8 done" in status and "1 errors" in status and "0:30" in status  # elapsed by the frozen clock
+        assert "cost $0.0200 of $1.00" in str(screen.query_one("#cost").render())
+        assert screen.query_one("#sparkline", Sparkline).data == [72.5, 81.0]
+        cases = screen.query_one("#cases", CaseTable)
+        assert cases.row_count == 3  # only the running round's cases
+        assert cases.row("refund-2") == ["refund-2", "1", "-", "0/0", "1"]
+        log = "".join(line.text for line in screen.query_one("#log", RichLog).lines)
+        assert "candidate v1.0.1 accepted" in log and "refund-2 #0: timeout after 30s" in log
+        assert "OFFLINE MODEL" in str(screen.query_one("#offline", Static).render())
+
+
+async def test_quit_mid_cycle_asks_then_interrupts(tmp_path: Path) -> None:
+    app = emitting_app(tmp_path, synthetic_events())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("q")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        assert "resume c-test" in str(app.screen.query_one(".question", Static).render())
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.cycle_running
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("y")
+        for _ in range(100):
+            if app.outcome is not None:
+                break
+            await pilot.pause(0.02)
+    assert app.outcome is not None and app.outcome.status == "interrupted"
+    assert app.return_value is app.outcome
+
+
+async def test_a_failing_cycle_is_reported_not_raised(tmp_path: Path) -> None:
+    async def cycle(bus: EventBus, reviewer: Reviewer) -> None:
+        raise RuntimeError("provider exploded")
+
+    app = CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            if app.outcome is not None:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause(0.15)
+        assert app.outcome is not None and app.outcome.status == "failed"
+        assert str(app.outcome.error) == "provider exploded"
+        log = "".join(line.text for line in app.screen.query_one("#log", RichLog).lines)
+        assert "the cycle failed: RuntimeError: provider exploded" in log
+        await pilot.press("q")  # finished: quits without asking
+        await pilot.pause()
+    assert app.return_value is app.outcome
+
+
+async def test_ten_thousand_cases_are_drawn_in_few_batches(tmp_path: Path) -> None:
+    n = 10_000
+    events: list[ev.Event] = [ev.RunStarted(at=T0, run_id="big", cases=n, iterations=1)]
+    events += [
+        ev.CaseFinished(at=T0 + i / 1000, run_id="big", case_id=f"case-{i:05d}", iteration=0,
+                        score=float(i % 100), passed=i % 100 >= 70)
+        for i in range(n)
+    ]
+    app = emitting_app(tmp_path, events)
+    frames = 0
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        original = screen.show_changes
+
+        def counting(changes, *, now):  # type: ignore[no-untyped-def]
+            nonlocal frames
+            frames += 1
+            original(changes, now=now)
+
+        screen.show_changes = counting  # type: ignore[method-assign]
+        await _settle(pilot, app)
+        assert screen.query_one("#cases", CaseTable).row_count == n
+        assert screen.query_one("#progress", ProgressBar).progress == n
+    # 10,001 events, a handful of redraws: the refresh timer batches them
+    assert 1 <= frames <= 20
+
+
+def test_state_folds_events_and_hands_over_changes_once() -> None:
+    state = DashboardState()
+    for event in synthetic_events():
+        state.apply(event)
+    changes = state.take_changes()
+    assert changes.run_reset and {c.case_id for c in changes.cases} == {"refund-1", "refund-2", "late-3"}
+    assert state.rounds[0].score == 72.5 and state.rounds[1].accepted is True
+    assert state.cost == 0.02 and state.cost_limit == 1.0
+    assert state.take_changes().empty
+    # a straggler from an earlier run changes nothing
+    state.apply(ev.CaseFinished(run_id="r0", case_id="refund-1", iteration=1, score=1.0, passed=False))
+    assert state.take_changes().empty and state.done == 3
+
+
+def test_bridge_drains_in_order_and_detaches() -> None:
+    bus = EventBus()
+    bridge = EventBridge()
+    bridge.attach(bus)
+    for i in range(5):
+        bus.emit(ev.CaseFinished(run_id="r", case_id=str(i), iteration=0, score=1.0, passed=True))
+    assert [e.case_id for e in bridge.drain()] == ["0", "1", "2", "3", "4"]  # type: ignore[attr-defined]
+    assert bridge.drain() == []
+    bridge.detach()
+    bus.emit(ev.CostUpdated(total=1.0))
+    assert bridge.pending == 0

@@ -1,0 +1,86 @@
+"""The History screen on a real store: marks, diffs, rollback after confirmation."""
+
+from __future__ import annotations
+
+from cycle.store import Store
+from cycle.tui.app import CycleApp
+from cycle.tui.screens.confirm import ConfirmScreen
+from cycle.tui.screens.history import HistoryScreen
+from cycle.tui.widgets.diff_view import DiffView
+
+
+def _diff_text(app: CycleApp) -> str:
+    return str(app.screen.query_one("#version-diff", DiffView).render())
+
+
+async def test_versions_are_listed_newest_first_with_labels(history_store: Store) -> None:
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        table = screen.query_one("#versions")
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        assert [r[1] for r in rows] == ["1.0.2", "1.0.1", "1.0.0"]
+        assert str(rows[0][2]) == "head" and str(rows[2][2]) == "production"
+        # the highlighted (newest) version is shown against its parent
+        assert "+Answer politely and briefly." in _diff_text(app)
+
+
+async def test_mark_two_versions_and_diff_them(history_store: Store) -> None:
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("d")  # nothing marked yet: a warning, no diff change
+        await pilot.press("a", "down", "down", "b", "d")
+        await pilot.pause()
+        text = _diff_text(app)
+        assert "--- 1.0.2/system" in text and "+++ 1.0.0/system" in text
+        assert "-Always cite the order number." in text
+
+
+async def test_rollback_moves_head_after_confirmation(history_store: Store) -> None:
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("down", "down", "R")  # to 1.0.0
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")  # changed my mind: nothing moves
+        await pilot.pause()
+        assert history_store.labels("support-reply")["head"] == "1.0.2"
+        await pilot.press("R")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert history_store.labels("support-reply")["head"] == "1.0.0"
+        move = history_store.label_moves("support-reply", label="head", limit=1)[0]
+        assert (move.action, move.from_version, move.to_version, move.who) == ("rollback", "1.0.2", "1.0.0", "tui")
+        # the table shows the move, and every version is still there
+        table = app.screen.query_one("#versions")
+        assert [str(table.get_row_at(i)[2]) for i in range(3)] == ["", "", "head, production"]
+
+
+async def test_switching_prompt_lists_its_versions(history_store: Store) -> None:
+    app = CycleApp(store=history_store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        prompts = app.screen.query_one("#prompts")
+        prompts.focus()
+        ids = [prompts.get_row_at(i)[0] for i in range(prompts.row_count)]
+        await pilot.press(*(["down"] * ids.index("greeter")))
+        await pilot.pause()
+        assert app.screen.prompt_id == "greeter"
+        assert app.screen.query_one("#versions").row_count == 1
+
+
+async def test_help_lists_the_screen_keys(history_store: Store) -> None:
+    app = CycleApp(store=history_store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, HistoryScreen)

@@ -1,0 +1,115 @@
+"""The Review screen, as the loop sees it: await reviewer.review(request)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cycle.events import EventBus
+from cycle.improve.suggestion import Reviewer, Suggestion
+from cycle.tui.app import CycleApp
+from cycle.tui.screens.confirm import ConfirmScreen
+from cycle.tui.screens.review import UNDECIDED_REASON, ReviewScreen
+from cycle.tui.widgets.diff_view import DiffView
+from tests.tui.conftest import review_request
+
+
+def reviewing_app(tmp_path: Path, decided: list[list[Suggestion]]) -> CycleApp:
+    """An app whose 'cycle' asks for one review and keeps the answer."""
+
+    async def cycle(bus: EventBus, reviewer: Reviewer) -> str:
+        decided.append(await reviewer.review(review_request()))
+        return "done"
+
+    return CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
+
+
+async def _wait_for_review(pilot) -> ReviewScreen:  # type: ignore[no-untyped-def]
+    for _ in range(100):
+        if isinstance(pilot.app.screen, ReviewScreen):
+            await pilot.pause()  # let it mount
+            return pilot.app.screen
+        await pilot.pause(0.02)
+    raise AssertionError("the Review screen did not open")
+
+
+async def test_approve_reject_edit_then_submit(tmp_path: Path) -> None:
+    decided: list[list[Suggestion]] = []
+    app = reviewing_app(tmp_path, decided)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _wait_for_review(pilot)
+        # listed by priority; the diff shows the highlighted (high) suggestion
+        table = screen.query_one("#suggestions")
+        assert [str(table.get_row_at(i)[1]) for i in range(3)] == ["high", "medium", "low"]
+        diff = str(screen.query_one("#diff", DiffView).render())
+        assert "-Answer politely." in diff and "+Answer politely and cite the order number." in diff
+
+        await pilot.press("a")  # approve "high", cursor moves on to "medium"
+        await pilot.press("r")
+        await pilot.pause()
+        await pilot.press(*"promises are the lawyers' job", "enter")
+        await pilot.pause()
+        await pilot.press("e")  # edit "low"
+        await pilot.pause()
+        editor = app.screen.query_one("#editor")
+        editor.text = '{"temperature": 0.1}'
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        # the edit previews the edited value
+        assert '+  "temperature": 0.1' in str(screen.query_one("#diff", DiffView).render())
+        assert decided == []  # nothing goes back to the loop before submit
+        await pilot.press("s")
+        for _ in range(50):
+            if app.outcome is not None:
+                break
+            await pilot.pause(0.02)
+    assert app.outcome is not None and app.outcome.status == "finished" and app.outcome.result == "done"
+    by_id = {s.id: s for s in decided[0]}
+    assert [s.id for s in decided[0]] == ["s-low", "s-high", "s-mid"]  # the request's order
+    assert by_id["s-high"].decision == "approved"
+    assert (by_id["s-mid"].decision, by_id["s-mid"].reason) == ("rejected", "promises are the lawyers' job")
+    assert (by_id["s-low"].decision, by_id["s-low"].edited_value) == ("edited", '{"temperature": 0.1}')
+    assert by_id["s-low"].value == '{"temperature": 0.1}'
+
+
+async def test_approve_all_and_undecided_are_rejected_on_submit(tmp_path: Path) -> None:
+    decided: list[list[Suggestion]] = []
+    app = reviewing_app(tmp_path, decided)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait_for_review(pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        await pilot.press("enter")  # no reason given: a default one goes to the improver
+        await pilot.pause()
+        await pilot.press("s")  # two undecided: asks first
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press("A", "s")  # approve the rest, submit
+        for _ in range(50):
+            if decided:
+                break
+            await pilot.pause(0.02)
+    decisions = {s.id: (s.decision, s.reason) for s in decided[0]}
+    assert decisions == {
+        "s-high": ("rejected", "rejected by the reviewer"),
+        "s-mid": ("approved", ""),
+        "s-low": ("approved", ""),
+    }
+
+
+async def test_submit_with_undecided_rejects_them(tmp_path: Path) -> None:
+    decided: list[list[Suggestion]] = []
+    app = reviewing_app(tmp_path, decided)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait_for_review(pilot)
+        await pilot.press("a", "s")
+        await pilot.pause()
+        await pilot.press("y")
+        for _ in range(50):
+            if decided:
+                break
+            await pilot.pause(0.02)
+    decisions = {s.id: (s.decision, s.reason) for s in decided[0]}
+    assert decisions["s-high"] == ("approved", "")
+    assert decisions["s-mid"] == decisions["s-low"] == ("rejected", UNDECIDED_REASON)
