@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 demo: $(STAMP)
-	cd examples/quickstart && ../../$(BIN)/cycle improve cycle.yaml --headless --yes
+	$(BIN)/cycle improve examples/quickstart/cycle.yaml --headless --yes
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

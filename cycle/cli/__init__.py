@@ -58,6 +58,39 @@ class CliContext:
         return Path(config_dir or ".") / ".cycle" / "cycle.db"
 
 
+def _set_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value:
+        obj = ctx.find_object(CliContext)
+        if obj is not None:
+            obj.store = value
+
+
+def _with_global_options(command: click.Command) -> click.Command:
+    """Let --store and --debug follow any subcommand too (``cycle history ID --store X``)."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _with_global_options(sub)
+    names = {p.name for p in command.params}
+    if "store" not in names:
+        command.params.append(click.Option(
+            ["--store"], type=click.Path(dir_okay=False), expose_value=False,
+            callback=_set_store, help="The SQLite store (as for `cycle --store`)."))
+    if "debug" not in names:
+        # main() looks for --debug anywhere in the arguments; this only makes it legal here
+        command.params.append(click.Option(
+            ["--debug"], is_flag=True, expose_value=False, help="Show tracebacks."))
+    return command
+
+
+def store_flag(path: Path) -> str:
+    """`` --store PATH`` for a command hint, or '' when the default store is that path."""
+    obj = click.get_current_context().find_object(CliContext) or CliContext()
+    default = CliContext(store=None).store_path()
+    if obj.store is None and Path(path).resolve() == default.resolve():
+        return ""
+    return f" --store {path}"
+
+
 class CycleGroup(click.Group):
     """Lazy command loading plus cycle's error handling, so that the console
     command and click's CliRunner behave the same."""
@@ -76,7 +109,7 @@ class CycleGroup(click.Group):
             if e.name == module_name:
                 return None
             raise
-        return getattr(module, attr)
+        return _with_global_options(getattr(module, attr))
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         args = list(sys.argv[1:] if args is None else args)

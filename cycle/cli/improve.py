@@ -19,7 +19,7 @@ from typing import Any, TextIO
 import click
 
 from cycle import events as ev
-from cycle.cli import CliContext
+from cycle.cli import CliContext, store_flag
 from cycle.errors import CycleError
 
 
@@ -245,4 +245,5 @@ def _report(result: Any, store_path: Path, report_dir: Path, config: Path) -> No
     click.echo(f"report: {paths['markdown']}")
     click.echo(f"        {paths['json']}")
     if result.final_version != result.initial_version:
-        click.echo(f"undo with: cycle rollback {result.prompt_id} --to {result.initial_version}")
+        click.echo(f"undo with: cycle rollback {result.prompt_id} --to {result.initial_version}"
+                   f"{store_flag(store_path)}")

@@ -1,0 +1,34 @@
+"""--store and --debug work before or after the subcommand; hints name a non-default store."""
+
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cycle.cli import cli
+
+QUICKSTART = Path(__file__).parents[2] / "examples" / "quickstart"
+
+
+def test_store_after_the_subcommand_and_the_undo_hint_names_it(tmp_path, monkeypatch):
+    shutil.copytree(QUICKSTART, tmp_path / "qs", ignore=shutil.ignore_patterns(".cycle", "reports"))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["improve", "qs/cycle.yaml", "--headless", "--yes", "-q"])
+    assert r.exit_code == 0, r.output
+    # the store sits beside the config, not in the cwd: the hint must say so
+    assert "undo with: cycle rollback support-reply --to 1.0.0 --store qs/.cycle/cycle.db" in r.output
+    before = CliRunner().invoke(cli, ["--store", "qs/.cycle/cycle.db", "history", "support-reply"])
+    after = CliRunner().invoke(cli, ["history", "support-reply", "--store", "qs/.cycle/cycle.db"])
+    assert after.exit_code == 0 and after.output == before.output
+    assert "1.0.2" in after.output
+    r = CliRunner().invoke(cli, ["rollback", "support-reply", "--to", "1.0.0",
+                                 "--store", "qs/.cycle/cycle.db"])
+    assert r.exit_code == 0, r.output
+    assert not (tmp_path / ".cycle").exists()  # nothing created in the cwd
+
+
+def test_debug_after_the_subcommand_shows_the_traceback(tmp_path):
+    r = CliRunner().invoke(cli, ["run", str(tmp_path / "missing.yaml")])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    r = CliRunner().invoke(cli, ["run", str(tmp_path / "missing.yaml"), "--debug"])
+    assert r.exit_code == 2 and "Traceback" in r.output
