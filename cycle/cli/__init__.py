@@ -135,7 +135,7 @@ class CycleGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             code = 130
-        except Exception as e:  # a bug: say so plainly, keep the traceback for --debug
+        except Exception as e:  # noqa: BLE001 - a bug: say so plainly, keep the traceback for --debug
             if debug:
                 traceback.print_exc()
             click.echo(

@@ -84,8 +84,8 @@ def render_compare(c: Comparison) -> str:
         lines.append("[offline model] at least one run's results do not come from a real model.")
     lines += [
         f"Score      A {f.score(c.a.score)}  B {f.score(c.b.score)}  delta {_delta(c.score_delta)}",
-        f"Pass rate  A {f.pct(c.a.suite.pass_rate)}  B {f.pct(c.b.suite.pass_rate)}  "
-        f"delta {_delta(c.pass_rate_delta, ' pts')}",
+        (f"Pass rate  A {f.pct(c.a.suite.pass_rate)}  B {f.pct(c.b.suite.pass_rate)}  "
+        f"delta {_delta(c.pass_rate_delta, ' pts')}"),
         f"Errors     A {c.a.suite.errors}  B {c.b.suite.errors}",
     ]
     if c.regressed:

@@ -44,12 +44,12 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
     agent, judge = s.role("agent"), s.role("judge")
     lines += [
         f"Score {f.score(s.score.mean)}  95% CI {f.interval(s.score)}  threshold {result.threshold:g}",
-        f"Cases {s.cases}: {s.passed} passed, {s.failed} failed, {s.errored} errored   "
-        f"pass rate {f.pct(s.pass_rate)}   iterations {s.iterations} ({s.errors} errored)",
-        f"Latency p50 {f.seconds(s.latency_p50)}  p90 {f.seconds(s.latency_p90)}  "
-        f"p99 {f.seconds(s.latency_p99)}",
-        f"Tokens agent {f.tokens(agent.input_tokens)} in / {f.tokens(agent.output_tokens)} out, "
-        f"judge {f.tokens(judge.input_tokens)} in / {f.tokens(judge.output_tokens)} out",
+        (f"Cases {s.cases}: {s.passed} passed, {s.failed} failed, {s.errored} errored   "
+        f"pass rate {f.pct(s.pass_rate)}   iterations {s.iterations} ({s.errors} errored)"),
+        (f"Latency p50 {f.seconds(s.latency_p50)}  p90 {f.seconds(s.latency_p90)}  "
+        f"p99 {f.seconds(s.latency_p99)}"),
+        (f"Tokens agent {f.tokens(agent.input_tokens)} in / {f.tokens(agent.output_tokens)} out, "
+        f"judge {f.tokens(judge.input_tokens)} in / {f.tokens(judge.output_tokens)} out"),
         f"Cost {f.money(s.cost, s.cost_estimated)} "
         f"(agent {f.money(agent.cost, agent.cost_estimated)}, "
         f"judge {f.money(judge.cost, judge.cost_estimated)})"

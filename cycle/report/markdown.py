@@ -35,8 +35,8 @@ def _case_body(c: CaseStats, result: RunResult) -> list[str]:
         out += ["**Input**", "", "```", _input_text(runs[0].input), "```", ""]
     rep = c.representative
     if rep is not None:
-        out += [f"**Output** (iteration {rep.iteration}, the one closest to the mean: "
-                f"{f.score(rep.score)})", "", "```", rep.output.strip(), "```", ""]
+        out += [(f"**Output** (iteration {rep.iteration}, the one closest to the mean: "
+                f"{f.score(rep.score)})"), "", "```", rep.output.strip(), "```", ""]
         if info.get("expected") is not None:
             out += ["**Expected**", "", "```", str(info["expected"]).strip(), "```", ""]
         out += _verdicts(rep) + [""]
@@ -57,8 +57,8 @@ def render_markdown(result: RunResult) -> str:
     title = f"{result.prompt_id}@{result.version}" if result.prompt_id else result.run_id
     lines = [f"# Evaluation: {title}", ""]
     if result.offline:
-        lines += [f"> **Offline model.** {OFFLINE_NOTE[len('offline model: '):].capitalize()}; "
-                  "they show how cycle works, not how good the prompt is.", ""]
+        lines += [(f"> **Offline model.** {OFFLINE_NOTE[len('offline model: '):].capitalize()}; "
+                  "they show how cycle works, not how good the prompt is."), ""]
     if result.status != "finished":
         lines += [f"> **Run {result.status}.** {result.stop_reason or ''}".rstrip(), ""]
     usage_rows = []
@@ -76,8 +76,8 @@ def render_markdown(result: RunResult) -> str:
         f"| Cases | {s.cases}: {s.passed} passed, {s.failed} failed, {s.errored} errored |",
         f"| Pass rate | {f.pct(s.pass_rate)} |",
         f"| Iterations | {s.iterations} ({s.errors} errored) |",
-        f"| Latency p50 / p90 / p99 | {f.seconds(s.latency_p50)} / {f.seconds(s.latency_p90)} / "
-        f"{f.seconds(s.latency_p99)} |",
+        (f"| Latency p50 / p90 / p99 | {f.seconds(s.latency_p50)} / {f.seconds(s.latency_p90)} / "
+        f"{f.seconds(s.latency_p99)} |"),
         f"| Cost | {f.money(s.cost, s.cost_estimated)} |",
         f"| Response cache | {s.cache_hits} call(s) served from cache |",
         "",
@@ -101,8 +101,8 @@ def render_markdown(result: RunResult) -> str:
     if good:
         lines += ["## Passed cases", ""]
         for c in good:
-            lines += ["<details>", f"<summary>{c.name} (<code>{c.case_id}</code>): "
-                      f"{f.score_ci(c.stats)}</summary>", ""]
+            lines += ["<details>", (f"<summary>{c.name} (<code>{c.case_id}</code>): "
+                      f"{f.score_ci(c.stats)}</summary>"), ""]
             lines += _case_body(c, result)
             lines += ["</details>", ""]
     return "\n".join(lines).rstrip() + "\n"
