@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -43,6 +44,15 @@ from cycle.tui.widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
     from cycle.store import Store
+
+#: a frame that brings more events than this is part of a fast run: the heavy
+#: widgets (tables, chart, log) then wait for their own, slower refresh
+BUSY_BATCH = 50
+#: seconds between redraws of the heavy widgets while a run is fast. Redrawing
+#: them every frame (a layout pass of the whole screen whenever the case list
+#: grew) was most of the UI thread's CPU on a fast offline run, taken from the
+#: cycle's thread through the one GIL (benchmarks/RESULTS.md)
+FULL_INTERVAL = 1.0
 
 #: what the app runs: given the bus to emit on and the reviewer to ask, run the cycle
 CycleRun = Callable[[EventBus, Reviewer], Awaitable[Any]]
@@ -117,6 +127,8 @@ class CycleApp(App[CycleOutcome | None]):
         self._cancel_requested = False
         self._quit_when_ended = False
         self._cycle_done = threading.Event()
+        self._full_at = -FULL_INTERVAL  # when the heavy widgets were last drawn
+        self._gc_frozen = False
 
     # -- screens -------------------------------------------------------------
 
@@ -142,7 +154,17 @@ class CycleApp(App[CycleOutcome | None]):
             self.set_interval(1 / self.refresh_rate, self.flush_events)
             # start once the first frame is drawn: the app's one-time setup then
             # does not compete with the cycle's first cases for the GIL
-            self.call_after_refresh(self.run_cycle)
+            self.call_after_refresh(self._start_cycle)
+
+    def _start_cycle(self) -> None:
+        # The app's widgets, styles and caches (~25,000 objects) live as long as
+        # the app. Every full collection the cycle's allocations trigger would
+        # walk them all again: freezing them (a permanent generation the
+        # collector skips) took a third of the TUI's cost off an offline run
+        # (benchmarks/RESULTS.md). Unfrozen when the app closes.
+        gc.freeze()
+        self._gc_frozen = True
+        self.run_cycle()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -160,12 +182,26 @@ class CycleApp(App[CycleOutcome | None]):
 
     # -- events --------------------------------------------------------------
 
-    def flush_events(self) -> None:
-        """Fold the queued events in and redraw what changed (the refresh timer)."""
-        for event in self.bridge.drain():
-            self.state.apply(event)
+    def flush_events(self, *, full: bool = False) -> None:
+        """Fold the queued events in and redraw what changed (the refresh timer).
+
+        While events pour in (a fast run), only the cheap status lines and the
+        progress bar are redrawn every frame; the tables, chart and log at most
+        once per ``FULL_INTERVAL``. Their changes accumulate in the state
+        meanwhile, so nothing is lost, and as soon as a frame brings few events
+        everything is drawn at once. ``full``: draw everything now.
+        """
+        batch = self.bridge.drain()
+        apply = self.state.apply
+        for event in batch:
+            apply(event)
         if self._dashboard is None:
             return
+        tick = time.monotonic()
+        if not full and len(batch) > BUSY_BATCH and tick - self._full_at < FULL_INTERVAL:
+            self._dashboard.show_progress(self.clock())
+            return
+        self._full_at = tick
         changes = self.state.take_changes()
         if changes.empty:
             self._dashboard.show_progress(self.clock())
@@ -217,9 +253,12 @@ class CycleApp(App[CycleOutcome | None]):
         if self._cycle is not None and not self._cycle_done.is_set():
             self.interrupt_cycle()
             self._cycle_done.wait(timeout=30)
+        if self._gc_frozen:
+            self._gc_frozen = False
+            gc.unfreeze()
 
     def on_cycle_ended(self, message: CycleEnded) -> None:
-        self.flush_events()
+        self.flush_events(full=True)
         self.outcome = outcome = message.outcome
         self.bridge.detach()
         while any(isinstance(s, ReviewScreen) for s in self.screen_stack):
@@ -231,7 +270,7 @@ class CycleApp(App[CycleOutcome | None]):
         elif outcome.status == "interrupted":
             self.state.status = "interrupted"
             self.state.note("the cycle was interrupted; it can be resumed")
-        self.flush_events()
+        self.flush_events(full=True)
         if self._quit_when_ended:
             self.exit(outcome)
         else:

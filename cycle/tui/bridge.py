@@ -2,8 +2,9 @@
 
 The loop may emit thousands of events a second. Posting a Textual message per
 event would flood the screen, so the bridge only queues them (a deque append:
-cheap and safe from the loop's thread) and the app drains the queue on a timer
-at most ``rate`` times a second, handing each batch to the dashboard at once.
+cheap and safe from the loop's thread, and nothing else happens there: no
+formatting, no message) and the app drains the queue on a timer at most
+``rate`` times a second, folding each batch into the dashboard's state at once.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from collections.abc import Callable
 
 from cycle.events import Event, EventBus
 
-#: redraws per second at most. 5 rather than 10: at 10 the redraws of a fast
-#: offline run took ~17% of the cycle's throughput (one GIL), at 5 under 10%
-#: (benchmarks/RESULTS.md), and a 200 ms frame still reads as live
+#: frames per second at most: each drains the queue and redraws the status
+#: line and progress bar; the heavier widgets follow at most once a second while
+#: a run is fast (``cycle.tui.app.FULL_INTERVAL``). A 200 ms frame reads as
+#: live, and the UI thread's share of the one GIL stays small
+#: (benchmarks/RESULTS.md)
 DEFAULT_RATE = 5.0
 
 

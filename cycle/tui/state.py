@@ -1,10 +1,11 @@
 """What the dashboard shows, folded from the event stream.
 
-``DashboardState.apply(event)`` is cheap and widget-free: the bridge feeds it
-every event, and the dashboard asks ``take_changes()`` at most ~10 times a
-second for what to redraw (the cases and rounds that changed, the new log
-lines). So a run of 10,000 cases costs one dict update per event, and the
-screen redraws only the rows that changed since the last frame.
+``DashboardState.apply(event)`` is cheap and widget-free: the app feeds it
+every event drained from the bridge (in the UI thread, a batch per frame), and
+asks ``take_changes()`` for what to redraw (the cases and rounds that changed,
+the new log lines) when it redraws the heavy widgets: at most once a second
+while a run is fast. Changes accumulate in between, so a run of 10,000 cases
+costs one dict update per event, and the screen redraws only what changed.
 """
 
 from __future__ import annotations

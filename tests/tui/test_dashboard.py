@@ -159,3 +159,38 @@ def test_bridge_drains_in_order_and_detaches() -> None:
     bridge.detach()
     bus.emit(ev.CostUpdated(total=1.0))
     assert bridge.pending == 0
+
+
+async def test_a_fast_run_redraws_the_tables_once_a_second_and_loses_nothing(tmp_path: Path) -> None:
+    def cases(start: int, count: int) -> list[ev.Event]:
+        return [ev.CaseFinished(at=T0, run_id="fast", case_id=f"case-{i:04d}", iteration=0, score=80.0, passed=True)
+                for i in range(start, start + count)]
+
+    # no timer of its own: the test calls the refresh
+    app = emitting_app(tmp_path, [], refresh_rate=0.001)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        table = screen.query_one("#cases", CaseTable)
+        bar = screen.query_one("#progress", ProgressBar)
+        for event in [ev.RunStarted(at=T0, run_id="fast", cases=1000, iterations=1), *cases(0, 300)]:
+            app.bridge(event)
+        app.flush_events()  # the first frame draws everything
+        assert (table.row_count, bar.progress) == (300, 300)
+        await pilot.pause()
+        for event in cases(300, 300):
+            app.bridge(event)
+        app.flush_events()  # a busy frame within the second: progress only
+        assert (table.row_count, bar.progress) == (300, 600)
+        assert "600/1000 done" in str(screen.query_one("#status").render())
+        app.flush_events()  # the flow stopped: the case list catches up at once
+        assert (table.row_count, bar.progress) == (600, 600)
+        assert table.row("case-0599") == ["case-0599", "1", "80.0", "1/1", "0"]
+
+        # the list grew under its scrollbar (no layout pass): the thumb shrank, the end is reachable
+        assert table.vertical_scrollbar.window_virtual_size == 601
+        await pilot.pause()
+        table.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.cursor == 599
+        assert table.scroll_offset.y == table.max_scroll_y == 600 + 1 - table.scrollable_content_region.height

@@ -1,8 +1,10 @@
 """Dashboard: the rounds so far, the running suite, cost, a score chart, a live log.
 
 It draws ``DashboardState`` (cycle/tui/state.py); the app folds events into
-that state and calls ``show_changes`` at most ~10 times a second, so only the
-rows that changed since the last frame are touched.
+that state and, every frame (5 a second), calls ``show_progress`` (status
+line, progress bar, cost) or, at most once a second while a run is fast,
+``show_changes`` (also the tables, chart and log), so only the rows that
+changed since they were last drawn are touched.
 """
 
 from __future__ import annotations

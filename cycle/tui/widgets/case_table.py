@@ -102,7 +102,18 @@ class CaseTable(ScrollView, can_focus=True):
 
     def _resize(self) -> None:
         width = sum(w for _, w, _ in COLUMNS) + len(COLUMNS)
-        self.virtual_size = Size(width, len(self._rows) + 1)
+        size = Size(width, len(self._rows) + 1)
+        current = self.virtual_size
+        if size == current:
+            return
+        if self.show_vertical_scrollbar and size.width == current.width and size.height > current.height:
+            # a longer list under a scrollbar already shown: only the scrollbar's
+            # thumb changes. Setting ``virtual_size`` would lay out the whole
+            # screen (~10 ms at 80x24, once a second while a run is fast)
+            self.set_reactive(ScrollView.virtual_size, size)
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
 
     # -- drawing -------------------------------------------------------------
 

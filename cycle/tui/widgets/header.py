@@ -71,7 +71,7 @@ class CycleHeader(Horizontal):
 
 
 class StatusLine(Widget):
-    """One line of text that redraws without a layout pass (updated ~10 times a second)."""
+    """One line of text that redraws without a layout pass (updated up to 5 times a second)."""
 
     DEFAULT_CSS = """
     StatusLine { height: 1; }
