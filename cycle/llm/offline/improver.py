@@ -144,13 +144,7 @@ def _shape(suggestions: list[dict[str, Any]], schema: dict[str, Any] | None) -> 
     if not schema:
         return {"suggestions": suggestions}
     root = schema
-    top = js.deref(schema, root)
-    props = js.properties(top, root)
-    key = "suggestions" if "suggestions" in props else next(iter(props), "suggestions")
-    out = js.example(top, root) if props else {}
-    if not isinstance(out, dict):
-        out = {}
-    container = props.get(key, {})
+    out, key, container = js.frame(schema, "suggestions")
     item = js.deref(container.get("items"), root) if js.kind(container) == "array" else {}
     out[key] = [js.fill(s, _SUGGESTION_ALIASES, item, root) if item else s for s in suggestions]
     return out

@@ -222,13 +222,7 @@ def _shape(verdicts: list[tuple[str, Verdict]], schema: dict[str, Any] | None) -
     if not schema:
         return {"verdicts": plain}
     root = schema
-    top = js.deref(schema, root)
-    props = js.properties(top, root)
-    key = "verdicts" if "verdicts" in props else next(iter(props), "verdicts")
-    out = js.example(top, root) if props else {}
-    if not isinstance(out, dict):
-        out = {}
-    container = props.get(key, {})
+    out, key, container = js.frame(schema, "verdicts")
     kind = js.kind(container)
     if kind == "array":
         item = js.deref(container.get("items"), root)

@@ -131,3 +131,14 @@ def fill(concepts: dict[str, Any], aliases: dict[str, tuple[str, ...]], schema: 
         elif name in required:
             out[name] = example(sub, root)
     return out
+
+
+def frame(schema: Schema, preferred: str) -> tuple[dict[str, Any], str, Schema]:
+    """The answer object ``schema`` asks for (filled with example values), the key of
+    its main container (``preferred`` when the schema has it, else its first
+    property) and that container's schema, dereferenced against ``schema``."""
+    top = deref(schema, schema)
+    props = properties(top, schema)
+    key = preferred if preferred in props else next(iter(props), preferred)
+    out = example(top, schema) if props else {}
+    return (out if isinstance(out, dict) else {}), key, props.get(key, {})
