@@ -41,6 +41,8 @@ from cycle import events as ev
 from cycle.config import load_config
 from cycle.events import EventBus
 from cycle.improve.suggestion import Reviewer
+from cycle.llm.offline import OfflineAPI
+from cycle.llm.registry import register_provider
 from cycle.loop import Loop
 from cycle.loop.review import AutoReviewer
 from cycle.store import Store
@@ -57,8 +59,23 @@ QUESTIONS = (
 )
 
 
-def make_world(root: Path, cases: int) -> Path:
-    """A cycle.yaml like the quickstart's, with ``cases`` generated cases and one round."""
+class LatentOffline(OfflineAPI):
+    """The offline model answering after ``LATENCY`` seconds, as a real model would."""
+
+    provider = "latent"
+    latency = 0.0
+
+    async def generate(self, messages, tools, config):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(self.latency)
+        return await super().generate(messages, tools, config)
+
+
+register_provider("latent", LatentOffline)
+
+
+def make_world(root: Path, cases: int, latency: float = 0.0) -> Path:
+    """A cycle.yaml like the quickstart's, with ``cases`` generated cases and one round;
+    with ``latency``, every model call waits that long (a latency-bound cycle)."""
     shutil.copytree(QUICKSTART / "prompts", root / "prompts")
     config = (QUICKSTART / "cycle.yaml").read_text()
     (root / "cases").mkdir()
@@ -75,6 +92,9 @@ def make_world(root: Path, cases: int) -> Path:
         "stop: {max_rounds: 1}",
     )
     assert "max_rounds: 1}" in config, "the quickstart's cycle.yaml changed: update this benchmark"
+    if latency:
+        config = config.replace("offline:default", "latent:default")
+        config = config.replace("concurrency: 8", "concurrency: 32")
     (root / "cycle.yaml").write_text(config)
     return root / "cycle.yaml"
 
@@ -193,6 +213,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--latency", type=float, default=0.0,
+                        help="seconds every model call waits (0: the CPU-bound worst case)")
     parser.add_argument("--profile", type=Path, metavar="FILE",
                         help="cProfile the UI thread of the TUI runs into FILE (pstats)")
     args = parser.parse_args()
@@ -204,11 +226,12 @@ def main() -> None:
         root = Path(tmp)
         # warm up both modes on a small suite (imports, first-use caches), unmeasured
         (root / "warm").mkdir()
-        warm = make_world(root / "warm", min(200, args.cases))
+        LatentOffline.latency = args.latency
+        warm = make_world(root / "warm", min(200, args.cases), args.latency)
         headless(warm, root / "warm" / "headless.db")
         under_tui(warm, root / "warm" / "tui.db")
         (root / "run").mkdir()
-        config = make_world(root / "run", args.cases)
+        config = make_world(root / "run", args.cases, args.latency)
         for i in range(args.repeat):
             # alternate which mode goes first: neither always runs on a warmer machine
             for mode in ("headless", "tui") if i % 2 == 0 else ("tui", "headless"):
