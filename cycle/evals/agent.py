@@ -129,6 +129,14 @@ def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+def _answer_result(answer: Any, *, source: str, started: float) -> AgentResult:
+    """An agent's answer (str or {response, tool_calls}) as a result timed from ``started``."""
+    text, structured, calls = _from_answer(answer, source=source)
+    took = time.monotonic() - started
+    return AgentResult(output=text, structured=structured, tool_calls=calls,
+                       latency=took, duration=took, model=source)
+
+
 def _from_answer(answer: Any, *, source: str) -> tuple[str, Any, tuple[ToolCall, ...]]:
     """(text, structured, tool_calls) from what a callable or endpoint returned."""
     if isinstance(answer, str):
@@ -177,10 +185,7 @@ class CallableAgent:
             raise
         except Exception as e:
             raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: {e}") from e
-        text, structured, calls = _from_answer(answer, source=self.name)
-        took = time.monotonic() - started
-        return AgentResult(output=text, structured=structured, tool_calls=calls,
-                           latency=took, duration=took, model=self.name)
+        return _answer_result(answer, source=self.name, started=started)
 
     async def aclose(self) -> None:
         return None
@@ -240,10 +245,7 @@ class HttpAgent:
             answer = response.json()
         except ValueError as e:
             raise EvalError(f"agent endpoint {self.url} did not answer JSON: {response.text[:200]!r}") from e
-        text, structured, calls = _from_answer(answer, source=self.url)
-        took = time.monotonic() - started
-        return AgentResult(output=text, structured=structured, tool_calls=calls,
-                           latency=took, duration=took, model=self.url)
+        return _answer_result(answer, source=self.url, started=started)
 
     async def aclose(self) -> None:
         await self._client.aclose()
