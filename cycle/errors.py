@@ -50,6 +50,18 @@ class CycleError(Exception):
             return f"{self.message}\n{self.hint}"
         return self.message
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt without calling __init__, whose details are keyword-only in
+        # subclasses: the TUI's cycle process sends its errors back pickled
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+def _rebuild(cls: type[CycleError], args: tuple[Any, ...], state: dict[str, Any]) -> CycleError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class ConfigError(CycleError):
     """A configuration, prompt or case file is wrong."""

@@ -206,7 +206,7 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
                       store=str(store_path))
 
     async def cycle(cycle_bus: ev.EventBus, tui_reviewer: Any) -> Any:
-        store = Store.open(store_path)  # a connection belongs to the thread that opened it
+        store = Store.open(store_path)  # in the cycle's own process (cycle.tui.process)
         cache = open_cache(loaded, enabled=use_cache)
         try:
             reviewer = tui_reviewer if choice == "tui" else _reviewer(choice, priority)

@@ -5,22 +5,21 @@ coroutine function that builds a ``Loop`` and runs it), listens to its events
 through a throttled bridge, answers its review requests on the Review screen,
 and reads or rolls back versions through the ``Store`` API.
 
-The cycle runs in a worker thread on its own asyncio loop, so the screen stays
-responsive even while the core computes without yielding (an offline model
-never waits on the network). It talks to the UI only through the bridge's
-queue and ``post_message``, both thread-safe.
+The cycle runs in a child process (``cycle.tui.process``), so the screen stays
+responsive while the core computes without yielding (an offline model never
+waits on the network) and drawing takes nothing from the cycle. A thread of
+the app relays what the child says: events onto the app's bus (the bridge and
+any other sink, such as ``--events``), review requests as messages.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 import gc
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -31,9 +30,9 @@ from textual.message import Message
 from textual.screen import Screen
 
 from cycle.events import EventBus
-from cycle.improve.suggestion import Reviewer, Suggestion
+from cycle.improve.suggestion import ReviewRequest, Suggestion
 from cycle.tui.bridge import DEFAULT_RATE, EventBridge
-from cycle.tui.reviewer import ReviewRequested, TuiReviewer
+from cycle.tui.process import DEFAULT_HOST, CycleOutcome, CycleProcess, CycleRun
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.screens.dashboard import DashboardScreen
 from cycle.tui.screens.help import HelpScreen
@@ -54,20 +53,13 @@ BUSY_BATCH = 50
 #: cycle's thread through the one GIL (benchmarks/RESULTS.md)
 FULL_INTERVAL = 1.0
 
-#: what the app runs: given the bus to emit on and the reviewer to ask, run the cycle
-CycleRun = Callable[[EventBus, Reviewer], Awaitable[Any]]
+class ReviewRequested(Message):
+    """The cycle asks the app to open the Review screen; ``reply`` gets the decisions."""
 
-
-@dataclass(frozen=True)
-class CycleOutcome:
-    """How the cycle run by the app ended."""
-
-    #: "finished", "interrupted" (the user quit mid-cycle: resumable) or "failed"
-    status: str
-    #: what the cycle coroutine returned (the CycleResult) when finished
-    result: Any = None
-    #: the exception it raised when failed
-    error: BaseException | None = None
+    def __init__(self, request: ReviewRequest, reply: concurrent.futures.Future[list[Suggestion]]) -> None:
+        super().__init__()
+        self.request = request
+        self.reply = reply
 
 
 class CycleEnded(Message):
@@ -100,10 +92,12 @@ class CycleApp(App[CycleOutcome | None]):
         prompt_id: str | None = None,
         clock: Callable[[], float] = time.time,
         refresh_rate: float = DEFAULT_RATE,
+        host: str = DEFAULT_HOST,
     ) -> None:
         """``cycle`` set: run it and open the Dashboard; else open History on ``store``.
 
         ``clock`` drives the elapsed times shown (tests freeze it for snapshots).
+        ``host``: "process" (a forked child; the default on Linux) or "thread".
         """
         super().__init__()
         if cycle is None and store is None and store_path is None:
@@ -118,13 +112,9 @@ class CycleApp(App[CycleOutcome | None]):
         self.refresh_rate = refresh_rate
         self.state = DashboardState()
         self.bridge = EventBridge()
-        self.reviewer = TuiReviewer(self)
         self.outcome: CycleOutcome | None = None
         self._dashboard: DashboardScreen | None = None
-        self._cycle_loop: asyncio.AbstractEventLoop | None = None
-        self._cycle_task: asyncio.Task[Any] | None = None
-        self._cycle_lock = threading.Lock()
-        self._cancel_requested = False
+        self._process = CycleProcess(cycle, host=host) if cycle is not None else None
         self._quit_when_ended = False
         self._cycle_done = threading.Event()
         self._full_at = -FULL_INTERVAL  # when the heavy widgets were last drawn
@@ -158,10 +148,10 @@ class CycleApp(App[CycleOutcome | None]):
 
     def _start_cycle(self) -> None:
         # The app's widgets, styles and caches (~25,000 objects) live as long as
-        # the app. Every full collection the cycle's allocations trigger would
-        # walk them all again: freezing them (a permanent generation the
-        # collector skips) took a third of the TUI's cost off an offline run
-        # (benchmarks/RESULTS.md). Unfrozen when the app closes.
+        # the app: freeze them (a permanent generation the collector skips) so
+        # that no full collection walks them again, the UI's or, as the child
+        # is forked with them frozen, the cycle's (benchmarks/RESULTS.md).
+        # Unfrozen when the app closes.
         gc.freeze()
         self._gc_frozen = True
         self.run_cycle()
@@ -216,43 +206,34 @@ class CycleApp(App[CycleOutcome | None]):
 
     @work(thread=True, exclusive=True, group="cycle", exit_on_error=False)
     def run_cycle(self) -> None:
-        """Run the cycle on its own asyncio loop in this worker thread."""
-        assert self._cycle is not None
-        cycle = self._cycle
-
-        async def main() -> Any:
-            with self._cycle_lock:
-                self._cycle_loop = asyncio.get_running_loop()
-                self._cycle_task = asyncio.current_task()
-                if self._cancel_requested:
-                    raise asyncio.CancelledError
-            return await cycle(self.bus, self.reviewer)
-
+        """Start the cycle's child and relay what it says until it ends (a worker thread)."""
+        assert self._process is not None
         try:
-            with asyncio.Runner() as runner:
-                result = runner.run(main())
-            outcome = CycleOutcome("finished", result=result)
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            outcome = CycleOutcome("interrupted")
-        except BaseException as e:  # noqa: BLE001 -- shown on the dashboard; the caller re-raises it
+            self._process.start()
+            outcome = self._process.relay(self.bus.emit, self._ask)
+        except Exception as e:  # noqa: BLE001 -- e.g. the child could not start: shown, not raised
             outcome = CycleOutcome("failed", error=e)
         self._cycle_done.set()
         self.post_message(CycleEnded(outcome))
 
+    def _ask(self, request: ReviewRequest, answer: Callable[[list[Suggestion]], None]) -> None:
+        """A review request from the cycle (relay thread): open the Review screen."""
+        reply: concurrent.futures.Future[list[Suggestion]] = concurrent.futures.Future()
+        reply.add_done_callback(lambda f: None if f.cancelled() else answer(f.result()))
+        self.post_message(ReviewRequested(request, reply))
+
     def interrupt_cycle(self) -> None:
-        """Cancel the cycle's task: the loop marks the cycle interrupted (resumable)."""
-        with self._cycle_lock:
-            self._cancel_requested = True
-            loop, task = self._cycle_loop, self._cycle_task
-        if loop is not None and task is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(task.cancel)
+        """Stop the cycle: it is marked interrupted, so it can be resumed."""
+        if self._process is not None:
+            self._process.cancel()
 
     def on_unmount(self) -> None:
-        # however the app closes, never leave the cycle's thread waiting on a screen
-        # that is gone: interrupt it, so the cycle is marked interrupted (resumable)
-        if self._cycle is not None and not self._cycle_done.is_set():
+        # however the app closes, never leave the cycle waiting on a screen that
+        # is gone: interrupt it, so the cycle is marked interrupted (resumable)
+        if self._process is not None and not self._cycle_done.is_set():
             self.interrupt_cycle()
-            self._cycle_done.wait(timeout=30)
+            if not self._cycle_done.wait(timeout=30):
+                self._process.join(0)  # kills a child that will not stop
         if self._gc_frozen:
             self._gc_frozen = False
             gc.unfreeze()
@@ -318,10 +299,11 @@ def run_cycle_app(
 ) -> CycleOutcome:
     """Run a cycle under the TUI (``cycle improve cycle.yaml`` without ``--headless``).
 
-    ``cycle(bus, reviewer)`` is awaited in a worker thread on its own asyncio
-    loop: build the Loop inside it, with the ``bus`` and ``reviewer`` given,
-    and open the Store inside it too (a SQLite connection belongs to the
-    thread that opened it)::
+    ``cycle(bus, reviewer)`` is awaited in a child process (``cycle.tui.process``)
+    on its own asyncio loop: build the Loop inside it, with the ``bus`` and
+    ``reviewer`` given, and open the Store inside it too (a SQLite connection
+    belongs to the process and thread that opened it). What it returns, or
+    raises, comes back pickled::
 
         async def cycle(bus, reviewer):
             store = Store.open(path)
@@ -330,11 +312,12 @@ def run_cycle_app(
     ``store_path`` is opened separately by the app, read-only in practice, for
     the History and case screens. ``info`` names the prompt and models in the
     header (``offline=True`` shows the OFFLINE MODEL badge). ``bus``: pass yours
-    if other sinks (JSONL log, store recorder) are subscribed to it.
+    if other sinks (a JSONL log) are subscribed to it: the child's events are
+    emitted on it in the app's process.
 
     Blocks until the user quits. Returns the outcome: ``status`` "finished"
     (``result`` is what ``cycle`` returned), "interrupted" (the user quit
-    mid-cycle after confirming; the loop's task was cancelled so the cycle is
+    mid-cycle after confirming; the cycle's task was cancelled so the cycle is
     marked interrupted and resumable) or "failed" (``error`` is the exception,
     for the CLI to report), or "interrupted" if the app closed before the end.
     """

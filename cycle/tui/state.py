@@ -131,6 +131,11 @@ class DashboardState:
         self._log = []
         return changes
 
+    @property
+    def has_changes(self) -> bool:
+        """Whether something folded in waits for ``take_changes`` (a full redraw)."""
+        return bool(self._run_reset or self._dirty_cases or self._dirty_rounds or self._log)
+
     def elapsed(self, now: float) -> float:
         """Seconds the running suite has taken (frozen once it finished)."""
         if self.run_started_at is None:

@@ -1,16 +1,22 @@
-"""Fixtures for the TUI tests: a real store with a few versions, a review request."""
+"""Fixtures for the TUI tests: a real store with a few versions, a review request, and a
+cycle.yaml on scripted models whose improver proposes three edits."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cycle import events as ev
+from cycle.config import LoadedConfig, load_config
 from cycle.improve.suggestion import ReviewRequest, Suggestion
 from cycle.prompt import Prompt
 from cycle.store import Store
+from cycle.testing import clear_scripts, script
 
 #: a fixed time for every stored version, so screenshots do not depend on the clock
 FIXED_AT = "2025-01-02T03:04:05+00:00"
@@ -117,3 +123,48 @@ def synthetic_events() -> list[ev.Event]:
         ev.CaseFinished(at=t + 25, run_id="r2", case_id="late-3", iteration=0, score=60.0, passed=False),
     ]
     return out
+
+
+# -- a cycle on scripted models ---------------------------------------------
+
+KEYWORDS = ("sorry", "order", "thanks")
+_JSON_BLOCK = re.compile(r"```json\s*(.*?)```", re.DOTALL)
+
+
+def _agent(messages, tools, config) -> str:  # type: ignore[no-untyped-def]
+    system = next((m.content for m in messages if m.role == "system"), "")
+    return "Hello. " + " ".join(k for k in KEYWORDS if f"say {k}" in system)
+
+
+def _judge(messages, tools, config) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    user = [m for m in messages if m.role == "user"][-1].content
+    case = json.loads(_JSON_BLOCK.findall(user)[-1])
+    score = 40 + 20 * sum(k in case["output"] for k in KEYWORDS)
+    return {"verdicts": {"quality": {"score": score, "reasoning": f"{score} points for the keywords"}}}
+
+
+def _suggestion(value: str, priority: str) -> dict[str, Any]:
+    return {"type": "system_prompt", "priority": priority, "current_value": "", "suggested_value": value,
+            "reasoning": f"answers lack: {value}", "expected_improvement": "+20", "target_cases": ["c1"]}
+
+
+@pytest.fixture
+def loaded(tmp_path: Path) -> Iterator[LoadedConfig]:
+    script("agent", _agent)
+    script("judge", _judge)
+    script("improver", [{"suggestions": [
+        _suggestion("Always say sorry.", "high"),
+        _suggestion("Always say order.", "medium"),
+        _suggestion("Always say nothing.", "low"),
+    ]}])
+    (tmp_path / "prompt.yaml").write_text(json.dumps({"id": "support", "system": "You help customers."}))
+    (tmp_path / "cases.yaml").write_text(json.dumps([{"id": f"c{i}", "input": f"case {i}"} for i in range(1, 7)]))
+    (tmp_path / "cycle.yaml").write_text(json.dumps({
+        "prompt": "prompt.yaml", "agent": "scripted:agent", "judge": "scripted:judge",
+        "improver": "scripted:improver",
+        "criteria": [{"id": "quality", "rubric": "Uses the right keywords."}],
+        "cases": ["cases.yaml"], "run": {"iterations": 2, "concurrency": 4},
+        "improve": {"acceptance": "improved", "stop": {"max_rounds": 1}},
+    }))
+    yield load_config(tmp_path / "cycle.yaml")
+    clear_scripts()

@@ -1,27 +1,21 @@
-"""A real cycle (H4's Loop, scripted models) under the TUI: the dashboard, a review
+"""A real cycle (the Loop, scripted models) under the TUI: the dashboard, a review
 with approve, reject and edit, then a rollback from the History screen; the store
 is checked afterwards."""
 
 from __future__ import annotations
 
 import io
-import json
-import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 from rich.console import Console
 from textual.widgets import DataTable
 
-from cycle.config import LoadedConfig, load_config
+from cycle.config import LoadedConfig
 from cycle.events import EventBus
 from cycle.improve.suggestion import Reviewer
 from cycle.loop import Loop
 from cycle.store import Store
 from cycle.store.cycles import get_cycle, get_suggestions
-from cycle.testing import clear_scripts, script
 from cycle.tui.app import CycleApp
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.screens.dashboard import DashboardScreen
@@ -29,48 +23,6 @@ from cycle.tui.screens.history import HistoryScreen
 from cycle.tui.screens.review import ReviewScreen
 from cycle.tui.widgets.case_table import CaseTable
 from cycle.tui.widgets.header import HeaderInfo
-
-KEYWORDS = ("sorry", "order", "thanks")
-_JSON_BLOCK = re.compile(r"```json\s*(.*?)```", re.DOTALL)
-
-
-def _agent(messages, tools, config) -> str:  # type: ignore[no-untyped-def]
-    system = next((m.content for m in messages if m.role == "system"), "")
-    return "Hello. " + " ".join(k for k in KEYWORDS if f"say {k}" in system)
-
-
-def _judge(messages, tools, config) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    user = [m for m in messages if m.role == "user"][-1].content
-    case = json.loads(_JSON_BLOCK.findall(user)[-1])
-    score = 40 + 20 * sum(k in case["output"] for k in KEYWORDS)
-    return {"verdicts": {"quality": {"score": score, "reasoning": f"{score} points for the keywords"}}}
-
-
-def _suggestion(value: str, priority: str) -> dict[str, Any]:
-    return {"type": "system_prompt", "priority": priority, "current_value": "", "suggested_value": value,
-            "reasoning": f"answers lack: {value}", "expected_improvement": "+20", "target_cases": ["c1"]}
-
-
-@pytest.fixture
-def loaded(tmp_path: Path) -> Iterator[LoadedConfig]:
-    script("agent", _agent)
-    script("judge", _judge)
-    script("improver", [{"suggestions": [
-        _suggestion("Always say sorry.", "high"),
-        _suggestion("Always say order.", "medium"),
-        _suggestion("Always say nothing.", "low"),
-    ]}])
-    (tmp_path / "prompt.yaml").write_text(json.dumps({"id": "support", "system": "You help customers."}))
-    (tmp_path / "cases.yaml").write_text(json.dumps([{"id": f"c{i}", "input": f"case {i}"} for i in range(1, 7)]))
-    (tmp_path / "cycle.yaml").write_text(json.dumps({
-        "prompt": "prompt.yaml", "agent": "scripted:agent", "judge": "scripted:judge",
-        "improver": "scripted:improver",
-        "criteria": [{"id": "quality", "rubric": "Uses the right keywords."}],
-        "cases": ["cases.yaml"], "run": {"iterations": 2, "concurrency": 4},
-        "improve": {"acceptance": "improved", "stop": {"max_rounds": 1}},
-    }))
-    yield load_config(tmp_path / "cycle.yaml")
-    clear_scripts()
 
 
 def _rendered(visual) -> str:  # type: ignore[no-untyped-def]

@@ -35,7 +35,7 @@ def emitting_app(tmp_path: Path, events: list[ev.Event], *, hold: bool = True, *
 async def _settle(pilot, app: CycleApp) -> None:  # type: ignore[no-untyped-def]
     for _ in range(100):
         await pilot.pause(0.02)
-        if app.state.events_seen and not app.bridge.pending:
+        if app.state.events_seen and not app.bridge.pending and not app.state.has_changes:
             await pilot.pause(0.05)
             return
 

@@ -13,14 +13,18 @@ from cycle.tui.widgets.diff_view import DiffView
 from tests.tui.conftest import review_request
 
 
-def reviewing_app(tmp_path: Path, decided: list[list[Suggestion]]) -> CycleApp:
-    """An app whose 'cycle' asks for one review and keeps the answer."""
+def reviewing_app(tmp_path: Path) -> CycleApp:
+    """An app whose 'cycle' asks for one review and returns the answer."""
 
-    async def cycle(bus: EventBus, reviewer: Reviewer) -> str:
-        decided.append(await reviewer.review(review_request()))
-        return "done"
+    async def cycle(bus: EventBus, reviewer: Reviewer) -> list[Suggestion]:
+        return await reviewer.review(review_request())
 
     return CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
+
+
+def decided(app: CycleApp) -> list[list[Suggestion]]:
+    """The decisions the cycle received (it returns them as it ends)."""
+    return [] if app.outcome is None else [app.outcome.result]
 
 
 async def _wait_for_review(pilot) -> ReviewScreen:  # type: ignore[no-untyped-def]
@@ -33,8 +37,7 @@ async def _wait_for_review(pilot) -> ReviewScreen:  # type: ignore[no-untyped-de
 
 
 async def test_approve_reject_edit_then_submit(tmp_path: Path) -> None:
-    decided: list[list[Suggestion]] = []
-    app = reviewing_app(tmp_path, decided)
+    app = reviewing_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _wait_for_review(pilot)
         # listed by priority; the diff shows the highlighted (high) suggestion
@@ -56,15 +59,15 @@ async def test_approve_reject_edit_then_submit(tmp_path: Path) -> None:
         await pilot.pause()
         # the edit previews the edited value
         assert '+  "temperature": 0.1' in str(screen.query_one("#diff", DiffView).render())
-        assert decided == []  # nothing goes back to the loop before submit
+        assert decided(app) == []  # nothing goes back to the loop before submit
         await pilot.press("s")
         for _ in range(50):
             if app.outcome is not None:
                 break
             await pilot.pause(0.02)
-    assert app.outcome is not None and app.outcome.status == "finished" and app.outcome.result == "done"
-    by_id = {s.id: s for s in decided[0]}
-    assert [s.id for s in decided[0]] == ["s-low", "s-high", "s-mid"]  # the request's order
+    assert app.outcome is not None and app.outcome.status == "finished"
+    by_id = {s.id: s for s in decided(app)[0]}
+    assert [s.id for s in decided(app)[0]] == ["s-low", "s-high", "s-mid"]  # the request's order
     assert by_id["s-high"].decision == "approved"
     assert (by_id["s-mid"].decision, by_id["s-mid"].reason) == ("rejected", "promises are the lawyers' job")
     assert (by_id["s-low"].decision, by_id["s-low"].edited_value) == ("edited", '{"temperature": 0.1}')
@@ -72,8 +75,7 @@ async def test_approve_reject_edit_then_submit(tmp_path: Path) -> None:
 
 
 async def test_approve_all_and_undecided_are_rejected_on_submit(tmp_path: Path) -> None:
-    decided: list[list[Suggestion]] = []
-    app = reviewing_app(tmp_path, decided)
+    app = reviewing_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait_for_review(pilot)
         await pilot.press("r")
@@ -87,10 +89,10 @@ async def test_approve_all_and_undecided_are_rejected_on_submit(tmp_path: Path) 
         await pilot.pause()
         await pilot.press("A", "s")  # approve the rest, submit
         for _ in range(50):
-            if decided:
+            if decided(app):
                 break
             await pilot.pause(0.02)
-    decisions = {s.id: (s.decision, s.reason) for s in decided[0]}
+    decisions = {s.id: (s.decision, s.reason) for s in decided(app)[0]}
     assert decisions == {
         "s-high": ("rejected", "rejected by the reviewer"),
         "s-mid": ("approved", ""),
@@ -99,17 +101,16 @@ async def test_approve_all_and_undecided_are_rejected_on_submit(tmp_path: Path) 
 
 
 async def test_submit_with_undecided_rejects_them(tmp_path: Path) -> None:
-    decided: list[list[Suggestion]] = []
-    app = reviewing_app(tmp_path, decided)
+    app = reviewing_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait_for_review(pilot)
         await pilot.press("a", "s")
         await pilot.pause()
         await pilot.press("y")
         for _ in range(50):
-            if decided:
+            if decided(app):
                 break
             await pilot.pause(0.02)
-    decisions = {s.id: (s.decision, s.reason) for s in decided[0]}
+    decisions = {s.id: (s.decision, s.reason) for s in decided(app)[0]}
     assert decisions["s-high"] == ("approved", "")
     assert decisions["s-mid"] == decisions["s-low"] == ("rejected", UNDECIDED_REASON)

@@ -39,7 +39,7 @@ def test_dashboard_screen(snap_compare, tmp_path: Path) -> None:  # type: ignore
     async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
         for _ in range(100):
             await pilot.pause(0.02)
-            if app.state.events_seen and not app.bridge.pending:
+            if app.state.events_seen and not app.bridge.pending and not app.state.has_changes:
                 break
         await pilot.pause(0.15)
 
