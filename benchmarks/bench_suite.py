@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -36,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import cycle.cli
 from cycle.evals.agent import PromptAgent
 from cycle.evals.case import TestCase
 from cycle.evals.runner import Runner
@@ -47,6 +49,8 @@ from cycle.llm.base import ProviderOptions
 from cycle.llm.registry import get_model
 from cycle.prompt import Prompt
 from cycle.store import Store
+
+DEFAULT_GC = gc.get_threshold()
 
 PROMPT = Prompt(
     id="bench",
@@ -101,9 +105,17 @@ async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_pat
     # warm up the connections and imports outside the measurement
     await Runner(agent=runner.agent, judge=runner.judge, cases=cases[:concurrency],
                  concurrency=concurrency).run()
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    result = await runner.run()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    # as `cycle run` does once loaded (it owns its process); undone after the
+    # run, so that the bare SDK's runs keep CPython's defaults
+    cycle.cli._owns_process = True
+    cycle.cli.settle_heap()
+    try:
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        result = await runner.run()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*DEFAULT_GC)
     calls = store.db.execute("select count(*) from calls where run_id = ?",
                              (result.run_id,)).fetchone()[0]
     await agent_model.aclose()

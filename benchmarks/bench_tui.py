@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from textual.drivers.headless_driver import HeadlessDriver
 
+import cycle.cli
 from cycle import events as ev
 from cycle.config import load_config
 from cycle.events import EventBus
@@ -215,6 +216,9 @@ def main() -> None:
                         help="where the TUI runs the cycle (cycle.tui.process)")
     args = parser.parse_args()
 
+    # the collector as `cycle improve` sets it, once loaded, for either mode
+    cycle.cli._owns_process = True
+    cycle.cli.settle_heap()
     rates: dict[str, list[float]] = {"headless": [], "tui": []}
     app_shares: list[float] = []
     counts: set[int] = set()

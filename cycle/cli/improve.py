@@ -156,6 +156,7 @@ def _reviewer(choice: str, priority: str) -> Any:
 def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
                   priority: str, resume: str | bool | None, quiet: bool, *, use_cache: bool,
                   cases: Any = None) -> Any:
+    from cycle.cli import settle_heap
     from cycle.evals.suite import open_cache
     from cycle.loop import Loop
     from cycle.progress import Progress
@@ -172,6 +173,7 @@ def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: P
     try:
         loop = Loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority),
                     improve=improve_cfg, cache=cache, cases=cases)
+        settle_heap()
         return asyncio.run(loop.run(resume=resume))
     except KeyboardInterrupt:
         hint = f" --resume {started[-1]}" if started else " --resume"
@@ -194,6 +196,7 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
             f"the TUI is not available in this installation ({e})",
             hint="Run headless instead: cycle improve cycle.yaml --headless --yes",
         ) from e
+    from cycle.cli import settle_heap
     from cycle.evals.suite import open_cache
     from cycle.loop import Loop
     from cycle.store import Store
@@ -218,6 +221,7 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
             if cache is not None:
                 cache.close()
 
+    settle_heap()  # the cycle's child is forked with the same collector settings
     outcome = run_cycle_app(cycle, store_path=store_path, info=info, bus=bus)
     if outcome.status == "failed" and outcome.error is not None:
         raise outcome.error

@@ -76,6 +76,7 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
                judge_model: str | None, budget: float | None, resume: str | None,
                report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool,
                as_json: bool) -> int:
+    from cycle.cli import settle_heap
     from cycle.evals.suite import build_suite, open_cache, validate_suite
     from cycle.events import EventBus
     from cycle.llm.budget import Budget
@@ -106,6 +107,7 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
                                   stop_on_first_failure=stop_on_first_failure)
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
+            settle_heap()
             result = await runner.run(run_id=resume, meta=suite.meta())
         finally:
             await suite.aclose()

@@ -301,3 +301,29 @@ def test_http_agent_posts_the_message_and_reads_response_and_tool_calls(tmp_path
     rep_refund = next(c for c in report["cases"] if c["id"] == "refund")
     assert "HTTP 500" in rep_refund["results"][0]["error"]
     assert report["models"]["agent"] == url and report["offline"] is False
+
+
+def test_the_command_tunes_its_own_collector_but_never_a_callers(tmp_path):
+    import gc
+    import subprocess
+    import sys
+
+    cfg = project(tmp_path, """
+        criteria:
+          - id: no_guarantees
+            check: {type: not_contains, values: [guarantee]}
+    """)
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    assert invoke(tmp_path, "run", cfg, "-q").exit_code == 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before  # in a caller's process: untouched
+
+    # the `cycle` command owns its process: what loading left alive is frozen, young
+    # collections are rarer (cycle.cli.settle_heap)
+    probe = ("import atexit, gc, sys\n"
+             "atexit.register(lambda: print('GC', gc.get_threshold()[0], gc.get_freeze_count() > 10000,"
+             " file=sys.stderr))\n"
+             f"sys.argv = ['cycle', '--store', {str(tmp_path / 's.db')!r}, 'run', {cfg!r}, '-q']\n"
+             "from cycle.cli import main\nmain()\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "GC 10000 True" in done.stderr
