@@ -12,10 +12,11 @@ figures measure the client.
     cases x 2 calls x 0.1 s / 16.
 (b) zero latency: CPU time per model call for cycle (judging and store
     writes included) beside the bare SDK making the same calls (AsyncOpenAI
-    with a semaphore, nothing else).
+    with a semaphore, nothing else): through ``chat.completions.create``, and
+    through ``client.post`` as cycle's provider calls the SDK.
 (c) 100 ms latency, concurrency 64: wall time, and whether client CPU bounds it.
 
-Every scenario runs cycle and the bare SDK ``--repeat`` times, alternated, each
+Every scenario runs cycle and the bare SDK ``--repeat`` times, in rotation, each
 run against a fresh server process; figures are medians. CPU is
 ``time.process_time()`` of the client process only, over the timed part.
 """
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -125,13 +127,15 @@ async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_pat
     return {"wall": wall, "cpu": cpu, "calls": calls, "results": len(result.results)}
 
 
-async def run_bare(url: str, cases: list[TestCase], concurrency: int) -> dict:
+async def run_bare(url: str, cases: list[TestCase], concurrency: int, post: bool = False) -> dict:
     """The same calls through AsyncOpenAI with a semaphore: the floor cycle is held to.
 
     Same requests as cycle sends (the agent's system + user messages; the judge's
     messages, ``temperature: 0`` and the strict ``cycle_judge`` response_format,
     judging the answer the server gives the agent), same client settings (timeout
-    60 s, no SDK retries), one client, the same warm-up.
+    60 s, no SDK retries), one client, the same warm-up. ``chat.completions.create``,
+    or with ``post`` the SDK's ``client.post("/chat/completions", cast_to=object)``
+    as cycle's provider calls it: the SDK's cheapest path, nothing of cycle's.
     """
     import openai
 
@@ -149,13 +153,18 @@ async def run_bare(url: str, cases: list[TestCase], concurrency: int) -> dict:
         jm = judge.messages(crit, input=case.input, output=answer, expected=None)
         plans.append((user, [{"role": m.role, "content": m.content} for m in jm]))
 
+    async def create(**body: Any) -> Any:
+        if post:
+            return await client.post("/chat/completions", cast_to=object, body=body)
+        return await client.chat.completions.create(**body)
+
     async def one(user: str, judge_messages: list[dict]) -> None:
         async with sem:
-            await client.chat.completions.create(
+            await create(
                 model="bench-agent",
                 messages=[{"role": "system", "content": PROMPT.system},
                           {"role": "user", "content": user}])
-            await client.chat.completions.create(
+            await create(
                 model="bench-judge", messages=judge_messages, temperature=0,
                 response_format={"type": "json_schema", "json_schema": {
                     "name": "cycle_judge", "schema": schema, "strict": True}})
@@ -177,18 +186,19 @@ def scenario(latency: float, fn, *args) -> dict:
 
 
 def alternated(latency: float, cases: list[TestCase], concurrency: int, repeat: int,
-               tmp: Path, tag: str) -> tuple[list[dict], list[dict]]:
-    """``repeat`` runs of cycle and of the bare SDK, alternated ABBA (the machine is
-    shared, and a run just after another one measures slower: each goes first in turn)."""
-    cs, bs = [], []
+               tmp: Path, tag: str) -> tuple[list[dict], list[dict], list[dict]]:
+    """``repeat`` runs of cycle, of the bare SDK's ``create`` and of its ``post``, the
+    order rotating (the machine is shared, and a run just after another one
+    measures slower: each goes first in turn)."""
+    runs: dict[str, list[dict]] = {"cycle": [], "bare": [], "post": []}
+    order = ["cycle", "bare", "post"]
     for i in range(repeat):
-        first_cycle = i % 2 == 0
-        for which in ("cycle", "bare") if first_cycle else ("bare", "cycle"):
+        for which in order[i % 3:] + order[:i % 3]:
             if which == "cycle":
-                cs.append(scenario(latency, run_cycle, cases, concurrency, tmp / f"{tag}{i}.db"))
+                runs[which].append(scenario(latency, run_cycle, cases, concurrency, tmp / f"{tag}{i}.db"))
             else:
-                bs.append(scenario(latency, run_bare, cases, concurrency))
-    return cs, bs
+                runs[which].append(scenario(latency, run_bare, cases, concurrency, which == "post"))
+    return runs["cycle"], runs["bare"], runs["post"]
 
 
 def med(runs: list[dict], key: str) -> float:
@@ -210,31 +220,41 @@ def main() -> None:
         for name, concurrency in (("a", 16), ("c", 64)):
             if name not in only:
                 continue
-            cs, bs = alternated(args.latency, cases, concurrency, args.repeat, tmp, name)
+            cs, bs, ps = alternated(args.latency, cases, concurrency, args.repeat, tmp, name)
             ideal = len(cases) * 2 * args.latency / concurrency
-            wall, bare_wall = med(cs, "wall"), med(bs, "wall")
+            wall, bare_wall, post_wall = med(cs, "wall"), med(bs, "wall"), med(ps, "wall")
             cpu = med(cs, "cpu")
+            walls = [r["wall"] for r in cs]
             out[name] = {"concurrency": concurrency, "ideal": ideal, "wall": wall,
                          "over_ideal": wall / ideal - 1, "cpu": cpu, "cpu_share": cpu / wall,
                          "bare_wall": bare_wall, "bare_over_ideal": bare_wall / ideal - 1,
-                         "bare_cpu": med(bs, "cpu"), "runs": cs, "bare_runs": bs}
+                         "bare_cpu": med(bs, "cpu"), "post_wall": post_wall,
+                         "runs": cs, "bare_runs": bs, "post_runs": ps}
             print(f"({name}) concurrency {concurrency}, {args.latency * 1000:.0f} ms, median of "
                   f"{args.repeat}: cycle wall {wall:.2f} s ({(wall / ideal - 1) * 100:+.1f}% over the "
-                  f"ideal {ideal:.2f} s), client CPU {cpu:.2f} s = {cpu / wall * 100:.0f}% of wall; "
-                  f"bare SDK wall {bare_wall:.2f} s ({(bare_wall / ideal - 1) * 100:+.1f}%)", flush=True)
+                  f"ideal {ideal:.2f} s; runs {', '.join(f'{w:.2f}' for w in walls)}), client CPU "
+                  f"{cpu:.2f} s = {cpu / wall * 100:.0f}% of wall; bare SDK create {bare_wall:.2f} s "
+                  f"({(bare_wall / ideal - 1) * 100:+.1f}%), bare SDK post {post_wall:.2f} s "
+                  f"({(post_wall / ideal - 1) * 100:+.1f}%)", flush=True)
         if "b" in only:
-            cs, bs = alternated(0.0, cases, 16, args.repeat, tmp, "b")
+            cs, bs, ps = alternated(0.0, cases, 16, args.repeat, tmp, "b")
             per_c = [r["cpu"] / r["calls"] * 1000 for r in cs]
             per_b = [r["cpu"] / r["calls"] * 1000 for r in bs]
-            mc, mb = statistics.median(per_c), statistics.median(per_b)
+            per_p = [r["cpu"] / r["calls"] * 1000 for r in ps]
+            mc, mb, mp = statistics.median(per_c), statistics.median(per_b), statistics.median(per_p)
             pairs = [c / b - 1 for c, b in zip(per_c, per_b)]
+            post_pairs = [c / p - 1 for c, p in zip(per_c, per_p)]
             out["b"] = {"cycle_ms_per_call": mc, "bare_ms_per_call": mb, "overhead": mc / mb - 1,
-                        "pair_overheads": pairs, "all_cycle_ms": per_c, "all_bare_ms": per_b,
+                        "post_ms_per_call": mp, "overhead_over_post": mc / mp - 1,
+                        "pair_overheads": pairs, "post_pair_overheads": post_pairs,
+                        "all_cycle_ms": per_c, "all_bare_ms": per_b, "all_post_ms": per_p,
                         "calls": cs[0]["calls"]}
             print(f"(b) zero latency, median of {args.repeat}: cycle {mc:.3f} ms CPU/call "
-                  f"({cs[0]['calls']} calls), bare SDK {mb:.3f} ms CPU/call: overhead "
-                  f"{(mc / mb - 1) * 100:+.1f}% (alternated pairs: "
-                  f"{', '.join(f'{p * 100:+.0f}%' for p in pairs)})", flush=True)
+                  f"({cs[0]['calls']} calls), bare SDK create {mb:.3f} ms CPU/call: overhead "
+                  f"{(mc / mb - 1) * 100:+.1f}% (runs side by side: "
+                  f"{', '.join(f'{p * 100:+.0f}%' for p in pairs)}); bare SDK post {mp:.3f} ms/call: "
+                  f"cycle's own overhead on the same SDK path {(mc / mp - 1) * 100:+.1f}% "
+                  f"({', '.join(f'{p * 100:+.0f}%' for p in post_pairs)})", flush=True)
     print(json.dumps(out, indent=1, default=float))
 
 

@@ -7,6 +7,13 @@ server may need no key: a placeholder is sent then.
 
 The SDK's own retries are off (``max_retries=0``): ``Model`` retries, once
 for every provider. SDK errors become ``cycle.errors`` here.
+
+Calls go through the SDK's client (its auth, base URL, headers, timeouts,
+connection pool and error types) with ``client.post("/chat/completions")``,
+the SDK's way to send a request it need not type: the body is built here
+ready to send, and the JSON answer is read here. ``chat.completions.create``
+would walk the body against its TypedDicts and build pydantic models of the
+answer, about a third of the client's CPU per call (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -140,7 +147,7 @@ class OpenAIAPI(ModelAPI):
     def build_request(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> dict[str, Any]:
-        """The keyword arguments of ``chat.completions.create`` for this call."""
+        """The JSON body of this call to ``/chat/completions``."""
         reasoning = self.official and bool(_REASONING.match(self.model_name))
         request: dict[str, Any] = {
             "model": self.model_name,
@@ -190,7 +197,7 @@ class OpenAIAPI(ModelAPI):
 
         request = self.build_request(messages, tools, config)
         try:
-            completion = await self._client().chat.completions.create(**request)
+            completion = await self._client().post("/chat/completions", cast_to=object, body=request)
         except openai.APIStatusError as e:
             # the SDK's message repeats the whole body; the API's own message is enough
             detail = e.body.get("message") if isinstance(e.body, dict) else None
@@ -218,54 +225,69 @@ class OpenAIAPI(ModelAPI):
         return self._output(completion, request)
 
     def _output(self, completion: Any, request: dict[str, Any]) -> ModelOutput:
+        """A chat completion's JSON (a dict; a server that did not answer JSON gives text)."""
         where = f"openai:{self.model_name}"
-        if not hasattr(completion, "choices"):
+        if not isinstance(completion, dict) or "choices" not in completion:
             raise MalformedResponseError(
                 f"{where} sent a response that is not a chat completion: {str(completion)[:200]!r}"
             )
-        if not completion.choices:
+        choices = completion["choices"]
+        if not choices or not isinstance(choices, list):
             raise MalformedResponseError(f"{where} sent a chat completion without choices")
-        choice = completion.choices[0]
-        message = getattr(choice, "message", None)
-        if message is None:
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        if not isinstance(message, dict):
             raise MalformedResponseError(f"{where} sent a choice without a message")
         calls = []
-        for call in message.tool_calls or ():
-            function = getattr(call, "function", None)
-            if function is None:  # a custom (non-function) tool call: not ours
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):  # a custom (non-function) tool call: not ours
                 continue
+            name, text = str(function.get("name") or ""), function.get("arguments") or "{}"
             try:
-                arguments = json.loads(function.arguments or "{}")
-            except json.JSONDecodeError as e:
+                arguments = json.loads(text)
+            except (TypeError, json.JSONDecodeError) as e:
                 raise MalformedResponseError(
-                    f"{where} called tool {function.name!r} with arguments that are not valid "
-                    f"JSON: {function.arguments[:200]!r}"
+                    f"{where} called tool {name!r} with arguments that are not valid "
+                    f"JSON: {str(text)[:200]!r}"
                 ) from e
             if not isinstance(arguments, dict):
                 arguments = {"value": arguments}
-            calls.append(ToolCall(id=call.id, name=function.name, arguments=arguments))
-        text = message.content or ""
-        finish = choice.finish_reason
-        if getattr(message, "refusal", None):
-            text = text or message.refusal
+            calls.append(ToolCall(id=str(call.get("id") or ""), name=name, arguments=arguments))
+        text = _text(message.get("content"))
+        finish = choice.get("finish_reason")
+        if message.get("refusal"):
+            text = text or str(message["refusal"])
             finish = "refusal"
-        usage = Usage()
-        if completion.usage is not None:
-            details = getattr(completion.usage, "prompt_tokens_details", None)
-            usage = Usage(
-                input_tokens=completion.usage.prompt_tokens or 0,
-                cached_input_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0,
-                output_tokens=completion.usage.completion_tokens or 0,
-            )
+        usage = completion.get("usage") if isinstance(completion.get("usage"), dict) else {}
+        details = usage.get("prompt_tokens_details")
         return ModelOutput(
             text=text,
             tool_calls=tuple(calls),
-            finish_reason=finish,
-            usage=usage,
+            finish_reason=finish if isinstance(finish, str) else None,
+            usage=Usage(
+                input_tokens=_count(usage.get("prompt_tokens")),
+                cached_input_tokens=_count(details.get("cached_tokens")) if isinstance(details, dict) else 0,
+                output_tokens=_count(usage.get("completion_tokens")),
+            ),
             raw_request=request,
-            raw_response=completion.model_dump(mode="json", exclude_none=True),
-            model=f"openai:{completion.model or self.model_name}",
+            raw_response=completion,
+            model=f"openai:{completion.get('model') or self.model_name}",
         )
+
+
+def _text(content: Any) -> str:
+    """A message's content: a string, or (some compatible servers) a list of text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def _count(value: Any) -> int:
+    """A token count as the server sent it; anything that is not a count is 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _message(message: Message) -> dict[str, Any]:

@@ -150,3 +150,30 @@ async def test_connection_refused_is_retried_then_exhausted(name):
         await model.generate(HI)
     assert isinstance(info.value.last, ProviderConnectionError)
     assert str(port) in str(info.value)
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ('{"choices": []}', "without choices"),
+    ('{"choices": [{"finish_reason": "stop"}]}', "a choice without a message"),
+    ('["a", "list"]', "not a chat completion"),
+    (('{"choices": [{"message": {"content": null, "tool_calls": [{"id": "c1", "type": "function",'
+      ' "function": {"name": "lookup", "arguments": "{oops"}}]}}]}'),
+     "called tool 'lookup' with arguments that are not valid JSON"),
+])
+async def test_openai_answers_that_are_not_chat_completions_are_named(make_model, server, body, says):
+    model = make_model("openai:gpt-4o-mini")
+    server.enqueue(Fault.malformed(body))
+    with pytest.raises(MalformedResponseError, match=says):
+        await model.generate(HI)
+
+
+async def test_openai_compatible_quirks_are_read_leniently(make_model, server):
+    # some compatible servers send content as a list of text parts, or odd usage fields
+    model = make_model("openai:local-model")
+    server.enqueue(Fault.malformed(
+        '{"choices": [{"message": {"role": "assistant", "content": [{"type": "text", "text": "hel"},'
+        ' {"type": "text", "text": "lo"}]}, "finish_reason": "stop"}],'
+        ' "usage": {"prompt_tokens": "many", "completion_tokens": 3}}'))
+    out = await model.generate(HI)
+    assert (out.text, out.finish_reason) == ("hello", "stop")
+    assert (out.usage.input_tokens, out.usage.output_tokens) == (0, 3)
