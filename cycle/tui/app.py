@@ -49,9 +49,10 @@ if TYPE_CHECKING:
 BUSY_BATCH = 50
 #: seconds between redraws of the heavy widgets while a run is fast. Redrawing
 #: them every frame (a layout pass of the whole screen whenever the case list
-#: grew) was most of the UI thread's CPU on a fast offline run, taken from the
-#: cycle's thread through the one GIL (benchmarks/RESULTS.md)
+#: grew) was most of the UI thread's CPU on a fast offline run
+#: (benchmarks/RESULTS.md)
 FULL_INTERVAL = 1.0
+
 
 class ReviewRequested(Message):
     """The cycle asks the app to open the Review screen; ``reply`` gets the decisions."""
@@ -63,7 +64,7 @@ class ReviewRequested(Message):
 
 
 class CycleEnded(Message):
-    """The cycle's worker thread is done."""
+    """The cycle has ended (its child has said so, or died)."""
 
     def __init__(self, outcome: CycleOutcome) -> None:
         super().__init__()

@@ -2,9 +2,9 @@
 
 The loop may emit thousands of events a second. Posting a Textual message per
 event would flood the screen, so the bridge only queues them (a deque append:
-cheap and safe from the loop's thread, and nothing else happens there: no
-formatting, no message) and the app drains the queue on a timer at most
-``rate`` times a second, folding each batch into the dashboard's state at once.
+cheap and safe from the relay thread that emits them, and nothing else happens
+there: no formatting, no message) and the app drains the queue on a timer at
+most ``rate`` times a second, folding each batch into the dashboard's state at once.
 """
 
 from __future__ import annotations
@@ -17,15 +17,14 @@ from cycle.events import Event, EventBus
 #: frames per second at most: each drains the queue and redraws the status
 #: line and progress bar; the heavier widgets follow at most once a second while
 #: a run is fast (``cycle.tui.app.FULL_INTERVAL``). A 200 ms frame reads as
-#: live, and the UI thread's share of the one GIL stays small
-#: (benchmarks/RESULTS.md)
+#: live, and costs the UI thread little (benchmarks/RESULTS.md)
 DEFAULT_RATE = 5.0
 
 
 class EventBridge:
     """A bus subscriber that batches events for the UI thread.
 
-    ``__call__`` runs in whatever thread emits (the loop's); ``drain`` runs on
+    ``__call__`` runs in whatever thread emits (the relay's); ``drain`` runs on
     the app's timer. ``deque.append``/``popleft`` are atomic, so no lock.
     """
 
