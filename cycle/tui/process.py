@@ -107,7 +107,7 @@ class CycleProcess:
             self._process.start()
             self._child_conn.close()  # the child holds its end: EOF here when it dies
         else:
-            self._thread = threading.Thread(target=_serve_in_thread, args=(self.cycle, self._child_conn),
+            self._thread = threading.Thread(target=_serve_child, args=(self.cycle, self._child_conn),
                                             name="cycle", daemon=True)
             self._thread.start()
 
@@ -179,13 +179,14 @@ def _child_main(cycle: CycleRun, conn: Connection, app_end: Connection) -> None:
     os.dup2(devnull, 2)
     os.close(devnull)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 -- for the child's life
-    _serve_in_thread(cycle, conn)
+    _serve_child(cycle, conn, process=True)
 
 
-def _serve_in_thread(cycle: CycleRun, conn: Connection) -> None:
+def _serve_child(cycle: CycleRun, conn: Connection, *, process: bool = False) -> None:
+    """Run the cycle on a new asyncio loop in this thread, then say how it ended."""
     lock = threading.Lock()
     with asyncio.Runner() as runner:
-        outcome = runner.run(_serve(cycle, conn, lock))
+        outcome = runner.run(_serve(cycle, conn, lock, process=process))
     try:
         _send(conn, lock, ("done", _portable(outcome)))
     except OSError:
@@ -268,7 +269,7 @@ class _PipeReviewer:
             future.set_result(suggestions)
 
 
-async def _serve(cycle: CycleRun, conn: Connection, lock: threading.Lock) -> CycleOutcome:
+async def _serve(cycle: CycleRun, conn: Connection, lock: threading.Lock, *, process: bool) -> CycleOutcome:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
@@ -295,6 +296,10 @@ async def _serve(cycle: CycleRun, conn: Connection, lock: threading.Lock) -> Cyc
             reviewer.answer(message[1], message[2])
 
     loop.add_reader(conn.fileno(), readable)
+    if process:
+        # a SIGTERM (the app's exit terminating its daemon child, a kill) ends
+        # the cycle as the app's "cancel" would: interrupted, resumable
+        loop.add_signal_handler(signal.SIGTERM, stop)
     flusher = asyncio.create_task(sender.run())
     try:
         outcome = CycleOutcome("finished", result=await cycle(bus, reviewer))

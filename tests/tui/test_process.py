@@ -184,3 +184,28 @@ def test_when_the_app_dies_a_real_cycle_is_left_interrupted_and_resumable(loaded
     with Store.open(db) as store:
         assert get_cycle(store, started[0]).status == "interrupted"
         assert store.labels("support")["head"] == "1.0.0"
+
+
+@pytest.mark.skipif("process" not in HOSTS, reason="the cycle runs in a thread here")
+def test_a_terminated_child_leaves_a_real_cycle_interrupted_not_half_done(loaded: LoadedConfig,
+                                                                         tmp_path: Path) -> None:
+    db = tmp_path / ".cycle" / "cycle.db"
+
+    async def cycle(bus: EventBus, reviewer: Reviewer):  # type: ignore[no-untyped-def]
+        with Store.open(db) as store:
+            return await Loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
+
+    process = CycleProcess(cycle, host="process")
+    process.start()
+    started: list[str] = []
+
+    def terminate_at_the_review(request: ReviewRequest, answer) -> None:  # type: ignore[no-untyped-def]
+        started.append(request.cycle_id)
+        assert process._process is not None
+        process._process.terminate()  # what the app's exit does to its daemon child
+
+    outcome = process.relay(lambda e: None, terminate_at_the_review)
+
+    assert outcome.status == "interrupted"
+    with Store.open(db) as store:
+        assert get_cycle(store, started[0]).status == "interrupted"
