@@ -160,8 +160,12 @@ def test_the_child_keeps_off_the_apps_terminal(capfd: pytest.CaptureFixture[str]
 
 
 @pytest.mark.skipif("process" not in HOSTS, reason="the cycle runs in a thread here")
-def test_when_the_app_dies_a_real_cycle_is_left_interrupted_and_resumable(loaded: LoadedConfig,
-                                                                            tmp_path: Path) -> None:
+@pytest.mark.parametrize(("ending", "the_app_sees"), [
+    ("the app dies", "failed"),  # the pipe closes: the child stops itself; nobody is left to tell
+    ("the child is terminated", "interrupted"),  # a SIGTERM: what the app's exit does to its child
+])
+def test_a_real_cycle_ended_from_outside_is_left_interrupted_and_resumable(
+        loaded: LoadedConfig, tmp_path: Path, ending: str, the_app_sees: str) -> None:
     db = tmp_path / ".cycle" / "cycle.db"
 
     async def cycle(bus: EventBus, reviewer: Reviewer):  # type: ignore[no-untyped-def]
@@ -172,40 +176,19 @@ def test_when_the_app_dies_a_real_cycle_is_left_interrupted_and_resumable(loaded
     process.start()
     started: list[str] = []
 
-    def die_at_the_review(request: ReviewRequest, answer) -> None:  # type: ignore[no-untyped-def]
+    def end_it_at_the_review(request: ReviewRequest, answer) -> None:  # type: ignore[no-untyped-def]
         started.append(request.cycle_id)
-        process._conn.close()  # what the kernel does when the app's process dies
+        assert process._process is not None
+        if ending == "the app dies":
+            process._conn.close()  # what the kernel does when the app's process dies
+        else:
+            process._process.terminate()
 
-    outcome = process.relay(lambda e: None, die_at_the_review)
+    outcome = process.relay(lambda e: None, end_it_at_the_review)
     process.join()
 
-    assert outcome.status == "failed"  # as far as the (dead) app could tell
+    assert outcome.status == the_app_sees
     assert process._process is not None and process._process.exitcode == 0  # the child ended cleanly
     with Store.open(db) as store:
         assert get_cycle(store, started[0]).status == "interrupted"
         assert store.labels("support")["head"] == "1.0.0"
-
-
-@pytest.mark.skipif("process" not in HOSTS, reason="the cycle runs in a thread here")
-def test_a_terminated_child_leaves_a_real_cycle_interrupted_not_half_done(loaded: LoadedConfig,
-                                                                         tmp_path: Path) -> None:
-    db = tmp_path / ".cycle" / "cycle.db"
-
-    async def cycle(bus: EventBus, reviewer: Reviewer):  # type: ignore[no-untyped-def]
-        with Store.open(db) as store:
-            return await Loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
-
-    process = CycleProcess(cycle, host="process")
-    process.start()
-    started: list[str] = []
-
-    def terminate_at_the_review(request: ReviewRequest, answer) -> None:  # type: ignore[no-untyped-def]
-        started.append(request.cycle_id)
-        assert process._process is not None
-        process._process.terminate()  # what the app's exit does to its daemon child
-
-    outcome = process.relay(lambda e: None, terminate_at_the_review)
-
-    assert outcome.status == "interrupted"
-    with Store.open(db) as store:
-        assert get_cycle(store, started[0]).status == "interrupted"
