@@ -233,7 +233,8 @@ class CycleApp(App[CycleOutcome | None]):
         # is gone: interrupt it, so the cycle is marked interrupted (resumable)
         if self._process is not None and not self._cycle_done.is_set():
             self.interrupt_cycle()
-            if not self._cycle_done.wait(timeout=30):
+            # (a cycle cancelled before its child began never starts: nothing to wait for)
+            if self._process.started and not self._cycle_done.wait(timeout=30):
                 self._process.join(0)  # kills a child that will not stop
         if self._gc_frozen:
             self._gc_frozen = False

@@ -92,11 +92,23 @@ class CycleProcess:
         self.cycle = cycle
         self.host = host
         self._conn, self._child_conn = multiprocessing.Pipe()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one message at a time on the pipe
+        self._start_lock = threading.Lock()
+        self._cancelled = False
         self._process: multiprocessing.process.BaseProcess | None = None
         self._thread: threading.Thread | None = None
 
+    @property
+    def started(self) -> bool:
+        return self._process is not None or self._thread is not None
+
     def start(self) -> None:
+        """Launch the child, unless the cycle was cancelled before it began."""
+        with self._start_lock:
+            if not self._cancelled:
+                self._launch()
+
+    def _launch(self) -> None:
         if self.host == "process":
             # (the app has frozen its long-lived objects with gc.freeze() by
             # now: the child inherits them frozen, so its full collections skip them)
@@ -114,6 +126,8 @@ class CycleProcess:
     def relay(self, emit: Callable[[Event], None],
               ask: Callable[[ReviewRequest, Callable[[list[Suggestion]], None]], None]) -> CycleOutcome:
         """Deliver the child's events and review requests until it ends; its outcome."""
+        if not self.started:
+            return CycleOutcome("interrupted")  # cancelled before it began
         while True:
             try:
                 message = pickle.loads(self._conn.recv_bytes())
@@ -132,6 +146,8 @@ class CycleProcess:
 
     def cancel(self) -> None:
         """Ask the cycle to stop (it is marked interrupted, so it can be resumed)."""
+        with self._start_lock:
+            self._cancelled = True
         self._reply(("cancel",))
 
     def join(self, timeout: float = 30.0) -> None:

@@ -192,3 +192,15 @@ def test_a_real_cycle_ended_from_outside_is_left_interrupted_and_resumable(
     with Store.open(db) as store:
         assert get_cycle(store, started[0]).status == "interrupted"
         assert store.labels("support")["head"] == "1.0.0"
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_cycle_cancelled_before_it_began_never_starts(host: str) -> None:
+    async def cycle(bus: EventBus, reviewer: Reviewer) -> None:
+        raise AssertionError("the cycle ran")
+
+    process = CycleProcess(cycle, host=host)
+    process.cancel()  # the app closed before its first frame
+    process.start()
+    assert not process.started
+    assert process.relay(lambda e: None, never_asked).status == "interrupted"
