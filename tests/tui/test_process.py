@@ -19,7 +19,7 @@ from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
 from cycle.loop import Loop
 from cycle.store import Store
 from cycle.store.cycles import get_cycle
-from cycle.tui.process import CycleProcess
+from cycle.tui.process import CycleOutcome, CycleProcess
 from tests.tui.conftest import review_request
 
 HOSTS = ["process", "thread"] if sys.platform.startswith("linux") else ["thread"]
@@ -27,6 +27,13 @@ HOSTS = ["process", "thread"] if sys.platform.startswith("linux") else ["thread"
 
 def never_asked(request: ReviewRequest, answer) -> None:  # type: ignore[no-untyped-def]
     raise AssertionError("no review was expected")
+
+
+def run(cycle, host: str, emit=lambda e: None, ask=never_asked) -> CycleOutcome:  # type: ignore[no-untyped-def]
+    """Start ``cycle`` in a child on ``host`` and relay it to the end, as the app does."""
+    process = CycleProcess(cycle, host=host)
+    process.start()
+    return process.relay(emit, ask)
 
 
 @pytest.mark.parametrize("host", HOSTS)
@@ -40,9 +47,7 @@ def test_events_and_the_result_cross_in_order(host: str) -> None:
         return os.getpid(), 500
 
     seen: list[ev.Event] = []
-    process = CycleProcess(cycle, host=host)
-    process.start()
-    outcome = process.relay(seen.append, never_asked)
+    outcome = run(cycle, host, emit=seen.append)
 
     assert outcome.status == "finished", outcome
     pid, n = outcome.result
@@ -63,9 +68,7 @@ def test_a_review_is_asked_and_the_decisions_come_back(host: str) -> None:
         asked.append(request)
         answer([s.model_copy(update={"decision": "approved"}) for s in request.suggestions])
 
-    process = CycleProcess(cycle, host=host)
-    process.start()
-    outcome = process.relay(lambda e: None, ask)
+    outcome = run(cycle, host, ask=ask)
 
     assert [r.cycle_id for r in asked] == ["c-test"]
     assert outcome.status == "finished"
@@ -93,9 +96,7 @@ def test_an_error_comes_back_with_its_class_details_and_where_it_was_raised(host
     async def cycle(bus: EventBus, reviewer: Reviewer) -> None:
         raise RetriesExhaustedError("the judge failed 3 times", attempts=3)
 
-    process = CycleProcess(cycle, host=host)
-    process.start()
-    outcome = process.relay(lambda e: None, never_asked)
+    outcome = run(cycle, host)
 
     error = outcome.error
     assert outcome.status == "failed" and isinstance(error, RetriesExhaustedError)
@@ -123,9 +124,7 @@ def test_an_error_that_cannot_be_pickled_still_comes_back_described() -> None:
         error.callback = lambda: None  # type: ignore[attr-defined]
         raise error
 
-    process = CycleProcess(cycle, host=HOSTS[0])
-    process.start()
-    outcome = process.relay(lambda e: None, never_asked)
+    outcome = run(cycle, HOSTS[0])
 
     assert outcome.status == "failed" and isinstance(outcome.error, CycleError)
     assert str(outcome.error) == "Unpicklable: the provider went away"
@@ -137,9 +136,7 @@ def test_a_child_that_dies_is_reported_not_waited_for() -> None:
     async def cycle(bus: EventBus, reviewer: Reviewer) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
-    process = CycleProcess(cycle, host="process")
-    process.start()
-    outcome = process.relay(lambda e: None, never_asked)
+    outcome = run(cycle, "process")
 
     assert outcome.status == "failed"
     assert "the cycle's process ended without a word (exit code -9)" in str(outcome.error)
@@ -152,9 +149,7 @@ def test_the_child_keeps_off_the_apps_terminal(capfd: pytest.CaptureFixture[str]
         print("stray output")
         print("a stray warning", file=sys.stderr)
 
-    process = CycleProcess(cycle, host="process")
-    process.start()
-    assert process.relay(lambda e: None, never_asked).status == "finished"
+    assert run(cycle, "process").status == "finished"
     out, err = capfd.readouterr()
     assert "stray" not in out + err
 
