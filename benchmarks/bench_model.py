@@ -33,10 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cycle.events import EventBus
-from cycle.llm.base import Message, ProviderOptions
+from cycle.llm.base import ProviderOptions
 from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model, RetryPolicy
 from cycle.llm.registry import get_api
+from cycle.records import Message
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cycle.prompt import Prompt
+from cycle.records import Prompt
 from cycle.store import Store
 
 BIG = "bench"  # the prompt every timing uses: the one with the longest history

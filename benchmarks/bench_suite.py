@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import cycle.cli
-from cycle.evals.agent import PromptAgent
+from cycle.agents import PromptAgent
 from cycle.evals.case import TestCase
 from cycle.evals.runner import Runner
 from cycle.events import EventBus
@@ -49,7 +49,8 @@ from cycle.judge.criteria import CriterionConfig
 from cycle.judge.llm_judge import LlmJudge, verdict_schema
 from cycle.llm.base import ProviderOptions
 from cycle.llm.registry import get_model
-from cycle.prompt import Prompt
+from cycle.prompts.template import render_user
+from cycle.records import Prompt
 from cycle.store import Store
 
 DEFAULT_GC = gc.get_threshold()
@@ -148,7 +149,7 @@ async def run_bare(url: str, cases: list[TestCase], concurrency: int, post: bool
     # messages are built before timing: the bare run measures the SDK alone
     plans = []
     for case in cases:
-        user = PROMPT.render_user(case.variables)
+        user = render_user(PROMPT, case.variables)
         answer = f"echo: {user}"  # what the server answers the agent
         jm = judge.messages(crit, input=case.input, output=answer, expected=None)
         plans.append((user, [{"role": m.role, "content": m.content} for m in jm]))

@@ -41,11 +41,10 @@ import cycle.cli
 from cycle import events as ev
 from cycle.config import load_config
 from cycle.events import EventBus
-from cycle.improve.suggestion import Reviewer
 from cycle.llm.offline import OfflineAPI
 from cycle.llm.registry import register_provider
 from cycle.loop import Loop
-from cycle.loop.review import AutoReviewer
+from cycle.loop.review import AutoReviewer, Reviewer
 from cycle.store import Store
 from cycle.tui.app import CycleApp
 from cycle.tui.widgets.header import HeaderInfo

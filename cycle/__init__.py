@@ -12,24 +12,36 @@ change. ``tests/test_public_api.py`` holds this surface.
 from cycle.config import CycleConfig, LoadedConfig, load_config
 from cycle.errors import CycleError
 from cycle.evals.case import TestCase, load_cases
-from cycle.evals.results import CaseStats, RunResult, SuiteStats
 from cycle.evals.runner import Runner
-from cycle.evals.stats import Stats, describe, paired_difference
+from cycle.evals.stats import describe, paired_difference
 from cycle.evals.suite import Suite, build_suite
 from cycle.events import Event, EventBus, JsonlSink
 from cycle.improve.apply import apply_suggestions
-from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
 from cycle.judge import Judge
 from cycle.judge.criteria import Criterion
-from cycle.llm.base import GenerateConfig, Message, ModelAPI, ModelOutput, ToolCall, ToolDef, Usage
+from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model, RetryPolicy
 from cycle.llm.pricing import PriceTable
 from cycle.llm.registry import get_model, register_provider
 from cycle.loop import AutoReviewer, CycleResult, Loop, PromptReviewer
-from cycle.prompt import Prompt
-from cycle.store import Store, Version
+from cycle.loop.review import Reviewer
+from cycle.records import (
+    CaseStats,
+    Message,
+    Prompt,
+    ReviewRequest,
+    RunResult,
+    Stats,
+    Suggestion,
+    SuiteStats,
+    ToolCall,
+    ToolDef,
+    Usage,
+    Version,
+)
+from cycle.store import Store
 
 __version__ = "0.1.0"
 

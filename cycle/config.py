@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from cycle.durations import parse_duration
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, resolve
-from cycle.prompt import Prompt
+from cycle.records import Prompt
 from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
 
 STORE_PREFIX = "store:"
@@ -243,7 +243,7 @@ def load_prompt(loaded: LoadedConfig, store: Any = None) -> tuple[Prompt, str | 
                               field="prompt")
         version = store.resolve(ref[len(STORE_PREFIX):])
         return version.prompt, version.version
-    from cycle.promptfile import load_prompt_file
+    from cycle.prompts.files import load_prompt_file
 
     path = loaded.resolve_path(ref)
     if not path.exists():

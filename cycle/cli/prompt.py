@@ -20,9 +20,10 @@ import click
 
 from cycle.cli import CliContext
 from cycle.errors import NotFoundError
-from cycle.promptfile import dump_prompt, load_prompt_file, save_prompt_file
-from cycle.store import HEAD, Store, Version
-from cycle.store.semver import BUMPS
+from cycle.prompts.files import dump_prompt, load_prompt_file, save_prompt_file
+from cycle.prompts.semver import BUMPS
+from cycle.records import HEAD, Version
+from cycle.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -20,17 +20,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from cycle.agents import Agent
 from cycle.errors import (
     AuthenticationError,
     BudgetExceededError,
     MissingCredentialsError,
     describe,
 )
-from cycle.evals.agent import Agent, AgentResult
 from cycle.evals.case import TestCase
-from cycle.evals.results import IterationResult, RoleUsage, RunResult, build_run_result
+from cycle.evals.results import build_run_result
 from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished, RunStarted
 from cycle.judge import Judge
+from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult
 from cycle.store import runs as store_runs
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from cycle.records import Stats
 
 #: t_{0.975, df} for df = 1..30
 _T975 = (
@@ -34,32 +35,6 @@ def t_critical(df: int) -> float:
         + (5 * z5 + 16 * z3 + 3 * z) / (96 * df**2)
         + (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df**3)
     )
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Summary of a sample. ``sd`` is the sample standard deviation (n-1);
-    the interval is the t-based 95% confidence interval of the mean (None for n < 2)."""
-
-    n: int
-    mean: float | None
-    sd: float | None
-    min: float | None
-    max: float | None
-    ci_low: float | None
-    ci_high: float | None
-
-    @property
-    def half_width(self) -> float | None:
-        if self.ci_low is None or self.ci_high is None or self.mean is None:
-            return None
-        return self.ci_high - self.mean
-
-    def to_dict(self) -> dict[str, float | int | None]:
-        return {
-            "n": self.n, "mean": self.mean, "sd": self.sd, "min": self.min, "max": self.max,
-            "ci_low": self.ci_low, "ci_high": self.ci_high,
-        }
 
 
 EMPTY = Stats(n=0, mean=None, sd=None, min=None, max=None, ci_low=None, ci_high=None)

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cycle.agents import Agent, CallableAgent, HttpAgent, PromptAgent
 from cycle.config import STORE_PREFIX, LoadedConfig, load_prompt
 from cycle.errors import ConfigError, UnknownProviderError
-from cycle.evals.agent import Agent, CallableAgent, HttpAgent, PromptAgent
 from cycle.evals.case import TestCase, expand_patterns, load_cases, select
 from cycle.evals.runner import Runner
 from cycle.events import EventBus
@@ -28,7 +28,8 @@ from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model
 from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
 from cycle.llm.registry import get_api, get_model
-from cycle.prompt import Prompt, render
+from cycle.prompts import render
+from cycle.records import Prompt
 from cycle.yamlload import relocate
 
 

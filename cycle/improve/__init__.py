@@ -12,10 +12,10 @@ from cycle.improve.improver import (
     Improver,
     ImproverInput,
     LowCase,
-    RejectedSuggestion,
     ensure_improver_prompt,
 )
-from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
+from cycle.loop.review import Reviewer
+from cycle.records import RejectedSuggestion, ReviewRequest, Suggestion
 
 __all__ = [
     "IMPROVER_PROMPT_ID",

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cycle.errors import TemplateError
-from cycle.improve.suggestion import Suggestion
-from cycle.prompt import Prompt, compile_template
-from cycle.store.diff import diff_prompts
+from cycle.prompts import compile_template
+from cycle.prompts.diff import diff_prompts
+from cycle.records import Prompt, Suggestion
 
 #: which Prompt field each suggestion type edits
 FIELD_OF: dict[str, str] = {

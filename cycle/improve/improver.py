@@ -21,13 +21,20 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from cycle.errors import NotFoundError, StructuredOutputError
-from cycle.improve.suggestion import PRIORITY_ORDER, Priority, Suggestion, SuggestionType
-from cycle.llm.base import Message
-from cycle.prompt import Prompt
+from cycle.prompts.template import render_system, render_user
+from cycle.records import (
+    PRIORITY_ORDER,
+    Message,
+    Priority,
+    Prompt,
+    RejectedSuggestion,
+    Suggestion,
+    SuggestionType,
+)
 
 if TYPE_CHECKING:
-    from cycle.evals.results import RunResult
     from cycle.llm.model import Model
+    from cycle.records import RunResult
     from cycle.store import Store
 
 IMPROVER_PROMPT_ID = "cycle-improver"
@@ -110,15 +117,6 @@ class LowCase(BaseModel):
     expected: Any = None
     score: float | None = None
     verdicts: list[CriterionVerdict] = Field(default_factory=list)
-
-
-class RejectedSuggestion(BaseModel):
-    """A suggestion already tried (or refused) and why, so the improver does not repeat it."""
-
-    type: SuggestionType
-    current_value: str = ""
-    suggested_value: str
-    reason: str
 
 
 class ImproverInput(BaseModel):
@@ -239,8 +237,8 @@ class Improver:
             "low_score": inp.low_score,
             "max_suggestions": self.max_suggestions,
         }
-        system = self.prompt.render_system(variables)
-        instructions = self.prompt.render_user(variables).rstrip()
+        system = render_system(self.prompt, variables)
+        instructions = render_user(self.prompt, variables).rstrip()
         block = json.dumps(inp.data(), indent=2, ensure_ascii=False, default=str)
         user = f"{instructions}\n\n```json\n{block}\n```"
         return [Message.system(system), Message.user(user)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from cycle.errors import ConfigError
 from cycle.judge.checks import CheckContext
@@ -26,11 +26,11 @@ from cycle.judge.criteria import (
     weighted_score,
 )
 from cycle.judge.llm_judge import JUDGE_PROMPT, LlmJudge, ensure_judge_version
-from cycle.llm.base import Usage
+from cycle.records import Usage, Verdict
 
 if TYPE_CHECKING:
-    from cycle.evals.agent import AgentResult
     from cycle.evals.case import TestCase
+    from cycle.records import AgentResult
 
 __all__ = [
     "BUILTIN_CRITERIA",
@@ -40,19 +40,6 @@ __all__ = [
     "JudgeResult",
     "Verdict",
 ]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One criterion's score for one iteration."""
-
-    criterion_id: str
-    kind: Literal["check", "llm"]
-    score: float
-    passed: bool
-    weight: float
-    required: bool
-    reasoning: str
 
 
 @dataclass(frozen=True)
@@ -146,8 +133,10 @@ class Judge:
             for c in checks:
                 assert c.check is not None
                 outcome = await c.check.aevaluate(ctx)
-                verdicts[c.id] = Verdict(c.id, "check", outcome.score, outcome.score >= c.pass_mark,
-                                         c.weight, c.required, outcome.reason)
+                verdicts[c.id] = Verdict(
+                    criterion_id=c.id, kind="check", score=outcome.score,
+                    passed=outcome.score >= c.pass_mark, weight=c.weight, required=c.required,
+                    reasoning=outcome.reason)
         usage = Usage()
         cost = 0.0
         llm = [c for c in criteria if c.kind == "llm"]
@@ -160,8 +149,9 @@ class Judge:
             usage, cost = judgement.usage, judgement.cost
             for c in llm:
                 v = judgement.verdicts[c.id]
-                verdicts[c.id] = Verdict(c.id, "llm", v.score, v.score >= c.pass_mark,
-                                         c.weight, c.required, v.reasoning)
+                verdicts[c.id] = Verdict(
+                    criterion_id=c.id, kind="llm", score=v.score, passed=v.score >= c.pass_mark,
+                    weight=c.weight, required=c.required, reasoning=v.reasoning)
         ordered = tuple(verdicts[c.id] for c in criteria)
         score = weighted_score([(v.score, v.weight) for v in ordered])
         passed = score >= self.threshold and all(v.passed for v in ordered if v.required)

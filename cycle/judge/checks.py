@@ -25,8 +25,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from cycle.errors import ConfigError, EvalError
-from cycle.llm.base import ToolCall, Usage
-from cycle.prompt import render
+from cycle.prompts import render
+from cycle.records import ToolCall, Usage
 
 
 @dataclass(frozen=True)

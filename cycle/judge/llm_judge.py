@@ -19,8 +19,9 @@ from typing import Any
 
 from cycle.errors import JudgeError, StructuredOutputError
 from cycle.judge.criteria import Criterion
-from cycle.llm.base import GenerateConfig, Message, Usage
-from cycle.prompt import Prompt
+from cycle.llm.base import GenerateConfig
+from cycle.prompts.template import render_user
+from cycle.records import Message, Prompt, Usage
 
 JUDGE_PROMPT_ID = "cycle-judge"
 SCHEMA_NAME = "cycle_judge"
@@ -148,7 +149,7 @@ class LlmJudge:
         if parts:
             user = parts[0] + payload + parts[1]
         else:
-            user = self.prompt.render_user({"criteria": crit, "payload": payload})
+            user = render_user(self.prompt, {"criteria": crit, "payload": payload})
         return ([self._system] if self._system else []) + [Message.user(user)]
 
     def _split_template(self, crit: list[dict[str, str]]) -> tuple[str, str] | tuple[()]:
@@ -156,7 +157,7 @@ class LlmJudge:
         (the rest of the template does not change from case to case); () when the
         template does not place the payload exactly once, as it is."""
         marker = "\x00cycle-payload\x00"
-        rendered = self.prompt.render_user({"criteria": crit, "payload": marker})
+        rendered = render_user(self.prompt, {"criteria": crit, "payload": marker})
         if rendered.count(marker) != 1:
             return ()
         head, tail = rendered.split(marker)

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, Self
 
-from cycle.llm.base import GenerateConfig, Message, ModelOutput, ToolDef
+from cycle.llm.base import GenerateConfig, ModelOutput
+from cycle.records import Message, ToolDef
 
 #: bump when the key's ingredients or the stored form change
 KEY_VERSION = 1

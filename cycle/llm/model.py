@@ -38,11 +38,12 @@ from cycle.errors import (
     describe,
 )
 from cycle.events import EventBus, ModelCalled
-from cycle.llm.base import GenerateConfig, Message, ModelAPI, ModelOutput, ToolDef
+from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
 from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
+from cycle.records import Message, ToolDef
 
 T = TypeVar("T")
 

@@ -27,18 +27,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
-from cycle.llm.base import (
-    GenerateConfig,
-    Message,
-    ModelAPI,
-    ModelOutput,
-    ProviderOptions,
-    ToolCall,
-    ToolDef,
-    Usage,
-)
+from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput, ProviderOptions
 from cycle.llm.http import redact, status_error
 from cycle.llm.structured import strict_schema
+from cycle.records import Message, ToolCall, ToolDef, Usage
 
 if TYPE_CHECKING:
     import openai

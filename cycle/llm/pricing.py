@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cycle.errors import ConfigError
-from cycle.llm.base import Usage
+from cycle.records import Usage
 
 #: providers whose calls are free by construction
 FREE_PROVIDERS = frozenset({"offline", "scripted"})

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cycle.config import LoadedConfig
 from cycle.improve.improver import IMPROVER_PROMPT_ID
-from cycle.improve.suggestion import Priority
 from cycle.loop.acceptance import AcceptanceRule
 from cycle.loop.stop import StopCondition, parse_stop
+from cycle.records import Priority
 from cycle.yamlload import LoadedYaml, validate
 
 

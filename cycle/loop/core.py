@@ -28,7 +28,6 @@ from cycle import events as ev
 from cycle.config import STORE_PREFIX, LoadedConfig, load_prompt
 from cycle.errors import BudgetExceededError, ConfigError, CycleError, NotFoundError, describe
 from cycle.evals.case import TestCase
-from cycle.evals.results import RunResult
 from cycle.evals.suite import (
     agent_model_name,
     build_suite,
@@ -46,15 +45,15 @@ from cycle.improve.improver import (
     fit_cases,
     low_cases,
 )
-from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model
 from cycle.loop.acceptance import Evaluation, decide
 from cycle.loop.config import ImproveConfig, load_improve_config
+from cycle.loop.review import Reviewer
 from cycle.loop.stop import CycleState, RoundRecord, cost_cap, has_limit, resolve_custom
-from cycle.prompt import Prompt
-from cycle.store import Store, Version
+from cycle.records import Prompt, ReviewRequest, RunResult, Suggestion, Version
+from cycle.store import Store
 from cycle.store import cycles as store_cycles
 from cycle.store import runs as store_runs
 from cycle.yamlload import relocate

@@ -3,20 +3,28 @@
 ``AutoReviewer`` approves everything (or what reaches a minimum priority);
 ``PromptReviewer`` asks in a plain terminal, per suggestion: approve, reject
 with a reason, or edit. The TUI brings its own Reviewer (cycle/tui). The loop
-only knows the ``Reviewer`` protocol in cycle/improve/suggestion.py.
+only knows the ``Reviewer`` protocol.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Protocol
 
 import click
 
 from cycle.improve.apply import suggestion_diff
-from cycle.improve.suggestion import PRIORITY_ORDER, Priority, Reviewer, ReviewRequest, Suggestion
-from cycle.prompt import Prompt
+from cycle.records import PRIORITY_ORDER, Priority, Prompt, ReviewRequest, Suggestion
 
 __all__ = ["AutoReviewer", "PromptReviewer", "Reviewer", "request_prompt"]
+
+
+class Reviewer(Protocol):
+    """Decides on suggestions. Returns them with ``decision`` (and ``reason``/``edited_value``) set."""
+
+    name: str
+
+    async def review(self, request: ReviewRequest) -> list[Suggestion]: ...
 
 
 def request_prompt(request: ReviewRequest) -> Prompt:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cycle.evals.results import RunResult
+from cycle.records import RunResult
 from cycle.report.console import render_console
 from cycle.report.json import render_json
 from cycle.report.junit import render_junit

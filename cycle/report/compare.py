@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cycle.evals.results import RunResult
-from cycle.evals.stats import Stats, paired_difference
+from cycle.evals.stats import paired_difference
+from cycle.records import RunResult, Stats
 from cycle.report import format as f
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cycle.evals.results import RunResult
+from cycle.records import RunResult
 from cycle.report import format as f
 
 _COLORS = {"passed": "32", "failed": "31", "error": "33"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cycle.evals.stats import Stats
+from cycle.records import Stats
 
 
 def score(x: float | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json as _json
 from typing import Any
 
-from cycle.evals.results import CaseStats, IterationResult, RunResult
+from cycle.records import CaseStats, IterationResult, RunResult
 
 OFFLINE_NOTE = "offline model: these results do not come from a real model"
 

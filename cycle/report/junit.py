@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from cycle.evals.results import RunResult
+from cycle.records import RunResult
 
 
 def _fmt(x: float | None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cycle.evals.results import CaseStats, IterationResult, RunResult
+from cycle.records import CaseStats, IterationResult, RunResult
 from cycle.report import format as f
 from cycle.report.json import OFFLINE_NOTE
 

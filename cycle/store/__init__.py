@@ -6,8 +6,8 @@
         store.resolve("support-reply@head")
 """
 
-from cycle.store.diff import FieldDiff, VersionDiff, diff_prompts
-from cycle.store.models import HEAD, PRODUCTION, LabelMove, PromptSummary, Version
+from cycle.prompts.diff import FieldDiff, VersionDiff, diff_prompts
+from cycle.records import HEAD, PRODUCTION, LabelMove, PromptSummary, Version
 from cycle.store.store import Store
 
 __all__ = [

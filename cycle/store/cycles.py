@@ -16,11 +16,9 @@ import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
-
 from cycle import events as ev
 from cycle.errors import NotFoundError
-from cycle.improve.suggestion import Suggestion
+from cycle.records import CycleRow, RoundRow, StoredSuggestion, Suggestion
 
 if TYPE_CHECKING:
     from cycle.store import Store
@@ -30,57 +28,6 @@ RESUMABLE = ("running", "interrupted")
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-class CycleRow(BaseModel):
-    """One improvement cycle as stored."""
-
-    id: str
-    prompt_id: str
-    status: str
-    config: dict[str, Any] = Field(default_factory=dict)
-    started_at: str | None = None
-    finished_at: str | None = None
-    stop_reason: str | None = None
-    initial_version: str | None = None
-    final_version: str | None = None
-    total_cost: float | None = None
-
-
-class RoundRow(BaseModel):
-    """One round as stored. Round 0 evaluates the starting version (the baseline)."""
-
-    cycle_id: str
-    round: int
-    incumbent_version: str | None = None
-    candidate_version: str | None = None
-    baseline_run_id: str | None = None
-    candidate_run_id: str | None = None
-    status: str | None = None
-    accepted: bool | None = None
-    score: float | None = None
-    delta: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    cost: float | None = None
-    started_at: str | None = None
-    finished_at: str | None = None
-    reason: str | None = None
-    incumbent_score: float | None = None
-    pass_rate: float | None = None
-
-    @property
-    def version(self) -> str | None:
-        """The version this round evaluated: the candidate, or the incumbent in round 0."""
-        return self.candidate_version if self.round >= 1 else self.incumbent_version
-
-
-class StoredSuggestion(Suggestion):
-    """A suggestion with where it was made and whether it made it into a candidate."""
-
-    cycle_id: str
-    round: int
-    applied: bool = False
 
 
 _CYCLE_COLUMNS = tuple(CycleRow.model_fields)
@@ -333,7 +280,7 @@ def rejected_suggestions(store: Store, cycle_id: str) -> list[Any]:
     """What the improver must not propose again, with why: suggestions the reviewer
     rejected, those that could not be applied, and those tried in a rejected candidate
     (with the acceptance evidence)."""
-    from cycle.improve.improver import RejectedSuggestion
+    from cycle.records import RejectedSuggestion
 
     rounds = {r.round: r for r in get_rounds(store, cycle_id)}
     out = []

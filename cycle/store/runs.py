@@ -14,15 +14,13 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from cycle.errors import NotFoundError
-from cycle.evals.results import IterationResult, RoleUsage, RunResult, build_run_result
+from cycle.evals.results import build_run_result
 from cycle.events import Event, ModelCalled
-from cycle.judge import Verdict
-from cycle.llm.base import ToolCall
+from cycle.records import IterationResult, RoleUsage, RunResult, RunRow, ToolCall, Verdict
 
 #: seconds between two result writes of a running suite (see the module docstring)
 FLUSH_EVERY = 0.25
@@ -35,27 +33,6 @@ def now_iso() -> str:
 def new_run_id() -> str:
     """A short, sortable, unique run id: run-YYYYmmdd-HHMMSS-xxxxxx."""
     return "run-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """A row of ``runs``."""
-
-    id: str
-    prompt_id: str | None
-    version: str | None
-    status: str
-    started_at: str | None
-    finished_at: str | None
-    config: dict[str, Any]
-    agent_model: str | None
-    judge_model: str | None
-    judge_version: str | None
-    offline: bool
-    cycle_id: str | None
-    round: int | None
-    role: str | None
-    summary: dict[str, Any] | None
 
 
 _RUN_COLUMNS = (

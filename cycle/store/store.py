@@ -27,11 +27,11 @@ from typing import Any, Self
 from sqlite_utils import Database
 
 from cycle.errors import NotFoundError, StoreError, StoreFormatError
-from cycle.prompt import Prompt
-from cycle.store import semver
-from cycle.store.diff import VersionDiff, diff_prompts
+from cycle.prompts import semver
+from cycle.prompts.diff import VersionDiff, diff_prompts
+from cycle.prompts.template import check_templates
+from cycle.records import HEAD, PRODUCTION, SOURCES, LabelMove, Prompt, PromptSummary, Version
 from cycle.store.migrations import check_format, migrations
-from cycle.store.models import HEAD, PRODUCTION, SOURCES, LabelMove, PromptSummary, Version
 
 #: seconds a writer waits for another process's transaction before giving up
 BUSY_TIMEOUT = 30.0
@@ -223,7 +223,7 @@ class Store:
                 wanted = semver.normalize(version)
             except ValueError as e:
                 raise StoreError(str(e)) from None
-        prompt.check()  # a template that does not compile never becomes a version
+        check_templates(prompt)  # a template that does not compile never becomes a version
         digest = prompt.content_hash
         with self.transaction() as db:
             existing = self._query(

@@ -27,15 +27,8 @@ from typing import Any, Self
 from pydantic import BaseModel
 
 from cycle.errors import ModelError
-from cycle.llm.base import (
-    GenerateConfig,
-    Message,
-    ModelAPI,
-    ModelOutput,
-    ProviderOptions,
-    ToolDef,
-    Usage,
-)
+from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput, ProviderOptions
+from cycle.records import Message, ToolDef, Usage
 
 ScriptedOutput = str | dict | BaseModel | ModelOutput | BaseException
 ScriptedFunction = Callable[

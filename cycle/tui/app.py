@@ -30,7 +30,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from cycle.events import EventBus
-from cycle.improve.suggestion import ReviewRequest, Suggestion
+from cycle.records import ReviewRequest, Suggestion
 from cycle.tui.bridge import DEFAULT_RATE, EventBridge
 from cycle.tui.process import DEFAULT_HOST, CycleOutcome, CycleProcess, CycleRun
 from cycle.tui.screens.confirm import ConfirmScreen

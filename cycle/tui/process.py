@@ -43,7 +43,8 @@ from typing import Any
 
 from cycle.errors import CycleError, describe
 from cycle.events import Event, EventBus
-from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
+from cycle.loop.review import Reviewer
+from cycle.records import ReviewRequest, Suggestion
 
 #: what the app runs: given the bus to emit on and the reviewer to ask, run the cycle
 CycleRun = Callable[[EventBus, Reviewer], Awaitable[Any]]

@@ -4,15 +4,15 @@ import asyncio
 
 import pytest
 
+from cycle.agents import CallableAgent, PromptAgent
 from cycle.errors import BadRequestError
-from cycle.evals.agent import CallableAgent, PromptAgent
 from cycle.evals.case import TestCase
 from cycle.evals.runner import Runner
 from cycle.events import CaseFinished, EventBus, RunFinished
 from cycle.judge import Judge
 from cycle.judge.criteria import CriterionConfig
 from cycle.llm.registry import get_model
-from cycle.prompt import Prompt
+from cycle.records import Prompt
 from cycle.store import Store
 from cycle.store.runs import load_run
 from cycle.testing import script

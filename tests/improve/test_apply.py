@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from cycle.improve.apply import apply_suggestions, prompt_diff, suggestion_diff
-from cycle.improve.suggestion import Suggestion
-from cycle.prompt import Prompt
+from cycle.records import Prompt, Suggestion
 
 PROMPT = Prompt(
     id="support",

@@ -14,12 +14,11 @@ from cycle.improve.improver import (
     Improver,
     ImproverInput,
     LowCase,
-    RejectedSuggestion,
     ensure_improver_prompt,
     fit_cases,
 )
 from cycle.llm.registry import get_model
-from cycle.prompt import Prompt
+from cycle.records import Prompt, RejectedSuggestion
 from cycle.store import Store
 from cycle.testing import script
 

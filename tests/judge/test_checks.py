@@ -5,7 +5,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from cycle.errors import ConfigError, EvalError
 from cycle.judge.checks import CheckContext, CheckSpec
-from cycle.llm.base import Usage
+from cycle.records import Usage
 
 SPEC = TypeAdapter(CheckSpec)
 

@@ -5,11 +5,11 @@ import json
 import pytest
 
 from cycle.errors import ConfigError, JudgeError
-from cycle.evals.agent import AgentResult
 from cycle.evals.case import TestCase
 from cycle.judge import Judge
 from cycle.judge.criteria import CriterionConfig
 from cycle.llm.registry import get_model
+from cycle.records import AgentResult
 from cycle.testing import script
 
 

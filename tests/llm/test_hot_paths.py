@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cycle.llm.base import Message
 from cycle.llm.registry import get_model
 from cycle.llm.structured import schema_of, strict_schema
+from cycle.records import Message
 from cycle.testing import LoopbackServer
 
 

@@ -8,11 +8,12 @@ import time
 import pytest
 
 from cycle.errors import BudgetExceededError, RateLimitError, RetriesExhaustedError
-from cycle.llm.base import GenerateConfig, Message, ModelOutput, ToolDef, Usage
+from cycle.llm.base import GenerateConfig, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model, RetryPolicy, max_concurrency, set_max_concurrency
 from cycle.llm.pricing import PriceTable
+from cycle.records import Message, ToolDef, Usage
 from cycle.testing import Fault, Reply, ScriptedAPI
 
 HI = [Message.user("hi")]

@@ -10,8 +10,9 @@ import pytest
 from pydantic import BaseModel
 
 from cycle.errors import BadRequestError
-from cycle.llm.base import GenerateConfig, Message, ToolDef
+from cycle.llm.base import GenerateConfig
 from cycle.llm.offline import OfflineAPI, features, last_json_block
+from cycle.records import Message, ToolDef
 
 BARE = "You are a support agent. Answer the customer's question."
 CRITERIA = [

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cycle.errors import ConfigError
-from cycle.llm.base import Usage
 from cycle.llm.pricing import Price, PriceTable
+from cycle.records import Usage
 
 TABLE = PriceTable()
 

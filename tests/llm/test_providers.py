@@ -6,7 +6,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from cycle.errors import StructuredOutputError
-from cycle.llm.base import GenerateConfig, Message, ToolDef
+from cycle.llm.base import GenerateConfig
+from cycle.records import Message, ToolDef
 from cycle.testing import Reply
 
 PROVIDERS = ["openai:gpt-4o-mini", "gemini:gemini-2.5-flash"]

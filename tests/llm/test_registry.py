@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from cycle.errors import MissingCredentialsError, UnknownProviderError
-from cycle.llm.base import Message, ProviderOptions
+from cycle.llm.base import ProviderOptions
 from cycle.llm.registry import get_model, parse_model_name, register_provider
+from cycle.records import Message
 from cycle.testing import ScriptedAPI
 
 

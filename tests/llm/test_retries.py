@@ -15,9 +15,10 @@ from cycle.errors import (
     RateLimitError,
     RetriesExhaustedError,
 )
-from cycle.llm.base import GenerateConfig, Message, ProviderOptions
+from cycle.llm.base import GenerateConfig, ProviderOptions
 from cycle.llm.model import RetryPolicy
 from cycle.llm.registry import get_model
+from cycle.records import Message
 from cycle.testing import Fault
 
 PROVIDERS = ["openai:gpt-4o-mini", "gemini:gemini-2.5-flash"]

@@ -97,8 +97,9 @@ def dedent(text: str) -> str:
 
 # -- a priced provider: the scripted model, but each call costs $0.01 (fallback price) ----
 
-from cycle.llm.base import ModelOutput, Usage
+from cycle.llm.base import ModelOutput
 from cycle.llm.registry import register_provider
+from cycle.records import Usage
 from cycle.testing import ScriptedAPI
 
 #: 4000 input tokens at the fallback price of $2.50 per million

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from cycle import events as ev
-from cycle.improve.suggestion import Suggestion
-from cycle.prompt import Prompt
+from cycle.records import Prompt, Suggestion
 from cycle.store import Store
 from cycle.store.cycles import (
     CycleRecorder,

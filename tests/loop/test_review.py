@@ -7,8 +7,8 @@ import asyncio
 import click
 from click.testing import CliRunner
 
-from cycle.improve.suggestion import ReviewRequest, Suggestion
 from cycle.loop.review import AutoReviewer, PromptReviewer
+from cycle.records import ReviewRequest, Suggestion
 
 SUGGESTIONS = [
     Suggestion(type="system_prompt", priority="high", current_value="Be brief.", suggested_value="Be brief and kind."),

@@ -5,8 +5,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cycle.evals.results import IterationResult, RoleUsage, build_run_result
-from cycle.judge import Verdict
+from cycle.evals.results import build_run_result
+from cycle.records import IterationResult, RoleUsage, Verdict
 from cycle.report import render_console, render_json, render_junit, render_markdown, write_reports
 from cycle.report.compare import compare_dict, compare_runs, render_compare
 
@@ -16,9 +16,11 @@ def it(case, i, score, *, error=None, required_ok=True):
         return IterationResult(case_id=case, iteration=i, status="error", score=None, passed=None,
                                error=error, input={"q": case})
     passed = score >= 70 and required_ok
-    v = (Verdict("order", "check", 100.0 if required_ok else 0.0, required_ok, 1, True,
-                 "found" if required_ok else "missing: 'A-1'"),
-         Verdict("tone", "llm", score, score >= 70, 1, False, f"tone reasoning {case}"))
+    v = (Verdict(criterion_id="order", kind="check", score=100.0 if required_ok else 0.0,
+                 passed=required_ok, weight=1, required=True,
+                 reasoning="found" if required_ok else "missing: 'A-1'"),
+         Verdict(criterion_id="tone", kind="llm", score=score, passed=score >= 70, weight=1,
+                 required=False, reasoning=f"tone reasoning {case}"))
     return IterationResult(case_id=case, iteration=i, status="passed" if passed else "failed",
                            score=score, passed=passed, input={"q": case}, output=f"out {case} {i}",
                            latency=0.1 * (i + 1), verdicts=v)

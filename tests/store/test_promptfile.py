@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from cycle.errors import ConfigError, TemplateError
-from cycle.prompt import Prompt
-from cycle.promptfile import dump_prompt, load_prompt_file, parse_prompt, save_prompt_file
+from cycle.prompts.files import dump_prompt, load_prompt_file, parse_prompt, save_prompt_file
+from cycle.records import Prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 

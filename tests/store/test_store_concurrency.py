@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cycle.prompts.semver import parse
 from cycle.store import Store
-from cycle.store.semver import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 40
@@ -16,7 +16,7 @@ N = 40
 WRITER = """
 import sys, time
 from pathlib import Path
-from cycle.prompt import Prompt
+from cycle.records import Prompt
 from cycle.store import Store
 
 path, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])

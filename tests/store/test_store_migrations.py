@@ -10,7 +10,7 @@ import pytest
 from sqlite_utils import Database
 
 from cycle.errors import StoreFormatError
-from cycle.prompt import Prompt
+from cycle.records import Prompt
 from cycle.store import Store
 from cycle.store.migrations import known_names, migrations
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cycle.errors import NotFoundError, StoreError, TemplateError
-from cycle.prompt import Prompt
+from cycle.records import Prompt
 from cycle.store import Store
 
 

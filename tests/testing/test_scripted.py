@@ -6,9 +6,10 @@ import pytest
 from pydantic import BaseModel
 
 from cycle.errors import ModelError, ServerError
-from cycle.llm.base import Message, ModelOutput
+from cycle.llm.base import ModelOutput
 from cycle.llm.model import Model, RetryPolicy
 from cycle.llm.registry import get_model
+from cycle.records import Message
 from cycle.testing import ScriptedAPI, clear_scripts, script
 
 

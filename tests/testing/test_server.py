@@ -9,9 +9,9 @@ import subprocess
 import sys
 import time
 
-from cycle.llm.base import Message
 from cycle.llm.model import Model
 from cycle.llm.registry import get_api
+from cycle.records import Message
 from cycle.testing import ChatRequest, Fault, LoopbackServer, Reply
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "ping"}]}

@@ -13,8 +13,7 @@ import pytest
 
 from cycle import events as ev
 from cycle.config import LoadedConfig, load_config
-from cycle.improve.suggestion import ReviewRequest, Suggestion
-from cycle.prompt import Prompt
+from cycle.records import Prompt, ReviewRequest, Suggestion
 from cycle.store import Store
 from cycle.testing import clear_scripts, script
 

@@ -12,8 +12,8 @@ from textual.widgets import DataTable
 
 from cycle.config import LoadedConfig
 from cycle.events import EventBus
-from cycle.improve.suggestion import Reviewer
 from cycle.loop import Loop
+from cycle.loop.review import Reviewer
 from cycle.store import Store
 from cycle.store.cycles import get_cycle, get_suggestions
 from cycle.tui.app import CycleApp

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, ProgressBar, RichLog, Sparkline, Static
 
 from cycle import events as ev
 from cycle.events import EventBus
-from cycle.improve.suggestion import Reviewer
+from cycle.loop.review import Reviewer
 from cycle.tui.app import CycleApp
 from cycle.tui.bridge import EventBridge
 from cycle.tui.screens.dashboard import DashboardScreen

@@ -15,8 +15,9 @@ from cycle import events as ev
 from cycle.config import LoadedConfig
 from cycle.errors import ConfigError, CycleError, RetriesExhaustedError
 from cycle.events import EventBus
-from cycle.improve.suggestion import Reviewer, ReviewRequest, Suggestion
 from cycle.loop import Loop
+from cycle.loop.review import Reviewer
+from cycle.records import ReviewRequest, Suggestion
 from cycle.store import Store
 from cycle.store.cycles import get_cycle
 from cycle.tui.process import CycleOutcome, CycleProcess

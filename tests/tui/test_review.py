@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cycle.events import EventBus
-from cycle.improve.suggestion import Reviewer, Suggestion
+from cycle.loop.review import Reviewer
+from cycle.records import Suggestion
 from cycle.tui.app import CycleApp
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.screens.review import UNDECIDED_REASON, ReviewScreen

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cycle.events import EventBus
-from cycle.improve.suggestion import Reviewer
+from cycle.loop.review import Reviewer
 from cycle.store import Store
 from cycle.tui.app import CycleApp
 from cycle.tui.screens.review import ReviewScreen

@@ -6,19 +6,12 @@ import json
 from typing import Any
 
 from cycle.errors import BadRequestError
-from cycle.llm.base import (
-    GenerateConfig,
-    Message,
-    ModelAPI,
-    ModelOutput,
-    ToolCall,
-    ToolDef,
-    Usage,
-)
+from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.offline import schema as js
 from cycle.llm.offline.agent import respond
 from cycle.llm.offline.improver import improve
 from cycle.llm.offline.judge import judge
+from cycle.records import Message, ToolCall, ToolDef, Usage
 
 _FENCE = "```json"
 

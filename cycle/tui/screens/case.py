@@ -19,7 +19,7 @@ from cycle.store.runs import load_results
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
-    from cycle.evals.results import IterationResult
+    from cycle.records import IterationResult
     from cycle.store import Store
 
 

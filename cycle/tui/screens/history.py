@@ -21,7 +21,8 @@ from cycle.tui.widgets.diff_view import DiffView
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
-    from cycle.store import Store, Version
+    from cycle.records import Version
+    from cycle.store import Store
 
 #: who a rollback from the TUI is recorded as
 ROLLBACK_WHO = "tui"

@@ -17,8 +17,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static, TextArea
 
 from cycle.improve.apply import suggestion_diff
-from cycle.improve.suggestion import PRIORITY_ORDER, ReviewRequest, Suggestion
 from cycle.loop.review import request_prompt
+from cycle.records import PRIORITY_ORDER, ReviewRequest, Suggestion
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.widgets.diff_view import DiffView
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo

@@ -36,8 +36,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from cycle.errors import ConfigError, TemplateError
-from cycle.prompt import Prompt, compile_template
-from cycle.store import semver
+from cycle.prompts import semver
+from cycle.prompts.template import compile_template
+from cycle.records import Prompt
 from cycle.yamlload import LoadedYaml, parse_yaml, validate
 
 #: keys in the order they are written

@@ -1,4 +1,4 @@
-"""Prompt: what is versioned. A system prompt, a user template and model parameters.
+"""Rendering a prompt's templates.
 
 Templates are rendered by jinja2's ``SandboxedEnvironment`` with
 ``StrictUndefined``: a missing variable is an error, not an empty string, and
@@ -7,59 +7,30 @@ template tricks such as reaching ``__class__`` fail.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from functools import lru_cache
 from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
-from pydantic import BaseModel, ConfigDict, Field
 
 from cycle.errors import TemplateError
+from cycle.records import Prompt
 
 
-class Prompt(BaseModel):
-    """The content of one prompt version. Immutable; its hash is its identity."""
+def render_system(prompt: Prompt, variables: dict[str, Any]) -> str:
+    """The prompt's system message for these variables."""
+    return render(prompt.system, variables, field="system")
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str = Field(description="Stable name of the prompt, e.g. 'support-reply'.")
-    system: str = Field("", description="The system prompt.")
-    user_template: str = Field(
-        "{{ input }}", description="Jinja2 template of the user message, rendered with a case's input."
-    )
-    params: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Model parameters: model, temperature, max_tokens, ...",
-    )
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not hashed.")
+def render_user(prompt: Prompt, variables: dict[str, Any]) -> str:
+    """The prompt's user message for these variables."""
+    return render(prompt.user_template, variables, field="user_template")
 
-    def canonical(self) -> dict[str, Any]:
-        """The fields that make a version: everything but metadata."""
-        return {
-            "id": self.id,
-            "system": self.system,
-            "user_template": self.user_template,
-            "params": self.params,
-        }
 
-    @property
-    def content_hash(self) -> str:
-        """sha256 of the canonical JSON: identical content, identical hash."""
-        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-    def render_system(self, variables: dict[str, Any]) -> str:
-        return render(self.system, variables, field="system")
-
-    def render_user(self, variables: dict[str, Any]) -> str:
-        return render(self.user_template, variables, field="user_template")
-
-    def check(self) -> None:
-        """Raise TemplateError if either template does not compile."""
-        compile_template(self.system, field="system")
-        compile_template(self.user_template, field="user_template")
+def check_templates(prompt: Prompt) -> None:
+    """Raise TemplateError if either of the prompt's templates does not compile."""
+    compile_template(prompt.system, field="system")
+    compile_template(prompt.user_template, field="user_template")
 
 
 @lru_cache(maxsize=1)

@@ -15,29 +15,13 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cycle.errors import ConfigError, EvalError
 from cycle.evals.case import TestCase
-from cycle.llm.base import GenerateConfig, Message, ToolCall, Usage
-from cycle.prompt import Prompt
-
-
-@dataclass(frozen=True)
-class AgentResult:
-    """What the agent produced for one iteration of one case."""
-
-    output: str
-    structured: Any = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = field(default_factory=Usage)
-    cost: float = 0.0
-    #: seconds spent in model calls (provider latency); equals duration for other agents
-    latency: float = 0.0
-    #: wall seconds of the whole agent step
-    duration: float = 0.0
-    model: str | None = None
+from cycle.llm.base import GenerateConfig
+from cycle.prompts.template import render_system, render_user
+from cycle.records import AgentResult, Message, Prompt, ToolCall
 
 
 class Agent(Protocol):
@@ -91,8 +75,8 @@ class PromptAgent:
         if self._static_system is not None:
             messages.append(self._static_system)
         elif self.prompt.system:
-            messages.append(Message.system(self.prompt.render_system(variables)))
-        messages.append(Message.user(self.prompt.render_user(variables)))
+            messages.append(Message.system(render_system(self.prompt, variables)))
+        messages.append(Message.user(render_user(self.prompt, variables)))
         return messages
 
     async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
@@ -225,7 +209,7 @@ class HttpAgent:
         if isinstance(case.input, str):
             return case.input
         if self.prompt is not None:
-            return self.prompt.render_user(case.variables)
+            return render_user(self.prompt, case.variables)
         return json.dumps(case.input, ensure_ascii=False)
 
     async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from cycle.prompt import Prompt
+from cycle.records import Prompt
 
 #: the fields compared, in display order
 FIELDS: tuple[str, ...] = ("system", "user_template", "params")

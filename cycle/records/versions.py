@@ -1,4 +1,4 @@
-"""What the store hands back: versions, prompt summaries, label moves."""
+"""Prompt versions, prompt summaries and label moves."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cycle.prompt import Prompt
+from cycle.records.prompt import Prompt
 
 Source = Literal["initial", "improver", "manual", "rollback"]
 SOURCES: tuple[str, ...] = ("initial", "improver", "manual", "rollback")

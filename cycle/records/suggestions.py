@@ -1,14 +1,9 @@
-"""Suggestion: one edit the improver proposes, and the review seam.
-
-The loop asks a ``Reviewer`` for a decision on each round's suggestions. The
-reviewer may be an automatic policy (headless), a plain terminal prompt or
-the TUI; the loop does not know which.
-"""
+"""Suggestions: the edits the improver proposes, their review state, and what a reviewer is asked."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -62,9 +57,18 @@ class ReviewRequest(BaseModel):
     score: float | None = None
 
 
-class Reviewer(Protocol):
-    """Decides on suggestions. Returns them with ``decision`` (and ``reason``/``edited_value``) set."""
+class StoredSuggestion(Suggestion):
+    """A suggestion with where it was made and whether it made it into a candidate."""
 
-    name: str
+    cycle_id: str
+    round: int
+    applied: bool = False
 
-    async def review(self, request: ReviewRequest) -> list[Suggestion]: ...
+
+class RejectedSuggestion(BaseModel):
+    """A suggestion already tried (or refused) and why, so the improver does not repeat it."""
+
+    type: SuggestionType
+    current_value: str = ""
+    suggested_value: str
+    reason: str

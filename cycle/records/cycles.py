@@ -1,0 +1,76 @@
+"""Runs, cycles and rounds as the store keeps them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RunRow(BaseModel):
+    """A row of ``runs``: one evaluation of a prompt version on a suite."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    prompt_id: str | None
+    version: str | None
+    status: str
+    started_at: str | None
+    finished_at: str | None
+    config: dict[str, Any]
+    agent_model: str | None
+    judge_model: str | None
+    judge_version: str | None
+    offline: bool
+    cycle_id: str | None
+    round: int | None
+    role: str | None
+    summary: dict[str, Any] | None
+
+
+class CycleRow(BaseModel):
+    """One improvement cycle as stored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    prompt_id: str
+    status: str
+    config: dict[str, Any] = Field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+    stop_reason: str | None = None
+    initial_version: str | None = None
+    final_version: str | None = None
+    total_cost: float | None = None
+
+
+class RoundRow(BaseModel):
+    """One round as stored. Round 0 evaluates the starting version (the baseline)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cycle_id: str
+    round: int
+    incumbent_version: str | None = None
+    candidate_version: str | None = None
+    baseline_run_id: str | None = None
+    candidate_run_id: str | None = None
+    status: str | None = None
+    accepted: bool | None = None
+    score: float | None = None
+    delta: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    cost: float | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    reason: str | None = None
+    incumbent_score: float | None = None
+    pass_rate: float | None = None
+
+    @property
+    def version(self) -> str | None:
+        """The version this round evaluated: the candidate, or the incumbent in round 0."""
+        return self.candidate_version if self.round >= 1 else self.incumbent_version

@@ -1,0 +1,80 @@
+"""Messages, tool calls and token usage: what crosses the model boundary, provider-neutral."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    """One chat message in provider-neutral form."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: for role="tool": which call this answers, and the tool's name
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls(role="system", content=content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls(role="user", content=content)
+
+    @classmethod
+    def assistant(cls, content: str, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+        return cls(role="assistant", content=content, tool_calls=tool_calls)
+
+    @classmethod
+    def tool(cls, content: str, *, tool_call_id: str, name: str) -> Message:
+        return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name)
+
+
+class ToolDef(BaseModel):
+    """A tool the model may call: a name, a description and a JSON schema."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class Usage(BaseModel):
+    """Tokens of one call, as the provider reported them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    #: the part of input_tokens served from the provider's prompt cache
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )

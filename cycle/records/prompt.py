@@ -1,0 +1,44 @@
+"""Prompt: what is versioned. A system prompt, a user template and model parameters.
+
+The content only; rendering its templates is ``cycle.prompts``' work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Prompt(BaseModel):
+    """The content of one prompt version. Immutable; its hash is its identity."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(description="Stable name of the prompt, e.g. 'support-reply'.")
+    system: str = Field("", description="The system prompt.")
+    user_template: str = Field(
+        "{{ input }}", description="Jinja2 template of the user message, rendered with a case's input."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Model parameters: model, temperature, max_tokens, ...",
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not hashed.")
+
+    def canonical(self) -> dict[str, Any]:
+        """The fields that make a version: everything but metadata."""
+        return {
+            "id": self.id,
+            "system": self.system,
+            "user_template": self.user_template,
+            "params": self.params,
+        }
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON: identical content, identical hash."""
+        blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()

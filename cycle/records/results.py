@@ -1,0 +1,241 @@
+"""What evaluation produces: an agent's answer, verdicts, iteration results, run results.
+
+Errors are kept apart from failures in every figure: an errored iteration
+counts in ``errors`` and is never averaged in as a score. The aggregation
+itself (``build_run_result``) is ``cycle.evals``' work; these are the values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cycle.records.messages import ToolCall, Usage
+
+Status = Literal["passed", "failed", "error"]
+
+_FROZEN = ConfigDict(frozen=True)
+
+
+class Stats(BaseModel):
+    """Summary of a sample. ``sd`` is the sample standard deviation (n-1);
+    the interval is the t-based 95% confidence interval of the mean (None for n < 2)."""
+
+    model_config = _FROZEN
+
+    n: int
+    mean: float | None
+    sd: float | None
+    min: float | None
+    max: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    @property
+    def half_width(self) -> float | None:
+        if self.ci_low is None or self.ci_high is None or self.mean is None:
+            return None
+        return self.ci_high - self.mean
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return self.model_dump()
+
+
+class AgentResult(BaseModel):
+    """What the agent produced for one iteration of one case."""
+
+    model_config = _FROZEN
+
+    output: str
+    structured: Any = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Field(default_factory=Usage)
+    cost: float = 0.0
+    #: seconds spent in model calls (provider latency); equals duration for other agents
+    latency: float = 0.0
+    #: wall seconds of the whole agent step
+    duration: float = 0.0
+    model: str | None = None
+
+
+class Verdict(BaseModel):
+    """One criterion's score for one iteration."""
+
+    model_config = _FROZEN
+
+    criterion_id: str
+    kind: Literal["check", "llm"]
+    score: float
+    passed: bool
+    weight: float
+    required: bool
+    reasoning: str
+
+
+class IterationResult(BaseModel):
+    """One iteration of one case, judged or errored."""
+
+    model_config = _FROZEN
+
+    case_id: str
+    iteration: int
+    status: Status
+    score: float | None
+    passed: bool | None
+    error: str | None = None
+    input: Any = None
+    output: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: provider latency of the agent's model calls (wall time for other agents)
+    latency: float = 0.0
+    agent_cost: float = 0.0
+    judge_cost: float = 0.0
+    #: the agent's tokens
+    input_tokens: int = 0
+    output_tokens: int = 0
+    started_at: str = ""
+    finished_at: str = ""
+    verdicts: tuple[Verdict, ...] = ()
+
+
+class CaseStats(BaseModel):
+    """A case over its iterations."""
+
+    model_config = _FROZEN
+
+    case_id: str
+    name: str
+    iterations: int
+    errors: int
+    #: over the judged iterations' scores
+    stats: Stats
+    #: share of judged iterations that passed (None when none was judged)
+    pass_rate: float | None
+    #: the judged iteration closest to the mean (the representative run)
+    representative: IterationResult | None
+    status: Status
+
+    @property
+    def mean(self) -> float | None:
+        return self.stats.mean
+
+
+class RoleUsage(BaseModel):
+    """Tokens and cost of one role's calls (agent or judge)."""
+
+    model_config = _FROZEN
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    cost_estimated: bool = False
+    #: calls answered from the response cache (free, and no new sample of the model)
+    cache_hits: int = 0
+
+
+class SuiteStats(BaseModel):
+    """The whole suite."""
+
+    model_config = _FROZEN
+
+    cases: int
+    passed: int
+    failed: int
+    #: cases with no judged iteration
+    errored: int
+    iterations: int
+    #: errored iterations
+    errors: int
+    #: mean of case means, with the t interval across cases
+    score: Stats
+    #: passed cases / cases with a judged iteration
+    pass_rate: float | None
+    latency_p50: float | None
+    latency_p90: float | None
+    latency_p99: float | None
+    usage: dict[str, RoleUsage] = Field(default_factory=dict)
+
+    @property
+    def cost(self) -> float:
+        return sum(u.cost for u in self.usage.values())
+
+    @property
+    def cost_estimated(self) -> bool:
+        return any(u.cost_estimated for u in self.usage.values())
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(u.cache_hits for u in self.usage.values())
+
+    def role(self, name: str) -> RoleUsage:
+        return self.usage.get(name, RoleUsage())
+
+
+class RunResult(BaseModel):
+    """A finished (or stopped) run, as reports and the loop read it."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    status: str
+    threshold: float
+    cases: dict[str, CaseStats]
+    suite: SuiteStats
+    results: list[IterationResult]
+    prompt_id: str | None = None
+    version: str | None = None
+    agent_model: str | None = None
+    judge_model: str | None = None
+    judge_version: str | None = None
+    #: results came from the offline (or scripted) model: every report says so
+    offline: bool = False
+    started_at: str = ""
+    finished_at: str = ""
+    #: case id -> its TestCase data for reports (name, description, tags, expected)
+    case_info: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: why the run stopped early (budget reached, --stop-on-first-failure), if it did
+    stop_reason: str | None = None
+
+    @property
+    def score(self) -> float | None:
+        return self.suite.score.mean
+
+    @property
+    def case_means(self) -> dict[str, float]:
+        """Case id -> mean score, for the cases that were judged (the loop pairs these)."""
+        return {k: c.stats.mean for k, c in self.cases.items() if c.stats.mean is not None}
+
+    @property
+    def exit_code(self) -> int:
+        """0 all passed, 1 some failed, 3 errors prevented judging part of the run."""
+        if self.suite.errors:
+            return 3
+        if self.suite.failed:
+            return 1
+        return 0
+
+    def summary(self) -> dict[str, Any]:
+        """The figures stored with the run (runs.summary) and printed by --json."""
+        s = self.suite
+        return {
+            "score": s.score.mean,
+            "ci_low": s.score.ci_low,
+            "ci_high": s.score.ci_high,
+            "pass_rate": s.pass_rate,
+            "cases": s.cases,
+            "passed": s.passed,
+            "failed": s.failed,
+            "errored": s.errored,
+            "iterations": s.iterations,
+            "errors": s.errors,
+            "latency_p50": s.latency_p50,
+            "latency_p90": s.latency_p90,
+            "latency_p99": s.latency_p99,
+            "cost": s.cost,
+            "cost_estimated": s.cost_estimated,
+            "usage": {k: v.model_dump() for k, v in s.usage.items()},
+            "offline": self.offline,
+            "stop_reason": self.stop_reason,
+        }
