@@ -41,11 +41,11 @@ import cycle.cli
 from cycle import events as ev
 from cycle.config import load_config
 from cycle.events import EventBus
-from cycle.llm.offline import OfflineAPI
 from cycle.llm.registry import register_provider
 from cycle.loop import Loop
 from cycle.loop.review import AutoReviewer, Reviewer
 from cycle.store import Store
+from cycle.testing.offline import OfflineAPI
 from cycle.tui.app import CycleApp
 from cycle.tui.widgets.header import HeaderInfo
 

@@ -2,7 +2,8 @@
 
 The answer's JSON schema (name ``cycle_judge``) lists every criterion id as a
 required property, each ``{reasoning, score}``, so a conforming answer cannot
-leave one out. The user message ends with a fenced JSON block holding the
+leave one out. The answer is validated by a pydantic model built once per
+criteria set (``verdict_model``), which sends exactly that schema. The user message ends with a fenced JSON block holding the
 case (input, output, expected, criteria): a real model reads the instructions
 above it, the offline model reads the block.
 
@@ -15,7 +16,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from cycle.errors import JudgeError, StructuredOutputError
 from cycle.judge.criteria import Criterion
@@ -112,6 +116,44 @@ def verdict_schema(ids: Sequence[str]) -> dict[str, Any]:
     }
 
 
+class Score(BaseModel):
+    """One criterion's score in the judge's answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reasoning: str
+    score: int = Field(ge=0, le=100)
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # JSON true is not a score, although Python says it is 1
+            raise ValueError("a score is a number from 0 to 100, not true/false")
+        return value
+
+
+@lru_cache(maxsize=256)
+def verdict_model(ids: tuple[str, ...]) -> type[BaseModel]:
+    """The model of a judge answer for these criterion ids: ``verdicts.<id>`` is a ``Score``
+    for every id, nothing else. Its JSON schema is ``verdict_schema(ids)`` as it is (ids
+    are aliases, so any id works, ``model_config`` included)."""
+    schema = verdict_schema(ids)
+
+    def wire(target: dict[str, Any], _: Any = None) -> None:
+        target.clear()
+        target.update(schema)
+
+    closed = ConfigDict(extra="forbid", frozen=True)
+    verdicts = create_model(  # type: ignore[call-overload]
+        "CriterionScores", __config__=closed,
+        **{f"c{n}": (Score, Field(alias=cid)) for n, cid in enumerate(ids)},
+    )
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "JudgeAnswer", __config__=ConfigDict(extra="forbid", frozen=True, json_schema_extra=wire),
+        verdicts=(verdicts, ...),
+    )
+
+
 def ensure_judge_version(store: Any, prompt: Prompt = JUDGE_PROMPT) -> str:
     """Save the judge prompt on first use (content-addressed: once) and return its version."""
     found = store.find_version(prompt)
@@ -128,7 +170,6 @@ class LlmJudge:
         self.prompt = prompt
         self._config = GenerateConfig(temperature=prompt.params.get("temperature"))
         self._system = Message.system(prompt.system) if prompt.system else None
-        self._schemas: dict[tuple[str, ...], dict[str, Any]] = {}
         self._around_payload: dict[tuple[tuple[str, str], ...], tuple[str, str] | tuple[()]] = {}
 
     def messages(
@@ -174,13 +215,10 @@ class LlmJudge:
         context: dict[str, Any] | None = None,
     ) -> LlmJudgement:
         ids = tuple(c.id for c in criteria)
-        schema = self._schemas.get(ids)
-        if schema is None:
-            schema = self._schemas[ids] = verdict_schema(ids)
         messages = self.messages(criteria, input=input, output=output, expected=expected)
         try:
             out = await self.model.generate_structured(
-                messages, schema, name=SCHEMA_NAME, config=self._config, iteration=iteration,
+                messages, verdict_model(ids), name=SCHEMA_NAME, config=self._config, iteration=iteration,
                 role="judge", context=context,
             )
         except StructuredOutputError as e:
@@ -189,17 +227,8 @@ class LlmJudge:
 
 
 def _read(parsed: Any, ids: Sequence[str]) -> dict[str, LlmVerdict]:
-    verdicts = parsed.get("verdicts") if isinstance(parsed, dict) else None
-    if not isinstance(verdicts, dict):
-        raise JudgeError("the judge's answer has no 'verdicts' object")
-    out: dict[str, LlmVerdict] = {}
-    for cid in ids:
-        v = verdicts.get(cid)
-        if not isinstance(v, dict) or not isinstance(v.get("score"), int | float) \
-                or isinstance(v.get("score"), bool):
-            raise JudgeError(f"the judge's answer has no valid score for criterion '{cid}'")
-        score = float(v["score"])
-        if not 0 <= score <= 100:
-            raise JudgeError(f"the judge scored criterion '{cid}' {score}, outside 0-100")
-        out[cid] = LlmVerdict(cid, score, str(v.get("reasoning", "")))
-    return out
+    """The validated answer's verdicts by criterion id (validation checked them all)."""
+    scores = parsed.verdicts
+    return {cid: LlmVerdict(cid, float(getattr(scores, f"c{n}").score),
+                            getattr(scores, f"c{n}").reasoning)
+            for n, cid in enumerate(ids)}

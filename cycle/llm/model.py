@@ -41,7 +41,7 @@ from cycle.events import EventBus, ModelCalled
 from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
-from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
+from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
 from cycle.records import Message, ToolDef
 
@@ -64,6 +64,9 @@ class RetryPolicy:
 # -- process-wide concurrency -------------------------------------------------
 
 _DEFAULT_MAX_CONCURRENCY = 256
+
+#: what a call to a provider that is not a real model costs: nothing, exactly
+FREE = Cost(0.0, estimated=False)
 _max_concurrency = _DEFAULT_MAX_CONCURRENCY
 # asyncio primitives belong to one event loop; keep one per loop so that the
 # sync facades (a fresh loop per call) never share a semaphore across loops
@@ -318,7 +321,7 @@ class Model:
                 ) from e
             raise
 
-        cost = self.pricing.cost(self.name, output.usage)
+        cost = FREE if self.offline else self.pricing.cost(self.name, output.usage)
         output = output.model_copy(update={
             "cost": cost.usd, "cost_estimated": cost.estimated, "cache_hit": False,
             "model": output.model or self.name,

@@ -4,8 +4,9 @@ Prices are the providers' published list prices for standard (non-batch)
 text tokens, as of late 2025. A user overrides or adds entries with
 ``PriceTable.with_overrides({...})`` (``pricing:`` in cycle.yaml). A model
 the table does not know is priced with the fallback and the cost is marked
-*estimated* everywhere it is shown. The offline and scripted providers cost
-nothing, and that is exact, not estimated.
+*estimated* everywhere it is shown. A provider that is not a real model
+(``ModelAPI.offline``) costs nothing, and that is exact: ``Model`` does not
+price its calls.
 
 Lookup: the exact name, else the name with a vendor prefix (``openai/``,
 ``models/``) and a date or ``-latest`` suffix removed, else the longest table
@@ -22,9 +23,6 @@ from typing import Any
 
 from cycle.errors import ConfigError
 from cycle.records import Usage
-
-#: providers whose calls are free by construction
-FREE_PROVIDERS = frozenset({"offline", "scripted"})
 
 
 @dataclass(frozen=True)
@@ -186,9 +184,6 @@ class PriceTable:
 
     def cost(self, model: str, usage: Usage) -> Cost:
         """The cost of a call of ``model`` ("provider:name") that used ``usage``."""
-        provider = model.split(":", 1)[0] if ":" in model else ""
-        if provider in FREE_PROVIDERS:
-            return Cost(0.0, estimated=False)
         price, _ = self.lookup(model)
         if price is None:
             return Cost(self.fallback.cost(usage), estimated=True)
@@ -214,7 +209,7 @@ def _bare(model: str) -> str:
 
 def _override_key(name: str) -> str:
     # "openai:gpt-4o" names a provider; "llama3.1:8b" is a bare model with a tag
-    from cycle.llm.registry import providers
+    from cycle.llm.providers import providers
 
     prefix, sep, rest = name.partition(":")
     return (rest if sep and prefix in providers() else name).lower()

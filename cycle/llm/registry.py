@@ -1,108 +1,17 @@
-"""Model names to models: ``"openai:gpt-4o-mini"`` -> a ready ``Model``.
-
-Providers are registered by name as ``"module:attribute"`` strings and
-imported on first use, so that an SDK loads only when a model of its
-provider is asked for. A factory takes ``(model_name, options)`` and returns
-a ``ModelAPI``.
-"""
+"""Model names to ready models: ``"openai:gpt-4o-mini"`` -> a ``Model`` with retries,
+cache, cost, budget and events around the provider (``cycle.llm.providers``)."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-
-from cycle.errors import ModelError, UnknownProviderError
 from cycle.events import EventBus
-from cycle.llm.base import GenerateConfig, ModelAPI, ProviderOptions
+from cycle.llm.base import GenerateConfig, ProviderOptions
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model, RetryPolicy
 from cycle.llm.pricing import PriceTable
+from cycle.llm.providers import get_api, parse_model_name, providers, register_provider
 
-ProviderFactory = Callable[[str, ProviderOptions], ModelAPI]
-
-#: provider name -> factory, or "module:attribute" of a factory (imported lazily)
-_PROVIDERS: dict[str, ProviderFactory | str] = {
-    "openai": "cycle.llm.openai:OpenAIAPI",
-    "gemini": "cycle.llm.gemini:GeminiAPI",
-    "offline": "cycle.llm.offline:OfflineAPI",
-    "scripted": "cycle.testing.scripted:ScriptedAPI",
-}
-
-#: the pip package each lazily imported SDK comes from
-_SDK_PACKAGES = {"openai": "openai", "google": "google-genai"}
-
-
-def register_provider(name: str, factory: ProviderFactory | str) -> None:
-    """Make ``name:<model>`` resolve through ``factory(model_name, options)``.
-
-    ``factory`` may be a ``"module:attribute"`` string, imported on first use.
-    """
-    if not name or ":" in name:
-        raise ValueError(f"a provider name must be non-empty and contain no ':', got {name!r}")
-    _PROVIDERS[name] = factory
-
-
-def providers() -> list[str]:
-    """The registered provider names, sorted."""
-    return sorted(_PROVIDERS)
-
-
-def parse_model_name(name: str) -> tuple[str, str]:
-    """Split ``"provider:model"``; a clear error for any other form."""
-    provider, sep, model = name.partition(":")
-    provider, model = provider.strip(), model.strip()
-    if not sep or not provider or not model:
-        guess = _guess_provider(name.strip())
-        hint = f" Did you mean '{guess}:{name.strip()}'?" if guess else ""
-        raise UnknownProviderError(
-            f"model name {name!r} must have the form provider:model, "
-            f"e.g. openai:gpt-4o-mini, gemini:gemini-2.5-flash or offline:default.{hint}",
-            hint=f"Known providers: {', '.join(providers())}.",
-        )
-    return provider, model
-
-
-def _guess_provider(model: str) -> str | None:
-    lower = model.lower()
-    if lower.startswith(("gpt-", "o1", "o3", "o4", "chatgpt")):
-        return "openai"
-    if lower.startswith("gemini"):
-        return "gemini"
-    return None
-
-
-def _factory(provider: str, full_name: str) -> ProviderFactory:
-    target = _PROVIDERS.get(provider)
-    if target is None:
-        raise UnknownProviderError(
-            f"unknown model provider {provider!r} in {full_name!r}. "
-            f"Known providers: {', '.join(providers())}.",
-            hint="Write the model as provider:model, e.g. openai:gpt-4o-mini.",
-        )
-    if not isinstance(target, str):
-        return target
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        missing = (e.name or "").split(".")[0]
-        package = _SDK_PACKAGES.get(missing)
-        if package:
-            raise ModelError(
-                f"provider {provider!r} needs the {package!r} package, which is not installed",
-                hint=f"pip install {package}",
-            ) from e
-        raise ModelError(f"provider {provider!r} is not available: {e}") from e
-    factory = getattr(module, attr)
-    _PROVIDERS[provider] = factory
-    return factory
-
-
-def get_api(name: str, options: ProviderOptions | None = None) -> ModelAPI:
-    """The bare provider model for ``"provider:model"`` (no retries, cache or cost)."""
-    provider, model = parse_model_name(name)
-    return _factory(provider, name)(model, options or ProviderOptions())
+__all__ = ["get_api", "get_model", "parse_model_name", "providers", "register_provider"]
 
 
 def get_model(

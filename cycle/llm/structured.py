@@ -4,10 +4,10 @@
   sent to the provider and a validator for the answer.
 - :func:`strict_schema` gives the OpenAI ``strict`` form of a schema when the
   schema allows it (every object closed and every property required).
-- :func:`validate` checks a value against the JSON-schema subset providers
-  support for structured output (no extra dependency).
-- :func:`example_for` builds a value valid for a schema (the loopback server
-  and the scripted model answer with it).
+
+A pydantic model validates its answers itself (pydantic-core, compiled); a
+JSON-schema dict is checked by ``jsonschema``, the one validator of JSON
+schemas in cycle (the ``json_schema`` check uses it too).
 """
 
 from __future__ import annotations
@@ -79,15 +79,23 @@ def _model_schema(model: type[BaseModel]) -> tuple[dict[str, Any], Validator]:
 
 
 def _dict_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], Validator]:
+    from jsonschema.validators import validator_for  # loaded with the first dict schema
+
     frozen = copy.deepcopy(schema)
+    checker = validator_for(frozen)(frozen)
 
     def validate_dict(value: Any) -> Any:
-        errors = validate(value, frozen)
+        errors = list(checker.iter_errors(value))
         if errors:
-            raise ValueError("; ".join(errors[:5]))
+            raise ValueError("; ".join(_where(e.absolute_path) + e.message for e in errors[:5]))
         return value
 
     return frozen, validate_dict
+
+
+def _where(path: Any) -> str:
+    parts = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    return f"${parts}: "
 
 
 def _pydantic_errors(e: ValidationError) -> str:
@@ -154,158 +162,3 @@ def _make_strict(node: Any) -> bool:
         ):
             return False
     return True
-
-
-# -- validation --------------------------------------------------------------
-
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool)
-    or (isinstance(v, float) and v.is_integer()),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def validate(value: Any, schema: dict[str, Any], *, root: dict[str, Any] | None = None,
-             path: str = "$") -> list[str]:
-    """Errors of ``value`` against ``schema`` (empty when valid)."""
-    root = schema if root is None else root
-    if "$ref" in schema:
-        schema = _resolve(schema["$ref"], root)
-    errors: list[str] = []
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            branches = [validate(value, s, root=root, path=path) for s in schema[key]]
-            if all(branches):
-                errors.append(f"{path}: matches none of the allowed forms ({branches[0][0]})")
-            return errors
-    for sub in schema.get("allOf", []):
-        errors += validate(value, sub, root=root, path=path)
-    if "const" in schema and value != schema["const"]:
-        errors.append(f"{path}: must be {schema['const']!r}")
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{path}: must be one of {schema['enum']!r}, got {value!r}")
-    types = schema.get("type")
-    if types is not None:
-        allowed = [types] if isinstance(types, str) else list(types)
-        if not any(_TYPES.get(t, lambda v: True)(value) for t in allowed):
-            errors.append(f"{path}: expected {' or '.join(allowed)}, got {type(value).__name__}")
-            return errors
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                errors.append(f"{path}: missing required property {name!r}")
-        extra = schema.get("additionalProperties", True)
-        for name, item in value.items():
-            if name in props:
-                errors += validate(item, props[name], root=root, path=f"{path}.{name}")
-            elif extra is False:
-                errors.append(f"{path}: unexpected property {name!r}")
-            elif isinstance(extra, dict):
-                errors += validate(item, extra, root=root, path=f"{path}.{name}")
-    if isinstance(value, list):
-        if "items" in schema and isinstance(schema["items"], dict):
-            for i, item in enumerate(value):
-                errors += validate(item, schema["items"], root=root, path=f"{path}[{i}]")
-        if len(value) < schema.get("minItems", 0):
-            errors.append(f"{path}: needs at least {schema['minItems']} items")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            errors.append(f"{path}: allows at most {schema['maxItems']} items")
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            errors.append(f"{path}: shorter than {schema['minLength']} characters")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errors.append(f"{path}: longer than {schema['maxLength']} characters")
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            errors.append(f"{path}: does not match {schema['pattern']!r}")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path}: below the minimum {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path}: above the maximum {schema['maximum']}")
-        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            errors.append(f"{path}: must be above {schema['exclusiveMinimum']}")
-        if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
-            errors.append(f"{path}: must be below {schema['exclusiveMaximum']}")
-    return errors
-
-
-def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any]:
-    if not ref.startswith("#/"):
-        raise ValueError(f"only local $ref are supported, got {ref!r}")
-    node: Any = root
-    for part in ref[2:].split("/"):
-        node = node[part.replace("~1", "/").replace("~0", "~")]
-    return node
-
-
-# -- examples ----------------------------------------------------------------
-
-
-def example_for(schema: dict[str, Any], *, root: dict[str, Any] | None = None,
-                depth: int = 0) -> Any:
-    """A value valid for ``schema`` (simple and deterministic)."""
-    root = schema if root is None else root
-    if depth > 12:
-        return None
-    if "$ref" in schema:
-        return example_for(_resolve(schema["$ref"], root), root=root, depth=depth + 1)
-    if "const" in schema:
-        return schema["const"]
-    if schema.get("enum"):
-        return schema["enum"][0]
-    for key in ("anyOf", "oneOf"):
-        if schema.get(key):
-            # prefer a non-null branch: more useful as an example
-            branches = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
-            return example_for(branches[0], root=root, depth=depth + 1)
-    if schema.get("allOf"):
-        merged: dict[str, Any] = {}
-        for sub in schema["allOf"]:
-            merged.update(_resolve(sub["$ref"], root) if "$ref" in sub else sub)
-        return example_for(merged, root=root, depth=depth + 1)
-    types = schema.get("type")
-    kind = types if isinstance(types, str) else next(
-        (t for t in (types or []) if t != "null"), None
-    )
-    if kind is None:
-        kind = "object" if "properties" in schema else "string"
-    if kind == "object":
-        out: dict[str, Any] = {}
-        for name, sub in schema.get("properties", {}).items():
-            out[name] = example_for(sub, root=root, depth=depth + 1)
-        return out
-    if kind == "array":
-        items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
-        count = max(1, int(schema.get("minItems", 1)))
-        if "maxItems" in schema:
-            count = min(count, int(schema["maxItems"]))
-        return [example_for(items or {}, root=root, depth=depth + 1) for _ in range(count)]
-    if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum"))
-        high = schema.get("maximum", schema.get("exclusiveMaximum"))
-        if low is not None and high is not None:
-            value = (low + high) / 2
-        elif low is not None:
-            value = low + 1
-        elif high is not None:
-            value = high - 1
-        else:
-            value = 1
-        return int(value) if kind == "integer" else float(value)
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    text = "example"
-    min_len = int(schema.get("minLength", 0))
-    if len(text) < min_len:
-        text = text * (min_len // len(text) + 1)
-    if "maxLength" in schema:
-        text = text[: int(schema["maxLength"])]
-    return text

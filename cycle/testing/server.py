@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
 from cycle.llm.base import ProviderOptions
-from cycle.llm.structured import example_for
+from cycle.testing.examples import example_for
 
 Api = Literal["openai", "gemini"]
 

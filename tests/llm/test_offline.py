@@ -11,8 +11,8 @@ from pydantic import BaseModel
 
 from cycle.errors import BadRequestError
 from cycle.llm.base import GenerateConfig
-from cycle.llm.offline import OfflineAPI, features, last_json_block
 from cycle.records import Message, ToolDef
+from cycle.testing.offline import OfflineAPI, features, last_json_block
 
 BARE = "You are a support agent. Answer the customer's question."
 CRITERIA = [
@@ -400,7 +400,7 @@ async def test_the_improver_proposes_nothing_once_everything_is_asked_for(api: O
 
 
 def test_every_directive_triggers_its_own_feature_only() -> None:
-    from cycle.llm.offline.world import requested
+    from cycle.testing.offline.world import requested
 
     assert requested(BARE) == []
     for f in features():

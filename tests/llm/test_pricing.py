@@ -47,9 +47,20 @@ def test_unknown_model_uses_fallback_marked_estimated():
 
 
 def test_offline_and_scripted_are_free_and_exact():
-    for name in ("offline:default", "scripted:judge"):
-        cost = TABLE.cost(name, Usage(input_tokens=10**6, output_tokens=10**6))
-        assert cost.usd == 0 and not cost.estimated
+    from cycle.llm.registry import get_model
+    from cycle.records import Message
+    from cycle.testing import clear_scripts, script
+
+    script("free", "an answer")
+    try:
+        for name in ("offline:default", "scripted:free"):
+            # a price table that would charge a fortune for anything it does not know
+            model = get_model(name, pricing=TABLE.with_overrides({"*": {"input": 1e6, "output": 1e6}}))
+            out = model.generate_sync([Message.user("hello")])
+            assert out.cost == 0 and not out.cost_estimated, name
+            assert out.usage.input_tokens > 0
+    finally:
+        clear_scripts()
 
 
 def test_overrides_and_fallback():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cycle.errors import MissingCredentialsError, UnknownProviderError
@@ -62,7 +64,7 @@ def test_model_names_keep_colons_after_the_provider():
 
 
 async def test_register_provider_with_a_factory(monkeypatch):
-    from cycle.llm import registry
+    from cycle.llm import providers as registry
 
     monkeypatch.setattr(registry, "_PROVIDERS", dict(registry._PROVIDERS))
     register_provider("echo", lambda name, opts: ScriptedAPI(name, outputs=lambda m, t, c: name))
@@ -79,3 +81,19 @@ def test_scripted_provider_by_name():
         assert model.generate_sync([Message.user("x")]).text == "hi"
     with pytest.raises(Exception, match="script"):
         get_model("scripted:named")
+
+
+def test_offline_and_scripted_come_from_entry_points_not_from_the_model_layer():
+    """The model layer names no test support: the offline world and the scripted model are
+    found through the ``cycle.providers`` entry-point group, as a third party's would be."""
+    from importlib.metadata import entry_points
+
+    from cycle.llm import providers as registry
+
+    declared = {ep.name: ep.value for ep in entry_points(group=registry.ENTRY_POINT_GROUP)}
+    assert declared == {"offline": "cycle.testing.offline:OfflineAPI",
+                        "scripted": "cycle.testing.scripted:ScriptedAPI"}
+    source = "".join(p.read_text() for p in Path(registry.__file__).parent.glob("*.py"))
+    assert "cycle.testing" not in source
+    assert {"offline", "scripted", "openai", "gemini"} <= set(registry.providers())
+    assert registry.get_api("offline:default").offline

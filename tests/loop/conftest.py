@@ -110,6 +110,7 @@ class PaidScriptedAPI(ScriptedAPI):
     """``paid:<script>``: a scripted model the price table does not know, so calls cost money."""
 
     provider = "paid"
+    offline = False  # it stands for a real, priced model
 
     async def generate(self, messages, tools, config):
         out = await super().generate(messages, tools, config)

@@ -22,7 +22,7 @@ QUICKSTART = ROOT / "examples" / "quickstart"
 # so that a round is long enough to be killed in the middle of it.
 WRAPPER = '''
 import asyncio, sys
-from cycle.llm.offline import OfflineAPI
+from cycle.testing.offline import OfflineAPI
 from cycle.llm.registry import register_provider
 
 class SlowOffline(OfflineAPI):

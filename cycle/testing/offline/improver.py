@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cycle.llm.offline import schema as js
-from cycle.llm.offline.world import FEATURES, Feature, parse_facts
+from cycle.testing.offline import schema as js
+from cycle.testing.offline.world import FEATURES, Feature, parse_facts
 
 #: suggestions proposed per round at most
 MAX_SUGGESTIONS = 2

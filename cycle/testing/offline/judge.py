@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from cycle.llm.offline import schema as js
-from cycle.llm.offline.world import (
+from cycle.testing.offline import schema as js
+from cycle.testing.offline.world import (
     FEATURES,
     GENERIC,
     Facts,

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from cycle.llm.offline.world import Facts, answer, parse_facts
 from cycle.records import Message, ToolCall, ToolDef
+from cycle.testing.offline.world import Facts, answer, parse_facts
 
 # words in tool names that say nothing about what the tool is for
 _TOOL_VERBS = frozenset({

@@ -7,11 +7,11 @@ from typing import Any
 
 from cycle.errors import BadRequestError
 from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
-from cycle.llm.offline import schema as js
-from cycle.llm.offline.agent import respond
-from cycle.llm.offline.improver import improve
-from cycle.llm.offline.judge import judge
 from cycle.records import Message, ToolCall, ToolDef, Usage
+from cycle.testing.offline import schema as js
+from cycle.testing.offline.agent import respond
+from cycle.testing.offline.improver import improve
+from cycle.testing.offline.judge import judge
 
 _FENCE = "```json"
 
@@ -55,7 +55,7 @@ def _truncate(text: str, config: GenerateConfig) -> tuple[str, str]:
 
 
 class OfflineAPI(ModelAPI):
-    """``offline:<any name>``: the deterministic offline world; see ``cycle.llm.offline``."""
+    """``offline:<any name>``: the deterministic offline world; see ``cycle.testing.offline``."""
 
     provider = "offline"
     offline = True
@@ -106,7 +106,7 @@ class OfflineAPI(ModelAPI):
                     f"offline model: the {schema_name} request has no ```json block in its last "
                     "user message",
                     hint="The offline judge and improver read their input from the last fenced "
-                    "```json block of the last user message (see cycle.llm.offline).",
+                    "```json block of the last user message (see cycle.testing.offline).",
                 )
             if schema_name == "cycle_judge":
                 answer = judge(block, config.response_schema)

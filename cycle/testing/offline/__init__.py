@@ -12,7 +12,7 @@ Any model name works (``offline:default`` is the usual one); all behave alike.
 The world
 ---------
 A table of *features* of a support reply, shared by the three roles
-(``features()`` lists them; ``cycle.llm.offline.world`` holds them):
+(``features()`` lists them; ``cycle.testing.offline.world`` holds them):
 
 ==========  ==========================================  ==============================
 feature     directive the improver proposes             what the agent does
@@ -78,7 +78,7 @@ Other structured requests get the smallest JSON value valid for the schema.
 
 from __future__ import annotations
 
-from cycle.llm.offline.provider import OfflineAPI, last_json_block
-from cycle.llm.offline.world import FEATURES, Feature, features
+from cycle.testing.offline.provider import OfflineAPI, last_json_block
+from cycle.testing.offline.world import FEATURES, Feature, features
 
 __all__ = ["FEATURES", "Feature", "OfflineAPI", "features", "last_json_block"]
