@@ -6,7 +6,7 @@ provider is asked for. A factory takes ``(model_name, options)`` and returns
 a ``ModelAPI``. Besides the two built in (openai, gemini), packages register
 providers through the ``cycle.providers`` entry-point group, read once, when
 a name is not known: that is how the offline world and the scripted model of
-``cycle.testing`` (and any third party's provider) are found, without this
+the test support (and any third party's provider) are found, without this
 layer knowing them.
 """
 
