@@ -18,14 +18,13 @@ from cycle.cli import CliContext
 def cycle_summaries(store: Any, prompt_id: str | None, *, limit: int) -> list[dict[str, Any]]:
     """One summary per stored cycle, newest first (what ``cycle cycles --json`` prints)."""
     from cycle.report.cycle_report import initial_and_final
-    from cycle.store import cycles as sc
 
     out = []
-    for row in sc.list_cycles(store, prompt_id, limit=limit):
-        rounds = sc.get_rounds(store, row.id)
+    for row in store.cycles.recent(prompt_id, limit=limit):
+        rounds = store.cycles.get_rounds(row.id)
         initial, final = initial_and_final(row, rounds)
         costs: dict[str, float] = {}
-        for by_role in sc.round_costs(store, row.id).values():
+        for by_role in store.cycles.round_costs(row.id).values():
             for role, usd in by_role.items():
                 costs[role] = costs.get(role, 0.0) + usd
         out.append({

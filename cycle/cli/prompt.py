@@ -311,10 +311,9 @@ def rollback(prompt_id: str, to_version: str, label: str, message: str, as_json:
             raise click.UsageError("--round and --cycle go together: --round N --cycle CYCLE_ID")
         if to_version:
             raise click.UsageError("give either --to VERSION or --round N --cycle CYCLE_ID, not both")
-        from cycle.store.cycles import round_version
 
         with open_store() as store:
-            cycle_prompt, to_version = round_version(store, cycle_id, round_no)
+            cycle_prompt, to_version = store.cycles.round_version(cycle_id, round_no)
         if cycle_prompt != prompt_id:
             raise click.UsageError(f"cycle {cycle_id} improved '{cycle_prompt}', not '{prompt_id}'")
         message = message or f"back to round {round_no} of cycle {cycle_id}"

@@ -83,7 +83,6 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
     from cycle.progress import Progress
     from cycle.report import render_console, write_reports
     from cycle.store import Store
-    from cycle.store.runs import require_run
 
     # every input is checked before the store (or the cache) is opened: a bad file
     # leaves nothing behind
@@ -93,7 +92,7 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
     cache = None
     try:
         if resume:
-            require_run(store, resume)
+            store.runs.require(resume)
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
         limit = budget if budget is not None else loaded.config.budget
@@ -148,16 +147,16 @@ def compare(run_a: str, run_b: str, config: Path | None, as_json: bool) -> None:
     Shows the score and pass-rate deltas with 95% intervals, the cases that
     regressed and those that newly pass.
     """
+    from cycle.evals.results import load_run
     from cycle.report.compare import compare_runs, render_compare, render_compare_json
     from cycle.store import Store
-    from cycle.store.runs import load_run
 
     base = None
     if config is not None:
         base = (config if config.is_dir() else config.parent)
     store = Store.open(_store_path(base), create=False)
     try:
-        comparison = compare_runs(load_run(store, run_a), load_run(store, run_b))
+        comparison = compare_runs(load_run(store.runs, run_a), load_run(store.runs, run_b))
     finally:
         store.close()
     click.echo(render_compare_json(comparison) if as_json else render_compare(comparison))

@@ -17,6 +17,7 @@ from typing import Any
 
 from cycle.evals.stats import EMPTY, closest_to_mean, describe, percentile
 from cycle.records import CaseStats, IterationResult, RoleUsage, RunResult, SuiteStats
+from cycle.store.runs import RunLog
 
 
 def case_stats(case_id: str, name: str, results: list[IterationResult]) -> CaseStats:
@@ -71,3 +72,18 @@ def build_run_result(
     )
     return RunResult(run_id=run_id, status=status, threshold=threshold, cases=cases, suite=suite,
                      results=ordered, case_info=info, **meta)
+
+
+def load_run(log: RunLog, run_id: str, *, case_info: dict[str, dict[str, Any]] | None = None
+             ) -> RunResult:
+    """Rebuild a stored run's RunResult (for reports, compare and the loop)."""
+    row = log.require(run_id)
+    threshold = float(row.config.get("pass_threshold", 70.0))
+    info = case_info if case_info is not None else row.config.get("case_info", {})
+    return build_run_result(
+        run_id=run_id, status=row.status, threshold=threshold,
+        results=log.load_results(run_id), usage=log.usage_by_role(run_id), case_info=info,
+        prompt_id=row.prompt_id, version=row.version, agent_model=row.agent_model,
+        judge_model=row.judge_model, judge_version=row.judge_version, offline=row.offline,
+        started_at=row.started_at or "", finished_at=row.finished_at or "",
+    )

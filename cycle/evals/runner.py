@@ -2,6 +2,9 @@
 
     runner = Runner(agent=agent, judge=judge, cases=cases, iterations=3,
                     concurrency=8, timeout=120, store=store, bus=bus)
+
+With a store, the judge's prompt is saved as a version and every result goes
+to the store's run log (``store.runs``); without one, nothing is written.
     result = await runner.run()                  # a new run
     result = await runner.run(run_id="run-...")  # resume: judged iterations are kept
 
@@ -32,7 +35,8 @@ from cycle.evals.results import build_run_result
 from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished, RunStarted
 from cycle.judge import Judge
 from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult
-from cycle.store import runs as store_runs
+from cycle.store import CallRecorder, Store
+from cycle.store.runs import FLUSH_EVERY, new_run_id, now_iso
 
 
 class _Usage:
@@ -79,7 +83,7 @@ class Runner:
         iterations: int = 1,
         concurrency: int = 8,
         timeout: float | None = None,
-        store: Any = None,
+        store: Store | None = None,
         bus: EventBus | None = None,
         stop_on_first_failure: bool = False,
     ) -> None:
@@ -106,27 +110,27 @@ class Runner:
         """Run (or resume) the suite. ``meta`` may give prompt_id, version, cycle_id,
         round, role ('eval', 'baseline', 'candidate') and config (stored with the run)."""
         meta = dict(meta or {})
-        run_id = run_id or store_runs.new_run_id()
+        run_id = run_id or new_run_id()
         info = case_info(self.cases)
         previous: list[IterationResult] = []
         done: set[tuple[str, int]] = set()
-        store = self.store
-        if store is not None:
-            judge_version = self.judge.register(store)
-            existing = store_runs.get_run(store, run_id)
+        log = self.store.runs if self.store is not None else None
+        if self.store is not None and log is not None:
+            judge_version = self.judge.register(self.store)
+            existing = log.get(run_id)
             if existing is not None:
-                store_runs.delete_errors(store, run_id)
-                done = store_runs.completed_keys(store, run_id)
-                previous = [r for r in store_runs.load_results(store, run_id)
+                log.delete_errors(run_id)
+                done = log.completed_keys(run_id)
+                previous = [r for r in log.load_results(run_id)
                             if (r.case_id, r.iteration) in done]
-                store_runs.mark_running(store, run_id)
+                log.mark_running(run_id)
             else:
                 config = dict(meta.get("config") or {})
                 config.setdefault("pass_threshold", self.judge.threshold)
                 config.setdefault("iterations", self.iterations)
                 config["case_info"] = info
-                store_runs.create_run(
-                    store, run_id=run_id, prompt_id=meta.get("prompt_id"),
+                log.create(
+                    run_id=run_id, prompt_id=meta.get("prompt_id"),
                     version=meta.get("version"), config=config, agent_model=self.agent.name,
                     judge_model=self.judge.name, judge_version=judge_version,
                     offline=self.offline, cycle_id=meta.get("cycle_id"), round=meta.get("round"),
@@ -139,7 +143,7 @@ class Runner:
 
         usage = _Usage(run_id)
         unsubscribe = [self.bus.subscribe(usage)]
-        recorder = store_runs.CallRecorder(store, run_id=run_id) if store is not None else None
+        recorder = CallRecorder(log, run_id=run_id) if log is not None else None
         if recorder is not None:
             unsubscribe.append(self.bus.subscribe(recorder))
 
@@ -157,13 +161,13 @@ class Runner:
 
         def write(force: bool = False) -> None:
             # batched: one transaction per FLUSH_EVERY seconds, not per result
-            if recorder is None or not (unwritten or force):
+            if log is None or recorder is None or not (unwritten or force):
                 return
             now = time.monotonic()
-            if force or now - last_write[0] >= store_runs.FLUSH_EVERY:
+            if force or now - last_write[0] >= FLUSH_EVERY:
                 batch = list(unwritten)
                 unwritten.clear()
-                store_runs.write_results(store, run_id, batch, calls=recorder.take())
+                log.write_results(run_id, batch, calls=recorder.take())
                 last_write[0] = now
 
         async def worker() -> None:
@@ -196,9 +200,9 @@ class Runner:
                 raise
         except BaseException:
             status = "interrupted"
-            if recorder is not None:
+            if log is not None:
                 write(force=True)
-                store_runs.finish_run(store, run_id, status=status, summary=None)
+                log.finish(run_id, status=status, summary=None)
             raise
         finally:
             for u in unsubscribe:
@@ -213,14 +217,13 @@ class Runner:
             "judge_version": self.judge.version, "offline": self.offline,
             "stop_reason": self._stop_reason,
         }
-        role_usage = (store_runs.usage_by_role(store, run_id) if store is not None
-                      else usage.by_role())
+        role_usage = log.usage_by_role(run_id) if log is not None else usage.by_role()
         result = build_run_result(
             run_id=run_id, status=status, threshold=self.judge.threshold,
             results=previous + results, usage=role_usage, case_info=info, **run_meta,
         )
-        if store is not None:
-            store_runs.finish_run(store, run_id, status=status, summary=result.summary())
+        if log is not None:
+            log.finish(run_id, status=status, summary=result.summary())
         self.bus.emit(RunFinished(run_id=run_id, score=result.score,
                                   pass_rate=result.suite.pass_rate, errors=result.suite.errors,
                                   cost=result.suite.cost, status=status))
@@ -230,7 +233,7 @@ class Runner:
         self, case: TestCase, iteration: int, base_context: dict[str, Any]
     ) -> IterationResult:
         context = {**base_context, "case_id": case.id, "iteration": iteration}
-        started_at = store_runs.now_iso()
+        started_at = now_iso()
         agent_result: AgentResult | None = None
         stage = "agent"
         try:
@@ -258,7 +261,7 @@ class Runner:
             score=verdict.score, passed=verdict.passed, input=case.input, output=a.output,
             tool_calls=a.tool_calls, latency=a.latency, agent_cost=a.cost, judge_cost=verdict.cost,
             input_tokens=a.usage.input_tokens, output_tokens=a.usage.output_tokens,
-            started_at=started_at, finished_at=store_runs.now_iso(), verdicts=verdict.verdicts,
+            started_at=started_at, finished_at=now_iso(), verdicts=verdict.verdicts,
         )
 
     def _errored(
@@ -270,5 +273,5 @@ class Runner:
             tool_calls=a.tool_calls if a else (), latency=a.latency if a else 0.0,
             agent_cost=a.cost if a else 0.0, input_tokens=a.usage.input_tokens if a else 0,
             output_tokens=a.usage.output_tokens if a else 0, started_at=started_at,
-            finished_at=store_runs.now_iso(),
+            finished_at=now_iso(),
         )

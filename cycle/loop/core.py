@@ -28,6 +28,7 @@ from cycle import events as ev
 from cycle.config import STORE_PREFIX, LoadedConfig, load_prompt
 from cycle.errors import BudgetExceededError, ConfigError, CycleError, NotFoundError, describe
 from cycle.evals.case import TestCase
+from cycle.evals.results import load_run
 from cycle.evals.suite import (
     agent_model_name,
     build_suite,
@@ -53,9 +54,7 @@ from cycle.loop.config import ImproveConfig, load_improve_config
 from cycle.loop.review import Reviewer
 from cycle.loop.stop import CycleState, RoundRecord, cost_cap, has_limit, resolve_custom
 from cycle.records import Prompt, ReviewRequest, RunResult, Suggestion, Version
-from cycle.store import Store
-from cycle.store import cycles as store_cycles
-from cycle.store import runs as store_runs
+from cycle.store import CallRecorder, CycleRecorder, Store
 from cycle.yamlload import relocate
 
 #: cases carrying this tag must not go from pass to fail (like improve.required_cases)
@@ -290,7 +289,7 @@ class Loop:
                 max_suggestions=self.improve.max_suggestions,
             )
             self._unsubscribe = [
-                self.bus.subscribe(store_cycles.CycleRecorder(self.store)),
+                self.bus.subscribe(CycleRecorder(self.store.cycles)),
                 self.bus.subscribe(self._on_call),
             ]
             self.bus.emit(ev.CycleStarted(
@@ -356,9 +355,9 @@ class Loop:
 
     def _mark_stopped(self) -> None:
         """A round cut short (cost cap) is kept as 'stopped', with what it had stored."""
-        for r in store_cycles.get_rounds(self.store, self.cycle_id):
+        for r in self.store.cycles.get_rounds(self.cycle_id):
             if r.status == "running":
-                store_cycles.update_round(self.store, self.cycle_id, r.round, status="stopped")
+                self.store.cycles.update_round(self.cycle_id, r.round, status="stopped")
 
     def _finish(self, incumbent: _Incumbent | None, reason: str, *, status: str) -> CycleResult:
         final = incumbent.version if incumbent else self._initial
@@ -394,14 +393,14 @@ class Loop:
         costs[event.role] = costs.get(event.role, 0.0) + event.cost
         if event.context.get("run_id") is None:
             # calls outside a run (the improver's) are recorded here; the runner records its own
-            recorder = store_runs.CallRecorder(self.store)
+            recorder = CallRecorder(self.store.runs)
             recorder(event)
             recorder.flush()
         self.bus.emit(ev.CostUpdated(total=self.budget.spent, by_role=dict(self.budget.by_role),
                                      limit=self.budget.limit, estimated=self.budget.estimated))
 
     def _round_cost(self, round_no: int) -> dict[str, float]:
-        stored = store_cycles.round_costs(self.store, self.cycle_id).get(round_no)
+        stored = self.store.cycles.round_costs(self.cycle_id).get(round_no)
         return stored if stored is not None else dict(self._cost_by_round.get(round_no, {}))
 
     # -- stop conditions ---------------------------------------------------------
@@ -458,14 +457,14 @@ class Loop:
     # -- one round -------------------------------------------------------------------
 
     async def _suggestions(self, round_no: int, inc: _Incumbent) -> list[Suggestion]:
-        stored = store_cycles.get_suggestions(self.store, self.cycle_id, round_no)
+        stored = self.store.cycles.get_suggestions(self.cycle_id, round_no)
         if stored:  # resumed: the improver was already paid for this round
             return [Suggestion(**s.model_dump(include=set(Suggestion.model_fields))) for s in stored]
         low = low_cases(inc.result, below=self.low_score)
         inp = ImproverInput(
             prompt=inc.version.prompt, aggregates=aggregates(inc.result),
             low_cases=fit_cases(low, max_tokens=self.improve.context_tokens),
-            rejected=store_cycles.rejected_suggestions(self.store, self.cycle_id),
+            rejected=self.store.cycles.rejected_suggestions(self.cycle_id),
             low_score=self.low_score,
         )
         suggestions = await self.improver.propose(inp, context={"cycle_id": self.cycle_id, "round": round_no})
@@ -566,14 +565,14 @@ class Loop:
 
     async def _restore(self, resume: str | bool) -> tuple[Version, _Incumbent | None, int]:
         if resume is True or resume == "":
-            row = store_cycles.latest_resumable(self.store, self.prompt_id)
+            row = self.store.cycles.latest_resumable(self.prompt_id)
             if row is None:
                 raise NotFoundError(
                     f"no interrupted cycle of '{self.prompt_id}' to resume",
                     hint="Start a new one: cycle improve cycle.yaml",
                 )
         else:
-            row = store_cycles.get_cycle(self.store, str(resume))
+            row = self.store.cycles.get(str(resume))
             if row.prompt_id != self.prompt_id:
                 raise ConfigError(
                     f"cycle {row.id} improved '{row.prompt_id}', but this config's prompt is "
@@ -590,15 +589,15 @@ class Loop:
         start = self.store.get_version(self.prompt_id, row.initial_version)
         incumbent: _Incumbent | None = None
         next_round = 0
-        for r in store_cycles.get_rounds(self.store, row.id):
+        for r in self.store.cycles.get_rounds(row.id):
             if r.status != "finished":
                 next_round = r.round
                 break
             self._elapsed_before += _seconds_between(r.started_at, r.finished_at)
-            cost = store_cycles.round_costs(self.store, row.id).get(r.round, {})
+            cost = self.store.cycles.round_costs(row.id).get(r.round, {})
             self._cost_by_round[r.round] = dict(cost)
             if r.round == 0:
-                result = store_runs.load_run(self.store, r.baseline_run_id or run_id_for(row.id, 0))
+                result = load_run(self.store.runs, r.baseline_run_id or run_id_for(row.id, 0))
                 incumbent = _Incumbent(start, result, evaluation_of(result, start.version))
                 self._summaries.append(RoundSummary(0, start.version, r.score, None, cost=r.cost or 0.0))
             else:
@@ -606,19 +605,19 @@ class Loop:
                                                     r.delta, r.reason or "", r.cost or 0.0))
                 if r.accepted and r.candidate_version and r.candidate_run_id:
                     v = self.store.get_version(self.prompt_id, r.candidate_version)
-                    result = store_runs.load_run(self.store, r.candidate_run_id)
+                    result = load_run(self.store.runs, r.candidate_run_id)
                     incumbent = _Incumbent(v, result, evaluation_of(result, v.version))
             self._records.append(RoundRecord(r.round, r.version or "", r.score, r.accepted, r.delta,
                                              r.cost or 0.0))
             next_round = r.round + 1
         # what was spent before counts against the cap
         spent: dict[str, float] = {}
-        for costs in store_cycles.round_costs(self.store, row.id).values():
+        for costs in self.store.cycles.round_costs(row.id).values():
             for role, c in costs.items():
                 spent[role] = spent.get(role, 0.0) + c
         for role, c in spent.items():
             self.budget.add(c, role)
-        self._cost_by_round.update({k: dict(v) for k, v in store_cycles.round_costs(self.store, row.id).items()
+        self._cost_by_round.update({k: dict(v) for k, v in self.store.cycles.round_costs(row.id).items()
                                     if k not in self._cost_by_round})
         if incumbent is None and next_round > 0:
             next_round = 0

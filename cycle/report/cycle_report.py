@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cycle.records import CycleRow, RoundRow
 from cycle.report import format as f
 from cycle.report.json import OFFLINE_NOTE
 from cycle.store import Store
-from cycle.store import cycles as sc
 
 # Figures are kept at full precision here and rounded once, when shown: rounding
 # them first (to 2 digits) and again for display (to 1) made the report say 96.8
@@ -25,7 +25,7 @@ from cycle.store import cycles as sc
 
 
 def initial_and_final(
-    cycle: sc.CycleRow, rounds: list[sc.RoundRow]
+    cycle: CycleRow, rounds: list[RoundRow]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The version a cycle started from and the one it ended on (for a cycle still
     running: the current incumbent), each with its score and 95% interval."""
@@ -42,7 +42,7 @@ def initial_and_final(
         if r.round >= 1 and r.accepted and r.candidate_version == final_version:
             final_row = r
 
-    def entry(version: str | None, row: sc.RoundRow | None) -> dict[str, Any]:
+    def entry(version: str | None, row: RoundRow | None) -> dict[str, Any]:
         return {"version": version, "score": row.score if row else None,
                 "ci_low": row.ci_low if row else None, "ci_high": row.ci_high if row else None}
 
@@ -51,10 +51,10 @@ def initial_and_final(
 
 def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     """Everything the cycle report shows, JSON-ready."""
-    cycle = sc.get_cycle(store, cycle_id)
-    rounds = sc.get_rounds(store, cycle_id)
-    suggestions = sc.get_suggestions(store, cycle_id)
-    costs = sc.round_costs(store, cycle_id)
+    cycle = store.cycles.get(cycle_id)
+    rounds = store.cycles.get_rounds(cycle_id)
+    suggestions = store.cycles.get_suggestions(cycle_id)
+    costs = store.cycles.round_costs(cycle_id)
     offline = bool(store.db.execute(
         "SELECT max(coalesce(offline, 0)) FROM runs WHERE cycle_id = ?", (cycle_id,)).fetchone()[0])
     by_role: dict[str, float] = {}

@@ -2,22 +2,16 @@
 
     from cycle.store import Store
     with Store.open(".cycle/cycle.db") as store:
-        v = store.save_version(prompt, message="first draft")
+        v = store.save_version(prompt, message="first draft")   # versions and labels
         store.resolve("support-reply@head")
+        store.runs.recent(limit=5)                               # the run log
+        store.cycles.get_rounds(cycle_id)                        # the cycle log
+
+Everything it hands back is a record of ``cycle.records``.
 """
 
-from cycle.prompts.diff import FieldDiff, VersionDiff, diff_prompts
-from cycle.records import HEAD, PRODUCTION, LabelMove, PromptSummary, Version
+from cycle.store.cycles import CycleLog, CycleRecorder
+from cycle.store.runs import CallRecorder, RunLog
 from cycle.store.store import Store
 
-__all__ = [
-    "HEAD",
-    "PRODUCTION",
-    "FieldDiff",
-    "LabelMove",
-    "PromptSummary",
-    "Store",
-    "Version",
-    "VersionDiff",
-    "diff_prompts",
-]
+__all__ = ["CallRecorder", "CycleLog", "CycleRecorder", "RunLog", "Store"]

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from cycle import events as ev
 from cycle.errors import NotFoundError
-from cycle.records import CycleRow, RoundRow, StoredSuggestion, Suggestion
+from cycle.records import CycleRow, RejectedSuggestion, RoundRow, StoredSuggestion, Suggestion
 
 if TYPE_CHECKING:
-    from cycle.store import Store
+    from cycle.store.store import Store
 
 RESUMABLE = ("running", "interrupted")
 
@@ -34,98 +34,6 @@ _CYCLE_COLUMNS = tuple(CycleRow.model_fields)
 _ROUND_COLUMNS = tuple(RoundRow.model_fields)
 
 
-# -- writers --------------------------------------------------------------------
-
-
-def create_cycle(
-    store: Store, *, cycle_id: str, prompt_id: str, initial_version: str, config: dict[str, Any]
-) -> None:
-    """Insert the cycle row (status running); a second call for the same id does nothing."""
-    with store.transaction() as db:
-        db.execute(
-            "INSERT INTO cycles (id, prompt_id, status, config, started_at, initial_version, total_cost) "
-            "VALUES (?, ?, 'running', ?, ?, ?, 0) ON CONFLICT (id) DO NOTHING",
-            (cycle_id, prompt_id, json.dumps(config, default=str), _now(), initial_version),
-        )
-
-
-def set_cycle_status(store: Store, cycle_id: str, status: str) -> None:
-    with store.transaction() as db:
-        db.execute("UPDATE cycles SET status = ? WHERE id = ?", (status, cycle_id))
-
-
-def finish_cycle(
-    store: Store, cycle_id: str, *, status: str, stop_reason: str,
-    final_version: str | None, total_cost: float,
-) -> None:
-    """Record how the cycle ended (``interrupted`` keeps it resumable)."""
-    with store.transaction() as db:
-        db.execute(
-            "UPDATE cycles SET status = ?, stop_reason = ?, final_version = ?, total_cost = ?, "
-            "finished_at = ? WHERE id = ?",
-            (status, stop_reason, final_version, total_cost, _now(), cycle_id),
-        )
-
-
-def update_round(store: Store, cycle_id: str, round_no: int, **fields: Any) -> None:
-    """Insert the round row if new, then set ``fields`` (column names of ``rounds``)."""
-    unknown = set(fields) - set(_ROUND_COLUMNS)
-    if unknown:
-        raise ValueError(f"unknown round columns: {', '.join(sorted(unknown))}")
-    values = {k: (int(v) if isinstance(v, bool) else v) for k, v in fields.items()}
-    with store.transaction() as db:
-        db.execute(
-            "INSERT INTO rounds (cycle_id, round, status, started_at) VALUES (?, ?, 'running', ?) "
-            "ON CONFLICT (cycle_id, round) DO NOTHING",
-            (cycle_id, round_no, _now()),
-        )
-        if values:
-            sets = ", ".join(f"{k} = ?" for k in values)
-            db.execute(
-                f"UPDATE rounds SET {sets} WHERE cycle_id = ? AND round = ?",
-                (*values.values(), cycle_id, round_no),
-            )
-
-
-def save_suggestions(
-    store: Store, cycle_id: str, round_no: int, suggestions: list[dict[str, Any]] | list[Suggestion]
-) -> None:
-    """Insert or update suggestions (by id) with their decision and ``applied`` flag."""
-    rows = []
-    for s in suggestions:
-        data = s.model_dump() if isinstance(s, Suggestion) else dict(s)
-        rows.append((
-            data["id"], cycle_id, round_no, data["type"], data.get("priority", "medium"),
-            data.get("current_value", ""), data["suggested_value"], data.get("reasoning", ""),
-            data.get("expected_improvement", ""), json.dumps(data.get("target_cases") or []),
-            data.get("decision", "pending"), data.get("reason", ""), data.get("edited_value"),
-            int(bool(data.get("applied", False))),
-        ))
-    with store.transaction() as db:
-        for row in rows:
-            db.execute(
-                "INSERT INTO suggestions (id, cycle_id, round, type, priority, current_value, "
-                "suggested_value, reasoning, expected_improvement, target_cases, decision, reason, "
-                "edited_value, applied) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET decision = excluded.decision, reason = excluded.reason, "
-                "edited_value = excluded.edited_value, applied = excluded.applied",
-                row,
-            )
-
-
-# -- readers --------------------------------------------------------------------
-
-
-def get_cycle(store: Store, cycle_id: str) -> CycleRow:
-    rows = store.db.execute(
-        f"SELECT {', '.join(_CYCLE_COLUMNS)} FROM cycles WHERE id = ?", (cycle_id,)
-    ).fetchall()
-    if not rows:
-        known = [r[0] for r in store.db.execute(
-            "SELECT id FROM cycles ORDER BY started_at DESC LIMIT 5").fetchall()]
-        hint = ("Recent cycles: " + ", ".join(known)) if known else "No cycle has run in this store yet."
-        raise NotFoundError(f"no cycle '{cycle_id}' in the store", hint=hint)
-    return _cycle(rows[0])
 
 
 def _cycle(row: tuple[Any, ...]) -> CycleRow:
@@ -134,135 +42,236 @@ def _cycle(row: tuple[Any, ...]) -> CycleRow:
     return CycleRow(**data)
 
 
-def list_cycles(store: Store, prompt_id: str | None = None, *, limit: int = 20) -> list[CycleRow]:
-    """Cycles, newest first."""
-    sql = f"SELECT {', '.join(_CYCLE_COLUMNS)} FROM cycles"
-    params: list[Any] = []
-    if prompt_id is not None:
-        sql += " WHERE prompt_id = ?"
-        params.append(prompt_id)
-    sql += " ORDER BY started_at DESC, rowid DESC LIMIT ?"
-    params.append(limit)
-    return [_cycle(r) for r in store.db.execute(sql, params).fetchall()]
-
-
-def latest_resumable(store: Store, prompt_id: str) -> CycleRow | None:
-    """The newest cycle of ``prompt_id`` that was interrupted (or killed: still 'running')."""
-    rows = store.db.execute(
-        f"SELECT {', '.join(_CYCLE_COLUMNS)} FROM cycles WHERE prompt_id = ? "
-        "AND status IN ('running', 'interrupted') ORDER BY started_at DESC, rowid DESC LIMIT 1",
-        (prompt_id,),
-    ).fetchall()
-    return _cycle(rows[0]) if rows else None
-
-
-def get_rounds(store: Store, cycle_id: str) -> list[RoundRow]:
-    rows = store.db.execute(
-        f"SELECT {', '.join(_ROUND_COLUMNS)} FROM rounds WHERE cycle_id = ? ORDER BY round",
-        (cycle_id,),
-    ).fetchall()
-    out = []
-    for row in rows:
-        data = dict(zip(_ROUND_COLUMNS, row))
-        if data["accepted"] is not None:
-            data["accepted"] = bool(data["accepted"])
-        out.append(RoundRow(**data))
-    return out
-
-
-def get_suggestions(store: Store, cycle_id: str, round_no: int | None = None) -> list[StoredSuggestion]:
-    """Suggestions of a cycle (or one round), in the order they were proposed."""
-    sql = (
-        "SELECT id, cycle_id, round, type, priority, current_value, suggested_value, reasoning, "
-        "expected_improvement, target_cases, decision, reason, edited_value, applied "
-        "FROM suggestions WHERE cycle_id = ?"
-    )
-    params: list[Any] = [cycle_id]
-    if round_no is not None:
-        sql += " AND round = ?"
-        params.append(round_no)
-    sql += " ORDER BY round, rowid"
-    out = []
-    for row in store.db.execute(sql, params).fetchall():
-        (sid, cid, rnd, typ, prio, cur, sug, why, exp, targets, decision, reason, edited, applied) = row
-        out.append(StoredSuggestion(
-            id=sid, cycle_id=cid, round=rnd, type=typ, priority=prio, current_value=cur or "",
-            suggested_value=sug or "", reasoning=why or "", expected_improvement=exp or "",
-            target_cases=json.loads(targets or "[]"), decision=decision or "pending",
-            reason=reason or "", edited_value=edited, applied=bool(applied),
-        ))
-    return out
-
-
-def round_costs(store: Store, cycle_id: str) -> dict[int, dict[str, float]]:
-    """Round -> role -> dollars, from the calls rows.
-
-    Agent and judge calls belong to a run (runs.cycle_id / round say which
-    round made it); improver calls carry the cycle and round themselves.
-    """
-    rows = store.db.execute(
-        """
-        SELECT coalesce(r.round, c.round) AS rnd, c.role, sum(coalesce(c.cost, 0))
-        FROM calls c LEFT JOIN runs r ON r.id = c.run_id
-        WHERE r.cycle_id = ? OR (c.run_id IS NULL AND c.cycle_id = ?)
-        GROUP BY rnd, c.role
-        """,
-        (cycle_id, cycle_id),
-    ).fetchall()
-    out: dict[int, dict[str, float]] = {}
-    for rnd, role, cost in rows:
-        if rnd is None:
-            continue
-        out.setdefault(int(rnd), {})[role or "agent"] = float(cost or 0.0)
-    return out
-
-
-def round_version(store: Store, cycle_id: str, round_no: int) -> tuple[str, str]:
-    """(prompt id, version) a round evaluated: what ``cycle rollback --round N`` returns head to."""
-    cycle = get_cycle(store, cycle_id)
-    rounds = {r.round: r for r in get_rounds(store, cycle_id)}
-    r = rounds.get(round_no)
-    if r is None or r.version is None:
-        known = ", ".join(str(n) for n, x in sorted(rounds.items()) if x.version) or "none"
-        raise NotFoundError(
-            f"cycle '{cycle_id}' has no round {round_no} with a version",
-            hint=f"Rounds with a version: {known}.",
-        )
-    return cycle.prompt_id, r.version
-
-
 # -- the recorder ---------------------------------------------------------------
+
+
+class CycleLog:
+    """Cycles, their rounds and the suggestions each round proposed and decided."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def create(self, *, cycle_id: str, prompt_id: str, initial_version: str, config: dict[str, Any]
+    ) -> None:
+        """Insert the cycle row (status running); a second call for the same id does nothing."""
+        with self.store.transaction() as db:
+            db.execute(
+                "INSERT INTO cycles (id, prompt_id, status, config, started_at, initial_version, total_cost) "
+                "VALUES (?, ?, 'running', ?, ?, ?, 0) ON CONFLICT (id) DO NOTHING",
+                (cycle_id, prompt_id, json.dumps(config, default=str), _now(), initial_version),
+            )
+
+    def set_status(self, cycle_id: str, status: str) -> None:
+        with self.store.transaction() as db:
+            db.execute("UPDATE cycles SET status = ? WHERE id = ?", (status, cycle_id))
+
+    def finish(self, cycle_id: str, *, status: str, stop_reason: str,
+        final_version: str | None, total_cost: float,
+    ) -> None:
+        """Record how the cycle ended (``interrupted`` keeps it resumable)."""
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE cycles SET status = ?, stop_reason = ?, final_version = ?, total_cost = ?, "
+                "finished_at = ? WHERE id = ?",
+                (status, stop_reason, final_version, total_cost, _now(), cycle_id),
+            )
+
+    def update_round(self, cycle_id: str, round_no: int, **fields: Any) -> None:
+        """Insert the round row if new, then set ``fields`` (column names of ``rounds``)."""
+        unknown = set(fields) - set(_ROUND_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown round columns: {', '.join(sorted(unknown))}")
+        values = {k: (int(v) if isinstance(v, bool) else v) for k, v in fields.items()}
+        with self.store.transaction() as db:
+            db.execute(
+                "INSERT INTO rounds (cycle_id, round, status, started_at) VALUES (?, ?, 'running', ?) "
+                "ON CONFLICT (cycle_id, round) DO NOTHING",
+                (cycle_id, round_no, _now()),
+            )
+            if values:
+                sets = ", ".join(f"{k} = ?" for k in values)
+                db.execute(
+                    f"UPDATE rounds SET {sets} WHERE cycle_id = ? AND round = ?",
+                    (*values.values(), cycle_id, round_no),
+                )
+
+    def save_suggestions(self, cycle_id: str, round_no: int, suggestions: list[dict[str, Any]] | list[Suggestion]
+    ) -> None:
+        """Insert or update suggestions (by id) with their decision and ``applied`` flag."""
+        rows = []
+        for s in suggestions:
+            data = s.model_dump() if isinstance(s, Suggestion) else dict(s)
+            rows.append((
+                data["id"], cycle_id, round_no, data["type"], data.get("priority", "medium"),
+                data.get("current_value", ""), data["suggested_value"], data.get("reasoning", ""),
+                data.get("expected_improvement", ""), json.dumps(data.get("target_cases") or []),
+                data.get("decision", "pending"), data.get("reason", ""), data.get("edited_value"),
+                int(bool(data.get("applied", False))),
+            ))
+        with self.store.transaction() as db:
+            for row in rows:
+                db.execute(
+                    "INSERT INTO suggestions (id, cycle_id, round, type, priority, current_value, "
+                    "suggested_value, reasoning, expected_improvement, target_cases, decision, reason, "
+                    "edited_value, applied) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (id) DO UPDATE SET decision = excluded.decision, reason = excluded.reason, "
+                    "edited_value = excluded.edited_value, applied = excluded.applied",
+                    row,
+                )
+
+    def get(self, cycle_id: str) -> CycleRow:
+        rows = self.store.db.execute(
+            f"SELECT {', '.join(_CYCLE_COLUMNS)} FROM cycles WHERE id = ?", (cycle_id,)
+        ).fetchall()
+        if not rows:
+            known = [r[0] for r in self.store.db.execute(
+                "SELECT id FROM cycles ORDER BY started_at DESC LIMIT 5").fetchall()]
+            hint = ("Recent cycles: " + ", ".join(known)) if known else "No cycle has run in this store yet."
+            raise NotFoundError(f"no cycle '{cycle_id}' in the store", hint=hint)
+        return _cycle(rows[0])
+
+    def recent(self, prompt_id: str | None = None, *, limit: int = 20) -> list[CycleRow]:
+        """Cycles, newest first."""
+        sql = f"SELECT {', '.join(_CYCLE_COLUMNS)} FROM cycles"
+        params: list[Any] = []
+        if prompt_id is not None:
+            sql += " WHERE prompt_id = ?"
+            params.append(prompt_id)
+        sql += " ORDER BY started_at DESC, rowid DESC LIMIT ?"
+        params.append(limit)
+        return [_cycle(r) for r in self.store.db.execute(sql, params).fetchall()]
+
+    def latest_resumable(self, prompt_id: str) -> CycleRow | None:
+        """The newest cycle of ``prompt_id`` that was interrupted (or killed: still 'running')."""
+        rows = self.store.db.execute(
+            f"SELECT {', '.join(_CYCLE_COLUMNS)} FROM cycles WHERE prompt_id = ? "
+            "AND status IN ('running', 'interrupted') ORDER BY started_at DESC, rowid DESC LIMIT 1",
+            (prompt_id,),
+        ).fetchall()
+        return _cycle(rows[0]) if rows else None
+
+    def get_rounds(self, cycle_id: str) -> list[RoundRow]:
+        rows = self.store.db.execute(
+            f"SELECT {', '.join(_ROUND_COLUMNS)} FROM rounds WHERE cycle_id = ? ORDER BY round",
+            (cycle_id,),
+        ).fetchall()
+        out = []
+        for row in rows:
+            data = dict(zip(_ROUND_COLUMNS, row))
+            if data["accepted"] is not None:
+                data["accepted"] = bool(data["accepted"])
+            out.append(RoundRow(**data))
+        return out
+
+    def get_suggestions(self, cycle_id: str, round_no: int | None = None) -> list[StoredSuggestion]:
+        """Suggestions of a cycle (or one round), in the order they were proposed."""
+        sql = (
+            "SELECT id, cycle_id, round, type, priority, current_value, suggested_value, reasoning, "
+            "expected_improvement, target_cases, decision, reason, edited_value, applied "
+            "FROM suggestions WHERE cycle_id = ?"
+        )
+        params: list[Any] = [cycle_id]
+        if round_no is not None:
+            sql += " AND round = ?"
+            params.append(round_no)
+        sql += " ORDER BY round, rowid"
+        out = []
+        for row in self.store.db.execute(sql, params).fetchall():
+            (sid, cid, rnd, typ, prio, cur, sug, why, exp, targets, decision, reason, edited, applied) = row
+            out.append(StoredSuggestion(
+                id=sid, cycle_id=cid, round=rnd, type=typ, priority=prio, current_value=cur or "",
+                suggested_value=sug or "", reasoning=why or "", expected_improvement=exp or "",
+                target_cases=json.loads(targets or "[]"), decision=decision or "pending",
+                reason=reason or "", edited_value=edited, applied=bool(applied),
+            ))
+        return out
+
+    def round_costs(self, cycle_id: str) -> dict[int, dict[str, float]]:
+        """Round -> role -> dollars, from the calls rows.
+
+        Agent and judge calls belong to a run (runs.cycle_id / round say which
+        round made it); improver calls carry the cycle and round themselves.
+        """
+        rows = self.store.db.execute(
+            """
+            SELECT coalesce(r.round, c.round) AS rnd, c.role, sum(coalesce(c.cost, 0))
+            FROM calls c LEFT JOIN runs r ON r.id = c.run_id
+            WHERE r.cycle_id = ? OR (c.run_id IS NULL AND c.cycle_id = ?)
+            GROUP BY rnd, c.role
+            """,
+            (cycle_id, cycle_id),
+        ).fetchall()
+        out: dict[int, dict[str, float]] = {}
+        for rnd, role, cost in rows:
+            if rnd is None:
+                continue
+            out.setdefault(int(rnd), {})[role or "agent"] = float(cost or 0.0)
+        return out
+
+    def round_version(self, cycle_id: str, round_no: int) -> tuple[str, str]:
+        """(prompt id, version) a round evaluated: what ``cycle rollback --round N`` returns head to."""
+        cycle = self.get(cycle_id)
+        rounds = {r.round: r for r in self.get_rounds(cycle_id)}
+        r = rounds.get(round_no)
+        if r is None or r.version is None:
+            known = ", ".join(str(n) for n, x in sorted(rounds.items()) if x.version) or "none"
+            raise NotFoundError(
+                f"cycle '{cycle_id}' has no round {round_no} with a version",
+                hint=f"Rounds with a version: {known}.",
+            )
+        return cycle.prompt_id, r.version
+
+    def rejected_suggestions(self, cycle_id: str) -> list[RejectedSuggestion]:
+        """What the improver must not propose again, with why: suggestions the reviewer
+        rejected, those that could not be applied, and those tried in a rejected candidate
+        (with the acceptance evidence)."""
+        rounds = {r.round: r for r in self.get_rounds(cycle_id)}
+        out = []
+        for s in self.get_suggestions(cycle_id):
+            r = rounds.get(s.round)
+            if s.decision == "rejected":
+                reason = f"rejected by the reviewer: {s.reason or 'no reason given'}"
+            elif s.decision == "skipped":
+                reason = f"could not be applied: {s.reason}"
+            elif s.applied and r is not None and r.accepted is False:
+                reason = f"tried in round {s.round}; the candidate was {r.reason or 'rejected'}"
+            else:
+                continue
+            out.append(RejectedSuggestion(
+                type=s.type, current_value=s.current_value, suggested_value=s.value, reason=reason,
+            ))
+        return out
 
 
 class CycleRecorder:
     """Event subscriber writing cycles, rounds and suggestions to the store as they happen."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    def __init__(self, log: CycleLog) -> None:
+        self.log = log
 
     def __call__(self, event: ev.Event) -> None:
-        s = self.store
+        log = self.log
         if isinstance(event, ev.CycleStarted):
-            create_cycle(s, cycle_id=event.cycle_id, prompt_id=event.prompt_id,
+            log.create(cycle_id=event.cycle_id, prompt_id=event.prompt_id,
                          initial_version=event.version, config=event.config)
             if event.resumed:
-                set_cycle_status(s, event.cycle_id, "running")
+                log.set_status(event.cycle_id, "running")
         elif isinstance(event, ev.RoundStarted):
-            update_round(s, event.cycle_id, event.round, incumbent_version=event.version, status="running")
+            log.update_round(event.cycle_id, event.round, incumbent_version=event.version, status="running")
         elif isinstance(event, ev.EvaluationStarted):
             column = "baseline_run_id" if event.role == "baseline" else "candidate_run_id"
             fields: dict[str, Any] = {column: event.run_id}
             if event.role == "candidate":
                 fields["candidate_version"] = event.version
-            update_round(s, event.cycle_id, event.round, **fields)
+            log.update_round(event.cycle_id, event.round, **fields)
         elif isinstance(event, (ev.SuggestionsProposed, ev.ReviewDecided)):
-            save_suggestions(s, event.cycle_id, event.round, event.suggestions)
+            log.save_suggestions(event.cycle_id, event.round, event.suggestions)
         elif isinstance(event, ev.VersionCreated) and event.cycle_id and event.round is not None:
-            update_round(s, event.cycle_id, event.round, candidate_version=event.version)
+            log.update_round(event.cycle_id, event.round, candidate_version=event.version)
         elif isinstance(event, ev.CandidateDecided):
             # ci_low/ci_high of a round are its score's interval (RoundFinished); the
             # interval of the paired improvement is part of the reason text
-            update_round(s, event.cycle_id, event.round, accepted=event.accepted, reason=event.reason,
+            log.update_round(event.cycle_id, event.round, accepted=event.accepted, reason=event.reason,
                          delta=event.delta)
         elif isinstance(event, ev.RoundFinished):
             fields = {"status": "finished", "score": event.score, "ci_low": event.ci_low,
@@ -270,31 +279,9 @@ class CycleRecorder:
                       "incumbent_score": event.incumbent_score, "finished_at": _now()}
             if event.round == 0:
                 fields["accepted"] = None
-            update_round(s, event.cycle_id, event.round, **fields)
+            log.update_round(event.cycle_id, event.round, **fields)
         elif isinstance(event, ev.CycleFinished):
-            finish_cycle(s, event.cycle_id, status=event.status, stop_reason=event.reason,
+            log.finish(event.cycle_id, status=event.status, stop_reason=event.reason,
                          final_version=event.final_version, total_cost=event.total_cost)
 
 
-def rejected_suggestions(store: Store, cycle_id: str) -> list[Any]:
-    """What the improver must not propose again, with why: suggestions the reviewer
-    rejected, those that could not be applied, and those tried in a rejected candidate
-    (with the acceptance evidence)."""
-    from cycle.records import RejectedSuggestion
-
-    rounds = {r.round: r for r in get_rounds(store, cycle_id)}
-    out = []
-    for s in get_suggestions(store, cycle_id):
-        r = rounds.get(s.round)
-        if s.decision == "rejected":
-            reason = f"rejected by the reviewer: {s.reason or 'no reason given'}"
-        elif s.decision == "skipped":
-            reason = f"could not be applied: {s.reason}"
-        elif s.applied and r is not None and r.accepted is False:
-            reason = f"tried in round {s.round}; the candidate was {r.reason or 'rejected'}"
-        else:
-            continue
-        out.append(RejectedSuggestion(
-            type=s.type, current_value=s.current_value, suggested_value=s.value, reason=reason,
-        ))
-    return out

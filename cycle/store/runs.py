@@ -5,8 +5,8 @@ calls made for them, in small batches: one transaction at most every
 ``FLUSH_EVERY`` seconds (WAL mode, no fsync storm), so a killed run loses at
 most that much work and resumes from the rest. ``CallRecorder`` subscribes to the event
 bus and buffers ``ModelCalled`` rows until that commit (or ``flush()``).
-Reading back (``load_run``) rebuilds a ``RunResult`` for reports,
-``cycle compare`` and resuming.
+Reading back gives the rows and records; ``cycle.evals.results.load_run``
+aggregates them into a ``RunResult`` for reports, ``cycle compare`` and resuming.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ import json
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cycle.errors import NotFoundError
-from cycle.evals.results import build_run_result
 from cycle.events import Event, ModelCalled
-from cycle.records import IterationResult, RoleUsage, RunResult, RunRow, ToolCall, Verdict
+from cycle.records import IterationResult, RoleUsage, RunRow, ToolCall, Verdict
+
+if TYPE_CHECKING:
+    from cycle.store.store import Store
 
 #: seconds between two result writes of a running suite (see the module docstring)
 FLUSH_EVERY = 0.25
@@ -39,98 +41,6 @@ _RUN_COLUMNS = (
     "id, prompt_id, version, status, started_at, finished_at, config, agent_model, "
     "judge_model, judge_version, offline, cycle_id, round, role, summary"
 )
-
-
-def create_run(
-    store: Any,
-    *,
-    run_id: str,
-    prompt_id: str | None = None,
-    version: str | None = None,
-    config: dict[str, Any] | None = None,
-    agent_model: str | None = None,
-    judge_model: str | None = None,
-    judge_version: str | None = None,
-    offline: bool = False,
-    cycle_id: str | None = None,
-    round: int | None = None,
-    role: str = "eval",
-) -> None:
-    """Insert a run with status 'running'."""
-    with store.transaction() as db:
-        db.execute(
-            f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, 'running', ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-            (run_id, prompt_id, version, now_iso(), json.dumps(config or {}, default=str),
-             agent_model, judge_model, judge_version, int(offline), cycle_id, round, role),
-        )
-
-
-def get_run(store: Any, run_id: str) -> RunRow | None:
-    rows = store.db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchall()
-    if not rows:
-        return None
-    r = rows[0]
-    return RunRow(
-        id=r[0], prompt_id=r[1], version=r[2], status=r[3], started_at=r[4], finished_at=r[5],
-        config=json.loads(r[6] or "{}"), agent_model=r[7], judge_model=r[8], judge_version=r[9],
-        offline=bool(r[10]), cycle_id=r[11], round=r[12], role=r[13],
-        summary=json.loads(r[14]) if r[14] else None,
-    )
-
-
-def require_run(store: Any, run_id: str) -> RunRow:
-    row = get_run(store, run_id)
-    if row is None:
-        recent = [r[0] for r in store.db.execute(
-            "SELECT id FROM runs ORDER BY started_at DESC LIMIT 5").fetchall()]
-        raise NotFoundError(
-            f"no run '{run_id}' in the store",
-            hint=("Recent runs: " + ", ".join(recent) + ".") if recent else "The store has no runs yet.",
-        )
-    return row
-
-
-def list_runs(store: Any, *, prompt_id: str | None = None, limit: int = 20) -> list[RunRow]:
-    where, params = ("WHERE prompt_id = ?", (prompt_id,)) if prompt_id else ("", ())
-    ids = [r[0] for r in store.db.execute(
-        f"SELECT id FROM runs {where} ORDER BY started_at DESC, rowid DESC LIMIT ?", (*params, limit)
-    ).fetchall()]
-    return [r for r in (get_run(store, i) for i in ids) if r is not None]
-
-
-def finish_run(store: Any, run_id: str, *, status: str, summary: dict[str, Any] | None = None) -> None:
-    """Set the final status ('finished', 'interrupted', 'failed') and the summary figures."""
-    with store.transaction() as db:
-        db.execute(
-            "UPDATE runs SET status = ?, finished_at = ?, summary = ? WHERE id = ?",
-            (status, now_iso(), json.dumps(summary, default=str) if summary is not None else None,
-             run_id),
-        )
-
-
-def mark_running(store: Any, run_id: str) -> None:
-    with store.transaction() as db:
-        db.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
-
-
-def completed_keys(store: Any, run_id: str) -> set[tuple[str, int]]:
-    """(case id, iteration) pairs already judged in a run (errored ones are not: they re-run)."""
-    rows = store.db.execute(
-        "SELECT case_id, iteration FROM results WHERE run_id = ? AND status != 'error'", (run_id,)
-    ).fetchall()
-    return {(r[0], r[1]) for r in rows}
-
-
-def delete_errors(store: Any, run_id: str) -> int:
-    """Remove a run's errored iterations (before resuming re-runs them)."""
-    with store.transaction() as db:
-        ids = [r[0] for r in db.execute(
-            "SELECT id FROM results WHERE run_id = ? AND status = 'error'", (run_id,)).fetchall()]
-        if ids:
-            marks = ",".join("?" * len(ids))
-            db.execute(f"DELETE FROM verdicts WHERE result_id IN ({marks})", ids)
-            db.execute(f"DELETE FROM results WHERE id IN ({marks})", ids)
-        return len(ids)
 
 
 def _call_row(event: ModelCalled) -> tuple[Any, ...]:
@@ -160,6 +70,157 @@ _INSERT_VERDICT = (
 )
 
 
+class RunLog:
+    """Runs, their iteration results with verdicts, and the model calls made for them."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def create(
+        self,
+        *,
+        run_id: str,
+        prompt_id: str | None = None,
+        version: str | None = None,
+        config: dict[str, Any] | None = None,
+        agent_model: str | None = None,
+        judge_model: str | None = None,
+        judge_version: str | None = None,
+        offline: bool = False,
+        cycle_id: str | None = None,
+        round: int | None = None,
+        role: str = "eval",
+    ) -> None:
+        """Insert a run with status 'running'."""
+        with self.store.transaction() as db:
+            db.execute(
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, 'running', ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                (run_id, prompt_id, version, now_iso(), json.dumps(config or {}, default=str),
+                 agent_model, judge_model, judge_version, int(offline), cycle_id, round, role),
+            )
+
+    def get(self, run_id: str) -> RunRow | None:
+        rows = self.store.db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchall()
+        if not rows:
+            return None
+        r = rows[0]
+        return RunRow(
+            id=r[0], prompt_id=r[1], version=r[2], status=r[3], started_at=r[4], finished_at=r[5],
+            config=json.loads(r[6] or "{}"), agent_model=r[7], judge_model=r[8], judge_version=r[9],
+            offline=bool(r[10]), cycle_id=r[11], round=r[12], role=r[13],
+            summary=json.loads(r[14]) if r[14] else None,
+        )
+
+    def require(self, run_id: str) -> RunRow:
+        row = self.get(run_id)
+        if row is None:
+            recent = [r[0] for r in self.store.db.execute(
+                "SELECT id FROM runs ORDER BY started_at DESC LIMIT 5").fetchall()]
+            raise NotFoundError(
+                f"no run '{run_id}' in the store",
+                hint=("Recent runs: " + ", ".join(recent) + ".") if recent else "The store has no runs yet.",
+            )
+        return row
+
+    def recent(self, *, prompt_id: str | None = None, limit: int = 20) -> list[RunRow]:
+        where, params = ("WHERE prompt_id = ?", (prompt_id,)) if prompt_id else ("", ())
+        ids = [r[0] for r in self.store.db.execute(
+            f"SELECT id FROM runs {where} ORDER BY started_at DESC, rowid DESC LIMIT ?", (*params, limit)
+        ).fetchall()]
+        return [r for r in (self.get(i) for i in ids) if r is not None]
+
+    def finish(self, run_id: str, *, status: str, summary: dict[str, Any] | None = None) -> None:
+        """Set the final status ('finished', 'interrupted', 'failed') and the summary figures."""
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, summary = ? WHERE id = ?",
+                (status, now_iso(), json.dumps(summary, default=str) if summary is not None else None,
+                 run_id),
+            )
+
+    def mark_running(self, run_id: str) -> None:
+        with self.store.transaction() as db:
+            db.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
+
+    def completed_keys(self, run_id: str) -> set[tuple[str, int]]:
+        """(case id, iteration) pairs already judged in a run (errored ones are not: they re-run)."""
+        rows = self.store.db.execute(
+            "SELECT case_id, iteration FROM results WHERE run_id = ? AND status != 'error'", (run_id,)
+        ).fetchall()
+        return {(r[0], r[1]) for r in rows}
+
+    def delete_errors(self, run_id: str) -> int:
+        """Remove a run's errored iterations (before resuming re-runs them)."""
+        with self.store.transaction() as db:
+            ids = [r[0] for r in db.execute(
+                "SELECT id FROM results WHERE run_id = ? AND status = 'error'", (run_id,)).fetchall()]
+            if ids:
+                marks = ",".join("?" * len(ids))
+                db.execute(f"DELETE FROM verdicts WHERE result_id IN ({marks})", ids)
+                db.execute(f"DELETE FROM results WHERE id IN ({marks})", ids)
+            return len(ids)
+
+    def write_results(
+        self, run_id: str | None, results: Iterable[IterationResult], *,
+        calls: Iterable[tuple[Any, ...]] = (),
+    ) -> None:
+        """Write iteration results with their verdicts, and call rows, in one transaction."""
+        results = list(results)
+        rows = list(calls)
+        if not (results or rows):
+            return
+        with self.store.transaction() as db:
+            conn = db.conn
+            for r in results:
+                assert run_id is not None, "results belong to a run"
+                _insert_result(conn, run_id, r)
+            if rows:
+                conn.executemany(_INSERT_CALL, rows)
+
+    def load_results(self, run_id: str) -> list[IterationResult]:
+        """Every stored iteration of a run, with its verdicts."""
+        db = self.store.db
+        verdicts: dict[int, list[Verdict]] = {}
+        for row in db.execute(
+            "SELECT v.result_id, v.criterion_id, v.kind, v.score, v.passed, v.weight, v.required, "
+            "v.reasoning FROM verdicts v JOIN results r ON r.id = v.result_id WHERE r.run_id = ? "
+            "ORDER BY v.id", (run_id,)
+        ).fetchall():
+            verdicts.setdefault(row[0], []).append(Verdict(
+                criterion_id=row[1], kind=row[2], score=row[3], passed=bool(row[4]),
+                weight=row[5], required=bool(row[6]), reasoning=row[7] or "",
+            ))
+        out: list[IterationResult] = []
+        for row in db.execute(
+            "SELECT id, case_id, iteration, status, score, passed, error, input, output, tool_calls, "
+            "latency, agent_cost, judge_cost, input_tokens, output_tokens, started_at, finished_at "
+            "FROM results WHERE run_id = ? ORDER BY case_id, iteration", (run_id,)
+        ).fetchall():
+            out.append(IterationResult(
+                case_id=row[1], iteration=row[2], status=row[3], score=row[4],
+                passed=None if row[5] is None else bool(row[5]), error=row[6],
+                input=json.loads(row[7]) if row[7] else None, output=row[8] or "",
+                tool_calls=tuple(ToolCall(**t) for t in json.loads(row[9])) if row[9] else (),
+                latency=row[10] or 0.0, agent_cost=row[11] or 0.0, judge_cost=row[12] or 0.0,
+                input_tokens=row[13] or 0, output_tokens=row[14] or 0,
+                started_at=row[15] or "", finished_at=row[16] or "",
+                verdicts=tuple(verdicts.get(row[0], ())),
+            ))
+        return out
+
+    def usage_by_role(self, run_id: str) -> dict[str, RoleUsage]:
+        """Calls, tokens and cost of a run, per role (agent, judge, ...)."""
+        rows = self.store.db.execute(
+            "SELECT role, count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
+            "coalesce(sum(cost), 0), max(cost_estimated), coalesce(sum(cache_hit), 0) "
+            "FROM calls WHERE run_id = ? GROUP BY role",
+            (run_id,),
+        ).fetchall()
+        return {r[0] or "agent": RoleUsage(calls=r[1], input_tokens=r[2], output_tokens=r[3],
+                                           cost=r[4], cost_estimated=bool(r[5]), cache_hits=r[6])
+                for r in rows}
+
+
 class CallRecorder:
     """A bus subscriber that records ``ModelCalled`` events as rows of ``calls``.
 
@@ -169,8 +230,8 @@ class CallRecorder:
     a bus); without, every call.
     """
 
-    def __init__(self, store: Any, *, run_id: str | None = None) -> None:
-        self.store = store
+    def __init__(self, log: RunLog, *, run_id: str | None = None) -> None:
+        self.log = log
         self.run_id = run_id
         self._pending: list[tuple[Any, ...]] = []
 
@@ -186,31 +247,7 @@ class CallRecorder:
         return rows
 
     def flush(self) -> None:
-        rows = self.take()
-        if rows:
-            with self.store.transaction() as db:
-                db.conn.executemany(_INSERT_CALL, rows)
-
-
-def write_result(
-    store: Any, run_id: str, result: IterationResult, *, calls: Iterable[tuple[Any, ...]] = ()
-) -> None:
-    """Write one iteration's result, its verdicts and pending call rows, in one transaction."""
-    write_results(store, run_id, [result], calls=calls)
-
-
-def write_results(
-    store: Any, run_id: str, results: Iterable[IterationResult], *,
-    calls: Iterable[tuple[Any, ...]] = (),
-) -> None:
-    """Write iteration results with their verdicts, and call rows, in one transaction."""
-    with store.transaction() as db:
-        conn = db.conn
-        for r in results:
-            _insert_result(conn, run_id, r)
-        rows = list(calls)
-        if rows:
-            conn.executemany(_INSERT_CALL, rows)
+        self.log.write_results(None, (), calls=self.take())
 
 
 def _insert_result(conn: Any, run_id: str, r: IterationResult) -> None:
@@ -230,60 +267,3 @@ def _insert_result(conn: Any, run_id: str, r: IterationResult) -> None:
         ])
 
 
-def load_results(store: Any, run_id: str) -> list[IterationResult]:
-    """Every stored iteration of a run, with its verdicts."""
-    db = store.db
-    verdicts: dict[int, list[Verdict]] = {}
-    for row in db.execute(
-        "SELECT v.result_id, v.criterion_id, v.kind, v.score, v.passed, v.weight, v.required, "
-        "v.reasoning FROM verdicts v JOIN results r ON r.id = v.result_id WHERE r.run_id = ? "
-        "ORDER BY v.id", (run_id,)
-    ).fetchall():
-        verdicts.setdefault(row[0], []).append(Verdict(
-            criterion_id=row[1], kind=row[2], score=row[3], passed=bool(row[4]),
-            weight=row[5], required=bool(row[6]), reasoning=row[7] or "",
-        ))
-    out: list[IterationResult] = []
-    for row in db.execute(
-        "SELECT id, case_id, iteration, status, score, passed, error, input, output, tool_calls, "
-        "latency, agent_cost, judge_cost, input_tokens, output_tokens, started_at, finished_at "
-        "FROM results WHERE run_id = ? ORDER BY case_id, iteration", (run_id,)
-    ).fetchall():
-        out.append(IterationResult(
-            case_id=row[1], iteration=row[2], status=row[3], score=row[4],
-            passed=None if row[5] is None else bool(row[5]), error=row[6],
-            input=json.loads(row[7]) if row[7] else None, output=row[8] or "",
-            tool_calls=tuple(ToolCall(**t) for t in json.loads(row[9])) if row[9] else (),
-            latency=row[10] or 0.0, agent_cost=row[11] or 0.0, judge_cost=row[12] or 0.0,
-            input_tokens=row[13] or 0, output_tokens=row[14] or 0,
-            started_at=row[15] or "", finished_at=row[16] or "",
-            verdicts=tuple(verdicts.get(row[0], ())),
-        ))
-    return out
-
-
-def usage_by_role(store: Any, run_id: str) -> dict[str, RoleUsage]:
-    """Calls, tokens and cost of a run, per role (agent, judge, ...)."""
-    rows = store.db.execute(
-        "SELECT role, count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
-        "coalesce(sum(cost), 0), max(cost_estimated), coalesce(sum(cache_hit), 0) "
-        "FROM calls WHERE run_id = ? GROUP BY role",
-        (run_id,),
-    ).fetchall()
-    return {r[0] or "agent": RoleUsage(calls=r[1], input_tokens=r[2], output_tokens=r[3],
-                                       cost=r[4], cost_estimated=bool(r[5]), cache_hits=r[6])
-            for r in rows}
-
-
-def load_run(store: Any, run_id: str, *, case_info: dict[str, dict[str, Any]] | None = None) -> RunResult:
-    """Rebuild a stored run's RunResult (for reports, compare and the loop)."""
-    row = require_run(store, run_id)
-    threshold = float(row.config.get("pass_threshold", 70.0))
-    info = case_info if case_info is not None else row.config.get("case_info", {})
-    return build_run_result(
-        run_id=run_id, status=row.status, threshold=threshold,
-        results=load_results(store, run_id), usage=usage_by_role(store, run_id), case_info=info,
-        prompt_id=row.prompt_id, version=row.version, agent_model=row.agent_model,
-        judge_model=row.judge_model, judge_version=row.judge_version, offline=row.offline,
-        started_at=row.started_at or "", finished_at=row.finished_at or "",
-    )

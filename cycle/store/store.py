@@ -2,8 +2,9 @@
 
 This module opens the file (refusing what is not a cycle store, migrating an
 older one), and holds prompt versions and their labels. Runs and cycles are
-written by ``cycle/store/runs.py`` and ``cycle/store/cycles.py`` through
-``Store.db`` and ``Store.transaction()``.
+kept by its two logs, ``store.runs`` (``RunLog``, cycle/store/runs.py) and
+``store.cycles`` (``CycleLog``, cycle/store/cycles.py), which write through
+``Store.transaction()``.
 
 Concurrency: WAL mode plus a busy timeout, and every writer that reads
 before it writes (choosing the next version number, moving a label) does so
@@ -31,7 +32,9 @@ from cycle.prompts import semver
 from cycle.prompts.diff import VersionDiff, diff_prompts
 from cycle.prompts.template import check_templates
 from cycle.records import HEAD, PRODUCTION, SOURCES, LabelMove, Prompt, PromptSummary, Version
+from cycle.store.cycles import CycleLog
 from cycle.store.migrations import check_format, migrations
+from cycle.store.runs import RunLog
 
 #: seconds a writer waits for another process's transaction before giving up
 BUSY_TIMEOUT = 30.0
@@ -86,6 +89,10 @@ class Store:
         self.path = path
         # one connection may be shared by threads (a TUI worker): writers take turns
         self._lock = threading.RLock()
+        #: runs, their results, verdicts and model calls
+        self.runs = RunLog(self)
+        #: cycles, rounds and suggestions
+        self.cycles = CycleLog(self)
 
     # -- opening -----------------------------------------------------------
 

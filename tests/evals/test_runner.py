@@ -7,6 +7,7 @@ import pytest
 from cycle.agents import CallableAgent, PromptAgent
 from cycle.errors import BadRequestError
 from cycle.evals.case import TestCase
+from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
 from cycle.events import CaseFinished, EventBus, RunFinished
 from cycle.judge import Judge
@@ -14,7 +15,6 @@ from cycle.judge.criteria import CriterionConfig
 from cycle.llm.registry import get_model
 from cycle.records import Prompt
 from cycle.store import Store
-from cycle.store.runs import load_run
 from cycle.testing import script
 
 PROMPT = Prompt(id="p", system="Be brief.", user_template="Order {{ order }}: {{ q }}")
@@ -75,7 +75,7 @@ async def test_errors_are_counted_apart_and_never_averaged(store):
     assert len(judge_script.calls) == 6
     assert s.role("agent").calls == 8 and s.role("judge").calls == 6
     # everything is in the store and reads back the same
-    stored = load_run(store, result.run_id)
+    stored = load_run(store.runs, result.run_id)
     assert stored.summary()["score"] == pytest.approx(s.score.mean)
     assert stored.suite.errors == 2 and len(stored.results) == 8
     assert store.db.execute("select count(*) from calls where run_id = ?",
@@ -104,7 +104,7 @@ async def test_resume_skips_judged_iterations_and_reruns_errors(store):
     assert len(agent_script.calls) == 6  # only the two errored iterations ran again
     assert second.run_id == first.run_id and second.suite.errors == 0
     assert second.suite.iterations == 4 and second.exit_code == 0
-    assert len(load_run(store, first.run_id).results) == 4
+    assert len(load_run(store.runs, first.run_id).results) == 4
 
 
 async def test_stop_on_first_failure_and_timeout():

@@ -7,13 +7,6 @@ from cycle.records import Prompt, Suggestion
 from cycle.store import Store
 from cycle.store.cycles import (
     CycleRecorder,
-    get_cycle,
-    get_rounds,
-    get_suggestions,
-    latest_resumable,
-    list_cycles,
-    round_costs,
-    round_version,
 )
 
 
@@ -21,17 +14,17 @@ def test_recorder_writes_the_cycle_as_it_happens(tmp_path) -> None:
     store = Store.open(tmp_path / "c.db")
     v1 = store.save_version(Prompt(id="p", system="a"))
     bus = ev.EventBus()
-    bus.subscribe(CycleRecorder(store))
+    bus.subscribe(CycleRecorder(store.cycles))
     bus.emit(ev.CycleStarted(cycle_id="c1", prompt_id="p", version=v1.version, config={"acceptance": "always"}))
     bus.emit(ev.RoundStarted(cycle_id="c1", round=0, version=v1.version))
     bus.emit(ev.EvaluationStarted(cycle_id="c1", round=0, role="baseline", version=v1.version, run_id="c1-r0"))
     bus.emit(ev.RoundFinished(cycle_id="c1", round=0, version=v1.version, score=50.0, ci_low=40, ci_high=60))
-    assert latest_resumable(store, "p").id == "c1"  # running: a kill leaves it resumable
+    assert store.cycles.latest_resumable("p").id == "c1"  # running: a kill leaves it resumable
 
     s = Suggestion(type="system_prompt", suggested_value="b")
     bus.emit(ev.RoundStarted(cycle_id="c1", round=1, version=v1.version))
     bus.emit(ev.SuggestionsProposed(cycle_id="c1", round=1, suggestions=[s.model_dump()]))
-    assert get_suggestions(store, "c1", 1)[0].decision == "pending"
+    assert store.cycles.get_suggestions("c1", 1)[0].decision == "pending"
     decided = {**s.model_dump(), "decision": "approved", "applied": True}
     bus.emit(ev.ReviewDecided(cycle_id="c1", round=1, approved=1, rejected=0, suggestions=[decided]))
     v2 = store.save_version(Prompt(id="p", system="b"), source="improver", move_head=False)
@@ -42,18 +35,18 @@ def test_recorder_writes_the_cycle_as_it_happens(tmp_path) -> None:
     bus.emit(ev.CycleFinished(cycle_id="c1", reason="max_rounds: 1 of 1", final_version=v2.version,
                               score=55.0, total_cost=0.1))
 
-    cycle = get_cycle(store, "c1")
+    cycle = store.cycles.get("c1")
     assert cycle.status == "finished" and cycle.stop_reason.startswith("max_rounds")
     assert cycle.config == {"acceptance": "always"} and cycle.final_version == v2.version
-    r0, r1 = get_rounds(store, "c1")
+    r0, r1 = store.cycles.get_rounds("c1")
     assert (r0.baseline_run_id, r0.score, r0.accepted, r0.version) == ("c1-r0", 50.0, None, v1.version)
     assert (r1.candidate_run_id, r1.accepted, r1.delta, r1.reason, r1.version) == ("c1-r1", True, 5, "ok", v2.version)
-    stored = get_suggestions(store, "c1")[0]
+    stored = store.cycles.get_suggestions("c1")[0]
     assert stored.decision == "approved" and stored.applied and stored.round == 1
-    assert latest_resumable(store, "p") is None
-    assert [c.id for c in list_cycles(store, "p")] == ["c1"]
-    assert round_version(store, "c1", 0) == ("p", v1.version)
-    assert round_version(store, "c1", 1) == ("p", v2.version)
+    assert store.cycles.latest_resumable("p") is None
+    assert [c.id for c in store.cycles.recent("p")] == ["c1"]
+    assert store.cycles.round_version("c1", 0) == ("p", v1.version)
+    assert store.cycles.round_version("c1", 1) == ("p", v2.version)
 
 
 def test_round_costs_split_by_role(tmp_path) -> None:
@@ -69,4 +62,4 @@ def test_round_costs_split_by_role(tmp_path) -> None:
         {"cycle_id": "c1", "round": 1, "role": "improver", "cost": 0.5},
         {"cycle_id": "other", "round": 1, "role": "improver", "cost": 9.0},
     ])
-    assert round_costs(store, "c1") == {0: {"agent": 0.01, "judge": 0.02}, 1: {"agent": 0.03, "improver": 0.5}}
+    assert store.cycles.round_costs("c1") == {0: {"agent": 0.01, "judge": 0.02}, 1: {"agent": 0.03, "improver": 0.5}}

@@ -7,7 +7,6 @@ import asyncio
 
 from cycle.loop import Loop
 from cycle.loop.review import AutoReviewer
-from cycle.store.cycles import get_cycle, get_rounds, get_suggestions
 
 from .conftest import suggestion
 
@@ -33,10 +32,10 @@ def test_accepts_improvements_until_max_rounds(world, store, bus_log) -> None:
     # head moves are recorded with the evidence
     moves = store.label_moves("support", label="head")
     assert moves[0].who == "cycle" and "significant" in moves[0].reason
-    rows = get_rounds(store, result.cycle_id)
+    rows = store.cycles.get_rounds(result.cycle_id)
     assert [r.status for r in rows] == ["finished"] * 3
     assert rows[1].baseline_run_id == f"{result.cycle_id}-r0" and rows[2].baseline_run_id == f"{result.cycle_id}-r1"
-    assert get_cycle(store, result.cycle_id).status == "finished"
+    assert store.cycles.get(result.cycle_id).status == "finished"
     kinds = [e.kind for e in log]
     for kind in ("cycle_started", "round_started", "evaluation_started", "suggestions_proposed",
                  "review_decided", "version_created", "candidate_decided", "round_finished", "cycle_finished"):
@@ -74,7 +73,7 @@ def test_unappliable_suggestions_are_skipped_and_reported(world, store) -> None:
         suggestion("Always say sorry.", priority="medium"),
     ]}], improve={"stop": {"max_rounds": 1}})
     result = run_loop(loaded, store)
-    stored = get_suggestions(store, result.cycle_id, 1)
+    stored = store.cycles.get_suggestions(result.cycle_id, 1)
     assert [s.decision for s in stored] == ["skipped", "approved"]
     assert "does not occur" in stored[0].reason and not stored[0].applied
     assert stored[1].applied
@@ -144,13 +143,13 @@ def test_cost_cap_reached_mid_round_stops_cleanly(world, store) -> None:
     assert result.stop_reason.startswith("max_cost: $0.2")
     assert "round 1 was stopped mid-way" in result.stop_reason
     assert 0.25 <= result.total_cost <= 0.25 + 4 * 0.01 + 1e-9  # at most the calls in flight over
-    rows = get_rounds(store, result.cycle_id)
+    rows = store.cycles.get_rounds(result.cycle_id)
     assert [r.status for r in rows] == ["finished", "stopped"]
     assert rows[1].candidate_run_id and rows[1].accepted is None
     stored = store.db.execute("SELECT count(*) FROM results WHERE run_id = ?", (rows[1].candidate_run_id,)).fetchone()[0]
     assert 0 < stored < 8  # what was judged before the cap is kept
     assert store.resolve("support@head").version == "1.0.0"  # a half-evaluated candidate never becomes head
-    cycle = get_cycle(store, result.cycle_id)
+    cycle = store.cycles.get(result.cycle_id)
     assert cycle.status == "finished" and cycle.stop_reason == result.stop_reason
     assert abs(cycle.total_cost - result.total_cost) < 1e-9
     assert result.cost_by_role["agent"] > 0 and result.cost_by_role["judge"] > 0
@@ -164,7 +163,7 @@ def test_cost_per_round_split_by_role(world, store) -> None:
     from cycle.config import load_config
 
     result = run_loop(load_config(loaded.path), store)
-    rows = get_rounds(store, result.cycle_id)
+    rows = store.cycles.get_rounds(result.cycle_id)
     assert rows[0].cost == 0.08  # 8 agent calls; the scripted judge is free
     assert abs(rows[1].cost - 0.09) < 1e-9  # 8 agent calls + 1 improver call
     assert abs(result.total_cost - 0.17) < 1e-9

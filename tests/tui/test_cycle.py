@@ -15,7 +15,6 @@ from cycle.events import EventBus
 from cycle.loop import Loop
 from cycle.loop.review import Reviewer
 from cycle.store import Store
-from cycle.store.cycles import get_cycle, get_suggestions
 from cycle.tui.app import CycleApp
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.screens.dashboard import DashboardScreen
@@ -109,8 +108,8 @@ async def test_a_real_cycle_reviewed_and_rolled_back(loaded: LoadedConfig, tmp_p
         assert store.labels("support")["head"] == "1.0.0"
         assert "Always say thanks." in store.get_version("support", "1.0.1").prompt.system
         assert "say order" not in store.get_version("support", "1.0.1").prompt.system
-        assert get_cycle(store, result.cycle_id).status == "finished"
-        decided = {s.suggested_value: s for s in get_suggestions(store, result.cycle_id, 1)}
+        assert store.cycles.get(result.cycle_id).status == "finished"
+        decided = {s.suggested_value: s for s in store.cycles.get_suggestions(result.cycle_id, 1)}
         assert decided["Always say sorry."].decision == "approved"
         assert (decided["Always say order."].decision, decided["Always say order."].reason) == ("rejected", "off topic")
         edited = decided["Always say nothing."]
@@ -134,5 +133,5 @@ async def test_quitting_mid_review_leaves_the_cycle_resumable(loaded: LoadedConf
         await _until(pilot, lambda: app.outcome is not None, "the interruption")
     assert app.outcome is not None and app.outcome.status == "interrupted"
     with Store.open(db) as store:
-        assert get_cycle(store, cycle_id).status == "interrupted"
+        assert store.cycles.get(cycle_id).status == "interrupted"
         assert store.labels("support")["head"] == "1.0.0"  # nothing was applied

@@ -19,7 +19,6 @@ from cycle.loop import Loop
 from cycle.loop.review import Reviewer
 from cycle.records import ReviewRequest, Suggestion
 from cycle.store import Store
-from cycle.store.cycles import get_cycle
 from cycle.tui.process import CycleOutcome, CycleProcess
 from tests.tui.conftest import review_request
 
@@ -186,7 +185,7 @@ def test_a_real_cycle_ended_from_outside_is_left_interrupted_and_resumable(
     assert outcome.status == the_app_sees
     assert process._process is not None and process._process.exitcode == 0  # the child ended cleanly
     with Store.open(db) as store:
-        assert get_cycle(store, started[0]).status == "interrupted"
+        assert store.cycles.get(started[0]).status == "interrupted"
         assert store.labels("support")["head"] == "1.0.0"
 
 

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from cycle.store import Store
-from cycle.store.cycles import get_cycle
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses a Linux pty")
 
@@ -131,11 +130,11 @@ def test_quitting_at_the_review_saves_the_cycle_and_it_resumes_headless(quicksta
 
     with Store.open(quickstart / ".cycle" / "cycle.db") as store:
         (cycle_id,) = [row[0] for row in store.db.execute("select id from cycles")]
-        assert get_cycle(store, cycle_id).status == "interrupted"
+        assert store.cycles.get(cycle_id).status == "interrupted"
         assert store.labels("support-reply")["head"] == "1.0.0"
 
     resumed = Terminal("improve", "cycle.yaml", "--headless", "--yes", "--resume", cwd=quickstart)
     assert resumed.exit_code() == 0, resumed.text
     assert f"resuming cycle {cycle_id}" in resumed.text
     with Store.open(quickstart / ".cycle" / "cycle.db") as store:
-        assert get_cycle(store, cycle_id).status == "finished"
+        assert store.cycles.get(cycle_id).status == "finished"

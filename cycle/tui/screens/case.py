@@ -15,7 +15,6 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from cycle.store.runs import load_results
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ agent's output and the judge's score and reasoning per criterion
 
     @work(thread=True, exclusive=True)
     def load(self) -> None:
-        results = [r for r in load_results(self.store, self.run_id) if r.case_id == self.case_id]
+        results = [r for r in self.store.runs.load_results(self.run_id) if r.case_id == self.case_id]
         self.app.call_from_thread(self._show, results)
 
     def _show(self, results: list[IterationResult]) -> None:
