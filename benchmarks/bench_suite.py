@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 import cycle.cli
 from cycle.agents import PromptAgent
-from cycle.evals.case import TestCase
+from cycle.cases import TestCase
 from cycle.evals.runner import Runner
 from cycle.events import EventBus
 from cycle.judge import Judge

@@ -39,10 +39,10 @@ from textual.drivers.headless_driver import HeadlessDriver
 
 import cycle.cli
 from cycle import events as ev
-from cycle.config import load_config
+from cycle.assemble import build_loop
+from cycle.assemble.config import load_config
 from cycle.events import EventBus
 from cycle.llm.registry import register_provider
-from cycle.loop import Loop
 from cycle.loop.review import AutoReviewer, Reviewer
 from cycle.store import Store
 from cycle.testing.offline import OfflineAPI
@@ -114,7 +114,7 @@ async def run_cycle(config: Path, store_path: Path, bus: EventBus, reviewer: Rev
     """Run the cycle; return its run time in seconds (loading excluded) and the
     CPU seconds of the process it ran in meanwhile."""
     with Store.open(store_path) as store:
-        loop = Loop(load_config(config), store=store, bus=bus, reviewer=reviewer)
+        loop = build_loop(load_config(config), store=store, bus=bus, reviewer=reviewer)
         started, cpu = time.perf_counter(), time.process_time()
         await loop.run()
         return time.perf_counter() - started, time.process_time() - cpu

@@ -3,20 +3,28 @@
     import cycle
     store = cycle.Store.open(".cycle/cycle.db")
     loaded = cycle.load_config("cycle.yaml")
-    result = asyncio.run(cycle.Loop(loaded, store=store, reviewer=cycle.AutoReviewer()).run())
+    loop = cycle.build_loop(loaded, store=store, reviewer=cycle.AutoReviewer())
+    result = asyncio.run(loop.run())
+
+or, without a config file, ``cycle.Loop(start=..., cases=..., agent=..., judge=...,
+improver=..., reviewer=..., store=..., stop=cycle.parse_stop({"max_rounds": 3}))``
+(the README's "cycle as a library").
 
 The public API is what ``__all__`` lists; everything else is internal and may
 change. ``tests/test_public_api.py`` holds this surface.
 """
 
-from cycle.config import CycleConfig, LoadedConfig, load_config
+from cycle.agents import PromptAgent
+from cycle.assemble import build_loop
+from cycle.assemble.config import CycleConfig, LoadedConfig, load_config
+from cycle.assemble.suite import Suite, build_suite
+from cycle.cases import TestCase, load_cases
 from cycle.errors import CycleError
-from cycle.evals.case import TestCase, load_cases
 from cycle.evals.runner import Runner
 from cycle.evals.stats import describe, paired_difference
-from cycle.evals.suite import Suite, build_suite
 from cycle.events import Event, EventBus, JsonlSink
 from cycle.improve.apply import apply_suggestions
+from cycle.improve.improver import Improver
 from cycle.judge import Judge
 from cycle.judge.criteria import Criterion
 from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
@@ -25,8 +33,9 @@ from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model, RetryPolicy
 from cycle.llm.pricing import PriceTable
 from cycle.llm.registry import get_model, register_provider
-from cycle.loop import AutoReviewer, CycleResult, Loop, PromptReviewer
+from cycle.loop import AutoReviewer, CycleResult, Loop, LoopSettings, PromptReviewer
 from cycle.loop.review import Reviewer
+from cycle.loop.stop import parse_stop
 from cycle.records import (
     CaseStats,
     Message,
@@ -56,16 +65,19 @@ __all__ = [
     "Event",
     "EventBus",
     "GenerateConfig",
+    "Improver",
     "JsonlSink",
     "Judge",
     "LoadedConfig",
     "Loop",
+    "LoopSettings",
     "Message",
     "Model",
     "ModelAPI",
     "ModelOutput",
     "PriceTable",
     "Prompt",
+    "PromptAgent",
     "PromptReviewer",
     "ResponseCache",
     "RetryPolicy",
@@ -85,11 +97,13 @@ __all__ = [
     "Version",
     "__version__",
     "apply_suggestions",
+    "build_loop",
     "build_suite",
     "describe",
     "get_model",
     "load_cases",
     "load_config",
     "paired_difference",
+    "parse_stop",
     "register_provider",
 ]

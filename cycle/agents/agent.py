@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
-from cycle.evals.case import TestCase
 from cycle.llm.base import GenerateConfig
 from cycle.prompts.template import render_system, render_user
 from cycle.records import AgentResult, Message, Prompt, ToolCall

@@ -115,15 +115,15 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     only if the acceptance rule (improve.acceptance) says it is better. The
     cycle stops on improve.stop (default: 5 rounds). A report goes to reports/.
     """
+    from cycle.assemble.config import load_config
+    from cycle.assemble.improve import load_improve_config
     from cycle.cli import load_env
-    from cycle.config import load_config
-    from cycle.loop.config import load_improve_config
 
     loaded = load_config(config)
     load_env(loaded.base_dir)
     improve_cfg = load_improve_config(loaded)
     choice = _choose_review(headless, yes, review, improve_cfg.review)
-    from cycle.loop.core import prepare
+    from cycle.assemble import prepare
 
     cases = prepare(loaded, improve_cfg)  # before the store is opened: bad input leaves nothing
     priority = min_priority or improve_cfg.min_priority
@@ -156,9 +156,9 @@ def _reviewer(choice: str, priority: str) -> Any:
 def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
                   priority: str, resume: str | bool | None, quiet: bool, *, use_cache: bool,
                   cases: Any = None) -> Any:
+    from cycle.assemble import build_loop
+    from cycle.assemble.suite import open_cache
     from cycle.cli import settle_heap
-    from cycle.evals.suite import open_cache
-    from cycle.loop import Loop
     from cycle.progress import Progress
     from cycle.store import Store
 
@@ -171,7 +171,7 @@ def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: P
     store = Store.open(store_path)
     cache = open_cache(loaded, enabled=use_cache)
     try:
-        loop = Loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority),
+        loop = build_loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority),
                     improve=improve_cfg, cache=cache, cases=cases)
         settle_heap()
         return asyncio.run(loop.run(resume=resume))
@@ -196,9 +196,9 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
             f"the TUI is not available in this installation ({e})",
             hint="Run headless instead: cycle improve cycle.yaml --headless --yes",
         ) from e
+    from cycle.assemble import build_loop
+    from cycle.assemble.suite import open_cache
     from cycle.cli import settle_heap
-    from cycle.evals.suite import open_cache
-    from cycle.loop import Loop
     from cycle.store import Store
 
     c = loaded.config
@@ -213,7 +213,7 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
         cache = open_cache(loaded, enabled=use_cache)
         try:
             reviewer = tui_reviewer if choice == "tui" else _reviewer(choice, priority)
-            loop = Loop(loaded, store=store, bus=cycle_bus, reviewer=reviewer, improve=improve_cfg,
+            loop = build_loop(loaded, store=store, bus=cycle_bus, reviewer=reviewer, improve=improve_cfg,
                         cache=cache, cases=cases)
             return await loop.run(resume=resume)
         finally:

@@ -55,8 +55,8 @@ def run(
     counted apart from failures. Results go to the store as they finish, so
     an interrupted run can be resumed with --resume RUN_ID.
     """
+    from cycle.assemble.config import load_config
     from cycle.cli import load_env
-    from cycle.config import load_config
 
     loaded = load_config(config)
     load_env(loaded.base_dir)
@@ -76,8 +76,8 @@ async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
                judge_model: str | None, budget: float | None, resume: str | None,
                report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool,
                as_json: bool) -> int:
+    from cycle.assemble.suite import build_suite, open_cache, validate_suite
     from cycle.cli import settle_heap
-    from cycle.evals.suite import build_suite, open_cache, validate_suite
     from cycle.events import EventBus
     from cycle.llm.budget import Budget
     from cycle.progress import Progress

@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from cycle.agents import Agent
+from cycle.cases import TestCase
 from cycle.errors import (
     AuthenticationError,
     BudgetExceededError,
     MissingCredentialsError,
     describe,
 )
-from cycle.evals.case import TestCase
 from cycle.evals.results import build_run_result
 from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished, RunStarted
 from cycle.judge import Judge

@@ -230,6 +230,11 @@ class Improver:
         self.version = version
         self.max_suggestions = max_suggestions
 
+    @property
+    def offline(self) -> bool:
+        """The suggestions come from the offline (or scripted) model: reports say so."""
+        return self.model.offline
+
     def messages(self, inp: ImproverInput) -> list[Message]:
         """The system message and the user message ending with the ```json block."""
         variables = {

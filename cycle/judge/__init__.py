@@ -29,7 +29,7 @@ from cycle.judge.llm_judge import JUDGE_PROMPT, LlmJudge, ensure_judge_version
 from cycle.records import Usage, Verdict
 
 if TYPE_CHECKING:
-    from cycle.evals.case import TestCase
+    from cycle.cases import TestCase
     from cycle.records import AgentResult
 
 __all__ = [

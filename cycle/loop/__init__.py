@@ -1,28 +1,29 @@
 """The improvement cycle: rounds, acceptance, stop conditions, review, events.
 
-    from cycle.loop import Loop
-    from cycle.loop.review import AutoReviewer
-    result = await Loop(load_config("cycle.yaml"), store=store, reviewer=AutoReviewer()).run()
+    loop = Loop(start=version, cases=cases, agent=agent_factory, judge=judge,
+                improver=improver, reviewer=AutoReviewer(), store=store, stop=stop)
+    result = await loop.run()
+
+``cycle.assemble.build_loop`` builds one from a cycle.yaml.
 """
 
 from cycle.loop.acceptance import AcceptanceDecision, Evaluation, decide
-from cycle.loop.config import ImproveConfig, load_improve_config
-from cycle.loop.core import CycleResult, Loop, RoundSummary
+from cycle.loop.core import AgentFactory, CycleResult, Loop, LoopSettings, RoundSummary
 from cycle.loop.review import AutoReviewer, PromptReviewer
 from cycle.loop.stop import CycleState, RoundRecord, parse_stop
 
 __all__ = [
     "AcceptanceDecision",
+    "AgentFactory",
     "AutoReviewer",
     "CycleResult",
     "CycleState",
     "Evaluation",
-    "ImproveConfig",
     "Loop",
+    "LoopSettings",
     "PromptReviewer",
     "RoundRecord",
     "RoundSummary",
     "decide",
-    "load_improve_config",
     "parse_stop",
 ]

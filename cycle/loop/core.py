@@ -20,42 +20,28 @@ import asyncio
 import json
 import secrets
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from cycle import events as ev
-from cycle.config import STORE_PREFIX, LoadedConfig, load_prompt
+from cycle.agents import Agent
+from cycle.cases import TestCase
 from cycle.errors import BudgetExceededError, ConfigError, CycleError, NotFoundError, describe
-from cycle.evals.case import TestCase
 from cycle.evals.results import load_run
-from cycle.evals.suite import (
-    agent_model_name,
-    build_suite,
-    judge_model_name,
-    load_suite_cases,
-    make_model,
-    validate_suite,
-)
+from cycle.evals.runner import Runner
 from cycle.improve.apply import apply_suggestions, prompt_diff
-from cycle.improve.improver import (
-    Improver,
-    ImproverInput,
-    aggregates,
-    ensure_improver_prompt,
-    fit_cases,
-    low_cases,
-)
+from cycle.improve.improver import Improver, ImproverInput, aggregates, fit_cases, low_cases
+from cycle.judge import Judge
 from cycle.llm.budget import Budget
-from cycle.llm.cache import ResponseCache
-from cycle.llm.model import Model
-from cycle.loop.acceptance import Evaluation, decide
-from cycle.loop.config import ImproveConfig, load_improve_config
+from cycle.loop.acceptance import AcceptanceRule, Evaluation, decide
 from cycle.loop.review import Reviewer
-from cycle.loop.stop import CycleState, RoundRecord, cost_cap, has_limit, resolve_custom
+from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit
 from cycle.records import Prompt, ReviewRequest, RunResult, Suggestion, Version
 from cycle.store import CallRecorder, CycleRecorder, Store
-from cycle.yamlload import relocate
+
+Bump = Literal["patch", "minor", "major"]
 
 #: cases carrying this tag must not go from pass to fail (like improve.required_cases)
 REQUIRED_TAG = "required"
@@ -142,139 +128,115 @@ def _seconds_between(start: str | None, end: str | None) -> float:
         return 0.0
 
 
-def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> list[TestCase]:
-    """Validate everything a cycle needs before the store is opened or a model called:
-    the prompt, every case file, imports, templates, the models' names and keys, and the
-    stop conditions' custom predicates. Returns the cases; the first problem raises a
-    ``CycleError`` naming file:line (field)."""
-    improve = improve or load_improve_config(loaded)
-    agent = loaded.config.agent_config
-    if agent.function or agent.http:
-        raise ConfigError(
-            "cycle improve needs an agent that runs the prompt on a model; this config's agent "
-            f"is {'a Python function' if agent.function else 'an HTTP endpoint'}, which the "
-            "improved prompt would not reach",
-            file=str(loaded.path), line=loaded.doc.line_of(("agent",)), field="agent",
-            hint="Set 'agent: provider:model' (or leave it out and give params.model in the prompt).",
-        )
-    cases = validate_suite(loaded, improver=True)
-    try:
-        resolve_custom(improve.stop_condition(base_dir=str(loaded.base_dir)))
-    except ConfigError as e:
-        raise relocate(e, file=str(loaded.path), line=loaded.doc.line_of(("improve", "stop")),
-                       field="improve.stop") from None
-    return cases
+AgentFactory = Callable[[Prompt], Agent]
+"""Builds the agent that plays a prompt version (the loop evaluates several versions)."""
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """How a cycle evaluates and improves, whatever configuration it came from."""
+
+    #: when a candidate replaces the incumbent (see cycle.loop.acceptance)
+    acceptance: AcceptanceRule = "significant"
+    #: cases scoring below this go to the improver
+    low_score: float = 70.0
+    #: token budget for the low cases shown to the improver
+    context_tokens: int = 6000
+    #: how candidate versions are numbered
+    bump: Bump = "patch"
+    #: case ids that must not go from pass to fail (cases tagged 'required' count too)
+    required_cases: frozenset[str] = frozenset()
+    #: each evaluation: iterations per case, cases in flight, seconds per case
+    iterations: int = 3
+    concurrency: int = 8
+    timeout: float | None = 120.0
+    stop_on_first_failure: bool = False
 
 
 class Loop:
-    """Runs (or resumes) one improvement cycle of the prompt a cycle.yaml names."""
+    """Runs (or resumes) one improvement cycle of a prompt, from objects.
+
+    ``cycle.assemble.build_loop`` makes one from a cycle.yaml; in Python::
+
+        loop = Loop(start=store.resolve("support@head"), cases=cases,
+                    agent=lambda prompt: PromptAgent(prompt, model), judge=judge,
+                    improver=Improver(model), reviewer=AutoReviewer(), store=store,
+                    stop=parse_stop({"max_rounds": 3}))
+        result = await loop.run()
+    """
 
     def __init__(
         self,
-        loaded: LoadedConfig,
         *,
-        store: Store,
+        start: Version | Callable[[], Version],
+        cases: Sequence[TestCase],
+        agent: AgentFactory,
+        judge: Judge,
+        improver: Improver,
         reviewer: Reviewer,
+        store: Store,
+        stop: StopCondition,
+        settings: LoopSettings | None = None,
+        prompt_id: str | None = None,
+        budget: Budget | None = None,
         bus: ev.EventBus | None = None,
-        improve: ImproveConfig | None = None,
-        cache: ResponseCache | None = None,
-        cases: list[TestCase] | None = None,
+        record: Mapping[str, Any] | None = None,
+        run_config: Mapping[str, Any] | None = None,
+        closers: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
-        """``cases``: what ``prepare`` returned, when the caller validated already."""
-        self.loaded = loaded
-        self.config = loaded.config
-        self.store = store
-        self.reviewer = reviewer
-        #: the response cache shared by every model of the cycle (None: off)
-        self.cache = cache
-        self.bus = bus or ev.EventBus()
-        self.improve = improve or load_improve_config(loaded)
-        self.stop = self.improve.stop_condition(base_dir=str(loaded.base_dir))
-        if not has_limit(self.stop):
+        """``start``: the version round 0 evaluates, or a function giving it (called only
+        when a new cycle starts: a resumed one continues from its stored versions).
+        ``prompt_id`` is needed when ``start`` is a function. ``record``: settings stored
+        with the cycle (the cycle.yaml they came from); ``run_config``: stored with each run.
+        ``closers`` run when the cycle ends (the models the assembler opened)."""
+        if isinstance(start, Version):
+            prompt_id = prompt_id or start.prompt_id
+        if not prompt_id:
+            raise ValueError("Loop needs prompt_id when start is a function")
+        if not has_limit(stop):
             raise ConfigError(
-                f"the stop conditions ({self.stop.describe()}) may never hold: the cycle could run forever",
-                file=str(loaded.path), line=loaded.doc.line_of(("improve", "stop")), field="improve.stop",
+                f"the stop conditions ({stop.describe()}) may never hold: the cycle could run forever",
+                field="improve.stop",
                 hint="Add a limit, e.g. stop: {any: [{target_score: 90}, {max_rounds: 5}]}",
             )
-        caps = [c for c in (cost_cap(self.stop), self.config.budget) if c is not None]
-        self.budget = Budget(min(caps) if caps else None)
-        self.low_score = (
-            self.improve.low_score if self.improve.low_score is not None else self.config.pass_threshold
-        )
+        self._start = start
+        self.prompt_id = prompt_id
+        self.cases = list(cases)
+        self.agent_for = agent
+        self.judge = judge
+        self.improver = improver
+        self.reviewer = reviewer
+        self.store = store
+        self.stop = stop
+        self.settings = settings or LoopSettings()
+        self.budget = budget if budget is not None else Budget(cost_cap(stop))
+        self.bus = bus or ev.EventBus()
+        self.record = dict(record or {})
+        self.run_config = dict(run_config or {})
+        self._closers = list(closers)
+        self.low_score = self.settings.low_score
         self.cycle_id = ""
-        self.prompt_id = ""
-        self._models: list[Model] = []
         self._offline = False
-        # validated here, before anything is written: a bad input costs nothing
-        self._cases: list[TestCase] | None = (
-            cases if cases is not None else prepare(loaded, self.improve))
         self._records: list[RoundRecord] = []
         self._summaries: list[RoundSummary] = []
         self._cost_by_round: dict[int, dict[str, float]] = {}
         self._elapsed_before = 0.0
         self._started = time.monotonic()
 
-    # -- setup --------------------------------------------------------------
-
-    @property
-    def cases(self) -> list[TestCase]:
-        if self._cases is None:
-            self._cases = load_suite_cases(self.loaded)
-        return self._cases
-
     @property
     def required_cases(self) -> frozenset[str]:
         tagged = {c.id for c in self.cases if REQUIRED_TAG in c.tags}
-        return frozenset(tagged | set(self.improve.required_cases))
-
-    def _agent_model_name(self, prompt: Prompt) -> str:
-        name = agent_model_name(self.loaded, prompt)
-        if name is None:
-            agent = self.config.agent_config
-            raise ConfigError(
-                "cycle improve needs an agent that runs the prompt on a model; this config's agent "
-                f"is {'a Python function' if agent.function else 'an HTTP endpoint'}, which the "
-                "improved prompt would not reach",
-                file=str(self.loaded.path), field="agent",
-                hint="Set 'agent: provider:model' (or leave it out and give params.model in the prompt).",
-            )
-        return name
-
-    def _improver_model_name(self, prompt: Prompt) -> str:
-        name = self.config.improver or judge_model_name(self.loaded, prompt)
-        assert name is not None
-        return name
-
-    def _improver_model(self, prompt: Prompt) -> Model:
-        name = self._improver_model_name(prompt)
-        model = make_model(self.loaded, name, role="improver", bus=self.bus, budget=self.budget,
-                           cache=self.cache)
-        self._models.append(model)
-        return model
+        return frozenset(tagged | self.settings.required_cases)
 
     def _starting_version(self) -> Version:
-        """The version round 0 evaluates. A prompt file whose content is new is saved (and
-        becomes head); an unchanged one continues from ``head``, where earlier cycles left
-        it. ``store:ID@label`` starts from that label (``store:ID``: head)."""
-        prompt, version = load_prompt(self.loaded, self.store)
-        if self.config.prompt.startswith(STORE_PREFIX):
-            return self.store.get_version(prompt.id, version or "head")
-        return self.store.resolve(f"{prompt.id}@head")
-
-    def _prompt_id(self) -> str:
-        ref = self.config.prompt
-        if ref.startswith(STORE_PREFIX):
-            return ref[len(STORE_PREFIX):].partition("@")[0]
-        prompt, _ = load_prompt(self.loaded)  # read only: no version is saved before a resume
-        return prompt.id
+        return self._start if isinstance(self._start, Version) else self._start()
 
     # -- the cycle ------------------------------------------------------------
 
     async def run(self, *, resume: str | bool | None = None) -> CycleResult:
         """Run a new cycle, or resume one (``resume``: a cycle id, or True for the latest
         interrupted cycle of this prompt)."""
-        prompt_id = self.prompt_id = self._prompt_id()
-        improver_prompt, improver_version = ensure_improver_prompt(self.store, self.improve.improver_prompt)
+        prompt_id = self.prompt_id
         stop_at: int | None = None
         try:
             if resume:
@@ -283,18 +245,13 @@ class Loop:
                 start = self._starting_version()
                 self.cycle_id = new_cycle_id()
                 incumbent, next_round = None, 0
-            self.improver = Improver(
-                self._improver_model(start.prompt),
-                prompt=improver_prompt, version=improver_version,
-                max_suggestions=self.improve.max_suggestions,
-            )
             self._unsubscribe = [
                 self.bus.subscribe(CycleRecorder(self.store.cycles)),
                 self.bus.subscribe(self._on_call),
             ]
             self.bus.emit(ev.CycleStarted(
                 cycle_id=self.cycle_id, prompt_id=prompt_id, version=start.version,
-                resumed=bool(resume), config=self._config_record(start, improver_version),
+                resumed=bool(resume), config=self._config_record(),
             ))
             self._initial = start
             try:
@@ -329,20 +286,16 @@ class Loop:
         finally:
             for unsubscribe in getattr(self, "_unsubscribe", []):
                 unsubscribe()
-            for model in self._models:
-                await model.aclose()
+            for close in self._closers:
+                await close()
 
-    def _config_record(self, start: Version, improver_version: str) -> dict[str, Any]:
+    def _config_record(self) -> dict[str, Any]:
         return {
-            "config_file": str(self.loaded.path),
-            "improve": self.improve.model_dump(mode="json"),
-            "agent": self._agent_model_name(start.prompt),
-            "judge": judge_model_name(self.loaded, start.prompt),
-            "improver": self._improver_model_name(start.prompt),
-            "improver_version": improver_version,
-            "iterations": self.config.run.iterations,
+            **self.record,
+            "improver_version": self.improver.version,
+            "iterations": self.settings.iterations,
             "cases": len(self.cases),
-            "pass_threshold": self.config.pass_threshold,
+            "pass_threshold": self.judge.threshold,
             "budget": self.budget.limit,
         }
 
@@ -373,7 +326,7 @@ class Loop:
             initial_version=self._initial.version, final_version=final.version,
             initial_score=initial.score if initial else None, final_score=final_score,
             rounds=tuple(self._summaries), total_cost=self.budget.spent, cost_by_role=by_role,
-            offline=self._offline or any(m.offline for m in self._models),
+            offline=self._offline or self.improver.offline,
         )
 
     def _budget_reason(self, round_no: int | None, e: BudgetExceededError | None = None) -> str:
@@ -421,18 +374,21 @@ class Loop:
 
     async def _evaluate(self, version: Version, round_no: int, role: str) -> RunResult:
         run_id = run_id_for(self.cycle_id, round_no)
-        self._agent_model_name(version.prompt)  # a clear error for agents the prompt cannot reach
+        agent = self.agent_for(version.prompt)  # a clear error for agents the prompt cannot reach
         self.bus.emit(ev.EvaluationStarted(cycle_id=self.cycle_id, round=round_no, role=role,
                                            version=version.version, run_id=run_id))
-        suite = build_suite(self.loaded, store=self.store, bus=self.bus, budget=self.budget,
-                            cache=self.cache, prompt=version.prompt, version=version.version, cases=self.cases)
+        s = self.settings
+        runner = Runner(agent=agent, judge=self.judge, cases=self.cases, iterations=s.iterations,
+                        concurrency=s.concurrency, timeout=s.timeout, store=self.store, bus=self.bus,
+                        stop_on_first_failure=s.stop_on_first_failure)
         try:
-            result = await suite.runner(store=self.store, bus=self.bus).run(
-                run_id=run_id,
-                meta=suite.meta(cycle_id=self.cycle_id, round=round_no, role=role),
-            )
+            result = await runner.run(run_id=run_id, meta={
+                "prompt_id": version.prompt_id, "version": version.version,
+                "config": self.run_config, "cycle_id": self.cycle_id, "round": round_no,
+                "role": role,
+            })
         finally:
-            await suite.aclose()
+            await agent.aclose()
         self._offline = self._offline or result.offline
         if self.budget.exceeded or result.status != "finished":
             # the runner stopped scheduling: the cap was reached mid-run; what was judged is stored
@@ -463,7 +419,7 @@ class Loop:
         low = low_cases(inc.result, below=self.low_score)
         inp = ImproverInput(
             prompt=inc.version.prompt, aggregates=aggregates(inc.result),
-            low_cases=fit_cases(low, max_tokens=self.improve.context_tokens),
+            low_cases=fit_cases(low, max_tokens=self.settings.context_tokens),
             rejected=self.store.cycles.rejected_suggestions(self.cycle_id),
             low_score=self.low_score,
         )
@@ -521,7 +477,7 @@ class Loop:
                                    evaluated=None)
         parent = inc.version
         candidate = self.store.save_version(
-            applied.prompt, bump=self.improve.bump, source="improver", parent=parent.version,
+            applied.prompt, bump=self.settings.bump, source="improver", parent=parent.version,
             move_head=False, who="cycle",
             message=f"cycle {cid} round {round_no}: {len(applied.applied)} suggestion(s) applied",
         )
@@ -532,7 +488,7 @@ class Loop:
         ))
         result = await self._evaluate(candidate, round_no, "candidate")
         cand = _Incumbent(candidate, result, evaluation_of(result, candidate.version))
-        decision = decide(self.improve.acceptance, inc.evaluation, cand.evaluation,
+        decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
                           required=self.required_cases)
         self.bus.emit(ev.CandidateDecided(
             cycle_id=cid, round=round_no, version=candidate.version, accepted=decision.accepted,

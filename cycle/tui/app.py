@@ -309,7 +309,7 @@ def run_cycle_app(
 
         async def cycle(bus, reviewer):
             store = Store.open(path)
-            return await Loop(loaded, store=store, bus=bus, reviewer=reviewer).run(resume=resume)
+            return await build_loop(loaded, store=store, bus=bus, reviewer=reviewer).run(resume=resume)
 
     ``store_path`` is opened separately by the app, read-only in practice, for
     the History and case screens. ``info`` names the prompt and models in the

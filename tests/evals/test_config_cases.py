@@ -4,9 +4,9 @@ import textwrap
 
 import pytest
 
-from cycle.config import load_config
+from cycle.assemble.config import load_config
+from cycle.cases import load_cases, select
 from cycle.errors import ConfigError
-from cycle.evals.case import load_cases, select
 
 
 def write(path, text):

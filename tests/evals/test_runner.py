@@ -5,8 +5,8 @@ import asyncio
 import pytest
 
 from cycle.agents import CallableAgent, PromptAgent
+from cycle.cases import TestCase
 from cycle.errors import BadRequestError
-from cycle.evals.case import TestCase
 from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
 from cycle.events import CaseFinished, EventBus, RunFinished

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from cycle.cases import TestCase
 from cycle.errors import ConfigError, JudgeError
-from cycle.evals.case import TestCase
 from cycle.judge import Judge
 from cycle.judge.criteria import CriterionConfig
 from cycle.llm.registry import get_model

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cycle.config import LoadedConfig, load_config
+from cycle.assemble.config import LoadedConfig, load_config
 from cycle.events import EventBus
 from cycle.store import Store
 from cycle.testing import clear_scripts, script

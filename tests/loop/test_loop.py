@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 
-from cycle.loop import Loop
+from cycle.assemble import build_loop
 from cycle.loop.review import AutoReviewer
 
 from .conftest import suggestion
 
 
 def run_loop(loaded, store, bus=None, reviewer=None, resume=None):
-    loop = Loop(loaded, store=store, bus=bus, reviewer=reviewer or AutoReviewer())
+    loop = build_loop(loaded, store=store, bus=bus, reviewer=reviewer or AutoReviewer())
     return asyncio.run(loop.run(resume=resume))
 
 
@@ -137,7 +137,7 @@ def test_cost_cap_reached_mid_round_stops_cleanly(world, store) -> None:
     # agent and judge on the priced provider: 8 iterations x 2 calls = $0.16 per evaluation
     cfg = loaded.path.read_text().replace("scripted:agent", "paid:agent").replace("scripted:judge", "paid:judge")
     loaded.path.write_text(cfg)
-    from cycle.config import load_config
+    from cycle.assemble.config import load_config
 
     result = run_loop(load_config(loaded.path), store)
     assert result.stop_reason.startswith("max_cost: $0.2")
@@ -160,7 +160,7 @@ def test_cost_per_round_split_by_role(world, store) -> None:
     cfg = loaded.path.read_text().replace("scripted:agent", "paid:agent").replace(
         "scripted:improver", "paid:improver")
     loaded.path.write_text(cfg)
-    from cycle.config import load_config
+    from cycle.assemble.config import load_config
 
     result = run_loop(load_config(loaded.path), store)
     rows = store.cycles.get_rounds(result.cycle_id)
@@ -178,4 +178,4 @@ def test_stop_conditions_that_may_never_hold_are_refused(world, store) -> None:
 
     loaded = world([], improve={"stop": {"target_score": 99}})
     with pytest.raises(ConfigError, match="could run forever"):
-        Loop(loaded, store=store, reviewer=AutoReviewer())
+        build_loop(loaded, store=store, reviewer=AutoReviewer())

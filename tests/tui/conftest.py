@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cycle import events as ev
-from cycle.config import LoadedConfig, load_config
+from cycle.assemble.config import LoadedConfig, load_config
 from cycle.records import Prompt, ReviewRequest, Suggestion
 from cycle.store import Store
 from cycle.testing import clear_scripts, script

@@ -10,9 +10,9 @@ from pathlib import Path
 from rich.console import Console
 from textual.widgets import DataTable
 
-from cycle.config import LoadedConfig
+from cycle.assemble import build_loop
+from cycle.assemble.config import LoadedConfig
 from cycle.events import EventBus
-from cycle.loop import Loop
 from cycle.loop.review import Reviewer
 from cycle.store import Store
 from cycle.tui.app import CycleApp
@@ -47,7 +47,7 @@ async def test_a_real_cycle_reviewed_and_rolled_back(loaded: LoadedConfig, tmp_p
 
     async def cycle(bus: EventBus, reviewer: Reviewer):  # type: ignore[no-untyped-def]
         with Store.open(db) as store:  # opened in the cycle's own thread
-            return await Loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
+            return await build_loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
 
     info = HeaderInfo(prompt_id="support", models={"agent": "scripted:agent", "judge": "scripted:judge"},
                       offline=True)
@@ -121,7 +121,7 @@ async def test_quitting_mid_review_leaves_the_cycle_resumable(loaded: LoadedConf
 
     async def cycle(bus: EventBus, reviewer: Reviewer):  # type: ignore[no-untyped-def]
         with Store.open(db) as store:
-            return await Loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
+            return await build_loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
 
     app = CycleApp(cycle=cycle, store_path=db)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from cycle import events as ev
-from cycle.config import LoadedConfig
+from cycle.assemble import build_loop
+from cycle.assemble.config import LoadedConfig
 from cycle.errors import ConfigError, CycleError, RetriesExhaustedError
 from cycle.events import EventBus
-from cycle.loop import Loop
 from cycle.loop.review import Reviewer
 from cycle.records import ReviewRequest, Suggestion
 from cycle.store import Store
@@ -165,7 +165,7 @@ def test_a_real_cycle_ended_from_outside_is_left_interrupted_and_resumable(
 
     async def cycle(bus: EventBus, reviewer: Reviewer):  # type: ignore[no-untyped-def]
         with Store.open(db) as store:
-            return await Loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
+            return await build_loop(loaded, store=store, bus=bus, reviewer=reviewer).run()
 
     process = CycleProcess(cycle, host="process")
     process.start()

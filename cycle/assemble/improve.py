@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cycle.config import LoadedConfig
+from cycle.assemble.config import LoadedConfig
 from cycle.improve.improver import IMPROVER_PROMPT_ID
 from cycle.loop.acceptance import AcceptanceRule
 from cycle.loop.stop import StopCondition, parse_stop

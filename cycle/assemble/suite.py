@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cycle.agents import Agent, CallableAgent, HttpAgent, PromptAgent
-from cycle.config import STORE_PREFIX, LoadedConfig, load_prompt
+from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
+from cycle.cases import TestCase, expand_patterns, load_cases, select
 from cycle.errors import ConfigError, UnknownProviderError
-from cycle.evals.case import TestCase, expand_patterns, load_cases, select
 from cycle.evals.runner import Runner
 from cycle.events import EventBus
 from cycle.judge import Judge

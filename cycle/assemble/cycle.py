@@ -1,0 +1,142 @@
+"""A cycle.yaml into a ready ``Loop``: cases, agent factory, judge, improver, stop, budget.
+
+    loop = build_loop(load_config("cycle.yaml"), store=store, reviewer=AutoReviewer())
+    result = await loop.run()
+
+Everything is validated (``prepare``) before the store is written or a model called.
+"""
+
+from __future__ import annotations
+
+from cycle.agents import PromptAgent
+from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
+from cycle.assemble.improve import ImproveConfig, load_improve_config
+from cycle.assemble.suite import (
+    agent_model_name,
+    judge_model_name,
+    make_model,
+    needs_judge,
+    validate_suite,
+)
+from cycle.cases import TestCase
+from cycle.errors import ConfigError
+from cycle.events import EventBus
+from cycle.improve.improver import Improver, ensure_improver_prompt
+from cycle.judge import Judge
+from cycle.llm.budget import Budget
+from cycle.llm.cache import ResponseCache
+from cycle.llm.model import Model
+from cycle.loop.core import Loop, LoopSettings
+from cycle.loop.review import Reviewer
+from cycle.loop.stop import cost_cap, has_limit, resolve_custom
+from cycle.records import Prompt, Version
+from cycle.store import Store
+from cycle.yamlload import relocate
+
+
+def _not_a_model_agent(loaded: LoadedConfig) -> ConfigError:
+    agent = loaded.config.agent_config
+    return ConfigError(
+        "cycle improve needs an agent that runs the prompt on a model; this config's agent "
+        f"is {'a Python function' if agent.function else 'an HTTP endpoint'}, which the "
+        "improved prompt would not reach",
+        file=str(loaded.path), line=loaded.doc.line_of(("agent",)), field="agent",
+        hint="Set 'agent: provider:model' (or leave it out and give params.model in the prompt).",
+    )
+
+
+def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> list[TestCase]:
+    """Validate everything a cycle needs before the store is opened or a model called:
+    the prompt, every case file, imports, templates, the models' names and keys, and the
+    stop conditions' custom predicates. Returns the cases; the first problem raises a
+    ``CycleError`` naming file:line (field)."""
+    improve = improve or load_improve_config(loaded)
+    agent = loaded.config.agent_config
+    if agent.function or agent.http:
+        raise _not_a_model_agent(loaded)
+    cases = validate_suite(loaded, improver=True)
+    stop = improve.stop_condition(base_dir=str(loaded.base_dir))
+    where = {"file": str(loaded.path), "line": loaded.doc.line_of(("improve", "stop")),
+             "field": "improve.stop"}
+    try:
+        resolve_custom(stop)
+    except ConfigError as e:
+        raise relocate(e, **where) from None
+    if not has_limit(stop):
+        raise ConfigError(
+            f"the stop conditions ({stop.describe()}) may never hold: the cycle could run forever",
+            **where, hint="Add a limit, e.g. stop: {any: [{target_score: 90}, {max_rounds: 5}]}",
+        )
+    return cases
+
+
+def build_loop(
+    loaded: LoadedConfig,
+    *,
+    store: Store,
+    reviewer: Reviewer,
+    bus: EventBus | None = None,
+    improve: ImproveConfig | None = None,
+    cache: ResponseCache | None = None,
+    cases: list[TestCase] | None = None,
+) -> Loop:
+    """The cycle a cycle.yaml describes. ``cases``: what ``prepare`` returned, when the
+    caller validated already. Nothing is called and no version is saved here: a prompt
+    file becomes a version when a new cycle starts (a resumed one continues its own)."""
+    improve = improve or load_improve_config(loaded)
+    cases = cases if cases is not None else prepare(loaded, improve)
+    c = loaded.config
+    bus = bus or EventBus()
+    stop = improve.stop_condition(base_dir=str(loaded.base_dir))
+    caps = [x for x in (cost_cap(stop), c.budget) if x is not None]
+    budget = Budget(min(caps) if caps else None)
+    stored = c.prompt.startswith(STORE_PREFIX)
+    # read only, to name the prompt and its models: nothing is saved before a resume
+    prompt = store.resolve(c.prompt[len(STORE_PREFIX):]).prompt if stored else load_prompt(loaded)[0]
+
+    def starting_version() -> Version:
+        """A prompt file whose content is new is saved (and becomes head); an unchanged
+        one continues from ``head``, where earlier cycles left it. ``store:ID@label``
+        starts from that label (``store:ID``: head)."""
+        p, version = load_prompt(loaded, store)
+        if stored:
+            return store.get_version(p.id, version or "head")
+        return store.resolve(f"{p.id}@head")
+
+    def model(name: str, role: str) -> Model:
+        return make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache)
+
+    def agent_for(version_prompt: Prompt) -> PromptAgent:
+        name = agent_model_name(loaded, version_prompt)
+        if name is None:
+            raise _not_a_model_agent(loaded)
+        return PromptAgent(version_prompt, model(name, "agent"))  # closed with the agent
+
+    agent_name = agent_model_name(loaded, prompt)
+    judge_name = judge_model_name(loaded, prompt)
+    assert judge_name is not None
+    improver_name = c.improver or judge_name
+    judge_model = model(judge_name, "judge") if needs_judge(loaded, cases) else None
+    improver_prompt, improver_version = ensure_improver_prompt(store, improve.improver_prompt)
+    improver_model = model(improver_name, "improver")
+    improver = Improver(improver_model, prompt=improver_prompt, version=improver_version,
+                        max_suggestions=improve.max_suggestions)
+    run_config = c.model_dump(mode="json", exclude={"improve"})
+    run_config["config_path"] = str(loaded.path)
+    return Loop(
+        start=starting_version, prompt_id=prompt.id, cases=cases, agent=agent_for,
+        judge=Judge(c.criteria, model=judge_model, threshold=c.pass_threshold),
+        improver=improver, reviewer=reviewer, store=store, stop=stop, budget=budget, bus=bus,
+        settings=LoopSettings(
+            acceptance=improve.acceptance,
+            low_score=improve.low_score if improve.low_score is not None else c.pass_threshold,
+            context_tokens=improve.context_tokens, bump=improve.bump,
+            required_cases=frozenset(improve.required_cases), iterations=c.run.iterations,
+            concurrency=c.run.concurrency, timeout=c.run.timeout,
+            stop_on_first_failure=c.run.stop_on_first_failure,
+        ),
+        record={"config_file": str(loaded.path), "improve": improve.model_dump(mode="json"),
+                "agent": agent_name, "judge": judge_name, "improver": improver_name},
+        run_config=run_config,
+        closers=[m.aclose for m in (judge_model, improver_model) if m is not None],
+    )
