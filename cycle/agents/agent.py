@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig
+from cycle.llm.model import Model
 from cycle.prompts.template import render_system, render_user
 from cycle.records import AgentResult, Message, Prompt, ToolCall
 
@@ -56,11 +57,11 @@ def generate_config(params: dict[str, Any]) -> GenerateConfig:
 class PromptAgent:
     """A prompt on a model: system and user template rendered with the case's input."""
 
-    def __init__(self, prompt: Prompt, model: Any) -> None:
+    def __init__(self, prompt: Prompt, model: Model) -> None:
         self.prompt = prompt
         self.model = model
         self.name: str = model.name
-        self.offline: bool = bool(getattr(model, "offline", False))
+        self.offline: bool = model.offline
         self._config = generate_config(prompt.params)
         # a system prompt without template syntax is the same for every case: build it once
         self._static_system = (

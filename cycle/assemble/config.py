@@ -28,6 +28,7 @@ from cycle.durations import parse_duration
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, resolve
 from cycle.records import Prompt
+from cycle.store import Store
 from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
 
 STORE_PREFIX = "store:"
@@ -228,7 +229,7 @@ def load_config(path: str | Path) -> LoadedConfig:
     return LoadedConfig(config=config, path=p, base_dir=p.parent, doc=doc)
 
 
-def load_prompt(loaded: LoadedConfig, store: Any = None) -> tuple[Prompt, str | None]:
+def load_prompt(loaded: LoadedConfig, store: Store | None = None) -> tuple[Prompt, str | None]:
     """The prompt the config names, and its stored version.
 
     ``store:ID[@label|@version]`` is resolved in the store. A prompt file is

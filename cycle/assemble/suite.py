@@ -11,7 +11,7 @@ called. The loop builds a suite per prompt version with ``prompt=``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
 from cycle.llm.registry import get_api, get_model
 from cycle.prompts import render
 from cycle.records import Prompt
+from cycle.store import Store
 from cycle.yamlload import relocate
 
 
@@ -101,12 +102,12 @@ class Suite:
     cases: list[TestCase]
     agent: Agent
     judge: Judge
-    _closers: list[Any] = field(default_factory=list)
+    _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def runner(
         self,
         *,
-        store: Any = None,
+        store: Store | None = None,
         bus: EventBus | None = None,
         iterations: int | None = None,
         concurrency: int | None = None,
@@ -343,9 +344,9 @@ def needs_judge(loaded: LoadedConfig, cases: Sequence[TestCase]) -> bool:
 def build_suite(
     loaded: LoadedConfig,
     *,
-    store: Any = None,
+    store: Store | None = None,
     bus: EventBus | None = None,
-    budget: Any = None,
+    budget: Budget | None = None,
     cache: ResponseCache | None = None,
     prompt: Prompt | None = None,
     version: str | None = None,
@@ -359,9 +360,9 @@ def build_suite(
     if prompt is None:
         prompt, version = load_prompt(loaded, store)
     case_list = list(cases) if cases is not None else load_suite_cases(loaded, tags=tags, ids=ids)
-    closers: list[Any] = []
+    closers: list[Callable[[], Awaitable[None]]] = []
 
-    def model(name: str, role: str) -> Any:
+    def model(name: str, role: str) -> Model:
         m = make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache)
         closers.append(m.aclose)
         return m

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cycle.cli import CliContext
 
+if TYPE_CHECKING:
+    from cycle.store import Store
 
-def cycle_summaries(store: Any, prompt_id: str | None, *, limit: int) -> list[dict[str, Any]]:
+
+def cycle_summaries(store: Store, prompt_id: str | None, *, limit: int) -> list[dict[str, Any]]:
     """One summary per stored cycle, newest first (what ``cycle cycles --json`` prints)."""
     from cycle.report.cycle_report import initial_and_final
 

@@ -14,13 +14,19 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
 from cycle import events as ev
 from cycle.cli import CliContext, store_flag
 from cycle.errors import CycleError
+
+if TYPE_CHECKING:  # the commands import what they need when they run (start-up stays light)
+    from cycle.assemble import ImproveConfig, LoadedConfig
+    from cycle.cases import TestCase
+    from cycle.loop import CycleResult
+    from cycle.loop.review import Reviewer
 
 
 class CycleConsole:
@@ -147,15 +153,15 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     _report(outcome, store_path, report_dir or loaded.report_dir, config)
 
 
-def _reviewer(choice: str, priority: str) -> Any:
+def _reviewer(choice: str, priority: str) -> Reviewer:
     from cycle.loop.review import AutoReviewer, PromptReviewer
 
     return AutoReviewer(min_priority=priority) if choice == "auto" else PromptReviewer()  # type: ignore[arg-type]
 
 
-def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
+def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus, store_path: Path, choice: str,
                   priority: str, resume: str | bool | None, quiet: bool, *, use_cache: bool,
-                  cases: Any = None) -> Any:
+                  cases: list[TestCase] | None = None) -> CycleResult:
     from cycle.assemble import build_loop
     from cycle.assemble.suite import open_cache
     from cycle.cli import settle_heap
@@ -186,8 +192,8 @@ def _run_headless(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: P
             cache.close()
 
 
-def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, choice: str,
-             priority: str, resume: str | bool | None, *, use_cache: bool, cases: Any = None) -> Any:
+def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus, store_path: Path, choice: str,
+             priority: str, resume: str | bool | None, *, use_cache: bool, cases: list[TestCase] | None = None) -> CycleResult:
     try:
         from cycle.tui.app import run_cycle_app
         from cycle.tui.widgets.header import HeaderInfo
@@ -208,7 +214,7 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
                       offline=any(str(m).split(":")[0] in ("offline", "scripted") for m in models.values()),
                       store=str(store_path))
 
-    async def cycle(cycle_bus: ev.EventBus, tui_reviewer: Any) -> Any:
+    async def cycle(cycle_bus: ev.EventBus, tui_reviewer: Reviewer) -> CycleResult:
         store = Store.open(store_path)  # in the cycle's own process (cycle.tui.process)
         cache = open_cache(loaded, enabled=use_cache)
         try:
@@ -232,7 +238,7 @@ def _run_tui(loaded: Any, improve_cfg: Any, bus: ev.EventBus, store_path: Path, 
     return outcome.result
 
 
-def _report(result: Any, store_path: Path, report_dir: Path, config: Path) -> None:
+def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Path) -> None:
     from cycle.report.cycle_report import write_cycle_report
     from cycle.store import Store
 

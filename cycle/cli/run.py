@@ -10,11 +10,14 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from cycle.cli import CliContext
+
+if TYPE_CHECKING:
+    from cycle.assemble import LoadedConfig
 
 
 def _store_path(config_dir: Path | None) -> Path:
@@ -70,7 +73,7 @@ def run(
     sys.exit(code)
 
 
-async def _run(loaded: Any, *, iterations: int | None, concurrency: int | None,
+async def _run(loaded: LoadedConfig, *, iterations: int | None, concurrency: int | None,
                timeout: float | None, tags: tuple[str, ...], case_ids: tuple[str, ...],
                stop_on_first_failure: bool | None, agent_model: str | None,
                judge_model: str | None, budget: float | None, resume: str | None,

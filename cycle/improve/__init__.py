@@ -1,4 +1,6 @@
-"""cycle.improve: the improver model, suggestions, applying them and diff previews."""
+"""cycle.improve: the improver model, suggestions, applying them and diff previews.
+
+Who decides on suggestions (the ``Reviewer``) is the loop's business: cycle.loop.review."""
 
 from cycle.improve.apply import (
     ApplyResult,
@@ -14,7 +16,6 @@ from cycle.improve.improver import (
     LowCase,
     ensure_improver_prompt,
 )
-from cycle.loop.review import Reviewer
 from cycle.records import RejectedSuggestion, ReviewRequest, Suggestion
 
 __all__ = [
@@ -25,7 +26,6 @@ __all__ = [
     "LowCase",
     "RejectedSuggestion",
     "ReviewRequest",
-    "Reviewer",
     "Suggestion",
     "apply_one",
     "apply_suggestions",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cycle.errors import ConfigError
 from cycle.judge.checks import CheckContext
@@ -29,8 +29,24 @@ from cycle.judge.llm_judge import JUDGE_PROMPT, LlmJudge, ensure_judge_version
 from cycle.records import Usage, Verdict
 
 if TYPE_CHECKING:
-    from cycle.cases import TestCase
+    from cycle.llm.model import Model
     from cycle.records import AgentResult
+    from cycle.store import Store
+
+
+class JudgedCase(Protocol):
+    """What the judge reads of a case (``cycle.cases.TestCase`` is one)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def input(self) -> Any: ...
+    @property
+    def expected(self) -> Any: ...
+    @property
+    def variables(self) -> dict[str, Any]: ...
+    @property
+    def criteria(self) -> Sequence[CriterionConfig]: ...
 
 __all__ = [
     "BUILTIN_CRITERIA",
@@ -63,7 +79,7 @@ class Judge:
     def __init__(
         self,
         criteria: Sequence[CriterionConfig | Criterion],
-        model: Any = None,
+        model: Model | None = None,
         threshold: float = 70.0,
     ) -> None:
         self.threshold = threshold
@@ -84,18 +100,18 @@ class Judge:
 
     @property
     def name(self) -> str | None:
-        return getattr(self.model, "name", None)
+        return self.model.name if self.model is not None else None
 
     @property
     def offline(self) -> bool:
-        return bool(getattr(self.model, "offline", False))
+        return self.model is not None and self.model.offline
 
-    def register(self, store: Any) -> str:
+    def register(self, store: Store) -> str:
         """Save the judge prompt to the store (once) and remember its version."""
         self.version = ensure_judge_version(store, JUDGE_PROMPT)
         return self.version
 
-    def criteria_for(self, case: TestCase) -> tuple[Criterion, ...]:
+    def criteria_for(self, case: JudgedCase) -> tuple[Criterion, ...]:
         """The criteria ``case`` is judged on (the suite's with its overrides applied)."""
         if not case.criteria:
             return self.criteria
@@ -113,7 +129,7 @@ class Judge:
 
     async def judge(
         self,
-        case: TestCase,
+        case: JudgedCase,
         result: AgentResult,
         *,
         iteration: int = 0,

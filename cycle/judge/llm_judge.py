@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
@@ -26,6 +26,10 @@ from cycle.judge.criteria import Criterion
 from cycle.llm.base import GenerateConfig
 from cycle.prompts.template import render_user
 from cycle.records import Message, Prompt, Usage
+
+if TYPE_CHECKING:
+    from cycle.llm.model import Model
+    from cycle.store import Store
 
 JUDGE_PROMPT_ID = "cycle-judge"
 SCHEMA_NAME = "cycle_judge"
@@ -128,7 +132,7 @@ class Score(BaseModel):
     @classmethod
     def _not_bool(cls, value: Any) -> Any:
         if isinstance(value, bool):  # JSON true is not a score, although Python says it is 1
-            raise ValueError("a score is a number from 0 to 100, not true/false")
+            raise ValueError("a score is a number from 0 to 100, not true/false")  # noqa: TRY004
         return value
 
 
@@ -154,7 +158,7 @@ def verdict_model(ids: tuple[str, ...]) -> type[BaseModel]:
     )
 
 
-def ensure_judge_version(store: Any, prompt: Prompt = JUDGE_PROMPT) -> str:
+def ensure_judge_version(store: Store, prompt: Prompt = JUDGE_PROMPT) -> str:
     """Save the judge prompt on first use (content-addressed: once) and return its version."""
     found = store.find_version(prompt)
     if found is None:
@@ -165,7 +169,7 @@ def ensure_judge_version(store: Any, prompt: Prompt = JUDGE_PROMPT) -> str:
 class LlmJudge:
     """Scores the LLM criteria of one case in one call."""
 
-    def __init__(self, model: Any, prompt: Prompt = JUDGE_PROMPT) -> None:
+    def __init__(self, model: Model, prompt: Prompt = JUDGE_PROMPT) -> None:
         self.model = model
         self.prompt = prompt
         self._config = GenerateConfig(temperature=prompt.params.get("temperature"))

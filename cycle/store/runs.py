@@ -12,6 +12,7 @@ aggregates them into a ``RunResult`` for reports, ``cycle compare`` and resuming
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -250,7 +251,7 @@ class CallRecorder:
         self.log.write_results(None, (), calls=self.take())
 
 
-def _insert_result(conn: Any, run_id: str, r: IterationResult) -> None:
+def _insert_result(conn: sqlite3.Connection, run_id: str, r: IterationResult) -> None:
     tool_calls = json.dumps([t.model_dump() for t in r.tool_calls]) if r.tool_calls else None
     cur = conn.execute(_INSERT_RESULT, (
         run_id, r.case_id, r.iteration, r.status, r.score,
