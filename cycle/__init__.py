@@ -26,7 +26,7 @@ from cycle.events import Event, EventBus, JsonlSink
 from cycle.improve.apply import apply_suggestions
 from cycle.improve.improver import Improver
 from cycle.judge import Judge
-from cycle.judge.criteria import Criterion
+from cycle.judge.criteria import Criterion, CriterionConfig
 from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
@@ -59,6 +59,7 @@ __all__ = [
     "Budget",
     "CaseStats",
     "Criterion",
+    "CriterionConfig",
     "CycleConfig",
     "CycleError",
     "CycleResult",

@@ -222,7 +222,14 @@ class CycleFinished(Event):
 
 
 class EventBus:
-    """Delivers events to subscribers in order; a failing subscriber is reported, not fatal."""
+    """Delivers each event to every subscriber, in the order they subscribed.
+
+    A subscriber that raises stops the emit and the error reaches the emitter:
+    the store's recorders are subscribers, and a recorder that cannot write (a
+    full disk, a locked file) must stop the run rather than let it go on paying
+    for work that ``--resume`` would not find. A subscriber that may fail without
+    consequence (a display) catches its own errors.
+    """
 
     def __init__(self) -> None:
         self._subscribers: list[Subscriber] = []

@@ -55,11 +55,16 @@ def generate_config(params: dict[str, Any]) -> GenerateConfig:
 
 
 class PromptAgent:
-    """A prompt on a model: system and user template rendered with the case's input."""
+    """A prompt on a model: system and user template rendered with the case's input.
 
-    def __init__(self, prompt: Prompt, model: Model) -> None:
+    ``owns_model``: closing the agent closes the model (the assembler gives each
+    evaluation a model of its own); otherwise the model is the caller's to close.
+    """
+
+    def __init__(self, prompt: Prompt, model: Model, *, owns_model: bool = False) -> None:
         self.prompt = prompt
         self.model = model
+        self._owns_model = owns_model
         self.name: str = model.name
         self.offline: bool = model.offline
         self._config = generate_config(prompt.params)
@@ -92,7 +97,8 @@ class PromptAgent:
         )
 
     async def aclose(self) -> None:
-        await self.model.aclose()
+        if self._owns_model:
+            await self.model.aclose()
 
 
 def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:

@@ -142,3 +142,30 @@ async def test_agent_crash_is_an_error():
 
     result = await Runner(agent=CallableAgent(crash), judge=Judge([ORDER_CHECK]), cases=CASES[:1]).run()
     assert result.results[0].status == "error" and "KeyError" in result.results[0].error
+
+
+async def test_a_subscriber_that_cannot_record_stops_the_run_and_the_store_says_so(store):
+    """The bus does not swallow a subscriber's failure: a recorder that cannot write must
+    stop the run (it would pay on for results --resume could not find)."""
+    bus = EventBus()
+    after: list = []
+
+    class DiskFull(OSError):
+        pass
+
+    def recorder(event):
+        if isinstance(event, CaseFinished) and event.case_id == "c1":
+            raise DiskFull("no space left on device")
+
+    bus.subscribe(recorder)
+    bus.subscribe(after.append)
+    with script("agent", "Your order A-0 ships."), script("judge", judge_with(lambda t: 80)):
+        agent = PromptAgent(PROMPT, get_model("scripted:agent", bus=bus))
+        judge = Judge([ORDER_CHECK], model=get_model("scripted:judge", bus=bus, role="judge"))
+        runner = Runner(agent=agent, judge=judge, cases=CASES, iterations=1, concurrency=1,
+                        store=store, bus=bus)
+        with pytest.raises(DiskFull):
+            await runner.run(run_id="run-full")
+    assert store.runs.get("run-full").status == "interrupted"
+    # the failing event went no further down the subscriber list
+    assert not any(isinstance(e, CaseFinished) and e.case_id == "c1" for e in after)
