@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, merge, resolve
+from cycle.mocks import MockSpec
 from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
 
 
@@ -45,6 +46,13 @@ class TestCase(BaseModel):
     expected: Any = Field(None, description="A reference output the judge may compare with.")
     criteria: list[CriterionConfig] = Field(
         default_factory=list, description="Criteria added to, or overriding (by id), the suite's."
+    )
+    mocks: dict[str, MockSpec] = Field(
+        default_factory=dict, description="Tool mocks for this case, overriding the suite's by tool."
+    )
+    state: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The case's state at the start, by scope: {session: {...}, user: {...}}.",
     )
     _variables: dict[str, Any] | None = PrivateAttr(None)
     _source: str = PrivateAttr("")

@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"cycle.prompts"},
     {"cycle.store"},
     {"cycle.judge"},
-    {"cycle.cases"},
+    {"cycle.cases", "cycle.mocks"},
     {"cycle.agents"},
     {"cycle.evals"},
     {"cycle.improve"},

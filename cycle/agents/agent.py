@@ -14,15 +14,17 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from cycle.agents.tools import Toolbox
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig
 from cycle.llm.model import Model
+from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec
 from cycle.prompts.template import render_system, render_user
-from cycle.records import AgentResult, Message, Prompt, ToolCall
+from cycle.records import AgentResult, Message, Prompt, ToolCall, TraceEvent, Usage
 
 
 class Agent(Protocol):
@@ -61,13 +63,27 @@ class PromptAgent:
     evaluation a model of its own); otherwise the model is the caller's to close.
     """
 
-    def __init__(self, prompt: Prompt, model: Model, *, owns_model: bool = False) -> None:
+    def __init__(
+        self,
+        prompt: Prompt,
+        model: Model,
+        *,
+        owns_model: bool = False,
+        mocks: Mapping[str, MockSpec] | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+    ) -> None:
+        """``mocks``: how the prompt's tools answer (a case's own mocks override these);
+        ``max_steps``: model turns before the case ends as terminated."""
         self.prompt = prompt
         self.model = model
         self._owns_model = owns_model
+        self.mocks = dict(mocks or {})
+        self.max_steps = max_steps
         self.name: str = model.name
         self.offline: bool = model.offline
         self._config = generate_config(prompt.params)
+        self._tools = list(prompt.tools)
+        self._functions = {t.name: t.function for t in prompt.tools if t.function}
         # a system prompt without template syntax is the same for every case: build it once
         self._static_system = (
             Message.system(prompt.system)
@@ -86,14 +102,46 @@ class PromptAgent:
         return messages
 
     async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+        """Model -> tool calls -> tool results -> model ... until the model answers without
+        calling a tool, or ``max_steps`` model turns have been taken (terminated)."""
         started = time.monotonic()
-        out = await self.model.generate(
-            self.messages(case), config=self._config, iteration=iteration, role="agent",
-            context=context,
-        )
+        messages = self.messages(case)
+        trace: list[TraceEvent] = [TraceEvent(kind="user", text=messages[-1].content)]
+        toolbox = Toolbox(self._tools, {**self.mocks, **case.mocks}, case_id=case.id,
+                          state=case.state, functions=self._functions, started=started) \
+            if self._tools else None
+        usage, cost, latency = Usage(), 0.0, 0.0
+        calls: list[ToolCall] = []
+        model = self.name
+        for step in range(self.max_steps):
+            out = await self.model.generate(
+                messages, tools=self._tools, config=self._config, iteration=iteration,
+                role="agent", context={**context, "step": step} if step else context,
+            )
+            usage, cost, latency = usage + out.usage, cost + out.cost, latency + out.latency
+            model = out.model or model
+            trace.append(TraceEvent(kind="model", at=time.monotonic() - started, text=out.text,
+                                    tool_calls=out.tool_calls, usage=out.usage, cost=out.cost,
+                                    model=out.model or None))
+            if not out.tool_calls or toolbox is None:
+                trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=out.text))
+                return AgentResult(
+                    output=out.text, tool_calls=tuple(calls) + out.tool_calls, usage=usage,
+                    cost=cost, latency=latency, duration=time.monotonic() - started, model=model,
+                    trace=tuple(trace), state=toolbox.state if toolbox else dict(case.state),
+                )
+            calls += out.tool_calls
+            messages.append(Message.assistant(out.text, out.tool_calls))
+            # parallel calls run together; their results go back in the order asked
+            answers = await asyncio.gather(*(toolbox.call(c) for c in out.tool_calls))
+            for c, (events, shown) in zip(out.tool_calls, answers, strict=True):
+                trace += events
+                messages.append(Message.tool(shown, tool_call_id=c.id, name=c.name))
+        note = f"the step limit was reached: {self.max_steps} model turns without a final answer"
         return AgentResult(
-            output=out.text, tool_calls=tuple(out.tool_calls), usage=out.usage, cost=out.cost,
-            latency=out.latency, duration=time.monotonic() - started, model=out.model or self.name,
+            output="", tool_calls=tuple(calls), usage=usage, cost=cost, latency=latency,
+            duration=time.monotonic() - started, model=model, trace=tuple(trace),
+            state=toolbox.state if toolbox else dict(case.state), ending="terminated", note=note,
         )
 
     async def aclose(self) -> None:

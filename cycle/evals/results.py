@@ -21,20 +21,23 @@ from cycle.store.runs import RunLog
 
 
 def case_stats(case_id: str, name: str, results: list[IterationResult]) -> CaseStats:
-    judged = [r for r in results if r.status != "error"]
-    errors = len(results) - len(judged)
+    judged = [r for r in results if r.status in ("passed", "failed")]
+    errors = sum(1 for r in results if r.status == "error")
+    ended = [r for r in results if r.status == "terminated"]
     scores = [r.score for r in judged if r.score is not None]
     stats = describe(scores) if scores else EMPTY
     if not judged:
+        # no score: the case ended by a limit (its transcript shows where) or in errors
         return CaseStats(case_id=case_id, name=name, iterations=len(results), errors=errors,
-                         stats=stats, pass_rate=None, representative=None, status="error")
+                         stats=stats, pass_rate=None, representative=ended[0] if ended else None,
+                         status="terminated" if ended else "error", terminated=len(ended))
     passes = sum(1 for r in judged if r.passed)
     rate = passes / len(judged)
     assert stats.mean is not None
     rep = judged[closest_to_mean(scores, stats.mean)]
     return CaseStats(case_id=case_id, name=name, iterations=len(results), errors=errors,
                      stats=stats, pass_rate=rate, representative=rep,
-                     status="passed" if rate >= 0.5 else "failed")
+                     status="passed" if rate >= 0.5 else "failed", terminated=len(ended))
 
 
 def build_run_result(
@@ -69,6 +72,7 @@ def build_run_result(
         score=describe(means), pass_rate=(passed / (passed + failed)) if passed + failed else None,
         latency_p50=percentile(latencies, 50), latency_p90=percentile(latencies, 90),
         latency_p99=percentile(latencies, 99), usage=dict(usage or {}),
+        terminated=sum(1 for r in ordered if r.status == "terminated"),
     )
     return RunResult(run_id=run_id, status=status, threshold=threshold, cases=cases, suite=suite,
                      results=ordered, case_info=info, **meta)

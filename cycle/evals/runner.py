@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from cycle.agents import Agent
 from cycle.cases import TestCase
@@ -239,6 +239,9 @@ class Runner:
         try:
             async with asyncio.timeout(self.timeout):
                 agent_result = await self.agent.run(case, iteration=iteration, context=context)
+                if agent_result.ending == "terminated":
+                    return self._ended(case, iteration, agent_result, started_at, "terminated",
+                                       f"terminated: {agent_result.note}")
                 stage = "judge"
                 verdict = await self.judge.judge(case, agent_result, iteration=iteration,
                                                  context=context)
@@ -262,16 +265,23 @@ class Runner:
             tool_calls=a.tool_calls, latency=a.latency, agent_cost=a.cost, judge_cost=verdict.cost,
             input_tokens=a.usage.input_tokens, output_tokens=a.usage.output_tokens,
             started_at=started_at, finished_at=now_iso(), verdicts=verdict.verdicts,
+            trace=a.trace, state=a.state,
         )
 
     def _errored(
         self, case: TestCase, iteration: int, error: str, a: AgentResult | None, started_at: str
     ) -> IterationResult:
+        return self._ended(case, iteration, a, started_at, "error", error)
+
+    @staticmethod
+    def _ended(case: TestCase, iteration: int, a: AgentResult | None, started_at: str,
+               status: Literal["error", "terminated"], why: str) -> IterationResult:
+        """An iteration that was not judged: an error, or a limit that ended it."""
         return IterationResult(
-            case_id=case.id, iteration=iteration, status="error", score=None, passed=None,
-            error=error, input=case.input, output=a.output if a else "",
+            case_id=case.id, iteration=iteration, status=status, score=None, passed=None,
+            error=why, input=case.input, output=a.output if a else "",
             tool_calls=a.tool_calls if a else (), latency=a.latency if a else 0.0,
             agent_cost=a.cost if a else 0.0, input_tokens=a.usage.input_tokens if a else 0,
             output_tokens=a.usage.output_tokens if a else 0, started_at=started_at,
-            finished_at=now_iso(),
+            finished_at=now_iso(), trace=a.trace if a else (), state=a.state if a else {},
         )

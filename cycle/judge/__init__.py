@@ -144,7 +144,7 @@ class Judge:
                 case_id=case.id, input=case.input, variables=case.variables,
                 output=result.output, expected=case.expected, structured=result.structured,
                 tool_calls=result.tool_calls, latency=result.latency, duration=result.duration,
-                usage=result.usage, cost=result.cost,
+                usage=result.usage, cost=result.cost, trace=result.trace, state=result.state,
             )
             for c in checks:
                 assert c.check is not None

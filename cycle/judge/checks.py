@@ -20,13 +20,13 @@ import inspect
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from cycle.errors import ConfigError, EvalError
 from cycle.prompts import render
-from cycle.records import ToolCall, Usage
+from cycle.records import ToolCall, TraceEvent, Usage
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,9 @@ class CheckContext:
     usage: Usage = field(default_factory=Usage)
     #: the agent's cost in USD
     cost: float = 0.0
+    #: what happened, in order (cycle.records.trace), and the case's state at the end
+    trace: tuple[TraceEvent, ...] = ()
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ class _Check(BaseModel):
 class ExactMatch(_Check):
     """The output equals a value (the case's ``expected`` when no value is given)."""
 
-    type: Literal["exact"] = "exact"
+    type: Literal["exact", "exact_match"] = "exact"
     value: str | None = Field(None, description="The text to match; default: the case's expected.")
     case_sensitive: bool = Field(True, description="Compare case-sensitively.")
     normalize_whitespace: bool = Field(
@@ -351,16 +354,3 @@ def _outcome(value: Any, name: str) -> CheckOutcome:
         inner = _outcome(score, name)
         return CheckOutcome(inner.score, str(reason))
     raise EvalError(f"check {name} returned {type(value).__name__}; expected bool, number or (score, reason)")
-
-
-#: every check, by its ``type``
-CheckSpec = Annotated[
-    ExactMatch | Contains | ContainsAny | NotContains | Regex | JsonSchema | MaxLatency
-    | MaxTokens | CostWithin | CompletedWithin | PythonCheck,
-    Field(discriminator="type"),
-]
-
-CHECK_TYPES: tuple[str, ...] = (
-    "exact", "contains", "contains_any", "not_contains", "regex", "json_schema",
-    "max_latency", "max_tokens", "cost_within", "completed_within", "python",
-)

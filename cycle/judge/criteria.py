@@ -19,12 +19,54 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cycle.errors import ConfigError
-from cycle.judge.checks import CheckSpec
+from cycle.judge.checks import (
+    CompletedWithin,
+    Contains,
+    ContainsAny,
+    CostWithin,
+    ExactMatch,
+    JsonSchema,
+    MaxLatency,
+    MaxTokens,
+    NotContains,
+    PythonCheck,
+    Regex,
+)
+from cycle.judge.trace_checks import (
+    EventCount,
+    NoToolErrors,
+    OnlyTools,
+    StateValue,
+    ToolCalled,
+    ToolNotCalled,
+    ToolOrder,
+    ToolsCalled,
+)
+
+#: every check, by its ``type``
+CheckSpec = Annotated[
+    ExactMatch | Contains | ContainsAny | NotContains | Regex | JsonSchema | MaxLatency
+    | MaxTokens | CostWithin | CompletedWithin | PythonCheck
+    | ToolCalled | ToolsCalled | OnlyTools | ToolNotCalled | ToolOrder | NoToolErrors
+    | EventCount | StateValue,
+    Field(discriminator="type"),
+]
+
+CHECK_TYPES: tuple[str, ...] = (
+    "exact", "contains", "contains_any", "not_contains", "regex", "json_schema",
+    "max_latency", "max_tokens", "cost_within", "completed_within", "python",
+    "tool_called", "tools_called", "only_tools", "tool_not_called", "tool_order",
+    "no_tool_errors", "event_count", "state_value",
+)
+
+#: other names a check is known by (seed 004's GoGrid names) -> the name used here
+CHECK_ALIASES: dict[str, str] = {"exact_match": "exact", "tool_use": "tool_called"}
+
 
 #: built-in LLM criteria and their rubrics (what the judge is told to look for)
 BUILTIN_CRITERIA: dict[str, str] = {

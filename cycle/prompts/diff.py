@@ -15,14 +15,23 @@ import click
 
 from cycle.records import Prompt
 
-#: the fields compared, in display order
-FIELDS: tuple[str, ...] = ("system", "user_template", "params")
+#: the fields compared, in display order ("tools" only when either side has tools)
+FIELDS: tuple[str, ...] = ("system", "user_template", "params", "tools")
 
 
 def field_text(prompt: Prompt, name: str) -> str:
     """The text of one field as it is diffed."""
     if name == "params":
         return json.dumps(prompt.params, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if name == "tools":
+        # one tool after another, description on its own lines: an edited description
+        # shows as the lines that changed, not as one long changed line
+        blocks = []
+        for t in prompt.tools:
+            head = f"{t.name}" + (f"  ({t.function})" if t.function else "")
+            params = json.dumps(t.parameters, indent=2, sort_keys=True, ensure_ascii=False)
+            blocks.append(f"{head}\n  description: {t.description}\n  parameters: {params}\n")
+        return "".join(blocks)
     return str(getattr(prompt, name))
 
 
@@ -118,8 +127,9 @@ def _unified(name: str, old: str, new: str, a: str, b: str) -> tuple[str, ...]:
 
 def diff_prompts(old: Prompt, new: Prompt, *, a: str, b: str, prompt_id: str | None = None) -> VersionDiff:
     """Compare two prompts field by field; ``a`` and ``b`` label the two sides."""
+    names = [n for n in FIELDS if n != "tools" or old.tools or new.tools]
     fields = tuple(
         FieldDiff(name, _unified(name, field_text(old, name), field_text(new, name), a, b))
-        for name in FIELDS
+        for name in names
     )
     return VersionDiff(prompt_id=prompt_id or new.id, a=a, b=b, fields=fields)

@@ -33,16 +33,23 @@ from typing import Any
 
 import jinja2
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
 from cycle.errors import ConfigError, TemplateError
 from cycle.prompts import semver
 from cycle.prompts.template import compile_template
-from cycle.records import Prompt
+from cycle.prompts.tools import (
+    TOOL_NAME,
+    check_parameters,
+    check_unique,
+    import_tool_function,
+    tool_from_function,
+)
+from cycle.records import Prompt, ToolDef
 from cycle.yamlload import LoadedYaml, parse_yaml, validate
 
 #: keys in the order they are written
-KEYS: tuple[str, ...] = ("id", "version", "system", "user_template", "params", "metadata")
+KEYS: tuple[str, ...] = ("id", "version", "system", "user_template", "params", "tools", "metadata")
 
 
 #: a prompt id: what the store accepts (kept in step with cycle.store.store._PROMPT_ID)
@@ -84,6 +91,26 @@ class PromptParams(BaseModel):
         return value
 
 
+class ToolEntry(BaseModel):
+    """One tool of a prompt file: declared by hand, or from a Python function."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: StrictStr | None = Field(None, pattern=TOOL_NAME.pattern, description="the tool's name")
+    description: StrictStr | None = Field(None, description="what the tool does, for the model")
+    parameters: dict[str, Any] | None = Field(None, description="a JSON schema of the arguments")
+    function: StrictStr | None = Field(
+        None, description="package.module:name of the real function (schema from its signature)")
+
+    @model_validator(mode="after")
+    def _complete(self) -> ToolEntry:
+        if self.function is None and self.name is None:
+            raise ValueError("a tool needs a name (or a function to take it from)")
+        if self.parameters is not None:
+            check_parameters(self.parameters, tool=self.name or str(self.function))
+        return self
+
+
 class PromptFileModel(BaseModel):
     """The schema of a prompt file."""
 
@@ -99,6 +126,7 @@ class PromptFileModel(BaseModel):
     system: StrictStr = Field("", description="The system prompt (a jinja2 template).")
     user_template: StrictStr = Field("{{ input }}", description="The user message template.")
     params: PromptParams = Field(default_factory=PromptParams, description="model, temperature, max_tokens...")
+    tools: list[ToolEntry] = Field(default_factory=list, description="Tools the model may call.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not versioned.")
 
     @field_validator("version")
@@ -147,12 +175,38 @@ def parse_prompt(text: str, file: str = "<prompt>") -> PromptFile:
         raise _with_fix(e) from None
     for name in ("system", "user_template"):
         _check_template(getattr(model, name), name, doc, text)
+    tools = _tools(model.tools, doc, file)
     prompt = Prompt(
         id=model.id, system=model.system, user_template=model.user_template,
         # the params as written (validation only checked them): the round trip stays exact
-        params=dict(doc.data.get("params") or {}), metadata=model.metadata,
+        params=dict(doc.data.get("params") or {}), tools=tools, metadata=model.metadata,
     )
     return PromptFile(prompt=prompt, version=model.version, path=file)
+
+
+def _tools(entries: list[ToolEntry], doc: LoadedYaml, file: str) -> tuple[ToolDef, ...]:
+    """The declared tools; a function tool's schema and descriptions come from its code."""
+    out: list[ToolDef] = []
+    base = Path(file).resolve().parent if file != "<prompt>" else None
+    for i, entry in enumerate(entries):
+        try:
+            if entry.function is not None and entry.parameters is None:
+                fn = import_tool_function(entry.function, base=base)
+                tool = tool_from_function(fn, entry.function, name=entry.name,
+                                          description=entry.description)
+            else:
+                tool = ToolDef(name=entry.name or entry.function or "", description=entry.description or "",
+                               parameters=entry.parameters or {"type": "object", "properties": {}},
+                               function=entry.function)
+            if not TOOL_NAME.match(tool.name):
+                raise ValueError(f"'{tool.name}' cannot be a tool name (letters, digits, _ . -)")
+            out.append(tool)
+            check_unique(out)
+        except ValueError as e:
+            raise ConfigError(str(e), file=file, line=doc.line_of(("tools", i)), field=f"tools[{i}]",
+                              hint="A tool is {name, description, parameters: {type: object, "
+                              "properties: ...}} or {function: package.module:name}.") from None
+    return tuple(out)
 
 
 #: how to write each top-level field, for a value of the wrong type
@@ -252,6 +306,8 @@ def prompt_document(prompt: Prompt, version: str | None = None) -> dict[str, Any
     doc["user_template"] = prompt.user_template
     if prompt.params:
         doc["params"] = prompt.params
+    if prompt.tools:
+        doc["tools"] = [t.model_dump(exclude_none=True) for t in prompt.tools]
     if prompt.metadata:
         doc["metadata"] = prompt.metadata
     return doc

@@ -56,6 +56,9 @@ class ToolDef(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    #: the real function (package.module:name), run only when a mock says passthrough;
+    #: never sent to a model
+    function: str | None = None
 
 
 class Usage(BaseModel):

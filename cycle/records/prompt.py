@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cycle.records.messages import ToolDef
+
 
 class Prompt(BaseModel):
     """The content of one prompt version. Immutable; its hash is its identity."""
@@ -26,16 +28,27 @@ class Prompt(BaseModel):
         default_factory=dict,
         description="Model parameters: model, temperature, max_tokens, ...",
     )
+    tools: tuple[ToolDef, ...] = Field(
+        (), description="Tools the model may call: name, description, JSON-schema parameters."
+    )
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not hashed.")
 
     def canonical(self) -> dict[str, Any]:
-        """The fields that make a version: everything but metadata."""
-        return {
+        """The fields that make a version: everything but metadata (tools only when there
+        are some, so a prompt without tools keeps the hash it always had)."""
+        out: dict[str, Any] = {
             "id": self.id,
             "system": self.system,
             "user_template": self.user_template,
             "params": self.params,
         }
+        if self.tools:
+            out["tools"] = [t.model_dump(exclude_none=True) for t in self.tools]
+        return out
+
+    def tool(self, name: str) -> ToolDef | None:
+        """The declared tool called ``name``, if any."""
+        return next((t for t in self.tools if t.name == name), None)
 
     @property
     def content_hash(self) -> str:

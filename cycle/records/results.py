@@ -12,8 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cycle.records.messages import ToolCall, Usage
+from cycle.records.trace import TraceEvent
 
-Status = Literal["passed", "failed", "error"]
+#: how an iteration (or a case) ended: judged (passed or failed), an error of the
+#: infrastructure or the agent, or terminated by a limit (too many steps): each is
+#: counted apart, and only judged iterations are averaged
+Status = Literal["passed", "failed", "error", "terminated"]
 
 _FROZEN = ConfigDict(frozen=True)
 
@@ -57,6 +61,14 @@ class AgentResult(BaseModel):
     #: wall seconds of the whole agent step
     duration: float = 0.0
     model: str | None = None
+    #: what happened, in order (user message, model turns, tool calls, state, answer)
+    trace: tuple[TraceEvent, ...] = ()
+    #: the case's state at the end (scopes -> keys -> values)
+    state: dict[str, Any] = Field(default_factory=dict)
+    #: "terminated" when a limit (the step limit) ended the case before an answer
+    ending: Literal["completed", "terminated"] = "completed"
+    #: why it was terminated
+    note: str = ""
 
 
 class Verdict(BaseModel):
@@ -97,6 +109,8 @@ class IterationResult(BaseModel):
     started_at: str = ""
     finished_at: str = ""
     verdicts: tuple[Verdict, ...] = ()
+    trace: tuple[TraceEvent, ...] = ()
+    state: dict[str, Any] = Field(default_factory=dict)
 
 
 class CaseStats(BaseModel):
@@ -115,6 +129,8 @@ class CaseStats(BaseModel):
     #: the judged iteration closest to the mean (the representative run)
     representative: IterationResult | None
     status: Status
+    #: iterations a limit ended before they were judged
+    terminated: int = 0
 
     @property
     def mean(self) -> float | None:
@@ -156,6 +172,8 @@ class SuiteStats(BaseModel):
     latency_p90: float | None
     latency_p99: float | None
     usage: dict[str, RoleUsage] = Field(default_factory=dict)
+    #: iterations a limit ended (never averaged, never errors)
+    terminated: int = 0
 
     @property
     def cost(self) -> float:
@@ -209,10 +227,11 @@ class RunResult(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """0 all passed, 1 some failed, 3 errors prevented judging part of the run."""
+        """0 all passed, 1 some failed (or a limit ended them), 3 errors prevented judging
+        part of the run."""
         if self.suite.errors:
             return 3
-        if self.suite.failed:
+        if self.suite.failed or self.suite.terminated:
             return 1
         return 0
 
@@ -230,6 +249,7 @@ class RunResult(BaseModel):
             "errored": s.errored,
             "iterations": s.iterations,
             "errors": s.errors,
+            "terminated": s.terminated,
             "latency_p50": s.latency_p50,
             "latency_p90": s.latency_p90,
             "latency_p99": s.latency_p99,

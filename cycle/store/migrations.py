@@ -220,6 +220,14 @@ def m004_round_reasons(db: Database) -> None:
     db.execute("ALTER TABLE rounds ADD COLUMN pass_rate REAL")
 
 
+@migrations()
+def m005_tools_and_traces(db: Database) -> None:
+    """A prompt version's tools (JSON, NULL: none), and each result's trace and final state."""
+    db.execute("ALTER TABLE versions ADD COLUMN tools TEXT")
+    db.execute("ALTER TABLE results ADD COLUMN trace TEXT")
+    db.execute("ALTER TABLE results ADD COLUMN state TEXT")
+
+
 def _run(db: Database, script: str) -> None:
     # not executescript(): it commits first, and a migration must stay inside
     # its transaction (none of these statements holds a ';')

@@ -18,12 +18,17 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter
+
 from cycle.errors import NotFoundError
 from cycle.events import Event, ModelCalled
-from cycle.records import IterationResult, RoleUsage, RunRow, ToolCall, Verdict
+from cycle.records import IterationResult, RoleUsage, RunRow, ToolCall, TraceEvent, Verdict
 
 if TYPE_CHECKING:
     from cycle.store.store import Store
+
+#: a trace to and from JSON (pydantic-core: one call each way)
+_TRACE: TypeAdapter[tuple[TraceEvent, ...]] = TypeAdapter(tuple[TraceEvent, ...])
 
 #: seconds between two result writes of a running suite (see the module docstring)
 FLUSH_EVERY = 0.25
@@ -63,7 +68,8 @@ _INSERT_CALL = (
 _INSERT_RESULT = (
     "INSERT INTO results (run_id, case_id, iteration, status, score, passed, error, input, "
     "output, tool_calls, latency, agent_cost, judge_cost, input_tokens, output_tokens, "
-    "started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "started_at, finished_at, trace, state) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_VERDICT = (
     "INSERT INTO verdicts (result_id, criterion_id, kind, score, passed, weight, required, "
@@ -194,8 +200,8 @@ class RunLog:
         out: list[IterationResult] = []
         for row in db.execute(
             "SELECT id, case_id, iteration, status, score, passed, error, input, output, tool_calls, "
-            "latency, agent_cost, judge_cost, input_tokens, output_tokens, started_at, finished_at "
-            "FROM results WHERE run_id = ? ORDER BY case_id, iteration", (run_id,)
+            "latency, agent_cost, judge_cost, input_tokens, output_tokens, started_at, finished_at, "
+            "trace, state FROM results WHERE run_id = ? ORDER BY case_id, iteration", (run_id,)
         ).fetchall():
             out.append(IterationResult(
                 case_id=row[1], iteration=row[2], status=row[3], score=row[4],
@@ -206,6 +212,8 @@ class RunLog:
                 input_tokens=row[13] or 0, output_tokens=row[14] or 0,
                 started_at=row[15] or "", finished_at=row[16] or "",
                 verdicts=tuple(verdicts.get(row[0], ())),
+                trace=_TRACE.validate_json(row[17]) if row[17] else (),
+                state=json.loads(row[18]) if row[18] else {},
             ))
         return out
 
@@ -259,6 +267,8 @@ def _insert_result(conn: sqlite3.Connection, run_id: str, r: IterationResult) ->
         json.dumps(r.input, ensure_ascii=False, default=str), r.output, tool_calls,
         r.latency, r.agent_cost, r.judge_cost, r.input_tokens, r.output_tokens,
         r.started_at, r.finished_at,
+        _TRACE.dump_json(r.trace, exclude_defaults=True).decode() if r.trace else None,
+        json.dumps(r.state, ensure_ascii=False, default=str) if r.state else None,
     ))
     if r.verdicts:
         rid = cur.lastrowid

@@ -31,7 +31,16 @@ from cycle.errors import NotFoundError, StoreError, StoreFormatError
 from cycle.prompts import semver
 from cycle.prompts.diff import VersionDiff, diff_prompts
 from cycle.prompts.template import check_templates
-from cycle.records import HEAD, PRODUCTION, SOURCES, LabelMove, Prompt, PromptSummary, Version
+from cycle.records import (
+    HEAD,
+    PRODUCTION,
+    SOURCES,
+    LabelMove,
+    Prompt,
+    PromptSummary,
+    ToolDef,
+    Version,
+)
 from cycle.store.cycles import CycleLog
 from cycle.store.migrations import check_format, migrations
 from cycle.store.runs import RunLog
@@ -45,7 +54,7 @@ _HEX = re.compile(r"^[0-9a-f]{4,64}$")
 
 _VERSION_COLUMNS = (
     "prompt_id, seq, version, hash, parent, source, message, created_at, "
-    "system, user_template, params, metadata"
+    "system, user_template, params, metadata, tools"
 )
 
 
@@ -55,12 +64,13 @@ def _now() -> str:
 
 def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
     (prompt_id, seq, version, hash_, parent, source, message, created_at,
-     system, user_template, params, metadata) = row
+     system, user_template, params, metadata, tools) = row
     prompt = Prompt(
         id=prompt_id,
         system=system,
         user_template=user_template,
         params=json.loads(params),
+        tools=tuple(ToolDef.model_validate(t) for t in json.loads(tools)) if tools else (),
         metadata=json.loads(metadata),
     )
     return Version(
@@ -264,12 +274,14 @@ class Store:
                 else:
                     parent = self._resolve_in(prompt.id, parent).version
             db.execute(
-                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     prompt.id, seq, number, digest, parent, source, message, now,
                     prompt.system, prompt.user_template,
                     json.dumps(prompt.params, ensure_ascii=False),
                     json.dumps(prompt.metadata, ensure_ascii=False),
+                    json.dumps([t.model_dump(exclude_none=True) for t in prompt.tools],
+                               ensure_ascii=False) if prompt.tools else None,
                 ),
             )
             reason = message or f"new version ({source})"

@@ -4,7 +4,8 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 from cycle.errors import ConfigError, EvalError
-from cycle.judge.checks import CheckContext, CheckSpec
+from cycle.judge.checks import CheckContext
+from cycle.judge.criteria import CheckSpec
 from cycle.records import Usage
 
 SPEC = TypeAdapter(CheckSpec)

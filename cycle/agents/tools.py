@@ -1,0 +1,252 @@
+"""Tools during evaluation: mocks that are safe by default, and the case's state.
+
+During evaluation no tool runs real code unless the config says so. Each tool
+call is answered by its mock, chosen per suite (``tools.mocks`` in cycle.yaml)
+and overridable per case (``mocks:`` in the case)::
+
+    tools:
+      max_steps: 8                                   # model turns before 'terminated'
+      mocks:
+        lookup_order: {value: {status: shipped}}     # a fixed value
+        roll_dice: {sequence: [3, 5, 1]}             # one per call (the last repeats)
+        weather:                                     # argument patterns -> values
+          match:
+            - {args: {city: Paris}, value: sunny}
+            - {args: {city: "^Lon"}, match: regex, value: rainy}
+            - {value: unknown}                       # no args: matches any call
+        refund: {function: mypkg.mocks:refund}       # fn(arguments, ToolContext)
+        charge_card: {error: "card declined"}        # the tool fails (how does the agent cope?)
+        search_docs: {passthrough: true}             # the real function: the only way code runs
+
+A mock may change the case's state (``state: {session.refunded: true}``, or a
+function returning ``with_state(value, {...})``). The state is a dict of scopes
+(``session``, ``user``, or any other name); a key without a scope is
+``session``'s. Every change is recorded in the trace.
+
+A call to a tool that has no mock is an error of that iteration, naming the
+tool, the case and the YAML that would mock it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from cycle.errors import ConfigError, EvalError
+from cycle.mocks import MockSpec
+from cycle.records import ToolCall, ToolDef
+from cycle.records.trace import TraceEvent
+
+DEFAULT_SCOPE = "session"
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a mock function may look at besides the arguments (a limited view)."""
+
+    call_id: str
+    tool: str
+    case_id: str
+    #: a copy of the case's state: change it with ``with_state``, not in place
+    state: dict[str, Any]
+    now: datetime
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """A tool's value together with changes to the case's state (``with_state``)."""
+
+    value: Any
+    changes: dict[str, Any] = field(default_factory=dict)
+
+
+def with_state(value: Any, changes: Mapping[str, Any]) -> StateChange:
+    """Return ``value`` from a mock function and apply ``changes`` ("scope.key" -> value)."""
+    return StateChange(value, dict(changes))
+
+
+def unmocked_hint(tool: str) -> str:
+    """The YAML that would mock ``tool`` (shown in the error)."""
+    return (f"Mock it in cycle.yaml:\n  tools:\n    mocks:\n      {tool}: {{value: ...}}\n"
+            f"or in the case: mocks: {{{tool}: {{value: ...}}}}; to run the real function "
+            f"instead: {tool}: {{passthrough: true}}.")
+
+
+class UnmockedToolError(EvalError):
+    """A tool was called that has no mock (nothing runs for real unless the config says so)."""
+
+
+def _set(state: dict[str, Any], key: str, value: Any) -> str:
+    scope, _, rest = key.partition(".")
+    if not rest:
+        scope, rest = DEFAULT_SCOPE, key
+    node = state.setdefault(scope, {})
+    parts = rest.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = node[part] = {}
+        node = child
+    node[parts[-1]] = value
+    return f"{scope}.{rest}"
+
+
+def import_callable(path: str, *, what: str) -> Callable[..., Any]:
+    from cycle.judge.checks import import_object
+
+    fn = import_object(path, what=what)
+    if not callable(fn):
+        raise ConfigError(f"{path} is not callable", field=what)
+    return fn  # type: ignore[no-any-return]
+
+
+class Toolbox:
+    """The tools of one case iteration: answers calls through mocks, keeps the state,
+    and turns each call into trace events."""
+
+    def __init__(
+        self,
+        tools: Sequence[ToolDef],
+        mocks: Mapping[str, MockSpec],
+        *,
+        case_id: str,
+        state: Mapping[str, Any] | None = None,
+        functions: Mapping[str, str] | None = None,
+        started: float | None = None,
+    ) -> None:
+        self.tools = {t.name: t for t in tools}
+        self.mocks = dict(mocks)
+        self.case_id = case_id
+        self.state: dict[str, Any] = copy.deepcopy(dict(state or {}))
+        #: tool name -> import path of its real function (for passthrough)
+        self.functions = dict(functions or {})
+        self._calls: dict[str, int] = {}
+        self._started = started if started is not None else time.monotonic()
+
+    def _now(self) -> float:
+        return time.monotonic() - self._started
+
+    async def call(self, call: ToolCall) -> tuple[list[TraceEvent], str]:
+        """Answer one call: (its trace events, the text the model is shown)."""
+        began = time.monotonic()
+        declared = self.tools.get(call.name)
+        problem = None
+        if declared is None:
+            problem = f"there is no tool named {call.name!r} (tools: {', '.join(self.tools) or 'none'})"
+        else:
+            problem = _schema_problem(call.arguments, declared.parameters)
+        if problem is not None:
+            return self._failed(call, problem, began)
+        mock = self.mocks.get(call.name)
+        if mock is None:
+            raise UnmockedToolError(
+                f"case '{self.case_id}' called tool '{call.name}', which has no mock "
+                "(during evaluation no tool runs real code unless the config says so)",
+                hint=unmocked_hint(call.name),
+            )
+        n = self._calls.get(call.name, 0)
+        self._calls[call.name] = n + 1
+        changes = dict(mock.state)
+        try:
+            value = await self._answer(mock, call, n, changes)
+        except UnmockedToolError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the tool failed: the model is told, as in production
+            return self._failed(call, f"{e.__class__.__name__}: {e}", began, changes=changes)
+        try:
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError) as e:
+            raise EvalError(f"tool '{call.name}' of case '{self.case_id}' returned a value that "
+                            f"cannot be serialised to JSON ({type(value).__name__}): {e}") from e
+        events = [TraceEvent(kind="tool_result", at=self._now(), tool=call.name, call_id=call.id,
+                             arguments=call.arguments, result=value,
+                             duration=time.monotonic() - began)]
+        events += self._apply(changes)
+        return events, shown
+
+    async def _answer(self, mock: MockSpec, call: ToolCall, n: int, changes: dict[str, Any]) -> Any:
+        kind = mock.kind
+        if kind == "value":
+            return copy.deepcopy(mock.value)
+        if kind == "sequence":
+            assert mock.sequence is not None
+            return copy.deepcopy(mock.sequence[min(n, len(mock.sequence) - 1)])
+        if kind == "error":
+            raise ToolFailure(str(mock.error))
+        if kind == "match":
+            from cycle.judge.trace_checks import arguments_match
+
+            assert mock.match is not None
+            for rule in mock.match:
+                if arguments_match(call.arguments, rule.args, match=rule.match):
+                    changes.update(rule.state)
+                    if rule.error is not None:
+                        raise ToolFailure(rule.error)
+                    return copy.deepcopy(rule.value)
+            raise ToolFailure(f"no mock row matches the arguments {json.dumps(call.arguments)}")
+        if kind == "function":
+            assert mock.function is not None
+            fn = import_callable(mock.function, what=f"tools.mocks.{call.name}.function")
+            ctx = ToolContext(call_id=call.id, tool=call.name, case_id=self.case_id,
+                              state=copy.deepcopy(self.state), now=datetime.now(UTC))
+            value = await _call(fn, call.arguments, ctx)
+        else:  # passthrough: the real function, named by the tool's declaration
+            path = self.functions.get(call.name)
+            if path is None:
+                raise ToolFailure(f"tool '{call.name}' has no Python function to pass through to")
+            fn = import_callable(path, what=f"tool {call.name}")
+            value = await _call(fn, call.arguments, None)
+        if isinstance(value, StateChange):
+            changes.update(value.changes)
+            return value.value
+        return value
+
+    def _apply(self, changes: Mapping[str, Any]) -> list[TraceEvent]:
+        if not changes:
+            return []
+        applied = {_set(self.state, k, copy.deepcopy(v)): v for k, v in changes.items()}
+        return [TraceEvent(kind="state", at=self._now(), changes=applied)]
+
+    def _failed(self, call: ToolCall, error: str, began: float,
+                changes: Mapping[str, Any] | None = None) -> tuple[list[TraceEvent], str]:
+        events = [TraceEvent(kind="tool_error", at=self._now(), tool=call.name, call_id=call.id,
+                             arguments=call.arguments, error=error,
+                             duration=time.monotonic() - began)]
+        events += self._apply(changes or {})
+        return events, f"error: {error}"
+
+
+class ToolFailure(Exception):
+    """A mocked tool failing on purpose (``error:``): the model sees the message."""
+
+
+async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: ToolContext | None) -> Any:
+    """Call a mock (``fn(arguments, ctx)``) or a real tool (``fn(**arguments)``)."""
+    if ctx is not None:
+        result = fn(arguments, ctx)
+    elif inspect.iscoroutinefunction(fn):
+        result = fn(**arguments)
+    else:
+        result = await asyncio.to_thread(fn, **arguments)  # real code may block
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _schema_problem(arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
+    """Why the arguments break the tool's declared schema, or None."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(arguments))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
+    return f"the arguments do not match the tool's schema: {where}: {error.message}"

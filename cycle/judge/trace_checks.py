@@ -1,0 +1,227 @@
+"""Checks over the trace: which tools were called, with which arguments, in which order,
+whether any failed, how many events of a kind, and what the case's state ended as.
+
+Metrics are decoupled from execution: each check reads ``ctx.trace`` (and
+``ctx.state``), whatever agent produced them. Names follow seed 004 (GoGrid)
+where it has one: ``tool_use`` is ``tool_called`` with argument matching.
+
+Argument matching (``match``): ``exact`` (the arguments equal ``args``),
+``subset`` (every key of ``args`` is there with that value; the default),
+``regex`` (every value of ``args`` is a pattern the argument's text must
+match), ``schema`` (``args`` is a JSON schema the arguments satisfy). Numbers
+compare within ``tolerance`` (absolute) in exact and subset matching.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, model_validator
+
+from cycle.judge.checks import CheckOutcome, _Check
+from cycle.records.trace import KINDS, TraceEvent, called_tools, tool_events
+
+if TYPE_CHECKING:
+    from cycle.judge.checks import CheckContext
+
+Match = Literal["exact", "subset", "regex", "schema"]
+
+
+def _close(a: Any, b: Any, tolerance: float) -> bool:
+    """Equal, with numbers equal within ``tolerance`` (recursively in lists and dicts)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return abs(a - b) <= tolerance
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k], tolerance) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, tolerance) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def arguments_match(actual: dict[str, Any], want: dict[str, Any], *, match: Match = "subset",
+                    tolerance: float = 0.0) -> bool:
+    """Whether a call's arguments satisfy ``want`` under ``match`` (see the module docstring)."""
+    if match == "exact":
+        return _close(actual, want, tolerance)
+    if match == "subset":
+        return all(k in actual and _close(actual[k], v, tolerance) for k, v in want.items())
+    if match == "regex":
+        return all(k in actual and re.search(str(p), _text(actual[k])) is not None
+                   for k, p in want.items())
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(want).is_valid(actual)
+
+
+class ToolCalled(_Check):
+    """The agent called ``tool`` (at least ``min_times``; with ``args``, with matching
+    arguments). ``tool_use`` is the same check by its GoGrid name."""
+
+    type: Literal["tool_called", "tool_use"] = "tool_called"
+    tool: str = Field(description="The tool's name.")
+    args: dict[str, Any] | None = Field(None, description="Arguments a call must match.")
+    match: Match = Field("subset", description="How arguments match: exact, subset, regex, schema.")
+    tolerance: float = Field(0.0, ge=0, description="Numbers match within this (exact, subset).")
+    min_times: int = Field(1, ge=1, description="Calls needed (matching ones, with args).")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        calls = [c for c in called_tools(ctx.trace) if c.name == self.tool]
+        if self.args is not None:
+            matching = [c for c in calls if arguments_match(
+                c.arguments, self.args, match=self.match, tolerance=self.tolerance)]
+            if len(matching) >= self.min_times:
+                return CheckOutcome(100.0, f"{self.tool} called {len(matching)}x with matching "
+                                           "arguments")
+            seen = "; ".join(_text(c.arguments) for c in calls[:3]) or "never called"
+            return CheckOutcome(0.0, f"{self.tool} not called with arguments matching "
+                                     f"{_text(self.args)} ({self.match}); calls: {seen}"[:300])
+        if len(calls) >= self.min_times:
+            return CheckOutcome(100.0, f"{self.tool} called {len(calls)}x")
+        names = ", ".join(dict.fromkeys(c.name for c in called_tools(ctx.trace))) or "none"
+        return CheckOutcome(0.0, f"{self.tool} called {len(calls)}x, needed {self.min_times} "
+                                 f"(tools called: {names})")
+
+
+class ToolsCalled(_Check):
+    """Every tool in ``tools`` was called (the score is the share that was)."""
+
+    type: Literal["tools_called"] = "tools_called"
+    tools: list[str] = Field(min_length=1, description="Tools that must all be called.")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        called = {c.name for c in called_tools(ctx.trace)}
+        missing = [t for t in self.tools if t not in called]
+        score = 100.0 * (len(self.tools) - len(missing)) / len(self.tools)
+        return CheckOutcome(score, "all called" if not missing else f"not called: {', '.join(missing)}")
+
+
+class OnlyTools(_Check):
+    """No tool outside ``tools`` was called."""
+
+    type: Literal["only_tools"] = "only_tools"
+    tools: list[str] = Field(description="The tools that may be called.")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        other = sorted({c.name for c in called_tools(ctx.trace)} - set(self.tools))
+        return CheckOutcome(0.0 if other else 100.0,
+                            f"also called: {', '.join(other)}" if other else "only allowed tools")
+
+
+class ToolNotCalled(_Check):
+    """``tool`` was never called (with ``args``: never with matching arguments)."""
+
+    type: Literal["tool_not_called"] = "tool_not_called"
+    tool: str = Field(description="The tool that must not be called.")
+    args: dict[str, Any] | None = Field(None, description="Only calls matching these count.")
+    match: Match = Field("subset", description="How arguments match.")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        calls = [c for c in called_tools(ctx.trace) if c.name == self.tool and (
+            self.args is None or arguments_match(c.arguments, self.args, match=self.match))]
+        if calls:
+            return CheckOutcome(0.0, f"{self.tool} was called {len(calls)}x: "
+                                     f"{_text(calls[0].arguments)}"[:300])
+        return CheckOutcome(100.0, f"{self.tool} not called")
+
+
+class ToolOrder(_Check):
+    """The tools were called in this order (``in_order``: as a subsequence, other calls
+    between allowed; ``exact``: nothing else; ``any_order``: all of them, in any order)."""
+
+    type: Literal["tool_order"] = "tool_order"
+    tools: list[str] = Field(min_length=1, description="Tool names, in the expected order.")
+    mode: Literal["in_order", "exact", "any_order"] = Field("in_order", description="How strict.")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        seq = [c.name for c in called_tools(ctx.trace)]
+        if self.mode == "exact":
+            ok = seq == self.tools
+        elif self.mode == "any_order":
+            ok = sorted(seq) == sorted(self.tools) if len(seq) == len(self.tools) else all(
+                seq.count(t) >= self.tools.count(t) for t in set(self.tools))
+        else:
+            it = iter(seq)
+            ok = all(any(name == want for name in it) for want in self.tools)
+        shown = " -> ".join(seq) or "no tool called"
+        return CheckOutcome(100.0 if ok else 0.0,
+                            f"calls: {shown}" + ("" if ok else f"; expected {' -> '.join(self.tools)}"
+                                                 f" ({self.mode})"))
+
+
+class NoToolErrors(_Check):
+    """No tool call failed (a mock's error, arguments that break the schema, a crash)."""
+
+    type: Literal["no_tool_errors"] = "no_tool_errors"
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        errors = [e for e in tool_events(ctx.trace) if e.kind == "tool_error"]
+        if not errors:
+            return CheckOutcome(100.0, "no tool error")
+        first = errors[0]
+        return CheckOutcome(0.0, f"{len(errors)} tool error(s); first: {first.tool}: {first.error}"[:300])
+
+
+class EventCount(_Check):
+    """The number of trace events of ``kind`` (those matching ``where``) is within
+    [``min``, ``max``]. ``where`` compares event fields: ``{tool: refund}``."""
+
+    type: Literal["event_count"] = "event_count"
+    kind: str = Field(description="user, model, tool_result, tool_error, state or final.")
+    where: dict[str, Any] = Field(default_factory=dict, description="Field values an event must have.")
+    min: int | None = Field(None, ge=0, description="At least this many.")
+    max: int | None = Field(None, ge=0, description="At most this many.")
+
+    @model_validator(mode="after")
+    def _sane(self) -> EventCount:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown event kind {self.kind!r}; kinds: {', '.join(KINDS)}")
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        return self
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        def matches(e: TraceEvent) -> bool:
+            return all(getattr(e, k, None) == v for k, v in self.where.items())
+
+        n = sum(1 for e in ctx.trace if e.kind == self.kind and matches(e))
+        ok = (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
+        bound = f"{self.min if self.min is not None else 0}..{self.max if self.max is not None else '∞'}"
+        return CheckOutcome(100.0 if ok else 0.0, f"{n} {self.kind} event(s) (allowed {bound})")
+
+
+_MISSING = object()
+
+
+def state_get(state: dict[str, Any], path: str) -> Any:
+    """The value at a dotted path of the state, or ``_MISSING``."""
+    node: Any = state
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+class StateValue(_Check):
+    """The case's final state has ``equals`` at ``path`` (``session.refund.status``);
+    without ``equals``, the path only has to exist."""
+
+    type: Literal["state_value"] = "state_value"
+    path: str = Field(min_length=1, description="Dotted path in the state: scope.key[.key...].")
+    equals: Any = Field(None, description="The value expected there (left out: the path exists).")
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        got = state_get(ctx.state, self.path)
+        if got is _MISSING:
+            return CheckOutcome(0.0, f"state has no {self.path}")
+        if "equals" not in self.model_fields_set or _close(got, self.equals, 0.0):
+            return CheckOutcome(100.0, f"{self.path} = {_text(got)}"[:200])
+        return CheckOutcome(0.0, f"{self.path} = {_text(got)}, expected {_text(self.equals)}"[:300])
