@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from cycle.durations import parse_duration
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, resolve
+from cycle.mocks import ToolsConfig
 from cycle.records import Prompt
 from cycle.store import Store
 from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
@@ -161,6 +162,10 @@ class CycleConfig(BaseModel):
         None, ge=0, description="A hard cap in USD on one run's model calls (none by default)."
     )
     reports: str = Field("reports", description="Folder for reports, relative to this file.")
+    tools: ToolsConfig = Field(
+        default_factory=ToolsConfig,
+        description="How the prompt's tools answer during evaluation (mocks) and the step limit.",
+    )
     improve: dict[str, Any] = Field(
         default_factory=dict, description="The improvement loop's options (see cycle improve)."
     )

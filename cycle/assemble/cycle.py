@@ -110,7 +110,8 @@ def build_loop(
         name = agent_model_name(loaded, version_prompt)
         if name is None:
             raise _not_a_model_agent(loaded)
-        return PromptAgent(version_prompt, model(name, "agent"), owns_model=True)
+        return PromptAgent(version_prompt, model(name, "agent"), owns_model=True,
+                           mocks=c.tools.mocks, max_steps=c.tools.max_steps)
 
     agent_name = agent_model_name(loaded, prompt)
     judge_name = judge_model_name(loaded, prompt)

@@ -28,6 +28,7 @@ from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model
 from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
 from cycle.llm.registry import get_api, get_model
+from cycle.mocks import MockSpec
 from cycle.prompts import render
 from cycle.records import Prompt
 from cycle.store import Store
@@ -264,6 +265,41 @@ def _check_imports_and_templates(
                     ) from None
 
 
+def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt) -> None:
+    """Every mock names a declared tool, every mock function imports, and passthrough is
+    asked only of tools that have a real function: a typo fails now, before any call."""
+    from cycle.judge.checks import import_object
+
+    declared = {t.name: t for t in prompt.tools}
+    known = ", ".join(declared) or "none (the prompt declares no tools)"
+    cfg = str(loaded.path)
+    sources: list[tuple[str, MockSpec, str, int | None, str]] = [
+        (name, mock, cfg, loaded.doc.line_of(("tools", "mocks", name)), f"tools.mocks.{name}")
+        for name, mock in loaded.config.tools.mocks.items()
+    ]
+    for case in cases:
+        file, line = _case_where(case)
+        sources += [(name, mock, file, line, f"case {case.id}: mocks.{name}")
+                    for name, mock in case.mocks.items()]
+    for name, mock, file, line, field_ in sources:
+        tool = declared.get(name)
+        if tool is None:
+            raise ConfigError(f"a mock for '{name}', which the prompt does not declare",
+                              file=file, line=line, field=field_,
+                              hint=f"Declared tools: {known}. Fix the name, or declare the "
+                              "tool under tools: in the prompt file.")
+        if mock.passthrough and not tool.function:
+            raise ConfigError(f"passthrough for '{name}', which has no Python function to run",
+                              file=file, line=line, field=field_,
+                              hint=f"Declare it with function: package.module:name in the prompt "
+                              f"file, or give {name} a mock value.")
+        if mock.function:
+            try:
+                import_object(mock.function, what=f"{field_}.function")
+            except ConfigError as e:
+                raise relocate(e, file=file, line=line, field=f"{field_}.function") from None
+
+
 def _check_models(
     loaded: LoadedConfig, prompt: Prompt | None, *, agent_model: str | None,
     judge_model: str | None, needs_judge: bool, improver: bool,
@@ -325,6 +361,8 @@ def validate_suite(
     cases = load_suite_cases(loaded, tags=tags, ids=ids)
     prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
     _check_imports_and_templates(loaded, cases, prompt)
+    if prompt is not None:
+        _check_mocks(loaded, cases, prompt)
     _check_models(loaded, prompt, agent_model=agent_model, judge_model=judge_model,
                   needs_judge=needs_judge(loaded, cases), improver=improver)
     return cases
@@ -379,7 +417,8 @@ def build_suite(
     else:
         name = agent_model or agent_model_name(loaded, prompt)
         assert name is not None and prompt is not None
-        agent = PromptAgent(prompt, model(name, "agent"))
+        agent = PromptAgent(prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
+                            max_steps=loaded.config.tools.max_steps)
     judge_name = judge_model or loaded.config.judge or agent_model or agent_model_name(loaded, prompt)
     c = loaded.config
     judge_llm = model(judge_name, "judge") if (judge_name and needs_judge(loaded, case_list)) else None

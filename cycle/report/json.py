@@ -16,6 +16,8 @@ def _iteration(r: IterationResult) -> dict[str, Any]:
         "error": r.error, "output": r.output, "latency": r.latency,
         "agent_cost": r.agent_cost, "judge_cost": r.judge_cost,
         "tool_calls": [t.model_dump() for t in r.tool_calls],
+        "trace": [e.model_dump(mode="json", exclude_defaults=True) for e in r.trace],
+        "state": r.state,
         "verdicts": [
             {"criterion": v.criterion_id, "kind": v.kind, "score": v.score, "passed": v.passed,
              "weight": v.weight, "required": v.required, "reasoning": v.reasoning}
@@ -30,7 +32,7 @@ def _case(c: CaseStats, result: RunResult) -> dict[str, Any]:
         "id": c.case_id, "name": c.name, "status": c.status, "tags": info.get("tags", []),
         "mean": c.stats.mean, "sd": c.stats.sd, "min": c.stats.min, "max": c.stats.max,
         "ci_low": c.stats.ci_low, "ci_high": c.stats.ci_high, "pass_rate": c.pass_rate,
-        "iterations": c.iterations, "errors": c.errors,
+        "iterations": c.iterations, "errors": c.errors, "terminated": c.terminated,
         "representative": c.representative.iteration if c.representative else None,
         "expected": info.get("expected"),
         "results": [_iteration(r) for r in result.results if r.case_id == c.case_id],

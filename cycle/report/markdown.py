@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.records import CaseStats, IterationResult, RunResult
 from cycle.report import format as f
 from cycle.report.json import OFFLINE_NOTE
@@ -40,9 +41,17 @@ def _case_body(c: CaseStats, result: RunResult) -> list[str]:
         if info.get("expected") is not None:
             out += ["**Expected**", "", "```", str(info["expected"]).strip(), "```", ""]
         out += _verdicts(rep) + [""]
-    errors = [r for r in runs if r.status == "error"]
+    if rep is not None and has_behaviour(rep.trace):
+        turns = sum(1 for e in rep.trace if e.kind == "model")
+        tools = sum(1 for e in rep.trace if e.kind in ("tool_result", "tool_error"))
+        summary = (f"<summary>Transcript (iteration {rep.iteration}: {turns} model turn(s), "
+                   f"{tools} tool call(s))</summary>")
+        out += ["<details>", summary, "", "```", *transcript_lines(rep.trace), "```", "",
+                "</details>", ""]
+    errors = [r for r in runs if r.status in ("error", "terminated")]
     if errors:
-        out += ["**Errors**", ""] + [f"- iteration {r.iteration}: {r.error}" for r in errors] + [""]
+        out += ["**Errors and limits**", ""] + [
+            f"- iteration {r.iteration}: {r.error}" for r in errors] + [""]
     return out
 
 
@@ -75,7 +84,8 @@ def render_markdown(result: RunResult) -> str:
         f"| Pass threshold | {result.threshold:g} |",
         f"| Cases | {s.cases}: {s.passed} passed, {s.failed} failed, {s.errored} errored |",
         f"| Pass rate | {f.pct(s.pass_rate)} |",
-        f"| Iterations | {s.iterations} ({s.errors} errored) |",
+        f"| Iterations | {s.iterations} ({s.errors} errored"
+        + (f", {s.terminated} ended by a limit" if s.terminated else "") + ") |",
         (f"| Latency p50 / p90 / p99 | {f.seconds(s.latency_p50)} / {f.seconds(s.latency_p90)} / "
         f"{f.seconds(s.latency_p99)} |"),
         f"| Cost | {f.money(s.cost, s.cost_estimated)} |",
@@ -91,7 +101,7 @@ def render_markdown(result: RunResult) -> str:
         lines.append(f"| {_cell(c.name)} (`{c.case_id}`) | {c.status} | {f.score_ci(c.stats)} | "
                      f"{f.score(c.stats.sd)} | {f.pct(c.pass_rate)} | {c.errors} |")
     lines.append("")
-    bad = [c for c in result.cases.values() if c.status != "passed"]
+    bad = [c for c in result.cases.values() if c.status != "passed"]  # failed, errored, terminated
     good = [c for c in result.cases.values() if c.status == "passed"]
     if bad:
         lines += ["## Failed and errored cases", ""]

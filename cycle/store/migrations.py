@@ -222,10 +222,32 @@ def m004_round_reasons(db: Database) -> None:
 
 @migrations()
 def m005_tools_and_traces(db: Database) -> None:
-    """A prompt version's tools (JSON, NULL: none), and each result's trace and final state."""
+    """A prompt version's tools (JSON, NULL: none), each result's trace and final state,
+    and a result status for iterations a limit ended ('terminated')."""
     db.execute("ALTER TABLE versions ADD COLUMN tools TEXT")
     db.execute("ALTER TABLE results ADD COLUMN trace TEXT")
     db.execute("ALTER TABLE results ADD COLUMN state TEXT")
+    _widen_check(db, "results", "status IN ('passed', 'failed', 'error')",
+                 "status IN ('passed', 'failed', 'error', 'terminated')")
+
+
+def _widen_check(db: Database, table: str, old: str, new: str) -> None:
+    """Replace a CHECK constraint by a wider one (every stored row satisfies it), the way
+    SQLite documents for constraint changes that do not touch the stored data: edit the
+    schema text under writable_schema and bump schema_version, inside the migration's
+    transaction. (Rebuilding the table would fight the foreign keys pointing at it.)"""
+    row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                     [table]).fetchone()
+    if row is None or old not in row[0]:
+        raise StoreFormatError(f"table {table} does not have the constraint {old!r} to widen")
+    version = db.execute("PRAGMA schema_version").fetchone()[0]
+    db.execute("PRAGMA writable_schema = ON")
+    try:
+        db.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?",
+                   [row[0].replace(old, new), table])
+        db.execute(f"PRAGMA schema_version = {int(version) + 1}")
+    finally:
+        db.execute("PRAGMA writable_schema = OFF")
 
 
 def _run(db: Database, script: str) -> None:

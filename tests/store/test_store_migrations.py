@@ -130,3 +130,41 @@ def test_store_from_a_newer_release_is_refused_and_left_unchanged(tmp_path: Path
 def test_directory_is_refused(tmp_path: Path):
     with pytest.raises(StoreFormatError, match="directory"):
         Store.open(tmp_path)
+
+
+def test_a_store_before_tools_and_traces_migrates_and_keeps_its_results(tmp_path: Path):
+    """m005 adds tools, traces and state, and widens results.status to 'terminated' in
+    place: old rows and the foreign keys pointing at them are untouched."""
+    path = tmp_path / "old.db"
+    old = Database(path)
+    migrations.apply(old, stop_before="m005_tools_and_traces")
+    old.execute("INSERT INTO prompts VALUES ('p', '2026-01-01T00:00:00+00:00')")
+    old.execute(
+        "INSERT INTO versions VALUES ('p', 1, '1.0.0', ?, NULL, 'initial', '', "
+        "'2026-01-01T00:00:00+00:00', 's', '{{ input }}', '{}', '{}')",
+        (Prompt(id="p", system="s").content_hash,))
+    old.execute("INSERT INTO runs (id, status, config, offline) VALUES ('r', 'finished', '{}', 0)")
+    old.execute("INSERT INTO results (id, run_id, case_id, iteration, status, score, passed, "
+                "input, output) VALUES (1, 'r', 'c', 0, 'passed', 90, 1, '\"hi\"', 'hello')")
+    old.execute("INSERT INTO verdicts (result_id, criterion_id, kind, score, passed, weight, "
+                "required, reasoning) VALUES (1, 'x', 'check', 90, 1, 1, 0, 'ok')")
+    old.conn.commit()
+    with pytest.raises(sqlite3.IntegrityError):  # the old constraint
+        old.execute("INSERT INTO results (run_id, case_id, iteration, status) "
+                    "VALUES ('r', 'c', 1, 'terminated')")
+    old.close()
+
+    with Store.open(path) as store:
+        assert [m.name for m in migrations.applied(store.db)] == known_names()
+        [kept] = store.runs.load_results("r")
+        assert (kept.output, kept.trace, kept.state, kept.verdicts[0].reasoning) == (
+            "hello", (), {}, "ok")
+        assert store.get_version("p", "1.0.0").prompt.tools == ()
+        with store.transaction() as db:
+            db.execute("INSERT INTO results (run_id, case_id, iteration, status) "
+                       "VALUES ('r', 'c', 1, 'terminated')")
+            with pytest.raises(sqlite3.IntegrityError):
+                db.execute("INSERT INTO results (run_id, case_id, iteration, status) "
+                           "VALUES ('r', 'c', 2, 'weird')")
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert store.db.execute("PRAGMA foreign_key_check").fetchall() == []
