@@ -1,7 +1,7 @@
 """Applying suggestions to a prompt, and unified-diff previews.
 
 A suggestion replaces its ``current_value`` wherever it occurs in the field it
-names: exactly first, then ignoring differences in whitespace (models often
+names (for ``tool_description``, the description of the tool it names): exactly first, then ignoring differences in whitespace (models often
 re-wrap the text they quote). An empty ``current_value`` appends. A
 ``parameters`` suggestion is a JSON object merged into ``params``. A
 suggestion that cannot be applied is marked ``skipped`` with the reason, never
@@ -91,6 +91,8 @@ def apply_one(prompt: Prompt, suggestion: Suggestion) -> Prompt:
     Raises NotApplicable when the suggestion cannot be applied or changes nothing.
     """
     value = suggestion.value
+    if suggestion.type == "tool_description":
+        return _edit_tool(prompt, suggestion.tool, suggestion.current_value, value)
     if suggestion.type == "parameters":
         params = _merge_params(prompt.params, value)
         if params == prompt.params:
@@ -106,6 +108,20 @@ def apply_one(prompt: Prompt, suggestion: Suggestion) -> Prompt:
     except TemplateError as e:
         raise NotApplicable(f"the edited {name} is not a valid template: {e.message}") from e
     return prompt.model_copy(update={name: after})
+
+
+def _edit_tool(prompt: Prompt, name: str, current: str, value: str) -> Prompt:
+    tool = prompt.tool(name)
+    if tool is None:
+        known = ", ".join(t.name for t in prompt.tools) or "none"
+        raise NotApplicable(f"the prompt has no tool named {name!r} (tools: {known})")
+    # an empty current value rewrites the description (appending to one rarely reads well)
+    after = value if not current.strip() else replace_text(tool.description, current, value)
+    if after == tool.description:
+        raise NotApplicable("the suggestion changes nothing")
+    edited = tool.model_copy(update={"description": after})
+    return prompt.model_copy(update={"tools": tuple(edited if t.name == name else t
+                                                    for t in prompt.tools)})
 
 
 def apply_suggestions(prompt: Prompt, suggestions: list[Suggestion]) -> ApplyResult:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from cycle.errors import NotFoundError, StructuredOutputError
+from cycle.judge.transcript import cut, has_behaviour, transcript_lines
 from cycle.prompts.template import render_system, render_user
 from cycle.records import (
     PRIORITY_ORDER,
@@ -46,11 +47,13 @@ CHARS_PER_TOKEN = 4
 DEFAULT_SYSTEM = """\
 You are a prompt engineer. You improve the prompt of an LLM application using \
 evidence from an evaluation: the cases it scored low on, the judge's reasoning \
-per criterion, and edits that were already tried and rejected.
+per criterion, what the assistant did (a transcript of its tool calls, when it \
+has tools), and edits that were already tried and rejected.
 
 Rules:
 - Propose a few focused edits (at most {{ max_suggestions }}), most important first.
-- Each edit names its type: system_prompt, user_prompt or parameters.
+- Each edit names its type: system_prompt, user_prompt, parameters, or \
+tool_description (then "tool" names the tool, and current_value quotes its description).
 - current_value must be an exact quote of the text to replace (empty to append \
 a new paragraph); suggested_value is the replacement text.
 - For parameters, suggested_value is a JSON object merged into the parameters, \
@@ -117,6 +120,8 @@ class LowCase(BaseModel):
     expected: Any = None
     score: float | None = None
     verdicts: list[CriterionVerdict] = Field(default_factory=list)
+    #: what the assistant did (tool calls, results, state), when it did more than answer
+    transcript: list[str] = Field(default_factory=list)
 
 
 class ImproverInput(BaseModel):
@@ -137,6 +142,9 @@ class ImproverInput(BaseModel):
                 "system": self.prompt.system,
                 "user_template": self.prompt.user_template,
                 "params": self.prompt.params,
+                **({"tools": [{"name": t.name, "description": t.description,
+                               "parameters": t.parameters} for t in self.prompt.tools]}
+                   if self.prompt.tools else {}),
             },
             "aggregates": self.aggregates,
             "low_cases": [c.model_dump(mode="json") for c in self.low_cases],
@@ -159,6 +167,25 @@ def _cut_value(value: Any, limit: int) -> Any:
     return value if len(text) <= limit else _cut(text, limit)
 
 
+def _fit_lines(lines: list[str], limit: int) -> list[str]:
+    """A transcript within about ``limit`` characters: every tool call kept as long as it
+    fits, each line cut, and the middle left out (with a marker) when it is too long."""
+    cut_lines = [cut(line, max(80, limit // 4)) for line in lines]
+    if sum(len(x) for x in cut_lines) <= limit * 2:
+        return cut_lines
+    head: list[str] = []
+    tail: list[str] = []
+    used = 0
+    for i in range(len(cut_lines) // 2):
+        a, b = cut_lines[i], cut_lines[-1 - i]
+        if used + len(a) + len(b) > limit * 2:
+            break
+        head.append(a)
+        tail.insert(0, b)
+        used += len(a) + len(b)
+    return [*head, f"[... {len(cut_lines) - len(head) - len(tail)} events left out ...]", *tail]
+
+
 def fit_cases(cases: Iterable[LowCase], *, max_tokens: int) -> list[LowCase]:
     """The lowest-scoring cases first, each field cut, as many as fit the token budget.
 
@@ -174,7 +201,7 @@ def fit_cases(cases: Iterable[LowCase], *, max_tokens: int) -> list[LowCase]:
     kept: list[LowCase] = []
     used = 0
     for case in ordered:
-        cut = LowCase(
+        fitted = LowCase(
             id=case.id,
             input=_cut_value(case.input, field_limit),
             output=_cut(case.output, field_limit),
@@ -184,11 +211,12 @@ def fit_cases(cases: Iterable[LowCase], *, max_tokens: int) -> list[LowCase]:
                 CriterionVerdict(criterion=v.criterion, score=v.score, reasoning=_cut(v.reasoning, field_limit))
                 for v in case.verdicts
             ],
+            transcript=_fit_lines(case.transcript, field_limit),
         )
-        size = len(cut.model_dump_json())
+        size = len(fitted.model_dump_json())
         if kept and used + size > budget:
             break
-        kept.append(cut)
+        kept.append(fitted)
         used += size
     return kept
 
@@ -200,6 +228,7 @@ class SuggestionDraft(BaseModel):
     """One suggestion as the improver model writes it."""
 
     type: SuggestionType
+    tool: str = Field("", description="For tool_description: the tool's name.")
     priority: Priority = "medium"
     current_value: str = Field("", description="Exact text to replace; empty to append.")
     suggested_value: str = Field(description="Replacement text (a JSON object for parameters).")
@@ -288,6 +317,7 @@ def low_cases(result: RunResult, *, below: float) -> list[LowCase]:
                 CriterionVerdict(criterion=v.criterion_id, score=v.score, reasoning=v.reasoning)
                 for v in rep.verdicts
             ],
+            transcript=transcript_lines(rep.trace) if has_behaviour(rep.trace) else [],
         ))
     return out
 

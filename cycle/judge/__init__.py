@@ -160,7 +160,7 @@ class Judge:
             assert self._llm is not None
             judgement = await self._llm.score(
                 llm, input=case.input, output=result.output, expected=case.expected,
-                iteration=iteration, context=context,
+                iteration=iteration, context=context, trace=result.trace,
             )
             usage, cost = judgement.usage, judgement.cost
             for c in llm:

@@ -23,15 +23,18 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from cycle.errors import JudgeError, StructuredOutputError
 from cycle.judge.criteria import Criterion
+from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.llm.base import GenerateConfig
 from cycle.prompts.template import render_user
-from cycle.records import Message, Prompt, Usage
+from cycle.records import Message, Prompt, TraceEvent, Usage
 
 if TYPE_CHECKING:
     from cycle.llm.model import Model
     from cycle.store import Store
 
 JUDGE_PROMPT_ID = "cycle-judge"
+#: characters of one text or value the judge sees in a transcript before it is cut
+TRANSCRIPT_CUT = 600
 SCHEMA_NAME = "cycle_judge"
 
 JUDGE_SYSTEM = """\
@@ -61,7 +64,8 @@ with one entry for every criterion id listed below, exactly as written.
 Criteria:
 {% for c in criteria %}- {{ c.id }}: {{ c.description }}
 {% endfor %}
-The case (input given to the assistant, its response as "output", the expected answer, and the criteria):
+The case (input given to the assistant, its response as "output", the expected answer, the criteria, \
+and, when the assistant used tools, its "transcript": every tool call with its result, in order):
 ```json
 {{ payload }}
 ```
@@ -177,13 +181,19 @@ class LlmJudge:
         self._around_payload: dict[tuple[tuple[str, str], ...], tuple[str, str] | tuple[()]] = {}
 
     def messages(
-        self, criteria: Sequence[Criterion], *, input: Any, output: str, expected: Any
+        self, criteria: Sequence[Criterion], *, input: Any, output: str, expected: Any,
+        trace: Sequence[TraceEvent] = (),
     ) -> list[Message]:
         crit = [{"id": c.id, "description": c.description} for c in criteria]
         # one top-level field a line, each written by json's C encoder (``indent``
         # would send every case through its pure-Python one: a quarter of
         # cycle's own CPU per case, benchmarks/RESULTS.md)
-        fields = {"input": input, "output": output, "expected": expected, "criteria": crit}
+        fields: dict[str, Any] = {"input": input, "output": output, "expected": expected,
+                                  "criteria": crit}
+        if has_behaviour(trace):
+            # what the assistant did, not only what it said: tool calls and results kept,
+            # long texts cut with a marker
+            fields["transcript"] = transcript_lines(trace, limit=TRANSCRIPT_CUT)
         payload = "{\n" + ",\n".join(
             f"{_dumps(k)}: {_dumps(v)}" for k, v in fields.items()
         ) + "\n}"
@@ -217,9 +227,11 @@ class LlmJudge:
         expected: Any,
         iteration: int = 0,
         context: dict[str, Any] | None = None,
+        trace: Sequence[TraceEvent] = (),
     ) -> LlmJudgement:
         ids = tuple(c.id for c in criteria)
-        messages = self.messages(criteria, input=input, output=output, expected=expected)
+        messages = self.messages(criteria, input=input, output=output, expected=expected,
+                                 trace=trace)
         try:
             out = await self.model.generate_structured(
                 messages, verdict_model(ids), name=SCHEMA_NAME, config=self._config, iteration=iteration,

@@ -27,9 +27,13 @@ def _value(value: Any, limit: int) -> str:
     return cut(text, limit)
 
 
-def transcript_lines(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT) -> list[str]:
-    """One line per event: ``user: ...``, ``assistant -> lookup(order="A-1")``,
-    ``tool lookup -> {...} (0.01 s)``, ``tool refund FAILED: ...``, ``state: ...``."""
+def transcript_lines(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT,
+                     durations: bool = False) -> list[str]:
+    """One line per event: ``user: ...``, ``assistant -> lookup(order=A-1)``,
+    ``tool lookup -> {...}``, ``tool refund FAILED: ...``, ``state: ...``.
+
+    ``durations`` adds each tool's time: for people only, since what a model is sent
+    must not change from run to run (the response cache, the offline world)."""
     out: list[str] = []
     for e in trace:
         if e.kind == "user":
@@ -41,7 +45,8 @@ def transcript_lines(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT) -
                 args = ", ".join(f"{k}={_value(v, 80)}" for k, v in c.arguments.items())
                 out.append(f"assistant -> {c.name}({args})")
         elif e.kind == "tool_result":
-            out.append(f"tool {e.tool} -> {_value(e.result, limit)} ({e.duration:.2f} s)")
+            took = f" ({e.duration:.2f} s)" if durations else ""
+            out.append(f"tool {e.tool} -> {_value(e.result, limit)}{took}")
         elif e.kind == "tool_error":
             out.append(f"tool {e.tool} FAILED: {cut(e.error or '', limit)}")
         elif e.kind == "state":

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-SuggestionType = Literal["system_prompt", "user_prompt", "parameters"]
+SuggestionType = Literal["system_prompt", "user_prompt", "parameters", "tool_description"]
 Priority = Literal["high", "medium", "low"]
 Decision = Literal["pending", "approved", "rejected", "edited", "skipped"]
 
@@ -20,6 +20,7 @@ class Suggestion(BaseModel):
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     type: SuggestionType = Field(description="Which part of the prompt it edits.")
     priority: Priority = "medium"
+    tool: str = Field("", description="For tool_description: the tool whose description it edits.")
     current_value: str = Field(
         "", description="Text to replace (empty: append to the system prompt / template)."
     )
@@ -69,6 +70,7 @@ class RejectedSuggestion(BaseModel):
     """A suggestion already tried (or refused) and why, so the improver does not repeat it."""
 
     type: SuggestionType
+    tool: str = ""
     current_value: str = ""
     suggested_value: str
     reason: str

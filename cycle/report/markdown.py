@@ -46,7 +46,7 @@ def _case_body(c: CaseStats, result: RunResult) -> list[str]:
         tools = sum(1 for e in rep.trace if e.kind in ("tool_result", "tool_error"))
         summary = (f"<summary>Transcript (iteration {rep.iteration}: {turns} model turn(s), "
                    f"{tools} tool call(s))</summary>")
-        out += ["<details>", summary, "", "```", *transcript_lines(rep.trace), "```", "",
+        out += ["<details>", summary, "", "```", *transcript_lines(rep.trace, durations=True), "```", "",
                 "</details>", ""]
     errors = [r for r in runs if r.status in ("error", "terminated")]
     if errors:

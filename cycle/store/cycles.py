@@ -106,14 +106,14 @@ class CycleLog:
                 data.get("current_value", ""), data["suggested_value"], data.get("reasoning", ""),
                 data.get("expected_improvement", ""), json.dumps(data.get("target_cases") or []),
                 data.get("decision", "pending"), data.get("reason", ""), data.get("edited_value"),
-                int(bool(data.get("applied", False))),
+                int(bool(data.get("applied", False))), data.get("tool") or None,
             ))
         with self.store.transaction() as db:
             for row in rows:
                 db.execute(
                     "INSERT INTO suggestions (id, cycle_id, round, type, priority, current_value, "
                     "suggested_value, reasoning, expected_improvement, target_cases, decision, reason, "
-                    "edited_value, applied) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "edited_value, applied, tool) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET decision = excluded.decision, reason = excluded.reason, "
                     "edited_value = excluded.edited_value, applied = excluded.applied",
                     row,
@@ -167,7 +167,7 @@ class CycleLog:
         """Suggestions of a cycle (or one round), in the order they were proposed."""
         sql = (
             "SELECT id, cycle_id, round, type, priority, current_value, suggested_value, reasoning, "
-            "expected_improvement, target_cases, decision, reason, edited_value, applied "
+            "expected_improvement, target_cases, decision, reason, edited_value, applied, tool "
             "FROM suggestions WHERE cycle_id = ?"
         )
         params: list[Any] = [cycle_id]
@@ -177,12 +177,13 @@ class CycleLog:
         sql += " ORDER BY round, rowid"
         out = []
         for row in self.store.db.execute(sql, params).fetchall():
-            (sid, cid, rnd, typ, prio, cur, sug, why, exp, targets, decision, reason, edited, applied) = row
+            (sid, cid, rnd, typ, prio, cur, sug, why, exp, targets, decision, reason, edited,
+             applied, tool) = row
             out.append(StoredSuggestion(
                 id=sid, cycle_id=cid, round=rnd, type=typ, priority=prio, current_value=cur or "",
                 suggested_value=sug or "", reasoning=why or "", expected_improvement=exp or "",
                 target_cases=json.loads(targets or "[]"), decision=decision or "pending",
-                reason=reason or "", edited_value=edited, applied=bool(applied),
+                reason=reason or "", edited_value=edited, applied=bool(applied), tool=tool or "",
             ))
         return out
 
@@ -238,7 +239,8 @@ class CycleLog:
             else:
                 continue
             out.append(RejectedSuggestion(
-                type=s.type, current_value=s.current_value, suggested_value=s.value, reason=reason,
+                type=s.type, tool=s.tool, current_value=s.current_value, suggested_value=s.value,
+                reason=reason,
             ))
         return out
 

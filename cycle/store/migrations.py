@@ -223,10 +223,12 @@ def m004_round_reasons(db: Database) -> None:
 @migrations()
 def m005_tools_and_traces(db: Database) -> None:
     """A prompt version's tools (JSON, NULL: none), each result's trace and final state,
-    and a result status for iterations a limit ended ('terminated')."""
+    a result status for iterations a limit ended ('terminated'), and the tool a
+    tool_description suggestion edits."""
     db.execute("ALTER TABLE versions ADD COLUMN tools TEXT")
     db.execute("ALTER TABLE results ADD COLUMN trace TEXT")
     db.execute("ALTER TABLE results ADD COLUMN state TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN tool TEXT")
     _widen_check(db, "results", "status IN ('passed', 'failed', 'error')",
                  "status IN ('passed', 'failed', 'error', 'terminated')")
 

@@ -1,0 +1,84 @@
+"""The judge and the improver see what the agent did, and the improver may edit a tool's
+description like any other part of the prompt."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from cycle.agents import PromptAgent
+from cycle.cases import TestCase
+from cycle.evals.runner import Runner
+from cycle.improve.apply import apply_suggestions, suggestion_diff
+from cycle.improve.improver import ImproverInput, fit_cases, low_cases
+from cycle.judge import Judge
+from cycle.judge.criteria import CriterionConfig
+from cycle.llm.base import ModelOutput
+from cycle.llm.registry import get_model
+from cycle.mocks import MockSpec
+from cycle.records import Prompt, Suggestion, ToolCall, ToolDef
+from cycle.testing import clear_scripts, script
+
+LOOKUP = ToolDef(name="lookup", description="Look an order up.", parameters={
+    "type": "object", "properties": {"order": {"type": "string"}}})
+PROMPT = Prompt(id="p", system="Help.", tools=(LOOKUP,))
+BLOCK = re.compile(r"```json\s*(.*?)```", re.DOTALL)
+
+
+def agent(messages, tools, config):
+    if not any(m.role == "tool" for m in messages):
+        return ModelOutput(tool_calls=(ToolCall(id="1", name="lookup", arguments={"order": "A-1"}),))
+    return "It shipped."
+
+
+async def test_the_judge_reads_the_transcript_and_the_improver_gets_it():
+    seen: list[dict] = []
+
+    def judge(messages, tools, config):
+        seen.append(json.loads(BLOCK.findall(messages[-1].content)[-1]))
+        return {"verdicts": {"behaviour": {"score": 40, "reasoning": "it never apologised"}}}
+
+    script("agent", agent)
+    script("judge", judge)
+    try:
+        runner = Runner(
+            agent=PromptAgent(PROMPT, get_model("scripted:agent"),
+                              mocks={"lookup": MockSpec(value={"status": "shipped"})}),
+            judge=Judge([CriterionConfig(id="behaviour", rubric="Looks the order up first.")],
+                        model=get_model("scripted:judge", role="judge")),
+            cases=[TestCase(id="c", input="Where is A-1?")])
+        result = await runner.run()
+    finally:
+        clear_scripts()
+    assert seen[0]["transcript"] == [
+        "user: Where is A-1?", 'assistant -> lookup(order=A-1)',
+        'tool lookup -> {"status": "shipped"}', "assistant: It shipped."]
+    [low] = low_cases(result, below=70)
+    assert low.transcript == seen[0]["transcript"]
+    data = ImproverInput(prompt=PROMPT, low_cases=fit_cases([low], max_tokens=2000)).data()
+    assert data["prompt"]["tools"][0]["description"] == "Look an order up."
+    assert data["low_cases"][0]["transcript"][1] == "assistant -> lookup(order=A-1)"
+
+
+def test_a_long_transcript_is_cut_in_the_middle_for_the_improver():
+    from cycle.improve.improver import LowCase
+
+    lines = [f"tool lookup -> {'x' * 300} ({i})" for i in range(200)]
+    [fitted] = fit_cases([LowCase(id="c", transcript=lines)], max_tokens=600)
+    assert fitted.transcript[0].startswith("tool lookup") and "(199)" in fitted.transcript[-1]
+    assert any("events left out" in line for line in fitted.transcript)
+    assert sum(len(x) for x in fitted.transcript) < sum(len(x) for x in lines) / 5
+
+
+def test_a_tool_description_suggestion_is_applied_previewed_and_refused_when_wrong():
+    edit = Suggestion(type="tool_description", tool="lookup", current_value="Look an order up.",
+                      suggested_value="Look an order up. Call it before any refund.",
+                      decision="approved")
+    result = apply_suggestions(PROMPT, [edit])
+    assert result.prompt.tool("lookup").description == "Look an order up. Call it before any refund."
+    assert result.prompt.content_hash != PROMPT.content_hash
+    assert "+  description: Look an order up. Call it before any refund." in suggestion_diff(
+        PROMPT, edit)
+    wrong = edit.model_copy(update={"tool": "refund"})
+    [skipped] = apply_suggestions(PROMPT, [wrong]).skipped
+    assert "no tool named 'refund' (tools: lookup)" in skipped.reason
