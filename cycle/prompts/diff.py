@@ -29,7 +29,8 @@ def field_text(prompt: Prompt, name: str) -> str:
         blocks = []
         for t in prompt.tools:
             head = f"{t.name}" + (f"  ({t.function})" if t.function else "")
-            params = json.dumps(t.parameters, indent=2, sort_keys=True, ensure_ascii=False)
+            params = json.dumps(t.parameters, indent=2, sort_keys=True,
+                                ensure_ascii=False).replace("\n", "\n  ")
             blocks.append(f"{head}\n  description: {t.description}\n  parameters: {params}\n")
         return "".join(blocks)
     return str(getattr(prompt, name))

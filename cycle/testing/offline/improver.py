@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from cycle.testing.offline import schema as js
+from cycle.testing.offline.tools import trajectory_suggestions
 from cycle.testing.offline.world import FEATURES, Feature, parse_facts
 
 #: suggestions proposed per round at most
@@ -29,6 +30,7 @@ _SUGGESTION_ALIASES: dict[str, tuple[str, ...]] = {
     "reasoning": ("reasoning", "reason", "rationale", "why"),
     "expected_improvement": ("expected_improvement", "expected_impact", "impact"),
     "target_cases": ("target_cases", "cases", "case_ids"),
+    "tool": ("tool",),
 }
 
 
@@ -115,8 +117,10 @@ def improve(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, A
          if missing[f.name] and not f.requested_by(system) and f.name not in rejected),
         key=lambda f: (-len(missing[f.name]), order[f.name]),
     )[:MAX_SUGGESTIONS]
-    suggestions = []
-    for rank, f in enumerate(ranked):
+    # a failed trajectory comes first: nothing else the reply does can pass a required check
+    suggestions = trajectory_suggestions(prompt, cases)[:MAX_SUGGESTIONS]
+    ranked = ranked[: max(0, MAX_SUGGESTIONS - len(suggestions))]
+    for rank, f in enumerate(ranked, start=len(suggestions)):
         ids = missing[f.name]
         current, suggested = _edit(system, f.directive)
         n = len(cases)
