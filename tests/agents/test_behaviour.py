@@ -82,3 +82,29 @@ def test_a_tool_description_suggestion_is_applied_previewed_and_refused_when_wro
     wrong = edit.model_copy(update={"tool": "refund"})
     [skipped] = apply_suggestions(PROMPT, [wrong]).skipped
     assert "no tool named 'refund' (tools: lookup)" in skipped.reason
+
+
+def test_the_tui_case_screen_shows_what_the_agent_did():
+    from rich.console import Console
+
+    from cycle.records import IterationResult, TraceEvent
+    from cycle.tui.screens.case import render_case
+
+    trace = (
+        TraceEvent(kind="user", text="Refund A-1"),
+        TraceEvent(kind="model", tool_calls=(ToolCall(id="1", name="refund",
+                                                      arguments={"order": "A-1"}),)),
+        TraceEvent(kind="tool_error", tool="refund", call_id="1", error="bank down"),
+        TraceEvent(kind="state", changes={"session.tries": 1}),
+        TraceEvent(kind="model", text="Sorry, try later."),
+        TraceEvent(kind="final", text="Sorry, try later."),
+    )
+    r = IterationResult(case_id="c", iteration=0, status="terminated", score=None, passed=None,
+                        error="terminated: the step limit was reached", input="Refund A-1",
+                        output="", trace=trace)
+    console = Console(width=100, record=True)
+    console.print(render_case("c", [r]))
+    shown = console.export_text()
+    assert "terminated" in shown and "What it did" in shown
+    assert "assistant -> refund(order=A-1)" in shown
+    assert "tool refund FAILED: bank down" in shown and "state: session.tries = 1" in shown

@@ -1,4 +1,5 @@
-"""One case of a run: its input, and per iteration its output and each criterion's verdict."""
+"""One case of a run: its input, and per iteration its output, what the agent did (its
+tool calls, their results and errors, state changes) and each criterion's verdict."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
@@ -37,13 +39,16 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
         score = "-" if r.score is None else f"{r.score:.1f}"
         verdict = {True: ("passed", "green"), False: ("failed", "red")}.get(
             r.passed,  # type: ignore[arg-type]
-            ("error", "bold red"),
+            ("terminated", "yellow") if r.status == "terminated" else ("error", "bold red"),
         )
         head = Text(f"\nIteration {r.iteration} · score {score} · ", style="bold")
         head.append(verdict[0], style=verdict[1])
         parts.append(head)
         if r.error:
             parts.append(Text(f"error: {r.error}", style="red"))
+        if has_behaviour(r.trace):
+            parts.append(Text("What it did", style="bold"))
+            parts.append(_transcript(r))
         parts.append(Text("Output", style="bold"))
         parts.append(Text(r.output or "(empty)", style="" if r.output else "dim"))
         if r.verdicts:
@@ -58,13 +63,28 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
     return Group(*parts)
 
 
+#: how each transcript line starts -> its style
+_STYLES = (("assistant ->", "cyan"), ("tool ", "green"), ("state:", "magenta"),
+           ("user:", "bold"), ("assistant:", ""))
+
+
+def _transcript(r: IterationResult) -> Text:
+    text = Text()
+    for line in transcript_lines(r.trace, durations=True):
+        style = "bold red" if " FAILED: " in line else next(
+            (s for prefix, s in _STYLES if line.startswith(prefix)), "")
+        text.append(line + "\n", style=style)
+    return text
+
+
 class CaseScreen(Screen[None]):
     """Reads the case's stored iterations (in a thread: a large run takes a moment)."""
 
     TITLE = "Case"
     HELP = """\
 A case of the running evaluation: its input, then for every iteration the
-agent's output and the judge's score and reasoning per criterion
+agent's output, what it did (tool calls, results, errors, state changes)
+and the judge's score and reasoning per criterion
 (* marks a required criterion). Escape goes back.
 """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
