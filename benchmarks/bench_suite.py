@@ -15,6 +15,9 @@ figures measure the client.
     with a semaphore, nothing else): through ``chat.completions.create``, and
     through ``client.post`` as cycle's provider calls the SDK.
 (c) 100 ms latency, concurrency 64: wall time, and whether client CPU bounds it.
+(d) zero latency, concurrency 16: CPU per model call of a case whose agent makes 3
+    tool calls (mocked) before it answers, beside the plain case of (b): 5 calls a
+    case against 2, and the loop, the mocks and the trace on top.
 
 Every scenario runs cycle and the bare SDK ``--repeat`` times, in rotation, each
 run against a fresh server process; figures are medians. CPU is
@@ -49,8 +52,9 @@ from cycle.judge.criteria import CriterionConfig
 from cycle.judge.llm_judge import LlmJudge, verdict_schema
 from cycle.llm.base import ProviderOptions
 from cycle.llm.registry import get_model
+from cycle.mocks import MockSpec
 from cycle.prompts.template import render_user
-from cycle.records import Prompt
+from cycle.records import Prompt, ToolDef
 from cycle.store import Store
 
 DEFAULT_GC = gc.get_threshold()
@@ -76,12 +80,19 @@ def make_cases(n: int) -> list[TestCase]:
     ]
 
 
+TOOL_PROMPT = PROMPT.model_copy(update={"tools": (ToolDef(
+    name="lookup_order", description="Find an order by its number.",
+    parameters={"type": "object", "properties": {}}),)})
+TOOL_MOCKS = {"lookup_order": MockSpec(value={"status": "shipped", "eta": "2 days"})}
+
+
 class Server:
     """The loopback server in its own process."""
 
-    def __init__(self, latency: float) -> None:
+    def __init__(self, latency: float, tool_calls: int = 0) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cycle.testing.server", "--latency", str(latency)],
+            [sys.executable, "-m", "cycle.testing.server", "--latency", str(latency),
+             "--tool-calls", str(tool_calls)],
             stdout=subprocess.PIPE, text=True, cwd=str(ROOT),
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
@@ -96,13 +107,16 @@ class Server:
         self.proc.wait(timeout=10)
 
 
-async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_path: Path) -> dict:
+async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_path: Path,
+                    tools: bool = False) -> dict:
     options = ProviderOptions(base_url=url, max_connections=max(64, concurrency * 2))
     bus = EventBus()
     store = Store.open(store_path)
     agent_model = get_model("openai:bench-agent", options=options, bus=bus, role="agent")
     judge_model = get_model("openai:bench-judge", options=options, bus=bus, role="judge")
-    runner = Runner(agent=PromptAgent(PROMPT, agent_model),
+    agent = (PromptAgent(TOOL_PROMPT, agent_model, mocks=TOOL_MOCKS) if tools
+             else PromptAgent(PROMPT, agent_model))
+    runner = Runner(agent=agent,
                     judge=Judge(CRITERIA, model=judge_model, threshold=70), cases=cases,
                     iterations=1, concurrency=concurrency, timeout=120, store=store, bus=bus)
     # warm up the connections and imports outside the measurement
@@ -178,8 +192,8 @@ async def run_bare(url: str, cases: list[TestCase], concurrency: int, post: bool
     return {"wall": wall, "cpu": cpu, "calls": 2 * len(plans)}
 
 
-def scenario(latency: float, fn, *args) -> dict:
-    server = Server(latency)
+def scenario(latency: float, fn, *args, tool_calls: int = 0) -> dict:
+    server = Server(latency, tool_calls)
     try:
         return asyncio.run(fn(server.url, *args))
     finally:
@@ -209,11 +223,11 @@ def med(runs: list[dict], key: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=2000)
-    parser.add_argument("--only", choices=["a", "b", "c"], action="append")
+    parser.add_argument("--only", choices=["a", "b", "c", "d"], action="append")
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--repeat", type=int, default=3, help="alternated runs of each scenario")
     args = parser.parse_args()
-    only = set(args.only or ["a", "b", "c"])
+    only = set(args.only or ["a", "b", "c", "d"])
     cases = make_cases(args.cases)
     out: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp_dir:
@@ -256,6 +270,26 @@ def main() -> None:
                   f"{', '.join(f'{p * 100:+.0f}%' for p in pairs)}); bare SDK post {mp:.3f} ms/call: "
                   f"cycle's own overhead on the same SDK path {(mc / mp - 1) * 100:+.1f}% "
                   f"({', '.join(f'{p * 100:+.0f}%' for p in post_pairs)})", flush=True)
+        if "d" in only:
+            plain: list[float] = []
+            tooled: list[float] = []
+            for i in range(args.repeat):  # alternated, each going first in turn
+                for which in (("plain", "tools") if i % 2 == 0 else ("tools", "plain")):
+                    if which == "plain":
+                        r = scenario(0.0, run_cycle, cases, 16, tmp / f"dp{i}.db")
+                        plain.append(r["cpu"] / r["calls"] * 1000)
+                    else:
+                        r = scenario(0.0, run_cycle, cases, 16, tmp / f"dt{i}.db", True,
+                                     tool_calls=3)
+                        assert r["calls"] == 5 * len(cases), r
+                        tooled.append(r["cpu"] / r["calls"] * 1000)
+            mp, mt = statistics.median(plain), statistics.median(tooled)
+            out["d"] = {"plain_ms_per_call": mp, "tools_ms_per_call": mt, "ratio": mt / mp,
+                        "all_plain_ms": plain, "all_tools_ms": tooled}
+            print(f"(d) zero latency, median of {args.repeat}: a case with 3 tool calls "
+                  f"{mt:.3f} ms CPU per model call, a plain case {mp:.3f} ms: ratio {mt / mp:.2f} "
+                  f"(runs: tools {', '.join(f'{x:.3f}' for x in tooled)}; plain "
+                  f"{', '.join(f'{x:.3f}' for x in plain)})", flush=True)
     print(json.dumps(out, indent=1, default=float))
 
 

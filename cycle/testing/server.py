@@ -271,6 +271,21 @@ def default_reply(request: ChatRequest) -> Reply:
     return Reply(text=f"echo: {request.last_user}"[:2000])
 
 
+def tool_loop(calls: int) -> Responder:
+    """A responder for an agent with tools: the first declared tool is called (with an
+    empty argument object) until ``calls`` tool results are in the conversation, then
+    the default reply. A benchmark's tool-using agent, from a server in its own process."""
+
+    def respond(request: ChatRequest) -> Reply | None:
+        tools = request.tools
+        if not tools or request.schema is not None:
+            return None
+        answered = sum(1 for m in request.messages if m["role"] == "tool")
+        return Reply(tool_calls=[(tools[0], {})]) if answered < calls else None
+
+    return respond
+
+
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -668,8 +683,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
+    parser.add_argument("--tool-calls", type=int, default=0,
+                        help="answer an agent with tools with this many tool calls first")
     args = parser.parse_args(argv)
     server = LoopbackServer(host=args.host, port=args.port, latency=args.latency, record=False)
+    if args.tool_calls:
+        server.responder = tool_loop(args.tool_calls)
 
     async def run() -> None:
         await server.start_async()
