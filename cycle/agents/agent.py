@@ -168,12 +168,17 @@ def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def _answer_result(answer: Any, *, source: str, started: float) -> AgentResult:
-    """An agent's answer (str or {response, tool_calls}) as a result timed from ``started``."""
+def _answer_result(answer: Any, *, source: str, started: float, sent: str) -> AgentResult:
+    """An agent's answer (str or {response, tool_calls}) as a result timed from ``started``,
+    with its trace: what was sent, the tool calls the agent reports, its answer (the
+    trajectory checks read them as they read a prompt agent's)."""
     text, structured, calls = _from_answer(answer, source=source)
     took = time.monotonic() - started
+    trace = (TraceEvent(kind="user", text=sent),
+             TraceEvent(kind="model", at=took, text=text, tool_calls=calls, model=source),
+             TraceEvent(kind="final", at=took, text=text))
     return AgentResult(output=text, structured=structured, tool_calls=calls,
-                       latency=took, duration=took, model=source)
+                       latency=took, duration=took, model=source, trace=trace)
 
 
 def _from_answer(answer: Any, *, source: str) -> tuple[str, Any, tuple[ToolCall, ...]]:
@@ -224,7 +229,8 @@ class CallableAgent:
             raise
         except Exception as e:
             raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: {e}") from e
-        return _answer_result(answer, source=self.name, started=started)
+        sent = case.input if isinstance(case.input, str) else json.dumps(case.input, ensure_ascii=False)
+        return _answer_result(answer, source=self.name, started=started, sent=sent)
 
     async def aclose(self) -> None:
         return None
@@ -269,9 +275,10 @@ class HttpAgent:
 
     async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
         started = time.monotonic()
+        message = self._message(case)
         try:
             response = await self._client.post(
-                self.url, json={"message": self._message(case), "input": case.input}
+                self.url, json={"message": message, "input": case.input}
             )
         except self._httpx.HTTPError as e:
             raise EvalError(f"agent endpoint {self.url} failed: {e.__class__.__name__}: {e}") from e
@@ -284,7 +291,7 @@ class HttpAgent:
             answer = response.json()
         except ValueError as e:
             raise EvalError(f"agent endpoint {self.url} did not answer JSON: {response.text[:200]!r}") from e
-        return _answer_result(answer, source=self.url, started=started)
+        return _answer_result(answer, source=self.url, started=started, sent=message)
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -141,7 +141,7 @@ class Toolbox:
         if declared is None:
             problem = f"there is no tool named {call.name!r} (tools: {', '.join(self.tools) or 'none'})"
         else:
-            problem = _schema_problem(call.arguments, declared.parameters)
+            problem = _schema_problem(call.arguments, declared)
         if problem is not None:
             return self._failed(call, problem, began)
         mock = self.mocks.get(call.name)
@@ -240,12 +240,28 @@ async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: ToolCont
     return result
 
 
-def _schema_problem(arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
+_validators: dict[str, Any] = {}
+
+
+def _validator(tool: ToolDef) -> Any:
+    """The tool's schema checker, built once per schema (a run calls a tool many times)."""
+    key = json.dumps(tool.parameters, sort_keys=True)
+    checker = _validators.get(key)
+    if checker is None:
+        from jsonschema.validators import validator_for
+
+        checker = _validators[key] = validator_for(tool.parameters)(tool.parameters)
+    return checker
+
+
+def _schema_problem(arguments: dict[str, Any], tool: ToolDef) -> str | None:
     """Why the arguments break the tool's declared schema, or None."""
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(arguments))
+    checker = _validator(tool)
+    if checker.is_valid(arguments):
+        return None
+    error = jsonschema.exceptions.best_match(checker.iter_errors(arguments))
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"

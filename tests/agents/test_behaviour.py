@@ -108,3 +108,22 @@ def test_the_tui_case_screen_shows_what_the_agent_did():
     assert "terminated" in shown and "What it did" in shown
     assert "assistant -> refund(order=A-1)" in shown
     assert "tool refund FAILED: bank down" in shown and "state: session.tries = 1" in shown
+
+
+async def test_a_python_agent_reports_its_tool_calls_and_the_trajectory_checks_read_them():
+    from cycle.agents import CallableAgent
+
+    def answer(inp):
+        return {"response": "Refunded.", "tool_calls": [
+            {"name": "lookup_order", "arguments": {"order": "A-1"}},
+            {"name": "refund", "arguments": '{"order": "A-1"}'}]}
+
+    result = await CallableAgent(answer).run(TestCase(id="c", input={"order": "A-1"}),
+                                             iteration=0, context={})
+    assert [e.kind for e in result.trace] == ["user", "model", "final"]
+    judge = Judge([CriterionConfig(id="order", check={
+        "type": "tool_order", "tools": ["lookup_order", "refund"]}),
+        CriterionConfig(id="args", check={"type": "tool_use", "tool": "refund",
+                                          "args": {"order": "A-1"}})])
+    verdict = await judge.judge(TestCase(id="c", input={"order": "A-1"}), result)
+    assert [v.passed for v in verdict.verdicts] == [True, True]
