@@ -110,6 +110,10 @@ class CriterionConfig(BaseModel):
     )
     check: CheckSpec | None = Field(None, description="A deterministic check (see check types).")
     rubric: str | None = Field(None, description="A custom LLM criterion: what the judge scores.")
+    scale: Literal[10, 100] = Field(
+        100, description="The scale the judge scores an LLM criterion on: 0-100, or 0-10 (seed "
+        "004's LLMJudge; passes at 7 unless pass_mark says otherwise). Reported 0-100.",
+    )
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ class Criterion:
     required: bool = False
     pass_mark: float = 100.0
     check: CheckSpec | None = None
+    #: the judge's scale for an LLM criterion (its scores are reported 0-100)
+    scale: int = 100
 
 
 def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
@@ -132,6 +138,11 @@ def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
             f"criterion '{config.id}' has both 'check' and 'rubric'",
             field=config.id,
             hint="A criterion is either a deterministic check or an LLM rubric; split it in two.",
+        )
+    if config.check is not None and config.scale != 100:
+        raise ConfigError(
+            f"criterion '{config.id}' is a check: 'scale' is for LLM criteria",
+            field=config.id, hint="A check scores 0-100 (or 100/0); remove 'scale'.",
         )
     if config.check is not None:
         description = config.description or f"{config.check.type} check"
@@ -153,10 +164,12 @@ def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
     description = rubric if not config.description else (
         f"{config.description.rstrip('.')}. {rubric}" if config.rubric else config.description
     )
+    default_mark = 70.0 if config.scale == 10 else threshold  # 7 of 10, as seed 004's LLMJudge
     return Criterion(
         id=config.id, description=description, kind="llm", weight=config.weight,
         required=config.required,
-        pass_mark=threshold if config.pass_mark is None else config.pass_mark,
+        pass_mark=default_mark if config.pass_mark is None else config.pass_mark,
+        scale=config.scale,
     )
 
 

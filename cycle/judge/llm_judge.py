@@ -98,23 +98,27 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def verdict_schema(ids: Sequence[str]) -> dict[str, Any]:
-    """The JSON schema of a verdict naming every criterion id as required."""
-    entry = {
-        "type": "object",
-        "properties": {
-            "reasoning": {"type": "string"},
-            "score": {"type": "integer", "minimum": 0, "maximum": 100},
-        },
-        "required": ["reasoning", "score"],
-        "additionalProperties": False,
-    }
+def verdict_schema(ids: Sequence[str], tens: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The JSON schema of a verdict naming every criterion id as required (the ids in
+    ``tens`` are scored 0-10, the others 0-100)."""
+
+    def entry(top: int) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "reasoning": {"type": "string"},
+                "score": {"type": "integer", "minimum": 0, "maximum": top},
+            },
+            "required": ["reasoning", "score"],
+            "additionalProperties": False,
+        }
+
     return {
         "type": "object",
         "properties": {
             "verdicts": {
                 "type": "object",
-                "properties": {i: entry for i in ids},
+                "properties": {i: entry(10 if i in tens else 100) for i in ids},
                 "required": list(ids),
                 "additionalProperties": False,
             }
@@ -140,12 +144,18 @@ class Score(BaseModel):
         return value
 
 
+class ScoreOfTen(Score):
+    """A score on seed 004's 0-10 scale."""
+
+    score: int = Field(ge=0, le=10)
+
+
 @lru_cache(maxsize=256)
-def verdict_model(ids: tuple[str, ...]) -> type[BaseModel]:
+def verdict_model(ids: tuple[str, ...], tens: frozenset[str] = frozenset()) -> type[BaseModel]:
     """The model of a judge answer for these criterion ids: ``verdicts.<id>`` is a ``Score``
     for every id, nothing else. Its JSON schema is ``verdict_schema(ids)`` as it is (ids
     are aliases, so any id works, ``model_config`` included)."""
-    schema = verdict_schema(ids)
+    schema = verdict_schema(ids, tens)
 
     def wire(target: dict[str, Any], _: Any = None) -> None:
         target.clear()
@@ -154,7 +164,8 @@ def verdict_model(ids: tuple[str, ...]) -> type[BaseModel]:
     closed = ConfigDict(extra="forbid", frozen=True)
     verdicts = create_model(  # type: ignore[call-overload]
         "CriterionScores", __config__=closed,
-        **{f"c{n}": (Score, Field(alias=cid)) for n, cid in enumerate(ids)},
+        **{f"c{n}": (ScoreOfTen if cid in tens else Score, Field(alias=cid))
+           for n, cid in enumerate(ids)},
     )
     return create_model(  # type: ignore[call-overload, no-any-return]
         "JudgeAnswer", __config__=ConfigDict(extra="forbid", frozen=True, json_schema_extra=wire),
@@ -184,7 +195,9 @@ class LlmJudge:
         self, criteria: Sequence[Criterion], *, input: Any, output: str, expected: Any,
         trace: Sequence[TraceEvent] = (),
     ) -> list[Message]:
-        crit = [{"id": c.id, "description": c.description} for c in criteria]
+        crit = [{"id": c.id, "description": c.description if c.scale == 100 else
+                 f"{c.description.rstrip()} (Score this criterion from 0 to 10, not 0 to 100.)"}
+                for c in criteria]
         # one top-level field a line, each written by json's C encoder (``indent``
         # would send every case through its pure-Python one: a quarter of
         # cycle's own CPU per case, benchmarks/RESULTS.md)
@@ -230,21 +243,24 @@ class LlmJudge:
         trace: Sequence[TraceEvent] = (),
     ) -> LlmJudgement:
         ids = tuple(c.id for c in criteria)
+        tens = frozenset(c.id for c in criteria if c.scale == 10)
         messages = self.messages(criteria, input=input, output=output, expected=expected,
                                  trace=trace)
         try:
             out = await self.model.generate_structured(
-                messages, verdict_model(ids), name=SCHEMA_NAME, config=self._config, iteration=iteration,
+                messages, verdict_model(ids, tens), name=SCHEMA_NAME, config=self._config, iteration=iteration,
                 role="judge", context=context,
             )
         except StructuredOutputError as e:
             raise JudgeError(f"the judge's verdict was malformed after a repair: {e.message}") from e
-        return LlmJudgement(verdicts=_read(out.parsed, ids), usage=out.usage, cost=out.cost)
+        return LlmJudgement(verdicts=_read(out.parsed, ids, tens), usage=out.usage, cost=out.cost)
 
 
-def _read(parsed: Any, ids: Sequence[str]) -> dict[str, LlmVerdict]:
-    """The validated answer's verdicts by criterion id (validation checked them all)."""
+def _read(parsed: Any, ids: Sequence[str], tens: frozenset[str] = frozenset()
+          ) -> dict[str, LlmVerdict]:
+    """The validated answer's verdicts by criterion id (validation checked them all),
+    every score on 0-100 (a 0-10 score times ten)."""
     scores = parsed.verdicts
-    return {cid: LlmVerdict(cid, float(getattr(scores, f"c{n}").score),
+    return {cid: LlmVerdict(cid, float(getattr(scores, f"c{n}").score) * (10 if cid in tens else 1),
                             getattr(scores, f"c{n}").reasoning)
             for n, cid in enumerate(ids)}

@@ -107,3 +107,41 @@ def test_llm_criteria_without_a_judge_model_is_a_config_error():
         Judge([crit(id="accuracy")])
     with pytest.raises(ConfigError, match="neither a check nor an LLM criterion"):
         Judge([crit(id="mystery")])
+
+
+async def test_an_llm_criterion_on_a_0_to_10_scale_passes_at_7():
+    seen = []
+    given = {"helpful": 7, "tone": 60}
+
+    def answer(messages, tools, config):
+        props = config.response_schema["properties"]["verdicts"]["properties"]
+        seen.append({k: v["properties"]["score"]["maximum"] for k, v in props.items()})
+        return {"verdicts": {k: {"reasoning": "r", "score": v} for k, v in given.items()}}
+
+    with script("judge", answer):
+        judge = Judge([crit(id="helpful", rubric="Helps.", scale=10),
+                       crit(id="tone", rubric="Kind.")],
+                      model=get_model("scripted:judge", role="judge"), threshold=70)
+        r = await judge.judge(CASE, AgentResult(output="x"))
+        assert seen[0] == {"helpful": 10, "tone": 100}
+        helpful, tone = r.verdicts
+        assert (helpful.score, helpful.passed) == (70.0, True)  # 7 of 10, reported 0-100
+        assert (tone.score, tone.passed) == (60.0, False)
+        given["helpful"] = 6
+        assert not (await judge.judge(CASE, AgentResult(output="x"))).verdicts[0].passed
+        # 11 of 10 breaks the schema: repaired once, then an error (never a score)
+        given["helpful"] = 11
+        with pytest.raises(JudgeError):
+            await judge.judge(CASE, AgentResult(output="x"))
+
+
+def test_scale_is_for_llm_criteria_only():
+    with pytest.raises(ConfigError, match="'scale' is for LLM criteria"):
+        Judge([crit(id="c", check={"type": "contains", "values": ["a"]}, scale=10)])
+
+
+async def test_the_offline_judge_answers_a_0_to_10_criterion_on_that_scale():
+    judge = Judge([crit(id="tone", rubric="Polite: greets by name.", scale=10)],
+                  model=get_model("offline:default", role="judge"))
+    r = await judge.judge(CASE, AgentResult(output="Hi Ann, sorry. — The Support Team"))
+    assert r.verdicts[0].score % 10 == 0 and 0 <= r.verdicts[0].score <= 100

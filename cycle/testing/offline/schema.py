@@ -94,6 +94,9 @@ def coerce(value: Any, schema: Schema, root: Schema) -> Any:
         return lowered.get(str(value).lower(), enum[0])
     t = kind(node)
     if t == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        top = node.get("maximum")
+        if top == 10 and value > 10:  # a 0-10 scale asked for: say it on that scale
+            return round(value / 10)
         return round(value)
     if t == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
