@@ -14,17 +14,17 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from cycle.agents.tools import Toolbox
+from cycle.agents.tools import AgentTools, Toolbox
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec
 from cycle.prompts.template import render_system, render_user
-from cycle.records import AgentResult, Message, Prompt, ToolCall, TraceEvent, Usage
+from cycle.records import AgentResult, Message, Prompt, ToolCall, ToolDef, TraceEvent, Usage
 
 
 class Agent(Protocol):
@@ -199,9 +199,15 @@ def _from_answer(answer: Any, *, source: str) -> tuple[str, Any, tuple[ToolCall,
 
 
 class CallableAgent:
-    """A Python function (sync or async) taking the case's input (a dict or a str)."""
+    """A Python function (sync or async) taking the case's input (a dict or a str).
 
-    def __init__(self, function: Callable[..., Any] | str) -> None:
+    With a second parameter (``def agent(inp, tools)``) it is handed the prompt's tools,
+    answered by the mocks (``AgentTools``): even its own loop cannot reach a real tool
+    unmocked, and its calls are in the trace.
+    """
+
+    def __init__(self, function: Callable[..., Any] | str, *, tools: Sequence[ToolDef] = (),
+                 mocks: Mapping[str, MockSpec] | None = None) -> None:
         if isinstance(function, str):
             from cycle.judge.checks import import_object
 
@@ -213,24 +219,47 @@ class CallableAgent:
             raise ConfigError(f"agent function {self.name} is not callable", field="agent.function")
         self.function = function
         self.offline = False
+        self.tools = list(tools)
+        self.mocks = dict(mocks or {})
         self._is_async = inspect.iscoroutinefunction(function)
+        try:
+            params = inspect.signature(function).parameters.values()
+        except (TypeError, ValueError):
+            params = ()  # type: ignore[assignment]
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self._wants_tools = len(positional) >= 2 or any(p.name == "tools" for p in params)
 
     async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
         started = time.monotonic()
+        handed = AgentTools(Toolbox(self.tools, {**self.mocks, **case.mocks}, case_id=case.id,
+                                    state=case.state, functions={
+                                        t.name: t.function for t in self.tools if t.function},
+                                    started=started),
+                            asyncio.get_running_loop()) if self._wants_tools else None
+        args = (case.input, handed) if handed is not None else (case.input,)
         try:
             if self._is_async:
-                answer = await self.function(case.input)
+                answer = await self.function(*args)
             else:
                 # a sync agent may block (requests, time.sleep): keep the event loop free
-                answer = await asyncio.to_thread(self.function, case.input)
+                answer = await asyncio.to_thread(self.function, *args)
                 if inspect.isawaitable(answer):
                     answer = await answer
         except (EvalError, asyncio.CancelledError):
-            raise
+            raise  # an unmocked tool among them: the iteration's error says how to mock it
         except Exception as e:
             raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: {e}") from e
         sent = case.input if isinstance(case.input, str) else json.dumps(case.input, ensure_ascii=False)
-        return _answer_result(answer, source=self.name, started=started, sent=sent)
+        result = _answer_result(answer, source=self.name, started=started, sent=sent)
+        if handed is None or not handed.calls:
+            return result
+        # the calls it made through the mocks, in the trace between the input and the answer
+        user, model, final = result.trace
+        made = model.model_copy(update={"tool_calls": tuple(handed.calls), "text": ""})
+        trace = (user, made, *handed.events, model, final)
+        return result.model_copy(update={
+            "trace": trace, "state": handed.state,
+            "tool_calls": tuple(handed.calls) + result.tool_calls})
 
     async def aclose(self) -> None:
         return None

@@ -227,6 +227,61 @@ class ToolFailure(Exception):
     """A mocked tool failing on purpose (``error:``): the model sees the message."""
 
 
+class ToolError(Exception):
+    """What a Python agent's tool call raises when the tool failed (the message says why)."""
+
+
+class AgentTools:
+    """The tools a Python agent is handed: every call goes through the case's mocks,
+    exactly as a prompt agent's do, and into the trace. Nothing reaches a real tool
+    unless its mock says passthrough.
+
+        async def agent(inp, tools):               # async agents
+            order = await tools.acall("lookup_order", order=inp["order"])
+        def agent(inp, tools):                     # sync agents (run in a thread)
+            order = tools.call("lookup_order", order=inp["order"])
+    """
+
+    def __init__(self, toolbox: Toolbox, loop: asyncio.AbstractEventLoop) -> None:
+        self._toolbox = toolbox
+        self._loop = loop
+        self._counter = 0
+        #: the trace events of the calls made so far
+        self.events: list[TraceEvent] = []
+        #: the calls made so far, in order
+        self.calls: list[ToolCall] = []
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._toolbox.tools)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """A copy of the case's state as the tools left it."""
+        return copy.deepcopy(self._toolbox.state)
+
+    async def acall(self, name: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        self._counter += 1
+        call = ToolCall(id=f"call_{self._counter}", name=name, arguments={**(arguments or {}), **kw})
+        self.calls.append(call)
+        events, _shown = await self._toolbox.call(call)
+        self.events += events
+        outcome = events[0]
+        if outcome.kind == "tool_error":
+            raise ToolError(outcome.error)
+        return outcome.result
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        """The synchronous form, for an agent running in a worker thread."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            raise RuntimeError("an async agent awaits tools.acall(...); call() is for sync agents")
+        return asyncio.run_coroutine_threadsafe(self.acall(name, arguments, **kw), self._loop).result()
+
+
 async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: ToolContext | None) -> Any:
     """Call a mock (``fn(arguments, ctx)``) or a real tool (``fn(**arguments)``)."""
     if ctx is not None:

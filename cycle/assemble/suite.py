@@ -408,7 +408,8 @@ def build_suite(
     spec = loaded.config.agent_config
     agent: Agent
     if spec.function:
-        agent = CallableAgent(spec.function)
+        agent = CallableAgent(spec.function, tools=prompt.tools if prompt else (),
+                              mocks=loaded.config.tools.mocks)
     elif spec.http:
         http = HttpAgent(spec.http, headers=spec.headers,
                          timeout=loaded.config.run.timeout or 120.0, prompt=prompt)

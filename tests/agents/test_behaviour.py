@@ -127,3 +127,62 @@ async def test_a_python_agent_reports_its_tool_calls_and_the_trajectory_checks_r
                                           "args": {"order": "A-1"}})])
     verdict = await judge.judge(TestCase(id="c", input={"order": "A-1"}), result)
     assert [v.passed for v in verdict.verdicts] == [True, True]
+
+
+REFUND = ToolDef(name="refund", description="Refund.", parameters={
+    "type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]})
+
+
+async def python_agent(inp, tools):
+    status = await tools.acall("lookup", order=inp["order"])
+    await tools.acall("refund", {"order": inp["order"]})
+    return f"Order {inp['order']} was {status['status']}; refunded."
+
+
+def sync_python_agent(inp, tools):
+    status = tools.call("lookup", order=inp["order"])
+    try:
+        tools.call("refund", order=42)  # breaks the schema: a tool error it can catch
+    except Exception as e:  # noqa: BLE001
+        return f"{status['status']}, but {type(e).__name__}: {e}"
+    return "?"
+
+
+def agent_mocks() -> dict:
+    return {"lookup": MockSpec(value={"status": "shipped"}),
+            "refund": MockSpec(value={"ok": True}, state={"session.refunded": True})}
+
+
+async def test_a_python_agent_handed_the_tools_goes_through_the_mocks():
+    from cycle.agents import CallableAgent
+
+    case = TestCase(id="c", input={"order": "A-1"})
+    agent = CallableAgent(python_agent, tools=[LOOKUP, REFUND], mocks=agent_mocks())
+    result = await agent.run(case, iteration=0, context={})
+    assert result.output == "Order A-1 was shipped; refunded."
+    assert [e.kind for e in result.trace] == [
+        "user", "model", "tool_result", "tool_result", "state", "model", "final"]
+    assert result.state == {"session": {"refunded": True}}
+    judge = Judge([CriterionConfig(id="order", check={
+        "type": "tool_order", "tools": ["lookup", "refund"], "mode": "exact"})])
+    assert (await judge.judge(case, result)).passed
+
+    sync = CallableAgent(sync_python_agent, tools=[LOOKUP, REFUND], mocks=agent_mocks())
+    out = await sync.run(case, iteration=0, context={})
+    assert out.output.startswith("shipped, but ToolError: the arguments do not match")
+    assert [e.kind for e in out.trace if e.kind.startswith("tool")] == ["tool_result", "tool_error"]
+
+
+async def test_a_python_agent_cannot_reach_an_unmocked_tool():
+    from cycle.agents import CallableAgent
+    from cycle.errors import EvalError
+
+    agent = CallableAgent(python_agent, tools=[LOOKUP, REFUND],
+                          mocks={"lookup": MockSpec(value={"status": "shipped"})})
+    try:
+        await agent.run(TestCase(id="c", input={"order": "A-1"}), iteration=0, context={})
+    except EvalError as e:
+        assert "called tool 'refund', which has no mock" in str(e)
+        assert "refund: {value: ...}" in (e.hint or "")
+    else:
+        raise AssertionError("an unmocked tool must be an error of the iteration")
