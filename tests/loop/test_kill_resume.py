@@ -145,3 +145,36 @@ def test_ctrl_c_marks_the_cycle_interrupted_and_resume_continues(project: Path) 
     _, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err
     assert check_resumed(db, keys, calls) == cycle_id
+
+
+def test_sigkill_of_a_tool_using_cycle_then_resume(tmp_path: Path) -> None:
+    """examples/agent-tools on the slow offline model: each iteration is a tool loop of
+    two or three model turns. Killed mid-round, resumed: the same guarantees, and the
+    stored traces of the finished iterations are whole."""
+    example = ROOT / "examples" / "agent-tools"
+    for name in ("cases", "prompts"):
+        shutil.copytree(example / name, tmp_path / name)
+    config = yaml.safe_load((example / "cycle.yaml").read_text())
+    config.update(agent="slow:default", judge="slow:default", improver="slow:default")
+    config["run"] = {"iterations": 3, "concurrency": 2, "timeout": 60}
+    config["improve"] = {"acceptance": "significant", "stop": {"max_rounds": 2}, "low_score": 95}
+    (tmp_path / "cycle.yaml").write_text(yaml.safe_dump(config))
+    (tmp_path / "run_cycle.py").write_text(WRAPPER)
+    db = tmp_path / ".cycle" / "cycle.db"
+    proc = start(tmp_path)
+    wait_for_candidate_results(db, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    keys, calls = snapshot(db)
+
+    resumed = start(tmp_path, "--resume")
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    cycle_id = check_resumed(db, keys, calls)
+    from cycle.store import Store
+
+    with Store.open(db) as store:
+        candidate = store.runs.load_results(f"{cycle_id}-r1")
+    assert all([c.name for c in r.tool_calls] == ["lookup_order", "refund"] for r in candidate)
+    assert all([e.kind for e in r.trace].count("tool_result") == 2 for r in candidate)
+    assert all(r.state == {"session": {"refunded": True}} for r in candidate)
