@@ -209,7 +209,7 @@ class CallableAgent:
     def __init__(self, function: Callable[..., Any] | str, *, tools: Sequence[ToolDef] = (),
                  mocks: Mapping[str, MockSpec] | None = None) -> None:
         if isinstance(function, str):
-            from cycle.judge.checks import import_object
+            from cycle.imports import import_object
 
             self.name = f"python:{function}"
             function = import_object(function, what="agent.function")

@@ -99,7 +99,7 @@ def _set(state: dict[str, Any], key: str, value: Any) -> str:
 
 
 def import_callable(path: str, *, what: str) -> Callable[..., Any]:
-    from cycle.judge.checks import import_object
+    from cycle.imports import import_object
 
     fn = import_object(path, what=what)
     if not callable(fn):

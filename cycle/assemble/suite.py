@@ -189,7 +189,8 @@ def _check_imports_and_templates(
     """Import every callable the run will need and render every template with every
     case's variables, so that a typo fails now, with its file and line, not as an
     error in each case after the models were paid for."""
-    from cycle.judge.checks import JsonSchema, PythonCheck, import_object
+    from cycle.imports import import_object
+    from cycle.judge.checks import JsonSchema, PythonCheck
     from cycle.judge.criteria import merge
 
     c = loaded.config
@@ -268,7 +269,7 @@ def _check_imports_and_templates(
 def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt) -> None:
     """Every mock names a declared tool, every mock function imports, and passthrough is
     asked only of tools that have a real function: a typo fails now, before any call."""
-    from cycle.judge.checks import import_object
+    from cycle.imports import import_object
 
     declared = {t.name: t for t in prompt.tools}
     known = ", ".join(declared) or "none (the prompt declares no tools)"

@@ -15,7 +15,6 @@ suite-level check can follow each case: ``values: ["{{ order }}"]``.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import json
 import re
@@ -24,7 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from cycle.errors import ConfigError, EvalError
+from cycle.errors import EvalError
+from cycle.imports import import_object
 from cycle.prompts import render
 from cycle.records import ToolCall, TraceEvent, Usage
 
@@ -73,26 +73,6 @@ def _norm(text: str, *, case_sensitive: bool, collapse_whitespace: bool = False)
     if collapse_whitespace:
         text = " ".join(text.split())
     return text if case_sensitive else text.casefold()
-
-
-def import_object(path: str, *, what: str) -> Any:
-    """Import ``package.module:attribute``; a bad path is a ConfigError naming it."""
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise ConfigError(
-            f"'{path}' is not an import path", field=what, hint="Write it as package.module:name."
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ConfigError(f"cannot import module '{module_name}': {e}", field=what) from e
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError as e:
-            raise ConfigError(f"module '{module_name}' has no '{attr}'", field=what) from e
-    return obj
 
 
 class _Check(BaseModel):

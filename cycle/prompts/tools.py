@@ -16,7 +16,6 @@ says ``passthrough``.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 import sys
@@ -26,6 +25,8 @@ from typing import Any
 
 from pydantic import Field, create_model
 
+from cycle.errors import ConfigError
+from cycle.imports import import_object
 from cycle.records import ToolDef
 
 #: what providers accept as a function name (OpenAI and Gemini alike)
@@ -102,17 +103,10 @@ def import_tool_function(path: str, *, base: Path | None) -> Callable[..., Any]:
     for root in reversed(roots):
         if root not in sys.path:
             sys.path.insert(0, root)
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"'{path}' is not an import path; write it as package.module:name")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except ImportError as e:
-        raise ValueError(f"cannot import module '{module_name}': {e}") from None
-    except AttributeError:
-        raise ValueError(f"module '{module_name}' has no '{attr}'") from None
+        obj = import_object(path, what="function")
+    except ConfigError as e:
+        raise ValueError(e.message + (f" ({e.hint})" if e.hint else "")) from None
     if not callable(obj):
         raise ValueError(f"'{path}' is not a function")  # noqa: TRY004
     return obj  # type: ignore[no-any-return]
