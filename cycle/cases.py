@@ -20,7 +20,7 @@ from __future__ import annotations
 import glob
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -28,6 +28,47 @@ from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, merge, resolve
 from cycle.mocks import MockSpec
 from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
+
+#: user turns a conversation may take when its case sets no max_turns
+DEFAULT_MAX_TURNS = 20
+class FollowUp(BaseModel):
+    """A scripted user turn: ``say`` (a template over the case's variables), ``turns``
+    times in a row."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    say: str = Field(min_length=1, description="What the user says (a Jinja2 template).")
+    turns: int = Field(1, ge=1, le=1000, description="How many turns in a row it is said.")
+
+
+class ConversationSpec(BaseModel):
+    """A multi-turn case: the user turns after the first input, and how it may end.
+
+    With ``follow_ups`` used up the conversation is *completed* and judged as a whole.
+    Reaching ``max_turns`` with turns still to say is a limit: ``on_max_turns`` says
+    what it means: ``terminated`` (reported apart, not judged; the default), ``judged``
+    (judged as it stands), ``pass`` or ``fail`` (whatever the judge says; the judge
+    still scores it).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    follow_ups: list[str | FollowUp] = Field(
+        default_factory=list, description="The user's next turns, in order.")
+    max_turns: int = Field(DEFAULT_MAX_TURNS, ge=1, le=1000,
+                           description="User turns at most (the first input counts).")
+    on_max_turns: Literal["terminated", "judged", "pass", "fail"] = Field(
+        "terminated", description="What reaching max_turns means.")
+
+    def user_turns(self) -> list[str]:
+        """The follow-up templates, one per turn, repeats expanded."""
+        out: list[str] = []
+        for f in self.follow_ups:
+            if isinstance(f, str):
+                out.append(f)
+            else:
+                out += [f.say] * f.turns
+        return out
 
 
 class TestCase(BaseModel):
@@ -54,6 +95,8 @@ class TestCase(BaseModel):
         default_factory=dict,
         description="The case's state at the start, by scope: {session: {...}, user: {...}}.",
     )
+    conversation: ConversationSpec | None = Field(
+        None, description="More user turns after the input (a multi-turn case).")
     _variables: dict[str, Any] | None = PrivateAttr(None)
     _source: str = PrivateAttr("")
 

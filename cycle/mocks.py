@@ -66,3 +66,4 @@ class ToolsConfig(BaseModel):
     max_steps: int = Field(DEFAULT_MAX_STEPS, ge=1, le=1000,
                            description="Model turns a case may take before it ends as terminated.")
     mocks: dict[str, MockSpec] = Field(default_factory=dict, description="Mocks by tool name.")
+

@@ -15,15 +15,16 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 from cycle.agents.tools import AgentTools, Toolbox
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
-from cycle.llm.base import GenerateConfig
+from cycle.llm.base import GenerateConfig, ModelOutput
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec
-from cycle.prompts.template import render_system, render_user
+from cycle.prompts.template import render, render_system, render_user
 from cycle.records import AgentResult, Message, Prompt, ToolCall, ToolDef, TraceEvent, Usage
 
 
@@ -54,6 +55,23 @@ def generate_config(params: dict[str, Any]) -> GenerateConfig:
     elif "stop" in values:
         values["stop"] = tuple(values["stop"])
     return GenerateConfig(**values)
+
+
+@dataclass
+class _Run:
+    """What the model calls of one iteration add up to."""
+
+    usage: Usage
+    model: str
+    cost: float = 0.0
+    latency: float = 0.0
+    calls: list[ToolCall] = field(default_factory=list)
+
+    def add(self, out: ModelOutput) -> None:
+        self.usage = self.usage + out.usage if self.usage.total_tokens else out.usage
+        self.cost += out.cost
+        self.latency += out.latency
+        self.model = out.model or self.model
 
 
 class PromptAgent:
@@ -102,46 +120,82 @@ class PromptAgent:
         return messages
 
     async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
-        """Model -> tool calls -> tool results -> model ... until the model answers without
-        calling a tool, or ``max_steps`` model turns have been taken (terminated)."""
+        """Each user turn: model -> tool calls -> tool results -> model ... until the model
+        answers without calling a tool (at most ``max_steps`` model turns, else the case is
+        terminated). A multi-turn case then says its next scripted turn, until the script
+        is used up (completed) or ``max_turns`` is reached (what that means: the case's
+        ``on_max_turns``)."""
         started = time.monotonic()
         messages = self.messages(case)
         trace: list[TraceEvent] = [TraceEvent(kind="user", text=messages[-1].content)]
         toolbox = Toolbox(self._tools, {**self.mocks, **case.mocks}, case_id=case.id,
                           state=case.state, functions=self._functions, started=started) \
             if self._tools else None
-        usage, cost, latency = Usage(), 0.0, 0.0
-        calls: list[ToolCall] = []
-        model = self.name
+        conversation = case.conversation
+        script = iter(conversation.user_turns()) if conversation else iter(())
+        max_turns = conversation.max_turns if conversation else 1
+        run = _Run(usage=Usage(), model=self.name)
+        turn = 1
+        while True:
+            answer = await self._turn(messages, trace, toolbox, run, started,
+                                      iteration=iteration, context=context, turn=turn)
+            if answer is None:
+                note = (f"the step limit was reached: {self.max_steps} model turns without "
+                        "a final answer")
+                return self._result(run, trace, toolbox, case, started, "", "terminated", note)
+            following = next(script, None)
+            if following is None:
+                break  # the script is used up: the conversation is complete
+            if turn >= max_turns:
+                assert conversation is not None
+                note = f"max_turns reached: {max_turns} user turns, with turns still to say"
+                if conversation.on_max_turns == "terminated":
+                    return self._result(run, trace, toolbox, case, started, answer,
+                                        "terminated", note)
+                trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=answer))
+                return self._result(run, trace, toolbox, case, started, answer, "completed",
+                                    note, verdict=conversation.on_max_turns)
+            turn += 1
+            messages.append(Message.assistant(answer))
+            text = render(following, case.variables, field="conversation.follow_ups")
+            messages.append(Message.user(text))
+            trace.append(TraceEvent(kind="user", at=time.monotonic() - started, text=text))
+        trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=answer))
+        return self._result(run, trace, toolbox, case, started, answer, "completed", "")
+
+    async def _turn(self, messages: list[Message], trace: list[TraceEvent], toolbox: Toolbox | None,
+                    run: _Run, started: float, *, iteration: int, context: dict[str, Any],
+                    turn: int) -> str | None:
+        """One user turn's model calls and tool calls; its answer, or None at the step limit."""
         for step in range(self.max_steps):
-            out = await self.model.generate(
-                messages, tools=self._tools, config=self._config, iteration=iteration,
-                role="agent", context={**context, "step": step} if step else context,
-            )
-            usage, cost, latency = usage + out.usage, cost + out.cost, latency + out.latency
-            model = out.model or model
+            ctx = context if step == 0 and turn == 1 else {**context, "turn": turn, "step": step}
+            out = await self.model.generate(messages, tools=self._tools, config=self._config,
+                                            iteration=iteration, role="agent", context=ctx)
+            run.add(out)
             trace.append(TraceEvent(kind="model", at=time.monotonic() - started, text=out.text,
                                     tool_calls=out.tool_calls, usage=out.usage, cost=out.cost,
                                     model=out.model or None))
             if not out.tool_calls or toolbox is None:
-                trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=out.text))
-                return AgentResult(
-                    output=out.text, tool_calls=tuple(calls) + out.tool_calls, usage=usage,
-                    cost=cost, latency=latency, duration=time.monotonic() - started, model=model,
-                    trace=tuple(trace), state=toolbox.state if toolbox else dict(case.state),
-                )
-            calls += out.tool_calls
+                run.calls += out.tool_calls
+                return out.text
+            run.calls += out.tool_calls
             messages.append(Message.assistant(out.text, out.tool_calls))
             # parallel calls run together; their results go back in the order asked
             answers = await asyncio.gather(*(toolbox.call(c) for c in out.tool_calls))
             for c, (events, shown) in zip(out.tool_calls, answers, strict=True):
                 trace += events
                 messages.append(Message.tool(shown, tool_call_id=c.id, name=c.name))
-        note = f"the step limit was reached: {self.max_steps} model turns without a final answer"
+        return None
+
+    def _result(self, run: _Run, trace: list[TraceEvent], toolbox: Toolbox | None,
+                case: TestCase, started: float, output: str,
+                ending: Literal["completed", "terminated"], note: str,
+                verdict: Literal["judged", "pass", "fail"] = "judged") -> AgentResult:
         return AgentResult(
-            output="", tool_calls=tuple(calls), usage=usage, cost=cost, latency=latency,
-            duration=time.monotonic() - started, model=model, trace=tuple(trace),
-            state=toolbox.state if toolbox else dict(case.state), ending="terminated", note=note,
+            output=output, tool_calls=tuple(run.calls), usage=run.usage, cost=run.cost,
+            latency=run.latency, duration=time.monotonic() - started, model=run.model,
+            trace=tuple(trace), state=toolbox.state if toolbox else dict(case.state),
+            ending=ending, note=note, verdict=verdict,
         )
 
     async def aclose(self) -> None:

@@ -221,6 +221,16 @@ def _check_imports_and_templates(
             raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", "function")),
                            field="agent.function") from None
     for case in cases:
+        for n, say in enumerate(case.conversation.user_turns() if case.conversation else ()):
+            try:
+                render(say, case.variables, field="conversation.follow_ups")
+            except ConfigError as e:
+                file, line = _case_where(case)
+                raise ConfigError(
+                    f"case '{case.id}': follow-up turn {n + 2} " + e.message.split(": ", 1)[-1],
+                    file=file, line=line, field="conversation.follow_ups",
+                    hint=(e.hint or "") + " A follow-up may use the case's input variables.",
+                ) from None
         criteria = merge(c.criteria, case.criteria) if case.criteria else c.criteria
         own = {x.id for x in case.criteria}
         for crit in criteria:

@@ -21,6 +21,8 @@ from cycle.store.runs import RunLog
 
 
 def case_stats(case_id: str, name: str, results: list[IterationResult]) -> CaseStats:
+    turn_counts = [sum(1 for e in r.trace if e.kind == "user") for r in results if r.trace]
+    turns = describe(turn_counts) if any(n > 1 for n in turn_counts) else None
     judged = [r for r in results if r.status in ("passed", "failed")]
     errors = sum(1 for r in results if r.status == "error")
     ended = [r for r in results if r.status == "terminated"]
@@ -30,14 +32,16 @@ def case_stats(case_id: str, name: str, results: list[IterationResult]) -> CaseS
         # no score: the case ended by a limit (its transcript shows where) or in errors
         return CaseStats(case_id=case_id, name=name, iterations=len(results), errors=errors,
                          stats=stats, pass_rate=None, representative=ended[0] if ended else None,
-                         status="terminated" if ended else "error", terminated=len(ended))
+                         status="terminated" if ended else "error", terminated=len(ended),
+                         turns=turns)
     passes = sum(1 for r in judged if r.passed)
     rate = passes / len(judged)
     assert stats.mean is not None
     rep = judged[closest_to_mean(scores, stats.mean)]
     return CaseStats(case_id=case_id, name=name, iterations=len(results), errors=errors,
                      stats=stats, pass_rate=rate, representative=rep,
-                     status="passed" if rate >= 0.5 else "failed", terminated=len(ended))
+                     status="passed" if rate >= 0.5 else "failed", terminated=len(ended),
+                     turns=turns)
 
 
 def build_run_result(

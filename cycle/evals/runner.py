@@ -34,7 +34,7 @@ from cycle.errors import (
 from cycle.evals.results import build_run_result
 from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished, RunStarted
 from cycle.judge import Judge
-from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult
+from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult, Verdict
 from cycle.store import CallRecorder, Store
 from cycle.store.runs import FLUSH_EVERY, new_run_id, now_iso
 
@@ -259,12 +259,20 @@ class Runner:
         except Exception as e:  # noqa: BLE001 - CycleErrors and crashes of user code alike
             return self._errored(case, iteration, f"{stage}: {describe(e)}", agent_result, started_at)
         a = agent_result
+        passed, verdicts = verdict.passed, verdict.verdicts
+        if a.verdict != "judged":
+            # a conversation's limit decides, whatever the judge said (the judge's scores stay)
+            passed = a.verdict == "pass"
+            verdicts = (*verdicts, Verdict(
+                criterion_id="conversation", kind="check", score=100.0 if passed else 0.0,
+                passed=passed, weight=0.0, required=True,
+                reasoning=f"{a.note}; the case says that means {a.verdict}"))
         return IterationResult(
-            case_id=case.id, iteration=iteration, status="passed" if verdict.passed else "failed",
-            score=verdict.score, passed=verdict.passed, input=case.input, output=a.output,
+            case_id=case.id, iteration=iteration, status="passed" if passed else "failed",
+            score=verdict.score, passed=passed, input=case.input, output=a.output,
             tool_calls=a.tool_calls, latency=a.latency, agent_cost=a.cost, judge_cost=verdict.cost,
             input_tokens=a.usage.input_tokens, output_tokens=a.usage.output_tokens,
-            started_at=started_at, finished_at=now_iso(), verdicts=verdict.verdicts,
+            started_at=started_at, finished_at=now_iso(), verdicts=verdicts,
             trace=a.trace, state=a.state,
         )
 

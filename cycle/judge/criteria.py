@@ -46,6 +46,7 @@ from cycle.judge.trace_checks import (
     ToolNotCalled,
     ToolOrder,
     ToolsCalled,
+    TurnCount,
 )
 
 #: every check, by its ``type``
@@ -53,7 +54,7 @@ CheckSpec = Annotated[
     ExactMatch | Contains | ContainsAny | NotContains | Regex | JsonSchema | MaxLatency
     | MaxTokens | CostWithin | CompletedWithin | PythonCheck
     | ToolCalled | ToolsCalled | OnlyTools | ToolNotCalled | ToolOrder | NoToolErrors
-    | EventCount | StateValue,
+    | EventCount | StateValue | TurnCount,
     Field(discriminator="type"),
 ]
 
@@ -61,7 +62,7 @@ CHECK_TYPES: tuple[str, ...] = (
     "exact", "contains", "contains_any", "not_contains", "regex", "json_schema",
     "max_latency", "max_tokens", "cost_within", "completed_within", "python",
     "tool_called", "tools_called", "only_tools", "tool_not_called", "tool_order",
-    "no_tool_errors", "event_count", "state_value",
+    "no_tool_errors", "event_count", "state_value", "turn_count",
 )
 
 #: other names a check is known by (seed 004's GoGrid names) -> the name used here

@@ -225,3 +225,23 @@ class StateValue(_Check):
         if "equals" not in self.model_fields_set or _close(got, self.equals, 0.0):
             return CheckOutcome(100.0, f"{self.path} = {_text(got)}"[:200])
         return CheckOutcome(0.0, f"{self.path} = {_text(got)}, expected {_text(self.equals)}"[:300])
+
+
+class TurnCount(_Check):
+    """The conversation took between ``min`` and ``max`` user turns (the first input counts)."""
+
+    type: Literal["turn_count"] = "turn_count"
+    min: int | None = Field(None, ge=1, description="At least this many user turns.")
+    max: int | None = Field(None, ge=1, description="At most this many user turns.")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> TurnCount:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        return self
+
+    def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        n = sum(1 for e in ctx.trace if e.kind == "user")
+        ok = (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
+        bound = f"{self.min if self.min is not None else 1}..{self.max if self.max is not None else '∞'}"
+        return CheckOutcome(100.0 if ok else 0.0, f"{n} user turn(s) (allowed {bound})")

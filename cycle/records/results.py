@@ -67,8 +67,11 @@ class AgentResult(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     #: "terminated" when a limit (the step limit) ended the case before an answer
     ending: Literal["completed", "terminated"] = "completed"
-    #: why it was terminated
+    #: why it was terminated, or what ended a conversation early
     note: str = ""
+    #: what the way it ended means for passing: the judge decides ("judged"), or a
+    #: conversation's limit says "pass" or "fail" whatever the judge says
+    verdict: Literal["judged", "pass", "fail"] = "judged"
 
 
 class Verdict(BaseModel):
@@ -131,6 +134,8 @@ class CaseStats(BaseModel):
     status: Status
     #: iterations a limit ended before they were judged
     terminated: int = 0
+    #: user turns per iteration (a conversation's length; 1 for a single exchange)
+    turns: Stats | None = None
 
     @property
     def mean(self) -> float | None:

@@ -33,6 +33,7 @@ def _case(c: CaseStats, result: RunResult) -> dict[str, Any]:
         "mean": c.stats.mean, "sd": c.stats.sd, "min": c.stats.min, "max": c.stats.max,
         "ci_low": c.stats.ci_low, "ci_high": c.stats.ci_high, "pass_rate": c.pass_rate,
         "iterations": c.iterations, "errors": c.errors, "terminated": c.terminated,
+        "turns": c.turns.model_dump() if c.turns else None,
         "representative": c.representative.iteration if c.representative else None,
         "expected": info.get("expected"),
         "results": [_iteration(r) for r in result.results if r.case_id == c.case_id],

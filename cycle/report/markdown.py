@@ -30,7 +30,10 @@ def _case_body(c: CaseStats, result: RunResult) -> list[str]:
         out += [info["description"], ""]
     out.append(f"Mean {f.score_ci(c.stats)} (sd {f.score(c.stats.sd)}, min {f.score(c.stats.min)}, "
                f"max {f.score(c.stats.max)}), pass rate {f.pct(c.pass_rate)}, "
-               f"{c.errors} errored of {c.iterations} iterations.")
+               f"{c.errors} errored of {c.iterations} iterations"
+               + (f", {c.terminated} ended by a limit" if c.terminated else "")
+               + (f"; turns {c.turns.mean:.1f} (min {c.turns.min:g}, max {c.turns.max:g})"
+                  if c.turns and c.turns.mean is not None else "") + ".")
     out.append("")
     if runs and runs[0].input is not None:
         out += ["**Input**", "", "```", _input_text(runs[0].input), "```", ""]

@@ -1,0 +1,114 @@
+"""Multi-turn cases with scripted follow-ups: the real openai SDK on the loopback server,
+limits and what they mean, the turn count, and the whole conversation in the trace."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from cycle.agents import PromptAgent
+from cycle.cases import ConversationSpec, TestCase
+from cycle.cli import cli
+from cycle.evals.runner import Runner
+from cycle.judge import Judge
+from cycle.judge.criteria import CriterionConfig
+from cycle.llm.registry import get_model
+from cycle.records import Prompt
+from cycle.testing import LoopbackServer, clear_scripts, script
+
+PROMPT = Prompt(id="returns", system="You handle returns.", user_template="{{ question }}")
+
+
+def case(**conversation) -> TestCase:
+    return TestCase(id="ret", input={"question": "I want to return shoes.", "order": "A-7"},
+                    conversation=ConversationSpec.model_validate(conversation))
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LoopbackServer() as srv:
+        yield srv
+
+
+async def test_scripted_follow_ups_make_one_conversation_on_the_real_sdk(server):
+    server.reset()
+    agent = PromptAgent(PROMPT, get_model("openai:gpt-4o-mini", options=server.openai_options()))
+    result = await agent.run(case(follow_ups=["It is order {{ order }}.",
+                                              {"say": "Yes, go ahead.", "turns": 2}]),
+                             iteration=0, context={})
+    await agent.model.aclose()
+    assert [e.kind for e in result.trace] == [
+        "user", "model", "user", "model", "user", "model", "user", "model", "final"]
+    assert result.ending == "completed" and result.output == "echo: Yes, go ahead."
+    # the fourth request carried the whole conversation so far
+    sent = server.requests[3].messages
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user", "assistant",
+                                         "user", "assistant", "user"]
+    assert sent[3]["content"] == "It is order A-7."
+
+
+@pytest.mark.parametrize(("on_max", "status", "passed"), [
+    ("terminated", "terminated", None), ("judged", "passed", True),
+    ("fail", "failed", False), ("pass", "passed", True),
+])
+async def test_max_turns_means_what_the_case_says(on_max, status, passed):
+    script("agent", ["Sure."], repeat=True)
+    try:
+        agent = PromptAgent(PROMPT, get_model("scripted:agent"))
+        c = case(follow_ups=["more"] * 5, max_turns=3, on_max_turns=on_max)
+        judge = Judge([CriterionConfig(id="said", check={"type": "contains", "values": ["Sure"]}),
+                       CriterionConfig(id="short", check={"type": "turn_count", "max": 3})])
+        result = await Runner(agent=agent, judge=judge, cases=[c]).run()
+    finally:
+        clear_scripts()
+    [r] = result.results
+    assert (r.status, r.passed) == (status, passed)
+    assert sum(1 for e in r.trace if e.kind == "user") == 3
+    if on_max == "fail":
+        assert r.score == 100  # the judge's score stays; the limit decides the outcome
+        assert "max_turns reached" in r.verdicts[-1].reasoning
+    if on_max != "terminated":
+        assert result.cases["ret"].turns.mean == 3
+
+
+async def test_the_judge_sees_every_turn_not_only_the_first_and_the_last():
+    seen = []
+
+    def judge_answer(messages, tools, config):
+        seen.append(messages[-1].content)
+        return {"verdicts": {"kept_track": {"score": 90, "reasoning": "ok"}}}
+
+    script("agent", lambda m, t, c: f"turn {sum(1 for x in m if x.role == 'user')}")
+    script("judge", judge_answer)
+    try:
+        judge = Judge([CriterionConfig(id="kept_track", rubric="Remembers the order number.")],
+                      model=get_model("scripted:judge", role="judge"))
+        await Runner(agent=PromptAgent(PROMPT, get_model("scripted:agent")), judge=judge,
+                     cases=[case(follow_ups=["It is A-7.", "Thanks."])]).run()
+    finally:
+        clear_scripts()
+    payload = json.loads(seen[0].rsplit("```json", 1)[1].split("```")[0])
+    assert payload["transcript"] == ["user: I want to return shoes.", "assistant: turn 1",
+                                     "user: It is A-7.", "assistant: turn 2", "user: Thanks.",
+                                     "assistant: turn 3"]
+
+
+def test_a_follow_up_with_an_unknown_variable_is_refused_before_any_call(tmp_path):
+    (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ question }}'\n"
+                                     "params: {model: 'offline:default'}\n")
+    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""\
+        - id: c
+          input: {question: hi}
+          conversation:
+            follow_ups: ["my order is {{ ordr }}"]
+        """))
+    (tmp_path / "cycle.yaml").write_text("prompt: p.yaml\ncriteria: [{id: x, check: "
+                                         "{type: contains, values: [a]}}]\ncases: [cases.yaml]\n")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                 str(tmp_path / "cycle.yaml")])
+    assert r.exit_code == 2, r.output
+    assert "cases.yaml:1" in r.output and "follow-up turn 2" in r.output and "ordr" in r.output
+    assert not (tmp_path / "s.db").exists()
