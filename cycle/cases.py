@@ -41,10 +41,25 @@ class FollowUp(BaseModel):
     turns: int = Field(1, ge=1, le=1000, description="How many turns in a row it is said.")
 
 
+class SimulatedUser(BaseModel):
+    """A simulated user: a model playing a persona with a goal, seeing the conversation
+    so far, saying when the goal is met (seed 003's aiUser)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(description="The model that plays the user, e.g. openai:gpt-4o-mini.")
+    persona: str = Field(min_length=1, description="Who the user is, in a sentence or two.")
+    goal: str = Field(min_length=1, description="What the user wants from the conversation.")
+    facts: dict[str, Any] = Field(
+        default_factory=dict, description="What the user knows and gives when asked "
+        "(order number, reason...).")
+
+
 class ConversationSpec(BaseModel):
     """A multi-turn case: the user turns after the first input, and how it may end.
 
-    With ``follow_ups`` used up the conversation is *completed* and judged as a whole.
+    With ``follow_ups`` used up (and the simulated ``user``, if any, saying its goal is
+    met) the conversation is *completed* and judged as a whole.
     Reaching ``max_turns`` with turns still to say is a limit: ``on_max_turns`` says
     what it means: ``terminated`` (reported apart, not judged; the default), ``judged``
     (judged as it stands), ``pass`` or ``fail`` (whatever the judge says; the judge
@@ -55,6 +70,9 @@ class ConversationSpec(BaseModel):
 
     follow_ups: list[str | FollowUp] = Field(
         default_factory=list, description="The user's next turns, in order.")
+    user: SimulatedUser | None = Field(
+        None, description="After the follow-ups, a simulated user speaks until its goal is "
+        "met (or max_turns).")
     max_turns: int = Field(DEFAULT_MAX_TURNS, ge=1, le=1000,
                            description="User turns at most (the first input counts).")
     on_max_turns: Literal["terminated", "judged", "pass", "fail"] = Field(

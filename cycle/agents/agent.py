@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from cycle.agents.tools import AgentTools, Toolbox
+from cycle.agents.users import UserSimulator
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig, ModelOutput
@@ -89,14 +90,18 @@ class PromptAgent:
         owns_model: bool = False,
         mocks: Mapping[str, MockSpec] | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
+        user_model: Callable[[str], Model] | None = None,
     ) -> None:
         """``mocks``: how the prompt's tools answer (a case's own mocks override these);
-        ``max_steps``: model turns before the case ends as terminated."""
+        ``max_steps``: model turns before the case ends as terminated; ``user_model``:
+        makes the model a simulated user names (default: ``get_model(name)``)."""
         self.prompt = prompt
         self.model = model
         self._owns_model = owns_model
         self.mocks = dict(mocks or {})
         self.max_steps = max_steps
+        self._user_model = user_model
+        self._user_models: dict[str, Model] = {}
         self.name: str = model.name
         self.offline: bool = model.offline
         self._config = generate_config(prompt.params)
@@ -133,6 +138,8 @@ class PromptAgent:
             if self._tools else None
         conversation = case.conversation
         script = iter(conversation.user_turns()) if conversation else iter(())
+        simulator = (UserSimulator(conversation.user, self._user(conversation.user.model))
+                     if conversation and conversation.user else None)
         max_turns = conversation.max_turns if conversation else 1
         run = _Run(usage=Usage(), model=self.name)
         turn = 1
@@ -144,20 +151,30 @@ class PromptAgent:
                         "a final answer")
                 return self._result(run, trace, toolbox, case, started, "", "terminated", note)
             following = next(script, None)
-            if following is None:
+            if following is None and simulator is None:
                 break  # the script is used up: the conversation is complete
             if turn >= max_turns:
                 assert conversation is not None
-                note = f"max_turns reached: {max_turns} user turns, with turns still to say"
+                note = (f"max_turns reached: {max_turns} user turns, "
+                        + ("with turns still to say" if following is not None
+                           else "the simulated user's goal not met"))
                 if conversation.on_max_turns == "terminated":
                     return self._result(run, trace, toolbox, case, started, answer,
                                         "terminated", note)
                 trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=answer))
                 return self._result(run, trace, toolbox, case, started, answer, "completed",
                                     note, verdict=conversation.on_max_turns)
+            if following is not None:
+                text = render(following, case.variables, field="conversation.follow_ups")
+            else:
+                assert simulator is not None
+                said = await simulator.next_turn(trace, iteration=iteration,
+                                                 context={**context, "turn": turn + 1})
+                if said.done:
+                    break  # the simulated user's goal is met: the conversation is complete
+                text = said.message
             turn += 1
             messages.append(Message.assistant(answer))
-            text = render(following, case.variables, field="conversation.follow_ups")
             messages.append(Message.user(text))
             trace.append(TraceEvent(kind="user", at=time.monotonic() - started, text=text))
         trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=answer))
@@ -198,7 +215,22 @@ class PromptAgent:
             ending=ending, note=note, verdict=verdict,
         )
 
+    def _user(self, name: str) -> Model:
+        model = self._user_models.get(name)
+        if model is None:
+            if self._user_model is not None:
+                model = self._user_model(name)
+            else:
+                from cycle.llm.registry import get_model
+
+                model = get_model(name, role="user_sim")
+            self._user_models[name] = model
+        return model
+
     async def aclose(self) -> None:
+        for model in self._user_models.values():
+            await model.aclose()
+        self._user_models.clear()
         if self._owns_model:
             await self.model.aclose()
 

@@ -111,6 +111,7 @@ def build_loop(
         if name is None:
             raise _not_a_model_agent(loaded)
         return PromptAgent(version_prompt, model(name, "agent"), owns_model=True,
+                           user_model=lambda user: model(user, "user_sim"),
                            mocks=c.tools.mocks, max_steps=c.tools.max_steps)
 
     agent_name = agent_model_name(loaded, prompt)

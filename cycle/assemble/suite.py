@@ -314,6 +314,7 @@ def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt
 def _check_models(
     loaded: LoadedConfig, prompt: Prompt | None, *, agent_model: str | None,
     judge_model: str | None, needs_judge: bool, improver: bool,
+    cases: Sequence[TestCase] = (),
 ) -> None:
     """Every model name names a known provider whose key is set (nothing is called)."""
     c = loaded.config
@@ -344,6 +345,11 @@ def _check_models(
         name = c.improver or judge
         if name:
             names.append((str(name), *where("improver", None, "improver")))
+    for case in cases:
+        if case.conversation and case.conversation.user:
+            file, line = _case_where(case)
+            names.append((case.conversation.user.model, file, line,
+                          f"case {case.id}: conversation.user.model"))
     for name, file, line, field_ in names:
         try:
             get_api(name, provider_options(loaded, name))
@@ -375,7 +381,7 @@ def validate_suite(
     if prompt is not None:
         _check_mocks(loaded, cases, prompt)
     _check_models(loaded, prompt, agent_model=agent_model, judge_model=judge_model,
-                  needs_judge=needs_judge(loaded, cases), improver=improver)
+                  needs_judge=needs_judge(loaded, cases), improver=improver, cases=cases)
     return cases
 
 
@@ -430,7 +436,11 @@ def build_suite(
         name = agent_model or agent_model_name(loaded, prompt)
         assert name is not None and prompt is not None
         agent = PromptAgent(prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
+                            user_model=lambda user: make_model(
+                                loaded, user, role="user_sim", bus=bus, budget=budget,
+                                cache=cache),
                             max_steps=loaded.config.tools.max_steps)
+        closers.append(agent.aclose)  # the simulated users' models
     judge_name = judge_model or loaded.config.judge or agent_model or agent_model_name(loaded, prompt)
     c = loaded.config
     judge_llm = model(judge_name, "judge") if (judge_name and needs_judge(loaded, case_list)) else None

@@ -112,3 +112,94 @@ def test_a_follow_up_with_an_unknown_variable_is_refused_before_any_call(tmp_pat
     assert r.exit_code == 2, r.output
     assert "cases.yaml:1" in r.output and "follow-up turn 2" in r.output and "ordr" in r.output
     assert not (tmp_path / "s.db").exists()
+
+
+async def test_a_simulated_user_speaks_after_the_script_until_its_goal_is_met():
+    seen_by_user = []
+
+    def user(messages, tools, config):
+        block = json.loads(messages[-1].content.rsplit("```json", 1)[1].split("```")[0])
+        seen_by_user.append(block["conversation"])
+        if len(seen_by_user) == 1:
+            return {"message": "It is order A-7, they are too small.", "done": False}
+        return {"message": "Thanks!", "done": True}
+
+    script("agent", lambda m, t, c: f"answer {sum(1 for x in m if x.role == 'user')}")
+    script("user", user)
+    try:
+        agent = PromptAgent(PROMPT, get_model("scripted:agent"))
+        c = case(follow_ups=["Hello?"], user={"model": "scripted:user", "persona": "Ana",
+                                              "goal": "return the shoes",
+                                              "facts": {"order": "A-7"}})
+        result = await agent.run(c, iteration=0, context={})
+        await agent.aclose()
+    finally:
+        clear_scripts()
+    users = [e.text for e in result.trace if e.kind == "user"]
+    assert users == ["I want to return shoes.", "Hello?", "It is order A-7, they are too small."]
+    assert result.output == "answer 3" and result.ending == "completed"
+    # the simulated user saw the conversation so far, itself as "user"
+    assert seen_by_user[0] == [
+        {"role": "user", "text": "I want to return shoes."}, {"role": "assistant", "text": "answer 1"},
+        {"role": "user", "text": "Hello?"}, {"role": "assistant", "text": "answer 2"}]
+    assert len(seen_by_user) == 2
+
+
+def test_an_offline_conversation_with_a_simulated_user_through_the_cli(tmp_path):
+    (tmp_path / "p.yaml").write_text(textwrap.dedent("""\
+        id: returns
+        system: You are a support agent.
+        user_template: |
+          Customer: {{ customer }}
+          Question: {{ question }}
+        params: {model: 'offline:default'}
+        """))
+    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""\
+        - id: refund
+          input: {customer: Dana, question: "My shoes arrived broken."}
+          conversation:
+            user:
+              model: offline:default
+              persona: Dana, who bought shoes that arrived broken
+              goal: get a refund
+              facts: {order_number: D-4501}
+            max_turns: 6
+        """))
+    (tmp_path / "cycle.yaml").write_text(textwrap.dedent("""\
+        prompt: p.yaml
+        criteria:
+          - {id: talked, check: {type: turn_count, min: 2}}
+          - {id: tone, rubric: Polite.}
+        cases: [cases.yaml]
+        run: {iterations: 2}
+        """))
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                 str(tmp_path / "cycle.yaml"), "--json"])
+    assert r.exit_code in (0, 1), r.output
+    summary = json.loads(r.output)["summary"]
+    assert summary["errors"] == 0 and summary["terminated"] == 0
+    assert summary["usage"]["user_sim"]["calls"] >= 2  # the simulated user's calls are counted
+    report = json.loads(next((tmp_path / "reports").glob("*.json")).read_text())
+    trace = report["cases"][0]["results"][0]["trace"]
+    users = [e["text"] for e in trace if e["kind"] == "user"]
+    assert users[1] == "I would like to get a refund."
+    assert report["cases"][0]["turns"]["mean"] >= 2
+    assert report["cases"][0]["results"][0]["verdicts"][0]["passed"] is True  # turn_count
+
+
+def test_a_simulated_user_on_an_unknown_provider_is_refused_before_any_call(tmp_path):
+    (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ question }}'\n"
+                                     "params: {model: 'offline:default'}\n")
+    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""\
+        - id: c
+          input: {question: hi}
+          conversation:
+            user: {model: 'nosuch:model', persona: P, goal: G}
+        """))
+    (tmp_path / "cycle.yaml").write_text("prompt: p.yaml\ncriteria: [{id: x, check: "
+                                         "{type: contains, values: [a]}}]\ncases: [cases.yaml]\n")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                 str(tmp_path / "cycle.yaml")])
+    assert r.exit_code == 2, r.output
+    assert "cases.yaml" in r.output and "nosuch" in r.output
+    assert "conversation.user.model" in r.output
