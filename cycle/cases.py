@@ -22,11 +22,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, merge, resolve
 from cycle.mocks import MockSpec
+from cycle.query import check_query
 from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
 
 #: user turns a conversation may take when its case sets no max_turns
@@ -55,6 +56,76 @@ class SimulatedUser(BaseModel):
         "(order number, reason...).")
 
 
+class FieldValue(BaseModel):
+    """``field_value``: the agent's structured answer has ``equals`` at ``field``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    field: str = Field(min_length=1, description="A dotted path in the answer's JSON.")
+    equals: Any = Field(description="The value wanted there.")
+
+
+class NaturalLanguage(BaseModel):
+    """``natural_language``: a model decides from the conversation whether ``condition``
+    holds (its calls are cached and costed like any other)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    condition: str = Field(min_length=1, description="The condition, in words.")
+    model: str | None = Field(None, description="The deciding model (default: the simulated "
+                              "user's, else the agent's).")
+
+
+class EndCondition(BaseModel):
+    """When a conversation ends early, checked after every answer of the agent: exactly
+    one of ``state_matches`` (a query over the case's state, see cycle.query),
+    ``field_set`` / ``field_value`` (on a structured answer), ``natural_language``,
+    ``custom`` (package.module:function of the conversation), or ``all`` / ``any`` /
+    ``not`` of other conditions."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    state_matches: dict[str, Any] | None = None
+    field_set: str | None = None
+    field_value: FieldValue | None = None
+    natural_language: NaturalLanguage | None = None
+    custom: str | None = None
+    all_of: list[EndCondition] | None = Field(None, alias="all")
+    any_of: list[EndCondition] | None = Field(None, alias="any")
+    not_: EndCondition | None = Field(None, alias="not")
+
+    @model_validator(mode="after")
+    def _one(self) -> EndCondition:
+        given = [k for k, v in self if v is not None]
+        if len(given) != 1:
+            names = "state_matches, field_set, field_value, natural_language, custom, all, any, not"
+            raise ValueError(f"give exactly one of {names} (got {', '.join(given) or 'none'})")
+        if self.state_matches is not None:
+            check_query(self.state_matches, "state_matches")
+        return self
+
+    def walk(self) -> list[EndCondition]:
+        """This condition and every one inside it."""
+        inner = [*(self.all_of or []), *(self.any_of or []), *([self.not_] if self.not_ else [])]
+        return [self, *(c for child in inner for c in child.walk())]
+
+    def describe(self) -> str:
+        if self.state_matches is not None:
+            return f"state_matches {self.state_matches}"
+        if self.field_set is not None:
+            return f"field_set {self.field_set}"
+        if self.field_value is not None:
+            return f"field_value {self.field_value.field} = {self.field_value.equals!r}"
+        if self.natural_language is not None:
+            return f"natural_language {self.natural_language.condition!r}"
+        if self.custom is not None:
+            return f"custom {self.custom}"
+        if self.not_ is not None:
+            return f"not ({self.not_.describe()})"
+        parts, word = (self.all_of, "all") if self.all_of is not None else (self.any_of, "any")
+        return f"{word} of ({'; '.join(p.describe() for p in parts or [])})"
+
+
 class ConversationSpec(BaseModel):
     """A multi-turn case: the user turns after the first input, and how it may end.
 
@@ -77,6 +148,10 @@ class ConversationSpec(BaseModel):
                            description="User turns at most (the first input counts).")
     on_max_turns: Literal["terminated", "judged", "pass", "fail"] = Field(
         "terminated", description="What reaching max_turns means.")
+    end_when: EndCondition | None = Field(
+        None, description="Ends the conversation when it holds after an answer of the agent.")
+    on_condition_met: Literal["judged", "pass", "fail"] = Field(
+        "judged", description="What the end condition holding means.")
 
     def user_turns(self) -> list[str]:
         """The follow-up templates, one per turn, repeats expanded."""

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent / "cycle"
 LAYERS: list[set[str]] = [
     {"cycle.errors"},
     {"cycle.records", "cycle.durations"},
-    {"cycle.events", "cycle.yamlload", "cycle.imports"},
+    {"cycle.events", "cycle.yamlload", "cycle.imports", "cycle.query"},
     {"cycle.llm"},
     {"cycle.prompts"},
     {"cycle.store"},

@@ -18,9 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from cycle.agents.termination import ConversationState, holds
 from cycle.agents.tools import AgentTools, Toolbox
 from cycle.agents.users import UserSimulator
-from cycle.cases import TestCase
+from cycle.cases import ConversationSpec, TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig, ModelOutput
 from cycle.llm.model import Model
@@ -150,6 +151,16 @@ class PromptAgent:
                 note = (f"the step limit was reached: {self.max_steps} model turns without "
                         "a final answer")
                 return self._result(run, trace, toolbox, case, started, "", "terminated", note)
+            if conversation and conversation.end_when and await holds(
+                    conversation.end_when,
+                    ConversationState(case.id, turn, answer,
+                                      toolbox.state if toolbox else dict(case.state), trace),
+                    model=lambda name: self._user(name or self._default_judge(conversation)),
+                    iteration=iteration, context={**context, "turn": turn}):
+                trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=answer))
+                note = f"the end condition held after turn {turn}: {conversation.end_when.describe()}"
+                return self._result(run, trace, toolbox, case, started, answer, "completed",
+                                    note, verdict=conversation.on_condition_met)
             following = next(script, None)
             if following is None and simulator is None:
                 break  # the script is used up: the conversation is complete
@@ -214,6 +225,10 @@ class PromptAgent:
             trace=tuple(trace), state=toolbox.state if toolbox else dict(case.state),
             ending=ending, note=note, verdict=verdict,
         )
+
+    def _default_judge(self, conversation: ConversationSpec) -> str:
+        """The model a natural-language condition asks when it names none."""
+        return conversation.user.model if conversation.user else self.model.name
 
     def _user(self, name: str) -> Model:
         model = self._user_models.get(name)

@@ -221,6 +221,15 @@ def _check_imports_and_templates(
             raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", "function")),
                            field="agent.function") from None
     for case in cases:
+        ending = case.conversation.end_when if case.conversation else None
+        for cond in ending.walk() if ending else ():
+            if cond.custom is not None:
+                try:
+                    import_object(cond.custom, what="end_when.custom")
+                except ConfigError as e:
+                    file, line = _case_where(case)
+                    raise relocate(e, file=file, line=line,
+                                   field=f"case {case.id}: conversation.end_when.custom") from None
         for n, say in enumerate(case.conversation.user_turns() if case.conversation else ()):
             try:
                 render(say, case.variables, field="conversation.follow_ups")
@@ -346,10 +355,17 @@ def _check_models(
         if name:
             names.append((str(name), *where("improver", None, "improver")))
     for case in cases:
-        if case.conversation and case.conversation.user:
-            file, line = _case_where(case)
-            names.append((case.conversation.user.model, file, line,
+        conversation = case.conversation
+        if conversation is None:
+            continue
+        file, line = _case_where(case)
+        if conversation.user:
+            names.append((conversation.user.model, file, line,
                           f"case {case.id}: conversation.user.model"))
+        for cond in conversation.end_when.walk() if conversation.end_when else ():
+            if cond.natural_language and cond.natural_language.model:
+                names.append((cond.natural_language.model, file, line,
+                              f"case {case.id}: conversation.end_when.natural_language.model"))
     for name, file, line, field_ in names:
         try:
             get_api(name, provider_options(loaded, name))

@@ -10,6 +10,7 @@ from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.records import Message, ToolCall, ToolDef, Usage
 from cycle.testing.offline import schema as js
 from cycle.testing.offline.agent import respond
+from cycle.testing.offline.condition import decide
 from cycle.testing.offline.improver import improve
 from cycle.testing.offline.judge import judge
 from cycle.testing.offline.user import play
@@ -97,7 +98,7 @@ class OfflineAPI(ModelAPI):
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> tuple[str, str, tuple[ToolCall, ...], dict[str, Any]]:
         schema_name = config.response_schema_name
-        if schema_name in ("cycle_judge", "cycle_improver", "cycle_user"):
+        if schema_name in ("cycle_judge", "cycle_improver", "cycle_user", "cycle_condition"):
             # the last user message holds the block; after a repair request ("that answer
             # does not follow the schema") it is the one before
             block = next((b for m in reversed(messages) if m.role == "user"
@@ -115,6 +116,9 @@ class OfflineAPI(ModelAPI):
             elif schema_name == "cycle_user":
                 answer = play(block, config.response_schema)
                 role = "user"
+            elif schema_name == "cycle_condition":
+                answer = decide(block, config.response_schema)
+                role = "condition"
             else:
                 answer = improve(block, config.response_schema)
                 role = "improver"

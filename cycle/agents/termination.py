@@ -1,0 +1,96 @@
+"""Whether a conversation's end condition holds after an answer of the agent."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from cycle.imports import import_object
+from cycle.judge.transcript import transcript_lines
+from cycle.query import matches
+from cycle.records import Message, TraceEvent
+
+if TYPE_CHECKING:
+    from cycle.cases import EndCondition
+    from cycle.llm.model import Model
+
+SCHEMA_NAME = "cycle_condition"
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class ConversationState:
+    """What an end condition (and a ``custom`` one) may look at."""
+
+    case_id: str
+    turn: int
+    answer: str
+    state: dict[str, Any]
+    trace: Sequence[TraceEvent]
+
+
+class ConditionAnswer(BaseModel):
+    """A model's decision on a natural-language end condition."""
+
+    met: bool = Field(description="Whether the condition holds now.")
+    reason: str = Field("", description="Why, in a sentence.")
+
+
+def _structured(answer: str) -> Any:
+    text = answer.strip()
+    fence = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.DOTALL)
+    try:
+        return json.loads(fence.group(1) if fence else text)
+    except (json.JSONDecodeError, ValueError):
+        return _MISSING
+
+
+def _at(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(doc, dict) or part not in doc:
+            return _MISSING
+        doc = doc[part]
+    return doc
+
+
+async def holds(cond: EndCondition, now: ConversationState, *,
+                model: Callable[[str | None], Model], iteration: int,
+                context: dict[str, Any]) -> bool:
+    """Whether ``cond`` holds now. ``model(name)`` gives the model a natural-language
+    condition asks (its own, or the default)."""
+    if cond.state_matches is not None:
+        return matches(now.state, cond.state_matches)
+    if cond.field_set is not None:
+        return _at(_structured(now.answer), cond.field_set) not in (_MISSING, None)
+    if cond.field_value is not None:
+        return _at(_structured(now.answer), cond.field_value.field) == cond.field_value.equals
+    if cond.natural_language is not None:
+        nl = cond.natural_language
+        said = "\n".join(transcript_lines(now.trace))
+        out = await model(nl.model).generate_structured(
+            [Message.system("You decide whether a condition holds in a conversation between "
+                            "a user and an assistant. Answer only from the conversation."),
+             Message.user(f"Condition: {nl.condition}\n\nConversation:\n```json\n"
+                          + json.dumps({"condition": nl.condition, "transcript": said.splitlines()},
+                                       ensure_ascii=False) + "\n```")],
+            ConditionAnswer, name=SCHEMA_NAME, iteration=iteration, role="condition",
+            context=context)
+        return bool(out.parsed.met)
+    if cond.custom is not None:
+        fn = import_object(cond.custom, what="end_when.custom")
+        value = fn(now)
+        if inspect.isawaitable(value):
+            value = await value
+        return bool(value)
+    if cond.not_ is not None:
+        return not await holds(cond.not_, now, model=model, iteration=iteration, context=context)
+    parts = cond.all_of if cond.all_of is not None else cond.any_of
+    results = [await holds(p, now, model=model, iteration=iteration, context=context)
+               for p in parts or []]
+    return all(results) if cond.all_of is not None else any(results)
