@@ -126,6 +126,16 @@ class EndCondition(BaseModel):
         return f"{word} of ({'; '.join(p.describe() for p in parts or [])})"
 
 
+class FunctionUser(BaseModel):
+    """A user played by a Python function: ``function(conversation, state)`` gets the
+    conversation so far (``[{role, text}]``, the user being "user") and the case's state,
+    and returns the next message, or None (or ``(message, True)``) when it is done."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    function: str = Field(description="package.module:function.")
+
+
 class ConversationSpec(BaseModel):
     """A multi-turn case: the user turns after the first input, and how it may end.
 
@@ -141,7 +151,7 @@ class ConversationSpec(BaseModel):
 
     follow_ups: list[str | FollowUp] = Field(
         default_factory=list, description="The user's next turns, in order.")
-    user: SimulatedUser | None = Field(
+    user: SimulatedUser | FunctionUser | None = Field(
         None, description="After the follow-ups, a simulated user speaks until its goal is "
         "met (or max_turns).")
     max_turns: int = Field(DEFAULT_MAX_TURNS, ge=1, le=1000,

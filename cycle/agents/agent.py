@@ -20,8 +20,8 @@ from typing import Any, Literal, Protocol
 
 from cycle.agents.termination import ConversationState, holds
 from cycle.agents.tools import AgentTools, Toolbox
-from cycle.agents.users import UserSimulator
-from cycle.cases import ConversationSpec, TestCase
+from cycle.agents.users import FunctionUserPlayer, UserSimulator
+from cycle.cases import ConversationSpec, FunctionUser, SimulatedUser, TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig, ModelOutput
 from cycle.llm.model import Model
@@ -139,8 +139,11 @@ class PromptAgent:
             if self._tools else None
         conversation = case.conversation
         script = iter(conversation.user_turns()) if conversation else iter(())
-        simulator = (UserSimulator(conversation.user, self._user(conversation.user.model))
-                     if conversation and conversation.user else None)
+        user = conversation.user if conversation else None
+        simulator: UserSimulator | FunctionUserPlayer | None = (
+            None if user is None
+            else FunctionUserPlayer(user.function) if isinstance(user, FunctionUser)
+            else UserSimulator(user, self._user(user.model)))
         max_turns = conversation.max_turns if conversation else 1
         run = _Run(usage=Usage(), model=self.name)
         turn = 1
@@ -179,8 +182,9 @@ class PromptAgent:
                 text = render(following, case.variables, field="conversation.follow_ups")
             else:
                 assert simulator is not None
-                said = await simulator.next_turn(trace, iteration=iteration,
-                                                 context={**context, "turn": turn + 1})
+                said = await simulator.next_turn(
+                    trace, iteration=iteration, context={**context, "turn": turn + 1},
+                    state=toolbox.state if toolbox else dict(case.state))
                 if said.done:
                     break  # the simulated user's goal is met: the conversation is complete
                 text = said.message
@@ -228,7 +232,8 @@ class PromptAgent:
 
     def _default_judge(self, conversation: ConversationSpec) -> str:
         """The model a natural-language condition asks when it names none."""
-        return conversation.user.model if conversation.user else self.model.name
+        user = conversation.user
+        return user.model if isinstance(user, SimulatedUser) else self.model.name
 
     def _user(self, name: str) -> Model:
         model = self._user_models.get(name)

@@ -46,6 +46,36 @@ class UserTurn(BaseModel):
     done: bool = Field(description="True when the user's goal is met (the conversation ends).")
 
 
+def said_so_far(conversation: Sequence[TraceEvent]) -> list[dict[str, str]]:
+    """The conversation as the user sees it: ``[{role, text}]``, itself being "user"."""
+    return [{"role": "user" if e.kind == "user" else "assistant", "text": e.text}
+            for e in conversation if e.kind == "user" or (e.kind == "model" and e.text)]
+
+
+class FunctionUserPlayer:
+    """Plays a ``FunctionUser``: the function decides the next message."""
+
+    def __init__(self, function: str) -> None:
+        from cycle.imports import import_object
+
+        self.path = function
+        self.function = import_object(function, what="conversation.user.function")
+
+    async def next_turn(self, conversation: Sequence[TraceEvent], *, iteration: int,
+                        context: dict[str, Any], state: dict[str, Any] | None = None) -> UserTurn:
+        import inspect
+
+        value = self.function(said_so_far(conversation), dict(state or {}))
+        if inspect.isawaitable(value):
+            value = await value
+        if value is None:
+            return UserTurn(message="", done=True)
+        if isinstance(value, tuple):
+            message, done = value
+            return UserTurn(message=str(message), done=bool(done))
+        return UserTurn(message=str(value), done=False)
+
+
 class UserSimulator:
     """Plays one ``SimulatedUser`` with a model."""
 
@@ -54,8 +84,7 @@ class UserSimulator:
         self.model = model
 
     def messages(self, conversation: Sequence[TraceEvent]) -> list[Message]:
-        said = [{"role": "user" if e.kind == "user" else "assistant", "text": e.text}
-                for e in conversation if e.kind == "user" or (e.kind == "model" and e.text)]
+        said = said_so_far(conversation)
         block = json.dumps({"persona": self.spec.persona, "goal": self.spec.goal,
                             "facts": self.spec.facts, "conversation": said}, ensure_ascii=False)
         facts = json.dumps(self.spec.facts, ensure_ascii=False) if self.spec.facts else "nothing"
@@ -63,7 +92,7 @@ class UserSimulator:
             persona=self.spec.persona, goal=self.spec.goal, facts=facts, block=block))]
 
     async def next_turn(self, conversation: Sequence[TraceEvent], *, iteration: int,
-                        context: dict[str, Any]) -> UserTurn:
+                        context: dict[str, Any], state: dict[str, Any] | None = None) -> UserTurn:
         out = await self.model.generate_structured(
             self.messages(conversation), UserTurn, name=SCHEMA_NAME, iteration=iteration,
             role="user_sim", context=context)

@@ -17,7 +17,14 @@ from typing import Any
 
 from cycle.agents import Agent, CallableAgent, HttpAgent, PromptAgent
 from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
-from cycle.cases import TestCase, expand_patterns, load_cases, select
+from cycle.cases import (
+    FunctionUser,
+    SimulatedUser,
+    TestCase,
+    expand_patterns,
+    load_cases,
+    select,
+)
 from cycle.errors import ConfigError, UnknownProviderError
 from cycle.evals.runner import Runner
 from cycle.events import EventBus
@@ -222,6 +229,14 @@ def _check_imports_and_templates(
                            field="agent.function") from None
     for case in cases:
         ending = case.conversation.end_when if case.conversation else None
+        user = case.conversation.user if case.conversation else None
+        if isinstance(user, FunctionUser):
+            try:
+                import_object(user.function, what="conversation.user.function")
+            except ConfigError as e:
+                file, line = _case_where(case)
+                raise relocate(e, file=file, line=line,
+                               field=f"case {case.id}: conversation.user.function") from None
         for cond in ending.walk() if ending else ():
             if cond.custom is not None:
                 try:
@@ -359,7 +374,7 @@ def _check_models(
         if conversation is None:
             continue
         file, line = _case_where(case)
-        if conversation.user:
+        if isinstance(conversation.user, SimulatedUser):
             names.append((conversation.user.model, file, line,
                           f"case {case.id}: conversation.user.model"))
         for cond in conversation.end_when.walk() if conversation.end_when else ():

@@ -30,7 +30,7 @@ from cycle.records import Usage, Verdict
 
 if TYPE_CHECKING:
     from cycle.llm.model import Model
-    from cycle.records import AgentResult
+    from cycle.records import AgentResult, TraceEvent
     from cycle.store import Store
 
 
@@ -71,6 +71,24 @@ class JudgeResult:
     @property
     def failed_required(self) -> list[str]:
         return [v.criterion_id for v in self.verdicts if v.required and not v.passed]
+
+
+def _turns(trace: Sequence[TraceEvent]) -> list[tuple[str, str, int]]:
+    """(what the user said, the assistant's answer to it, where that turn ends in the trace)
+    for every turn the assistant answered."""
+    out: list[tuple[str, str, int]] = []
+    said: str | None = None
+    answer = ""
+    for i, e in enumerate(trace):
+        if e.kind == "user":
+            if said is not None and answer:
+                out.append((said, answer, i))
+            said, answer = e.text, ""
+        elif e.kind == "model" and e.text:
+            answer = e.text
+    if said is not None and answer:
+        out.append((said, answer, len(trace)))
+    return out
 
 
 class Judge:
@@ -155,7 +173,7 @@ class Judge:
                     reasoning=outcome.reason)
         usage = Usage()
         cost = 0.0
-        llm = [c for c in criteria if c.kind == "llm"]
+        llm = [c for c in criteria if c.kind == "llm" and not c.per_turn]
         if llm:
             assert self._llm is not None
             judgement = await self._llm.score(
@@ -168,6 +186,27 @@ class Judge:
                 verdicts[c.id] = Verdict(
                     criterion_id=c.id, kind="llm", score=v.score, passed=v.score >= c.pass_mark,
                     weight=c.weight, required=c.required, reasoning=v.reasoning)
+        each = [c for c in criteria if c.kind == "llm" and c.per_turn]
+        if each:
+            assert self._llm is not None
+            turns = _turns(result.trace) or [(str(case.input), result.output, len(result.trace))]
+            scores: dict[str, list[float]] = {c.id: [] for c in each}
+            reasons: dict[str, list[str]] = {c.id: [] for c in each}
+            for n, (said, answer, end) in enumerate(turns, start=1):
+                j = await self._llm.score(
+                    each, input=said, output=answer, expected=None, iteration=iteration,
+                    context={**(context or {}), "turn": n}, trace=result.trace[:end])
+                usage, cost = usage + j.usage, cost + j.cost
+                for c in each:
+                    scores[c.id].append(j.verdicts[c.id].score)
+                    reasons[c.id].append(f"turn {n}: {j.verdicts[c.id].score:.0f}, "
+                                         f"{j.verdicts[c.id].reasoning}")
+            for c in each:
+                mean = sum(scores[c.id]) / len(scores[c.id])
+                verdicts[c.id] = Verdict(
+                    criterion_id=c.id, kind="llm", score=mean, passed=mean >= c.pass_mark,
+                    weight=c.weight, required=c.required,
+                    reasoning=f"mean of {len(scores[c.id])} turn(s); " + "; ".join(reasons[c.id]))
         ordered = tuple(verdicts[c.id] for c in criteria)
         score = weighted_score([(v.score, v.weight) for v in ordered])
         passed = score >= self.threshold and all(v.passed for v in ordered if v.required)

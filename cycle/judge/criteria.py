@@ -111,6 +111,9 @@ class CriterionConfig(BaseModel):
     )
     check: CheckSpec | None = Field(None, description="A deterministic check (see check types).")
     rubric: str | None = Field(None, description="A custom LLM criterion: what the judge scores.")
+    per_turn: bool = Field(
+        False, description="Judge an LLM criterion on every assistant turn of a conversation "
+        "and average the scores (one judge call per turn).")
     scale: Literal[10, 100] = Field(
         100, description="The scale the judge scores an LLM criterion on: 0-100, or 0-10 (seed "
         "004's LLMJudge; passes at 7 unless pass_mark says otherwise). Reported 0-100.",
@@ -130,6 +133,8 @@ class Criterion:
     check: CheckSpec | None = None
     #: the judge's scale for an LLM criterion (its scores are reported 0-100)
     scale: int = 100
+    #: judged on every assistant turn and averaged
+    per_turn: bool = False
 
 
 def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
@@ -139,6 +144,11 @@ def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
             f"criterion '{config.id}' has both 'check' and 'rubric'",
             field=config.id,
             hint="A criterion is either a deterministic check or an LLM rubric; split it in two.",
+        )
+    if config.check is not None and config.per_turn:
+        raise ConfigError(
+            f"criterion '{config.id}' is a check: 'per_turn' is for LLM criteria",
+            field=config.id, hint="A check reads the whole trace; remove 'per_turn'.",
         )
     if config.check is not None and config.scale != 100:
         raise ConfigError(
@@ -170,7 +180,7 @@ def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
         id=config.id, description=description, kind="llm", weight=config.weight,
         required=config.required,
         pass_mark=default_mark if config.pass_mark is None else config.pass_mark,
-        scale=config.scale,
+        scale=config.scale, per_turn=config.per_turn,
     )
 
 

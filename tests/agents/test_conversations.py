@@ -203,3 +203,55 @@ def test_a_simulated_user_on_an_unknown_provider_is_refused_before_any_call(tmp_
     assert r.exit_code == 2, r.output
     assert "cases.yaml" in r.output and "nosuch" in r.output
     assert "conversation.user.model" in r.output
+
+
+def function_user(conversation, state):
+    """Gives the order number once asked, then is done."""
+    last = conversation[-1]["text"]
+    if "order" in last.lower() and not any("A-7" in c["text"] for c in conversation):
+        return "It is A-7."
+    return ("Thanks, bye.", True) if len(conversation) > 2 else "Hello?"
+
+
+async def test_a_python_function_can_play_the_user():
+    script("agent", lambda m, t, c: "Which order?" if sum(1 for x in m if x.role == "user") == 1
+           else "Found it.")
+    try:
+        agent = PromptAgent(PROMPT, get_model("scripted:agent"))
+        c = case(user={"function": "tests.agents.test_conversations:function_user"})
+        result = await agent.run(c, iteration=0, context={})
+    finally:
+        clear_scripts()
+    assert [e.text for e in result.trace if e.kind == "user"] == [
+        "I want to return shoes.", "It is A-7."]
+    assert result.output == "Found it." and result.ending == "completed"
+
+
+async def test_a_criterion_judged_on_every_turn_is_averaged():
+    seen = []
+
+    def judge_answer(messages, tools, config):
+        block = json.loads(messages[-1].content.rsplit("```json", 1)[1].split("```")[0])
+        seen.append((block["input"], block["output"], len(block.get("transcript", []))))
+        ids = config.response_schema["properties"]["verdicts"]["required"]
+        score = 90 if "2" in block["output"] else 50
+        return {"verdicts": {i: {"score": score if i == "polite" else 80, "reasoning": "r"}
+                             for i in ids}}
+
+    script("agent", lambda m, t, c: f"answer {sum(1 for x in m if x.role == 'user')}")
+    script("judge", judge_answer)
+    try:
+        judge = Judge([CriterionConfig(id="polite", rubric="Polite.", per_turn=True),
+                       CriterionConfig(id="whole", rubric="Solves it.")],
+                      model=get_model("scripted:judge", role="judge"))
+        result = await Runner(agent=PromptAgent(PROMPT, get_model("scripted:agent")),
+                              judge=judge, cases=[case(follow_ups=["More?"])]).run()
+    finally:
+        clear_scripts()
+    polite = next(v for v in result.results[0].verdicts if v.criterion_id == "polite")
+    assert polite.score == 70  # (50 + 90) / 2
+    assert polite.reasoning.startswith("mean of 2 turn(s); turn 1: 50")
+    # one call for the whole conversation, one per turn for the per-turn criterion
+    per_turn = [s for s in seen if s[0] != {"question": "I want to return shoes.", "order": "A-7"}]
+    assert [(s[0], s[1]) for s in per_turn] == [
+        ("I want to return shoes.", "answer 1"), ("More?", "answer 2")]
