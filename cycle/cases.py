@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, merge, resolve
-from cycle.mocks import MockSpec
+from cycle.mocks import MockSpec, UserAgentSpec
 from cycle.query import check_query
 from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
 
@@ -198,6 +198,9 @@ class TestCase(BaseModel):
         default_factory=dict,
         description="The case's state at the start, by scope: {session: {...}, user: {...}}.",
     )
+    user_agents: dict[str, UserAgentSpec] = Field(
+        default_factory=dict, description="Who answers a tool that asks the user, overriding "
+        "the suite's by tool.")
     conversation: ConversationSpec | None = Field(
         None, description="More user turns after the input (a multi-turn case).")
     _variables: dict[str, Any] | None = PrivateAttr(None)

@@ -20,12 +20,12 @@ from typing import Any, Literal, Protocol
 
 from cycle.agents.termination import ConversationState, holds
 from cycle.agents.tools import AgentTools, Toolbox
-from cycle.agents.users import FunctionUserPlayer, UserSimulator
+from cycle.agents.users import FunctionUserPlayer, UserAgents, UserSimulator
 from cycle.cases import ConversationSpec, FunctionUser, SimulatedUser, TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig, ModelOutput
 from cycle.llm.model import Model
-from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec
+from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.prompts.template import render, render_system, render_user
 from cycle.records import AgentResult, Message, Prompt, ToolCall, ToolDef, TraceEvent, Usage
 
@@ -92,6 +92,7 @@ class PromptAgent:
         mocks: Mapping[str, MockSpec] | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
         user_model: Callable[[str], Model] | None = None,
+        user_agents: Mapping[str, UserAgentSpec] | None = None,
     ) -> None:
         """``mocks``: how the prompt's tools answer (a case's own mocks override these);
         ``max_steps``: model turns before the case ends as terminated; ``user_model``:
@@ -103,6 +104,8 @@ class PromptAgent:
         self.max_steps = max_steps
         self._user_model = user_model
         self._user_models: dict[str, Model] = {}
+        #: who answers the tools that ask the user (a case's own override these)
+        self.user_agents = dict(user_agents or {})
         self.name: str = model.name
         self.offline: bool = model.offline
         self._config = generate_config(prompt.params)
@@ -134,9 +137,11 @@ class PromptAgent:
         started = time.monotonic()
         messages = self.messages(case)
         trace: list[TraceEvent] = [TraceEvent(kind="user", text=messages[-1].content)]
+        asks = UserAgents({**self.user_agents, **case.user_agents}, model=self._user,
+                          case_id=case.id, iteration=iteration, context=context)
         toolbox = Toolbox(self._tools, {**self.mocks, **case.mocks}, case_id=case.id,
-                          state=case.state, functions=self._functions, started=started) \
-            if self._tools else None
+                          state=case.state, functions=self._functions, started=started,
+                          ask=asks) if self._tools else None
         conversation = case.conversation
         script = iter(conversation.user_turns()) if conversation else iter(())
         user = conversation.user if conversation else None

@@ -34,7 +34,7 @@ import copy
 import inspect
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -120,7 +120,10 @@ class Toolbox:
         state: Mapping[str, Any] | None = None,
         functions: Mapping[str, str] | None = None,
         started: float | None = None,
+        ask: Callable[[ToolCall, dict[str, Any]], Awaitable[Any]] | None = None,
     ) -> None:
+        """``ask(call, state)``: answers a tool whose mock says ``ask_user`` (the case's
+        user agents, see cycle.agents.users)."""
         self.tools = {t.name: t for t in tools}
         self.mocks = dict(mocks)
         self.case_id = case_id
@@ -128,6 +131,8 @@ class Toolbox:
         #: tool name -> import path of its real function (for passthrough)
         self.functions = dict(functions or {})
         self._calls: dict[str, int] = {}
+        self._ask = ask
+        self._answered_by_users = set(getattr(ask, "specs", ()))
         self._started = started if started is not None else time.monotonic()
 
     def _now(self) -> float:
@@ -145,6 +150,8 @@ class Toolbox:
         if problem is not None:
             return self._failed(call, problem, began)
         mock = self.mocks.get(call.name)
+        if mock is None and call.name in self._answered_by_users:
+            mock = _ASK  # a user agent is named for it: the tool asks the user
         if mock is None:
             raise UnmockedToolError(
                 f"case '{self.case_id}' called tool '{call.name}', which has no mock "
@@ -180,6 +187,19 @@ class Toolbox:
             return copy.deepcopy(mock.sequence[min(n, len(mock.sequence) - 1)])
         if kind == "error":
             raise ToolFailure(str(mock.error))
+        if kind == "ask_user":
+            if self._ask is None:
+                raise UnmockedToolError(
+                    f"case '{self.case_id}' called tool '{call.name}', which asks the user, but "
+                    "no user agent answers it",
+                    hint=f"Name one in cycle.yaml:\n  tools:\n    user_agents:\n      "
+                    f"{call.name}: {{script: [yes]}}\n(or a function, or a model), or in the "
+                    f"case: user_agents: {{{call.name}: ...}}.")
+            value = await self._ask(call, copy.deepcopy(self.state))
+            if isinstance(value, StateChange):
+                changes.update(value.changes)
+                return value.value
+            return value
         if kind == "match":
             from cycle.judge.trace_checks import arguments_match
 
@@ -221,6 +241,9 @@ class Toolbox:
                              duration=time.monotonic() - began)]
         events += self._apply(changes or {})
         return events, f"error: {error}"
+
+
+_ASK = MockSpec(ask_user=True)
 
 
 class ToolFailure(Exception):

@@ -1,4 +1,5 @@
-"""Simulated users: a model playing a person with a goal (seed 003's aiUser).
+"""Simulated users: a model playing a person with a goal (seed 003's aiUser), and the
+user agents that answer tools asking the user (seed 000).
 
 Each turn the user model sees its persona, its goal, what it knows, and the
 conversation so far, and answers with its next message and whether its goal is met
@@ -8,13 +9,17 @@ iteration is in the cache key), so repeats are fresh conversations.
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from cycle.records import Message, TraceEvent
+from cycle.agents.tools import StateChange, UnmockedToolError
+from cycle.imports import import_object
+from cycle.mocks import UserAgentSpec
+from cycle.records import Message, ToolCall, TraceEvent
 
 if TYPE_CHECKING:
     from cycle.cases import SimulatedUser
@@ -99,3 +104,71 @@ class UserSimulator:
         parsed = out.parsed
         assert isinstance(parsed, UserTurn)
         return parsed
+
+
+ASK_SYSTEM = """\
+You are the user of an assistant. The assistant's tool is asking you something; answer \
+as the user would, briefly.{instructions}"""
+
+
+class UserAgents:
+    """The user side of one case iteration: answers the tools that ask the user, each
+    through the user agent named for it. All of them share one session (what was asked
+    and answered so far), so the simulated person stays consistent."""
+
+    def __init__(self, specs: Mapping[str, UserAgentSpec], *, model: Callable[[str], Model],
+                 case_id: str, iteration: int, context: dict[str, Any]) -> None:
+        self.specs = dict(specs)
+        self._model = model
+        self.case_id = case_id
+        self.iteration = iteration
+        self.context = context
+        self._asked: dict[str, int] = {}
+        #: (tool, what was asked, what was answered), in order
+        self.session: list[tuple[str, str, Any]] = []
+
+    async def __call__(self, call: ToolCall, state: dict[str, Any]) -> Any:
+        spec = self.specs.get(call.name)
+        if spec is None:
+            raise UnmockedToolError(
+                f"case '{self.case_id}' called tool '{call.name}', which asks the user, but no "
+                "user agent answers it",
+                hint=f"Name one in cycle.yaml:\n  tools:\n    user_agents:\n      {call.name}: "
+                "{script: [yes]}\n(or a function, or a model).")
+        prompt = (import_object(spec.format_prompt, what="format_prompt")(call.arguments)
+                  if spec.format_prompt else json.dumps(call.arguments, ensure_ascii=False))
+        n = self._asked.get(call.name, 0)
+        self._asked[call.name] = n + 1
+        if spec.script is not None:
+            answer: Any = spec.script[min(n, len(spec.script) - 1)]
+        elif spec.function is not None:
+            fn = import_object(spec.function, what=f"user_agents.{call.name}.function")
+            answer = fn(prompt, {"tool": call.name, "arguments": call.arguments, "state": state,
+                                 "session": list(self.session)})
+            if inspect.isawaitable(answer):
+                answer = await answer
+        else:
+            assert spec.model is not None
+            answer = await self._from_model(spec, call, prompt)
+        value = answer.value if isinstance(answer, StateChange) else answer
+        if spec.format_response:
+            value = import_object(spec.format_response, what="format_response")(value)
+        self.session.append((call.name, prompt, value))
+        return StateChange(value, answer.changes) if isinstance(answer, StateChange) else value
+
+    async def _from_model(self, spec: UserAgentSpec, call: ToolCall, prompt: str) -> Any:
+        extra = f" {spec.instructions}" if spec.instructions else ""
+        earlier = "".join(f"Asked by {t}: {p}\nYou answered: {json.dumps(a, default=str)}\n"
+                          for t, p, a in self.session)
+        messages = [Message.system(ASK_SYSTEM.format(instructions=extra)),
+                    Message.user(f"{earlier}The tool {call.name} asks: {prompt}")]
+        model = self._model(str(spec.model))
+        context = {**self.context, "tool": call.name}
+        if spec.schema_ is not None:
+            out = await model.generate_structured(messages, spec.schema_, name="cycle_ask",
+                                                  iteration=self.iteration, role="user_sim",
+                                                  context=context)
+            return out.parsed
+        out = await model.generate(messages, iteration=self.iteration, role="user_sim",
+                                   context=context)
+        return out.text

@@ -112,6 +112,7 @@ def build_loop(
             raise _not_a_model_agent(loaded)
         return PromptAgent(version_prompt, model(name, "agent"), owns_model=True,
                            user_model=lambda user: model(user, "user_sim"),
+                           user_agents=c.tools.user_agents,
                            mocks=c.tools.mocks, max_steps=c.tools.max_steps)
 
     agent_name = agent_model_name(loaded, prompt)

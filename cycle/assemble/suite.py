@@ -316,6 +316,24 @@ def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt
         file, line = _case_where(case)
         sources += [(name, mock, file, line, f"case {case.id}: mocks.{name}")
                     for name, mock in case.mocks.items()]
+    agents = [(name, spec, cfg, loaded.doc.line_of(("tools", "user_agents", name)),
+               f"tools.user_agents.{name}") for name, spec in loaded.config.tools.user_agents.items()]
+    for case in cases:
+        file, line = _case_where(case)
+        agents += [(name, spec, file, line, f"case {case.id}: user_agents.{name}")
+                   for name, spec in case.user_agents.items()]
+    for name, spec, file, line, field_ in agents:
+        if name not in declared:
+            raise ConfigError(f"a user agent for '{name}', which the prompt does not declare",
+                              file=file, line=line, field=field_,
+                              hint=f"Declared tools: {known}.")
+        for key in ("function", "format_prompt", "format_response"):
+            path = getattr(spec, key)
+            if path:
+                try:
+                    import_object(path, what=f"{field_}.{key}")
+                except ConfigError as e:
+                    raise relocate(e, file=file, line=line, field=f"{field_}.{key}") from None
     for name, mock, file, line, field_ in sources:
         tool = declared.get(name)
         if tool is None:
@@ -369,11 +387,17 @@ def _check_models(
         name = c.improver or judge
         if name:
             names.append((str(name), *where("improver", None, "improver")))
+    for name, spec in c.tools.user_agents.items():
+        if spec.model:
+            names.append((spec.model, cfg, loaded.doc.line_of(("tools", "user_agents", name)),
+                          f"tools.user_agents.{name}.model"))
     for case in cases:
+        file, line = _case_where(case)
+        names += [(spec.model, file, line, f"case {case.id}: user_agents.{name}.model")
+                  for name, spec in case.user_agents.items() if spec.model]
         conversation = case.conversation
         if conversation is None:
             continue
-        file, line = _case_where(case)
         if isinstance(conversation.user, SimulatedUser):
             names.append((conversation.user.model, file, line,
                           f"case {case.id}: conversation.user.model"))
@@ -470,7 +494,8 @@ def build_suite(
                             user_model=lambda user: make_model(
                                 loaded, user, role="user_sim", bus=bus, budget=budget,
                                 cache=cache),
-                            max_steps=loaded.config.tools.max_steps)
+                            max_steps=loaded.config.tools.max_steps,
+                            user_agents=loaded.config.tools.user_agents)
         closers.append(agent.aclose)  # the simulated users' models
     judge_name = judge_model or loaded.config.judge or agent_model or agent_model_name(loaded, prompt)
     c = loaded.config

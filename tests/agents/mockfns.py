@@ -27,3 +27,23 @@ def real_lookup(order: str, verbose: bool = False) -> dict:
 
 def unserialisable(arguments: dict, ctx: ToolContext):
     return object()
+
+
+def approver(prompt, context):
+    """A user agent: approves refunds under 50, remembers it in the state."""
+    import json
+
+    args = json.loads(prompt)
+    earlier = [t for t, _p, _a in context["session"]]
+    if args.get("amount", 0) < 50:
+        return with_state({"approved": True, "asked_before": earlier},
+                          {"user.approvals": len(earlier) + 1})
+    return {"approved": False}
+
+
+def say_amount(arguments):
+    return f"Do you approve a refund of {arguments['amount']} EUR?"
+
+
+def yes_no(answer):
+    return "yes" if answer.strip().lower().startswith("y") else "no"
