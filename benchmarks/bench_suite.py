@@ -18,6 +18,9 @@ figures measure the client.
 (d) zero latency, concurrency 16: CPU per model call of a case whose agent makes 3
     tool calls (mocked) before it answers, beside the plain case of (b): 5 calls a
     case against 2, and the loop, the mocks and the trace on top.
+(e) 100 ms latency, concurrency 16: 200 conversations of 5 user turns (4 scripted
+    follow-ups) against the ideal wall time set by each conversation's critical path
+    (5 agent calls and 1 judge call, one after another): cases / concurrency x 6 x latency.
 
 Every scenario runs cycle and the bare SDK ``--repeat`` times, in rotation, each
 run against a fresh server process; figures are medians. CPU is
@@ -44,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 import cycle.cli
 from cycle.agents import PromptAgent
-from cycle.cases import TestCase
+from cycle.cases import ConversationSpec, TestCase
 from cycle.evals.runner import Runner
 from cycle.events import EventBus
 from cycle.judge import Judge
@@ -223,11 +226,11 @@ def med(runs: list[dict], key: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=2000)
-    parser.add_argument("--only", choices=["a", "b", "c", "d"], action="append")
+    parser.add_argument("--only", choices=["a", "b", "c", "d", "e"], action="append")
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--repeat", type=int, default=3, help="alternated runs of each scenario")
     args = parser.parse_args()
-    only = set(args.only or ["a", "b", "c", "d"])
+    only = set(args.only or ["a", "b", "c", "d", "e"])
     cases = make_cases(args.cases)
     out: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp_dir:
@@ -290,6 +293,22 @@ def main() -> None:
                   f"{mt:.3f} ms CPU per model call, a plain case {mp:.3f} ms: ratio {mt / mp:.2f} "
                   f"(runs: tools {', '.join(f'{x:.3f}' for x in tooled)}; plain "
                   f"{', '.join(f'{x:.3f}' for x in plain)})", flush=True)
+        if "e" in only:
+            conversations = [c.model_copy(update={"conversation": ConversationSpec(
+                follow_ups=[{"say": "And then?", "turns": 4}])}) for c in make_cases(200)]
+            walls = []
+            for i in range(args.repeat):
+                r = scenario(args.latency, run_cycle, conversations, 16, tmp / f"e{i}.db")
+                assert r["calls"] == 6 * len(conversations), r
+                walls.append(r["wall"])
+            ideal = len(conversations) / 16 * 6 * args.latency
+            wall = statistics.median(walls)
+            out["e"] = {"ideal": ideal, "wall": wall, "over_ideal": wall / ideal - 1,
+                        "walls": walls}
+            print(f"(e) 200 conversations of 5 turns, concurrency 16, {args.latency * 1000:.0f} ms, "
+                  f"median of {args.repeat}: {wall:.2f} s, {(wall / ideal - 1) * 100:+.1f}% over "
+                  f"the ideal {ideal:.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)})",
+                  flush=True)
     print(json.dumps(out, indent=1, default=float))
 
 
