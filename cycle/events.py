@@ -90,6 +90,10 @@ class CaseFinished(Event):
     error: str | None = None
     cost: float = 0.0
     latency: float = 0.0
+    #: passed, failed, error, or terminated (a limit ended it: not an error)
+    status: str = ""
+    #: user turns (more than 1 in a conversation)
+    turns: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,7 @@ class Progress:
         self.interval = interval
         self.offline = offline
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.total = self.done = self.failed = self.errors = 0
+        self.total = self.done = self.failed = self.errors = self.ended = 0
         self.cost = 0.0
         self._last = 0.0
         # tenths of the work printed so far (integers: summing 0.1s skipped the 3rd line)
@@ -34,14 +34,16 @@ class Progress:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self.total, self.done, self.failed, self.errors, self.cost = (
-                event.cases * event.iterations, 0, 0, 0, 0.0)
+            self.total, self.done, self.failed, self.errors, self.ended, self.cost = (
+                event.cases * event.iterations, 0, 0, 0, 0, 0.0)
             self._run_id, self._tenths = event.run_id, 0
             self._draw(force=True)
         elif isinstance(event, CaseFinished):
             self.done += 1
             self.cost += event.cost
-            if event.error is not None:
+            if event.status == "terminated":
+                self.ended += 1  # a limit, not an error
+            elif event.error is not None:
                 self.errors += 1
             elif event.passed is False:
                 self.failed += 1
@@ -58,8 +60,9 @@ class Progress:
         filled = int(width * min(1.0, share))
         bar = "#" * filled + "-" * (width - filled)
         tag = " [offline model]" if self.offline else ""
+        ended = f"  {self.ended} ended by a limit" if self.ended else ""
         return (f"[{bar}] {self.done}/{self.total} iterations  {self.failed} failed  "
-                f"{self.errors} errors  ${self.cost:.4f}{tag}")
+                f"{self.errors} errors{ended}  ${self.cost:.4f}{tag}")
 
     def _draw(self, *, force: bool = False) -> None:
         if self.tty:

@@ -183,6 +183,8 @@ class Runner:
                     run_id=run_id, case_id=case.id, iteration=iteration, score=result.score,
                     passed=result.passed, error=result.error,
                     cost=result.agent_cost + result.judge_cost, latency=result.latency,
+                    status=result.status,
+                    turns=sum(1 for e in result.trace if e.kind == "user") or 1,
                 ))
                 if self.stop_on_first_failure and result.status == "failed" \
                         and self._stop_reason is None:

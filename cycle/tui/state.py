@@ -38,6 +38,9 @@ class CaseRow:
     passed: int = 0
     scores: list[float] = field(default_factory=list)
     last_error: str | None = None
+    #: iterations a limit ended (not errors), and the user turns of each iteration
+    terminated: int = 0
+    turns: list[int] = field(default_factory=list)
 
     @property
     def mean(self) -> float | None:
@@ -210,7 +213,11 @@ def _case_finished(s: DashboardState, e: ev.CaseFinished) -> None:
     if row is None:
         row = s.cases[e.case_id] = CaseRow(e.case_id)
     row.done += 1
-    if e.error is not None:
+    row.turns.append(e.turns)
+    if e.status == "terminated":
+        row.terminated += 1
+        s.log(e, f"[limit] {e.case_id} #{e.iteration}: {e.error}")
+    elif e.error is not None:
         s.errors += 1
         row.errors += 1
         row.last_error = e.error

@@ -255,3 +255,32 @@ async def test_a_criterion_judged_on_every_turn_is_averaged():
     per_turn = [s for s in seen if s[0] != {"question": "I want to return shoes.", "order": "A-7"}]
     assert [(s[0], s[1]) for s in per_turn] == [
         ("I want to return shoes.", "answer 1"), ("More?", "answer 2")]
+
+
+def test_a_limit_is_not_counted_as_an_error_by_the_dashboard_or_the_progress_line():
+    import io
+
+    from cycle import events as ev
+    from cycle.progress import Progress
+    from cycle.tui.state import DashboardState
+    from cycle.tui.widgets.case_table import case_cells
+
+    events = [
+        ev.RunStarted(run_id="r", cases=1, iterations=3),
+        ev.CaseFinished(run_id="r", case_id="c", iteration=0, score=80, passed=True,
+                        status="passed", turns=3),
+        ev.CaseFinished(run_id="r", case_id="c", iteration=1, score=None, passed=None,
+                        error="terminated: max_turns reached", status="terminated", turns=6),
+        ev.CaseFinished(run_id="r", case_id="c", iteration=2, score=None, passed=None,
+                        error="agent: provider down", status="error", turns=1),
+    ]
+    state = DashboardState()
+    out = io.StringIO()
+    progress = Progress(out, interval=3600)
+    for e in events:
+        state.apply(e)
+        progress(e)
+    row = state.cases["c"]
+    assert (row.errors, row.terminated, row.turns) == (1, 1, [3, 6, 1])
+    assert [text for text, _ in case_cells(row)][3:] == ["1/1", "1"]
+    assert "1 errors  1 ended by a limit" in progress.line()

@@ -35,7 +35,7 @@ RED = Style(color="red")
 def case_cells(row: CaseRow) -> list[tuple[str, Style | None]]:
     """The cells of one case and their colours."""
     mean = row.mean
-    judged = row.done - row.errors
+    judged = row.done - row.errors - row.terminated  # a limit is no verdict
     colour = None if mean is None else (GREEN if row.passed * 2 >= max(1, judged) else RED)
     return [
         (row.case_id, None),
