@@ -17,20 +17,22 @@ from typing import Any
 
 FIELD_OPS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$exists", "$regex", "$not")
 TOP_OPS = ("$and", "$or", "$not")
-_MISSING = object()
+#: what ``lookup`` returns for a path that is not there (None may be a value)
+MISSING = object()
 
 
-def _get(doc: Any, path: str) -> Any:
+def lookup(doc: Any, path: str) -> Any:
+    """The value at a dotted path of nested dicts, or ``MISSING``."""
     node = doc
     for part in path.split("."):
         if not isinstance(node, dict) or part not in node:
-            return _MISSING
+            return MISSING
         node = node[part]
     return node
 
 
 def _compare(op: str, value: Any, arg: Any) -> bool:
-    if value is _MISSING:
+    if value is MISSING:
         return False
     try:
         return {"$gt": value > arg, "$gte": value >= arg, "$lt": value < arg,
@@ -41,20 +43,20 @@ def _compare(op: str, value: Any, arg: Any) -> bool:
 
 def _field(value: Any, spec: Any) -> bool:
     if not (isinstance(spec, dict) and spec and all(k.startswith("$") for k in spec)):
-        return value is not _MISSING and value == spec
+        return value is not MISSING and value == spec
     for op, arg in spec.items():
         if op == "$eq":
-            ok = value is not _MISSING and value == arg
+            ok = value is not MISSING and value == arg
         elif op == "$ne":
-            ok = value is _MISSING or value != arg
+            ok = value is MISSING or value != arg
         elif op == "$in":
-            ok = value is not _MISSING and value in arg
+            ok = value is not MISSING and value in arg
         elif op == "$nin":
-            ok = value is _MISSING or value not in arg
+            ok = value is MISSING or value not in arg
         elif op in ("$gt", "$gte", "$lt", "$lte"):
             ok = _compare(op, value, arg)
         elif op == "$exists":
-            ok = (value is not _MISSING) == bool(arg)
+            ok = (value is not MISSING) == bool(arg)
         elif op == "$regex":
             ok = isinstance(value, str) and re.search(arg, value) is not None
         else:  # $not
@@ -74,7 +76,7 @@ def matches(doc: dict[str, Any], query: dict[str, Any]) -> bool:
         elif key == "$not":
             ok = not matches(doc, spec)
         else:
-            ok = _field(_get(doc, key), spec)
+            ok = _field(lookup(doc, key), spec)
         if not ok:
             return False
     return True

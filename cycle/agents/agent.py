@@ -137,11 +137,12 @@ class PromptAgent:
         started = time.monotonic()
         messages = self.messages(case)
         trace: list[TraceEvent] = [TraceEvent(kind="user", text=messages[-1].content)]
-        asks = UserAgents({**self.user_agents, **case.user_agents}, model=self._user,
-                          case_id=case.id, iteration=iteration, context=context)
-        toolbox = Toolbox(self._tools, {**self.mocks, **case.mocks}, case_id=case.id,
-                          state=case.state, functions=self._functions, started=started,
-                          ask=asks) if self._tools else None
+        toolbox = Toolbox(
+            self._tools, {**self.mocks, **case.mocks}, case_id=case.id, state=case.state,
+            functions=self._functions, started=started,
+            ask=UserAgents({**self.user_agents, **case.user_agents}, model=self._user,
+                           case_id=case.id, iteration=iteration, context=context),
+        ) if self._tools else None
         conversation = case.conversation
         script = iter(conversation.user_turns()) if conversation else iter(())
         user = conversation.user if conversation else None
@@ -163,7 +164,7 @@ class PromptAgent:
                     conversation.end_when,
                     ConversationState(case.id, turn, answer,
                                       toolbox.state if toolbox else dict(case.state), trace),
-                    model=lambda name: self._user(name or self._default_judge(conversation)),
+                    model=lambda name: self._user(name or self._condition_model(conversation)),
                     iteration=iteration, context={**context, "turn": turn}):
                 trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=answer))
                 note = f"the end condition held after turn {turn}: {conversation.end_when.describe()}"
@@ -235,7 +236,7 @@ class PromptAgent:
             ending=ending, note=note, verdict=verdict,
         )
 
-    def _default_judge(self, conversation: ConversationSpec) -> str:
+    def _condition_model(self, conversation: ConversationSpec) -> str:
         """The model a natural-language condition asks when it names none."""
         user = conversation.user
         return user.model if isinstance(user, SimulatedUser) else self.model.name
@@ -332,6 +333,7 @@ class CallableAgent:
         self.offline = False
         self.tools = list(tools)
         self.mocks = dict(mocks or {})
+        self._functions = {t.name: t.function for t in self.tools if t.function}
         self._is_async = inspect.iscoroutinefunction(function)
         try:
             params = inspect.signature(function).parameters.values()
@@ -343,8 +345,7 @@ class CallableAgent:
     async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
         started = time.monotonic()
         handed = AgentTools(Toolbox(self.tools, {**self.mocks, **case.mocks}, case_id=case.id,
-                                    state=case.state, functions={
-                                        t.name: t.function for t in self.tools if t.function},
+                                    state=case.state, functions=self._functions,
                                     started=started),
                             asyncio.get_running_loop()) if self._wants_tools else None
         args = (case.input, handed) if handed is not None else (case.input,)

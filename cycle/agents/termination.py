@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -12,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from cycle.imports import import_object
+from cycle.judge.checks import json_in
 from cycle.judge.transcript import transcript_lines
-from cycle.query import matches
+from cycle.query import MISSING, lookup, matches
 from cycle.records import Message, TraceEvent
 
 if TYPE_CHECKING:
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from cycle.llm.model import Model
 
 SCHEMA_NAME = "cycle_condition"
-_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -43,20 +42,10 @@ class ConditionAnswer(BaseModel):
 
 
 def _structured(answer: str) -> Any:
-    text = answer.strip()
-    fence = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.DOTALL)
     try:
-        return json.loads(fence.group(1) if fence else text)
-    except (json.JSONDecodeError, ValueError):
-        return _MISSING
-
-
-def _at(doc: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(doc, dict) or part not in doc:
-            return _MISSING
-        doc = doc[part]
-    return doc
+        return json_in(answer)
+    except ValueError:
+        return MISSING
 
 
 async def holds(cond: EndCondition, now: ConversationState, *,
@@ -67,9 +56,9 @@ async def holds(cond: EndCondition, now: ConversationState, *,
     if cond.state_matches is not None:
         return matches(now.state, cond.state_matches)
     if cond.field_set is not None:
-        return _at(_structured(now.answer), cond.field_set) not in (_MISSING, None)
+        return lookup(_structured(now.answer), cond.field_set) not in (MISSING, None)
     if cond.field_value is not None:
-        return _at(_structured(now.answer), cond.field_value.field) == cond.field_value.equals
+        return lookup(_structured(now.answer), cond.field_value.field) == cond.field_value.equals
     if cond.natural_language is not None:
         nl = cond.natural_language
         said = "\n".join(transcript_lines(now.trace))

@@ -83,6 +83,16 @@ class UnmockedToolError(EvalError):
     """A tool was called that has no mock (nothing runs for real unless the config says so)."""
 
 
+def no_user_agent(case_id: str, tool: str) -> UnmockedToolError:
+    """The error of a tool that asks the user when no user agent answers it."""
+    return UnmockedToolError(
+        f"case '{case_id}' called tool '{tool}', which asks the user, but no user agent "
+        "answers it",
+        hint=f"Name one in cycle.yaml:\n  tools:\n    user_agents:\n      {tool}: "
+        f"{{script: [yes]}}\n(or a function, or a model), or in the case: "
+        f"user_agents: {{{tool}: ...}}.")
+
+
 def _set(state: dict[str, Any], key: str, value: Any) -> str:
     scope, _, rest = key.partition(".")
     if not rest:
@@ -189,12 +199,7 @@ class Toolbox:
             raise ToolFailure(str(mock.error))
         if kind == "ask_user":
             if self._ask is None:
-                raise UnmockedToolError(
-                    f"case '{self.case_id}' called tool '{call.name}', which asks the user, but "
-                    "no user agent answers it",
-                    hint=f"Name one in cycle.yaml:\n  tools:\n    user_agents:\n      "
-                    f"{call.name}: {{script: [yes]}}\n(or a function, or a model), or in the "
-                    f"case: user_agents: {{{call.name}: ...}}.")
+                raise no_user_agent(self.case_id, call.name)
             value = await self._ask(call, copy.deepcopy(self.state))
             if isinstance(value, StateChange):
                 changes.update(value.changes)
@@ -318,18 +323,20 @@ async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: ToolCont
     return result
 
 
-_validators: dict[str, Any] = {}
+#: id(schema) -> (the schema, its checker); the entry keeps the schema alive, so its id is
+#: not reused while it is here (a prompt's tools live as long as the run)
+_validators: dict[int, tuple[dict[str, Any], Any]] = {}
 
 
 def _validator(tool: ToolDef) -> Any:
     """The tool's schema checker, built once per schema (a run calls a tool many times)."""
-    key = json.dumps(tool.parameters, sort_keys=True)
-    checker = _validators.get(key)
-    if checker is None:
+    schema = tool.parameters
+    entry = _validators.get(id(schema))
+    if entry is None:
         from jsonschema.validators import validator_for
 
-        checker = _validators[key] = validator_for(tool.parameters)(tool.parameters)
-    return checker
+        entry = _validators[id(schema)] = (schema, validator_for(schema)(schema))
+    return entry[1]
 
 
 def _schema_problem(arguments: dict[str, Any], tool: ToolDef) -> str | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from cycle.agents.tools import StateChange, UnmockedToolError
+from cycle.agents.tools import StateChange, no_user_agent
 from cycle.imports import import_object
 from cycle.mocks import UserAgentSpec
 from cycle.records import Message, ToolCall, TraceEvent
@@ -130,11 +130,7 @@ class UserAgents:
     async def __call__(self, call: ToolCall, state: dict[str, Any]) -> Any:
         spec = self.specs.get(call.name)
         if spec is None:
-            raise UnmockedToolError(
-                f"case '{self.case_id}' called tool '{call.name}', which asks the user, but no "
-                "user agent answers it",
-                hint=f"Name one in cycle.yaml:\n  tools:\n    user_agents:\n      {call.name}: "
-                "{script: [yes]}\n(or a function, or a model).")
+            raise no_user_agent(self.case_id, call.name)
         prompt = (import_object(spec.format_prompt, what="format_prompt")(call.arguments)
                   if spec.format_prompt else json.dumps(call.arguments, ensure_ascii=False))
         n = self._asked.get(call.name, 0)

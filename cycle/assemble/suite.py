@@ -181,6 +181,16 @@ def _case_where(case: TestCase) -> tuple[str, int | None]:
     return file, int(line) if line.isdigit() else None
 
 
+def _importable(path: str, *, file: str | None, line: int | None, field: str) -> None:
+    """Import user code by path now; a bad path is a ConfigError at ``file:line (field)``."""
+    from cycle.imports import import_object
+
+    try:
+        import_object(path, what=field)
+    except ConfigError as e:
+        raise relocate(e, file=file, line=line, field=field) from None
+
+
 def _templated(value: Any) -> list[str]:
     """The template strings in a check's fields (``values: ["{{ order }}"]``)."""
     if isinstance(value, str):
@@ -196,7 +206,6 @@ def _check_imports_and_templates(
     """Import every callable the run will need and render every template with every
     case's variables, so that a typo fails now, with its file and line, not as an
     error in each case after the models were paid for."""
-    from cycle.imports import import_object
     from cycle.judge.checks import JsonSchema, PythonCheck
     from cycle.judge.criteria import merge
 
@@ -215,41 +224,27 @@ def _check_imports_and_templates(
 
     for i, crit in enumerate(c.criteria):
         for path, key in imports(crit.check):
-            try:
-                import_object(path, what=f"criteria[{i}].check.{key}")
-            except ConfigError as e:
-                raise relocate(e, file=cfg, line=loaded.doc.line_of(("criteria", i, "check", key)),
-                               field=f"criteria[{i}].check.{key}") from None
+            _importable(path, file=cfg, line=loaded.doc.line_of(("criteria", i, "check", key)),
+                        field=f"criteria[{i}].check.{key}")
     spec = c.agent_config
     if spec.function:
-        try:
-            import_object(spec.function, what="agent.function")
-        except ConfigError as e:
-            raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", "function")),
-                           field="agent.function") from None
+        _importable(spec.function, file=cfg, line=loaded.doc.line_of(("agent", "function")),
+                    field="agent.function")
     for case in cases:
         ending = case.conversation.end_when if case.conversation else None
         user = case.conversation.user if case.conversation else None
+        file, line = _case_where(case)
         if isinstance(user, FunctionUser):
-            try:
-                import_object(user.function, what="conversation.user.function")
-            except ConfigError as e:
-                file, line = _case_where(case)
-                raise relocate(e, file=file, line=line,
-                               field=f"case {case.id}: conversation.user.function") from None
+            _importable(user.function, file=file, line=line,
+                        field=f"case {case.id}: conversation.user.function")
         for cond in ending.walk() if ending else ():
             if cond.custom is not None:
-                try:
-                    import_object(cond.custom, what="end_when.custom")
-                except ConfigError as e:
-                    file, line = _case_where(case)
-                    raise relocate(e, file=file, line=line,
-                                   field=f"case {case.id}: conversation.end_when.custom") from None
+                _importable(cond.custom, file=file, line=line,
+                            field=f"case {case.id}: conversation.end_when.custom")
         for n, say in enumerate(case.conversation.user_turns() if case.conversation else ()):
             try:
                 render(say, case.variables, field="conversation.follow_ups")
             except ConfigError as e:
-                file, line = _case_where(case)
                 raise ConfigError(
                     f"case '{case.id}': follow-up turn {n + 2} " + e.message.split(": ", 1)[-1],
                     file=file, line=line, field="conversation.follow_ups",
@@ -262,27 +257,24 @@ def _check_imports_and_templates(
                 continue
             if crit.id in own:
                 for path, key in imports(crit.check):
-                    try:
-                        import_object(path, what=key)
-                    except ConfigError as e:
-                        file, line = _case_where(case)
-                        raise relocate(e, file=file, line=line,
-                                       field=f"case {case.id}: criteria ({crit.id}).check.{key}") from None
+                    _importable(path, file=file, line=line,
+                                field=f"case {case.id}: criteria ({crit.id}).check.{key}")
             for name in type(crit.check).model_fields:
                 for source in _templated(getattr(crit.check, name)):
                     try:
                         render(source, case.variables, field=name)
                     except ConfigError as e:
                         if crit.id in own:
-                            file, line = _case_where(case)
+                            where_file, where_line = file, line
                             field_ = f"case {case.id}: criteria ({crit.id}).check.{name}"
                         else:
                             i = next(n for n, x in enumerate(c.criteria) if x.id == crit.id)
-                            file, line = cfg, loaded.doc.line_of(("criteria", i, "check", name))
+                            where_file = cfg
+                            where_line = loaded.doc.line_of(("criteria", i, "check", name))
                             field_ = f"criteria[{i}].check.{name}"
                         raise ConfigError(
                             f"case '{case.id}' ({case.source}): " + e.message.split(": ", 1)[-1],
-                            file=file, line=line, field=field_,
+                            file=where_file, line=where_line, field=field_,
                             hint=(e.hint or "") + " Add the variable to every case's input, or "
                             "use only variables every case has.",
                         ) from None
@@ -291,7 +283,6 @@ def _check_imports_and_templates(
                 try:
                     render(source, case.variables, field=name)
                 except ConfigError as e:
-                    file, line = _case_where(case)
                     raise ConfigError(
                         f"case '{case.id}': the prompt's {name} "
                         + e.message.split(": ", 1)[-1], file=file, line=line, field="input",
@@ -303,7 +294,6 @@ def _check_imports_and_templates(
 def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt) -> None:
     """Every mock names a declared tool, every mock function imports, and passthrough is
     asked only of tools that have a real function: a typo fails now, before any call."""
-    from cycle.imports import import_object
 
     declared = {t.name: t for t in prompt.tools}
     known = ", ".join(declared) or "none (the prompt declares no tools)"
@@ -330,10 +320,7 @@ def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt
         for key in ("function", "format_prompt", "format_response"):
             path = getattr(spec, key)
             if path:
-                try:
-                    import_object(path, what=f"{field_}.{key}")
-                except ConfigError as e:
-                    raise relocate(e, file=file, line=line, field=f"{field_}.{key}") from None
+                _importable(path, file=file, line=line, field=f"{field_}.{key}")
     for name, mock, file, line, field_ in sources:
         tool = declared.get(name)
         if tool is None:
@@ -347,10 +334,7 @@ def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt
                               hint=f"Declare it with function: package.module:name in the prompt "
                               f"file, or give {name} a mock value.")
         if mock.function:
-            try:
-                import_object(mock.function, what=f"{field_}.function")
-            except ConfigError as e:
-                raise relocate(e, file=file, line=line, field=f"{field_}.function") from None
+            _importable(mock.function, file=file, line=line, field=f"{field_}.function")
 
 
 def _check_models(

@@ -194,14 +194,18 @@ class Regex(_Check):
         return CheckOutcome(0.0, f"no match for /{compiled.pattern}/")
 
 
-def _parse_json_output(ctx: CheckContext) -> Any:
-    if ctx.structured is not None:
-        return ctx.structured
-    text = ctx.output.strip()
+def json_in(answer: str) -> Any:
+    """The JSON an answer holds: the whole text, or its first ```json fence.
+    Raises ValueError (json.JSONDecodeError) when there is none."""
+    text = answer.strip()
     fence = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.DOTALL)
     if fence:
         text = fence.group(1)
     return json.loads(text)
+
+
+def _parse_json_output(ctx: CheckContext) -> Any:
+    return ctx.structured if ctx.structured is not None else json_in(ctx.output)
 
 
 class JsonSchema(_Check):

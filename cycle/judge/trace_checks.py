@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from cycle.judge.checks import CheckOutcome, _Check
+from cycle.query import MISSING, lookup
 from cycle.records.trace import KINDS, TraceEvent, called_tools, tool_events
 
 if TYPE_CHECKING:
@@ -169,7 +170,28 @@ class NoToolErrors(_Check):
         return CheckOutcome(0.0, f"{len(errors)} tool error(s); first: {first.tool}: {first.error}"[:300])
 
 
-class EventCount(_Check):
+class _Bounded(_Check):
+    """A count that must lie within [``min``, ``max``] (at least one of them given)."""
+
+    #: the smallest count there can be (shown when no min is given)
+    FLOOR: ClassVar[int] = 0
+    min: int | None = None
+    max: int | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> _Bounded:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        return self
+
+    def _within(self, n: int) -> tuple[float, str]:
+        """(score, "allowed lo..hi") for a count of ``n``."""
+        ok = (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
+        low = self.min if self.min is not None else self.FLOOR
+        return 100.0 if ok else 0.0, f"allowed {low}..{self.max if self.max is not None else '∞'}"
+
+
+class EventCount(_Bounded):
     """The number of trace events of ``kind`` (those matching ``where``) is within
     [``min``, ``max``]. ``where`` compares event fields: ``{tool: refund}``."""
 
@@ -180,11 +202,9 @@ class EventCount(_Check):
     max: int | None = Field(None, ge=0, description="At most this many.")
 
     @model_validator(mode="after")
-    def _sane(self) -> EventCount:
+    def _known_kind(self) -> EventCount:
         if self.kind not in KINDS:
             raise ValueError(f"unknown event kind {self.kind!r}; kinds: {', '.join(KINDS)}")
-        if self.min is None and self.max is None:
-            raise ValueError("give min, max or both")
         return self
 
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:
@@ -192,22 +212,8 @@ class EventCount(_Check):
             return all(getattr(e, k, None) == v for k, v in self.where.items())
 
         n = sum(1 for e in ctx.trace if e.kind == self.kind and matches(e))
-        ok = (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
-        bound = f"{self.min if self.min is not None else 0}..{self.max if self.max is not None else '∞'}"
-        return CheckOutcome(100.0 if ok else 0.0, f"{n} {self.kind} event(s) (allowed {bound})")
-
-
-_MISSING = object()
-
-
-def state_get(state: dict[str, Any], path: str) -> Any:
-    """The value at a dotted path of the state, or ``_MISSING``."""
-    node: Any = state
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _MISSING
-        node = node[part]
-    return node
+        score, bound = self._within(n)
+        return CheckOutcome(score, f"{n} {self.kind} event(s) ({bound})")
 
 
 class StateValue(_Check):
@@ -219,29 +225,23 @@ class StateValue(_Check):
     equals: Any = Field(None, description="The value expected there (left out: the path exists).")
 
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:
-        got = state_get(ctx.state, self.path)
-        if got is _MISSING:
+        got = lookup(ctx.state, self.path)
+        if got is MISSING:
             return CheckOutcome(0.0, f"state has no {self.path}")
         if "equals" not in self.model_fields_set or _close(got, self.equals, 0.0):
             return CheckOutcome(100.0, f"{self.path} = {_text(got)}"[:200])
         return CheckOutcome(0.0, f"{self.path} = {_text(got)}, expected {_text(self.equals)}"[:300])
 
 
-class TurnCount(_Check):
+class TurnCount(_Bounded):
     """The conversation took between ``min`` and ``max`` user turns (the first input counts)."""
 
+    FLOOR: ClassVar[int] = 1
     type: Literal["turn_count"] = "turn_count"
     min: int | None = Field(None, ge=1, description="At least this many user turns.")
     max: int | None = Field(None, ge=1, description="At most this many user turns.")
 
-    @model_validator(mode="after")
-    def _bounded(self) -> TurnCount:
-        if self.min is None and self.max is None:
-            raise ValueError("give min, max or both")
-        return self
-
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:
         n = sum(1 for e in ctx.trace if e.kind == "user")
-        ok = (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
-        bound = f"{self.min if self.min is not None else 1}..{self.max if self.max is not None else '∞'}"
-        return CheckOutcome(100.0 if ok else 0.0, f"{n} user turn(s) (allowed {bound})")
+        score, bound = self._within(n)
+        return CheckOutcome(score, f"{n} user turn(s) ({bound})")
