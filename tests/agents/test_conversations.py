@@ -284,3 +284,13 @@ def test_a_limit_is_not_counted_as_an_error_by_the_dashboard_or_the_progress_lin
     assert (row.errors, row.terminated, row.turns) == (1, 1, [3, 6, 1])
     assert [text for text, _ in case_cells(row)][3:] == ["1/1", "1"]
     assert "1 errors  1 ended by a limit" in progress.line()
+
+
+def test_the_simulated_users_calls_are_cached_and_costed_across_runs(tmp_path):
+    """The README's promise: a second identical run is served by the response cache, the
+    simulated user's calls included, and they appear in the run's usage."""
+    test_an_offline_conversation_with_a_simulated_user_through_the_cli(tmp_path)
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                 str(tmp_path / "cycle.yaml"), "--json"])
+    usage = json.loads(r.output)["summary"]["usage"]["user_sim"]
+    assert usage["calls"] >= 2 and usage["cache_hits"] == usage["calls"]
