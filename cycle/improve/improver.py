@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from cycle.errors import NotFoundError, StructuredOutputError
-from cycle.judge.transcript import cut, has_behaviour, transcript_lines
+from cycle.judge.transcript import cut, has_behaviour, tool_error_turns, transcript_turns
 from cycle.prompts.template import render_system, render_user
 from cycle.records import (
     PRIORITY_ORDER,
@@ -47,8 +47,9 @@ CHARS_PER_TOKEN = 4
 DEFAULT_SYSTEM = """\
 You are a prompt engineer. You improve the prompt of an LLM application using \
 evidence from an evaluation: the cases it scored low on, the judge's reasoning \
-per criterion, what the assistant did (a transcript of its tool calls, when it \
-has tools), and edits that were already tried and rejected.
+per criterion, what the assistant did (a transcript of its tool calls and, in a \
+conversation, its turns; failed_turns names the turns where a tool or a criterion \
+failed), and edits that were already tried and rejected.
 
 Rules:
 - Propose a few focused edits (at most {{ max_suggestions }}), most important first.
@@ -122,6 +123,10 @@ class LowCase(BaseModel):
     verdicts: list[CriterionVerdict] = Field(default_factory=list)
     #: what the assistant did (tool calls, results, state), when it did more than answer
     transcript: list[str] = Field(default_factory=list)
+    #: the turns (from 1) where a tool failed or a criterion judged on every turn failed
+    failed_turns: list[int] = Field(default_factory=list)
+    #: the transcript's lines by turn, for fitting it to the budget (not sent as such)
+    turns: list[list[str]] = Field(default_factory=list, exclude=True)
 
 
 class ImproverInput(BaseModel):
@@ -167,23 +172,64 @@ def _cut_value(value: Any, limit: int) -> Any:
     return value if len(text) <= limit else _cut(text, limit)
 
 
-def _fit_lines(lines: list[str], limit: int) -> list[str]:
-    """A transcript within about ``limit`` characters: every tool call kept as long as it
-    fits, each line cut, and the middle left out (with a marker) when it is too long."""
-    cut_lines = [cut(line, max(80, limit // 4)) for line in lines]
-    if sum(len(x) for x in cut_lines) <= limit * 2:
-        return cut_lines
+def _head_tail(lines: list[str], budget: int) -> list[str]:
+    """The first and last lines within ``budget`` characters, the middle left out."""
     head: list[str] = []
     tail: list[str] = []
     used = 0
-    for i in range(len(cut_lines) // 2):
-        a, b = cut_lines[i], cut_lines[-1 - i]
-        if used + len(a) + len(b) > limit * 2:
+    for i in range(len(lines) // 2):
+        a, b = lines[i], lines[-1 - i]
+        if used + len(a) + len(b) > budget:
             break
         head.append(a)
         tail.insert(0, b)
         used += len(a) + len(b)
-    return [*head, f"[... {len(cut_lines) - len(head) - len(tail)} events left out ...]", *tail]
+    return [*head, f"[... {len(lines) - len(head) - len(tail)} events left out ...]", *tail]
+
+
+def _fit_turns(turns: list[list[str]], failed: list[int], limit: int) -> list[str]:
+    """A transcript within about ``2 * limit`` characters that keeps the turns where
+    criteria failed. Each line is cut; when the whole still does not fit, whole turns
+    are left out, with a marker naming them: the failed turns are always kept, then the
+    first, the last, and the others from the end back while they fit. A single turn too
+    long keeps its first and last events."""
+    cut_turns = [[cut(line, max(80, limit // 4)) for line in t] for t in turns]
+    if len(cut_turns) > 1:  # number the turns, so "failed_turns" can be read against them
+        for n, t in enumerate(cut_turns, start=1):
+            if t and t[0].startswith("user: "):
+                t[0] = f"user (turn {n}): {t[0][6:]}"
+    budget = limit * 2
+    sizes = [sum(len(x) for x in t) for t in cut_turns]
+    if sum(sizes) <= budget:
+        return [x for t in cut_turns for x in t]
+    if len(cut_turns) == 1:
+        return _head_tail(cut_turns[0], budget)
+    last = len(cut_turns) - 1
+    must = [n - 1 for n in failed if 0 < n <= len(cut_turns)]
+    keep = set(must)
+    used = sum(sizes[i] for i in keep)
+    for i in [0, last, *range(last - 1, 0, -1)]:
+        if i not in keep and used + sizes[i] <= budget:
+            keep.add(i)
+            used += sizes[i]
+    out: list[str] = []
+    skipped: list[int] = []
+    for i, t in enumerate(cut_turns):
+        if i in keep:
+            if skipped:
+                out.append(_left_out(skipped))
+                skipped = []
+            out.extend(t)
+        else:
+            skipped.append(i + 1)
+    if skipped:
+        out.append(_left_out(skipped))
+    return out
+
+
+def _left_out(turns: list[int]) -> str:
+    span = f"turn {turns[0]}" if len(turns) == 1 else f"turns {turns[0]}-{turns[-1]}"
+    return f"[... {span} left out ...]"
 
 
 def fit_cases(cases: Iterable[LowCase], *, max_tokens: int) -> list[LowCase]:
@@ -211,7 +257,9 @@ def fit_cases(cases: Iterable[LowCase], *, max_tokens: int) -> list[LowCase]:
                 CriterionVerdict(criterion=v.criterion, score=v.score, reasoning=_cut(v.reasoning, field_limit))
                 for v in case.verdicts
             ],
-            transcript=_fit_lines(case.transcript, field_limit),
+            transcript=_fit_turns(case.turns or [case.transcript], case.failed_turns,
+                                  field_limit),
+            failed_turns=case.failed_turns,
         )
         size = len(fitted.model_dump_json())
         if kept and used + size > budget:
@@ -307,6 +355,7 @@ def low_cases(result: RunResult, *, below: float) -> list[LowCase]:
         if stats.mean is None or rep is None or stats.mean >= below:
             continue
         info = result.case_info.get(case_id, {})
+        turns = transcript_turns(rep.trace) if has_behaviour(rep.trace) else []
         out.append(LowCase(
             id=case_id,
             input=rep.input if rep.input is not None else info.get("input"),
@@ -317,7 +366,10 @@ def low_cases(result: RunResult, *, below: float) -> list[LowCase]:
                 CriterionVerdict(criterion=v.criterion_id, score=v.score, reasoning=v.reasoning)
                 for v in rep.verdicts
             ],
-            transcript=transcript_lines(rep.trace) if has_behaviour(rep.trace) else [],
+            transcript=[line for t in turns for line in t],
+            failed_turns=sorted({*tool_error_turns(rep.trace), *(
+                n for v in rep.verdicts for n in v.failed_turns)}),
+            turns=turns,
         ))
     return out
 

@@ -73,21 +73,23 @@ class JudgeResult:
         return [v.criterion_id for v in self.verdicts if v.required and not v.passed]
 
 
-def _turns(trace: Sequence[TraceEvent]) -> list[tuple[str, str, int]]:
-    """(what the user said, the assistant's answer to it, where that turn ends in the trace)
-    for every turn the assistant answered."""
-    out: list[tuple[str, str, int]] = []
+def _turns(trace: Sequence[TraceEvent]) -> list[tuple[int, str, str, int]]:
+    """(the turn's number, what the user said, the assistant's answer to it, where that
+    turn ends in the trace) for every turn the assistant answered. Turns are numbered by
+    the user's messages, from 1, as the transcripts number them."""
+    out: list[tuple[int, str, str, int]] = []
     said: str | None = None
     answer = ""
+    n = 0
     for i, e in enumerate(trace):
         if e.kind == "user":
             if said is not None and answer:
-                out.append((said, answer, i))
-            said, answer = e.text, ""
+                out.append((n, said, answer, i))
+            said, answer, n = e.text, "", n + 1
         elif e.kind == "model" and e.text:
             answer = e.text
     if said is not None and answer:
-        out.append((said, answer, len(trace)))
+        out.append((n, said, answer, len(trace)))
     return out
 
 
@@ -189,10 +191,10 @@ class Judge:
         each = [c for c in criteria if c.kind == "llm" and c.per_turn]
         if each:
             assert self._llm is not None
-            turns = _turns(result.trace) or [(str(case.input), result.output, len(result.trace))]
+            turns = _turns(result.trace) or [(1, str(case.input), result.output, len(result.trace))]
             scores: dict[str, list[float]] = {c.id: [] for c in each}
             reasons: dict[str, list[str]] = {c.id: [] for c in each}
-            for n, (said, answer, end) in enumerate(turns, start=1):
+            for n, said, answer, end in turns:
                 j = await self._llm.score(
                     each, input=said, output=answer, expected=None, iteration=iteration,
                     context={**(context or {}), "turn": n}, trace=result.trace[:end])
@@ -206,7 +208,9 @@ class Judge:
                 verdicts[c.id] = Verdict(
                     criterion_id=c.id, kind="llm", score=mean, passed=mean >= c.pass_mark,
                     weight=c.weight, required=c.required,
-                    reasoning=f"mean of {len(scores[c.id])} turn(s); " + "; ".join(reasons[c.id]))
+                    reasoning=f"mean of {len(scores[c.id])} turn(s); " + "; ".join(reasons[c.id]),
+                    failed_turns=tuple(t[0] for t, s in zip(turns, scores[c.id])
+                                       if s < c.pass_mark))
         ordered = tuple(verdicts[c.id] for c in criteria)
         score = weighted_score([(v.score, v.weight) for v in ordered])
         passed = score >= self.threshold and all(v.passed for v in ordered if v.required)

@@ -34,25 +34,50 @@ def transcript_lines(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT,
 
     ``durations`` adds each tool's time: for people only, since what a model is sent
     must not change from run to run (the response cache, the offline world)."""
-    out: list[str] = []
+    return [line for e in trace for line in _event_lines(e, limit, durations)]
+
+
+def transcript_turns(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT) -> list[list[str]]:
+    """The transcript's lines grouped by turn: a turn starts at each user message, and
+    turn n (from 1) is ``turns[n - 1]``. Anything before the first user message (there
+    rarely is) joins the first turn."""
+    turns: list[list[str]] = []
     for e in trace:
-        if e.kind == "user":
-            out.append(f"user: {cut(e.text, limit)}")
-        elif e.kind == "model":
-            if e.text:
-                out.append(f"assistant: {cut(e.text, limit)}")
-            for c in e.tool_calls:
-                args = ", ".join(f"{k}={_value(v, 80)}" for k, v in c.arguments.items())
-                out.append(f"assistant -> {c.name}({args})")
-        elif e.kind == "tool_result":
-            took = f" ({e.duration:.2f} s)" if durations else ""
-            out.append(f"tool {e.tool} -> {_value(e.result, limit)}{took}")
-        elif e.kind == "tool_error":
-            out.append(f"tool {e.tool} FAILED: {cut(e.error or '', limit)}")
-        elif e.kind == "state":
-            changes = ", ".join(f"{k} = {_value(v, 80)}" for k, v in (e.changes or {}).items())
-            out.append(f"state: {changes}")
+        if e.kind == "user" or not turns:
+            turns.append([])
+        turns[-1].extend(_event_lines(e, limit, False))
+    return turns
+
+
+def tool_error_turns(trace: Sequence[TraceEvent]) -> list[int]:
+    """The turns (from 1) in which a tool failed."""
+    out: list[int] = []
+    n = 0
+    for e in trace:
+        n += e.kind == "user"
+        if e.kind == "tool_error" and max(n, 1) not in out:
+            out.append(max(n, 1))
     return out
+
+
+def _event_lines(e: TraceEvent, limit: int, durations: bool) -> list[str]:
+    if e.kind == "user":
+        return [f"user: {cut(e.text, limit)}"]
+    if e.kind == "model":
+        out = [f"assistant: {cut(e.text, limit)}"] if e.text else []
+        for c in e.tool_calls:
+            args = ", ".join(f"{k}={_value(v, 80)}" for k, v in c.arguments.items())
+            out.append(f"assistant -> {c.name}({args})")
+        return out
+    if e.kind == "tool_result":
+        took = f" ({e.duration:.2f} s)" if durations else ""
+        return [f"tool {e.tool} -> {_value(e.result, limit)}{took}"]
+    if e.kind == "tool_error":
+        return [f"tool {e.tool} FAILED: {cut(e.error or '', limit)}"]
+    if e.kind == "state":
+        changes = ", ".join(f"{k} = {_value(v, 80)}" for k, v in (e.changes or {}).items())
+        return [f"state: {changes}"]
+    return []
 
 
 def has_behaviour(trace: Sequence[TraceEvent]) -> bool:

@@ -86,6 +86,8 @@ class Verdict(BaseModel):
     weight: float
     required: bool
     reasoning: str
+    #: a criterion judged on every turn: the turns (from 1) where it failed
+    failed_turns: tuple[int, ...] = ()
 
 
 class IterationResult(BaseModel):

@@ -233,6 +233,13 @@ def m005_tools_and_traces(db: Database) -> None:
                  "status IN ('passed', 'failed', 'error', 'terminated')")
 
 
+
+@migrations()
+def m006_verdict_turns(db: Database) -> None:
+    """The turns of a conversation where a criterion judged on every turn failed (JSON
+    list, NULL: none), so the improver keeps those turns when it condenses a transcript."""
+    db.execute("ALTER TABLE verdicts ADD COLUMN failed_turns TEXT")
+
 def _widen_check(db: Database, table: str, old: str, new: str) -> None:
     """Replace a CHECK constraint by a wider one (every stored row satisfies it), the way
     SQLite documents for constraint changes that do not touch the stored data: edit the

@@ -73,7 +73,7 @@ _INSERT_RESULT = (
 )
 _INSERT_VERDICT = (
     "INSERT INTO verdicts (result_id, criterion_id, kind, score, passed, weight, required, "
-    "reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "reasoning, failed_turns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -190,12 +190,13 @@ class RunLog:
         verdicts: dict[int, list[Verdict]] = {}
         for row in db.execute(
             "SELECT v.result_id, v.criterion_id, v.kind, v.score, v.passed, v.weight, v.required, "
-            "v.reasoning FROM verdicts v JOIN results r ON r.id = v.result_id WHERE r.run_id = ? "
+            "v.reasoning, v.failed_turns FROM verdicts v JOIN results r ON r.id = v.result_id WHERE r.run_id = ? "
             "ORDER BY v.id", (run_id,)
         ).fetchall():
             verdicts.setdefault(row[0], []).append(Verdict(
                 criterion_id=row[1], kind=row[2], score=row[3], passed=bool(row[4]),
                 weight=row[5], required=bool(row[6]), reasoning=row[7] or "",
+                failed_turns=tuple(json.loads(row[8])) if row[8] else (),
             ))
         out: list[IterationResult] = []
         for row in db.execute(
@@ -274,7 +275,8 @@ def _insert_result(conn: sqlite3.Connection, run_id: str, r: IterationResult) ->
         rid = cur.lastrowid
         conn.executemany(_INSERT_VERDICT, [
             (rid, v.criterion_id, v.kind, v.score, int(v.passed), v.weight, int(v.required),
-             v.reasoning) for v in r.verdicts
+             v.reasoning, json.dumps(v.failed_turns) if v.failed_turns else None)
+            for v in r.verdicts
         ])
 
 

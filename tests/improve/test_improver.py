@@ -80,3 +80,60 @@ def test_the_improver_prompt_is_a_versioned_prompt_in_the_store(tmp_path) -> Non
     prompt2, version2 = ensure_improver_prompt(store)
     assert version2 == "1.0.1" and prompt2.system.endswith("Be terse.")
     assert ensure_improver_prompt(store, f"{IMPROVER_PROMPT_ID}@1.0.0")[1] == "1.0.0"
+
+
+async def test_a_long_conversation_is_condensed_keeping_the_turns_where_criteria_failed(tmp_path):
+    """30 turns of long answers do not fit the improver's budget: the transcript keeps
+    the first and last turns, the turn a per-turn criterion failed (the judge said so)
+    and the turn a tool failed, and says which turns it left out."""
+    from cycle.agents import PromptAgent
+    from cycle.cases import ConversationSpec, TestCase
+    from cycle.evals.runner import Runner
+    from cycle.improve.improver import low_cases
+    from cycle.judge import Judge
+    from cycle.judge.criteria import CriterionConfig
+    from cycle.llm.base import ModelOutput
+    from cycle.records import ToolCall, ToolDef
+    from cycle.testing import clear_scripts
+
+    def agent_answer(messages, tools, config):
+        turn = sum(1 for m in messages if m.role == "user")
+        if turn == 19 and messages[-1].role == "user":  # one tool call, which fails
+            return ModelOutput(tool_calls=(ToolCall(id="c1", name="refund", arguments={"order": "X"}),))
+        return f"answer to turn {turn}: " + "blah " * 120
+
+    def judge_answer(messages, tools, config):
+        block = json.loads(messages[-1].content.rsplit("```json", 1)[1].split("```")[0])
+        ids = config.response_schema["properties"]["verdicts"]["required"]
+        low = block["output"].startswith("answer to turn 7:")
+        return {"verdicts": {i: {"score": 20 if low else 90, "reasoning": "rude" if low else "ok"}
+                             for i in ids}}
+
+    script("long-agent", agent_answer)
+    script("long-judge", judge_answer)
+    prompt = Prompt(id="p", system="s", user_template="{{ q }}", tools=(ToolDef(
+        name="refund", description="Refunds.", parameters={"type": "object", "properties": {
+            "order": {"type": "string"}}}),))
+    case = TestCase(id="long", input={"q": "hello"}, mocks={"refund": {"error": "refunds are down"}},
+                    conversation=ConversationSpec(follow_ups=[{"say": "go on", "turns": 29}],
+                                                  max_turns=30))
+    try:
+        judge = Judge([CriterionConfig(id="polite", rubric="Polite.", per_turn=True)],
+                      model=get_model("scripted:long-judge", role="judge"))
+        result = await Runner(agent=PromptAgent(prompt, get_model("scripted:long-agent")),
+                              judge=judge, cases=[case]).run()
+    finally:
+        clear_scripts()
+    assert result.results[0].status != "error", result.results[0].error
+    verdict = result.results[0].verdicts[0]
+    assert verdict.failed_turns == (7,) and verdict.passed  # the mean passes; turn 7 did not
+    low = low_cases(result, below=100)[0]
+    assert low.failed_turns == [7, 19]
+    fitted = fit_cases([low], max_tokens=2000)[0]
+    text = "\n".join(fitted.transcript)
+    assert "user (turn 1): hello" in text and "user (turn 30): go on" in text
+    assert "answer to turn 7:" in text and "refunds are down" in text
+    assert "answer to turn 12:" not in text and "[... turns 8-" in text
+    assert len(text) <= 2 * 2000 * 4  # within the budget the fit was given
+    assert json.loads(fitted.model_dump_json())["failed_turns"] == [7, 19]
+    assert "turns" not in json.loads(fitted.model_dump_json())
