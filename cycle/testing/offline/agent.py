@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cycle.records import Message, ToolCall, ToolDef
-from cycle.testing.offline.tools import asks_to_check_first, is_checker
-from cycle.testing.offline.world import Facts, answer, parse_facts
+from cycle.testing.offline.tools import asks_to_check_first, asks_to_collect_first, is_checker
+from cycle.testing.offline.world import _ORDER_NUMBER, Facts, answer, parse_facts
 
 # words in tool names that say nothing about what the tool is for
 _TOOL_VERBS = frozenset({
@@ -39,17 +39,34 @@ class AgentReply:
     applied: tuple[str, ...]
 
 
-def _facts(messages: list[Message]) -> Facts:
+_STATED = re.compile(r"\b(?:my|the) ([a-z][a-z ]{1,30}?) (?:is|was|are|were) ([^.!?]+)", re.I)
+
+
+def _stated(text: str) -> dict[str, str]:
+    """The details a user states in prose: "My order number is A-1." -> {order number: A-1}."""
+    return {m.group(1).lower(): m.group(2).strip() for m in _STATED.finditer(text or "")}
+
+
+def _facts(messages: list[Message]) -> tuple[Facts, dict[str, str]]:
+    """What the user messages say, and the details stated in prose. A message that only
+    states details ("My order number is A-1.") answers a question: it does not replace
+    the user's request."""
     customer = order = None
     question = ""
+    details: dict[str, str] = {}
     for m in messages:
         if m.role != "user":
             continue
         f = parse_facts(m.content)
+        stated = _stated(m.content)
+        details.update(stated)
         customer = f.customer or customer
-        order = f.order or order
-        question = f.question or question
-    return Facts(customer=customer, order=order, question=question)
+        order = f.order or order or next(
+            (found.group(1) for k, v in stated.items() if "order" in k
+             for found in [_ORDER_NUMBER.search(v)] if found), None)
+        if not (stated and _STATED.sub("", m.content).strip(" .,!?\n").lower() in ("", "also")):
+            question = f.question or question
+    return Facts(customer=customer, order=order, question=question), details
 
 
 def _stem(word: str) -> str:
@@ -75,41 +92,63 @@ def _matching(tools: list[ToolDef], words: set[str]) -> ToolDef | None:
 
 
 def _tool_call(messages: list[Message], tools: list[ToolDef], facts: Facts,
-               system: str) -> ToolCall | None:
+               details: dict[str, str], system: str) -> ToolCall | str | None:
     """The next call this user turn needs: the checker first when the system prompt asks
-    for one (see cycle.testing.offline.tools), then the goal tool; None once done."""
+    for one (see cycle.testing.offline.tools), then the goal tool; None once done. When
+    the system prompt asks to collect details first and a call would go out with a
+    required argument unknown, the question that asks for them instead."""
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
     if last_user is None:
         return None
-    called = {m.name for m in messages[last_user:] if m.role == "tool"}
+    # a tool that answered earlier in the conversation is not called again; one that
+    # failed may be retried in a later turn, with what the user has said since
+    done = {m.name for m in messages[:last_user] if m.role == "tool" and not _failed(m)}
+    called = done | {m.name for m in messages[last_user:] if m.role == "tool"}
     goal = _matching(tools, _words(facts.question)) or _matching(
         tools, _words(messages[last_user].content))
-    if goal is None:
+    if goal is None or goal.name in done:
         return None
     plan = [goal]
     if asks_to_check_first(system):
         checker = next((t for t in tools if t is not goal and is_checker(t.description)), None)
         if checker is not None:
             plan.insert(0, checker)
-    for tool in plan:
-        if tool.name not in called:
-            args = _arguments(tool, facts)
-            digest = hashlib.sha256(f"{tool.name}{args}".encode()).hexdigest()[:12]
-            return ToolCall(id=f"call_offline_{digest}", name=tool.name, arguments=args)
-    return None
+    plan = [t for t in plan if t.name not in called]
+    if not plan:
+        return None
+    if asks_to_collect_first(system):
+        missing = list(dict.fromkeys(
+            name for tool in plan for name, value in _arguments(tool, facts, details).items()
+            if value == "" and name in (tool.parameters.get("required") or [])))
+        if missing:
+            wanted = " and ".join(f"the {name.replace('_', ' ')}" for name in missing)
+            return f"Could you give me {wanted}, please?"
+    tool = plan[0]
+    args = _arguments(tool, facts, details)
+    digest = hashlib.sha256(f"{tool.name}{args}".encode()).hexdigest()[:12]
+    return ToolCall(id=f"call_offline_{digest}", name=tool.name, arguments=args)
 
 
-def _arguments(tool: ToolDef, facts: Facts) -> dict[str, Any]:
+def _failed(message: Message) -> bool:
+    """Whether a tool message reports a failure (cycle shows the model "error: ...")."""
+    return message.content.startswith("error: ")
+
+
+def _arguments(tool: ToolDef, facts: Facts, details: dict[str, str]) -> dict[str, Any]:
     props = tool.parameters.get("properties") or {}
     required = set(tool.parameters.get("required") or [])
     args: dict[str, Any] = {}
     for name, spec in props.items():
         key = name.lower()
+        said = next((v for k, v in details.items()
+                     if set(k.split()) & set(key.split("_")) - {"the", "of", "id"}), None)
         value: Any
         if "order" in key and facts.order:
             value = facts.order
         elif ("name" in key or "customer" in key) and facts.customer:
             value = facts.customer
+        elif said is not None and "order" not in key:
+            value = said
         elif any(k in key for k in ("query", "question", "text", "message")):
             value = facts.question
         elif name in required:
@@ -125,9 +164,11 @@ def _arguments(tool: ToolDef, facts: Facts) -> dict[str, Any]:
 def respond(messages: list[Message], tools: list[ToolDef]) -> AgentReply:
     """The agent's reply to a conversation."""
     system = "\n".join(m.content for m in messages if m.role == "system")
-    facts = _facts(messages)
+    facts, details = _facts(messages)
     if tools:
-        call = _tool_call(messages, tools, facts, system)
+        call = _tool_call(messages, tools, facts, details, system)
+        if isinstance(call, str):
+            return AgentReply(call, (), ())
         if call is not None:
             return AgentReply("", (call,), ())
     text, applied = answer(system, facts)

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from cycle.testing.offline import schema as js
-from cycle.testing.offline.tools import trajectory_suggestions
+from cycle.testing.offline.tools import collect_suggestions, trajectory_suggestions
 from cycle.testing.offline.world import FEATURES, Feature, parse_facts
 
 #: suggestions proposed per round at most
@@ -118,7 +118,8 @@ def improve(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, A
         key=lambda f: (-len(missing[f.name]), order[f.name]),
     )[:MAX_SUGGESTIONS]
     # a failed trajectory comes first: nothing else the reply does can pass a required check
-    suggestions = trajectory_suggestions(prompt, cases)[:MAX_SUGGESTIONS]
+    suggestions = (trajectory_suggestions(prompt, cases)
+                   + collect_suggestions(prompt, cases))[:MAX_SUGGESTIONS]
     ranked = ranked[: max(0, MAX_SUGGESTIONS - len(suggestions))]
     for rank, f in enumerate(ranked, start=len(suggestions)):
         ids = missing[f.name]

@@ -14,6 +14,12 @@ So neither edit alone changes what the agent does; together they do. The improve
 reads a failed ``tool_order`` check ("calls: refund; expected lookup_order ->
 refund") and proposes both: the directive for the system prompt and a sentence for
 the first tool's description.
+
+A second habit, for conversations: *collect before acting*. When the system prompt
+asks for it ("ask ... for ... before", not negated) and a call would go out with a
+required argument the user has not given, the agent asks for the missing details
+instead ("Could you give me the order and the reason, please?"). The improver
+proposes it when a low case's transcript shows a call with an empty argument.
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ CHECKER = re.compile(r"\b(check|verif)", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(never|don'?t|do not|no need to)\b[^.!?;\n]*$", re.IGNORECASE)
 _EXPECTED = re.compile(r"expected ([\w.-]+(?: -> [\w.-]+)+) \((?:in_order|exact)\)")
 
+COLLECT_FIRST = re.compile(r"\bask\b[^.!?;\n]*\b(for|about)\b[^.!?;\n]*\bbefore\b", re.IGNORECASE)
+_EMPTY_ARGUMENT = re.compile(r"^assistant -> ([\w.-]+)\(.*\b\w+=(?:,|\))")
+COLLECT_DIRECTIVE = ("Ask the customer for every detail a tool needs (such as the order "
+                     "number and the reason) before you call it.")
 DIRECTIVE = "Check the order before you act on it: look it up first."
 CHECKER_SENTENCE = "Call it first to check an order before a refund or any other change."
 
@@ -37,6 +47,37 @@ def asks_to_check_first(system: str) -> bool:
         if not _NEGATION.search(system[: m.start()]):
             return True
     return False
+
+
+def asks_to_collect_first(system: str) -> bool:
+    """Whether the system prompt asks to collect missing details before calling a tool."""
+    for m in COLLECT_FIRST.finditer(system or ""):
+        if not _NEGATION.search(system[: m.start()]):
+            return True
+    return False
+
+
+def collect_suggestions(prompt: dict[str, Any], cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The edit that makes the agent ask for missing details, when a low case's transcript
+    shows a tool called with an empty argument."""
+    system = str(prompt.get("system") or "")
+    ids = [str(c.get("id")) for c in cases
+           if any(_EMPTY_ARGUMENT.match(str(line)) for line in c.get("transcript") or [])]
+    if not ids or asks_to_collect_first(system):
+        return []
+    tools = sorted({m.group(1) for c in cases for line in c.get("transcript") or []
+                    for m in [_EMPTY_ARGUMENT.match(str(line))] if m})
+    last = system.rstrip().splitlines()[-1].strip() if system.strip() else ""
+    unique = bool(last) and system.count(last) == 1
+    return [{
+        "type": "system_prompt", "priority": "high",
+        "current_value": last if unique else "",
+        "suggested_value": f"{last} {COLLECT_DIRECTIVE}" if unique else COLLECT_DIRECTIVE,
+        "reasoning": (f"In {len(ids)} low-scoring case(s) the agent called {', '.join(tools)} "
+                      "with an argument left empty instead of asking the customer for it."),
+        "expected_improvement": f"complete tool calls on {len(ids)} case(s)",
+        "target_cases": ids,
+    }]
 
 
 def is_checker(description: str) -> bool:
