@@ -34,7 +34,7 @@ def transcript_lines(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT,
 
     ``durations`` adds each tool's time: for people only, since what a model is sent
     must not change from run to run (the response cache, the offline world)."""
-    return [line for e in trace for line in _event_lines(e, limit, durations)]
+    return [line for e in trace for line in event_lines(e, limit, durations)]
 
 
 def transcript_turns(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT) -> list[list[str]]:
@@ -45,7 +45,7 @@ def transcript_turns(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT) -
     for e in trace:
         if e.kind == "user" or not turns:
             turns.append([])
-        turns[-1].extend(_event_lines(e, limit, False))
+        turns[-1].extend(event_lines(e, limit, False))
     return turns
 
 
@@ -60,7 +60,8 @@ def tool_error_turns(trace: Sequence[TraceEvent]) -> list[int]:
     return out
 
 
-def _event_lines(e: TraceEvent, limit: int, durations: bool) -> list[str]:
+def event_lines(e: TraceEvent, limit: int = DEFAULT_CUT, durations: bool = False) -> list[str]:
+    """The transcript lines of one event (a model turn may make several)."""
     if e.kind == "user":
         return [f"user: {cut(e.text, limit)}"]
     if e.kind == "model":

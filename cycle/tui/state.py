@@ -38,7 +38,8 @@ class CaseRow:
     passed: int = 0
     scores: list[float] = field(default_factory=list)
     last_error: str | None = None
-    #: iterations a limit ended (not errors), and the user turns of each iteration
+    #: iterations a limit ended (not errors), and the user turns of each iteration that
+    #: did not end in an error
     terminated: int = 0
     turns: list[int] = field(default_factory=list)
 
@@ -213,7 +214,8 @@ def _case_finished(s: DashboardState, e: ev.CaseFinished) -> None:
     if row is None:
         row = s.cases[e.case_id] = CaseRow(e.case_id)
     row.done += 1
-    row.turns.append(e.turns)
+    if e.error is None or e.status == "terminated":
+        row.turns.append(e.turns)  # an error cut the conversation short: its turns say nothing
     if e.status == "terminated":
         row.terminated += 1
         s.log(e, f"[limit] {e.case_id} #{e.iteration}: {e.error}")

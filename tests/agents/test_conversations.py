@@ -281,8 +281,9 @@ def test_a_limit_is_not_counted_as_an_error_by_the_dashboard_or_the_progress_lin
         state.apply(e)
         progress(e)
     row = state.cases["c"]
-    assert (row.errors, row.terminated, row.turns) == (1, 1, [3, 6, 1])
-    assert [text for text, _ in case_cells(row)][3:] == ["1/1", "1"]
+    assert (row.errors, row.terminated, row.turns) == (1, 1, [3, 6])
+    # the dashboard's row: passed of judged, turns (the range), ended by a limit, errors
+    assert [text for text, _ in case_cells(row)][3:] == ["1/1", "3-6", "1", "1"]
     assert "1 errors  1 ended by a limit" in progress.line()
 
 

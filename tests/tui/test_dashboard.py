@@ -58,7 +58,7 @@ async def test_dashboard_shows_rounds_progress_cost_and_cases(tmp_path: Path) ->
         assert screen.query_one("#sparkline", Sparkline).data == [72.5, 81.0]
         cases = screen.query_one("#cases", CaseTable)
         assert cases.row_count == 3  # only the running round's cases
-        assert cases.row("refund-2") == ["refund-2", "1", "-", "0/0", "1"]
+        assert cases.row("refund-2") == ["refund-2", "1", "-", "0/0", "-", "0", "1"]
         log = "".join(line.text for line in screen.query_one("#log", RichLog).lines)
         assert "candidate v1.0.1 accepted" in log and "refund-2 #0: timeout after 30s" in log
         assert "OFFLINE MODEL" in str(screen.query_one("#offline", Static).render())
@@ -184,7 +184,7 @@ async def test_a_fast_run_redraws_the_tables_once_a_second_and_loses_nothing(tmp
         assert "600/1000 done" in str(screen.query_one("#status").render())
         app.flush_events()  # the flow stopped: the case list catches up at once
         assert (table.row_count, bar.progress) == (600, 600)
-        assert table.row("case-0599") == ["case-0599", "1", "80.0", "1/1", "0"]
+        assert table.row("case-0599") == ["case-0599", "1", "80.0", "1/1", "1", "0", "0"]
 
         # the list grew under its scrollbar (no layout pass): the thumb shrank, the end is reachable
         assert table.vertical_scrollbar.window_virtual_size == 601

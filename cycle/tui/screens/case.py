@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.align import Align
 from rich.console import Group, RenderableType
+from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -16,7 +18,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from cycle.judge.transcript import has_behaviour, transcript_lines
+from cycle.judge.transcript import event_lines, has_behaviour
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
@@ -47,10 +49,13 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
         if r.error:
             parts.append(Text(f"error: {r.error}", style="red"))
         if has_behaviour(r.trace):
-            parts.append(Text("What it did", style="bold"))
-            parts.append(_transcript(r))
-        parts.append(Text("Output", style="bold"))
-        parts.append(Text(r.output or "(empty)", style="" if r.output else "dim"))
+            ending = f" · {r.status}" if r.status == "terminated" else ""
+            turns = sum(1 for e in r.trace if e.kind == "user")
+            parts.append(Text(f"Conversation · {turns} turn(s){ending}", style="bold"))
+            parts.append(_chat(r))
+        else:
+            parts.append(Text("Output", style="bold"))
+            parts.append(Text(r.output or "(empty)", style="" if r.output else "dim"))
         if r.verdicts:
             table = Table(box=None, padding=(0, 1), show_edge=False, expand=True)
             table.add_column("criterion", style="cyan", no_wrap=True)
@@ -64,17 +69,35 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
 
 
 #: how each transcript line starts -> its style
-_STYLES = (("assistant ->", "cyan"), ("tool ", "green"), ("state:", "magenta"),
-           ("user:", "bold"), ("assistant:", ""))
+_STYLES = (("assistant ->", "cyan"), ("tool ", "green"), ("state:", "magenta"))
 
 
-def _transcript(r: IterationResult) -> Text:
-    text = Text()
-    for line in transcript_lines(r.trace, durations=True):
-        style = "bold red" if " FAILED: " in line else next(
-            (s for prefix, s in _STYLES if line.startswith(prefix)), "")
-        text.append(line + "\n", style=style)
-    return text
+def _chat(r: IterationResult) -> RenderableType:
+    """The conversation as a chat: what the user said on the left, the assistant's
+    answers on the right, and between them what the assistant did (tool calls, their
+    results or errors, asks answered by the user, state changes), one line each."""
+    parts: list[RenderableType] = []
+    turn = 0
+    for e in r.trace:
+        if e.kind == "user":
+            turn += 1
+            parts.append(Panel(Text(e.text), title=f"user · turn {turn}", title_align="left",
+                               border_style="blue", expand=False, width=_BUBBLE))
+        elif e.kind == "model" and e.text:
+            parts.append(Align.right(Panel(Text(e.text), title="assistant", title_align="right",
+                                           border_style="green", expand=False, width=_BUBBLE)))
+        if e.kind in ("model", "tool_result", "tool_error", "state"):
+            for line in event_lines(e, durations=True):
+                if line.startswith("assistant: "):
+                    continue  # the answer's bubble above
+                style = "bold red" if " FAILED: " in line else next(
+                    (s for prefix, s in _STYLES if line.startswith(prefix)), "")
+                parts.append(Text(f"   {line}", style=style))
+    return Group(*parts)
+
+
+#: a chat bubble's width: most of an 80-column screen, a readable line on a wide one
+_BUBBLE = 72
 
 
 class CaseScreen(Screen[None]):
@@ -83,8 +106,10 @@ class CaseScreen(Screen[None]):
     TITLE = "Case"
     HELP = """\
 A case of the running evaluation: its input, then for every iteration the
-agent's output, what it did (tool calls, results, errors, state changes)
-and the judge's score and reasoning per criterion
+agent's output or, when it did more than answer, the conversation as a
+chat (the user's turns on the left, the assistant's answers on the right,
+tool calls, results, errors, asks and state changes between them), and
+the judge's score and reasoning per criterion
 (* marks a required criterion). Escape goes back.
 """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]

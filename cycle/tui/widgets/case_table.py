@@ -24,12 +24,14 @@ from cycle.tui.state import CaseRow
 
 #: (title, width, right-aligned)
 COLUMNS: tuple[tuple[str, int, bool], ...] = (
-    ("case", 14, False), ("n", 3, True), ("mean", 5, True), ("pass", 5, True), ("err", 3, True),
+    ("case", 14, False), ("n", 3, True), ("mean", 5, True), ("pass", 5, True),
+    ("turns", 5, True), ("lim", 3, True), ("err", 3, True),
 )
 HEADER = Style(bold=True)
 CURSOR = Style(reverse=True)
 GREEN = Style(color="green")
 RED = Style(color="red")
+YELLOW = Style(color="yellow")
 
 
 def case_cells(row: CaseRow) -> list[tuple[str, Style | None]]:
@@ -42,8 +44,18 @@ def case_cells(row: CaseRow) -> list[tuple[str, Style | None]]:
         (str(row.done), None),
         ("-" if mean is None else f"{mean:.1f}", colour),
         (f"{row.passed}/{judged}", None),
+        (_turns(row.turns), None),
+        (str(row.terminated), YELLOW if row.terminated else None),
         (str(row.errors), RED if row.errors else None),
     ]
+
+
+def _turns(turns: list[int]) -> str:
+    """How many user turns the case's conversations took: one figure, or the range."""
+    if not turns:
+        return "-"
+    low, high = min(turns), max(turns)
+    return str(low) if low == high else f"{low}-{high}"
 
 
 class CaseTable(ScrollView, can_focus=True):
@@ -101,7 +113,7 @@ class CaseTable(ScrollView, can_focus=True):
         self.refresh()
 
     def _resize(self) -> None:
-        width = sum(w for _, w, _ in COLUMNS) + len(COLUMNS)
+        width = 1 + sum(w for _, w, _ in COLUMNS) + len(COLUMNS)  # a margin, cells, gaps
         size = Size(width, len(self._rows) + 1)
         current = self.virtual_size
         if size == current:
