@@ -39,7 +39,7 @@ class AgentReply:
     applied: tuple[str, ...]
 
 
-_STATED = re.compile(r"\b(?:my|the) ([a-z][a-z ]{1,30}?) (?:is|was|are|were) ([^.!?]+)", re.I)
+_STATED = re.compile(r"\b(?:my|the) ([a-z][a-z ]{1,30}?) (?:is|was|are|were) ([^.!?]+)", re.IGNORECASE)
 
 
 def _stated(text: str) -> dict[str, str]:
