@@ -115,8 +115,12 @@ async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_pat
     options = ProviderOptions(base_url=url, max_connections=max(64, concurrency * 2))
     bus = EventBus()
     store = Store.open(store_path)
-    agent_model = get_model("openai:bench-agent", options=options, bus=bus, role="agent")
-    judge_model = get_model("openai:bench-judge", options=options, bus=bus, role="judge")
+    # the call journal as the CLI has it: every paid call kept the moment it arrives
+    journal = None if os.environ.get("BENCH_NO_JOURNAL") else store.journal
+    agent_model = get_model("openai:bench-agent", options=options, bus=bus, role="agent",
+                            journal=journal)
+    judge_model = get_model("openai:bench-judge", options=options, bus=bus, role="judge",
+                            journal=journal)
     agent = (PromptAgent(TOOL_PROMPT, agent_model, mocks=TOOL_MOCKS) if tools
              else PromptAgent(PROMPT, agent_model))
     runner = Runner(agent=agent,

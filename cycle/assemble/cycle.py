@@ -104,7 +104,8 @@ def build_loop(
         return store.resolve(f"{p.id}@head")
 
     def model(name: str, role: str) -> Model:
-        return make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache)
+        return make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache,
+                          journal=store.journal)
 
     def agent_for(version_prompt: Prompt) -> PromptAgent:
         name = agent_model_name(loaded, version_prompt)

@@ -32,6 +32,7 @@ from cycle.judge import Judge
 from cycle.llm.base import ProviderOptions
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
+from cycle.llm.journal import CallJournal
 from cycle.llm.model import Model
 from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
 from cycle.llm.registry import get_api, get_model
@@ -74,10 +75,12 @@ def make_model(
     bus: EventBus | None = None,
     budget: Budget | None = None,
     cache: ResponseCache | None = None,
+    journal: CallJournal | None = None,
 ) -> Model:
-    """A model as cycle.yaml configures it: provider options, prices, cache, budget, events."""
+    """A model as cycle.yaml configures it: provider options, prices, cache, journal,
+    budget, events."""
     return get_model(name, options=provider_options(loaded, name), bus=bus, budget=budget,
-                     cache=cache, pricing=price_table(loaded), role=role)
+                     cache=cache, pricing=price_table(loaded), role=role, journal=journal)
 
 
 def agent_model_name(loaded: LoadedConfig, prompt: Prompt | None) -> str | None:
@@ -455,9 +458,11 @@ def build_suite(
         prompt, version = load_prompt(loaded, store)
     case_list = list(cases) if cases is not None else load_suite_cases(loaded, tags=tags, ids=ids)
     closers: list[Callable[[], Awaitable[None]]] = []
+    journal = store.journal if store is not None else None
 
     def model(name: str, role: str) -> Model:
-        m = make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache)
+        m = make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache,
+                       journal=journal)
         closers.append(m.aclose)
         return m
 
@@ -477,7 +482,7 @@ def build_suite(
         agent = PromptAgent(prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
                             user_model=lambda user: make_model(
                                 loaded, user, role="user_sim", bus=bus, budget=budget,
-                                cache=cache),
+                                cache=cache, journal=journal),
                             max_steps=loaded.config.tools.max_steps,
                             user_agents=loaded.config.tools.user_agents)
         closers.append(agent.aclose)  # the simulated users' models

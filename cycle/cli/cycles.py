@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 def cycle_summaries(store: Store, prompt_id: str | None, *, limit: int) -> list[dict[str, Any]]:
     """One summary per stored cycle, newest first (what ``cycle cycles --json`` prints)."""
     from cycle.report.cycle_report import initial_and_final
+    from cycle.store.cycles import orphaned
 
     out = []
     for row in store.cycles.recent(prompt_id, limit=limit):
@@ -30,13 +31,18 @@ def cycle_summaries(store: Store, prompt_id: str | None, *, limit: int) -> list[
         for by_role in store.cycles.round_costs(row.id).values():
             for role, usd in by_role.items():
                 costs[role] = costs.get(role, 0.0) + usd
+        status, reason = row.status, row.stop_reason
+        if orphaned(row):
+            status = "interrupted"
+            where = row.config.get("config_path") or "cycle.yaml"
+            reason = f"its process is gone (killed?); resume with: cycle improve {where} --resume {row.id}"
         out.append({
-            "id": row.id, "prompt_id": row.prompt_id, "status": row.status,
+            "id": row.id, "prompt_id": row.prompt_id, "status": status,
             "rounds": sum(1 for r in rounds if r.round >= 1 and r.status in ("finished", "stopped")),
             "initial": initial, "final": final,
             "improvement": (None if initial["score"] is None or final["score"] is None
                             else final["score"] - initial["score"]),
-            "stop_reason": row.stop_reason,
+            "stop_reason": reason,
             # the calls recorded for the cycle, also for one still running or killed
             "cost": sum(costs.values()), "cost_by_role": dict(sorted(costs.items())),
             "started_at": row.started_at, "finished_at": row.finished_at,

@@ -8,6 +8,8 @@ provider alike:
   ``retry-after-ms`` asked; ``RetriesExhaustedError`` after the last attempt;
 - concurrency limits: a semaphore per model (the provider's max connections)
   and one for the process (``set_max_concurrency``);
+- the call journal: a paid call's answer is kept before it is used, and a resumed
+  run replays it instead of paying again (cycle.llm.journal);
 - the response cache (a hit costs nothing and is reported as a hit);
 - the budget, checked before each call and charged after it;
 - cost from the price table, and one ``events.ModelCalled`` per call on the
@@ -41,6 +43,7 @@ from cycle.events import EventBus, ModelCalled
 from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
+from cycle.llm.journal import CallJournal, journal_key
 from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
 from cycle.records import Message, ToolDef
@@ -137,8 +140,10 @@ class Model:
         config: GenerateConfig | None = None,
         role: str = "agent",
         retry: RetryPolicy | None = None,
+        journal: CallJournal | None = None,
     ) -> None:
         self.api = api
+        self.journal = journal
         self.name: str = api.name
         #: True for offline/scripted: reports must say so
         self.offline: bool = api.offline
@@ -269,8 +274,13 @@ class Model:
     ) -> ModelOutput:
         key = (
             cache_key(self.name, messages, tools, config, iteration)
-            if self.cache is not None else None
+            if self.cache is not None or self.journal is not None else None
         )
+        jkey = journal_key(context, key) if key is not None and self.journal is not None else None
+        if jkey is not None and self.journal is not None:
+            paid = self.journal.replay(jkey)
+            if paid is not None:  # paid before a kill: counted then, not charged again
+                return self._replayed(paid, role=role, context=context, accept=accept)
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -326,21 +336,41 @@ class Model:
             "cost": cost.usd, "cost_estimated": cost.estimated, "cache_hit": False,
             "model": output.model or self.name,
         })
-        if self.budget is not None:
+        if self.budget is not None:  # spent the moment it arrived
             self.budget.add(cost.usd, role, estimated=cost.estimated)
+        if jkey is not None and self.journal is not None:
+            # kept before anything uses it: a kill from here on re-pays nothing
+            await self.journal.record(jkey, output, role=role, context=context, attempts=attempts)
+        journaled = jkey is not None
         if accept is not None:
             try:
                 parsed = accept(parse_json(output.text))
             except ValueError as e:  # json.JSONDecodeError is a ValueError too
                 reason = str(e) or e.__class__.__name__
                 self._emit(output, role=role, context=context, attempts=attempts,
-                           error=f"StructuredOutputError: {reason}")
+                           error=f"StructuredOutputError: {reason}", journaled=journaled)
                 raise _InvalidStructured(output, reason) from e
             output = output.model_copy(update={"parsed": parsed})
-        self._emit(output, role=role, context=context, attempts=attempts)
+        self._emit(output, role=role, context=context, attempts=attempts, journaled=journaled)
         if key is not None and self.cache is not None:
             self.cache.put(key, output.model_copy(update={"parsed": None}))
         return output
+
+    def _replayed(self, paid: ModelOutput, *, role: str, context: dict[str, Any],
+                  accept: Validator | None) -> ModelOutput:
+        """A journaled answer, used as it was: its cost is the cost paid for it (already in
+        the stored totals and, on resume, in the budget), so it is not charged again."""
+        paid = paid.model_copy(update={"latency": 0.0, "model": paid.model or self.name})
+        if accept is not None:
+            try:
+                paid = paid.model_copy(update={"parsed": accept(parse_json(paid.text))})
+            except ValueError as e:
+                reason = str(e) or e.__class__.__name__
+                self._emit(paid, role=role, context=context, attempts=0,
+                           error=f"StructuredOutputError: {reason}", journaled=True, replayed=True)
+                raise _InvalidStructured(paid, reason) from e
+        self._emit(paid, role=role, context=context, attempts=0, journaled=True, replayed=True)
+        return paid
 
     async def _attempt(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
@@ -398,6 +428,8 @@ class Model:
         context: dict[str, Any],
         attempts: int,
         error: str | None = None,
+        journaled: bool = False,
+        replayed: bool = False,
     ) -> None:
         if self.bus is None:
             return
@@ -414,6 +446,8 @@ class Model:
             attempts=attempts,
             error=error,
             context=dict(context),
+            journaled=journaled,
+            replayed=replayed,
         ))
 
     def _emit_failure(

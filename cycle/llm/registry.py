@@ -7,6 +7,7 @@ from cycle.events import EventBus
 from cycle.llm.base import GenerateConfig, ProviderOptions
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
+from cycle.llm.journal import CallJournal
 from cycle.llm.model import Model, RetryPolicy
 from cycle.llm.pricing import PriceTable
 from cycle.llm.providers import get_api, parse_model_name, providers, register_provider
@@ -25,6 +26,7 @@ def get_model(
     config: GenerateConfig | None = None,
     role: str = "agent",
     retry: RetryPolicy | None = None,
+    journal: CallJournal | None = None,
 ) -> Model:
     """A ready ``Model`` for ``"provider:model"``.
 
@@ -33,4 +35,4 @@ def get_model(
     """
     api = get_api(name, options)
     return Model(api, cache=cache, bus=bus, budget=budget, pricing=pricing, config=config,
-                 role=role, retry=retry)
+                 role=role, retry=retry, journal=journal)

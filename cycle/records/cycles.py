@@ -44,6 +44,8 @@ class CycleRow(BaseModel):
     initial_version: str | None = None
     final_version: str | None = None
     total_cost: float | None = None
+    #: the process running it, "host:pid" (a running cycle whose process is gone was killed)
+    owner: str | None = None
 
 
 class RoundRow(BaseModel):

@@ -13,6 +13,8 @@ Tables come from m001 (plus m004: ``rounds.reason``, ``incumbent_score``,
 from __future__ import annotations
 
 import json
+import os
+import socket
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,27 @@ RESUMABLE = ("running", "interrupted")
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def orphaned(row: CycleRow) -> bool:
+    """A cycle stored as running whose process is gone (killed, or its machine rebooted):
+    it shows as interrupted. Only a process of this machine can be checked."""
+    if row.status != "running" or not row.owner:
+        return False
+    host, _, pid = row.owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, someone else's
+    return False
 
 
 _CYCLE_COLUMNS = tuple(CycleRow.model_fields)
@@ -56,14 +79,20 @@ class CycleLog:
         """Insert the cycle row (status running); a second call for the same id does nothing."""
         with self.store.transaction() as db:
             db.execute(
-                "INSERT INTO cycles (id, prompt_id, status, config, started_at, initial_version, total_cost) "
-                "VALUES (?, ?, 'running', ?, ?, ?, 0) ON CONFLICT (id) DO NOTHING",
-                (cycle_id, prompt_id, json.dumps(config, default=str), _now(), initial_version),
+                "INSERT INTO cycles (id, prompt_id, status, config, started_at, initial_version, "
+                "total_cost, owner) VALUES (?, ?, 'running', ?, ?, ?, 0, ?) "
+                "ON CONFLICT (id) DO NOTHING",
+                (cycle_id, prompt_id, json.dumps(config, default=str), _now(), initial_version,
+                 _owner()),
             )
 
     def set_status(self, cycle_id: str, status: str) -> None:
         with self.store.transaction() as db:
-            db.execute("UPDATE cycles SET status = ? WHERE id = ?", (status, cycle_id))
+            if status == "running":  # resumed: this process owns it now
+                db.execute("UPDATE cycles SET status = ?, owner = ? WHERE id = ?",
+                           (status, _owner(), cycle_id))
+            else:
+                db.execute("UPDATE cycles SET status = ? WHERE id = ?", (status, cycle_id))
 
     def finish(self, cycle_id: str, *, status: str, stop_reason: str,
         final_version: str | None, total_cost: float,

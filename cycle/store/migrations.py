@@ -240,6 +240,17 @@ def m006_verdict_turns(db: Database) -> None:
     list, NULL: none), so the improver keeps those turns when it condenses a transcript."""
     db.execute("ALTER TABLE verdicts ADD COLUMN failed_turns TEXT")
 
+
+@migrations()
+def m007_call_journal(db: Database) -> None:
+    """The call journal (cycle.store.journal): a paid call's key within its run and its
+    answer, so that a resumed run replays it instead of paying again; and which process
+    runs a cycle ("host:pid"), so that a killed one shows as interrupted."""
+    db.execute("ALTER TABLE cycles ADD COLUMN owner TEXT")
+    db.execute("ALTER TABLE calls ADD COLUMN key TEXT")
+    db.execute("ALTER TABLE calls ADD COLUMN output TEXT")
+    db.execute("CREATE INDEX calls_key ON calls(key) WHERE key IS NOT NULL")
+
 def _widen_check(db: Database, table: str, old: str, new: str) -> None:
     """Replace a CHECK constraint by a wider one (every stored row satisfies it), the way
     SQLite documents for constraint changes that do not touch the stored data: edit the

@@ -246,8 +246,8 @@ class CallRecorder:
         self._pending: list[tuple[Any, ...]] = []
 
     def __call__(self, event: Event) -> None:
-        if not isinstance(event, ModelCalled):
-            return
+        if not isinstance(event, ModelCalled) or event.journaled:
+            return  # the journal wrote the row of a journaled call
         if self.run_id is not None and event.context.get("run_id") != self.run_id:
             return
         self._pending.append(_call_row(event))

@@ -42,6 +42,7 @@ from cycle.records import (
     Version,
 )
 from cycle.store.cycles import CycleLog
+from cycle.store.journal import StoreJournal
 from cycle.store.migrations import check_format, migrations
 from cycle.store.runs import RunLog
 
@@ -103,6 +104,8 @@ class Store:
         self.runs = RunLog(self)
         #: cycles, rounds and suggestions
         self.cycles = CycleLog(self)
+        #: every paid model call, kept the moment it arrives (see cycle.llm.journal)
+        self.journal = StoreJournal(self)
 
     # -- opening -----------------------------------------------------------
 

@@ -3,6 +3,7 @@ no duplicated results, no model call repeated for a stored result, a sound datab
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -119,6 +120,15 @@ def test_sigkill_mid_round_then_resume(project: Path) -> None:
     assert any(run.endswith("-r1") for run, _, _ in keys)
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT status FROM cycles").fetchone()[0] == "running"  # killed: never marked
+    # but `cycle cycles` sees that its process is gone, and says how to resume it
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CYCLE_STORE", None)
+    listed = subprocess.run([sys.executable, "-m", "cycle", "cycles", "--json"], cwd=project,
+                            env=env, capture_output=True, text=True, timeout=60)
+    (row,) = json.loads(listed.stdout)
+    assert row["status"] == "interrupted", listed.stderr
+    assert f"resume with: cycle improve cycle.yaml --resume {row['id']}" \
+        in row["stop_reason"]
 
     resumed = start(project, "--resume")
     out, err = resumed.communicate(timeout=120)
@@ -178,3 +188,87 @@ def test_sigkill_of_a_tool_using_cycle_then_resume(tmp_path: Path) -> None:
     assert all([c.name for c in r.tool_calls] == ["lookup_order", "refund"] for r in candidate)
     assert all([e.kind for e in r.trace].count("tool_result") == 2 for r in candidate)
     assert all(r.state == {"session": {"refunded": True}} for r in candidate)
+
+
+COUNTING_WRAPPER = '''
+import asyncio, os, sys
+from cycle.testing.offline import OfflineAPI
+from cycle.llm.registry import register_provider
+
+class CountedOffline(OfflineAPI):
+    """The offline model, a little slow, writing one line per answer it gives (paid)."""
+    async def generate(self, messages, tools, config):
+        await asyncio.sleep(0.01)
+        out = await super().generate(messages, tools, config)
+        with open(os.environ["CYCLE_TEST_CALL_LOG"], "a") as f:
+            f.write("call\\n")
+        return out
+
+register_provider("counted", CountedOffline)
+from cycle.cli import main
+sys.argv = ["cycle", *sys.argv[1:]]
+main()
+'''
+
+
+def _conversation_project(path: Path) -> Path:
+    example = ROOT / "examples" / "conversation"
+    for name in ("cases", "prompts"):
+        shutil.copytree(example / name, path / name)
+    config = yaml.safe_load((example / "cycle.yaml").read_text())
+    config.update(agent="counted:default", judge="counted:default", improver="counted:default")
+    config["run"] = {"iterations": 2, "concurrency": 2, "timeout": 60}
+    config["cache"] = {"enabled": False}  # only the call journal can spare a re-payment
+    config["improve"]["stop"] = {"max_rounds": 2}
+    for case in (cases := yaml.safe_load((path / "cases" / "returns.yaml").read_text())):
+        case["conversation"]["user"]["model"] = "counted:default"
+    (path / "cases" / "returns.yaml").write_text(yaml.safe_dump(cases))
+    (path / "cycle.yaml").write_text(yaml.safe_dump(config))
+    (path / "run_cycle.py").write_text(COUNTING_WRAPPER)
+    return path
+
+
+def _start_counted(project: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CYCLE_TEST_CALL_LOG": str(project / "calls.log")}
+    env.pop("CYCLE_STORE", None)
+    return subprocess.Popen(
+        [sys.executable, str(project / "run_cycle.py"), "improve", "cycle.yaml", "--headless",
+         "--yes", "-q", *args], cwd=project, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
+def _calls(project: Path) -> int:
+    log = project / "calls.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.7])
+def test_a_killed_conversation_cycle_re_pays_only_the_calls_in_flight(tmp_path, fraction):
+    """The response cache off, conversations with a simulated user (agent turns, user turns,
+    judge and improver calls): killed with SIGKILL part way, resumed, the cycle has paid
+    for at most the calls that were in flight (2 cases at a time) more than a cycle that
+    was never killed, and every paid call is one row of the cost totals."""
+    whole = _conversation_project(tmp_path / "whole")
+    proc = _start_counted(whole)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    uncut = _calls(whole)
+
+    cut = _conversation_project(tmp_path / "cut")
+    proc = _start_counted(cut)
+    deadline = time.monotonic() + 60
+    while _calls(cut) < uncut * fraction:
+        assert proc.poll() is None and time.monotonic() < deadline, "ended before the kill"
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    resumed = _start_counted(cut, "--resume")
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert uncut <= _calls(cut) <= uncut + 2, (uncut, _calls(cut))
+    with sqlite3.connect(cut / ".cycle" / "cycle.db") as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        paid = conn.execute("SELECT count(*) FROM calls WHERE cache_hit = 0 AND error IS NULL "
+                            "AND output IS NOT NULL").fetchone()[0]
+        assert conn.execute("SELECT status FROM cycles").fetchone()[0] == "finished"
+    assert uncut <= paid <= _calls(cut)  # each answer kept once; one in flight may be lost
