@@ -72,7 +72,7 @@ class StoreJournal:
         try:
             with self.store.transaction() as db:
                 db.conn.executemany(_INSERT, rows)
-        except BaseException as e:  # every caller of the batch sees the failure
+        except Exception as e:  # noqa: BLE001 - every caller of the batch sees the failure
             done.set_exception(e)
         else:
             done.set_result(None)

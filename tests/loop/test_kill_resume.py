@@ -124,7 +124,7 @@ def test_sigkill_mid_round_then_resume(project: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CYCLE_STORE", None)
     listed = subprocess.run([sys.executable, "-m", "cycle", "cycles", "--json"], cwd=project,
-                            env=env, capture_output=True, text=True, timeout=60)
+                            env=env, capture_output=True, text=True, timeout=60, check=True)
     (row,) = json.loads(listed.stdout)
     assert row["status"] == "interrupted", listed.stderr
     assert f"resume with: cycle improve cycle.yaml --resume {row['id']}" \
