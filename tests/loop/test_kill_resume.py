@@ -272,3 +272,34 @@ def test_a_killed_conversation_cycle_re_pays_only_the_calls_in_flight(tmp_path, 
                             "AND output IS NOT NULL").fetchone()[0]
         assert conn.execute("SELECT status FROM cycles").fetchone()[0] == "finished"
     assert uncut <= paid <= _calls(cut)  # each answer kept once; one in flight may be lost
+
+
+def test_a_killed_run_resumed_re_pays_only_the_calls_in_flight(tmp_path):
+    """`cycle run --resume RUN_ID`, the cache off: the same promise as for a cycle."""
+    def run(project: Path, *args: str) -> subprocess.Popen:
+        env = {**os.environ, "PYTHONPATH": str(ROOT),
+               "CYCLE_TEST_CALL_LOG": str(project / "calls.log")}
+        env.pop("CYCLE_STORE", None)
+        return subprocess.Popen([sys.executable, str(project / "run_cycle.py"), "run",
+                                 "cycle.yaml", "-q", "--no-reports", *args], cwd=project,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    whole = _conversation_project(tmp_path / "whole")
+    proc = run(whole)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode in (0, 1), err
+    uncut = _calls(whole)
+
+    cut = _conversation_project(tmp_path / "cut")
+    proc = run(cut)
+    while _calls(cut) < uncut // 2:
+        assert proc.poll() is None, "ended before the kill"
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    with sqlite3.connect(cut / ".cycle" / "cycle.db") as conn:
+        (run_id,) = conn.execute("SELECT id FROM runs").fetchone()
+    resumed = run(cut, "--resume", run_id)
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode in (0, 1), err
+    assert uncut <= _calls(cut) <= uncut + 2, (uncut, _calls(cut))
