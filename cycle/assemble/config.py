@@ -159,7 +159,7 @@ class CycleConfig(BaseModel):
     )
     cache: CacheOptions = Field(default_factory=CacheOptions, description="The response cache.")
     budget: float | None = Field(
-        None, ge=0, description="A hard cap in USD on one run's model calls (none by default)."
+        None, ge=0, allow_inf_nan=False, description="A hard cap in USD on one run's model calls (none by default)."
     )
     reports: str = Field("reports", description="Folder for reports, relative to this file.")
     tools: ToolsConfig = Field(

@@ -13,6 +13,7 @@ error (a bug: please report it with ``--debug`` output), 130 interrupted.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import sys
 import traceback
@@ -41,6 +42,19 @@ COMMANDS: dict[str, str] = {
 }
 
 EXIT_INTERNAL = 4
+
+
+class FiniteFloat(click.FloatRange):
+    """A FloatRange that also refuses nan and inf (which pass its bounds checks: ``nan``
+    compares false with everything, and would silently lift a cap)."""
+
+    name = "finite float"
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 @dataclass

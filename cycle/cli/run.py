@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cycle.cli import CliContext
+from cycle.cli import CliContext, FiniteFloat
 
 if TYPE_CHECKING:
     from cycle.assemble import LoadedConfig
@@ -30,13 +30,13 @@ def _store_path(config_dir: Path | None) -> Path:
 @click.argument("config", type=click.Path(exists=False, path_type=Path), default="cycle.yaml")
 @click.option("-n", "--iterations", type=click.IntRange(min=1), help="Runs per case (default: config, 3).")
 @click.option("-c", "--concurrency", type=click.IntRange(min=1), help="Cases in flight (default: config, 8).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per case.")
+@click.option("--timeout", type=FiniteFloat(min=0, min_open=True), help="Seconds per case.")
 @click.option("--tag", "tags", multiple=True, help="Run only cases with this tag (repeatable).")
 @click.option("--case", "case_ids", multiple=True, help="Run only this case id (repeatable).")
 @click.option("--stop-on-first-failure", is_flag=True, default=None, help="Stop at the first failed case.")
 @click.option("--agent", "agent_model", help="Agent model, overriding cycle.yaml.")
 @click.option("--judge", "judge_model", help="Judge model, overriding cycle.yaml.")
-@click.option("--budget", type=click.FloatRange(min=0), help="Hard cap in USD on this run's calls.")
+@click.option("--budget", type=FiniteFloat(min=0), help="Hard cap in USD on this run's calls.")
 @click.option("--resume", "resume", metavar="RUN_ID", help="Resume a stored run; judged iterations are kept.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where to write the reports (default: reports/ beside cycle.yaml).")

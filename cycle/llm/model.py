@@ -46,7 +46,7 @@ from cycle.llm.cache import ResponseCache, cache_key
 from cycle.llm.journal import CallJournal, journal_key
 from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
-from cycle.records import Message, ToolDef
+from cycle.records import Message, ToolDef, Usage
 
 T = TypeVar("T")
 
@@ -115,6 +115,10 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+#: output tokens reserved for a call that sets no max_tokens (set max_tokens for an exact cap)
+RESERVED_OUTPUT = 4096
 
 
 class _InvalidStructured(Exception):
@@ -301,7 +305,7 @@ class Model:
         try:
             try:
                 # the fast path: a call that succeeds first time needs no retry machinery
-                output = await self._attempt(messages, tools, config)
+                output = await self._attempt(messages, tools, config, role)
             except BaseException as first:
                 if self.retry.attempts <= 1 or not self._should_retry(first):
                     raise
@@ -312,7 +316,7 @@ class Model:
                 async def again() -> ModelOutput:
                     if replay:
                         raise replay.pop()
-                    return await self._attempt(messages, tools, config)
+                    return await self._attempt(messages, tools, config, role)
 
                 retrying = self._retrying()
                 try:
@@ -331,13 +335,6 @@ class Model:
                 ) from e
             raise
 
-        cost = FREE if self.offline else self.pricing.cost(self.name, output.usage)
-        output = output.model_copy(update={
-            "cost": cost.usd, "cost_estimated": cost.estimated, "cache_hit": False,
-            "model": output.model or self.name,
-        })
-        if self.budget is not None:  # spent the moment it arrived
-            self.budget.add(cost.usd, role, estimated=cost.estimated)
         if jkey is not None and self.journal is not None:
             # kept before anything uses it: a kill from here on re-pays nothing
             await self.journal.record(jkey, output, role=role, context=context, attempts=attempts)
@@ -373,13 +370,16 @@ class Model:
         return paid
 
     async def _attempt(
-        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
+        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig, role: str,
     ) -> ModelOutput:
+        """One call: its worst case reserved against the budget before it is sent, and
+        settled with its real cost the moment it answers."""
         global_sem = _loop_semaphore(_global_semaphores, _max_concurrency)
         model_sem = _loop_semaphore(self._semaphores, max(1, self.api.max_connections))
         async with global_sem, model_sem:
-            if self.budget is not None:
-                self.budget.check()
+            held = 0.0
+            if self.budget is not None and self.budget.limit is not None:
+                held = await self.budget.reserve(self._worst_case(messages, tools, config))
             started = time.monotonic()
             try:
                 if config.timeout:
@@ -387,11 +387,34 @@ class Model:
                         output = await self.api.generate(messages, tools, config)
                 else:
                     output = await self.api.generate(messages, tools, config)
-            except TimeoutError as e:
-                raise ProviderConnectionError(
-                    f"{self.name} did not answer within {config.timeout} s"
-                ) from e
-            return output.model_copy(update={"latency": time.monotonic() - started})
+            except BaseException as e:
+                if self.budget is not None:
+                    self.budget.release(held)
+                if isinstance(e, TimeoutError):
+                    raise ProviderConnectionError(
+                        f"{self.name} did not answer within {config.timeout} s") from e
+                raise
+            cost = FREE if self.offline else self.pricing.cost(self.name, output.usage)
+            if self.budget is not None:  # spent the moment it arrived
+                self.budget.settle(held, cost.usd, role, estimated=cost.estimated)
+            return output.model_copy(update={
+                "latency": time.monotonic() - started, "cost": cost.usd,
+                "cost_estimated": cost.estimated, "cache_hit": False,
+                "model": output.model or self.name,
+            })
+
+    def _worst_case(self, messages: list[Message], tools: list[ToolDef],
+                    config: GenerateConfig) -> float:
+        """The most a call may cost: its prompt at one token per three characters (real
+        tokenizers give fewer for prose) plus its ``max_tokens`` of output, or
+        ``RESERVED_OUTPUT`` tokens when it sets none."""
+        if self.offline:
+            return 0.0
+        chars = sum(len(m.content) + 16 for m in messages) + sum(
+            len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
+        usage = Usage(input_tokens=chars // 3 + 1,
+                      output_tokens=config.max_tokens or RESERVED_OUTPUT)
+        return self.pricing.cost(self.name, usage).usd
 
     def _should_retry(self, error: BaseException) -> bool:
         if isinstance(error, BudgetExceededError):

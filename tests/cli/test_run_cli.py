@@ -327,3 +327,13 @@ def test_the_command_tunes_its_own_collector_but_never_a_callers(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "GC 10000 True" in done.stderr
+
+
+@pytest.mark.parametrize("flag", [["--budget", "nan"], ["--budget", "inf"], ["--budget", "-1"],
+                                  ["--timeout", "nan"], ["--timeout", "inf"]])
+def test_a_number_that_is_not_finite_is_refused_before_anything_runs(tmp_path, flag):
+    config = project(tmp_path, "criteria: [{id: x, check: {type: contains, values: [a]}}]\n"
+                               "cases: [cases/*.yaml]\n")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", config, *flag])
+    assert r.exit_code == 2 and flag[0] in r.output, r.output
+    assert not (tmp_path / "s.db").exists()  # nothing was written, nothing was paid

@@ -93,17 +93,44 @@ async def test_cache_entries_expire(make_model, server, tmp_path):
 
 
 async def test_budget_blocks_the_call_before_it_is_made(make_model, server):
-    budget = Budget(limit=0.001)
-    model = make_model("openai:gpt-4o", budget=budget)
+    budget = Budget(limit=0.02)
+    model = make_model("openai:gpt-4o", budget=budget, config=GenerateConfig(max_tokens=1000))
     server.enqueue(Reply(text="pricey", input_tokens=1000, output_tokens=1000))
 
-    await model.generate(HI)  # 1000 * 2.5/1M + 1000 * 10/1M = $0.0125 > limit
-    assert budget.spent == pytest.approx(0.0125)
+    await model.generate(HI)  # reserved ~$0.01 (1000 output tokens at $10/M); cost $0.0125
+    assert budget.spent == pytest.approx(0.0125) and budget.reserved == 0
     assert budget.by_role == {"agent": pytest.approx(0.0125)}
 
-    with pytest.raises(BudgetExceededError, match="budget"):
+    # the next call's worst case ($0.01) does not fit the $0.0075 left: never sent
+    with pytest.raises(BudgetExceededError, match="could cost up to"):
         await model.generate([Message.user("more")])
     assert server.request_count == 1  # the second call never reached the server
+
+
+@pytest.mark.parametrize("attempt", range(20))
+async def test_calls_racing_the_budget_never_spend_past_it(make_model, server, attempt):
+    """64 calls at once, each worth about $0.004, against caps that fall mid-way: the
+    spend never exceeds the cap, calls refused are never sent, and no reservation is
+    left behind."""
+    cap = 0.02 + 0.008 * attempt  # all 64 answered would cost about $0.21
+    budget = Budget(limit=cap)
+    model = make_model("openai:gpt-4o", budget=budget, config=GenerateConfig(max_tokens=400))
+    server.reset()
+    server.enqueue([Reply(text="x" * 1200)] * 64)  # 300 output tokens: below the 400 reserved
+    results = await asyncio.gather(*(model.generate([Message.user(f"call {i} " + "y" * 400)])
+                                     for i in range(64)), return_exceptions=True)
+    refused = [r for r in results if isinstance(r, BudgetExceededError)]
+    answered = [r for r in results if isinstance(r, ModelOutput)]
+    assert len(refused) + len(answered) == 64 and refused and answered
+    assert budget.spent <= cap and budget.reserved == pytest.approx(0)
+    assert budget.spent == pytest.approx(sum(r.cost for r in answered))
+    assert server.request_count == len(answered)
+
+
+def test_a_budget_that_is_not_a_finite_amount_is_refused():
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValueError, match="finite number >= 0"):
+            Budget(limit=bad)
 
 
 async def test_budget_is_charged_per_role(make_model, server):
