@@ -41,20 +41,28 @@ DIRECTIVE = "Check the order before you act on it: look it up first."
 CHECKER_SENTENCE = "Call it first to check an order before a refund or any other change."
 
 
+def _asks(pattern: re.Pattern[str], system: str) -> bool:
+    """Whether the system prompt holds ``pattern`` in a clause that does not negate it."""
+    return any(not _NEGATION.search(system[: m.start()]) for m in pattern.finditer(system or ""))
+
+
 def asks_to_check_first(system: str) -> bool:
     """Whether the system prompt asks to check before acting (and does not negate it)."""
-    for m in CHECK_FIRST.finditer(system or ""):
-        if not _NEGATION.search(system[: m.start()]):
-            return True
-    return False
+    return _asks(CHECK_FIRST, system)
+
+
+def _append(system: str, directive: str) -> tuple[str, str]:
+    """(current_value, suggested_value) adding ``directive`` after the prompt's last line,
+    or appending it when that line is not unique in the prompt."""
+    last = system.rstrip().splitlines()[-1].strip() if system.strip() else ""
+    if last and system.count(last) == 1:
+        return last, f"{last} {directive}"
+    return "", directive
 
 
 def asks_to_collect_first(system: str) -> bool:
     """Whether the system prompt asks to collect missing details before calling a tool."""
-    for m in COLLECT_FIRST.finditer(system or ""):
-        if not _NEGATION.search(system[: m.start()]):
-            return True
-    return False
+    return _asks(COLLECT_FIRST, system)
 
 
 def collect_suggestions(prompt: dict[str, Any], cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -67,12 +75,10 @@ def collect_suggestions(prompt: dict[str, Any], cases: list[dict[str, Any]]) -> 
         return []
     tools = sorted({m.group(1) for c in cases for line in c.get("transcript") or []
                     for m in [_EMPTY_ARGUMENT.match(str(line))] if m})
-    last = system.rstrip().splitlines()[-1].strip() if system.strip() else ""
-    unique = bool(last) and system.count(last) == 1
+    current, suggested = _append(system, COLLECT_DIRECTIVE)
     return [{
         "type": "system_prompt", "priority": "high",
-        "current_value": last if unique else "",
-        "suggested_value": f"{last} {COLLECT_DIRECTIVE}" if unique else COLLECT_DIRECTIVE,
+        "current_value": current, "suggested_value": suggested,
         "reasoning": (f"In {len(ids)} low-scoring case(s) the agent called {', '.join(tools)} "
                       "with an argument left empty instead of asking the customer for it."),
         "expected_improvement": f"complete tool calls on {len(ids)} case(s)",
@@ -110,12 +116,10 @@ def trajectory_suggestions(prompt: dict[str, Any], cases: list[dict[str, Any]]) 
         why = (f"In {len(ids)} low-scoring case(s) the agent called {order[-1]} without calling "
                f"{order[0]} first, as the tool_order check expects.")
         if not asks_to_check_first(system):
-            last = system.rstrip().splitlines()[-1].strip() if system.strip() else ""
+            current, suggested = _append(system, DIRECTIVE)
             out.append({
                 "type": "system_prompt", "priority": "high",
-                "current_value": last if last and system.count(last) == 1 else "",
-                "suggested_value": f"{last} {DIRECTIVE}".strip() if last and system.count(last) == 1
-                else DIRECTIVE,
+                "current_value": current, "suggested_value": suggested,
                 "reasoning": why + " The system prompt never asks to check before acting.",
                 "expected_improvement": f"passes tool_order on {len(ids)} case(s)",
                 "target_cases": ids,
