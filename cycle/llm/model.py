@@ -62,6 +62,9 @@ class RetryPolicy:
     max_wait: float = 60.0
     #: up to this many seconds of random jitter are added to each wait
     jitter: float = 1.0
+    #: the longest Retry-After obeyed: a provider asking for more (an hour's quota
+    #: reset, say) fails the call at once with the reason, instead of a silent hang
+    max_retry_after: float = 120.0
 
 
 # -- process-wide concurrency -------------------------------------------------
@@ -328,6 +331,13 @@ class Model:
         except BaseException as e:
             self._emit_failure(e, role=role, context=context, attempts=attempts,
                                latency=time.monotonic() - started)
+            too_long = self._waits_too_long(e)
+            if too_long is not None:
+                raise RetriesExhaustedError(
+                    f"{self.name}: the provider asked to wait {too_long:g} s before trying "
+                    f"again, more than the {self.retry.max_retry_after:g} s cycle waits at "
+                    f"most; last: {_what(e)}", attempts=attempts, last=e,
+                ) from e
             if attempts > 1 and self._should_retry(e):
                 raise RetriesExhaustedError(
                     f"{self.name}: all {attempts} attempts failed; last: {_what(e)}",
@@ -417,9 +427,14 @@ class Model:
         return self.pricing.cost(self.name, usage).usd
 
     def _should_retry(self, error: BaseException) -> bool:
-        if isinstance(error, BudgetExceededError):
+        if isinstance(error, BudgetExceededError) or self._waits_too_long(error) is not None:
             return False
         return self.api.is_retryable(error)
+
+    def _waits_too_long(self, error: BaseException) -> float | None:
+        """The wait a provider asked for, when it is more than cycle waits at most."""
+        asked = self.api.retry_after(error)
+        return asked if asked is not None and asked > self.retry.max_retry_after else None
 
     def _retrying(self) -> tenacity.AsyncRetrying:
         """tenacity owns the retry policy: which errors, how many attempts, how long to wait."""

@@ -178,3 +178,14 @@ async def test_openai_compatible_quirks_are_read_leniently(make_model, server):
     out = await model.generate(HI)
     assert (out.text, out.finish_reason) == ("hello", "stop")
     assert (out.usage.input_tokens, out.usage.output_tokens) == (0, 3)
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_a_retry_after_longer_than_the_cap_fails_at_once_with_the_reason(
+        name, make_model, server):
+    model = make_model(name)
+    server.enqueue(Fault.status(429, retry_after=3600), "never reached")
+    started = time.monotonic()
+    with pytest.raises(RetriesExhaustedError, match="asked to wait 3600 s .* more than the 120 s"):
+        await model.generate(HI)
+    assert time.monotonic() - started < 5 and server.request_count == 1
