@@ -54,9 +54,8 @@ class ModelCalled(Event):
     #: free context set by the caller (run id, case id, iteration, round)
     context: dict[str, Any] = field(default_factory=dict)
     #: the call journal already holds this call's row (cycle.llm.journal): a paid call
-    #: recorded when it arrived, or a replay of one, paid before a kill
+    #: recorded when it arrived, or a replay of one paid before a kill
     journaled: bool = False
-    replayed: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from cycle.errors import NotFoundError, StructuredOutputError
-from cycle.judge.transcript import cut, has_behaviour, tool_error_turns, transcript_turns
+from cycle.judge.transcript import cut, has_behaviour, tool_error_turns, transcript_lines
 from cycle.prompts.template import render_system, render_user
 from cycle.records import (
     PRIORITY_ORDER,
@@ -125,8 +125,6 @@ class LowCase(BaseModel):
     transcript: list[str] = Field(default_factory=list)
     #: the turns (from 1) where a tool failed or a criterion judged on every turn failed
     failed_turns: list[int] = Field(default_factory=list)
-    #: the transcript's lines by turn, for fitting it to the budget (not sent as such)
-    turns: list[list[str]] = Field(default_factory=list, exclude=True)
 
 
 class ImproverInput(BaseModel):
@@ -185,6 +183,16 @@ def _head_tail(lines: list[str], budget: int) -> list[str]:
         tail.insert(0, b)
         used += len(a) + len(b)
     return [*head, f"[... {len(lines) - len(head) - len(tail)} events left out ...]", *tail]
+
+
+def _by_turn(lines: list[str]) -> list[list[str]]:
+    """A transcript's lines grouped by turn: each user message starts one."""
+    turns: list[list[str]] = []
+    for line in lines:
+        if line.startswith("user: ") or not turns:
+            turns.append([])
+        turns[-1].append(line)
+    return turns
 
 
 def _fit_turns(turns: list[list[str]], failed: list[int], limit: int) -> list[str]:
@@ -257,8 +265,7 @@ def fit_cases(cases: Iterable[LowCase], *, max_tokens: int) -> list[LowCase]:
                 CriterionVerdict(criterion=v.criterion, score=v.score, reasoning=_cut(v.reasoning, field_limit))
                 for v in case.verdicts
             ],
-            transcript=_fit_turns(case.turns or [case.transcript], case.failed_turns,
-                                  field_limit),
+            transcript=_fit_turns(_by_turn(case.transcript), case.failed_turns, field_limit),
             failed_turns=case.failed_turns,
         )
         size = len(fitted.model_dump_json())
@@ -355,7 +362,6 @@ def low_cases(result: RunResult, *, below: float) -> list[LowCase]:
         if stats.mean is None or rep is None or stats.mean >= below:
             continue
         info = result.case_info.get(case_id, {})
-        turns = transcript_turns(rep.trace) if has_behaviour(rep.trace) else []
         out.append(LowCase(
             id=case_id,
             input=rep.input if rep.input is not None else info.get("input"),
@@ -366,10 +372,9 @@ def low_cases(result: RunResult, *, below: float) -> list[LowCase]:
                 CriterionVerdict(criterion=v.criterion_id, score=v.score, reasoning=v.reasoning)
                 for v in rep.verdicts
             ],
-            transcript=[line for t in turns for line in t],
+            transcript=transcript_lines(rep.trace) if has_behaviour(rep.trace) else [],
             failed_turns=sorted({*tool_error_turns(rep.trace), *(
                 n for v in rep.verdicts for n in v.failed_turns)}),
-            turns=turns,
         ))
     return out
 

@@ -37,18 +37,6 @@ def transcript_lines(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT,
     return [line for e in trace for line in event_lines(e, limit, durations)]
 
 
-def transcript_turns(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT) -> list[list[str]]:
-    """The transcript's lines grouped by turn: a turn starts at each user message, and
-    turn n (from 1) is ``turns[n - 1]``. Anything before the first user message (there
-    rarely is) joins the first turn."""
-    turns: list[list[str]] = []
-    for e in trace:
-        if e.kind == "user" or not turns:
-            turns.append([])
-        turns[-1].extend(event_lines(e, limit, False))
-    return turns
-
-
 def tool_error_turns(trace: Sequence[TraceEvent]) -> list[int]:
     """The turns (from 1) in which a tool failed."""
     out: list[int] = []

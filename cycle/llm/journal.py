@@ -29,9 +29,12 @@ class CallJournal(Protocol):
         """Keep a paid call's answer (and its cost) durably before it is used."""
 
 
-def journal_key(context: dict[str, Any], cache_key: str) -> str | None:
-    """The call's key within its run (or its cycle's round), or None outside any run."""
+def journal_scope(context: dict[str, Any]) -> str | None:
+    """The run (or the cycle's round) a call belongs to, or None outside any run."""
     scope = [context.get(k) for k in ("run_id", "cycle_id", "round")]
-    if not any(x is not None for x in scope):
-        return None
+    return None if all(x is None for x in scope) else repr(scope)
+
+
+def journal_key(scope: str, cache_key: str) -> str:
+    """The call's key within its scope."""
     return hashlib.sha256(f"{scope}|{cache_key}".encode()).hexdigest()

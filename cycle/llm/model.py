@@ -11,7 +11,7 @@ provider alike:
 - the call journal: a paid call's answer is kept before it is used, and a resumed
   run replays it instead of paying again (cycle.llm.journal);
 - the response cache (a hit costs nothing and is reported as a hit);
-- the budget, checked before each call and charged after it;
+- the budget: each call's worst case reserved before it is sent, settled after;
 - cost from the price table, and one ``events.ModelCalled`` per call on the
   bus, for successes, failures and cache hits alike;
 - structured output with one repair attempt.
@@ -43,7 +43,7 @@ from cycle.events import EventBus, ModelCalled
 from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
-from cycle.llm.journal import CallJournal, journal_key
+from cycle.llm.journal import CallJournal, journal_key, journal_scope
 from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
 from cycle.records import Message, ToolDef, Usage
@@ -279,11 +279,12 @@ class Model:
         context: dict[str, Any],
         accept: Validator | None = None,
     ) -> ModelOutput:
+        scope = journal_scope(context) if self.journal is not None else None
         key = (
             cache_key(self.name, messages, tools, config, iteration)
-            if self.cache is not None or self.journal is not None else None
+            if self.cache is not None or scope is not None else None
         )
-        jkey = journal_key(context, key) if key is not None and self.journal is not None else None
+        jkey = journal_key(scope, key) if scope is not None and key is not None else None
         if jkey is not None and self.journal is not None:
             paid = self.journal.replay(jkey)
             if paid is not None:  # paid before a kill: counted then, not charged again
@@ -374,9 +375,9 @@ class Model:
             except ValueError as e:
                 reason = str(e) or e.__class__.__name__
                 self._emit(paid, role=role, context=context, attempts=0,
-                           error=f"StructuredOutputError: {reason}", journaled=True, replayed=True)
+                           error=f"StructuredOutputError: {reason}", journaled=True)
                 raise _InvalidStructured(paid, reason) from e
-        self._emit(paid, role=role, context=context, attempts=0, journaled=True, replayed=True)
+        self._emit(paid, role=role, context=context, attempts=0, journaled=True)
         return paid
 
     async def _attempt(
@@ -467,7 +468,6 @@ class Model:
         attempts: int,
         error: str | None = None,
         journaled: bool = False,
-        replayed: bool = False,
     ) -> None:
         if self.bus is None:
             return
@@ -485,7 +485,6 @@ class Model:
             error=error,
             context=dict(context),
             journaled=journaled,
-            replayed=replayed,
         ))
 
     def _emit_failure(

@@ -1,28 +1,20 @@
 """The store's call journal (see cycle.llm.journal): paid calls as rows of ``calls``,
-each with its key and answer, written one by one the moment they arrive.
-
-Each row is its own transaction, committed (to the WAL, which a killed process does
-not lose) before ``record`` returns, apart from the batches the runner writes its
-results in.
+each with its key and answer, committed the moment they arrive, apart from the
+batches the runner writes its results in (a commit reaches the WAL, which a killed
+process does not lose).
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from cycle.events import ModelCalled
 from cycle.llm.base import ModelOutput
+from cycle.store.runs import INSERT_CALL, call_row
 
 if TYPE_CHECKING:
     from cycle.store.store import Store
-
-_INSERT = (
-    "INSERT INTO calls (at, run_id, cycle_id, round, case_id, iteration, role, model, "
-    "input_tokens, cached_input_tokens, output_tokens, cost, cost_estimated, latency, "
-    "cache_hit, attempts, error, key, output) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?)"
-)
 
 
 class StoreJournal:
@@ -51,14 +43,13 @@ class StoreJournal:
 
     async def record(self, key: str, output: ModelOutput, *, role: str,
                      context: dict[str, Any], attempts: int) -> None:
-        row = (
-            datetime.now(UTC).isoformat(timespec="microseconds"), context.get("run_id"),
-            context.get("cycle_id"), context.get("round"), context.get("case_id"),
-            context.get("iteration"), role, output.model, output.usage.input_tokens,
-            output.usage.cached_input_tokens, output.usage.output_tokens, output.cost,
-            int(output.cost_estimated), output.latency, attempts, key,
-            output.model_dump_json(exclude=_NOT_KEPT, exclude_defaults=True),
-        )
+        usage = output.usage
+        row = call_row(ModelCalled(
+            model=output.model, role=role, input_tokens=usage.input_tokens,
+            cached_input_tokens=usage.cached_input_tokens, output_tokens=usage.output_tokens,
+            cost=output.cost, cost_estimated=output.cost_estimated, latency=output.latency,
+            attempts=attempts, context=context,
+        ), key=key, output=output.model_dump_json(exclude=_NOT_KEPT, exclude_defaults=True))
         loop = asyncio.get_running_loop()
         batch = self._batches.get(loop)
         if batch is None:
@@ -71,7 +62,7 @@ class StoreJournal:
         done, rows = self._batches.pop(loop)
         try:
             with self.store.transaction() as db:
-                db.conn.executemany(_INSERT, rows)
+                db.conn.executemany(INSERT_CALL, rows)
         except Exception as e:  # noqa: BLE001 - every caller of the batch sees the failure
             done.set_exception(e)
         else:

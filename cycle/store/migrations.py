@@ -233,7 +233,6 @@ def m005_tools_and_traces(db: Database) -> None:
                  "status IN ('passed', 'failed', 'error', 'terminated')")
 
 
-
 @migrations()
 def m006_verdict_turns(db: Database) -> None:
     """The turns of a conversation where a criterion judged on every turn failed (JSON
@@ -250,6 +249,7 @@ def m007_call_journal(db: Database) -> None:
     db.execute("ALTER TABLE calls ADD COLUMN key TEXT")
     db.execute("ALTER TABLE calls ADD COLUMN output TEXT")
     db.execute("CREATE INDEX calls_key ON calls(key) WHERE key IS NOT NULL")
+
 
 def _widen_check(db: Database, table: str, old: str, new: str) -> None:
     """Replace a CHECK constraint by a wider one (every stored row satisfies it), the way

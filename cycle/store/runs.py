@@ -49,21 +49,25 @@ _RUN_COLUMNS = (
 )
 
 
-def _call_row(event: ModelCalled) -> tuple[Any, ...]:
+def call_row(event: ModelCalled, *, key: str | None = None,
+             output: str | None = None) -> tuple[Any, ...]:
+    """The ``calls`` row of a call (``INSERT_CALL``'s values); the call journal adds the
+    call's key and its answer."""
     ctx = event.context
     return (
         datetime.fromtimestamp(event.at, UTC).isoformat(timespec="microseconds"),
         ctx.get("run_id"), ctx.get("cycle_id"), ctx.get("round"), ctx.get("case_id"),
         ctx.get("iteration"), event.role, event.model, event.input_tokens,
         event.cached_input_tokens, event.output_tokens, event.cost, int(event.cost_estimated),
-        event.latency, int(event.cache_hit), event.attempts, event.error,
+        event.latency, int(event.cache_hit), event.attempts, event.error, key, output,
     )
 
 
-_INSERT_CALL = (
+INSERT_CALL = (
     "INSERT INTO calls (at, run_id, cycle_id, round, case_id, iteration, role, model, "
     "input_tokens, cached_input_tokens, output_tokens, cost, cost_estimated, latency, "
-    "cache_hit, attempts, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "cache_hit, attempts, error, key, output) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_RESULT = (
     "INSERT INTO results (run_id, case_id, iteration, status, score, passed, error, input, "
@@ -182,7 +186,7 @@ class RunLog:
                 assert run_id is not None, "results belong to a run"
                 _insert_result(conn, run_id, r)
             if rows:
-                conn.executemany(_INSERT_CALL, rows)
+                conn.executemany(INSERT_CALL, rows)
 
     def load_results(self, run_id: str) -> list[IterationResult]:
         """Every stored iteration of a run, with its verdicts."""
@@ -250,7 +254,7 @@ class CallRecorder:
             return  # the journal wrote the row of a journaled call
         if self.run_id is not None and event.context.get("run_id") != self.run_id:
             return
-        self._pending.append(_call_row(event))
+        self._pending.append(call_row(event))
 
     def take(self) -> list[tuple[Any, ...]]:
         rows, self._pending = self._pending, []

@@ -51,13 +51,23 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def start(project: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _env(project: Path) -> dict[str, str]:
+    """This checkout on the path, the project's own store, and where a counting wrapper
+    logs the calls it answers."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CYCLE_TEST_CALL_LOG": str(project / "calls.log")}
     env.pop("CYCLE_STORE", None)
-    return subprocess.Popen(
-        [sys.executable, str(project / "run_cycle.py"), "improve", "cycle.yaml", "--headless", "--yes", *args],
-        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    return env
+
+
+def cli(project: Path, *args: str) -> subprocess.Popen:
+    """The real CLI, through the project's wrapper (its slow or counting provider)."""
+    return subprocess.Popen([sys.executable, str(project / "run_cycle.py"), *args], cwd=project,
+                            env=_env(project), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def start(project: Path, *args: str) -> subprocess.Popen:
+    return cli(project, "improve", "cycle.yaml", "--headless", "--yes", *args)
 
 
 def wait_for_candidate_results(db: Path, proc: subprocess.Popen, at_least: int = 4) -> None:
@@ -121,10 +131,9 @@ def test_sigkill_mid_round_then_resume(project: Path) -> None:
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT status FROM cycles").fetchone()[0] == "running"  # killed: never marked
     # but `cycle cycles` sees that its process is gone, and says how to resume it
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("CYCLE_STORE", None)
     listed = subprocess.run([sys.executable, "-m", "cycle", "cycles", "--json"], cwd=project,
-                            env=env, capture_output=True, text=True, timeout=60, check=True)
+                            env=_env(project), capture_output=True, text=True, timeout=60,
+                            check=True)
     (row,) = json.loads(listed.stdout)
     assert row["status"] == "interrupted", listed.stderr
     assert f"resume with: cycle improve cycle.yaml --resume {row['id']}" \
@@ -229,12 +238,7 @@ def _conversation_project(path: Path) -> Path:
 
 
 def _start_counted(project: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CYCLE_TEST_CALL_LOG": str(project / "calls.log")}
-    env.pop("CYCLE_STORE", None)
-    return subprocess.Popen(
-        [sys.executable, str(project / "run_cycle.py"), "improve", "cycle.yaml", "--headless",
-         "--yes", "-q", *args], cwd=project, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+    return start(project, "-q", *args)
 
 
 def _calls(project: Path) -> int:
@@ -277,12 +281,7 @@ def test_a_killed_conversation_cycle_re_pays_only_the_calls_in_flight(tmp_path, 
 def test_a_killed_run_resumed_re_pays_only_the_calls_in_flight(tmp_path):
     """`cycle run --resume RUN_ID`, the cache off: the same promise as for a cycle."""
     def run(project: Path, *args: str) -> subprocess.Popen:
-        env = {**os.environ, "PYTHONPATH": str(ROOT),
-               "CYCLE_TEST_CALL_LOG": str(project / "calls.log")}
-        env.pop("CYCLE_STORE", None)
-        return subprocess.Popen([sys.executable, str(project / "run_cycle.py"), "run",
-                                 "cycle.yaml", "-q", "--no-reports", *args], cwd=project,
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return cli(project, "run", "cycle.yaml", "-q", "--no-reports", *args)
 
     whole = _conversation_project(tmp_path / "whole")
     proc = run(whole)
