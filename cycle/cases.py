@@ -18,7 +18,7 @@ called; errors name file:line (field). Duplicate case ids are an error.
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -203,6 +203,12 @@ class TestCase(BaseModel):
         "the suite's by tool.")
     conversation: ConversationSpec | None = Field(
         None, description="More user turns after the input (a multi-turn case).")
+    run_tools: bool = Field(
+        True, description="false: the model's first turn is the answer; the tools it asks for "
+        "are recorded, never run (routing evals, as tool-forge's files without stubs).")
+    max_steps: int | None = Field(
+        None, ge=1, le=1000, description="Model turns per user turn for this case (default: "
+        "tools.max_steps).")
     _variables: dict[str, Any] | None = PrivateAttr(None)
     _source: str = PrivateAttr("")
 
@@ -289,11 +295,14 @@ def load_cases(
     *,
     criteria: Sequence[CriterionConfig] | None = None,
     threshold: float = 70.0,
+    readers: Sequence[Callable[[Path], list[TestCase] | None]] = (),
 ) -> list[TestCase]:
     """Load and validate every case file matching ``patterns``.
 
     With ``criteria`` (the suite's), each case's own criteria are resolved
     against them now, so that a bad override is reported before any call.
+    ``readers`` read other tools' case files: each returns the cases of a file
+    it knows, or None; a file none of them knows is a cycle case file.
     """
     if isinstance(patterns, str):
         patterns = [patterns]
@@ -306,7 +315,8 @@ def load_cases(
     cases: list[TestCase] = []
     where: dict[str, str] = {}
     for f in files:
-        for case in load_case_file(f):
+        read = next((found for found in (r(f) for r in readers) if found is not None), None)
+        for case in read if read is not None else load_case_file(f):
             if case.id in where:
                 file, _, line = case.source.rpartition(":")
                 raise ConfigError(

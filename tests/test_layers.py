@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"cycle.evals"},
     {"cycle.improve"},
     {"cycle.loop"},
+    {"cycle.formats"},
     {"cycle.assemble"},
     {"cycle.report", "cycle.progress"},
     {"cycle.tui"},

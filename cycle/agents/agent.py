@@ -154,11 +154,12 @@ class PromptAgent:
         run = _Run(usage=Usage(), model=self.name)
         turn = 1
         while True:
-            answer = await self._turn(messages, trace, toolbox, run, started,
-                                      iteration=iteration, context=context, turn=turn)
+            answer = await self._turn(messages, trace, toolbox if case.run_tools else None,
+                                      run, started, iteration=iteration, context=context,
+                                      turn=turn, max_steps=case.max_steps or self.max_steps)
             if answer is None:
-                note = (f"the step limit was reached: {self.max_steps} model turns without "
-                        "a final answer")
+                note = (f"the step limit was reached: {case.max_steps or self.max_steps} model "
+                        "turns without a final answer")
                 return self._result(run, trace, toolbox, case, started, "", "terminated", note)
             if conversation and conversation.end_when and await holds(
                     conversation.end_when,
@@ -203,9 +204,10 @@ class PromptAgent:
 
     async def _turn(self, messages: list[Message], trace: list[TraceEvent], toolbox: Toolbox | None,
                     run: _Run, started: float, *, iteration: int, context: dict[str, Any],
-                    turn: int) -> str | None:
-        """One user turn's model calls and tool calls; its answer, or None at the step limit."""
-        for step in range(self.max_steps):
+                    turn: int, max_steps: int) -> str | None:
+        """One user turn's model calls and tool calls; its answer, or None at the step limit.
+        Without a toolbox the first model turn is the answer (its tool calls are recorded)."""
+        for step in range(max_steps):
             ctx = context if step == 0 and turn == 1 else {**context, "turn": turn, "step": step}
             out = await self.model.generate(messages, tools=self._tools, config=self._config,
                                             iteration=iteration, role="agent", context=ctx)
@@ -269,7 +271,7 @@ def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
             continue
         if not isinstance(item, dict) or "name" not in item:
             raise EvalError(f"tool call #{i} is not a mapping with 'name': {item!r}"[:200])
-        args = item.get("arguments", item.get("args", {}))
+        args = item.get("arguments", item.get("params", item.get("args", {})))
         if isinstance(args, str):
             try:
                 args = json.loads(args)
@@ -288,9 +290,32 @@ def _answer_result(answer: Any, *, source: str, started: float, sent: str) -> Ag
     took = time.monotonic() - started
     trace = (TraceEvent(kind="user", text=sent),
              TraceEvent(kind="model", at=took, text=text, tool_calls=calls, model=source),
+             *_reported_outcomes(answer, calls, at=took),
              TraceEvent(kind="final", at=took, text=text))
     return AgentResult(output=text, structured=structured, tool_calls=calls,
                        latency=took, duration=took, model=source, trace=trace)
+
+
+def _reported_outcomes(answer: Any, calls: tuple[ToolCall, ...], *, at: float) -> list[TraceEvent]:
+    """The outcome of each tool call an agent reports with ``success`` (and ``durationMs``,
+    ``error``, ``result``), as the trace events a prompt agent's tools would leave: checks
+    such as no_tool_errors read them the same way."""
+    raw = answer.get("tool_calls", answer.get("toolCalls")) if isinstance(answer, dict) else None
+    events = []
+    for item, call in zip(raw or (), calls, strict=False):
+        if not isinstance(item, dict) or "success" not in item:
+            continue
+        ms = item.get("durationMs")
+        duration = float(ms) / 1000.0 if isinstance(ms, int | float) else 0.0
+        if item["success"] is False:
+            events.append(TraceEvent(kind="tool_error", at=at, tool=call.name, call_id=call.id,
+                                     arguments=call.arguments, duration=duration,
+                                     error=str(item.get("error") or "the tool failed")))
+        else:
+            events.append(TraceEvent(kind="tool_result", at=at, tool=call.name, call_id=call.id,
+                                     arguments=call.arguments, duration=duration,
+                                     result=item.get("result")))
+    return events
 
 
 def _from_answer(answer: Any, *, source: str) -> tuple[str, Any, tuple[ToolCall, ...]]:
@@ -366,9 +391,9 @@ class CallableAgent:
         if handed is None or not handed.calls:
             return result
         # the calls it made through the mocks, in the trace between the input and the answer
-        user, model, final = result.trace
+        user, model, *reported, final = result.trace
         made = model.model_copy(update={"tool_calls": tuple(handed.calls), "text": ""})
-        trace = (user, made, *handed.events, model, final)
+        trace = (user, made, *handed.events, model, *reported, final)
         return result.model_copy(update={
             "trace": trace, "state": handed.state,
             "tool_calls": tuple(handed.calls) + result.tool_calls})

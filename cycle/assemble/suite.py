@@ -29,6 +29,7 @@ from cycle.errors import ConfigError, UnknownProviderError
 from cycle.evals.runner import Runner
 from cycle.events import EventBus
 from cycle.judge import Judge
+from cycle.judge.criteria import CriterionConfig
 from cycle.llm.base import ProviderOptions
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
@@ -168,7 +169,10 @@ def load_suite_cases(
                 hint="The globs are relative to cycle.yaml, e.g. cases/*.yaml; remove the entry "
                 "if it is not needed.",
             )
-    cases = load_cases(c.cases, loaded.base_dir, criteria=c.criteria, threshold=c.pass_threshold)
+    from cycle.formats import toolforge
+
+    cases = load_cases(c.cases, loaded.base_dir, criteria=c.criteria, threshold=c.pass_threshold,
+                       readers=(lambda path: toolforge.read_cases(path, loaded.base_dir),))
     selected = select(cases, tags=list(tags) or c.run.tags, ids=ids)
     if not selected:
         raise ConfigError(
@@ -204,7 +208,8 @@ def _templated(value: Any) -> list[str]:
 
 
 def _check_imports_and_templates(
-    loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt | None
+    loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt | None,
+    suite_criteria: Sequence[CriterionConfig] | None = None,
 ) -> None:
     """Import every callable the run will need and render every template with every
     case's variables, so that a typo fails now, with its file and line, not as an
@@ -213,6 +218,7 @@ def _check_imports_and_templates(
     from cycle.judge.criteria import merge
 
     c = loaded.config
+    crits = c.criteria if suite_criteria is None else suite_criteria
     base = str(loaded.base_dir.resolve())
     if base not in sys.path:  # user code beside cycle.yaml is importable, as for stop predicates
         sys.path.insert(0, base)
@@ -225,7 +231,7 @@ def _check_imports_and_templates(
             return [(check.model, "model")]
         return []
 
-    for i, crit in enumerate(c.criteria):
+    for i, crit in enumerate(crits):
         for path, key in imports(crit.check):
             _importable(path, file=cfg, line=loaded.doc.line_of(("criteria", i, "check", key)),
                         field=f"criteria[{i}].check.{key}")
@@ -253,7 +259,7 @@ def _check_imports_and_templates(
                     file=file, line=line, field="conversation.follow_ups",
                     hint=(e.hint or "") + " A follow-up may use the case's input variables.",
                 ) from None
-        criteria = merge(c.criteria, case.criteria) if case.criteria else c.criteria
+        criteria = merge(crits, case.criteria) if case.criteria else crits
         own = {x.id for x in case.criteria}
         for crit in criteria:
             if crit.check is None:
@@ -271,7 +277,7 @@ def _check_imports_and_templates(
                             where_file, where_line = file, line
                             field_ = f"case {case.id}: criteria ({crit.id}).check.{name}"
                         else:
-                            i = next(n for n, x in enumerate(c.criteria) if x.id == crit.id)
+                            i = next(n for n, x in enumerate(crits) if x.id == crit.id)
                             where_file = cfg
                             where_line = loaded.doc.line_of(("criteria", i, "check", name))
                             field_ = f"criteria[{i}].check.{name}"
@@ -408,6 +414,8 @@ def validate_suite(
     agent_model: str | None = None,
     judge_model: str | None = None,
     improver: bool = False,
+    cases: Sequence[TestCase] | None = None,
+    criteria: Sequence[CriterionConfig] | None = None,
 ) -> list[TestCase]:
     """Validate every input of a run before the store is opened or a model called.
 
@@ -416,22 +424,28 @@ def validate_suite(
     template with every case's variables, and checks that every model names a known
     provider whose key is set. The first problem raises a ``CycleError`` naming
     file:line (field) and the fix. Returns the selected cases.
+    ``cases`` and ``criteria``: a suite of other cases judged on other criteria (an eval
+    file's, with ``cycle run --eval``) instead of cycle.yaml's.
     """
-    cases = load_suite_cases(loaded, tags=tags, ids=ids)
+    if cases is None:
+        cases = load_suite_cases(loaded, tags=tags, ids=ids)
+    cases = list(cases)
     prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
-    _check_imports_and_templates(loaded, cases, prompt)
+    _check_imports_and_templates(loaded, cases, prompt, criteria)
     if prompt is not None:
         _check_mocks(loaded, cases, prompt)
     _check_models(loaded, prompt, agent_model=agent_model, judge_model=judge_model,
-                  needs_judge=needs_judge(loaded, cases), improver=improver, cases=cases)
+                  needs_judge=needs_judge(loaded, cases, criteria), improver=improver,
+                  cases=cases)
     return cases
 
 
-def needs_judge(loaded: LoadedConfig, cases: Sequence[TestCase]) -> bool:
+def needs_judge(loaded: LoadedConfig, cases: Sequence[TestCase],
+                criteria: Sequence[CriterionConfig] | None = None) -> bool:
     """Whether any case is judged on an LLM criterion (the suite's, or its own)."""
     from cycle.judge.criteria import merge
 
-    suite = loaded.config.criteria
+    suite = loaded.config.criteria if criteria is None else criteria
     if any(x.check is None for x in suite):
         return True
     return any(x.check is None for case in cases if case.criteria
@@ -452,8 +466,10 @@ def build_suite(
     agent_model: str | None = None,
     judge_model: str | None = None,
     cases: Sequence[TestCase] | None = None,
+    criteria: Sequence[CriterionConfig] | None = None,
 ) -> Suite:
-    """Validate every input, then build the agent and judge (models are created, not called)."""
+    """Validate every input, then build the agent and judge (models are created, not called).
+    ``criteria``: judge on these instead of cycle.yaml's."""
     if prompt is None:
         prompt, version = load_prompt(loaded, store)
     case_list = list(cases) if cases is not None else load_suite_cases(loaded, tags=tags, ids=ids)
@@ -488,7 +504,9 @@ def build_suite(
         closers.append(agent.aclose)  # the simulated users' models
     judge_name = judge_model or loaded.config.judge or agent_model or agent_model_name(loaded, prompt)
     c = loaded.config
-    judge_llm = model(judge_name, "judge") if (judge_name and needs_judge(loaded, case_list)) else None
-    judge = Judge(c.criteria, model=judge_llm, threshold=c.pass_threshold)
+    suite_criteria = c.criteria if criteria is None else criteria
+    judge_llm = model(judge_name, "judge") if (
+        judge_name and needs_judge(loaded, case_list, criteria)) else None
+    judge = Judge(suite_criteria, model=judge_llm, threshold=c.pass_threshold)
     return Suite(loaded=loaded, prompt=prompt, version=version, cases=case_list, agent=agent,
                  judge=judge, _closers=closers)

@@ -18,6 +18,7 @@ from cycle.cli import CliContext, FiniteFloat
 
 if TYPE_CHECKING:
     from cycle.assemble import LoadedConfig
+    from cycle.assemble.evalfile import EvalOptions
 
 
 def _store_path(config_dir: Path | None) -> Path:
@@ -45,11 +46,31 @@ def _store_path(config_dir: Path | None) -> Path:
               help="Call the models even where the response cache has the answer.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary: only the exit code.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
+@click.option("--eval", "eval_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Run a tool-forge eval file (golden or labeled JSON) as its runner contract says.")
+@click.option("--agent-endpoint", metavar="URL", help="[--eval] The agent: POST {message} -> "
+              "{response, toolCalls} (default: cycle.yaml's agent).")
+@click.option("--seed-manifest", type=click.Path(dir_okay=False, path_type=Path),
+              help="[--eval] Seed values for {{seed:*}} tokens (default: evals/seed-manifest.json).")
+@click.option("--snapshot", metavar="MODULE:FUNCTION",
+              help="[--eval] Captures live values for {{snapshot:*}} tokens before the run.")
+@click.option("--tool-registry", type=click.Path(dir_okay=False, path_type=Path),
+              help="[--eval] Tools (JSON or YAML: name, description, version) for staleness checks.")
+@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="[--eval] Where the EvalSuiteResult files go (default: evals/results/).")
+@click.option("--baseline", metavar="RUN_ID", help="[--eval] Diff against this earlier run's "
+              "result (regressions, new passes).")
+@click.option("--timeout-ms", type=click.IntRange(min=1), help="[--eval] Per-case timeout (default 60000).")
+@click.option("--runner-config", type=click.Path(dir_okay=False, path_type=Path),
+              help="[--eval] The contract's runner configuration JSON (flags override it).")
 def run(
     config: Path, iterations: int | None, concurrency: int | None, timeout: float | None,
     tags: tuple[str, ...], case_ids: tuple[str, ...], stop_on_first_failure: bool | None,
     agent_model: str | None, judge_model: str | None, budget: float | None, resume: str | None,
     report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool, as_json: bool,
+    eval_file: Path | None, agent_endpoint: str | None, seed_manifest: Path | None,
+    snapshot: str | None, tool_registry: Path | None, output_dir: Path | None,
+    baseline: str | None, timeout_ms: int | None, runner_config: Path | None,
 ) -> None:
     """Evaluate the prompt of CONFIG (cycle.yaml) on its cases and write reports.
 
@@ -57,9 +78,42 @@ def run(
     criteria. Errors (provider down, judge unparseable, timeouts) are
     counted apart from failures. Results go to the store as they finish, so
     an interrupted run can be resumed with --resume RUN_ID.
+
+    With --eval FILE.json, runs a tool-forge eval file instead: its cases,
+    judged on its assertions, against --agent-endpoint (or CONFIG's agent);
+    writes its EvalSuiteResult to --output-dir and stores it as a cycle run.
     """
     from cycle.assemble.config import load_config
     from cycle.cli import load_env
+
+    eval_only = {"--agent-endpoint": agent_endpoint, "--seed-manifest": seed_manifest,
+                 "--snapshot": snapshot, "--tool-registry": tool_registry,
+                 "--output-dir": output_dir, "--baseline": baseline, "--timeout-ms": timeout_ms,
+                 "--runner-config": runner_config}
+    if eval_file is None:
+        given = [k for k, v in eval_only.items() if v is not None]
+        if given:
+            raise click.UsageError(f"{given[0]} goes with --eval FILE.json")
+    else:
+        for flag, value in (("--judge", judge_model), ("--timeout", timeout),
+                            ("--stop-on-first-failure", stop_on_first_failure)):
+            if value:
+                raise click.UsageError(f"{flag} does not apply to --eval (use --timeout-ms; "
+                                       "the eval file's assertions are the judge)")
+        ctx = click.get_current_context()
+        default_config = ctx.get_parameter_source("config") == click.core.ParameterSource.DEFAULT
+        loaded_eval = None
+        if not (default_config and (agent_endpoint or not config.exists())):
+            loaded_eval = load_config(config)
+            load_env(loaded_eval.base_dir)
+        settings = _eval_options(
+            eval_file, runner_config, endpoint=agent_endpoint, seed_manifest=seed_manifest,
+            snapshot=snapshot, tool_registry=tool_registry, output_dir=output_dir,
+            baseline=baseline, concurrency=concurrency, timeout_ms=timeout_ms,
+            iterations=iterations, tags=tags, case_ids=case_ids)
+        sys.exit(_run_eval_file(settings, loaded_eval, agent_model=agent_model, budget=budget,
+                                resume=resume, report_dir=report_dir, no_cache=no_cache,
+                                quiet=quiet, as_json=as_json))
 
     loaded = load_config(config)
     load_env(loaded.base_dir)
@@ -136,6 +190,61 @@ async def _run(loaded: LoadedConfig, *, iterations: int | None, concurrency: int
         for kind, p in paths.items():
             click.echo(f"{kind + ' report':16} {p}")
     return result.exit_code
+
+
+def _eval_options(eval_file: Path, runner_config: Path | None, **flags: object) -> EvalOptions:
+    """The eval run's settings: the runner configuration file, then the flags given."""
+    from cycle.assemble.evalfile import EvalOptions
+    from cycle.assemble.evalfile import runner_config as read_runner_config
+
+    values: dict[str, object] = read_runner_config(runner_config) if runner_config else {}
+    values.update({k: v for k, v in flags.items() if v not in (None, ())})
+    return EvalOptions(eval_file=eval_file, **values)  # type: ignore[arg-type]
+
+
+def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
+                   agent_model: str | None, budget: float | None, resume: str | None,
+                   report_dir: Path | None, no_cache: bool, quiet: bool, as_json: bool) -> int:
+    from cycle.assemble.evalfile import as_json as result_json
+    from cycle.assemble.evalfile import exit_code, prepare, run_eval
+    from cycle.assemble.suite import open_cache
+    from cycle.events import EventBus
+    from cycle.formats.toolforge import render_summary
+    from cycle.llm.budget import Budget
+    from cycle.progress import Progress
+    from cycle.report import write_reports
+    from cycle.store import Store
+
+    prepared = prepare(settings, loaded, agent_model=agent_model)
+    if not (quiet or as_json):
+        for warning in prepared.warnings:
+            click.echo(f"warning: {warning}", err=True)
+    store = Store.open(_store_path(loaded.base_dir if loaded else None))
+    cache = None
+    try:
+        if resume:
+            store.runs.require(resume)
+        if loaded is not None and settings.endpoint is None:
+            cache = open_cache(loaded, enabled=not no_cache)
+        limit = budget if budget is not None else (loaded.config.budget if loaded else None)
+        bus = EventBus()
+        if not (quiet or as_json):
+            bus.subscribe(Progress(offline=False))
+        outcome = asyncio.run(run_eval(prepared, store=store, bus=bus, cache=cache, resume=resume,
+                                       budget=Budget(limit) if limit is not None else None))
+    finally:
+        store.close()
+        if cache is not None:
+            cache.close()
+    paths = write_reports(outcome.run, report_dir) if report_dir else {}
+    if as_json:
+        click.echo(result_json(outcome))
+    elif not quiet:
+        click.echo(render_summary(outcome.result))
+        click.echo(f"{'result':16} {outcome.path}")
+        for kind, p in paths.items():
+            click.echo(f"{kind + ' report':16} {p}")
+    return exit_code(outcome)
 
 
 @click.command()

@@ -37,6 +37,7 @@ from cycle.judge.checks import (
     PythonCheck,
     Regex,
 )
+from cycle.judge.toolforge import ToolforgeCheck
 from cycle.judge.trace_checks import (
     EventCount,
     NoToolErrors,
@@ -54,7 +55,7 @@ CheckSpec = Annotated[
     ExactMatch | Contains | ContainsAny | NotContains | Regex | JsonSchema | MaxLatency
     | MaxTokens | CostWithin | CompletedWithin | PythonCheck
     | ToolCalled | ToolsCalled | OnlyTools | ToolNotCalled | ToolOrder | NoToolErrors
-    | EventCount | StateValue | TurnCount,
+    | EventCount | StateValue | TurnCount | ToolforgeCheck,
     Field(discriminator="type"),
 ]
 
@@ -62,7 +63,7 @@ CHECK_TYPES: tuple[str, ...] = (
     "exact", "contains", "contains_any", "not_contains", "regex", "json_schema",
     "max_latency", "max_tokens", "cost_within", "completed_within", "python",
     "tool_called", "tools_called", "only_tools", "tool_not_called", "tool_order",
-    "no_tool_errors", "event_count", "state_value", "turn_count",
+    "no_tool_errors", "event_count", "state_value", "turn_count", "toolforge",
 )
 
 #: other names a check is known by (seed 004's GoGrid names) -> the name used here

@@ -1,1 +1,0 @@
-"""cycle.evals.formats."""

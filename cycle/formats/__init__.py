@@ -1,0 +1,1 @@
+"""Other tools' files: tool-forge eval files (``toolforge``)."""
