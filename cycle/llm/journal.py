@@ -30,9 +30,12 @@ class CallJournal(Protocol):
 
 
 def journal_scope(context: dict[str, Any]) -> str | None:
-    """The run (or the cycle's round) a call belongs to, or None outside any run."""
+    """The run (or the cycle's round) and the case a call belongs to, or None outside any
+    run. Two cases that send the same messages are two samples, not one call replayed."""
     scope = [context.get(k) for k in ("run_id", "cycle_id", "round")]
-    return None if all(x is None for x in scope) else repr(scope)
+    if all(x is None for x in scope):
+        return None
+    return repr([*scope, context.get("case_id")])
 
 
 def journal_key(scope: str, cache_key: str) -> str:
