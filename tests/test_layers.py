@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent / "cycle"
 #: lowest first; a unit may import only units of its own rank or below
 #: (a module of cycle/ is a unit by its top-level name: "cycle.llm", "cycle.cases", ...)
 LAYERS: list[set[str]] = [
-    {"cycle.errors"},
+    {"cycle.errors", "cycle.environment"},
     {"cycle.records", "cycle.durations"},
     {"cycle.events", "cycle.yamlload", "cycle.imports", "cycle.query"},
     {"cycle.llm"},
@@ -30,7 +30,7 @@ LAYERS: list[set[str]] = [
     {"cycle.assemble"},
     {"cycle.report", "cycle.progress"},
     {"cycle.tui"},
-    {"cycle.cli", "cycle.__main__"},
+    {"cycle.cli", "cycle.__main__", "cycle.pytest_plugin"},
     {"cycle"},  # the package itself: the public API
 ]
 #: the test support plugs in from the side: it may import what it fakes, nothing imports it

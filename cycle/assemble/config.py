@@ -263,3 +263,4 @@ def load_prompt(loaded: LoadedConfig, store: Store | None = None) -> tuple[Promp
         return pf.prompt, pf.version
     saved = store.save_version(pf.prompt, version=pf.version, message=f"from {ref}")
     return saved.prompt, saved.version
+

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import os
 import sys
 import traceback
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 import click
 
 from cycle import __version__
+from cycle.environment import load_env
 from cycle.errors import CycleError
 
 #: command name -> "module:attribute"; a module adds its commands here
@@ -67,9 +67,9 @@ class CliContext:
         """Where the store is: --store, then CYCLE_STORE, then .cycle/cycle.db beside the config."""
         if self.store:
             return Path(self.store)
-        if os.environ.get("CYCLE_STORE"):
-            return Path(os.environ["CYCLE_STORE"])
-        return Path(config_dir or ".") / ".cycle" / "cycle.db"
+        from cycle.store.store import default_path
+
+        return default_path(config_dir)
 
 
 def _set_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -179,19 +179,6 @@ def cli(ctx: click.Context, debug: bool, store: str | None) -> None:
     """
     load_env(Path.cwd())
     ctx.obj = CliContext(debug=debug, store=store)
-
-
-def load_env(directory: str | Path) -> None:
-    """Read ``.env`` in ``directory`` into the environment; variables already set win.
-
-    Keys live in the environment or a git-ignored ``.env``, never in cycle.yaml,
-    so that no key reaches the store, a report or a log.
-    """
-    from dotenv import load_dotenv
-
-    path = Path(directory) / ".env"
-    if path.is_file():
-        load_dotenv(path, override=False)
 
 
 #: allocations between young collections (CPython's default is 700). A run

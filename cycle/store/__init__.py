@@ -12,6 +12,6 @@ Everything it hands back is a record of ``cycle.records``.
 
 from cycle.store.cycles import CycleLog, CycleRecorder
 from cycle.store.runs import CallRecorder, RunLog
-from cycle.store.store import Store
+from cycle.store.store import Store, default_path
 
-__all__ = ["CallRecorder", "CycleLog", "CycleRecorder", "RunLog", "Store"]
+__all__ = ["CallRecorder", "CycleLog", "CycleRecorder", "RunLog", "Store", "default_path"]

@@ -44,6 +44,16 @@ from cycle.records import (
 from cycle.store.cycles import CycleLog
 from cycle.store.journal import StoreJournal
 from cycle.store.migrations import check_format, migrations
+
+
+def default_path(config_dir: str | Path | None = None) -> Path:
+    """Where the store is when none is named: $CYCLE_STORE, else .cycle/cycle.db beside the
+    config (or in the current folder)."""
+    import os
+
+    if os.environ.get("CYCLE_STORE"):
+        return Path(os.environ["CYCLE_STORE"])
+    return Path(config_dir or ".") / ".cycle" / "cycle.db"
 from cycle.store.runs import RunLog
 
 #: seconds a writer waits for another process's transaction before giving up

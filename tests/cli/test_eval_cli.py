@@ -283,3 +283,45 @@ def test_a_cycle_yaml_prompt_plays_the_agent_routing_only_and_with_stubs(tmp_pat
     assert calls == 1 + 2 + 2 + 1
     assert data["agentEndpoint"] == "openai:gpt-4o-mini" and data["tier"] == "labeled"
     assert data["summary"]["estimatedCostUsd"] is not None
+
+
+def test_eval_files_are_case_files_of_a_cycle_yaml(tmp_path, monkeypatch):
+    """The same eval file as the suite of cycle.yaml: judged on its assertions (a required
+    criterion) beside cycle.yaml's own criteria, so `cycle run` and `cycle improve` use it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "agent.yaml").write_text(PROMPT)
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "seed-manifest.json").write_text(json.dumps({"city": "Tokyo"}))
+    (tmp_path / "evals" / "weather.golden.json").write_text(json.dumps({"cases": [
+        {"id": "route", "input": {"message": "Weather in Tokyo?"},
+         "expect": {"toolsCalled": ["get_weather"],
+                    "toolParams": [{"tool": "get_weather", "paramName": "city",
+                                    "assertion": "equals", "value": "{{seed:city}}"}]}},
+        {"id": "stub", "input": {"message": "Weather?"}, "stubs": {"get_weather": {"t": "9C"}},
+         "expect": {"responseContains": ["21C"]}}]}))
+    (tmp_path / "cycle.yaml").write_text(textwrap.dedent("""
+        prompt: prompts/agent.yaml
+        criteria: [{id: short, check: {type: max_tokens, tokens: 200}}]
+        cases: [evals/*.golden.json]
+        providers: {openai: {base_url: BASE}}
+    """))
+    with LoopbackServer(responder=model) as srv:
+        cfg = tmp_path / "cycle.yaml"
+        cfg.write_text(cfg.read_text().replace("BASE", srv.openai_base_url))
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        r = invoke(tmp_path, "run", "cycle.yaml", "-n", "1", "--json", "--no-reports")
+    assert r.exit_code == 1, r.output
+    cases = {c["id"]: c for c in json.loads(r.stdout)["cases"]}
+    assert cases["route"]["status"] == "passed"
+    assert cases["stub"]["status"] == "failed"
+    from cycle.evals.results import load_run
+    from cycle.store import Store
+
+    store = Store.open(tmp_path / "store.db")
+    run = load_run(store.runs, json.loads(r.stdout)["run_id"])
+    store.close()
+    verdicts = {v.criterion_id: v for v in run.cases["stub"].representative.verdicts}
+    assert set(verdicts) == {"short", "toolforge"} and verdicts["toolforge"].required
+    assert verdicts["toolforge"].reasoning == ("responseContains: expected '21C' in response but "
+                                               "not found")

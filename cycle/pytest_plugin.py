@@ -1,0 +1,273 @@
+"""cycle inside pytest: ``pytest --cycle cycle.yaml`` makes each case a test.
+
+Registered by entry point (no conftest needed). Each ``--cycle`` path (a cycle.yaml, its
+folder, or a tool-forge eval file) adds one test item per case. The first item to run runs
+the suite once, for every selected case (``-k`` and ``--deselect`` narrow it), with cycle's
+runner and concurrency; each item then reports its case:
+
+- passed;
+- failed, with the criteria that failed and their reasoning;
+- an error (an infrastructure error: provider down, timeout, judge unparseable) is a pytest
+  *error*, not a failure.
+
+``--cycle-min-score`` and ``--cycle-min-pass-rate`` gate the session on the suite's score
+and pass rate. The run is stored like any ``cycle run``, so ``cycle compare`` reads it.
+Nothing heavy is imported unless ``--cycle`` is given.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from cycle.records import CaseStats, RunResult
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cycle", "cycle: LLM prompt evaluation")
+    group.addoption("--cycle", action="append", default=[], metavar="PATH",
+                    help="A cycle.yaml (or its folder) or a tool-forge eval .json file whose "
+                    "cases become tests (repeatable).")
+    group.addoption("--cycle-agent-endpoint", metavar="URL",
+                    help="The agent of tool-forge eval files (default: ./cycle.yaml's agent).")
+    group.addoption("--cycle-iterations", type=int, metavar="N",
+                    help="Runs per case (default: the config's; 1 for eval files).")
+    group.addoption("--cycle-concurrency", type=int, metavar="N",
+                    help="Cases in flight (default: the config's; 1 for eval files).")
+    group.addoption("--cycle-min-score", type=float, metavar="SCORE",
+                    help="Fail the session when a suite's score (0-100) is below this.")
+    group.addoption("--cycle-min-pass-rate", type=float, metavar="PERCENT",
+                    help="Fail the session when a suite's pass rate (0-100) is below this.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("cycle"):
+        config.pluginmanager.register(_Suites(config), "cycle-suites")
+
+
+class CaseFailed(AssertionError):
+    """A case failed its criteria."""
+
+
+class CaseErrored(Exception):
+    """An infrastructure error kept a case from being judged."""
+
+
+class _Suites:
+    """The --cycle suites of a session: collected, run once each, gated."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.files: list[SuiteFile] = []
+
+    @pytest.hookimpl(tryfirst=True)  # before -k and --deselect narrow the items
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        for given in config.getoption("cycle"):
+            path = Path(given)
+            if path.is_dir():
+                path = path / "cycle.yaml"
+            node = SuiteFile.from_parent(session, path=path.resolve())
+            self.files.append(node)
+            # collected as pytest collects a file: a bad config is a collection error
+            report = node.ihook.pytest_make_collect_report(collector=node)
+            session.ihook.pytest_collectreport(report=report)
+            if report.passed:
+                items.extend(x for x in report.result if isinstance(x, pytest.Item))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for node in self.files:
+            if node.outcome is None:
+                continue
+            for line in node.summary_lines():
+                terminalreporter.write_line(line)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        gated = [why for node in self.files for why in node.gate_failures()]
+        if gated and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+class SuiteFile(pytest.File):
+    """One cycle.yaml or eval file: its cases, and the one run that judges them."""
+
+    outcome: RunResult | None = None
+    eval_result: dict[str, Any] | None = None
+
+    def collect(self) -> list[CaseItem]:  # type: ignore[override]
+        from cycle.errors import CycleError
+
+        try:
+            cases = self._cases()
+        except CycleError as e:
+            raise self.CollectError(f"cycle: {e}") from None
+        return [CaseItem.from_parent(self, name=c.id, case_id=c.id) for c in cases]
+
+    @property
+    def is_eval_file(self) -> bool:
+        return self.path.suffix.lower() == ".json"
+
+    def _option(self, name: str) -> Any:
+        return self.config.getoption(name)
+
+    def _cases(self) -> list[Any]:
+        if self.is_eval_file:
+            self._prepared = self._prepare(ids=())
+            return self._prepared.cases
+        from cycle.assemble.config import load_config
+        from cycle.assemble.suite import validate_suite
+        from cycle.environment import load_env
+
+        self._loaded = load_config(self.path)
+        load_env(self._loaded.base_dir)
+        self._all = validate_suite(self._loaded)
+        return self._all
+
+    def _prepare(self, ids: tuple[str, ...]) -> Any:
+        from cycle.assemble.config import load_config
+        from cycle.assemble.evalfile import EvalOptions, prepare
+
+        endpoint = self._option("cycle_agent_endpoint")
+        local = Path("cycle.yaml")
+        config = load_config(local) if endpoint is None and local.exists() else None
+        return prepare(EvalOptions(
+            eval_file=self.path, endpoint=endpoint, case_ids=ids,
+            iterations=self._option("cycle_iterations") or 1,
+            concurrency=self._option("cycle_concurrency") or 1), config)
+
+    def ensure_run(self) -> None:
+        """Run the suite once, for the cases of this file the session selected."""
+        if self.outcome is not None:
+            return
+        import asyncio
+
+        selected = tuple(i.case_id for i in self.session.items
+                         if isinstance(i, CaseItem) and i.parent is self)
+        self.outcome = asyncio.run(self._run(selected))
+
+    async def _run(self, ids: tuple[str, ...]) -> RunResult:
+        from cycle.store import Store, default_path
+
+        if self.is_eval_file:
+            from cycle.assemble.evalfile import run_eval
+
+            prepared = self._prepare(ids)
+            base = prepared.config.base_dir if prepared.config else None
+            store = Store.open(default_path(base))
+            try:
+                out = await run_eval(prepared, store=store)
+            finally:
+                store.close()
+            self.eval_result = out.result
+            return out.run
+        from cycle.assemble.suite import build_suite, open_cache
+        from cycle.cases import select
+        from cycle.llm.budget import Budget
+
+        loaded = self._loaded
+        store = Store.open(default_path(loaded.base_dir))
+        cache = open_cache(loaded)
+        try:
+            cases = select(self._all, ids=ids)
+            budget = Budget(loaded.config.budget) if loaded.config.budget is not None else None
+            suite = build_suite(loaded, store=store, cases=cases, budget=budget, cache=cache)
+            try:
+                runner = suite.runner(store=store, iterations=self._option("cycle_iterations"),
+                                      concurrency=self._option("cycle_concurrency"))
+                return await runner.run(meta=suite.meta())
+            finally:
+                await suite.aclose()
+        finally:
+            store.close()
+            if cache is not None:
+                cache.close()
+
+    def case(self, case_id: str) -> CaseStats | None:
+        assert self.outcome is not None
+        return self.outcome.cases.get(case_id)
+
+    def gate_failures(self) -> list[str]:
+        if self.outcome is None:
+            return []
+        out = []
+        s = self.outcome.suite
+        low = self._option("cycle_min_score")
+        if low is not None and (s.score.mean is None or s.score.mean < low):
+            score = "none" if s.score.mean is None else f"{s.score.mean:.1f}"
+            out.append(f"suite score {score} is below --cycle-min-score {low:g}")
+        rate = self._option("cycle_min_pass_rate")
+        if rate is not None and (s.pass_rate is None or s.pass_rate * 100 < rate):
+            shown = "none" if s.pass_rate is None else f"{s.pass_rate * 100:.0f}%"
+            out.append(f"pass rate {shown} is below --cycle-min-pass-rate {rate:g}%")
+        return out
+
+    def summary_lines(self) -> list[str]:
+        assert self.outcome is not None
+        r = self.outcome
+        s = r.suite
+        score = "-" if r.score is None else f"{r.score:.1f}"
+        offline = " [offline model]" if r.offline else ""
+        lines = [(f"cycle {self.path.name}: run {r.run_id}{offline}: score {score}, "
+                  f"{s.passed} passed, {s.failed} failed, {s.errored} errored, ${s.cost:.4f}")]
+        lines += [f"cycle gate FAILED: {why}" for why in self.gate_failures()]
+        return lines
+
+
+class CaseItem(pytest.Item):
+    """One case of a suite."""
+
+    def __init__(self, *, case_id: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case_id = case_id
+
+    @property
+    def suite(self) -> SuiteFile:
+        assert isinstance(self.parent, SuiteFile)
+        return self.parent
+
+    def setup(self) -> None:
+        self.suite.ensure_run()
+        stats = self.suite.case(self.case_id)
+        if stats is None:
+            raise CaseErrored(f"case {self.case_id} was not run (the run stopped early: "
+                              f"{self.suite.outcome.stop_reason if self.suite.outcome else ''})")
+        if stats.status == "error":
+            errors = [r.error for r in self.suite.outcome.results  # type: ignore[union-attr]
+                      if r.case_id == self.case_id and r.error]
+            raise CaseErrored(errors[0] if errors else "error")
+
+    def runtest(self) -> None:
+        stats = self.suite.case(self.case_id)
+        assert stats is not None
+        if stats.status == "passed":
+            return
+        raise CaseFailed(self._failure_text(stats))
+
+    def _failure_text(self, stats: CaseStats) -> str:
+        eval_result = self.suite.eval_result
+        if eval_result is not None:
+            row = next(c for c in eval_result["cases"] if c["id"] == self.case_id)
+            return str(row.get("error") or "failed")
+        mean = "-" if stats.mean is None else f"{stats.mean:.1f}"
+        rate = (stats.pass_rate or 0) * 100
+        head = (f"case {self.case_id}: score {mean}, pass rate {rate:.0f}% over "
+                f"{stats.iterations} iterations")
+        lines = [head]
+        rep = stats.representative
+        if rep is not None:
+            lines += [f"  {v.criterion_id}{' (required)' if v.required else ''}: {v.score:.0f} - "
+                      f"{v.reasoning}" for v in rep.verdicts if not v.passed]
+        return "\n".join(lines)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailed | CaseErrored):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"cycle case {self.case_id}"

@@ -1,0 +1,137 @@
+"""The pytest plugin, driven by pytester: `pytest --cycle cycle.yaml` makes each case a test,
+runs the suite once, reports failures with their criteria and errors as pytest errors, works
+with -k, -x and JUnit XML, gates the session, and collects tool-forge eval files too."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from cycle.testing.endpoint import AgentEndpoint
+
+PROMPT = """
+id: support
+system: You are a support agent.
+user_template: "{{ question }}"
+params: {model: "offline:default"}
+"""
+CASES = """
+- id: greets
+  input: {question: Hello there}
+- id: refund
+  input: {question: Where is my refund?}
+  criteria:
+    - id: names_policy
+      check: {type: contains, values: [30-day policy]}
+      required: true
+- id: broken
+  input: {question: Anything}
+  criteria:
+    - id: custom
+      check: {type: python, function: "checks:explode"}
+"""
+
+
+def run(pytester, *args):
+    """A pytest of its own, as a user would start it (the plugin loads by entry point)."""
+    return pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makefile(".yaml", **{"prompts/support": PROMPT, "cases/all": CASES})
+    pytester.makepyfile(checks="def explode(ctx):\n    raise RuntimeError('the check crashed')\n")
+    pytester.makefile(".yaml", cycle=textwrap.dedent("""
+        prompt: prompts/support.yaml
+        criteria:
+          - id: answers
+            check: {type: regex, pattern: "."}
+        run: {iterations: 2}
+    """))
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_each_case_is_a_test_passed_failed_or_errored(project):
+    result = run(project, "--cycle", "cycle.yaml")
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    out = result.stdout.str()
+    # the failure names the criterion that failed and its reasoning
+    assert "names_policy (required): 0 - missing: '30-day policy'" in out
+    # an infrastructure error is a pytest error, with the cause
+    assert "ERROR cycle.yaml::broken" in out and "the check crashed" in out
+    assert "[offline model]" in out and "1 passed, 1 failed, 1 errored" in out
+
+
+def test_k_runs_only_the_selected_cases_and_x_stops(project):
+    result = run(project, "--cycle", "cycle.yaml", "-k", "greets")
+    result.assert_outcomes(passed=1, deselected=2)
+    # the suite ran for the selected case only
+    assert "1 passed, 0 failed, 0 errored" in result.stdout.str()
+    stopped = run(project, "--cycle", "cycle.yaml", "-x", "-k", "not broken")
+    assert stopped.ret == 1
+    outcomes = stopped.parseoutcomes()
+    assert outcomes.get("failed") == 1 and outcomes.get("passed", 0) <= 1
+
+
+def test_junit_xml_has_a_testcase_per_case(project):
+    result = run(project, "--cycle", "cycle.yaml", "--junitxml=out.xml")
+    assert result.ret == 1
+    xml = (project.path / "out.xml").read_text()
+    assert xml.count("<testcase") == 3
+    assert xml.count("<failure") == 1 and xml.count("<error") == 1
+    assert 'name="refund"' in xml
+
+
+def test_score_and_pass_rate_gates_fail_a_session_whose_tests_passed(project):
+    project.makefile(".yaml", cycle=textwrap.dedent("""
+        prompt: prompts/support.yaml
+        pass_threshold: 40
+        criteria:
+          - id: half
+            check: {type: contains, values: [support, "zzz-never"]}
+            pass_mark: 50
+        cases: [cases/ok.yaml]
+        run: {iterations: 1}
+    """))
+    project.makefile(".yaml", **{"cases/ok": "- id: a\n  input: {question: Hi}\n"})
+    ok = run(project, "--cycle", "cycle.yaml")
+    ok.assert_outcomes(passed=1)
+    assert ok.ret == 0
+    gated = run(project, "--cycle", "cycle.yaml", "--cycle-min-score", "90",
+                              "--cycle-min-pass-rate", "100")
+    gated.assert_outcomes(passed=1)
+    assert gated.ret == 1
+    assert "cycle gate FAILED: suite score 50.0 is below --cycle-min-score 90" in gated.stdout.str()
+
+
+def test_a_bad_config_is_a_collection_error_naming_the_file(project):
+    project.makefile(".yaml", cycle="prompt: prompts/support.yaml\ncriteria: [{id: x, chek: 1}]\n")
+    result = run(project, "--cycle", "cycle.yaml")
+    assert result.ret == 2
+    assert "cycle.yaml:2" in result.stdout.str() and "unknown key 'chek'" in result.stdout.str()
+
+
+def test_tool_forge_eval_files_collect_the_same_way(pytester):
+    def agent(body):
+        return {"response": f"You said: {body['message']}", "toolCalls": []}
+
+    evals = {"cases": [
+        {"id": "echo", "input": {"message": "hi"}, "expect": {"responseContains": ["hi"]}},
+        {"id": "tool", "input": {"message": "weather"},
+         "expect": {"toolsCalled": ["get_weather"]}}]}
+    (pytester.path / "weather.golden.json").write_text(json.dumps(evals))
+    with AgentEndpoint(agent) as endpoint:
+        result = run(pytester, "--cycle", "weather.golden.json", "--cycle-agent-endpoint",
+                                    endpoint.url)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "toolsCalled: expected [get_weather] but got []" in result.stdout.str()
+    assert list((pytester.path / "evals" / "results").glob("*.json"))
+
+
+def test_without_cycle_the_plugin_does_nothing(pytester):
+    pytester.makepyfile(test_x="def test_x():\n    assert True\n")
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
