@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
-BENCHMARKS = ("store", "model", "suite", "tui")
+BENCHMARKS = ("store", "model", "suite", "tui", "evalfile")
 
 
 def main(argv: list[str]) -> int:

@@ -18,7 +18,7 @@ from cycle.cli import CliContext, FiniteFloat
 
 if TYPE_CHECKING:
     from cycle.assemble import LoadedConfig
-    from cycle.assemble.evalfile import EvalOptions
+    from cycle.assemble.evalfile import EvalOptions, EvalOutcome
 
 
 def _store_path(config_dir: Path | None) -> Path:
@@ -194,7 +194,7 @@ async def _run(loaded: LoadedConfig, *, iterations: int | None, concurrency: int
 
 def _eval_options(eval_file: Path, runner_config: Path | None, **flags: object) -> EvalOptions:
     """The eval run's settings: the runner configuration file, then the flags given."""
-    from cycle.assemble.evalfile import EvalOptions
+    from cycle.assemble.evalfile import EvalOptions, EvalOutcome
     from cycle.assemble.evalfile import runner_config as read_runner_config
 
     values: dict[str, object] = read_runner_config(runner_config) if runner_config else {}
@@ -230,8 +230,17 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
         bus = EventBus()
         if not (quiet or as_json):
             bus.subscribe(Progress(offline=False))
-        outcome = asyncio.run(run_eval(prepared, store=store, bus=bus, cache=cache, resume=resume,
+        held: list[EvalOutcome] = []
+
+        async def main() -> None:
+            # the outcome is handed back through a list, not as the task's result: asyncio
+            # formats a finished task's result in its repr, and this one holds every trace
+            held.append(await run_eval(prepared, store=store, bus=bus, cache=cache,
+                                       resume=resume,
                                        budget=Budget(limit) if limit is not None else None))
+
+        asyncio.run(main())
+        outcome = held[0]
     finally:
         store.close()
         if cache is not None:

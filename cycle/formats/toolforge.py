@@ -26,6 +26,7 @@ import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ CRITERION_ID = "toolforge"
 
 TOKEN = re.compile(r"\{\{(\w+):([^{}]*)\}\}")
 _INDEXED = re.compile(r"^(\w+)\[(\d+)\]$")
+_ID_KEY = re.compile(r'"id"\s*:\s*"((?:[^"\\]|\\.)*)"')
 #: the assertion fields tokens may appear in (the contract's "Token Locations")
 TOKEN_FIELDS = ("responseContains", "responseContainsAny", "responseNotContains", "toolParams")
 
@@ -78,11 +80,22 @@ class EvalFile:
     path: Path
     metadata: dict[str, Any] | None
     cases: list[dict[str, Any]]
-    doc: LoadedYaml
+    data: Any
+    text: str
     #: sha256 of the file's bytes, first 12 hex digits (as the description hash)
     file_hash: str
     #: where the case list is in the document: ("cases",) in an envelope, () in a bare array
     prefix: tuple[str, ...] = ()
+
+    @cached_property
+    def doc(self) -> LoadedYaml:
+        """The document with the line of every key, read only when an error needs a line
+        (JSON is YAML; a third of the load time of a large file went to this)."""
+        try:
+            lines = parse_yaml(self.text, str(self.path)).lines
+        except ConfigError:
+            lines = {}
+        return LoadedYaml(data=self.data, file=str(self.path), lines=lines)
 
     @property
     def tool_name(self) -> str:
@@ -103,6 +116,18 @@ class EvalFile:
         labeled = ("toolsAcceptable", "responseMatches", "maxTokens")
         uses = any(k in (c.get("expect") or {}) for c in self.cases for k in labeled)
         return "labeled" if uses else "golden"
+
+    @cached_property
+    def case_lines(self) -> dict[str, int]:
+        """Case id -> the line of its "id" key, found by one scan of the text (cases name
+        their place in messages without parsing the file a second time)."""
+        lines: dict[str, int] = {}
+        line, at = 1, 0
+        for m in _ID_KEY.finditer(self.text):
+            line += self.text.count("\n", at, m.start())
+            at = m.start()
+            lines.setdefault(json.loads(f'"{m.group(1)}"'), line)
+        return lines
 
     def line_of_case(self, i: int, key: str | None = None) -> int | None:
         path: tuple[str | int, ...] = (*self.prefix, i)
@@ -148,11 +173,6 @@ def read_eval_file(path: str | Path) -> EvalFile:
         raise ConfigError(f"not valid JSON: {e.msg} (column {e.colno})", file=str(p),
                           line=e.lineno, hint="An eval file is JSON: {\"metadata\": ..., "
                           "\"cases\": [...]} or a bare array of cases.") from None
-    try:
-        doc = parse_yaml(text, str(p))  # JSON is YAML: this gives every key its line
-    except ConfigError:
-        doc = LoadedYaml(data=data, file=str(p))
-    doc = LoadedYaml(data=data, file=str(p), lines=doc.lines)
     prefix: tuple[str, ...] = ()
     metadata: dict[str, Any] | None = None
     if isinstance(data, list):
@@ -160,27 +180,26 @@ def read_eval_file(path: str | Path) -> EvalFile:
     elif isinstance(data, dict) and isinstance(data.get("cases"), list):
         cases, prefix = data["cases"], ("cases",)
         meta = data.get("metadata")
-        if meta is not None and not isinstance(meta, dict):
-            raise ConfigError("'metadata' must be an object", file=str(p),
-                              line=doc.line_of(("metadata",)), field="metadata")
         metadata = meta
     else:
         raise ConfigError("expected {\"metadata\": ..., \"cases\": [...]} or a bare array of "
                           "cases", file=str(p), line=1)
-    ef = EvalFile(path=p, metadata=metadata, cases=cases, doc=doc,
+    ef = EvalFile(path=p, metadata=metadata, cases=cases, data=data, text=text,
                   file_hash=hashlib.sha256(raw).hexdigest()[:12], prefix=prefix)
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ConfigError("'metadata' must be an object", file=str(p),
+                          line=ef.doc.line_of(("metadata",)), field="metadata")
     seen: dict[str, int] = {}
     for i, case in enumerate(cases):
-        line = ef.line_of_case(i)
         if not isinstance(case, dict):
-            raise ConfigError(f"case #{i + 1} is not an object", file=str(p), line=line)
+            raise ConfigError(f"case #{i + 1} is not an object", file=str(p), line=ef.line_of_case(i))
         cid = case.get("id")
         if not isinstance(cid, str) or not cid:
             raise ConfigError(f"case #{i + 1} has no 'id' (a non-empty string)", file=str(p),
-                              line=line, field="id")
+                              line=ef.line_of_case(i), field="id")
         if cid in seen:
             raise ConfigError(f"duplicate case id '{cid}' (also case #{seen[cid] + 1})",
-                              file=str(p), line=line, field="id")
+                              file=str(p), line=ef.line_of_case(i), field="id")
         seen[cid] = i
         _message(ef, i)
         expect = case.get("expect", {})
@@ -192,7 +211,7 @@ def read_eval_file(path: str | Path) -> EvalFile:
             close = difflib.get_close_matches(unknown[0], ASSERTION_KINDS, n=1)
             raise ConfigError(
                 f"case '{cid}': unknown assertion kind '{unknown[0]}'", file=str(p),
-                line=doc.line_of((*prefix, i, "expect", unknown[0])),
+                line=ef.doc.line_of((*prefix, i, "expect", unknown[0])),
                 field=f"expect.{unknown[0]}",
                 hint=(f"Did you mean '{close[0]}'? " if close else "")
                 + "Known kinds: " + ", ".join(ASSERTION_KINDS) + ".")
@@ -302,7 +321,8 @@ def tokens_used(ef: EvalFile) -> dict[str, list[tuple[int, str]]]:
         for key in TOKEN_FIELDS:
             for text in _strings(expect.get(key)):
                 for m in TOKEN.finditer(text):
-                    line = ef.doc.line_of((*ef.prefix, i, "expect", key))
+                    if m.group(1) not in used or not _path_ok(m.group(2)):
+                        line = ef.doc.line_of((*ef.prefix, i, "expect", key))
                     if m.group(1) not in used:
                         raise ConfigError(
                             f"{ef.where(i)}: unknown token source in {m.group(0)}",
@@ -318,6 +338,14 @@ def tokens_used(ef: EvalFile) -> dict[str, list[tuple[int, str]]]:
                                           "symbol}}.") from None
                     used[m.group(1)].append((i, m.group(0)))
     return used
+
+
+def _path_ok(path: str) -> bool:
+    try:
+        parse_path(path)
+    except ValueError:
+        return False
+    return True
 
 
 def _strings(value: Any) -> list[str]:
@@ -448,7 +476,7 @@ def to_cases(ef: EvalFile, tokens: Tokens) -> Loaded:
             run_tools=stubs is not None,
             max_steps=(raw.get("maxTurns") or DEFAULT_MAX_TURNS) if stubs is not None else None,
         )
-        case._source = f"{ef.path}:{ef.line_of_case(i) or 1}"
+        case._source = f"{ef.path}:{ef.case_lines.get(cid, 1)}"
         out.cases.append(case)
     return out
 

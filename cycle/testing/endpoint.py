@@ -6,78 +6,59 @@
         endpoint.requests       # the bodies received
 
 The answer function gets the request body; it may return a dict (sent as JSON), or an
-``(status, text)`` pair for a failure. ``delay`` seconds pass before each answer (threads:
-many requests wait together, as a real agent's would).
+``(status, text)`` pair for a failure; it runs in a worker thread, so it may block. ``delay``
+seconds pass between a request's arrival and its answer, waited on the event loop: the
+loopback server's own HTTP (asyncio, keep-alive), so a benchmark measures the client, not a
+thread per connection contending for the interpreter.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import threading
-import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from cycle.testing.server import LoopbackServer
 
 Answer = Callable[[dict[str, Any]], "dict[str, Any] | tuple[int, str]"]
 
 
-class AgentEndpoint:
+class AgentEndpoint(LoopbackServer):
     def __init__(self, answer: Answer, *, delay: float = 0.0, path: str = "/chat") -> None:
+        super().__init__(latency=delay, record=False)
         self.answer = answer
-        self.delay = delay
         self.path = path
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as a production server
-            disable_nagle_algorithm = True  # headers and body leave at once, not 40 ms apart
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with endpoint._lock:
-                    endpoint.requests.append(body)
-                if endpoint.delay:
-                    time.sleep(endpoint.delay)
-                try:
-                    out = endpoint.answer(body)
-                except Exception as e:  # noqa: BLE001 - an agent that crashes answers 500
-                    out = (500, f"agent crashed: {e}")
-                if isinstance(out, tuple):
-                    status, data = out[0], out[1].encode()
-                    kind = "text/plain"
-                else:
-                    status, data, kind = 200, json.dumps(out).encode(), "application/json"
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._bodies: list[dict[str, Any]] = []
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}{self.path}"
+        return f"{self.base_url}{self.path}"
 
-    def start(self) -> AgentEndpoint:
-        self._thread.start()
-        return self
+    @property
+    def requests(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        """The request bodies received so far (a copy)."""
+        with self._lock:
+            return list(self._bodies)
 
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> AgentEndpoint:  # noqa: PYI034 - start() returns self
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    async def _dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes, *,
+                        arrived: float | None = None) -> tuple[int, dict[str, str], bytes]:
+        loop = asyncio.get_running_loop()
+        start = loop.time() if arrived is None else arrived
+        if method != "POST" or path != self.path:
+            return 404, {}, json.dumps({"error": f"no route {method} {path}"}).encode()
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            return 400, {}, b'{"error": "the body is not JSON"}'
+        with self._lock:
+            self._count += 1
+            self._bodies.append(body)
+        try:
+            out = await asyncio.to_thread(self.answer, body)
+        except Exception as e:  # noqa: BLE001 - an agent that crashes answers 500
+            out = (500, f"agent crashed: {e}")
+        await asyncio.sleep(max(0.0, start + self.latency - loop.time()))
+        if isinstance(out, tuple):
+            return out[0], {}, out[1].encode()
+        return 200, {}, json.dumps(out).encode()
