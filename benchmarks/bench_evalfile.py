@@ -80,7 +80,7 @@ def main() -> int:
                 [sys.executable, "-m", "cycle", "--store", str(folder / "store.db"), "run",
                  "--eval", str(folder / "evals.golden.json"), "--agent-endpoint", url,
                  "--concurrency", str(args.concurrency), "--output-dir", str(folder / "out"),
-                 "--json"], capture_output=True, text=True, cwd=folder)
+                 "--json"], capture_output=True, text=True, cwd=folder, check=False)
             wall = time.monotonic() - started
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

@@ -194,7 +194,7 @@ async def _run(loaded: LoadedConfig, *, iterations: int | None, concurrency: int
 
 def _eval_options(eval_file: Path, runner_config: Path | None, **flags: object) -> EvalOptions:
     """The eval run's settings: the runner configuration file, then the flags given."""
-    from cycle.assemble.evalfile import EvalOptions, EvalOutcome
+    from cycle.assemble.evalfile import EvalOptions
     from cycle.assemble.evalfile import runner_config as read_runner_config
 
     values: dict[str, object] = read_runner_config(runner_config) if runner_config else {}
