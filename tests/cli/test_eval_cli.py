@@ -325,3 +325,18 @@ def test_eval_files_are_case_files_of_a_cycle_yaml(tmp_path, monkeypatch):
     assert set(verdicts) == {"short", "toolforge"} and verdicts["toolforge"].required
     assert verdicts["toolforge"].reasoning == ("responseContains: expected '21C' in response but "
                                                "not found")
+
+
+def test_resume_pays_nothing_finished_and_report_dir_adds_cycle_reports(project, endpoint):
+    first = invoke(project, "run", "--eval", "evals/get_weather.golden.json",
+                   "--agent-endpoint", endpoint.url, "--json")
+    run_id = json.loads(first.stdout)["runId"]
+    asked = len(endpoint.requests)
+    again = invoke(project, "run", "--eval", "evals/get_weather.golden.json",
+                   "--agent-endpoint", endpoint.url, "--resume", run_id,
+                   "--report-dir", "reports")
+    assert again.exit_code == 1, again.output
+    assert len(endpoint.requests) == asked  # every case was finished: none is sent again
+    assert [r["runId"] for r in results(project)] == [run_id]
+    assert "2/3 passed" in again.stdout
+    assert sorted(p.suffix for p in (project / "reports").iterdir()) == [".json", ".md", ".xml"]
