@@ -1,7 +1,8 @@
 """cycle inside pytest: ``pytest --cycle cycle.yaml`` makes each case a test.
 
 Registered by entry point (no conftest needed). Each ``--cycle`` path (a cycle.yaml, its
-folder, or a tool-forge eval file) adds one test item per case. The first item to run runs
+folder, or a tool-forge eval file), or each line of the ``cycle`` ini option, adds one test
+item per case. The first item to run runs
 the suite once, for every selected case (``-k`` and ``--deselect`` narrow it), with cycle's
 runner and concurrency; each item then reports its case:
 
@@ -41,10 +42,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Fail the session when a suite's score (0-100) is below this.")
     group.addoption("--cycle-min-pass-rate", type=float, metavar="PERCENT",
                     help="Fail the session when a suite's pass rate (0-100) is below this.")
+    parser.addini("cycle", type="linelist", default=[],
+                  help="Suites always collected (as --cycle), relative to the rootdir.")
+
+
+def suite_paths(config: pytest.Config) -> list[Path]:
+    """--cycle paths (from the current folder), else the ``cycle`` ini option's (from the
+    rootdir): a project can keep its suites in pytest.ini / pyproject.toml for CI."""
+    given = [Path(p) for p in config.getoption("cycle")]
+    if given:
+        return given
+    return [config.rootpath / p for p in config.getini("cycle")]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("cycle"):
+    if suite_paths(config):
         config.pluginmanager.register(_Suites(config), "cycle-suites")
 
 
@@ -66,8 +78,7 @@ class _Suites:
     @pytest.hookimpl(tryfirst=True)  # before -k and --deselect narrow the items
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
-        for given in config.getoption("cycle"):
-            path = Path(given)
+        for path in suite_paths(config):
             if path.is_dir():
                 path = path / "cycle.yaml"
             node = SuiteFile.from_parent(session, path=path.resolve())

@@ -135,3 +135,9 @@ def test_without_cycle_the_plugin_does_nothing(pytester):
     pytester.makepyfile(test_x="def test_x():\n    assert True\n")
     result = run(pytester)
     result.assert_outcomes(passed=1)
+
+
+def test_suites_named_in_the_ini_file_collect_without_flags(project):
+    project.makeini("[pytest]\ncycle = cycle.yaml\n")
+    result = run(project, "-k", "greets or refund")
+    result.assert_outcomes(passed=1, failed=1, deselected=1)
