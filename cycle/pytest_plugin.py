@@ -127,7 +127,7 @@ class SuiteFile(pytest.File):
 
     def _cases(self) -> list[Any]:
         if self.is_eval_file:
-            self._prepared = self._prepare(ids=())
+            self._prepared = self._prepare()
             return self._prepared.cases
         from cycle.assemble.config import load_config
         from cycle.assemble.suite import validate_suite
@@ -138,7 +138,7 @@ class SuiteFile(pytest.File):
         self._all = validate_suite(self._loaded)
         return self._all
 
-    def _prepare(self, ids: tuple[str, ...]) -> Any:
+    def _prepare(self) -> Any:
         from cycle.assemble.config import load_config
         from cycle.assemble.evalfile import EvalOptions, prepare
 
@@ -146,7 +146,7 @@ class SuiteFile(pytest.File):
         local = Path("cycle.yaml")
         config = load_config(local) if endpoint is None and local.exists() else None
         return prepare(EvalOptions(
-            eval_file=self.path, endpoint=endpoint, case_ids=ids,
+            eval_file=self.path, endpoint=endpoint,
             iterations=self._option("cycle_iterations") or 1,
             concurrency=self._option("cycle_concurrency") or 1), config)
 
@@ -154,11 +154,11 @@ class SuiteFile(pytest.File):
         """Run the suite once, for the cases of this file the session selected."""
         if self.outcome is not None:
             return
-        import asyncio
+        from cycle import aio
 
         selected = tuple(i.case_id for i in self.session.items
                          if isinstance(i, CaseItem) and i.parent is self)
-        self.outcome = asyncio.run(self._run(selected))
+        self.outcome = aio.run(self._run(selected))
 
     async def _run(self, ids: tuple[str, ...]) -> RunResult:
         from cycle.store import Store, default_path
@@ -166,7 +166,8 @@ class SuiteFile(pytest.File):
         if self.is_eval_file:
             from cycle.assemble.evalfile import run_eval
 
-            prepared = self._prepare(ids)
+            prepared = self._prepared  # checked at collection; run only what was selected
+            prepared.loaded.cases = [c for c in prepared.cases if c.id in ids]
             base = prepared.config.base_dir if prepared.config else None
             store = Store.open(default_path(base))
             try:

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from cycle.agents import Agent, HttpAgent
 from cycle.assemble.config import LoadedConfig
-from cycle.assemble.suite import build_suite, validate_suite
+from cycle.assemble.suite import build_suite, user_code_importable, validate_suite
 from cycle.cases import TestCase, select
 from cycle.errors import ConfigError
 from cycle.evals.runner import Runner
@@ -179,11 +179,7 @@ def prepare(options: EvalOptions, config: LoadedConfig | None, *,
             "the agent", hint="e.g. cycle run --eval evals/get_weather.golden.json "
             "--agent-endpoint http://localhost:3000/chat")
     if config is not None:
-        import sys
-
-        base = str(config.base_dir.resolve())
-        if base not in sys.path:
-            sys.path.insert(0, base)
+        user_code_importable(config)
     loaded = toolforge.load(options.eval_file, seed_manifest=options.seed_manifest)
     loaded.cases = select(loaded.cases, tags=options.tags, ids=options.case_ids)
     if not loaded.cases:

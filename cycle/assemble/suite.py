@@ -198,6 +198,13 @@ def _importable(path: str, *, file: str | None, line: int | None, field: str) ->
         raise relocate(e, file=file, line=line, field=field) from None
 
 
+def user_code_importable(loaded: LoadedConfig) -> None:
+    """User code beside cycle.yaml is importable (checks, agents, stop predicates, snapshots)."""
+    base = str(loaded.base_dir.resolve())
+    if base not in sys.path:
+        sys.path.insert(0, base)
+
+
 def _templated(value: Any) -> list[str]:
     """The template strings in a check's fields (``values: ["{{ order }}"]``)."""
     if isinstance(value, str):
@@ -218,10 +225,8 @@ def _check_imports_and_templates(
     from cycle.judge.criteria import merge
 
     c = loaded.config
-    crits = c.criteria if suite_criteria is None else suite_criteria
-    base = str(loaded.base_dir.resolve())
-    if base not in sys.path:  # user code beside cycle.yaml is importable, as for stop predicates
-        sys.path.insert(0, base)
+    crits = judged_on(loaded, suite_criteria)
+    user_code_importable(loaded)
     cfg = str(loaded.path)
 
     def imports(check: Any) -> list[tuple[str, str]]:
@@ -440,12 +445,18 @@ def validate_suite(
     return cases
 
 
+def judged_on(loaded: LoadedConfig, criteria: Sequence[CriterionConfig] | None
+              ) -> Sequence[CriterionConfig]:
+    """The suite's criteria: ``criteria`` when given (an eval file's: none), else cycle.yaml's."""
+    return loaded.config.criteria if criteria is None else criteria
+
+
 def needs_judge(loaded: LoadedConfig, cases: Sequence[TestCase],
                 criteria: Sequence[CriterionConfig] | None = None) -> bool:
     """Whether any case is judged on an LLM criterion (the suite's, or its own)."""
     from cycle.judge.criteria import merge
 
-    suite = loaded.config.criteria if criteria is None else criteria
+    suite = judged_on(loaded, criteria)
     if any(x.check is None for x in suite):
         return True
     return any(x.check is None for case in cases if case.criteria
@@ -504,7 +515,7 @@ def build_suite(
         closers.append(agent.aclose)  # the simulated users' models
     judge_name = judge_model or loaded.config.judge or agent_model or agent_model_name(loaded, prompt)
     c = loaded.config
-    suite_criteria = c.criteria if criteria is None else criteria
+    suite_criteria = judged_on(loaded, criteria)
     judge_llm = model(judge_name, "judge") if (
         judge_name and needs_judge(loaded, case_list, criteria)) else None
     judge = Judge(suite_criteria, model=judge_llm, threshold=c.pass_threshold)

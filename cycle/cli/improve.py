@@ -11,13 +11,13 @@ Exit codes: 0 the cycle ended on a stop condition, 2 usage or input error,
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import click
 
+from cycle import aio
 from cycle import events as ev
 from cycle.cli import CliContext, store_flag
 from cycle.errors import CycleError
@@ -180,7 +180,7 @@ def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.Even
         loop = build_loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority),
                     improve=improve_cfg, cache=cache, cases=cases)
         settle_heap()
-        return asyncio.run(loop.run(resume=resume))
+        return aio.run(loop.run(resume=resume))
     except KeyboardInterrupt:
         hint = f" --resume {started[-1]}" if started else " --resume"
         click.echo(f"\nInterrupted; the cycle is saved. Resume with: cycle improve {loaded.path}{hint}",

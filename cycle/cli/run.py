@@ -18,7 +18,7 @@ from cycle.cli import CliContext, FiniteFloat
 
 if TYPE_CHECKING:
     from cycle.assemble import LoadedConfig
-    from cycle.assemble.evalfile import EvalOptions, EvalOutcome
+    from cycle.assemble.evalfile import EvalOptions
 
 
 def _store_path(config_dir: Path | None) -> Path:
@@ -205,6 +205,7 @@ def _eval_options(eval_file: Path, runner_config: Path | None, **flags: object) 
 def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
                    agent_model: str | None, budget: float | None, resume: str | None,
                    report_dir: Path | None, no_cache: bool, quiet: bool, as_json: bool) -> int:
+    from cycle import aio
     from cycle.assemble.evalfile import as_json as result_json
     from cycle.assemble.evalfile import exit_code, prepare, run_eval
     from cycle.assemble.suite import open_cache
@@ -230,17 +231,8 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
         bus = EventBus()
         if not (quiet or as_json):
             bus.subscribe(Progress(offline=False))
-        held: list[EvalOutcome] = []
-
-        async def main() -> None:
-            # the outcome is handed back through a list, not as the task's result: asyncio
-            # formats a finished task's result in its repr, and this one holds every trace
-            held.append(await run_eval(prepared, store=store, bus=bus, cache=cache,
-                                       resume=resume,
-                                       budget=Budget(limit) if limit is not None else None))
-
-        asyncio.run(main())
-        outcome = held[0]
+        outcome = aio.run(run_eval(prepared, store=store, bus=bus, cache=cache, resume=resume,
+                                   budget=Budget(limit) if limit is not None else None))
     finally:
         store.close()
         if cache is not None:

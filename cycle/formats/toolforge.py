@@ -138,23 +138,17 @@ class EvalFile:
         return f"case '{case.get('id', i)}'"
 
 
-def is_eval_file(path: Path) -> bool:
-    """Whether ``path`` looks like a tool-forge eval file (a .json file of cases with
-    ``input.message``), so that cycle.yaml's case globs may name one."""
-    if path.suffix.lower() != ".json":
-        return False
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return True  # let read_eval_file say what is wrong with it
+def _looks_like_eval(data: Any) -> bool:
+    """Whether parsed JSON has the shape of a tool-forge eval file (cases with ``input``), so
+    that cycle.yaml's case globs may name one."""
     cases = data.get("cases") if isinstance(data, dict) else data
     return isinstance(cases, list) and all(
         isinstance(c, dict) and isinstance(c.get("input"), dict | str) for c in cases)
 
 
-def read_eval_file(path: str | Path) -> EvalFile:
-    """Read and shape-check an eval file; an error names the file, line and case."""
-    p = Path(path)
+def _parse(p: Path) -> EvalFile | None:
+    """The file read and parsed once; None when it is JSON but neither an envelope nor an
+    array of cases. Unreadable files and invalid JSON raise, naming the file and line."""
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
@@ -173,20 +167,32 @@ def read_eval_file(path: str | Path) -> EvalFile:
         raise ConfigError(f"not valid JSON: {e.msg} (column {e.colno})", file=str(p),
                           line=e.lineno, hint="An eval file is JSON: {\"metadata\": ..., "
                           "\"cases\": [...]} or a bare array of cases.") from None
-    prefix: tuple[str, ...] = ()
-    metadata: dict[str, Any] | None = None
     if isinstance(data, list):
-        cases = data
+        cases, prefix, metadata = data, (), None
     elif isinstance(data, dict) and isinstance(data.get("cases"), list):
-        cases, prefix = data["cases"], ("cases",)
-        meta = data.get("metadata")
-        metadata = meta
+        cases, prefix, metadata = data["cases"], ("cases",), data.get("metadata")
     else:
+        return None
+    return EvalFile(path=p, metadata=metadata, cases=cases, data=data, text=text,
+                    file_hash=hashlib.sha256(raw).hexdigest()[:12], prefix=prefix)
+
+
+def read_eval_file(path: str | Path) -> EvalFile:
+    """Read and shape-check an eval file; an error names the file, line and case."""
+    p = Path(path)
+    ef = _parse(p)
+    if ef is None:
         raise ConfigError("expected {\"metadata\": ..., \"cases\": [...]} or a bare array of "
                           "cases", file=str(p), line=1)
-    ef = EvalFile(path=p, metadata=metadata, cases=cases, data=data, text=text,
-                  file_hash=hashlib.sha256(raw).hexdigest()[:12], prefix=prefix)
-    if metadata is not None and not isinstance(metadata, dict):
+    _check(ef)
+    return ef
+
+
+def _check(ef: EvalFile) -> None:
+    """Every case has an id, a message and only known assertion kinds."""
+    # the line map (ef.doc) is built only when an error needs a line
+    p, prefix, cases = ef.path, ef.prefix, ef.cases
+    if ef.metadata is not None and not isinstance(ef.metadata, dict):
         raise ConfigError("'metadata' must be an object", file=str(p),
                           line=ef.doc.line_of(("metadata",)), field="metadata")
     seen: dict[str, int] = {}
@@ -225,8 +231,6 @@ def read_eval_file(path: str | Path) -> EvalFile:
                                   or turns < 1):
             raise ConfigError(f"case '{cid}': 'maxTurns' must be a whole number >= 1",
                               file=str(p), line=ef.line_of_case(i, "maxTurns"), field="maxTurns")
-    return ef
-
 
 def _message(ef: EvalFile, i: int) -> str:
     case = ef.cases[i]
@@ -312,6 +316,11 @@ class Tokens:
         return (UNRESOLVED if missing else text), missing
 
 
+_SOURCE_HINT = "Tokens are {{seed:path}} or {{snapshot:path}}."
+_PATH_HINT = ("A path is dot-separated keys with key[0] for array items, e.g. "
+              "{{seed:holdings.equities[0].symbol}}.")
+
+
 def tokens_used(ef: EvalFile) -> dict[str, list[tuple[int, str]]]:
     """source -> [(case index, token)] for every token of the file; a bad token raises a
     ConfigError naming the file, line and case."""
@@ -321,31 +330,21 @@ def tokens_used(ef: EvalFile) -> dict[str, list[tuple[int, str]]]:
         for key in TOKEN_FIELDS:
             for text in _strings(expect.get(key)):
                 for m in TOKEN.finditer(text):
-                    if m.group(1) not in used or not _path_ok(m.group(2)):
-                        line = ef.doc.line_of((*ef.prefix, i, "expect", key))
-                    if m.group(1) not in used:
-                        raise ConfigError(
-                            f"{ef.where(i)}: unknown token source in {m.group(0)}",
-                            file=str(ef.path), line=line, field=f"expect.{key}",
-                            hint="Tokens are {{seed:path}} or {{snapshot:path}}.")
-                    try:
-                        parse_path(m.group(2))
-                    except ValueError as e:
-                        raise ConfigError(f"{ef.where(i)}: bad token path {m.group(0)}: {e}",
-                                          file=str(ef.path), line=line, field=f"expect.{key}",
-                                          hint="A path is dot-separated keys with key[0] for "
-                                          "array items, e.g. {{seed:holdings.equities[0]."
-                                          "symbol}}.") from None
-                    used[m.group(1)].append((i, m.group(0)))
+                    source, token = m.group(1), m.group(0)
+                    if source not in used:
+                        message, hint = f"unknown token source in {token}", _SOURCE_HINT
+                    else:
+                        try:
+                            parse_path(m.group(2))
+                        except ValueError as e:
+                            message, hint = f"bad token path {token}: {e}", _PATH_HINT
+                        else:
+                            used[source].append((i, token))
+                            continue
+                    raise ConfigError(f"{ef.where(i)}: {message}", file=str(ef.path),
+                                      line=ef.doc.line_of((*ef.prefix, i, "expect", key)),
+                                      field=f"expect.{key}", hint=hint)
     return used
-
-
-def _path_ok(path: str) -> bool:
-    try:
-        parse_path(path)
-    except ValueError:
-        return False
-    return True
 
 
 def _strings(value: Any) -> list[str]:
@@ -481,11 +480,15 @@ def to_cases(ef: EvalFile, tokens: Tokens) -> Loaded:
     return out
 
 
-def load(path: str | Path, *, seed_manifest: str | Path | None = None,
-         snapshot: Any = None, snapshot_missing: str | None = None) -> Loaded:
-    """Read an eval file and resolve its tokens. The seed manifest is read only when the file
-    uses seed tokens (then it must exist: an error before any call, not a run of skips)."""
-    ef = read_eval_file(path)
+def load(path: str | Path, *, seed_manifest: str | Path | None = None) -> Loaded:
+    """Read an eval file and resolve its tokens (snapshot tokens stay unresolved: see
+    ``to_cases`` for resolving them against a captured snapshot)."""
+    return _resolve(read_eval_file(path), seed_manifest)
+
+
+def _resolve(ef: EvalFile, seed_manifest: str | Path | None) -> Loaded:
+    """The file's cases with seed tokens resolved. The manifest is read only when the file uses
+    seed tokens (then it must exist: an error before any call, not a run of skips)."""
     used = tokens_used(ef)
     seed = None
     if used["seed"]:
@@ -498,20 +501,21 @@ def load(path: str | Path, *, seed_manifest: str | Path | None = None,
                 hint="Point --seed-manifest at the JSON file of seed values (default "
                 f"{DEFAULT_SEED_MANIFEST}, from the folder you run in).")
         seed = load_json_data(manifest, "seed manifest", "--seed-manifest")
-    tokens = Tokens(seed=seed, snapshot=snapshot)
-    if snapshot_missing:
-        tokens.snapshot_missing = snapshot_missing
-    return to_cases(ef, tokens)
+    return to_cases(ef, Tokens(seed=seed))
 
 
 def read_cases(path: Path, base_dir: str | Path = ".") -> list[TestCase] | None:
-    """cycle.yaml's case reader for eval files: their cases, or None when ``path`` is not one.
-    Seed tokens read the default manifest under ``base_dir`` (cycle.yaml's folder); snapshot
-    tokens do not resolve (``cycle run --eval`` captures a snapshot): each check's reason
-    counts what was skipped."""
-    if not is_eval_file(path):
+    """cycle.yaml's case reader for eval files: their cases, or None when ``path`` is not one
+    (read and parsed once either way). Seed tokens read the default manifest under
+    ``base_dir`` (cycle.yaml's folder); snapshot tokens do not resolve (``cycle run --eval``
+    captures a snapshot): each check's reason counts what was skipped."""
+    if path.suffix.lower() != ".json":
         return None
-    return load(path, seed_manifest=Path(base_dir) / DEFAULT_SEED_MANIFEST).cases
+    ef = _parse(path)
+    if ef is None or not _looks_like_eval(ef.data):
+        return None
+    _check(ef)
+    return _resolve(ef, Path(base_dir) / DEFAULT_SEED_MANIFEST).cases
 
 
 # -- the tool registry and staleness ------------------------------------------------------

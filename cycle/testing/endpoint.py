@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from cycle.testing.server import LoopbackServer
+from cycle.testing.server import LoopbackServer, wait_out
 
 Answer = Callable[[dict[str, Any]], "dict[str, Any] | tuple[int, str]"]
 
@@ -43,8 +43,6 @@ class AgentEndpoint(LoopbackServer):
 
     async def _dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes, *,
                         arrived: float | None = None) -> tuple[int, dict[str, str], bytes]:
-        loop = asyncio.get_running_loop()
-        start = loop.time() if arrived is None else arrived
         if method != "POST" or path != self.path:
             return 404, {}, json.dumps({"error": f"no route {method} {path}"}).encode()
         try:
@@ -58,7 +56,7 @@ class AgentEndpoint(LoopbackServer):
             out = await asyncio.to_thread(self.answer, body)
         except Exception as e:  # noqa: BLE001 - an agent that crashes answers 500
             out = (500, f"agent crashed: {e}")
-        await asyncio.sleep(max(0.0, start + self.latency - loop.time()))
+        await wait_out(self.latency, arrived)
         if isinstance(out, tuple):
             return out[0], {}, out[1].encode()
         return 200, {}, json.dumps(out).encode()

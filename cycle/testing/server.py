@@ -286,6 +286,14 @@ def tool_loop(calls: int) -> Responder:
     return respond
 
 
+async def wait_out(delay: float, arrived: float | None) -> None:
+    """The answer is ready: wait out what is left of ``delay`` since the request arrived (loop
+    time), so the server adds (almost) nothing on top of it."""
+    loop = asyncio.get_running_loop()
+    start = loop.time() if arrived is None else arrived
+    await asyncio.sleep(max(0.0, start + delay - loop.time()))
+
+
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -556,11 +564,7 @@ class LoopbackServer:
             item = self.responder(request)
         answer = self._answer(api, request, item)
         if delay > 0:
-            # the answer is ready: wait out what is left of the latency since the
-            # request arrived, so the server adds (almost) nothing on top of it
-            loop = asyncio.get_running_loop()
-            start = loop.time() if arrived is None else arrived
-            await asyncio.sleep(max(0.0, start + delay - loop.time()))
+            await wait_out(delay, arrived)
         return answer
 
     def _answer(
