@@ -138,12 +138,23 @@ class EvalFile:
         return f"case '{case.get('id', i)}'"
 
 
+#: keys a tool-forge case has and a cycle case never does, and the reverse
+_EVAL_KEYS = frozenset({"expect", "stubs", "maxTurns", "noToolErrors"})
+_CYCLE_KEYS = frozenset({"criteria", "expected", "mocks", "state", "user_agents",
+                         "conversation", "name", "run_tools", "max_steps"})
+
+
 def _looks_like_eval(data: Any) -> bool:
-    """Whether parsed JSON has the shape of a tool-forge eval file (cases with ``input``), so
-    that cycle.yaml's case globs may name one."""
+    """Whether parsed JSON is a tool-forge eval file rather than cycle cases written as JSON,
+    so that cycle.yaml's case globs may name either: an envelope with metadata, or cases of
+    which some use tool-forge's keys and none uses cycle's."""
+    if isinstance(data, dict) and "metadata" in data:
+        return True
     cases = data.get("cases") if isinstance(data, dict) else data
-    return isinstance(cases, list) and all(
-        isinstance(c, dict) and isinstance(c.get("input"), dict | str) for c in cases)
+    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+        return False
+    return (not any(_CYCLE_KEYS & c.keys() for c in cases)
+            and any(_EVAL_KEYS & c.keys() for c in cases))
 
 
 def _parse(p: Path) -> EvalFile | None:

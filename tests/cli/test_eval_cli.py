@@ -340,3 +340,21 @@ def test_resume_pays_nothing_finished_and_report_dir_adds_cycle_reports(project,
     assert [r["runId"] for r in results(project)] == [run_id]
     assert "2/3 passed" in again.stdout
     assert sorted(p.suffix for p in (project / "reports").iterdir()) == [".json", ".md", ".xml"]
+
+
+def test_cycle_cases_written_as_json_stay_cycle_cases(tmp_path, monkeypatch):
+    """A .json case file in cycle's own format is not taken for a tool-forge file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "p.yaml").write_text(
+        'id: p\nsystem: hi\nuser_template: "{{ q }}"\nparams: {model: "offline:default"}\n')
+    (tmp_path / "cases.json").write_text(json.dumps([
+        {"id": "a", "input": {"q": "hello"}, "expected": "hello",
+         "criteria": [{"id": "says", "check": {"type": "regex", "pattern": "."}}]},
+        {"id": "b", "input": {"q": "world"}}]))
+    (tmp_path / "cycle.yaml").write_text(
+        "prompt: prompts/p.yaml\ncriteria: [{id: any, check: {type: regex, pattern: '.'}}]\n"
+        "cases: [cases.json]\n")
+    r = invoke(tmp_path, "run", "cycle.yaml", "-n", "1", "--json", "--no-reports")
+    assert r.exit_code == 0, r.output
+    assert sorted(c["id"] for c in json.loads(r.stdout)["cases"]) == ["a", "b"]
