@@ -298,3 +298,13 @@ def test_baseline_diff_and_an_unknown_baseline(tmp_path):
     with pytest.raises(ConfigError) as e:
         toolforge.load_baseline(tmp_path, "r2")
     assert "r2" in e.value.message and "Known runs: r1" in str(e.value)
+
+
+def test_a_result_file_is_written_whole_or_not_at_all(tmp_path):
+    ok = toolforge.write_result(tmp_path, {"runId": "r1", "cases": []})
+    assert json.loads(ok.read_text())["runId"] == "r1"
+    # a write that fails half-way (a value JSON cannot hold) leaves neither the file nor a
+    # temporary beside it, and an earlier result is untouched
+    with pytest.raises(TypeError):
+        toolforge.write_result(tmp_path, {"runId": "r2", "cases": [object()]})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r1.json"]
