@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "cycles": "cycle.cli.cycles:cycles",
     "tui": "cycle.cli.tui:tui",
     "models": "cycle.cli.models:models",
+    "init": "cycle.cli.init:init",
 }
 
 EXIT_INTERNAL = 4

@@ -1,0 +1,289 @@
+"""``cycle init``: scaffold a project that runs at once.
+
+It writes a cycle.yaml, a prompt, a case file, a ``.env.example`` and a
+``.gitignore`` for one provider: ``offline`` (the default: no key, no
+network), ``openai``, ``gemini``, or the base URL of an OpenAI-compatible
+server. The project is the quickstart's support-reply prompt, small enough
+to read in a minute, and on the offline model a whole improvement cycle
+really improves it. It never overwrites a file: if any would be replaced it
+writes none and says which.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import click
+
+from cycle.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Provider:
+    """The models a new project starts with, and what they need."""
+
+    name: str
+    agent: str
+    judge: str
+    improver: str
+    key: str | None = None  # the environment variable holding the key
+    base_url: str | None = None
+    max_cost: float = 1.00
+
+    @property
+    def offline(self) -> bool:
+        return self.name == "offline"
+
+
+PROVIDERS = {
+    "offline": Provider("offline", "offline:default", "offline:default", "offline:default",
+                        max_cost=0.50),
+    "openai": Provider("openai", "openai:gpt-4o-mini", "openai:gpt-4.1-mini", "openai:gpt-4.1",
+                       key="OPENAI_API_KEY"),
+    "gemini": Provider("gemini", "gemini:gemini-2.5-flash-lite", "gemini:gemini-2.5-flash",
+                       "gemini:gemini-2.5-flash", key="GEMINI_API_KEY"),
+}
+
+#: the model an OpenAI-compatible server is assumed to serve when --model is not given
+DEFAULT_SERVER_MODEL = "llama3.1"
+
+
+def choose_provider(provider: str, model: str | None) -> Provider:
+    """The Provider for --provider (a name or an http(s) URL), with --model for every role."""
+    if provider in PROVIDERS:
+        chosen = PROVIDERS[provider]
+        if model is None:
+            return chosen
+        if chosen.offline:
+            raise click.UsageError("--model does not apply to the offline provider "
+                                   "(every offline model behaves alike)")
+        name = model if ":" in model else f"{provider}:{model}"
+        return Provider(chosen.name, name, name, name, key=chosen.key)
+    url = urlparse(provider)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise click.BadParameter(
+            f"{provider!r} is neither offline, openai, gemini nor an http(s) URL "
+            "(an OpenAI-compatible server, e.g. http://localhost:11434/v1)",
+            param_hint="--provider")
+    name = f"openai:{model or DEFAULT_SERVER_MODEL}"
+    return Provider("server", name, name, name, key="OPENAI_API_KEY", base_url=provider.rstrip("/"))
+
+
+def _config(p: Provider) -> str:
+    header = {
+        "offline": "# Runs on the offline model: deterministic, no key, no network; every\n"
+                   "# report says so. For real runs: cycle init --provider openai (or gemini,\n"
+                   "# or an OpenAI-compatible URL), or set the three models below.\n",
+        "openai": "# Needs OPENAI_API_KEY in the environment or in .env (see .env.example).\n",
+        "gemini": "# Needs GEMINI_API_KEY in the environment or in .env (see .env.example).\n",
+        "server": f"# Runs on the OpenAI-compatible server at {p.base_url}; the model name is\n"
+                  "# what the server calls it. A server other than api.openai.com may need no key.\n",
+    }[p.name]
+    providers = ""
+    if p.base_url:
+        model = p.agent.split(":", 1)[1]
+        providers = (
+            "\nproviders:\n"
+            f"  openai: {{base_url: \"{p.base_url}\", timeout: 120, max_connections: 4}}\n"
+            "# a local server costs nothing; for a paid gateway put its prices here\n"
+            "pricing:\n"
+            f"  \"openai:{model}\": {{input: 0, output: 0}}\n"
+        )
+    return f"""{header}prompt: prompts/support-reply.yaml
+agent: {p.agent}          # the model the prompt runs on
+judge: {p.judge}          # scores the criteria written as rubrics
+improver: {p.improver}       # proposes edits to the prompt
+
+# How a reply is judged: a check (deterministic, 100 or 0) or a rubric (the
+# judge scores 0-100); weights make a case's score, `required` must pass.
+criteria:
+  - id: cites_order
+    description: The reply cites the customer's order number
+    check: {{type: contains, values: ["{{{{ order }}}}"]}}
+    required: true
+  - id: accuracy            # a built-in rubric: correct and complete against `expected`
+    weight: 2
+  - id: tone
+    rubric: Polite and empathetic; greets the customer by name and signs off.
+  - id: actionable
+    rubric: The reply ends with one concrete next step the customer can take.
+
+pass_threshold: 70          # a case passes at this weighted score (and its required checks)
+cases: [cases/*.yaml]
+
+run:
+  iterations: 3             # models vary: each case runs three times
+  concurrency: 8
+
+budget: {p.max_cost:.2f}               # USD: a hard cap on one `cycle run`
+{providers}
+# `cycle improve`: each round the improver reads the low-scoring cases and
+# proposes edits; a candidate replaces head only when its gain is significant.
+improve:
+  acceptance: significant
+  stop: {{any: [{{target_score: 90}}, {{max_rounds: 5}}, {{no_improvement: 2}}, {{max_cost: {p.max_cost:.2f}}}]}}
+  low_score: 90             # cases below this go to the improver (default: pass_threshold)
+"""
+
+
+PROMPT = """\
+# The prompt under test. `cycle improve` keeps every version of it in the
+# store (.cycle/cycle.db); this file is only read when it changes.
+id: support-reply
+system: |
+  You are a support agent. Answer the customer's question.
+user_template: |
+  Customer: {{ customer }}
+  Order: {{ order }}
+  Question: {{ question }}
+params:
+  temperature: 0.2
+  max_tokens: 400           # also keeps the budget's reservation per call tight
+"""
+
+CASES = """\
+# Each case fills the prompt's template variables from `input`; `expected` is
+# a reference reply the judge compares with. Add cases here or in new files.
+- id: late-delivery
+  tags: [shipping]
+  input:
+    customer: Ann
+    order: A-1042
+    question: My parcel was due on Monday and still has not arrived. Where is it?
+  expected: |
+    Hi Ann,
+    I'm sorry for the trouble with order #A-1042. Your parcel is on its way and
+    should arrive within 2 business days.
+    Next step: follow it with the tracking link in your shipping email.
+    — The Support Team
+
+- id: refund-request
+  tags: [billing]
+  input:
+    customer: Dana
+    order: D-4501
+    question: I sent the shoes back two weeks ago. When do I get my refund?
+  expected: |
+    Hi Dana,
+    I'm sorry for the trouble with order #D-4501. Your refund has been approved
+    and will be back on your original payment method within 5 business days.
+    Next step: watch for the confirmation email.
+    — The Support Team
+
+- id: cancel-order
+  tags: [orders]
+  input:
+    customer: Chen
+    order: C-3377
+    question: I ordered the wrong size. Please cancel my order before it ships.
+  expected: |
+    Hi Chen,
+    I'm sorry for the trouble with order #C-3377. Your order has been cancelled
+    and you will not be charged.
+    Next step: place a new order in the right size whenever you are ready.
+    — The Support Team
+"""
+
+GITIGNORE = """\
+.env
+.cycle/
+reports/
+"""
+
+
+def _env_example(p: Provider) -> str:
+    lines = ["# Copy to .env (git-ignored): cycle reads it; variables already set win.",
+             "# Keys are read from the environment only, never stored or reported."]
+    if p.offline:
+        lines.append("# The offline model needs no key. For OpenAI or Gemini:")
+        lines += ["# OPENAI_API_KEY=sk-...", "# GEMINI_API_KEY=..."]
+    elif p.base_url:
+        lines.append("# Only if the server asks for one:")
+        lines.append("# OPENAI_API_KEY=...")
+    else:
+        lines.append(f"{p.key}=")
+    return "\n".join(lines) + "\n"
+
+
+def project_files(p: Provider) -> dict[str, str]:
+    """Relative path -> content of every file ``cycle init`` writes."""
+    return {
+        "cycle.yaml": _config(p),
+        "prompts/support-reply.yaml": PROMPT,
+        "cases/examples.yaml": CASES,
+        ".env.example": _env_example(p),
+        ".gitignore": GITIGNORE,
+    }
+
+
+#: files a project folder often has already: left alone (and said so), never a reason to refuse
+OPTIONAL = {".gitignore"}
+
+
+def write_project(root: Path, files: dict[str, str]) -> tuple[list[Path], list[Path]]:
+    """Write every file, or none if one that matters exists (nothing is ever overwritten).
+
+    Returns the files written and the optional ones left as they were.
+    """
+    targets = {root / rel: text for rel, text in files.items()}
+    kept = [root / rel for rel in files if rel in OPTIONAL and (root / rel).exists()]
+    taken = [path for path in targets if path.exists() and path not in kept]
+    if taken:
+        names = ", ".join(str(p) for p in taken)
+        raise ConfigError(f"cycle init would overwrite {names}; nothing was written",
+                          hint="Choose an empty folder: cycle init NEW_FOLDER.")
+    written = [path for path in targets if path not in kept]
+    try:
+        for path in written:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(targets[path], encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot write the project in {root}: {e.strerror or e}",
+                          hint="Choose a folder you can write to.") from e
+    return written, kept
+
+
+def _ask() -> tuple[str, str | None]:
+    provider = click.prompt(
+        "Provider (offline needs no key; or an OpenAI-compatible server's URL)",
+        type=click.Choice(["offline", "openai", "gemini", "url"]), default="offline")
+    model = None
+    if provider == "url":
+        provider = click.prompt("Server base URL", default="http://localhost:11434/v1")
+        model = click.prompt("Model name on the server", default=DEFAULT_SERVER_MODEL)
+    return provider, model
+
+
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
+@click.option("--provider", metavar="offline|openai|gemini|URL",
+              help="Models to start with (default offline; asked in a terminal when not given).")
+@click.option("--model", help="One model for the agent, judge and improver (default: per provider).")
+def init(directory: Path, provider: str | None, model: str | None) -> None:
+    """Create a working project in DIRECTORY (default: here): cycle.yaml, a prompt, cases.
+
+    It runs at once: `cycle run`, then `cycle improve`. Offline by default, so
+    no key or network is needed to try it; nothing existing is overwritten.
+    """
+    if provider is None:
+        provider, asked_model = _ask() if sys.stdin.isatty() else ("offline", None)
+        model = model or asked_model
+    chosen = choose_provider(provider, model)
+    written, kept = write_project(directory, project_files(chosen))
+    where = "" if directory.resolve() == Path.cwd().resolve() else f"cd {directory} && "
+    click.echo(f"Created {len(written)} files in {directory}:")
+    for path in written:
+        click.echo(f"  {path.relative_to(directory)}")
+    for path in kept:
+        click.echo(f"Left your {path.name} as it was: add .env, .cycle/ and reports/ to it.")
+    click.echo("")
+    if chosen.key and not chosen.base_url:
+        click.echo(f"Put {chosen.key} in .env (see .env.example) or in the environment, then:")
+    else:
+        click.echo("Next" + (" (offline model: no key, no network):" if chosen.offline else ":"))
+    click.echo(f"  {where}cycle run                      # evaluate the prompt on its cases")
+    click.echo(f"  {where}cycle improve --headless --yes # improve it, approving every edit")
+    click.echo(f"  {where}cycle improve                  # the same, reviewing each edit in the TUI")

@@ -1,0 +1,137 @@
+"""`cycle init`: a project that runs at once, offline or against a real SDK, never overwriting."""
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from cycle.cli import cli
+from cycle.testing import LoopbackServer
+
+FILES = {"cycle.yaml", "prompts/support-reply.yaml", "cases/examples.yaml", ".env.example", ".gitignore"}
+
+
+def invoke(*args, **kwargs):
+    return CliRunner().invoke(cli, list(args), **kwargs)
+
+
+def files_in(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def test_offline_project_runs_and_improves_at_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = invoke("init", "proj")  # no terminal, no --provider: asks nothing, offline
+    assert r.exit_code == 0, r.output
+    assert files_in(tmp_path / "proj") == FILES
+    assert "cd proj && cycle run" in r.output and "offline" in r.output
+    monkeypatch.chdir(tmp_path / "proj")
+    r = invoke("run")
+    assert r.exit_code == 1, r.output  # the starting prompt fails its cases, as it should
+    assert "[offline model]" in r.output and "Cases 3:" in r.output
+    r = invoke("improve", "--headless", "--yes")
+    assert r.exit_code == 0, r.output
+    assert "reached the target 90" in r.output
+    r = invoke("history", "support-reply", "--json")
+    assert r.exit_code == 0, r.output
+    assert '"1.0.1"' in r.output  # the cycle made and kept a better version
+
+
+def test_refuses_to_overwrite_and_writes_nothing(tmp_path):
+    (tmp_path / "cycle.yaml").write_text("prompt: mine.yaml\n")
+    r = invoke("init", str(tmp_path))
+    assert r.exit_code == 2
+    assert "would overwrite" in r.output and "cycle.yaml" in r.output and "Traceback" not in r.output
+    assert files_in(tmp_path) == {"cycle.yaml"}
+    assert (tmp_path / "cycle.yaml").read_text() == "prompt: mine.yaml\n"
+
+
+def test_server_url_project_runs_through_the_openai_sdk(tmp_path, monkeypatch):
+    with LoopbackServer() as srv:
+        r = invoke("init", str(tmp_path), "--provider", srv.openai_base_url, "--model", "tiny")
+        assert r.exit_code == 0, r.output
+        config = yaml.safe_load((tmp_path / "cycle.yaml").read_text())
+        assert config["agent"] == config["judge"] == config["improver"] == "openai:tiny"
+        assert config["providers"]["openai"]["base_url"] == srv.openai_base_url
+        monkeypatch.chdir(tmp_path)
+        r = invoke("run", "-n", "1")
+        assert r.exit_code in (0, 1), r.output
+        assert srv.request_count >= 3  # the agent (and the judge) really were asked
+        assert "[offline model]" not in r.output and "(est.)" not in r.output  # priced at 0 as set
+
+
+def test_openai_project_names_the_key_it_needs(tmp_path, monkeypatch):
+    r = invoke("init", str(tmp_path), "--provider", "openai")
+    assert r.exit_code == 0, r.output
+    assert "OPENAI_API_KEY" in r.output
+    assert "OPENAI_API_KEY=" in (tmp_path / ".env.example").read_text()
+    assert yaml.safe_load((tmp_path / "cycle.yaml").read_text())["agent"] == "openai:gpt-4o-mini"
+    monkeypatch.chdir(tmp_path)
+    r = invoke("run")  # no key anywhere: one clear error before any call
+    assert r.exit_code == 2, r.output
+    assert "OPENAI_API_KEY" in r.output and "Traceback" not in r.output
+
+
+def test_gemini_project_is_a_valid_config(tmp_path):
+    from cycle.assemble.config import load_config
+
+    r = invoke("init", str(tmp_path), "--provider", "gemini")
+    assert r.exit_code == 0, r.output
+    loaded = load_config(tmp_path / "cycle.yaml")
+    assert loaded.config.judge.startswith("gemini:")
+    assert "GEMINI_API_KEY=" in (tmp_path / ".env.example").read_text()
+
+
+def test_unknown_provider_is_a_usage_error(tmp_path):
+    r = invoke("init", str(tmp_path), "--provider", "anthropic")
+    assert r.exit_code == 2
+    assert "neither offline, openai, gemini nor an http(s) URL" in r.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_asks_in_a_terminal(tmp_path):
+    """In a real terminal it asks for the provider, and for a server's URL and model."""
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "cycle", "init", str(tmp_path)],
+                            stdin=child, stdout=child, stderr=child, close_fds=True)
+    os.close(child)
+    seen = b""
+
+    def read_until(text: bytes) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + 30
+        while text not in seen and time.monotonic() < deadline:
+            if select.select([main], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(main, 4096)
+                except OSError:
+                    break
+        assert text in seen, seen.decode(errors="replace")
+
+    read_until(b"Provider")
+    os.write(main, b"url\n")
+    read_until(b"Server base URL")
+    os.write(main, b"http://127.0.0.1:8000/v1\n")
+    read_until(b"Model name")
+    os.write(main, b"qwen3\n")
+    read_until(b"Created 5 files")
+    assert proc.wait(timeout=30) == 0
+    os.close(main)
+    config = yaml.safe_load((tmp_path / "cycle.yaml").read_text())
+    assert config["agent"] == "openai:qwen3"
+    assert config["providers"]["openai"]["base_url"] == "http://127.0.0.1:8000/v1"
+
+
+def test_an_existing_gitignore_is_left_alone(tmp_path):
+    (tmp_path / ".gitignore").write_text("node_modules/\n")
+    r = invoke("init", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / ".gitignore").read_text() == "node_modules/\n"
+    assert "Left your .gitignore as it was: add .env, .cycle/ and reports/" in r.output
+    assert files_in(tmp_path) == FILES
