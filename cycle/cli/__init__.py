@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "label": "cycle.cli.prompt:label",
     "run": "cycle.cli.run:run",
     "compare": "cycle.cli.run:compare",
+    "runs": "cycle.cli.runs:runs",
     "improve": "cycle.cli.improve:improve",
     "cycles": "cycle.cli.cycles:cycles",
     "tui": "cycle.cli.tui:tui",

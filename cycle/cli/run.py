@@ -149,7 +149,7 @@ async def _run(loaded: LoadedConfig, *, iterations: int | None, concurrency: int
     cache = None
     try:
         if resume:
-            store.runs.require(resume)
+            resume = store.runs.resolve(resume)
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
         limit = budget if budget is not None else loaded.config.budget
@@ -224,7 +224,7 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
     cache = None
     try:
         if resume:
-            store.runs.require(resume)
+            resume = store.runs.resolve(resume)
         if loaded is not None and settings.endpoint is None:
             cache = open_cache(loaded, enabled=not no_cache)
         limit = budget if budget is not None else (loaded.config.budget if loaded else None)
@@ -249,13 +249,16 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
 
 
 @click.command()
-@click.argument("run_a")
-@click.argument("run_b")
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
 @click.option("--config", "config", type=click.Path(path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def compare(run_a: str, run_b: str, config: Path | None, as_json: bool) -> None:
     """Compare two stored runs, paired by case: RUN_B against RUN_A (the baseline).
+
+    A run is its id (`cycle runs` lists them), a unique prefix or suffix of
+    one, `@last` or `@prev`: `cycle compare @prev @last`.
 
     Shows the score and pass-rate deltas with 95% intervals, the cases that
     regressed and those that newly pass.
@@ -269,7 +272,8 @@ def compare(run_a: str, run_b: str, config: Path | None, as_json: bool) -> None:
         base = (config if config.is_dir() else config.parent)
     store = Store.open(_store_path(base), create=False)
     try:
-        comparison = compare_runs(load_run(store.runs, run_a), load_run(store.runs, run_b))
+        a, b = store.runs.resolve(run_a), store.runs.resolve(run_b)
+        comparison = compare_runs(load_run(store.runs, a), load_run(store.runs, b))
     finally:
         store.close()
     click.echo(render_compare_json(comparison) if as_json else render_compare(comparison))

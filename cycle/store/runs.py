@@ -111,10 +111,11 @@ class RunLog:
             )
 
     def get(self, run_id: str) -> RunRow | None:
-        rows = self.store.db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchall()
-        if not rows:
-            return None
-        r = rows[0]
+        row = self.store.db.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None else self._row(row)
+
+    @staticmethod
+    def _row(r: tuple[Any, ...]) -> RunRow:
         return RunRow(
             id=r[0], prompt_id=r[1], version=r[2], status=r[3], started_at=r[4], finished_at=r[5],
             config=json.loads(r[6] or "{}"), agent_model=r[7], judge_model=r[8], judge_version=r[9],
@@ -125,20 +126,61 @@ class RunLog:
     def require(self, run_id: str) -> RunRow:
         row = self.get(run_id)
         if row is None:
-            recent = [r[0] for r in self.store.db.execute(
-                "SELECT id FROM runs ORDER BY started_at DESC LIMIT 5").fetchall()]
-            raise NotFoundError(
-                f"no run '{run_id}' in the store",
-                hint=("Recent runs: " + ", ".join(recent) + ".") if recent else "The store has no runs yet.",
-            )
+            raise NotFoundError(f"no run '{run_id}' in the store", hint=self._recent_hint())
         return row
 
-    def recent(self, *, prompt_id: str | None = None, limit: int = 20) -> list[RunRow]:
-        where, params = ("WHERE prompt_id = ?", (prompt_id,)) if prompt_id else ("", ())
-        ids = [r[0] for r in self.store.db.execute(
-            f"SELECT id FROM runs {where} ORDER BY started_at DESC, rowid DESC LIMIT ?", (*params, limit)
-        ).fetchall()]
-        return [r for r in (self.get(i) for i in ids) if r is not None]
+    def _recent_hint(self) -> str:
+        recent = [r[0] for r in self.store.db.execute(
+            "SELECT id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 5").fetchall()]
+        if not recent:
+            return "The store has no runs yet."
+        return "Recent runs: " + ", ".join(recent) + " (all of them: cycle runs)."
+
+    def resolve(self, ref: str) -> str:
+        """The run id a person means: an id, ``@last``, ``@prev``, or a unique prefix or
+        suffix of an id (``run-20261122-1643`` or the random ``7dd7d1``)."""
+        if ref in ("@last", "@prev"):
+            skip = 0 if ref == "@last" else 1
+            row = self.store.db.execute(
+                "SELECT id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1 OFFSET ?",
+                (skip,)).fetchone()
+            if row is None:
+                have = "no runs" if skip == 0 else "only one run"
+                raise NotFoundError(f"{ref}: the store has {have}",
+                                    hint="Run one first: cycle run cycle.yaml.")
+            return row[0]
+        if self.get(ref) is not None:
+            return ref
+        like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        matches = [r[0] for r in self.store.db.execute(
+            "SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\' "
+            "ORDER BY started_at DESC LIMIT 6", (like + "%", "%" + like)).fetchall()]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+            raise NotFoundError(f"'{ref}' matches several runs: {shown}",
+                                hint="Give more of the id.")
+        raise NotFoundError(f"no run '{ref}' in the store", hint=self._recent_hint())
+
+    def recent(self, *, prompt_id: str | None = None, version: str | None = None,
+               since: str | None = None, until: str | None = None, cycle_id: str | None = None,
+               evals_only: bool = False, limit: int | None = 20) -> list[RunRow]:
+        """Runs newest first, of a prompt (and version), started in [since, until) (ISO times),
+        of one cycle, or (``evals_only``) of no cycle."""
+        clauses: list[str] = ["cycle_id IS NULL"] if evals_only else []
+        params: list[Any] = []
+        for column, op, value in (("prompt_id", "=", prompt_id), ("version", "=", version),
+                                  ("started_at", ">=", since), ("started_at", "<", until),
+                                  ("cycle_id", "=", cycle_id)):
+            if value is not None:
+                clauses.append(f"{column} {op} ?")
+                params.append(value)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        rows = self.store.db.execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY started_at DESC, rowid DESC "
+            "LIMIT ?", (*params, -1 if limit is None else limit)).fetchall()
+        return [self._row(r) for r in rows]
 
     def finish(self, run_id: str, *, status: str, summary: dict[str, Any] | None = None) -> None:
         """Set the final status ('finished', 'interrupted', 'failed') and the summary figures."""

@@ -1,0 +1,145 @@
+"""``cycle runs``: the stored runs, newest first, with their figures.
+
+Every evaluation is a run: ``cycle run``, ``cycle run --eval`` and each round
+of an improvement cycle (its baseline and candidates). The ids it prints are
+what ``cycle compare`` and ``cycle run --resume`` take, also as a unique
+prefix or suffix, ``@last`` or ``@prev``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from cycle.cli import CliContext
+from cycle.durations import parse_duration
+
+if TYPE_CHECKING:
+    from cycle.records import RunRow
+
+
+def when(value: str, flag: str) -> str:
+    """An ISO time in the store's form (UTC) from a date, a date and time (local unless it
+    says otherwise) or a duration ago ("2h", "7d")."""
+    try:
+        at = datetime.now(UTC) - timedelta(seconds=parse_duration(value, flag))
+    except ValueError:
+        try:
+            at = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise click.BadParameter(
+                f"{value!r} is neither a date (2026-11-01), a date and time (2026-11-01T14:30) "
+                "nor a duration ago (90m, 2h, 7d)", param_hint=flag) from None
+        at = at.astimezone(UTC)  # a naive time is local, as people write it
+    return at.isoformat(timespec="microseconds")
+
+
+def local_time(iso: str | None) -> str:
+    if not iso:
+        return "—"
+    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def origin(row: RunRow) -> str:
+    """What made the run: ``run`` (cycle run), or a cycle's round and its role."""
+    if row.cycle_id is None:
+        return "run"
+    return f"round {row.round} {row.role or ''}".rstrip()  # the cycle is in the run's id
+
+
+def run_summary(row: RunRow) -> dict[str, Any]:
+    """One run as ``cycle runs --json`` prints it."""
+    s = row.summary or {}
+    return {
+        "id": row.id, "prompt_id": row.prompt_id, "version": row.version, "status": row.status,
+        "cycle_id": row.cycle_id, "round": row.round, "role": row.role,
+        "agent_model": row.agent_model, "judge_model": row.judge_model, "offline": row.offline,
+        "score": s.get("score"), "ci_low": s.get("ci_low"), "ci_high": s.get("ci_high"),
+        "pass_rate": s.get("pass_rate"), "cases": s.get("cases"), "errored": s.get("errored"),
+        "cost": s.get("cost"), "cost_estimated": s.get("cost_estimated"),
+        "started_at": row.started_at, "finished_at": row.finished_at,
+    }
+
+
+def _score(r: dict[str, Any]) -> str:
+    if r["score"] is None:
+        return "—"
+    ci = (f" [{r['ci_low']:.1f}, {r['ci_high']:.1f}]"
+          if r["ci_low"] is not None and r["ci_high"] is not None else "")
+    return f"{r['score']:.1f}{ci}"
+
+
+def _cost(r: dict[str, Any]) -> str:
+    if r["cost"] is None:
+        return "—"
+    return f"${r['cost']:.4f}" + (" (est.)" if r["cost_estimated"] else "")
+
+
+def render_table(rows: list[dict[str, Any]]) -> list[str]:
+    cells = [[r["id"], f"{r['prompt_id'] or '—'}@{r['version'] or '—'}", r["_origin"], r["status"],
+              _score(r), "—" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}",
+              "—" if r["cases"] is None else str(r["cases"]),
+              _cost(r) + ("*" if r["offline"] else ""), local_time(r["started_at"])]
+             for r in rows]
+    head = ["run", "prompt@version", "from", "status", "score [95% CI]", "pass", "cases", "cost",
+            "started"]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+    right = {5, 6}  # numbers line up on the right
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if i in right else v.ljust(w)
+                         for i, (v, w) in enumerate(zip(values, widths, strict=True))).rstrip()
+
+    notes = (["* the offline model: these results do not come from a real model"]
+             if any(r["offline"] for r in rows) else [])
+    return [line(head), *(line(c) for c in cells), *notes]
+
+
+@click.command()
+@click.argument("prompt_id", required=False)
+@click.option("--version", "version", help="Only runs of this prompt version.")
+@click.option("--since", help="Only runs started since: 2026-11-01, 2026-11-01T14:30, or 2h / 7d ago.")
+@click.option("--until", help="Only runs started before this time (same forms as --since).")
+@click.option("--cycle", "cycle_id", help="Only the runs of this improvement cycle.")
+@click.option("--no-cycles", is_flag=True, help="Leave out the runs of improvement cycles.")
+@click.option("--config", "config", type=click.Path(path_type=Path),
+              help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Show at most this many runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+def runs(prompt_id: str | None, version: str | None, since: str | None, until: str | None,
+         cycle_id: str | None, no_cycles: bool, config: Path | None, limit: int,
+         as_json: bool) -> None:
+    """List the stored runs (of PROMPT_ID, if given), newest first.
+
+    Each run's id, prompt version, what made it (`run`, or a cycle's round),
+    status, score with its 95% interval, pass rate, cases, cost and start time.
+    Compare two: `cycle compare @prev @last` (ids also by a unique prefix or suffix).
+    """
+    from cycle.store import Store
+
+    if version and not prompt_id:
+        raise click.UsageError("--version needs the prompt: cycle runs PROMPT_ID --version 1.0.2")
+    after = when(since, "--since") if since else None
+    before = when(until, "--until") if until else None
+    obj = click.get_current_context().find_object(CliContext) or CliContext()
+    base = None if config is None else (config if config.is_dir() else config.parent)
+    with Store.open(obj.store_path(base), create=False) as store:
+        found = store.runs.recent(prompt_id=prompt_id, version=version, since=after, until=before,
+                                  cycle_id=cycle_id, evals_only=no_cycles, limit=limit)
+    rows = [run_summary(r) | {"_origin": origin(r)} for r in found]
+    if as_json:
+        click.echo(json.dumps([{k: v for k, v in r.items() if k != "_origin"} for r in rows],
+                              indent=2, default=str))
+        return
+    if not rows:
+        click.echo("No runs" + (f" of '{prompt_id}'" if prompt_id else "")
+                   + (" matching the filters" if (version or since or until or cycle_id or no_cycles)
+                      else "") + " in the store. Start one: cycle run cycle.yaml")
+        return
+    for text in render_table(rows):
+        click.echo(text)
