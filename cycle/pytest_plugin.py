@@ -129,11 +129,13 @@ class SuiteFile(pytest.File):
         if self.is_eval_file:
             self._prepared = self._prepare()
             return self._prepared.cases
-        from cycle.assemble.config import load_config
+        from cycle.assemble.config import apply_overrides, load_config
         from cycle.assemble.suite import validate_suite
         from cycle.environment import load_env
 
-        self._loaded = load_config(self.path)
+        self._loaded, _ = apply_overrides(
+            load_config(self.path), iterations=self._option("cycle_iterations"),
+            concurrency=self._option("cycle_concurrency"))
         load_env(self._loaded.base_dir)
         self._all = validate_suite(self._loaded)
         return self._all
@@ -188,8 +190,7 @@ class SuiteFile(pytest.File):
             budget = Budget(loaded.config.budget) if loaded.config.budget is not None else None
             suite = build_suite(loaded, store=store, cases=cases, budget=budget, cache=cache)
             try:
-                runner = suite.runner(store=store, iterations=self._option("cycle_iterations"),
-                                      concurrency=self._option("cycle_concurrency"))
+                runner = suite.runner(store=store)
                 return await runner.run(meta=suite.meta())
             finally:
                 await suite.aclose()

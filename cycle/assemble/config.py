@@ -18,7 +18,8 @@ validates it itself; here it is kept as given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +195,8 @@ class LoadedConfig:
     base_dir: Path
     #: the raw document with line numbers (the loop validates ``improve:`` against it)
     doc: LoadedYaml
+    #: settings a command-line flag replaced: key -> the flag (errors name it, not the file)
+    overrides: Mapping[str, str] = field(default_factory=dict)
 
     def resolve_path(self, relative: str) -> Path:
         p = Path(relative).expanduser()
@@ -206,6 +209,51 @@ class LoadedConfig:
     @property
     def prompt_is_stored(self) -> bool:
         return self.config.prompt.startswith(STORE_PREFIX)
+
+
+#: what a flag overrides: key -> (flag, the setting's path in CycleConfig)
+OVERRIDABLE = {
+    "agent": ("--agent", ("agent",)),
+    "judge": ("--judge", ("judge",)),
+    "improver": ("--improver", ("improver",)),
+    "iterations": ("--iterations", ("run", "iterations")),
+    "concurrency": ("--concurrency", ("run", "concurrency")),
+    "timeout": ("--timeout", ("run", "timeout")),
+    "stop_on_first_failure": ("--stop-on-first-failure", ("run", "stop_on_first_failure")),
+    "budget": ("--budget", ("budget",)),
+}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, AgentConfig):
+        kind = next(k for k in ("model", "function", "http") if getattr(value, k))
+        return str(getattr(value, kind)) if kind == "model" else f"{kind} {getattr(value, kind)}"
+    return "(not set)" if value is None else str(value)
+
+
+def apply_overrides(loaded: LoadedConfig, **flags: Any) -> tuple[LoadedConfig, list[str]]:
+    """The config with the command line's settings in place of the file's, and one line per
+    setting that changed ("agent: offline:default -> openai:gpt-4o (--agent)").
+
+    ``flags`` are OVERRIDABLE's keys; None leaves a setting as the file has it. An agent
+    given by flag is a model, whatever kind of agent the file names."""
+    config, changes, overridden = loaded.config, [], dict(loaded.overrides)
+    for key, value in flags.items():
+        if value is None:
+            continue
+        flag, path = OVERRIDABLE[key]
+        old = config.run if len(path) == 2 else config
+        before = getattr(old, path[-1])
+        if len(path) == 2:
+            config = config.model_copy(update={"run": config.run.model_copy(update={path[1]: value})})
+        else:
+            config = config.model_copy(update={path[0]: value})
+        overridden[key] = flag
+        if _shown(before) != _shown(value):
+            if key == "agent" and before is None:
+                before = "the prompt's params.model"
+            changes.append(f"{'.'.join(path)}: {_shown(before)} -> {_shown(value)} ({flag})")
+    return replace(loaded, config=config, overrides=overridden), changes
 
 
 def load_config(path: str | Path) -> LoadedConfig:

@@ -111,7 +111,6 @@ class Prepared:
     staleness: toolforge.Staleness
     baseline: dict[str, Any] | None
     config: LoadedConfig | None
-    agent_model: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -170,8 +169,7 @@ async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
 
 
-def prepare(options: EvalOptions, config: LoadedConfig | None, *,
-            agent_model: str | None = None) -> Prepared:
+def prepare(options: EvalOptions, config: LoadedConfig | None) -> Prepared:
     """Check every input of an eval run, then capture the snapshot; no agent is called."""
     if options.endpoint is None and config is None:
         raise ConfigError(
@@ -186,7 +184,7 @@ def prepare(options: EvalOptions, config: LoadedConfig | None, *,
         raise ConfigError("no case of the eval file matches --tag/--case",
                           file=str(options.eval_file))
     if config is not None and options.endpoint is None:
-        validate_suite(config, cases=loaded.cases, criteria=(), agent_model=agent_model)
+        validate_suite(config, cases=loaded.cases, criteria=())
     registry = (toolforge.load_registry(options.tool_registry)
                 if options.tool_registry is not None else None)
     stale = toolforge.staleness(loaded.file, registry)
@@ -204,7 +202,7 @@ def prepare(options: EvalOptions, config: LoadedConfig | None, *,
         loaded = toolforge.to_cases(loaded.file, replace(loaded.tokens, snapshot=snapshot))
         loaded.cases = [c for c in loaded.cases if c.id in ids]
     return Prepared(options=options, loaded=loaded, staleness=stale, baseline=baseline,
-                    config=config, agent_model=agent_model,
+                    config=config,
                     warnings=[*warnings, *loaded.warnings])
 
 
@@ -233,7 +231,7 @@ async def run_eval(prepared: Prepared, *, store: Store | None = None,
     else:
         assert prepared.config is not None
         suite = build_suite(prepared.config, store=store, bus=bus, budget=budget, cache=cache,
-                            cases=prepared.cases, criteria=(), agent_model=prepared.agent_model)
+                            cases=prepared.cases, criteria=())
         closers.append(suite.aclose)
         agent, judge = suite.agent, suite.judge
         meta = suite.meta(role="eval")

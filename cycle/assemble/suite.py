@@ -116,25 +116,13 @@ class Suite:
     judge: Judge
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
-    def runner(
-        self,
-        *,
-        store: Store | None = None,
-        bus: EventBus | None = None,
-        iterations: int | None = None,
-        concurrency: int | None = None,
-        timeout: float | None = None,
-        stop_on_first_failure: bool | None = None,
-    ) -> Runner:
+    def runner(self, *, store: Store | None = None, bus: EventBus | None = None) -> Runner:
+        """The run as cycle.yaml's ``run:`` (with any command-line overrides) sets it."""
         run = self.loaded.config.run
         return Runner(
-            agent=self.agent, judge=self.judge, cases=self.cases,
-            iterations=iterations or run.iterations,
-            concurrency=concurrency or run.concurrency,
-            timeout=timeout if timeout is not None else run.timeout,
-            store=store, bus=bus,
-            stop_on_first_failure=run.stop_on_first_failure if stop_on_first_failure is None
-            else stop_on_first_failure,
+            agent=self.agent, judge=self.judge, cases=self.cases, iterations=run.iterations,
+            concurrency=run.concurrency, timeout=run.timeout, store=store, bus=bus,
+            stop_on_first_failure=run.stop_on_first_failure,
         )
 
     def meta(self, **extra: Any) -> dict[str, Any]:
@@ -352,8 +340,7 @@ def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt
 
 
 def _check_models(
-    loaded: LoadedConfig, prompt: Prompt | None, *, agent_model: str | None,
-    judge_model: str | None, needs_judge: bool, improver: bool,
+    loaded: LoadedConfig, prompt: Prompt | None, *, needs_judge: bool, improver: bool,
     cases: Sequence[TestCase] = (),
 ) -> None:
     """Every model name names a known provider whose key is set (nothing is called)."""
@@ -362,9 +349,9 @@ def _check_models(
     spec = c.agent_config
     names: list[tuple[str, str, int | None, str]] = []  # (name, file, line, field)
 
-    def where(key: str, override: str | None, option: str) -> tuple[str, int | None, str]:
-        if override:
-            return "", None, option
+    def where(key: str) -> tuple[str, int | None, str]:
+        if key in loaded.overrides:
+            return "", None, loaded.overrides[key]
         if key == "agent" and spec.model:
             return cfg, loaded.doc.line_of(("agent", "model")) or loaded.doc.line_of(("agent",)), "agent"
         if key != "agent" and getattr(c, key):
@@ -373,18 +360,19 @@ def _check_models(
 
     agent = None
     if not (spec.function or spec.http):
-        agent = agent_model or spec.model or (prompt.params.get("model") if prompt else None)
+        agent = spec.model or (prompt.params.get("model") if prompt else None)
         if agent:
-            names.append((str(agent), *where("agent", agent_model, "--agent")))
+            names.append((str(agent), *where("agent")))
         elif prompt is not None:
             agent_model_name(loaded, prompt)  # raises: no agent model at all
-    judge = judge_model or c.judge or agent_model or agent
+    judge = c.judge or agent
     if judge and needs_judge:
-        names.append((str(judge), *where("judge", judge_model, "--judge")))
+        names.append((str(judge), *where("judge" if c.judge else "agent")))
     if improver:
         name = c.improver or judge
         if name:
-            names.append((str(name), *where("improver", None, "improver")))
+            names.append((str(name), *where("improver" if c.improver else
+                                            "judge" if c.judge else "agent")))
     for name, spec in c.tools.user_agents.items():
         if spec.model:
             names.append((spec.model, cfg, loaded.doc.line_of(("tools", "user_agents", name)),
@@ -416,8 +404,6 @@ def validate_suite(
     *,
     tags: Sequence[str] = (),
     ids: Sequence[str] = (),
-    agent_model: str | None = None,
-    judge_model: str | None = None,
     improver: bool = False,
     cases: Sequence[TestCase] | None = None,
     criteria: Sequence[CriterionConfig] | None = None,
@@ -439,8 +425,7 @@ def validate_suite(
     _check_imports_and_templates(loaded, cases, prompt, criteria)
     if prompt is not None:
         _check_mocks(loaded, cases, prompt)
-    _check_models(loaded, prompt, agent_model=agent_model, judge_model=judge_model,
-                  needs_judge=needs_judge(loaded, cases, criteria), improver=improver,
+    _check_models(loaded, prompt, needs_judge=needs_judge(loaded, cases, criteria), improver=improver,
                   cases=cases)
     return cases
 
@@ -474,8 +459,6 @@ def build_suite(
     version: str | None = None,
     tags: Sequence[str] = (),
     ids: Sequence[str] = (),
-    agent_model: str | None = None,
-    judge_model: str | None = None,
     cases: Sequence[TestCase] | None = None,
     criteria: Sequence[CriterionConfig] | None = None,
 ) -> Suite:
@@ -504,7 +487,7 @@ def build_suite(
         closers.append(http.aclose)
         agent = http
     else:
-        name = agent_model or agent_model_name(loaded, prompt)
+        name = agent_model_name(loaded, prompt)
         assert name is not None and prompt is not None
         agent = PromptAgent(prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
                             user_model=lambda user: make_model(
@@ -513,7 +496,7 @@ def build_suite(
                             max_steps=loaded.config.tools.max_steps,
                             user_agents=loaded.config.tools.user_agents)
         closers.append(agent.aclose)  # the simulated users' models
-    judge_name = judge_model or loaded.config.judge or agent_model or agent_model_name(loaded, prompt)
+    judge_name = judge_model_name(loaded, prompt)
     c = loaded.config
     suite_criteria = judged_on(loaded, criteria)
     judge_llm = model(judge_name, "judge") if (

@@ -19,8 +19,9 @@ import click
 
 from cycle import aio
 from cycle import events as ev
-from cycle.cli import CliContext, store_flag
+from cycle.cli import CliContext, FiniteFloat, store_flag
 from cycle.errors import CycleError
+from cycle.words import plural
 
 if TYPE_CHECKING:  # the commands import what they need when they run (start-up stays light)
     from cycle.assemble import ImproveConfig, LoadedConfig
@@ -46,7 +47,7 @@ class CycleConsole:
             what = "evaluating the baseline" if event.round == 0 else f"improving {event.version}"
             self._say(f"round {event.round}: {what}")
         elif isinstance(event, ev.SuggestionsProposed):
-            self._say(f"  {len(event.suggestions)} suggestion(s) proposed")
+            self._say(f"  {plural(len(event.suggestions), 'suggestion')} proposed")
         elif isinstance(event, ev.ReviewDecided):
             self._say(f"  review ({event.reviewer}): {event.approved} approved, {event.edited} edited, "
                       f"{event.rejected} rejected, {event.skipped} skipped")
@@ -110,9 +111,18 @@ def _choose_review(headless: bool, yes: bool, review: str | None, configured: st
 @click.option("--no-cache", is_flag=True,
               help="Call the models even where the response cache has the answer.")
 @click.option("-q", "--quiet", is_flag=True, help="Headless: no progress lines, only the summary.")
+@click.option("--agent", "agent_model", help="Agent model, overriding cycle.yaml.")
+@click.option("--judge", "judge_model", help="Judge model, overriding cycle.yaml.")
+@click.option("--improver", "improver_model", help="Improver model, overriding cycle.yaml.")
+@click.option("--budget", type=FiniteFloat(min=0),
+              help="Hard cap in USD on the cycle's calls (with improve.stop's max_cost, the lower).")
+@click.option("-n", "--iterations", type=click.IntRange(min=1), help="Runs per case (default: config, 3).")
+@click.option("-c", "--concurrency", type=click.IntRange(min=1), help="Cases in flight (default: config, 8).")
 def improve(config: Path, headless: bool, yes: bool, review: str | None, min_priority: str | None,
             resume: str | None, events_file: Path | None, report_dir: Path | None,
-            no_cache: bool, quiet: bool) -> None:
+            no_cache: bool, quiet: bool, agent_model: str | None, judge_model: str | None,
+            improver_model: str | None, budget: float | None, iterations: int | None,
+            concurrency: int | None) -> None:
     """Improve the prompt of CONFIG (cycle.yaml) round by round.
 
     Round 0 evaluates the prompt's head version. Each round the improver
@@ -121,17 +131,21 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     only if the acceptance rule (improve.acceptance) says it is better. The
     cycle stops on improve.stop (default: 5 rounds). A report goes to reports/.
     """
-    from cycle.assemble.config import load_config
+    from cycle.assemble.config import apply_overrides, load_config
     from cycle.assemble.improve import load_improve_config
     from cycle.cli import load_env
+    from cycle.cli.run import say_overrides
 
-    loaded = load_config(config)
+    loaded, changes = apply_overrides(
+        load_config(config), agent=agent_model, judge=judge_model, improver=improver_model,
+        budget=budget, iterations=iterations, concurrency=concurrency)
     load_env(loaded.base_dir)
     improve_cfg = load_improve_config(loaded)
     choice = _choose_review(headless, yes, review, improve_cfg.review)
     from cycle.assemble import prepare
 
     cases = prepare(loaded, improve_cfg)  # before the store is opened: bad input leaves nothing
+    say_overrides(changes, quiet=False)
     priority = min_priority or improve_cfg.min_priority
     store_path = _store_path(loaded.base_dir)
     resume_arg: str | bool | None = None if resume is None else (resume or True)
@@ -248,7 +262,7 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     final = "—" if result.final_score is None else f"{result.final_score:.1f}"
     by_role = ", ".join(f"{k} ${v:.4f}" for k, v in sorted(result.cost_by_role.items()))
     click.echo("")
-    click.echo(f"cycle {result.cycle_id}: {len(result.rounds) - 1} round(s), stopped: {result.stop_reason}")
+    click.echo(f"cycle {result.cycle_id}: {plural(max(0, len(result.rounds) - 1), 'round')}, stopped: {result.stop_reason}")
     click.echo(f"{result.prompt_id}: {result.initial_version} ({initial}) -> {result.final_version} ({final})"
                + ("  [offline model]" if result.offline else ""))
     click.echo(f"total cost ${result.total_cost:.4f}" + (f" ({by_role})" if by_role else ""))

@@ -83,7 +83,7 @@ def run(
     judged on its assertions, against --agent-endpoint (or CONFIG's agent);
     writes its EvalSuiteResult to --output-dir and stores it as a cycle run.
     """
-    from cycle.assemble.config import load_config
+    from cycle.assemble.config import apply_overrides, load_config
     from cycle.cli import load_env
 
     eval_only = {"--agent-endpoint": agent_endpoint, "--seed-manifest": seed_manifest,
@@ -103,36 +103,45 @@ def run(
         ctx = click.get_current_context()
         default_config = ctx.get_parameter_source("config") == click.core.ParameterSource.DEFAULT
         loaded_eval = None
+        if agent_endpoint and agent_model:
+            raise click.UsageError("--agent names a model for cycle.yaml's prompt; with "
+                                   "--agent-endpoint the endpoint is the agent")
         if not (default_config and (agent_endpoint or not config.exists())):
-            loaded_eval = load_config(config)
+            loaded_eval, changes = apply_overrides(load_config(config), agent=agent_model)
             load_env(loaded_eval.base_dir)
+            say_overrides(changes, quiet or as_json)
         settings = _eval_options(
             eval_file, runner_config, endpoint=agent_endpoint, seed_manifest=seed_manifest,
             snapshot=snapshot, tool_registry=tool_registry, output_dir=output_dir,
             baseline=baseline, concurrency=concurrency, timeout_ms=timeout_ms,
             iterations=iterations, tags=tags, case_ids=case_ids)
-        sys.exit(_run_eval_file(settings, loaded_eval, agent_model=agent_model, budget=budget,
+        sys.exit(_run_eval_file(settings, loaded_eval, budget=budget,
                                 resume=resume, report_dir=report_dir, no_cache=no_cache,
                                 quiet=quiet, as_json=as_json))
 
-    loaded = load_config(config)
+    loaded, changes = apply_overrides(
+        load_config(config), agent=agent_model, judge=judge_model, iterations=iterations,
+        concurrency=concurrency, timeout=timeout, stop_on_first_failure=stop_on_first_failure,
+        budget=budget)
     load_env(loaded.base_dir)
+    say_overrides(changes, quiet or as_json)
     code = asyncio.run(_run(
-        loaded, iterations=iterations, concurrency=concurrency, timeout=timeout, tags=tags,
-        case_ids=case_ids, stop_on_first_failure=stop_on_first_failure,
-        agent_model=agent_model, judge_model=judge_model, budget=budget, resume=resume,
-        report_dir=report_dir, no_reports=no_reports, no_cache=no_cache, quiet=quiet,
-        as_json=as_json,
+        loaded, tags=tags, case_ids=case_ids, resume=resume, report_dir=report_dir,
+        no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json,
     ))
     sys.exit(code)
 
 
-async def _run(loaded: LoadedConfig, *, iterations: int | None, concurrency: int | None,
-               timeout: float | None, tags: tuple[str, ...], case_ids: tuple[str, ...],
-               stop_on_first_failure: bool | None, agent_model: str | None,
-               judge_model: str | None, budget: float | None, resume: str | None,
-               report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool,
-               as_json: bool) -> int:
+def say_overrides(changes: list[str], quiet: bool) -> None:
+    """One line per setting a flag changed, on stderr (stdout may be --json)."""
+    if not quiet:
+        for change in changes:
+            click.echo(f"override {change}", err=True)
+
+
+async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[str, ...],
+               resume: str | None, report_dir: Path | None, no_reports: bool, no_cache: bool,
+               quiet: bool, as_json: bool) -> int:
     from cycle.assemble.suite import build_suite, open_cache, validate_suite
     from cycle.cli import settle_heap
     from cycle.events import EventBus
@@ -143,8 +152,7 @@ async def _run(loaded: LoadedConfig, *, iterations: int | None, concurrency: int
 
     # every input is checked before the store (or the cache) is opened: a bad file
     # leaves nothing behind
-    cases = validate_suite(loaded, tags=tags, ids=case_ids, agent_model=agent_model,
-                           judge_model=judge_model)
+    cases = validate_suite(loaded, tags=tags, ids=case_ids)
     store = Store.open(_store_path(loaded.base_dir))
     cache = None
     try:
@@ -152,15 +160,11 @@ async def _run(loaded: LoadedConfig, *, iterations: int | None, concurrency: int
             resume = store.runs.resolve(resume)
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
-        limit = budget if budget is not None else loaded.config.budget
-        suite = build_suite(
-            loaded, store=store, bus=bus, budget=Budget(limit) if limit is not None else None,
-            agent_model=agent_model, judge_model=judge_model, cache=cache, cases=cases,
-        )
+        limit = loaded.config.budget
+        suite = build_suite(loaded, store=store, bus=bus, cache=cache, cases=cases,
+                            budget=Budget(limit) if limit is not None else None)
         try:
-            runner = suite.runner(store=store, bus=bus, iterations=iterations,
-                                  concurrency=concurrency, timeout=timeout,
-                                  stop_on_first_failure=stop_on_first_failure)
+            runner = suite.runner(store=store, bus=bus)
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
             settle_heap()
@@ -203,8 +207,7 @@ def _eval_options(eval_file: Path, runner_config: Path | None, **flags: object) 
 
 
 def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
-                   agent_model: str | None, budget: float | None, resume: str | None,
-                   report_dir: Path | None, no_cache: bool, quiet: bool, as_json: bool) -> int:
+                   budget: float | None, resume: str | None, report_dir: Path | None, no_cache: bool, quiet: bool, as_json: bool) -> int:
     from cycle import aio
     from cycle.assemble.evalfile import as_json as result_json
     from cycle.assemble.evalfile import exit_code, prepare, run_eval
@@ -216,7 +219,7 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
     from cycle.report import write_reports
     from cycle.store import Store
 
-    prepared = prepare(settings, loaded, agent_model=agent_model)
+    prepared = prepare(settings, loaded)
     if not (quiet or as_json):
         for warning in prepared.warnings:
             click.echo(f"warning: {warning}", err=True)

@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 from cycle.judge.checks import CheckOutcome, _Check
 from cycle.query import MISSING, lookup
 from cycle.records.trace import KINDS, TraceEvent, called_tools, tool_events
+from cycle.words import plural
 
 if TYPE_CHECKING:
     from cycle.judge.checks import CheckContext
@@ -213,7 +214,7 @@ class EventCount(_Bounded):
 
         n = sum(1 for e in ctx.trace if e.kind == self.kind and matches(e))
         score, bound = self._within(n)
-        return CheckOutcome(score, f"{n} {self.kind} event(s) ({bound})")
+        return CheckOutcome(score, f"{plural(n, self.kind + ' event')} ({bound})")
 
 
 class StateValue(_Check):
@@ -244,4 +245,4 @@ class TurnCount(_Bounded):
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:
         n = sum(1 for e in ctx.trace if e.kind == "user")
         score, bound = self._within(n)
-        return CheckOutcome(score, f"{n} user turn(s) ({bound})")
+        return CheckOutcome(score, f"{plural(n, 'user turn')} ({bound})")

@@ -37,6 +37,8 @@ class Budget:
         self.estimated = False
         # calls come from worker threads too (sync facades): keep totals exact
         self._lock = threading.Lock()
+        #: the worst case of a call refused for not fitting what was left (the last one)
+        self.refused: float | None = None
 
     @property
     def remaining(self) -> float | None:
@@ -74,6 +76,7 @@ class Budget:
                 pending = self._holding > 0
             if not pending:
                 self.check()
+                self.refused = worst
                 raise BudgetExceededError(
                     f"cost budget reached: the next call could cost up to ${worst:.4f} and "
                     f"${self.limit - self.spent:.4f} is left of ${self.limit:.4f} "

@@ -28,7 +28,14 @@ from typing import Any, Literal
 from cycle import events as ev
 from cycle.agents import Agent
 from cycle.cases import TestCase
-from cycle.errors import BudgetExceededError, ConfigError, CycleError, NotFoundError, describe
+from cycle.errors import (
+    BudgetExceededError,
+    ConfigError,
+    CycleError,
+    EvalError,
+    NotFoundError,
+    describe,
+)
 from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
 from cycle.improve.apply import apply_suggestions, prompt_diff
@@ -37,9 +44,10 @@ from cycle.judge import Judge
 from cycle.llm.budget import Budget
 from cycle.loop.acceptance import AcceptanceRule, Evaluation, decide
 from cycle.loop.review import Reviewer
-from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit
+from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import Prompt, ReviewRequest, RunResult, Suggestion, Version
 from cycle.store import CallRecorder, CycleRecorder, Store
+from cycle.words import plural
 
 Bump = Literal["patch", "minor", "major"]
 
@@ -332,6 +340,9 @@ class Loop:
     def _budget_reason(self, round_no: int | None, e: BudgetExceededError | None = None) -> str:
         limit = self.budget.limit or (e.limit if e else 0.0)
         where = f"; round {round_no} was stopped mid-way and its state saved" if round_no else ""
+        if self.budget.refused is not None:
+            where += (f"; the next call's worst case (${self.budget.refused:.4f}) did not fit "
+                      "what was left (set max_tokens in the prompt's params to reserve less per call)")
         return f"max_cost: ${self.budget.spent:.4f} spent of the ${limit:g} cap{where}"
 
     # -- cost accounting --------------------------------------------------------
@@ -448,9 +459,26 @@ class Loop:
             out.append(d)
         return out
 
+    def _nothing_to_improve(self, inc: _Incumbent) -> str:
+        """Why no case goes to the improver, naming the setting that decides it; a version
+        judged on no case at all is an error, not a score too high to improve."""
+        result = inc.result
+        if result.score is None:
+            first = next((r.error for r in result.results if r.error), "no case was run")
+            raise EvalError(
+                f"{inc.version.version} was judged on no case: every iteration errored "
+                f"(first: {first})",
+                hint="Fix the cause, then continue the cycle: cycle improve cycle.yaml --resume")
+        reason = f"nothing to improve: no case scored below improve.low_score ({self.low_score:g})"
+        target = target_of(self.stop)
+        if target is not None and target > self.low_score and result.score < target:
+            reason += (f"; the score {result.score:.1f} is short of the target {target:g}: "
+                       f"set improve.low_score: {target:g} so the improver sees the cases below it")
+        return reason
+
     async def _round(self, round_no: int, inc: _Incumbent) -> _Incumbent:
         if not low_cases(inc.result, below=self.low_score):
-            raise _Stop(f"nothing to improve: every case scored at least {self.low_score:g}")
+            raise _Stop(self._nothing_to_improve(inc))
         cid = self.cycle_id
         self.bus.emit(ev.RoundStarted(cycle_id=cid, round=round_no, version=inc.version.version))
         self.bus.emit(ev.EvaluationStarted(cycle_id=cid, round=round_no, role="baseline",
@@ -479,7 +507,7 @@ class Loop:
         candidate = self.store.save_version(
             applied.prompt, bump=self.settings.bump, source="improver", parent=parent.version,
             move_head=False, who="cycle",
-            message=f"cycle {cid} round {round_no}: {len(applied.applied)} suggestion(s) applied",
+            message=f"cycle {cid} round {round_no}: {plural(len(applied.applied), 'suggestion')} applied",
         )
         self.bus.emit(ev.VersionCreated(
             prompt_id=candidate.prompt_id, version=candidate.version, parent=parent.version,

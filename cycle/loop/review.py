@@ -15,6 +15,7 @@ import click
 
 from cycle.improve.apply import suggestion_diff
 from cycle.records import PRIORITY_ORDER, Priority, Prompt, ReviewRequest, Suggestion
+from cycle.words import plural
 
 __all__ = ["AutoReviewer", "PromptReviewer", "Reviewer", "request_prompt"]
 
@@ -85,7 +86,7 @@ class PromptReviewer:
         out: list[Suggestion] = []
         rest: str | None = None
         score = "n/a" if request.score is None else f"{request.score:.1f}"
-        click.echo(f"\nRound {request.round}: {total} suggestion(s) for {request.prompt_id}@{request.version} "
+        click.echo(f"\nRound {request.round}: {plural(total, 'suggestion')} for {request.prompt_id}@{request.version} "
                    f"(score {score})")
         for i, s in enumerate(request.suggestions, 1):
             if rest == "A":

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from cycle.durations import parse_duration
 from cycle.errors import ConfigError
+from cycle.words import plural
 
 DEFAULT_STOP: dict[str, Any] = {"max_rounds": 5}
 
@@ -134,7 +135,7 @@ class NoImprovement:
         last = done[-self.rounds:]
         if all(not r.accepted or (r.delta or 0.0) < self.min_delta for r in last):
             gain = f" (or gains below {self.min_delta:g})" if self.min_delta else ""
-            return f"no_improvement: {self.rounds} round(s) without an accepted candidate{gain}"
+            return f"no_improvement: {plural(self.rounds, 'round')} without an accepted candidate{gain}"
         return None
 
     def describe(self) -> str:
@@ -304,6 +305,16 @@ def cost_cap(condition: StopCondition) -> float | None:
     if isinstance(condition, (AnyOf, AllOf)):
         caps = [c for c in (cost_cap(x) for x in condition.conditions) if c is not None]
         return min(caps) if caps else None
+    return None
+
+
+def target_of(condition: StopCondition) -> float | None:
+    """The score a cycle aims at: the smallest target_score in the tree (outside any ``not``)."""
+    if isinstance(condition, TargetScore):
+        return condition.value
+    if isinstance(condition, (AnyOf, AllOf)):
+        targets = [t for t in (target_of(x) for x in condition.conditions) if t is not None]
+        return min(targets) if targets else None
     return None
 
 

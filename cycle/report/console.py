@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cycle.records import RunResult
 from cycle.report import format as f
+from cycle.words import plural
 
 _COLORS = {"passed": "32", "failed": "31", "error": "33"}
 
@@ -53,6 +54,6 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
         f"Cost {f.money(s.cost, s.cost_estimated)} "
         f"(agent {f.money(agent.cost, agent.cost_estimated)}, "
         f"judge {f.money(judge.cost, judge.cost_estimated)})"
-        + (f"   {s.cache_hits} call(s) served from the response cache" if s.cache_hits else ""),
+        + (f"   {plural(s.cache_hits, 'call')} served from the response cache" if s.cache_hits else ""),
     ]
     return "\n".join(lines)

@@ -6,6 +6,7 @@ from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.records import CaseStats, IterationResult, RunResult
 from cycle.report import format as f
 from cycle.report.json import OFFLINE_NOTE
+from cycle.words import plural
 
 
 def _cell(text: str) -> str:
@@ -92,7 +93,7 @@ def render_markdown(result: RunResult) -> str:
         (f"| Latency p50 / p90 / p99 | {f.seconds(s.latency_p50)} / {f.seconds(s.latency_p90)} / "
         f"{f.seconds(s.latency_p99)} |"),
         f"| Cost | {f.money(s.cost, s.cost_estimated)} |",
-        f"| Response cache | {s.cache_hits} call(s) served from cache |",
+        f"| Response cache | {plural(s.cache_hits, 'call')} served from cache |",
         "",
     ]
     if usage_rows:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cycle import events as ev
+from cycle.words import plural
 
 #: log lines kept for the live log (older lines scroll away)
 LOG_LIMIT = 500
@@ -244,7 +245,7 @@ def _run_finished(s: DashboardState, e: ev.RunFinished) -> None:
 
 
 def _suggestions(s: DashboardState, e: ev.SuggestionsProposed) -> None:
-    s.log(e, f"round {e.round}: {len(e.suggestions)} suggestions proposed")
+    s.log(e, f"round {e.round}: {plural(len(e.suggestions), 'suggestion')} proposed")
 
 
 def _review(s: DashboardState, e: ev.ReviewDecided) -> None:

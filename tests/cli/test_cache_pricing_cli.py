@@ -72,7 +72,7 @@ def test_console_says_how_many_calls_the_cache_served(tmp_path):
         cfg = _project(tmp_path, srv.openai_base_url)
         _run(cfg)
         r = CliRunner().invoke(cli, ["run", str(cfg), "--no-reports"])
-    assert "4 call(s) served from the response cache" in r.output
+    assert "4 calls served from the response cache" in r.output
 
 
 def test_pricing_override_prices_a_model_and_unknown_models_are_estimated(tmp_path):

@@ -163,3 +163,93 @@ def test_bad_cycle_input_is_refused_before_anything_is_stored(quickstart: Path, 
     assert r.exit_code == 2, r.output
     assert where in r.output and fix in r.output and "Traceback" not in r.output
     assert not (quickstart / ".cycle").exists() and not (quickstart / "reports").exists()
+
+
+def _models_called(store: Path) -> set[tuple[str, str]]:
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        return set(db.execute("SELECT DISTINCT role, model FROM calls").fetchall())
+
+
+def test_improve_takes_runs_overrides_and_says_what_changed(quickstart: Path) -> None:
+    r = invoke("improve", "cycle.yaml", "--headless", "--yes", "--agent", "offline:alpha",
+               "--judge", "offline:beta", "--improver", "offline:gamma", "-n", "1", "-c", "2")
+    assert r.exit_code == 0, r.output
+    for line in ("override agent: offline:default -> offline:alpha (--agent)",
+                 "override judge: offline:default -> offline:beta (--judge)",
+                 "override improver: offline:default -> offline:gamma (--improver)",
+                 "override run.iterations: 3 -> 1 (--iterations)",
+                 "override run.concurrency: 8 -> 2 (--concurrency)"):
+        assert line in r.stderr
+    assert _models_called(quickstart / ".cycle" / "cycle.db") == {
+        ("agent", "offline:alpha"), ("judge", "offline:beta"), ("improver", "offline:gamma")}
+    baseline = json.loads(invoke("runs", "--json").output)[-1]
+    assert baseline["role"] == "baseline"
+    results = json.loads(invoke("compare", baseline["id"], baseline["id"], "--json").output)
+    assert len(results["cases"]) == 5  # every case, and (below) one iteration each
+    import sqlite3
+
+    with sqlite3.connect(quickstart / ".cycle" / "cycle.db") as db:
+        per_case = db.execute("SELECT MAX(n) FROM (SELECT COUNT(*) n FROM results "
+                              "WHERE run_id = ? GROUP BY case_id)", (baseline["id"],)).fetchone()
+    assert per_case == (1,)
+
+
+def _on_server(quickstart: Path, url: str, extra: str = "") -> None:
+    cfg = quickstart / "cycle.yaml"
+    text = cfg.read_text().split("providers:")[0].replace("offline:default", "openai:m")
+    cfg.write_text(text + f"providers:\n  openai: {{base_url: '{url}'}}\n" + extra)
+
+
+def test_improve_budget_flag_caps_the_cycle(quickstart: Path) -> None:
+    """--budget is a hard cap on a cycle's calls, through the real openai SDK."""
+    from cycle.testing import LoopbackServer
+
+    priced = "pricing:\n  openai:m: {input: 1000, output: 1000}\n"
+    with LoopbackServer() as srv:
+        _on_server(quickstart, srv.openai_base_url, priced)
+        r = invoke("improve", "cycle.yaml", "--headless", "--yes", "--budget", "0.5")
+        assert srv.request_count == 0  # a call's worst case (4,096 tokens out) is $4: none fits
+    assert "override budget: (not set) -> 0.5 (--budget)" in r.stderr
+    assert "max_cost: $0.0000 spent of the $0.5 cap" in r.output
+    assert "did not fit what was left (set max_tokens in the prompt's params" in r.output
+    assert "0 rounds, stopped" in r.output
+
+    prompt = quickstart / "prompts" / "support-reply.yaml"
+    prompt.write_text(prompt.read_text() + "  max_tokens: 50\n")
+    with LoopbackServer() as srv:
+        _on_server(quickstart, srv.openai_base_url, priced)
+        r = invoke("improve", "cycle.yaml", "--headless", "--yes", "--budget", "0.5")
+        assert srv.request_count > 0, r.output
+    spent = json.loads(invoke("cycles", "--json").output)[0]["cost"]
+    assert 0.1 < spent <= 0.5, r.output
+
+
+def test_a_baseline_that_only_errored_is_an_error_not_nothing_to_improve(quickstart: Path) -> None:
+    from cycle.testing import Fault, LoopbackServer
+
+    with LoopbackServer(responder=lambda request: Fault.status(400)) as srv:
+        _on_server(quickstart, srv.openai_base_url)
+        r = invoke("improve", "cycle.yaml", "--headless", "--yes", "-n", "1")
+    assert r.exit_code == 3, r.output
+    assert "1.0.0 was judged on no case: every iteration errored (first: agent:" in r.output
+    assert "nothing to improve" not in r.output and "Traceback" not in r.output
+
+
+def test_nothing_to_improve_names_the_setting_and_the_fix(quickstart: Path) -> None:
+    cfg = quickstart / "cycle.yaml"
+    # the offline judge scores the improved quickstart around 96; aim higher than low_score
+    cfg.write_text(cfg.read_text().replace("target_score: 95", "target_score: 99.9")
+                   + "pass_threshold: 50\n")
+    r = invoke("improve", "cycle.yaml", "--headless", "--yes")
+    assert r.exit_code == 0, r.output
+    assert "nothing to improve: no case scored below improve.low_score (50)" in r.output
+    assert "is short of the target 99.9: set improve.low_score: 99.9" in r.output
+
+
+def test_an_unknown_override_model_names_the_flag(quickstart: Path) -> None:
+    r = invoke("improve", "cycle.yaml", "--headless", "--yes", "--improver", "nope:x")
+    assert r.exit_code == 2
+    assert "--improver: unknown model provider 'nope'" in r.output
+    assert not (quickstart / ".cycle" / "cycle.db").exists()  # refused before the store opened

@@ -84,7 +84,7 @@ def test_every_suggestion_rejected_makes_no_candidate(world, store) -> None:
     loaded = world([{"suggestions": [suggestion("x", priority="low")]}] * 3,
                    improve={"stop": {"no_improvement": 2}})
     result = run_loop(loaded, store, reviewer=AutoReviewer(min_priority="high"))
-    assert result.stop_reason.startswith("no_improvement: 2 round(s)")
+    assert result.stop_reason.startswith("no_improvement: 2 rounds")
     assert [r.accepted for r in result.rounds[1:]] == [False, False]
     assert "no candidate" in result.rounds[1].reason
     assert [v.version for v in store.history("support")] == ["1.0.0"]

@@ -22,6 +22,7 @@ from cycle.records import PRIORITY_ORDER, ReviewRequest, Suggestion
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.widgets.diff_view import DiffView
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
+from cycle.words import plural
 
 #: how a decision is shown in the list
 DECISION_MARK: dict[str, tuple[str, str]] = {
@@ -197,7 +198,7 @@ each suggestion. Undecided suggestions are rejected at submit.
         score = "" if r.score is None else f" · score {r.score:.1f}"
         parts = [f"{n} {d}" for d, n in counts.items() if n]
         self.query_one("#review-summary", Static).update(
-            Text(f"Round {r.round} · v{r.version}{score} · {len(self.suggestions)} suggestions: ")
+            Text(f"Round {r.round} · v{r.version}{score} · {plural(len(self.suggestions), 'suggestion')}: ")
             + Text(", ".join(parts), style="bold")
         )
 
@@ -267,7 +268,7 @@ each suggestion. Undecided suggestions are rejected at submit.
                 self.dismiss(self.suggestions)
 
         self.app.push_screen(
-            ConfirmScreen(f"{len(undecided)} suggestion(s) undecided: reject them and submit?"),
+            ConfirmScreen(f"{plural(len(undecided), 'suggestion')} undecided: reject them and submit?"),
             confirmed,
         )
 
