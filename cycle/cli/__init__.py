@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "diff": "cycle.cli.prompt:diff",
     "rollback": "cycle.cli.prompt:rollback",
     "label": "cycle.cli.prompt:label",
+    "promote": "cycle.cli.prompt:promote",
     "run": "cycle.cli.run:run",
     "compare": "cycle.cli.run:compare",
     "runs": "cycle.cli.runs:runs",

@@ -22,7 +22,7 @@ from cycle.cli import CliContext
 from cycle.errors import NotFoundError
 from cycle.prompts.files import dump_prompt, load_prompt_file, save_prompt_file
 from cycle.prompts.semver import BUMPS
-from cycle.records import HEAD, Version
+from cycle.records import HEAD, PRODUCTION, Version
 from cycle.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -94,15 +94,16 @@ def prompt() -> None:
 
 
 @prompt.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Also cycle's own prompts (the improver's).")
 @json_option
-def list_(as_json: bool) -> None:
+def list_(show_all: bool, as_json: bool) -> None:
     """List the prompts in the store with their latest version and labels."""
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     if not obj.store_path().exists():
         prompts = []  # no store yet is an empty list, not an error
     else:
         with open_store() as store:
-            prompts = store.list_prompts()
+            prompts = store.list_prompts(builtin=show_all)
     if as_json:
         emit_json([p.model_dump(mode="json") for p in prompts])
         return
@@ -359,4 +360,40 @@ def label(prompt_id: str, version: str, name: str, message: str, as_json: bool) 
         click.echo(f"{prompt_id}: {name} {move.from_version or '(new)'} -> {move.to_version}")
 
 
-__all__ = ["diff", "do_rollback", "history", "label", "open_store", "prompt", "rollback", "show"]
+@click.command()
+@click.argument("prompt_id", metavar="ID")
+@click.argument("version", default=HEAD)
+@label_move_options
+def promote(prompt_id: str, version: str, message: str, as_json: bool) -> None:
+    """Point the production label of prompt ID at VERSION (default: head).
+
+    Saving and improving never move production: it is where a person says a
+    version is the one to ship. Shows the version's latest score, so the
+    decision has its evidence; `cycle rollback ID --label production --to V`
+    undoes it.
+    """
+    with open_store() as store:
+        target = store.resolve(f"{prompt_id}@{version}")
+        move = store.set_label(prompt_id, PRODUCTION, target.version,
+                               reason=message or "promoted", who=who())
+        runs = store.runs.recent(prompt_id=prompt_id, version=target.version, limit=1)
+    evidence = runs[0].summary if runs and runs[0].summary else None
+    if as_json:
+        emit_json({"prompt_id": prompt_id, "label": PRODUCTION, "to": target.version,
+                   "from": move.from_version if move else target.version, "moved": move is not None,
+                   "latest_run": runs[0].id if runs else None,
+                   "score": evidence.get("score") if evidence else None})
+        return
+    if move is None:
+        click.echo(f"{prompt_id}: production already at {target.version}; nothing changed")
+        return
+    click.echo(f"{prompt_id}: production {move.from_version or '(none)'} -> {target.version}")
+    if evidence and evidence.get("score") is not None:
+        click.echo(f"  its latest run {runs[0].id} scored {evidence['score']:.1f}"
+                   f" (pass rate {evidence.get('pass_rate') or 0:.0%})")
+    else:
+        click.echo(f"  {target.version} has never been evaluated: cycle run cycle.yaml")
+
+
+__all__ = ["diff", "do_rollback", "history", "label", "open_store", "promote", "prompt",
+           "rollback", "show"]

@@ -24,6 +24,7 @@ from cycle.errors import NotFoundError, StructuredOutputError
 from cycle.judge.transcript import cut, has_behaviour, tool_error_turns, transcript_lines
 from cycle.prompts.template import render_system, render_user
 from cycle.records import (
+    IMPROVER_PROMPT_ID,
     PRIORITY_ORDER,
     Message,
     Priority,
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from cycle.records import RunResult
     from cycle.store import Store
 
-IMPROVER_PROMPT_ID = "cycle-improver"
 #: schema name the offline model recognises (contracts section 2)
 SCHEMA_NAME = "cycle_improver"
 #: characters per token, for the context budget (a rough, model-independent rule)

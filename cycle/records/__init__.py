@@ -33,7 +33,9 @@ from cycle.records.suggestions import (
 )
 from cycle.records.trace import KINDS, EventKind, Trace, TraceEvent
 from cycle.records.versions import (
+    BUILTIN_PROMPTS,
     HEAD,
+    IMPROVER_PROMPT_ID,
     PRODUCTION,
     SOURCES,
     LabelMove,
@@ -43,7 +45,9 @@ from cycle.records.versions import (
 )
 
 __all__ = [
+    "BUILTIN_PROMPTS",
     "HEAD",
+    "IMPROVER_PROMPT_ID",
     "KINDS",
     "PRIORITY_ORDER",
     "PRODUCTION",

@@ -12,9 +12,15 @@ from cycle.records.prompt import Prompt
 Source = Literal["initial", "improver", "manual", "rollback"]
 SOURCES: tuple[str, ...] = ("initial", "improver", "manual", "rollback")
 
-#: labels every prompt has from its first version on
+#: the version work continues from (every prompt has it from its first version on)
 HEAD = "head"
+#: the version a person promoted (``cycle promote``); nothing moves it by itself
 PRODUCTION = "production"
+
+#: the prompts cycle itself runs on, kept in the store like any other (so their versions
+#: are recorded) but left out of lists a person browses unless asked for
+IMPROVER_PROMPT_ID = "cycle-improver"
+BUILTIN_PROMPTS = frozenset({IMPROVER_PROMPT_ID})
 
 
 class Version(BaseModel):

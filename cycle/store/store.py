@@ -32,6 +32,7 @@ from cycle.prompts import semver
 from cycle.prompts.diff import VersionDiff, diff_prompts
 from cycle.prompts.template import check_templates
 from cycle.records import (
+    BUILTIN_PROMPTS,
     HEAD,
     PRODUCTION,
     SOURCES,
@@ -233,8 +234,9 @@ class Store:
 
         The number is ``version`` when given and above the prompt's latest
         (a prompt file may name its version), else the latest bumped by
-        ``bump``; the first version is 1.0.0 and gets labels ``head`` and
-        ``production`` and source ``initial``. ``parent`` defaults to the
+        ``bump``; the first version is 1.0.0 with label ``head`` and source
+        ``initial`` (``production`` is never set by saving: a person promotes a version,
+        ``cycle promote``). ``parent`` defaults to the
         version ``head`` points at. ``move_head`` moves ``head`` to the new
         version. Identical content writes nothing and moves no label.
         """
@@ -298,10 +300,7 @@ class Store:
                 ),
             )
             reason = message or f"new version ({source})"
-            if first:
-                for label in (HEAD, PRODUCTION):
-                    self._move(prompt.id, label, number, action="save", reason=reason, who=who, now=now)
-            elif move_head:
+            if first or move_head:
                 self._move(prompt.id, HEAD, number, action="save", reason=reason, who=who, now=now)
             row = self._query(
                 f"SELECT {_VERSION_COLUMNS} FROM versions WHERE prompt_id = ? AND version = ?",
@@ -400,8 +399,9 @@ class Store:
         rows = self._query("SELECT max(seq) FROM versions WHERE prompt_id = ?", (prompt_id,))
         return int(rows[0][0] or 0)
 
-    def list_prompts(self) -> list[PromptSummary]:
-        """Every prompt with its version count, latest version and labels, by id."""
+    def list_prompts(self, *, builtin: bool = True) -> list[PromptSummary]:
+        """Every prompt with its version count, latest version and labels, by id
+        (``builtin=False``: without cycle's own prompts, BUILTIN_PROMPTS)."""
         rows = self._query(
             """
             SELECT p.id, l.seq, l.version, l.created_at
@@ -421,8 +421,23 @@ class Store:
                 id=pid, versions=count, latest=latest, labels=_ordered(labels.get(pid, {})),
                 updated_at=datetime.fromisoformat(at),
             )
-            for pid, count, latest, at in rows
+            for pid, count, latest, at in rows if builtin or pid not in BUILTIN_PROMPTS
         ]
+
+    def last_used_prompt(self) -> str | None:
+        """The prompt a person worked on last: of the newest run, else the newest version
+        (cycle's own prompts aside)."""
+        hidden = tuple(BUILTIN_PROMPTS)
+        marks = ",".join("?" * len(hidden))
+        newest_run = (f"SELECT prompt_id FROM runs WHERE prompt_id NOT IN ({marks}) "
+                      "ORDER BY started_at DESC, rowid DESC LIMIT 1")
+        newest_version = (f"SELECT prompt_id FROM versions WHERE prompt_id NOT IN ({marks}) "
+                          "ORDER BY created_at DESC, rowid DESC LIMIT 1")
+        for sql in (newest_run, newest_version):
+            row = self._query(sql, hidden)
+            if row and row[0][0]:
+                return str(row[0][0])
+        return None
 
     # -- labels ------------------------------------------------------------
 

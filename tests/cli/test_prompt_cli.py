@@ -43,7 +43,7 @@ def edit(prompt: Path, old: str, new: str) -> None:
 def test_import_export_round_trip_is_exact(env, tmp_path: Path):
     run, _store, prompt = env
     out = run("prompt", "import", str(prompt))
-    assert "support-reply@1.0.0 stored" in out.stdout and "[head, production]" in out.stdout
+    assert "support-reply@1.0.0 stored" in out.stdout and "[head]" in out.stdout
     assert run("prompt", "export", "support-reply").stdout == EXAMPLE.read_text()
     run("prompt", "export", "support-reply@1.0.0", "-o", str(tmp_path / "out" / "p.yaml"))
     assert (tmp_path / "out" / "p.yaml").read_text() == EXAMPLE.read_text()
@@ -74,6 +74,9 @@ def test_importing_an_older_content_again_says_how_to_move_head(env):
 def test_edit_import_history_diff_rollback_label(env):
     run, store, prompt = env
     run("prompt", "import", str(prompt))
+    out = run("promote", "support-reply")
+    assert out.stdout.splitlines() == ["support-reply: production (none) -> 1.0.0",
+                                       "  1.0.0 has never been evaluated: cycle run cycle.yaml"]
     edit(prompt, "at most three sentences", "at most two sentences")
     out = run("prompt", "import", str(prompt), "-m", "shorter answers")
     assert "support-reply@1.0.1 stored" in out.stdout
@@ -123,6 +126,7 @@ def test_list_show_history_json(env):
     assert "No prompts yet" in run("prompt", "list").stdout
     assert json.loads(run("prompt", "list", "--json").stdout) == []
     run("prompt", "import", str(prompt))
+    run("promote", "support-reply", "1.0.0")
     run("prompt", "import", str(ROOT / "prompts" / "summarize.yaml"))
     listed = run("prompt", "list").stdout.splitlines()
     assert listed[0].split()[:3] == ["PROMPT", "LATEST", "VERSIONS"]
@@ -151,6 +155,7 @@ def test_history_shows_the_latest_run_score(env):
 def test_unknown_prompt_version_and_label_exit_2_with_what_exists(env):
     run, _store, prompt = env
     run("prompt", "import", str(prompt))
+    run("promote", "support-reply", "head")
     out = run("show", "nope", code=2)
     assert "unknown prompt 'nope'" in out.stderr and "support-reply" in out.stderr
     assert "Traceback" not in out.output
@@ -223,7 +228,7 @@ def test_history_labels_shows_every_recorded_move(env):
     run("label", "support-reply", "1.0.1", "staging", "-m", "try it")
 
     lines = run("history", "support-reply", "--labels").stdout.splitlines()
-    assert lines[0] == "support-reply: 5 moves of labels"
+    assert lines[0] == "support-reply: 4 moves of labels"
     assert lines[1].split() == ["WHEN", "LABEL", "FROM", "TO", "ACTION", "WHO", "WHY"]
     # newest first: staging created, head rolled back, head moved by the save, then the first save
     assert lines[2].split()[2:6] == ["staging", "(new)", "1.0.1", "label"] and lines[2].endswith("try it")
@@ -236,10 +241,10 @@ def test_history_labels_shows_every_recorded_move(env):
         ("1.0.1", "1.0.0", "rollback"), ("1.0.0", "1.0.1", "save"), (None, "1.0.0", "save")]
     assert data["moves"][0]["reason"] == "too terse" and data["moves"][0]["at"]
     page = run("history", "support-reply", "--labels", "-n", "1", "--offset", "1").stdout
-    assert page.startswith("support-reply: 2-2 of 5 moves") and "rollback" in page
+    assert page.startswith("support-reply: 2-2 of 4 moves") and "rollback" in page
 
     out = run("history", "support-reply", "--labels", "--label", "canary", code=2)
-    assert "no label 'canary'" in out.stderr and "head, production, staging" in out.stderr
+    assert "no label 'canary'" in out.stderr and "head, staging" in out.stderr
     assert "Known prompts: support-reply" in run("history", "nope", "--labels", code=2).stderr
     assert "--labels" in run("history", "support-reply", "--label", "head", code=2).stderr
 
@@ -359,3 +364,34 @@ def test_another_apps_sqlite_or_a_newer_store_exits_2_and_is_left_alone(env, tmp
         out = run(*args, code=2)
         assert says in out.stderr and "Traceback" not in out.output
     assert store.read_bytes() == before
+
+
+def test_prompt_list_hides_cycles_own_prompts_unless_all(env):
+    from cycle.records import Prompt
+
+    run, store, prompt = env
+    run("prompt", "import", str(prompt))
+    with Store.open(store) as s:
+        s.save_version(Prompt(id="cycle-improver", system="Propose edits."))
+    assert [p["id"] for p in json.loads(run("prompt", "list", "--json").stdout)] == ["support-reply"]
+    assert "cycle-improver" not in run("prompt", "list").stdout
+    everything = json.loads(run("prompt", "list", "--all", "--json").stdout)
+    assert [p["id"] for p in everything] == ["cycle-improver", "support-reply"]
+
+
+def test_promote_moves_production_and_shows_the_evidence(env):
+    run, store, prompt = env
+    run("prompt", "import", str(prompt))
+    edit(prompt, "at most three sentences", "at most two sentences")
+    run("prompt", "import", str(prompt))
+    with Store.open(store) as s:
+        assert "production" not in s.labels("support-reply")  # saving never promotes
+        s.runs.create(run_id="run-1", prompt_id="support-reply", version="1.0.1")
+        s.runs.finish("run-1", status="finished", summary={"score": 88.25, "pass_rate": 0.75})
+    out = run("promote", "support-reply")
+    assert out.stdout.splitlines() == ["support-reply: production (none) -> 1.0.1",
+                                       "  its latest run run-1 scored 88.2 (pass rate 75%)"]
+    assert "already at 1.0.1" in run("promote", "support-reply", "1.0.1").stdout
+    data = json.loads(run("promote", "support-reply", "1.0.0", "--json").stdout)
+    assert (data["from"], data["to"], data["moved"]) == ("1.0.1", "1.0.0", True)
+    assert "no version 9.9.9" in run("promote", "support-reply", "9.9.9", code=2).stderr

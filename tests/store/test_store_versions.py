@@ -25,11 +25,12 @@ def store(tmp_path: Path):
     s.close()
 
 
-def test_first_version_is_initial_1_0_0_with_head_and_production(store: Store, tmp_path: Path):
+def test_first_version_is_initial_1_0_0_with_head_only(store: Store, tmp_path: Path):
     v = store.save_version(make(), message="first draft")
     assert (v.version, v.source, v.parent, v.seq, v.message) == ("1.0.0", "initial", None, 1, "first draft")
     assert v.hash == make().content_hash
-    assert store.labels("support") == {"head": "1.0.0", "production": "1.0.0"}
+    # production is a person's decision (cycle promote), never the effect of a save
+    assert store.labels("support") == {"head": "1.0.0"}
     assert (tmp_path / ".cycle" / "cycle.db").is_file()
 
 
@@ -42,7 +43,7 @@ def test_new_versions_bump_patch_minor_major_with_parent_and_source(store: Store
     assert [v.version for v in (v2, v3, v4, v5)] == ["1.0.1", "1.1.0", "2.0.0", "2.0.1"]
     assert (v2.parent, v2.source, v2.message) == ("1.0.0", "improver", "tighter")
     assert v5.parent == "2.0.0"
-    assert store.labels("support") == {"head": "2.0.1", "production": "1.0.0"}
+    assert store.labels("support") == {"head": "2.0.1"}
 
 
 def test_identical_content_returns_existing_version_without_a_row(store: Store):
@@ -80,6 +81,7 @@ def test_parent_defaults_to_head_after_rollback(store: Store):
 def test_resolve_by_id_number_label_and_hash_prefix(store: Store):
     v1 = store.save_version(make("a"))
     v2 = store.save_version(make("b"))
+    store.set_label("support", "production", "1.0.0")
     assert store.resolve("support").version == "1.0.1"
     assert store.resolve("support@head").version == "1.0.1"
     assert store.resolve("support@production").version == "1.0.0"
@@ -99,7 +101,7 @@ def test_unknown_prompt_version_and_label_list_what_exists(store: Store):
     assert "no version 9.9.9" in str(e.value) and "1.0.0" in str(e.value)
     with pytest.raises(NotFoundError) as e:
         store.resolve("support@staging")
-    assert "head -> 1.0.0" in str(e.value) and "production -> 1.0.0" in str(e.value)
+    assert "Labels: head -> 1.0.0." in str(e.value)
 
 
 def test_history_pages_newest_first(store: Store):
@@ -119,7 +121,10 @@ def test_list_prompts(store: Store):
     store.set_label("a-prompt", "staging", "1.0.0")
     summaries = store.list_prompts()
     assert [(s.id, s.versions, s.latest) for s in summaries] == [("a-prompt", 2, "1.0.1"), ("b-prompt", 1, "1.0.0")]
-    assert summaries[0].labels == {"head": "1.0.1", "production": "1.0.0", "staging": "1.0.0"}
+    assert summaries[0].labels == {"head": "1.0.1", "staging": "1.0.0"}
+    store.save_version(make("i", pid="cycle-improver"))  # cycle's own prompt: hidden on request
+    assert "cycle-improver" in [s.id for s in store.list_prompts()]
+    assert [s.id for s in store.list_prompts(builtin=False)] == ["a-prompt", "b-prompt"]
 
 
 def test_set_label_records_moves_and_skips_no_op(store: Store):
@@ -131,10 +136,10 @@ def test_set_label_records_moves_and_skips_no_op(store: Store):
     store.set_label("support", "production", "1.0.1")
     moves = store.label_moves("support")
     assert [(m.label, m.from_version, m.to_version, m.action) for m in moves[:2]] == [
-        ("production", "1.0.0", "1.0.1", "label"), ("staging", None, "1.0.1", "label"),
+        ("production", None, "1.0.1", "label"), ("staging", None, "1.0.1", "label"),
     ]
-    # head, production (first save), head (second save), staging, production
-    assert len(moves) == 5
+    # head (first save), head (second save), staging, production
+    assert len(moves) == 4
 
 
 def test_label_names_cannot_look_like_versions(store: Store):
@@ -177,6 +182,7 @@ def test_rollback_of_a_named_label_and_unknown_label(store: Store):
 def test_diff_per_field(store: Store):
     store.save_version(make("line one\nline two\n"))
     store.save_version(make("line one\nline 2\n", temperature=0.7))
+    store.set_label("support", "production", "1.0.0")
     d = store.diff("support", "1.0.0", "head")
     assert (d.a, d.b) == ("1.0.0", "1.0.1")
     assert d.field("system").changed and not d.field("user_template").changed

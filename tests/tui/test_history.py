@@ -84,3 +84,44 @@ async def test_help_lists_the_screen_keys(history_store: Store) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, HistoryScreen)
+
+
+async def test_cycles_own_prompts_stay_out_of_the_list(history_store: Store) -> None:
+    from cycle.records import Prompt
+
+    history_store.save_version(Prompt(id="cycle-improver", system="Propose edits."))
+    app = CycleApp(store=history_store)  # no prompt asked for: the first of the user's
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#prompts")
+        ids = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert ids == ["greeter", "support-reply"]
+    app = CycleApp(store=history_store, prompt_id="cycle-improver")  # by name: shown
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#prompts")
+        assert "cycle-improver" in [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+
+
+def test_tui_opens_on_the_configs_prompt_else_the_last_used(history_store: Store, tmp_path,
+                                                            monkeypatch) -> None:
+    from cycle.cli.tui import config_prompt_id
+    from cycle.records import Prompt
+
+    # the newest version is greeter's; a run of support-reply after it makes that the last used
+    assert history_store.last_used_prompt() == "greeter"
+    history_store.save_version(Prompt(id="cycle-improver", system="Propose edits."))
+    assert history_store.last_used_prompt() == "greeter"  # cycle's own prompt never counts
+    history_store.runs.create(run_id="run-x", prompt_id="support-reply", version="1.0.2")
+    assert history_store.last_used_prompt() == "support-reply"
+
+    folder = tmp_path / "project"
+    (folder / "prompts").mkdir(parents=True)
+    (folder / "prompts" / "p.yaml").write_text("id: greeter\nsystem: Say hello.\n")
+    assert config_prompt_id(folder) is None  # no cycle.yaml
+    (folder / "cycle.yaml").write_text("prompt: prompts/p.yaml\n")
+    assert config_prompt_id(folder) == "greeter"
+    (folder / "cycle.yaml").write_text("prompt: store:support-reply@production\n")
+    assert config_prompt_id(folder) == "support-reply"
+    (folder / "cycle.yaml").write_text("prompt: [broken\n")
+    assert config_prompt_id(folder) is None  # browsing works whatever the config says

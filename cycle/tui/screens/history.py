@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from cycle.records import BUILTIN_PROMPTS
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.widgets.diff_view import DiffView
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
@@ -114,12 +115,14 @@ confirm; nothing is deleted.
         prompts.clear()
         if not prompts.columns:
             prompts.add_column("prompt", key="prompt")
-        summaries = self.store.list_prompts()
+        # cycle's own prompts only when asked for by name (cycle tui cycle-improver)
+        summaries = [s for s in self.store.list_prompts()
+                     if s.id not in BUILTIN_PROMPTS or s.id == self.prompt_id]
         for summary in summaries:
             prompts.add_row(summary.id, key=summary.id)
         if not summaries:
             self.query_one("#history-summary", Static).update(
-                "The store holds no prompt yet: run `cycle improve` or `cycle prompt add` first."
+                "The store holds no prompt yet: run `cycle improve` or `cycle prompt import FILE` first."
             )
             return
         ids = [s.id for s in summaries]
