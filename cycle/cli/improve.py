@@ -35,12 +35,18 @@ class CycleConsole:
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream
+        #: calls of the round in progress that the response cache answered (free, no latency)
+        self.cached = 0
+        self.calls = 0
 
     def _say(self, text: str) -> None:
         click.echo(text, file=self.stream)
 
     def __call__(self, event: ev.Event) -> None:
-        if isinstance(event, ev.CycleStarted):
+        if isinstance(event, ev.ModelCalled):
+            self.calls += 1
+            self.cached += event.cache_hit
+        elif isinstance(event, ev.CycleStarted):
             verb = "resuming" if event.resumed else "starting"
             self._say(f"{verb} cycle {event.cycle_id} on {event.prompt_id}@{event.version}")
         elif isinstance(event, ev.RoundStarted):
@@ -63,8 +69,13 @@ class CycleConsole:
             ci = (f" [{event.ci_low:.1f}, {event.ci_high:.1f}]"
                   if event.ci_low is not None and event.ci_high is not None else "")
             delta = "" if event.delta is None else f", delta {event.delta:+.1f}"
+            cached = ""
+            if self.cached:
+                every = "every call" if self.cached == self.calls else plural(self.cached, "call")
+                cached = f" ({every} answered by the response cache: free; --no-cache to call again)"
             self._say(f"round {event.round} done: {event.version} scored {score}{ci}{delta}, "
-                      f"cost ${event.cost:.4f}")
+                      f"cost ${event.cost:.4f}{cached}")
+            self.cached = self.calls = 0
         elif isinstance(event, ev.CycleFinished):
             self._say(f"cycle {event.status}: {event.reason}")
 
@@ -253,11 +264,13 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
 
 
 def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Path) -> None:
+    from cycle.records import HEAD
     from cycle.report.cycle_report import write_cycle_report
     from cycle.store import Store
 
     with Store.open(store_path) as store:
         paths = write_cycle_report(store, result.cycle_id, report_dir)
+        head = store.labels(result.prompt_id).get(HEAD) if store.has_prompt(result.prompt_id) else None
     initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
     final = "—" if result.final_score is None else f"{result.final_score:.1f}"
     by_role = ", ".join(f"{k} ${v:.4f}" for k, v in sorted(result.cost_by_role.items()))
@@ -268,6 +281,7 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     click.echo(f"total cost ${result.total_cost:.4f}" + (f" ({by_role})" if by_role else ""))
     click.echo(f"report: {paths['markdown']}")
     click.echo(f"        {paths['json']}")
-    if result.final_version != result.initial_version:
+    # only while head is still where the cycle left it (the TUI may have rolled it back)
+    if result.final_version != result.initial_version and head == result.final_version:
         click.echo(f"undo with: cycle rollback {result.prompt_id} --to {result.initial_version}"
                    f"{store_flag(store_path)}")

@@ -284,7 +284,8 @@ class Loop:
                 where = f" during round {stop_at}" if stop_at is not None else ""
                 self._emit_end(
                     status="interrupted",
-                    reason=f"interrupted{where}; resume with: cycle improve --resume {self.cycle_id}",
+                    reason=f"interrupted{where}; resume with: cycle improve "
+                           f"{self.record.get('config_file') or 'cycle.yaml'} --resume {self.cycle_id}",
                 )
             raise
         except CycleError as e:

@@ -197,10 +197,11 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
             continue
         any_suggestion = True
         out += [f"### Round {r['round']}", "",
-                "| # | type | priority | decision | applied | reasoning | reason |",
-                "| ---: | --- | --- | --- | --- | --- | --- |"]
+                "| # | type | priority | expected gain | decision | applied | reasoning | reason |",
+                "| ---: | --- | --- | --- | --- | --- | --- | --- |"]
         for n, s in enumerate(r["suggestions"], 1):
-            out.append(f"| {n} | {s['type']} | {s['priority']} | {s['decision']} | "
+            out.append(f"| {n} | {s['type']} | {s['priority']} | "
+                       f"{_cell(s.get('expected_improvement') or '')} | {s['decision']} | "
                        f"{'yes' if s['applied'] else 'no'} | {_cell(s['reasoning'])} | {_cell(s['reason'])} |")
         out.append("")
         for n, s in enumerate(r["suggestions"], 1):

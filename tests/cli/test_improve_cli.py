@@ -253,3 +253,51 @@ def test_an_unknown_override_model_names_the_flag(quickstart: Path) -> None:
     assert r.exit_code == 2
     assert "--improver: unknown model provider 'nope'" in r.output
     assert not (quickstart / ".cycle" / "cycle.db").exists()  # refused before the store opened
+
+
+def test_rounds_answered_by_the_cache_say_so(quickstart: Path) -> None:
+    assert invoke("improve", "cycle.yaml", "--headless", "--yes").exit_code == 0
+    assert invoke("rollback", "support-reply", "--to", "1.0.0").exit_code == 0
+    r = invoke("improve", "cycle.yaml", "--headless", "--yes")
+    assert r.exit_code == 0, r.output
+    assert ("round 0 done: 1.0.0 scored 46.8 [43.2, 50.4], cost $0.0000 (every call answered "
+            "by the response cache: free; --no-cache to call again)") in r.output
+    r = invoke("improve", "cycle.yaml", "--headless", "--yes", "--no-cache")
+    assert "response cache" not in r.output
+
+
+def test_no_undo_hint_once_head_has_moved_away(quickstart: Path, capsys) -> None:
+    """The TUI can roll head back before the cycle's summary is printed: the hint
+    to undo what is already undone would mislead."""
+    import asyncio
+
+    import click
+
+    from cycle.assemble import build_loop, load_config
+    from cycle.cli.improve import _report, improve
+    from cycle.loop.review import AutoReviewer
+    from cycle.store import Store
+
+    store_path = quickstart / ".cycle" / "cycle.db"
+    with Store.open(store_path) as store:
+        loop = build_loop(load_config("cycle.yaml"), store=store, reviewer=AutoReviewer())
+        result = asyncio.run(loop.run())
+    assert result.final_version != result.initial_version
+    with click.Context(improve):  # _report runs inside the command
+        _report(result, store_path, quickstart / "reports", Path("cycle.yaml"))
+        out = capsys.readouterr().out
+        assert f"undo with: cycle rollback support-reply --to {result.initial_version}" in out
+        with Store.open(store_path) as store:
+            store.rollback("support-reply", result.initial_version)
+        _report(result, store_path, quickstart / "reports", Path("cycle.yaml"))
+        assert "undo with" not in capsys.readouterr().out
+
+
+def test_cycle_report_has_an_expected_gain_column(quickstart: Path) -> None:
+    r = invoke("improve", "cycle.yaml", "--headless", "--yes")
+    report_line = next(line for line in r.stdout.splitlines() if line.startswith("report: "))
+    text = (quickstart / report_line.removeprefix("report: ").strip()).read_text()
+    assert "| # | type | priority | expected gain | decision |" in text
+    data = json.loads((quickstart / report_line.removeprefix("report: ").strip()).with_suffix(".json").read_text())
+    gain = data["rounds"][1]["suggestions"][0]["expected_improvement"]
+    assert gain and f"| {gain} |" in text

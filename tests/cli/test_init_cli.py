@@ -78,14 +78,20 @@ def test_openai_project_names_the_key_it_needs(tmp_path, monkeypatch):
     assert "OPENAI_API_KEY" in r.output and "Traceback" not in r.output
 
 
-def test_gemini_project_is_a_valid_config(tmp_path):
-    from cycle.assemble.config import load_config
-
+def test_gemini_project_runs_through_the_google_genai_sdk(tmp_path, monkeypatch):
+    """The gemini project as written, with providers.gemini.base_url sending it to loopback."""
     r = invoke("init", str(tmp_path), "--provider", "gemini")
     assert r.exit_code == 0, r.output
-    loaded = load_config(tmp_path / "cycle.yaml")
-    assert loaded.config.judge.startswith("gemini:")
     assert "GEMINI_API_KEY=" in (tmp_path / ".env.example").read_text()
+    (tmp_path / ".env").write_text("GEMINI_API_KEY=test-key-from-dotenv\n")
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer() as srv:
+        cfg = tmp_path / "cycle.yaml"
+        cfg.write_text(cfg.read_text() + f"providers:\n  gemini: {{base_url: '{srv.gemini_base_url}'}}\n")
+        r = invoke("run", "-n", "1")
+        assert r.exit_code in (0, 1), r.output
+        assert srv.request_count >= 3
+        assert all("/models/gemini-2.5-" in req.path for req in srv.requests)
 
 
 def test_unknown_provider_is_a_usage_error(tmp_path):

@@ -158,7 +158,7 @@ def test_ctrl_c_marks_the_cycle_interrupted_and_resume_continues(project: Path) 
     keys, calls = snapshot(db)
     with sqlite3.connect(db) as conn:
         cycle_id, status, reason = conn.execute("SELECT id, status, stop_reason FROM cycles").fetchone()
-    assert status == "interrupted" and f"--resume {cycle_id}" in reason
+    assert status == "interrupted" and f"resume with: cycle improve cycle.yaml --resume {cycle_id}" in reason
 
     resumed = start(project, "--resume", cycle_id)
     _, err = resumed.communicate(timeout=120)
