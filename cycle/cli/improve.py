@@ -280,6 +280,7 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
                + ("  [offline model]" if result.offline else ""))
     click.echo(f"total cost ${result.total_cost:.4f}" + (f" ({by_role})" if by_role else ""))
     click.echo(f"report: {paths['markdown']}")
+    click.echo(f"        {paths['html']}")
     click.echo(f"        {paths['json']}")
     # only while head is still where the cycle left it (the TUI may have rolled it back)
     if result.final_version != result.initial_version and head == result.final_version:

@@ -16,6 +16,7 @@ from typing import Any
 
 from cycle.records import CycleRow, RoundRow
 from cycle.report import format as f
+from cycle.report.html import render_cycle_html
 from cycle.report.json import OFFLINE_NOTE
 from cycle.store import Store
 
@@ -101,6 +102,16 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
                 for s in suggestions if s.round == r.round
             ],
         })
+    # per case, its mean in each round's evaluation (the heatmap of the HTML report)
+    per_case: dict[str, dict[int, float | None]] = {}
+    run_of_round: dict[int, str] = {}
+    for run in reversed(store.runs.recent(cycle_id=cycle_id, limit=None)):  # oldest first
+        if run.round is not None:
+            run_of_round[run.round] = run.id
+            for case_id, mean in store.runs.case_means(run.id).items():
+                per_case.setdefault(case_id, {})[run.round] = mean
+    final_round = max((r.round for r in rounds if r.accepted and r.candidate_version == final_version),
+                      default=0)
     return {
         "kind": "cycle_report",
         "cycle_id": cycle.id,
@@ -120,8 +131,26 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "cost_estimated": estimated,
         "config": cycle.config,
         "rounds": round_items,
+        "cases": per_case,
         "diff": diff,
+        "transcripts": _transcripts(store, run_of_round.get(final_round)),
     }
+
+
+def _transcripts(store: Store, run_id: str | None) -> dict[str, list[str]]:
+    """Case id -> the transcript of its representative iteration in ``run_id``, for the
+    cases whose runs did more than answer once (tools, conversations)."""
+    from cycle.evals.results import load_run
+    from cycle.judge.transcript import has_behaviour, transcript_lines
+
+    if run_id is None:
+        return {}
+    out = {}
+    for case_id, stats in load_run(store.runs, run_id).cases.items():
+        rep = stats.representative
+        if rep is not None and has_behaviour(rep.trace):
+            out[case_id] = transcript_lines(rep.trace, durations=True)
+    return out
 
 
 def _cell(text: Any) -> str:
@@ -222,11 +251,13 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
 
 
 def write_cycle_report(store: Store, cycle_id: str, directory: str | Path) -> dict[str, Path]:
-    """Write ``<cycle id>.md`` and ``<cycle id>.json`` into ``directory``; returns format -> path."""
+    """Write ``<cycle id>.md``, ``.html`` and ``.json`` into ``directory``; returns format -> path."""
     data = cycle_report_dict(store, cycle_id)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    paths = {"markdown": d / f"{cycle_id}.md", "json": d / f"{cycle_id}.json"}
+    paths = {"markdown": d / f"{cycle_id}.md", "html": d / f"{cycle_id}.html",
+             "json": d / f"{cycle_id}.json"}
     paths["markdown"].write_text(render_cycle_markdown(data), encoding="utf-8")
+    paths["html"].write_text(render_cycle_html(data), encoding="utf-8")
     paths["json"].write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
     return paths

@@ -195,6 +195,13 @@ class RunLog:
         with self.store.transaction() as db:
             db.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
 
+    def case_means(self, run_id: str) -> dict[str, float | None]:
+        """Case id -> mean score of its judged iterations (None: every iteration errored)."""
+        rows = self.store.db.execute(
+            "SELECT case_id, AVG(CASE WHEN status != 'error' THEN score END) FROM results "
+            "WHERE run_id = ? GROUP BY case_id", (run_id,)).fetchall()
+        return {case_id: mean for case_id, mean in rows}
+
     def completed_keys(self, run_id: str) -> set[tuple[str, int]]:
         """(case id, iteration) pairs already judged in a run (errored ones are not: they re-run)."""
         rows = self.store.db.execute(
