@@ -48,8 +48,8 @@ def _case_body(c: CaseStats, result: RunResult) -> list[str]:
     if rep is not None and has_behaviour(rep.trace):
         turns = sum(1 for e in rep.trace if e.kind == "model")
         tools = sum(1 for e in rep.trace if e.kind in ("tool_result", "tool_error"))
-        summary = (f"<summary>Transcript (iteration {rep.iteration}: {turns} model turn(s), "
-                   f"{tools} tool call(s))</summary>")
+        summary = (f"<summary>Transcript (iteration {rep.iteration}: "
+                   f"{plural(turns, 'model turn')}, {plural(tools, 'tool call')})</summary>")
         out += ["<details>", summary, "", "```", *transcript_lines(rep.trace, durations=True), "```", "",
                 "</details>", ""]
     errors = [r for r in runs if r.status in ("error", "terminated")]

@@ -93,6 +93,9 @@ class DashboardState:
     run_version: str | None = None
     run_started_at: float | None = None
     run_finished_at: float | None = None
+    #: the cycle's start and end (event times): the elapsed time shown is the cycle's
+    cycle_started_at: float | None = None
+    cycle_finished_at: float | None = None
     total: int = 0
     done: int = 0
     errors: int = 0
@@ -142,11 +145,15 @@ class DashboardState:
         return bool(self._run_reset or self._dirty_cases or self._dirty_rounds or self._log)
 
     def elapsed(self, now: float) -> float:
-        """Seconds the running suite has taken (frozen once it finished)."""
-        if self.run_started_at is None:
+        """Seconds the cycle has taken so far (frozen once it finished); without a cycle,
+        the running suite's. It ticks while nothing happens, as a clock should."""
+        if self.cycle_started_at is not None:
+            start, end = self.cycle_started_at, self.cycle_finished_at
+        elif self.run_started_at is not None:
+            start, end = self.run_started_at, self.run_finished_at
+        else:
             return 0.0
-        end = self.run_finished_at if self.run_finished_at is not None else now
-        return max(0.0, end - self.run_started_at)
+        return max(0.0, (end if end is not None else now) - start)
 
     @property
     def scores(self) -> list[float]:
@@ -178,6 +185,7 @@ class DashboardState:
 
 def _cycle_started(s: DashboardState, e: ev.CycleStarted) -> None:
     s.cycle_id, s.prompt_id, s.version, s.status = e.cycle_id, e.prompt_id, e.version, "running"
+    s.cycle_started_at, s.cycle_finished_at = e.at, None
     s.log(e, f"cycle {'resumed' if e.resumed else 'started'} on {e.prompt_id} v{e.version}")
 
 
@@ -284,6 +292,7 @@ def _round_finished(s: DashboardState, e: ev.RoundFinished) -> None:
 
 def _cycle_finished(s: DashboardState, e: ev.CycleFinished) -> None:
     s.status, s.stop_reason = "finished", e.reason
+    s.cycle_finished_at = e.at
     if e.final_version:
         s.version = e.final_version
     s.log(e, f"cycle finished: {e.reason}" + (f" (final v{e.final_version})" if e.final_version else ""))

@@ -105,7 +105,7 @@ def test_the_tui_case_screen_shows_what_the_agent_did():
     console = Console(width=100, record=True)
     console.print(render_case("c", [r]))
     shown = console.export_text()
-    assert "terminated" in shown and "Conversation · 1 turn(s) · terminated" in shown
+    assert "terminated" in shown and "Conversation · 1 turn · terminated" in shown
     assert "assistant -> refund(order=A-1)" in shown
     # a chat: the user's bubble, then what the assistant did, then its answer's bubble
     assert shown.index("user · turn 1") < shown.index("refund(order=A-1)") \

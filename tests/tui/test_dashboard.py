@@ -29,7 +29,8 @@ def emitting_app(tmp_path: Path, events: list[ev.Event], *, hold: bool = True, *
             await asyncio.Event().wait()
 
     info = HeaderInfo(prompt_id="support-reply", models={"agent": "offline:default"}, offline=True)
-    return CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db", info=info, clock=lambda: T0 + 60, **kwargs)
+    kwargs.setdefault("clock", lambda: T0 + 60)
+    return CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db", info=info, **kwargs)
 
 
 async def _settle(pilot, app: CycleApp) -> None:  # type: ignore[no-untyped-def]
@@ -53,7 +54,8 @@ async def test_dashboard_shows_rounds_progress_cost_and_cases(tmp_path: Path) ->
         bar = screen.query_one("#progress", ProgressBar)
         assert (bar.total, bar.progress) == (8, 3)
         status = str(screen.query_one("#status").render())
-        assert "3/8 done" in status and "1 errors" in status and "0:30" in status  # elapsed by the frozen clock
+        # the cycle's elapsed time (started at T0, the frozen clock says T0 + 60)
+        assert "3/8 done" in status and "1 error ·" in status and "1:00" in status
         assert "cost $0.0200 of $1.00" in str(screen.query_one("#cost").render())
         assert screen.query_one("#sparkline", Sparkline).data == [72.5, 81.0]
         cases = screen.query_one("#cases", CaseTable)
@@ -62,6 +64,17 @@ async def test_dashboard_shows_rounds_progress_cost_and_cases(tmp_path: Path) ->
         log = "".join(line.text for line in screen.query_one("#log", RichLog).lines)
         assert "candidate v1.0.1 accepted" in log and "refund-2 #0: timeout after 30s" in log
         assert "OFFLINE MODEL" in str(screen.query_one("#offline", Static).render())
+
+
+async def test_elapsed_time_ticks_while_nothing_happens(tmp_path: Path) -> None:
+    now = [T0 + 5]
+    app = emitting_app(tmp_path, synthetic_events(), clock=lambda: now[0])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        assert "0:05" in str(app.screen.query_one("#status").render())
+        now[0] = T0 + 73  # no event in between: the clock alone moves it
+        await pilot.pause(0.3)
+        assert "1:13" in str(app.screen.query_one("#status").render())
 
 
 async def test_quit_mid_cycle_asks_then_interrupts(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ async def test_rollback_moves_head_after_confirmation(history_store: Store) -> N
         assert (move.action, move.from_version, move.to_version, move.who) == ("rollback", "1.0.2", "1.0.0", "tui")
         # the table shows the move, and every version is still there
         table = app.screen.query_one("#versions")
-        assert [str(table.get_row_at(i)[2]) for i in range(3)] == ["", "", "head, production"]
+        assert [str(table.get_row_at(i)[2]) for i in range(3)] == ["", "", "head, prod"]
 
 
 async def test_switching_prompt_lists_its_versions(history_store: Store) -> None:

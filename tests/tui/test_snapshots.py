@@ -1,4 +1,4 @@
-"""Screenshots of each screen at 80x24 (pytest-textual-snapshot).
+"""Screenshots of every screen at 80x24 and at 120x40 (pytest-textual-snapshot).
 
 Deterministic: stored versions carry a fixed time, events fixed timestamps,
 and the app's clock is frozen. Update with ``pytest --snapshot-update``.
@@ -6,12 +6,19 @@ and the app's clock is frozen. Update with ``pytest --snapshot-update``.
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from cycle.cli import cli
 from cycle.events import EventBus
 from cycle.loop.review import Reviewer
 from cycle.store import Store
 from cycle.tui.app import CycleApp
+from cycle.tui.screens.case import CaseScreen
 from cycle.tui.screens.review import ReviewScreen
 from cycle.tui.widgets.header import HeaderInfo
 from tests.tui.conftest import T0, review_request, synthetic_events
@@ -21,19 +28,24 @@ INFO = HeaderInfo(
     prompt_id="support-reply", version="1.0.1",
     models={"agent": "offline:default", "judge": "offline:default"}, offline=True,
 )
+SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 
 
-def test_history_screen(snap_compare, history_store: Store) -> None:  # type: ignore[no-untyped-def]
+@SIZES
+def test_history_screen(snap_compare, history_store: Store, size) -> None:  # type: ignore[no-untyped-def]
     app = CycleApp(store=history_store, prompt_id="support-reply", info=HeaderInfo(store="cycle.db"))
-    assert snap_compare(app, press=["a", "down", "down", "b", "d"], terminal_size=(80, 24))
+    assert snap_compare(app, press=["a", "down", "down", "b", "d"], terminal_size=size)
 
 
-def test_help_screen(snap_compare, history_store: Store) -> None:  # type: ignore[no-untyped-def]
+@SIZES
+def test_help_screen(snap_compare, history_store: Store, size) -> None:  # type: ignore[no-untyped-def]
     app = CycleApp(store=history_store, prompt_id="support-reply", info=HeaderInfo(store="cycle.db"))
-    assert snap_compare(app, press=["question_mark"], terminal_size=(80, 24))
+    assert snap_compare(app, press=["question_mark"], terminal_size=size)
 
 
-def test_dashboard_screen(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@SIZES
+def test_dashboard_screen(snap_compare, tmp_path: Path, size) -> None:  # type: ignore[no-untyped-def]
     app = emitting_app(tmp_path, synthetic_events())
 
     async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -43,10 +55,11 @@ def test_dashboard_screen(snap_compare, tmp_path: Path) -> None:  # type: ignore
                 break
         await pilot.pause(0.15)
 
-    assert snap_compare(app, run_before=settle, terminal_size=(80, 24))
+    assert snap_compare(app, run_before=settle, terminal_size=size)
 
 
-def test_review_screen(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@SIZES
+def test_review_screen(snap_compare, tmp_path: Path, size) -> None:  # type: ignore[no-untyped-def]
     async def cycle(bus: EventBus, reviewer: Reviewer) -> None:
         await reviewer.review(review_request())
 
@@ -64,4 +77,33 @@ def test_review_screen(snap_compare, tmp_path: Path) -> None:  # type: ignore[no
         await pilot.pause()
         await pilot.press("up")  # back on the approved one: its diff
 
-    assert snap_compare(app, run_before=wait_for_review, terminal_size=(80, 24))
+    assert snap_compare(app, run_before=wait_for_review, terminal_size=size)
+
+
+@SIZES
+def test_case_screen(snap_compare, tmp_path: Path, size) -> None:  # type: ignore[no-untyped-def]
+    """A case of an offline run of the quickstart: input, outputs, verdicts."""
+    for name in ("cases", "prompts", "cycle.yaml"):
+        src = QUICKSTART / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    db = tmp_path / "cycle.db"
+    r = CliRunner().invoke(cli, ["run", str(tmp_path / "cycle.yaml"), "--store", str(db), "-n", "2",
+                                 "--case", "late-delivery", "--json", "--no-reports"])
+    run_id = json.loads(r.output)["run_id"]
+    store = Store.open(db)
+    app = CycleApp(store=store, prompt_id="support-reply", info=HeaderInfo(store="cycle.db"))
+
+    async def open_case(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause()
+        screen = CaseScreen(store, run_id, "late-delivery", INFO)
+        await app.push_screen(screen)
+        for _ in range(100):
+            if screen.results is not None:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    try:
+        assert snap_compare(app, run_before=open_case, terminal_size=size)
+    finally:
+        store.close()

@@ -20,6 +20,7 @@ from textual.widgets import Footer, Static
 
 from cycle.judge.transcript import event_lines, has_behaviour
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
+from cycle.words import plural
 
 if TYPE_CHECKING:
     from cycle.records import IterationResult
@@ -51,7 +52,7 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
         if has_behaviour(r.trace):
             ending = f" · {r.status}" if r.status == "terminated" else ""
             turns = sum(1 for e in r.trace if e.kind == "user")
-            parts.append(Text(f"Conversation · {turns} turn(s){ending}", style="bold"))
+            parts.append(Text(f"Conversation · {plural(turns, 'turn')}{ending}", style="bold"))
             parts.append(_chat(r))
         else:
             parts.append(Text("Output", style="bold"))

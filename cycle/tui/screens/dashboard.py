@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Footer, ProgressBar, RichLog, Sparkline, 
 from cycle.tui.state import Changes, DashboardState, RoundRow, format_duration
 from cycle.tui.widgets.case_table import CaseTable
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo, StatusLine
+from cycle.words import plural
 
 
 def _score(value: float | None) -> str:
@@ -154,7 +155,7 @@ Select a case (enter) to see its input, output and the judge's reasoning.
         version = f"v{s.run_version} · " if s.run_version else ""
         elapsed = format_duration(s.elapsed(now)) if now is not None else format_duration(0)
         status = (
-            f"{round_text}{version}{s.done}/{s.total} done · {s.errors} errors · {elapsed} · {s.status}"
+            f"{round_text}{version}{s.done}/{s.total} done · {plural(s.errors, 'error')} · {elapsed} · {s.status}"
             + (f": {s.stop_reason}" if s.stop_reason else "")
         )
         if status != self._status_text:

@@ -15,6 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
+from textual.widgets.data_table import ColumnKey
 
 from cycle.records import BUILTIN_PROMPTS
 from cycle.tui.screens.confirm import ConfirmScreen
@@ -50,6 +51,29 @@ def offline_versions(store: Store, prompt_id: str) -> set[str]:
         "select distinct version from runs where prompt_id = ? and offline = 1", [prompt_id]
     ).fetchall()
     return {version for (version,) in rows}
+
+
+#: the labels column; what does not fit is abbreviated or counted, never cut mid-word
+LABELS_WIDTH = 14
+SHORT_LABELS = {"production": "prod"}
+
+
+def fit_labels(labels: list[str], width: int) -> str:
+    """``head, production`` in ``width`` characters: whole, else with short names
+    (``head, prod``), else as many whole labels as fit and how many more (``head +2``)."""
+    for names in (labels, [SHORT_LABELS.get(x, x) for x in labels]):
+        if len(", ".join(names)) <= width:
+            return ", ".join(names)
+    shown: list[str] = []
+    for name in names:
+        more = f" +{len(names) - len(shown) - 1}" if len(shown) + 1 < len(names) else ""
+        if len(", ".join([*shown, name]) + more) > width:
+            break
+        shown.append(name)
+    rest = len(names) - len(shown)
+    if not shown:
+        return f"+{rest}" if len(names) > 1 else names[0][: width - 1] + "…"
+    return ", ".join(shown) + (f" +{rest}" if rest else "")
 
 
 class HistoryScreen(Screen[None]):
@@ -100,7 +124,7 @@ confirm; nothing is deleted.
     def on_mount(self) -> None:
         versions = self.query_one("#versions", DataTable)
         for label, key, width in (
-            ("", "mark", 1), ("version", "version", 7), ("labels", "labels", 14),
+            ("", "mark", 1), ("version", "version", 7), ("labels", "labels", LABELS_WIDTH),
             ("score", "score", 6), ("source", "source", 8), ("message", "message", None),
         ):
             versions.add_column(label, key=key, width=width)
@@ -140,19 +164,21 @@ confirm; nothing is deleted.
             version: (score, version in offline)
             for version, score in self.store.latest_scores(self.prompt_id).items()
         }
-        labels = self.store.labels(self.prompt_id)
+        labels = self.store.labels(self.prompt_id)  # head and production first
         by_version: dict[str, list[str]] = {}
-        for label, version in sorted(labels.items()):
+        for label, version in labels.items():
             by_version.setdefault(version, []).append(label)
         table = self.query_one("#versions", DataTable)
         table.clear()
+        # whole version numbers, however long (columns are sized before versions load)
+        table.columns[ColumnKey("version")].width = max([7, *(len(v.version) for v in history)])
         for v in history:
             score = self._scores.get(v.version)
             score_cell = "-" if score is None else f"{score[0]:.1f}" + ("*" if score[1] else "")
             table.add_row(
                 self._mark_of(v.version),
                 v.version,
-                Text(", ".join(by_version.get(v.version, [])), style="bold cyan"),
+                Text(fit_labels(by_version.get(v.version, []), LABELS_WIDTH), style="bold cyan"),
                 score_cell,
                 v.source,
                 v.message.splitlines()[0] if v.message else "",

@@ -7,6 +7,8 @@ suggestions, each with its ``decision`` (and ``reason`` / ``edited_value``).
 
 from __future__ import annotations
 
+import difflib
+import re
 from typing import ClassVar
 
 from rich.text import Text
@@ -15,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static, TextArea
+from textual.widgets.data_table import ColumnKey
 
 from cycle.improve.apply import suggestion_diff
 from cycle.loop.review import request_prompt
@@ -37,9 +40,43 @@ TYPE_SHORT = {"system_prompt": "system", "user_prompt": "user", "parameters": "p
 UNDECIDED_REASON = "not approved in review"
 
 
-def _one_line(text: str, width: int = 60) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
+#: words of unchanged text kept before a change in the list's excerpt
+CONTEXT_WORDS = 3
+_TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def change_excerpt(before: str, after: str, width: int) -> Text:
+    """What a suggestion changes, in one line of ``width``: from a few words before the
+    first difference, the added text in green and the removed struck in red, so two
+    suggestions that start alike do not look alike."""
+    a = _TOKENS.findall(" ".join(before.split()))
+    b = _TOKENS.findall(" ".join(after.split()))
+    ops = [op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if not a or not ops:
+        text.append("".join(b) or "(no change)")
+    else:
+        first = ops[0][3]
+        words = [i for i in range(first) if b[i].strip()]
+        start = words[-CONTEXT_WORDS] if len(words) >= CONTEXT_WORDS else 0
+        if start > 0:
+            text.append("… ", style="dim")
+        text.append("".join(b[start:first]), style="dim")
+        end = first
+        for _, i1, i2, j1, j2 in ops:
+            text.append("".join(b[end:j1]))  # unchanged text between two changes
+            if i2 > i1:
+                text.append("".join(a[i1:i2]), style="red strike")
+            if j2 > j1:
+                text.append("".join(b[j1:j2]), style="green")
+            end = j2
+            if len(text) >= width:
+                break
+        else:
+            text.append("".join(b[end:]))
+    text.truncate(width, overflow="ellipsis")
+    return text
 
 
 class ReasonScreen(ModalScreen[str | None]):
@@ -135,7 +172,7 @@ each suggestion. Undecided suggestions are rejected at submit.
         table.add_column("decision", key="decision", width=9)
         table.add_column("pri", key="priority", width=6)
         table.add_column("type", key="type", width=6)
-        table.add_column("change", key="change")
+        table.add_column("change", key="change", width=self._change_width())
         ordered = sorted(self.suggestions, key=lambda s: PRIORITY_ORDER.get(s.priority, 9))
         for s in ordered:
             table.add_row(*self._cells(s), key=s.id)
@@ -144,6 +181,21 @@ each suggestion. Undecided suggestions are rejected at submit.
         if ordered:
             self._show(ordered[0])
 
+    def _change_width(self) -> int:
+        """The change column fills what the fixed columns leave (each has 2 of padding)."""
+        return max(20, self.size.width - (9 + 6 + 6) - 4 * 2 - 3)
+
+    def on_resize(self) -> None:
+        table = self.query_one("#suggestions", DataTable)
+        width = self._change_width()
+        column = table.columns.get(ColumnKey("change"))
+        if column is None or column.width == width:
+            return
+        column.width = width
+        for s in self.suggestions:
+            table.update_cell(s.id, "change", self._cells(s)[3])
+        table.refresh()
+
     def _cells(self, s: Suggestion) -> list[Text | str]:
         label, style = DECISION_MARK.get(s.decision, (s.decision, ""))
         priority_style = {"high": "bold", "medium": "", "low": "dim"}.get(s.priority, "")
@@ -151,7 +203,7 @@ each suggestion. Undecided suggestions are rejected at submit.
             Text(label, style=style),
             Text(s.priority, style=priority_style),
             TYPE_SHORT.get(s.type, s.type),
-            _one_line(s.value),
+            change_excerpt(s.current_value, s.value, self._change_width()),
         ]
 
     # -- what is shown ------------------------------------------------------
