@@ -35,7 +35,11 @@ def _store_path(config_dir: Path | None) -> Path:
 @click.option("--tag", "tags", multiple=True, help="Run only cases with this tag (repeatable).")
 @click.option("--case", "case_ids", multiple=True, help="Run only this case id (repeatable).")
 @click.option("--stop-on-first-failure", is_flag=True, default=None, help="Stop at the first failed case.")
-@click.option("--agent", "agent_model", help="Agent model, overriding cycle.yaml.")
+@click.option("--agent", "agent_models", multiple=True,
+              help="Agent model, overriding cycle.yaml; repeat it to compare models side by side.")
+@click.option("--prompt-version", "prompt_versions", multiple=True, metavar="VERSION",
+              help="Run this stored version of the prompt (number or label); repeatable: "
+              "every version x every --agent, side by side.")
 @click.option("--judge", "judge_model", help="Judge model, overriding cycle.yaml.")
 @click.option("--budget", type=FiniteFloat(min=0), help="Hard cap in USD on this run's calls.")
 @click.option("--resume", "resume", metavar="RUN_ID", help="Resume a stored run; judged iterations are kept.")
@@ -66,7 +70,7 @@ def _store_path(config_dir: Path | None) -> Path:
 def run(
     config: Path, iterations: int | None, concurrency: int | None, timeout: float | None,
     tags: tuple[str, ...], case_ids: tuple[str, ...], stop_on_first_failure: bool | None,
-    agent_model: str | None, judge_model: str | None, budget: float | None, resume: str | None,
+    agent_models: tuple[str, ...], prompt_versions: tuple[str, ...], judge_model: str | None, budget: float | None, resume: str | None,
     report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool, as_json: bool,
     eval_file: Path | None, agent_endpoint: str | None, seed_manifest: Path | None,
     snapshot: str | None, tool_registry: Path | None, output_dir: Path | None,
@@ -86,6 +90,11 @@ def run(
     from cycle.assemble.config import apply_overrides, load_config
     from cycle.cli import load_env
 
+    matrix = len(agent_models) > 1 or bool(prompt_versions)
+    agent_model = agent_models[0] if len(agent_models) == 1 else None
+    if matrix and (resume or eval_file):
+        raise click.UsageError("several --agent or --prompt-version make a matrix, which "
+                               f"cannot go with {'--resume' if resume else '--eval'}")
     eval_only = {"--agent-endpoint": agent_endpoint, "--seed-manifest": seed_manifest,
                  "--snapshot": snapshot, "--tool-registry": tool_registry,
                  "--output-dir": output_dir, "--baseline": baseline, "--timeout-ms": timeout_ms,
@@ -125,6 +134,13 @@ def run(
         budget=budget)
     load_env(loaded.base_dir)
     say_overrides(changes, quiet or as_json)
+    if matrix:
+        from cycle.cli.matrix import run_matrix_command
+
+        sys.exit(run_matrix_command(
+            loaded, store_path=_store_path(loaded.base_dir), agents=agent_models,
+            versions=prompt_versions, tags=tags, case_ids=case_ids, report_dir=report_dir,
+            no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json))
     code = asyncio.run(_run(
         loaded, tags=tags, case_ids=case_ids, resume=resume, report_dir=report_dir,
         no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json,
