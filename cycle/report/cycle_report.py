@@ -157,14 +157,6 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _interval(low: float | None, high: float | None) -> str:
-    return "—" if low is None or high is None else f"[{low:.1f}, {high:.1f}]"
-
-
-def _signed(x: float | None) -> str:
-    return "—" if x is None else f"{x:+.1f}"
-
-
 def _chart(data: dict[str, Any]) -> list[str]:
     rounds = [r for r in data["rounds"] if r["score"] is not None or r["incumbent_score_after"] is not None]
     if not rounds:
@@ -197,9 +189,9 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         f"| status | {data['status']} |",
         f"| rounds | {data['rounds_run']} (after the baseline evaluation) |",
         f"| stopped because | {_cell(data['stop_reason'] or '—')} |",
-        f"| initial | {i['version']}: {f.score(i['score'])} {_interval(i['ci_low'], i['ci_high'])} |",
-        f"| final | {fin['version']}: {f.score(fin['score'])} {_interval(fin['ci_low'], fin['ci_high'])} |",
-        f"| improvement | {_signed(data['improvement'])} |",
+        f"| initial | {i['version']}: {f.score(i['score'])} {f.bounds(i['ci_low'], i['ci_high'])} |",
+        f"| final | {fin['version']}: {f.score(fin['score'])} {f.bounds(fin['ci_low'], fin['ci_high'])} |",
+        f"| improvement | {f.signed(data['improvement'])} |",
         f"| total cost | {f.money(data['total_cost'] or 0.0, data['cost_estimated'])} ({by_role}) |",
         "",
         "## Rounds",
@@ -213,7 +205,7 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
             accepted = "stopped"
         out.append(
             f"| {r['round']} | {r['version'] or '—'} | {f.score(r['score'])} | "
-            f"{_interval(r['ci_low'], r['ci_high'])} | {_signed(r['delta'])} | {accepted} | "
+            f"{f.bounds(r['ci_low'], r['ci_high'])} | {f.signed(r['delta'])} | {accepted} | "
             f"{f.money(r['cost'] or 0.0)} | {_cell(r['reason'])} |"
         )
     chart = _chart(data)

@@ -18,9 +18,19 @@ def score_ci(s: Stats) -> str:
 
 
 def interval(s: Stats) -> str:
-    if s.ci_low is None or s.ci_high is None:
+    return bounds(s.ci_low, s.ci_high)
+
+
+def bounds(low: float | None, high: float | None, *, sign: bool = False) -> str:
+    """``[68.1, 76.7]`` (``[+3.1, +12.3]`` with ``sign``), or — when either is missing."""
+    if low is None or high is None:
         return "—"
-    return f"[{s.ci_low:.1f}, {s.ci_high:.1f}]"
+    spec = "+.1f" if sign else ".1f"
+    return f"[{low:{spec}}, {high:{spec}}]"
+
+
+def signed(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.1f}"
 
 
 def pct(x: float | None) -> str:

@@ -213,8 +213,7 @@ def word_diff(before: str, after: str) -> Markup:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2", "html"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(score=f.score, money=f.money,
-                       signed=lambda x: "—" if x is None else f"{x:+.1f}")
+    env.filters.update(score=f.score, money=f.money, signed=f.signed)
     env.globals.update(word_diff=word_diff, diff_lines=diff_lines)
     return env
 

@@ -52,9 +52,8 @@ def _delta(vs: dict[str, Any] | None) -> str:
         return "baseline"
     if vs["delta"] is None:
         return "—"
-    ci = (f" [{vs['ci_low']:+.1f}, {vs['ci_high']:+.1f}]"
-          if vs["ci_low"] is not None and vs["ci_high"] is not None else "")
-    return f"{vs['delta']:+.1f}{ci}" + (" *" if vs["significant"] else "")
+    ci = f.bounds(vs["ci_low"], vs["ci_high"], sign=True)
+    return f"{vs['delta']:+.1f}" + (f" {ci}" if ci != "—" else "") + (" *" if vs["significant"] else "")
 
 
 def _rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -62,10 +61,10 @@ def _rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             "regressed"]
     rows = []
     for c in data["cells"]:
-        ci = (f" [{c['ci_low']:.1f}, {c['ci_high']:.1f}]"
-              if c["ci_low"] is not None and c["ci_high"] is not None else "")
+        ci = f.bounds(c["ci_low"], c["ci_high"])
         vs = c["vs_first"]
-        rows.append([str(c["cell"] + 1), c["label"], f.score(c["score"]) + ci,
+        rows.append([str(c["cell"] + 1), c["label"],
+                     f.score(c["score"]) + (f" {ci}" if ci != "—" else ""),
                      "—" if c["pass_rate"] is None else f"{c['pass_rate']:.0%}", str(c["errors"]),
                      f.money(c["cost"], c["cost_estimated"]), f.seconds(c["latency_p50"]),
                      _delta(vs), "—" if vs is None else str(len(vs["regressed"]))])
