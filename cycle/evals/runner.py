@@ -140,6 +140,10 @@ class Runner:
         for key in ("cycle_id", "round"):
             if meta.get(key) is not None:
                 base_context[key] = meta[key]
+        if meta.get("fresh"):
+            # an evaluation that must be independent of every other (a cycle's): its calls
+            # are cached under its own run, so a resume replays them and nothing else does
+            base_context["sample"] = run_id
 
         usage = _Usage(run_id)
         unsubscribe = [self.bus.subscribe(usage)]

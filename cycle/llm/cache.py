@@ -3,7 +3,8 @@
 The key is a hash of everything that decides an answer: the provider and
 model, the messages, the tools, the generation config (not the timeout) and
 the *iteration*, so that running a case five times asks the model five times
-instead of replaying one answer. Only successful answers are stored; an
+instead of replaying one answer, and for an evaluation that must be a fresh
+sample (each of a cycle's), that evaluation. Only successful answers are stored; an
 error is never cached. Entries expire after ``ttl`` seconds.
 
 The file is its own (default ``.cycle/cache.db``), in WAL mode with a busy
@@ -47,8 +48,11 @@ def cache_key(
     tools: list[ToolDef],
     config: GenerateConfig,
     iteration: int,
+    sample: str | None = None,
 ) -> str:
-    """The cache key of one call (a sha256 of its canonical JSON)."""
+    """The cache key of one call (a sha256 of its canonical JSON). ``sample`` names an
+    evaluation whose answers must be drawn afresh: the same call in another sample is
+    another key (the same sample, resumed, is the same key)."""
     payload: dict[str, Any] = {
         "v": KEY_VERSION,
         "model": model,
@@ -58,6 +62,8 @@ def cache_key(
         "config": config.model_dump(mode="json", exclude={"timeout"}),
         "iteration": iteration,
     }
+    if sample is not None:
+        payload["sample"] = sample
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

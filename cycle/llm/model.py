@@ -281,7 +281,7 @@ class Model:
     ) -> ModelOutput:
         scope = journal_scope(context) if self.journal is not None else None
         key = (
-            cache_key(self.name, messages, tools, config, iteration)
+            cache_key(self.name, messages, tools, config, iteration, context.get("sample"))
             if self.cache is not None or scope is not None else None
         )
         jkey = journal_key(scope, key) if scope is not None and key is not None else None

@@ -397,7 +397,7 @@ class Loop:
             result = await runner.run(run_id=run_id, meta={
                 "prompt_id": version.prompt_id, "version": version.version,
                 "config": self.run_config, "cycle_id": self.cycle_id, "round": round_no,
-                "role": role,
+                "role": role, "fresh": True,  # never the answers of another evaluation
             })
         finally:
             await agent.aclose()

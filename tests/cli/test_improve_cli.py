@@ -255,13 +255,25 @@ def test_an_unknown_override_model_names_the_flag(quickstart: Path) -> None:
     assert not (quickstart / ".cycle" / "cycle.db").exists()  # refused before the store opened
 
 
-def test_rounds_answered_by_the_cache_say_so(quickstart: Path) -> None:
-    assert invoke("improve", "cycle.yaml", "--headless", "--yes").exit_code == 0
+def test_each_cycle_samples_afresh_and_cached_calls_are_said(quickstart: Path) -> None:
+    """A cycle's evaluations are fresh samples: a second cycle on the same version never
+    replays the first's answers (their statistics would not be independent); calls that
+    the cache may answer (the improver's, on the same input) are said to be."""
+    import sqlite3
+
+    first = invoke("improve", "cycle.yaml", "--headless", "--yes")
+    assert first.exit_code == 0
     assert invoke("rollback", "support-reply", "--to", "1.0.0").exit_code == 0
     r = invoke("improve", "cycle.yaml", "--headless", "--yes")
     assert r.exit_code == 0, r.output
-    assert ("round 0 done: 1.0.0 scored 46.8 [43.2, 50.4], cost $0.0000 (every call answered "
-            "by the response cache: free; --no-cache to call again)") in r.output
+    second = json.loads(invoke("cycles", "--json").output)[0]["id"]
+    with sqlite3.connect(quickstart / ".cycle" / "cycle.db") as db:
+        hits = dict(db.execute("SELECT role, SUM(cache_hit) FROM calls WHERE cycle_id = ? "
+                               "GROUP BY role", (second,)).fetchall())
+    assert hits["agent"] == 0 and hits["judge"] == 0  # evaluations: never from another sample
+    assert hits["improver"] > 0  # the same improver input: answered by the cache, and said so
+    assert "round 0 done: 1.0.0 scored 46.8 [43.2, 50.4], cost $0.0000\n" in r.output
+    assert "(1 call answered by the response cache: free; --no-cache to call again)" in r.output
     r = invoke("improve", "cycle.yaml", "--headless", "--yes", "--no-cache")
     assert "response cache" not in r.output
 

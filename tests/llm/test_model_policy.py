@@ -52,6 +52,20 @@ async def test_iterations_are_not_collapsed(make_model, server, tmp_path):
     assert server.request_count == 2 and again.cache_hit
 
 
+async def test_a_fresh_sample_is_never_answered_from_another(make_model, server, tmp_path):
+    """Each of a cycle's evaluations is its own sample: the same call in another sample is
+    asked again; in the same sample (a resume) it is answered from the cache."""
+    model = make_model("openai:gpt-4o-mini", cache=ResponseCache(tmp_path / "c.db"))
+    server.enqueue("plain", "first sample", "second sample")
+    assert (await model.generate(HI)).text == "plain"
+    a = await model.generate(HI, context={"sample": "c-1-r0"})
+    b = await model.generate(HI, context={"sample": "c-2-r0"})
+    again = await model.generate(HI, context={"sample": "c-1-r0"})
+    assert (a.text, b.text, again.text) == ("first sample", "second sample", "first sample")
+    assert not a.cache_hit and not b.cache_hit and again.cache_hit
+    assert server.request_count == 3
+
+
 async def test_config_and_model_are_part_of_the_key(make_model, server, tmp_path):
     cache = ResponseCache(tmp_path / "c.db")
     await make_model("openai:gpt-4o-mini", cache=cache).generate(HI)
