@@ -214,6 +214,11 @@ class RoundFinished(Event):
     delta: float | None = None
     #: cost of the round split by role: agent, judge, improver
     cost_by_role: dict[str, float] = field(default_factory=dict)
+    #: round 0: the smallest true gain this suite detects 80% of the time (points), with
+    #: the cases and iterations it is for
+    detectable: float | None = None
+    cases: int | None = None
+    iterations: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

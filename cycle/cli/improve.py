@@ -76,6 +76,11 @@ class CycleConsole:
             self._say(f"round {event.round} done: {event.version} scored {score}{ci}{delta}, "
                       f"cost ${event.cost:.4f}{cached}")
             self.cached = self.calls = 0
+            if event.detectable is not None:
+                self._say(f"  with {plural(event.cases or 0, 'case')} x "
+                          f"{plural(event.iterations or 0, 'iteration')}, gains under "
+                          f"{event.detectable:.1f} points will often go undetected "
+                          "(80% power at 95%); more cases or iterations find smaller ones")
         elif isinstance(event, ev.CycleFinished):
             self._say(f"cycle {event.status}: {event.reason}")
 

@@ -9,18 +9,34 @@ comparison is paired per case (candidate mean minus incumbent mean):
   case that passed now fails.
 - ``always``: the candidate is accepted whatever it scored.
 
-Cases that errored in either run are left out of the pairing (an error is not
-a score).
+A case that only errored in one version counts against that version: it is
+paired as 0 there (a candidate cannot win by erroring on the cases it would
+lose). A case that errored in both is left out.
+
+Two guards keep ``significant`` honest on small or noiseless suites: the
+paired standard deviation is floored at ``MIN_SD`` points (identical
+differences, as a deterministic model gives, would otherwise make a zero-width
+interval "significant"), and fewer than ``MIN_CASES`` paired cases is too few
+to test at all: the decision says so and how to fix it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from cycle.records import Stats
 
 AcceptanceRule = Literal["significant", "improved", "always"]
 RULES: tuple[str, ...] = ("significant", "improved", "always")
+
+#: the paired standard deviation is at least this (points of score): differences below a
+#: judge's resolution on one case are not evidence, however alike across cases
+MIN_SD = 1.0
+#: fewer paired cases than this cannot show a significant difference worth trusting
+MIN_CASES = 3
 
 
 @dataclass(frozen=True)
@@ -37,6 +53,8 @@ class Evaluation:
     case_scores: dict[str, float] = field(default_factory=dict)
     #: case id -> whether the case passed (most of its iterations passed)
     case_passed: dict[str, bool] = field(default_factory=dict)
+    #: cases run whose every iteration errored (no score): they count against this version
+    errored_cases: frozenset[str] = frozenset()
     errors: int = 0
     cost: float = 0.0
 
@@ -70,24 +88,26 @@ def decide(
     required: set[str] | frozenset[str] = frozenset(),
 ) -> AcceptanceDecision:
     """Apply ``rule`` to the paired per-case scores of the two evaluations."""
-    from cycle.evals.stats import paired_difference
-
-    common = sorted(set(incumbent.case_scores) & set(candidate.case_scores))
+    before, after = paired_scores(incumbent, candidate)
+    common = sorted(before)
     if rule == "always":
         delta = None
         low = high = None
         if common:
-            stats = paired_difference(incumbent.case_scores, candidate.case_scores)
+            stats = floored_difference(before, after)
             delta, low, high = _finite(stats.mean), _finite(stats.ci_low), _finite(stats.ci_high)
         return AcceptanceDecision(True, "accepted: the acceptance rule is 'always'", delta, low, high)
     if not common:
         return AcceptanceDecision(
             False,
-            f"rejected: no case has a score in both runs (candidate errors: {candidate.errors})",
+            f"rejected: no case has a score in either run (candidate errors: {candidate.errors})",
         )
-    stats = paired_difference(incumbent.case_scores, candidate.case_scores)
+    stats = floored_difference(before, after)
     delta, low, high = _finite(stats.mean), _finite(stats.ci_low), _finite(stats.ci_high)
-    evidence = f"paired improvement {_fmt(delta)} over {len(common)} cases, 95% CI [{_fmt(low)}, {_fmt(high)}]"
+    charged = sorted(candidate.errored_cases & set(common))
+    errors = f"; {len(charged)} case(s) that errored counted as 0" if charged else ""
+    evidence = (f"paired improvement {_fmt(delta)} over {len(common)} cases, "
+                f"95% CI [{_fmt(low)}, {_fmt(high)}]{errors}")
     regressions = tuple(
         sorted(
             c for c in required
@@ -105,11 +125,11 @@ def decide(
         verdict = "accepted: the mean improved" if ok else "rejected: the mean did not improve"
         return AcceptanceDecision(ok, f"{verdict} ({evidence})", delta, low, high)
     if rule == "significant":
-        if low is None:
+        if low is None or len(common) < MIN_CASES:
             return AcceptanceDecision(
                 False,
-                f"rejected: too few paired cases for an interval ({evidence}); "
-                "use acceptance: improved for suites this small",
+                f"rejected: {len(common)} paired case(s) are too few to test (at least "
+                f"{MIN_CASES}; {evidence}): add cases, or set improve.acceptance: improved",
                 delta, low, high,
             )
         ok = low > 0
@@ -119,3 +139,41 @@ def decide(
         )
         return AcceptanceDecision(ok, f"{verdict} ({evidence})", delta, low, high)
     raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(RULES)}")
+
+
+def paired_scores(incumbent: Evaluation, candidate: Evaluation
+                  ) -> tuple[dict[str, float], dict[str, float]]:
+    """Per-case scores of both versions over the cases either scored; a case that only
+    errored in one version is 0 there (its errors count against it)."""
+    ids = (set(incumbent.case_scores) | set(candidate.case_scores)) & (
+        (set(incumbent.case_scores) | incumbent.errored_cases)
+        & (set(candidate.case_scores) | candidate.errored_cases))
+    return ({k: incumbent.case_scores.get(k, 0.0) for k in ids},
+            {k: candidate.case_scores.get(k, 0.0) for k in ids})
+
+
+def floored_difference(before: dict[str, float], after: dict[str, float]) -> Stats:
+    """The paired difference ``after - before`` with its interval, the standard
+    deviation floored at MIN_SD (and an interval even for identical differences)."""
+    from cycle.evals.stats import describe, t_critical
+
+    stats = describe([after[k] - before[k] for k in before])
+    if stats.n < 2 or stats.mean is None:
+        return stats
+    sd = max(stats.sd or 0.0, MIN_SD)
+    half = t_critical(stats.n - 1) * sd / math.sqrt(stats.n)
+    return stats.model_copy(update={"sd": sd, "ci_low": stats.mean - half,
+                                    "ci_high": stats.mean + half})
+
+
+def detectable_gain(result_sds: list[float], cases: int, iterations: int) -> float | None:
+    """The smallest true gain a paired comparison of two evaluations of this suite finds
+    80% of the time at the 95% level: from the within-case spread of the baseline's
+    iterations (each version's case mean has variance sd^2 / iterations)."""
+    from cycle.evals.stats import t_80, t_critical
+
+    if cases < 2:
+        return None
+    within = math.sqrt(sum(sd * sd for sd in result_sds) / len(result_sds)) if result_sds else 0.0
+    sd_diff = max(math.sqrt(2.0 / max(iterations, 1)) * within, MIN_SD)
+    return (t_critical(cases - 1) + t_80(cases - 1)) * sd_diff / math.sqrt(cases)

@@ -42,7 +42,7 @@ from cycle.improve.apply import apply_suggestions, prompt_diff
 from cycle.improve.improver import Improver, ImproverInput, aggregates, fit_cases, low_cases
 from cycle.judge import Judge
 from cycle.llm.budget import Budget
-from cycle.loop.acceptance import AcceptanceRule, Evaluation, decide
+from cycle.loop.acceptance import AcceptanceRule, Evaluation, decide, detectable_gain
 from cycle.loop.review import Reviewer
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import Prompt, ReviewRequest, RunResult, Suggestion, Version
@@ -122,6 +122,7 @@ def evaluation_of(result: RunResult, version: str) -> Evaluation:
         pass_rate=result.suite.pass_rate,
         case_scores=result.case_means,
         case_passed={k: c.status == "passed" for k, c in result.cases.items() if c.status != "error"},
+        errored_cases=frozenset(k for k, c in result.cases.items() if c.stats.mean is None),
         errors=result.suite.errors,
         cost=result.suite.cost,
     )
@@ -412,11 +413,15 @@ class Loop:
         result = await self._evaluate(start, 0, "baseline")
         inc = _Incumbent(start, result, evaluation_of(result, start.version))
         cost = self._round_cost(0)
+        judged = [c for c in result.cases.values() if c.stats.mean is not None]
+        iterations = self.settings.iterations
         self.bus.emit(ev.RoundFinished(
             cycle_id=self.cycle_id, round=0, version=start.version, score=result.score,
             ci_low=result.suite.score.ci_low, ci_high=result.suite.score.ci_high,
             pass_rate=result.suite.pass_rate, cost=sum(cost.values()), cost_by_role=cost,
             incumbent_score=result.score,
+            detectable=detectable_gain([c.stats.sd or 0.0 for c in judged], len(judged), iterations),
+            cases=len(judged), iterations=iterations,
         ))
         self._records.append(RoundRecord(0, start.version, result.score, None, None, sum(cost.values())))
         self._summaries.append(RoundSummary(0, start.version, result.score, None, cost=sum(cost.values())))

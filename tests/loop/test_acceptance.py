@@ -50,3 +50,50 @@ def test_too_few_cases_for_an_interval_and_no_common_cases() -> None:
     assert decide("improved", ev({"a": 10}), ev({"a": 90})).accepted
     none = decide("improved", BASE, ev({}, errors=4))
     assert not none.accepted and "errors: 4" in none.reason
+
+
+def test_identical_differences_are_not_significant_by_a_zero_width_interval() -> None:
+    """A deterministic model gives every case the same +0.5: the sd is 0, but a gain below
+    a judge's resolution is no evidence (the sd is floored at MIN_SD)."""
+    from cycle.loop.acceptance import MIN_SD
+
+    d = decide("significant", BASE, ev({k: v + 0.5 for k, v in BASE.case_scores.items()}))
+    assert not d.accepted and d.ci_low is not None and d.ci_low < 0 < d.ci_high
+    assert round(d.ci_high - d.delta, 6) == round(3.1824 * MIN_SD / 2, 6)  # t(3) x 1 / sqrt(4)
+    big = decide("significant", BASE, ev({k: v + 5 for k, v in BASE.case_scores.items()}))
+    assert big.accepted  # a real, consistent gain still is
+
+
+def test_errors_count_against_the_version_that_errored() -> None:
+    """A candidate that errors on the cases it would lose cannot win by dropping them."""
+    gains = ev({"a": 60, "b": 70, "c": 80})  # +10 on three cases ...
+    erring = Evaluation(run_id="r", version="v", score=70.0, case_scores=gains.case_scores,
+                        errored_cases=frozenset({"d"}), errors=3)  # ... and d only errored
+    d = decide("improved", BASE, erring)
+    assert d.delta == (10 + 10 + 10 - 40) / 4  # d counted as 0 against the candidate
+    assert not d.accepted and "1 case(s) that errored counted as 0" in d.reason
+    dead = Evaluation(run_id="r", version="v", score=None, case_scores={},
+                      errored_cases=frozenset({"a", "b", "c", "d"}))
+    d = decide("improved", BASE, dead)
+    assert not d.accepted and "4 case(s) that errored counted as 0" in d.reason
+    assert "no case has a score" in decide("significant", dead, dead).reason
+
+
+def test_too_few_cases_for_significant_says_the_fix() -> None:
+    small = decide("significant", ev({"a": 50, "b": 60}), ev({"a": 90, "b": 95}))
+    assert not small.accepted
+    assert "2 paired case(s) are too few to test (at least 3" in small.reason
+    assert "add cases, or set improve.acceptance: improved" in small.reason
+
+
+def test_detectable_gain_shrinks_with_cases_and_iterations() -> None:
+    from cycle.loop.acceptance import detectable_gain
+
+    few = detectable_gain([10.0] * 5, cases=5, iterations=3)
+    many = detectable_gain([10.0] * 20, cases=20, iterations=3)
+    more_iterations = detectable_gain([10.0] * 5, cases=5, iterations=12)
+    assert few > many and few > more_iterations
+    # 20 cases x 3 iterations, judge sd 10: (t(19) + t80(19)) x sqrt(2/3) x 10 / sqrt(20)
+    assert round(many, 2) == round((2.0930 + 0.8610) * (2 / 3) ** 0.5 * 10 / 20 ** 0.5, 2)
+    assert detectable_gain([0.0] * 5, cases=5, iterations=3) > 0  # floored, never 0
+    assert detectable_gain([5.0], cases=1, iterations=3) is None
