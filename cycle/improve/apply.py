@@ -1,8 +1,10 @@
 """Applying suggestions to a prompt, and unified-diff previews.
 
 A suggestion replaces its ``current_value`` wherever it occurs in the field it
-names (for ``tool_description``, the description of the tool it names): exactly first, then ignoring differences in whitespace (models often
-re-wrap the text they quote). An empty ``current_value`` appends. A
+names (for ``tool_description``, the description of the tool it names): exactly
+first, then ignoring differences in whitespace (models often re-wrap the text
+they quote), then the one run of words at least 85% like it (a word changed, a
+comma dropped); the review's diff shows the reviewer exactly what is replaced. An empty ``current_value`` appends. A
 ``parameters`` suggestion is a JSON object merged into ``params``. A
 suggestion that cannot be applied is marked ``skipped`` with the reason, never
 dropped silently. Bumping the version number is the store's job
@@ -69,8 +71,44 @@ def replace_text(source: str, current: str, new: str) -> str:
     if pattern.search(source):
         # a function replacement, so backslashes in `new` are taken literally
         return pattern.sub(lambda _m: new, source)
+    span = closest_span(source, current)
+    if span is not None:
+        start, end = span
+        return source[:start] + new + source[end:]
     shown = current if len(current) <= 80 else current[:77] + "..."
     raise NotApplicable(f"the current value {shown!r} does not occur in the prompt")
+
+
+#: how alike (difflib's ratio, by character, white space folded) a span must be to stand for
+#: a misquoted text
+FUZZY_RATIO = 0.85
+
+
+def closest_span(source: str, quoted: str) -> tuple[int, int] | None:
+    """Where in ``source`` a slightly misquoted ``quoted`` is (character offsets): the run
+    of whole words most like it, if at least FUZZY_RATIO alike; else None. Models quote
+    the prompt back with a word changed or a comma dropped; a far-off text is not a quote."""
+    import difflib
+
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", source)]
+    wanted = " ".join(quoted.split())
+    n = len(wanted.split())
+    if not words or not n:
+        return None
+    best, where = 0.0, None
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(wanted)
+    slack = max(1, n // 5)
+    for size in range(max(1, n - slack), n + slack + 1):
+        for i in range(len(words) - size + 1):
+            start, end = words[i][0], words[i + size - 1][1]
+            matcher.set_seq1(" ".join(source[start:end].split()))
+            if matcher.real_quick_ratio() < FUZZY_RATIO or matcher.quick_ratio() < FUZZY_RATIO:
+                continue
+            ratio = matcher.ratio()
+            if ratio > best:
+                best, where = ratio, (start, end)
+    return where if best >= FUZZY_RATIO else None
 
 
 def _merge_params(params: dict[str, Any], value: str) -> dict[str, Any]:

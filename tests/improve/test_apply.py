@@ -35,6 +35,27 @@ def test_whitespace_differences_are_ignored_when_no_exact_match() -> None:
     assert "Be   brief." not in r.prompt.system
 
 
+def test_a_slightly_misquoted_text_replaces_the_span_it_stands_for() -> None:
+    """Models quote the prompt back with a comma dropped or a word changed: the closest
+    run of words (at least 85% alike) is replaced, and the preview shows which."""
+    prompt = PROMPT.model_copy(update={"system": (
+        "You are a support agent. Answer the customer's question politely, and always cite "
+        "the order number. Never promise refunds.")})
+    misquoted = approved(type="system_prompt",
+                         current_value="Answer the customers question politely and always cite "
+                                       "the order number.",
+                         suggested_value="Answer politely; cite the order number.")
+    r = apply_suggestions(prompt, [misquoted])
+    assert r.prompt.system == ("You are a support agent. Answer politely; cite the order number. "
+                               "Never promise refunds.")
+    preview = suggestion_diff(prompt, misquoted)
+    assert "-You are a support agent. Answer the customer's question politely, and always" in preview
+    far_off = approved(type="system_prompt", current_value="Be rude to everyone you meet today.",
+                       suggested_value="x")
+    r = apply_suggestions(prompt, [far_off])
+    assert not r.changed and "does not occur" in r.skipped[0].reason
+
+
 def test_parameters_are_merged() -> None:
     r = apply_suggestions(PROMPT, [approved(type="parameters", suggested_value='{"max_tokens": 300}')])
     assert r.prompt.params == {"temperature": 0.7, "max_tokens": 300}
