@@ -178,17 +178,16 @@ class SuiteFile(pytest.File):
                 store.close()
             self.eval_result = out.result
             return out.run
-        from cycle.assemble.suite import build_suite, open_cache
+        from cycle.assemble.suite import build_suite, open_cache, run_budget
         from cycle.cases import select
-        from cycle.llm.budget import Budget
 
         loaded = self._loaded
         store = Store.open(default_path(loaded.base_dir))
         cache = open_cache(loaded)
         try:
             cases = select(self._all, ids=ids)
-            budget = Budget(loaded.config.budget) if loaded.config.budget is not None else None
-            suite = build_suite(loaded, store=store, cases=cases, budget=budget, cache=cache)
+            suite = build_suite(loaded, store=store, cases=cases, budget=run_budget(loaded),
+                                cache=cache)
             try:
                 runner = suite.runner(store=store)
                 return await runner.run(meta=suite.meta())

@@ -242,11 +242,11 @@ def apply_overrides(loaded: LoadedConfig, **flags: Any) -> tuple[LoadedConfig, l
         if value is None:
             continue
         flag, path = OVERRIDABLE[key]
-        old = config.run if len(path) == 2 else config
-        before = getattr(old, path[-1])
-        if len(path) == 2:
+        if len(path) == 2:  # a setting of run:
+            before = getattr(config.run, path[1])
             config = config.model_copy(update={"run": config.run.model_copy(update={path[1]: value})})
         else:
+            before = getattr(config, path[0])
             config = config.model_copy(update={path[0]: value})
         overridden[key] = flag
         if _shown(before) != _shown(value):

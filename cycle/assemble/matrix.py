@@ -51,8 +51,8 @@ def plan(loaded: LoadedConfig, *, agents: Sequence[str], versions: Sequence[str]
     prompts: list[tuple[str, Prompt | None, str | None]] = [("", None, None)]
     if versions:
         assert store is not None
-        prompt_id = load_prompt(loaded, store)[0].id if loaded.prompt_is_stored \
-            else load_prompt(loaded)[0].id
+        # a stored prompt is read from the store; a file is read, not saved
+        prompt_id = load_prompt(loaded, store if loaded.prompt_is_stored else None)[0].id
         prompts = []
         for ref in versions:
             found = store.resolve(f"{prompt_id}@{ref}")
@@ -72,10 +72,11 @@ def plan(loaded: LoadedConfig, *, agents: Sequence[str], versions: Sequence[str]
 
 
 def validate(cells: Sequence[Cell], *, tags: Sequence[str], ids: Sequence[str]) -> list[TestCase]:
-    """Check every cell's inputs (models, keys, templates) before anything runs."""
-    cases: list[TestCase] = []
-    for cell in cells:
-        cases = validate_suite(cell.loaded, tags=tags, ids=ids)
+    """Check every cell's inputs (models, keys, templates) before anything runs; the case
+    files are read once, for the first."""
+    cases = validate_suite(cells[0].loaded, tags=tags, ids=ids)
+    for cell in cells[1:]:
+        validate_suite(cell.loaded, cases=cases)
     return cases
 
 

@@ -68,6 +68,12 @@ def open_cache(loaded: LoadedConfig, *, enabled: bool = True) -> ResponseCache |
     return ResponseCache(loaded.resolve_path(options.path), ttl=float(options.ttl))
 
 
+def run_budget(loaded: LoadedConfig) -> Budget | None:
+    """The hard cap of one run: cycle.yaml's ``budget`` (or --budget), if any."""
+    limit = loaded.config.budget
+    return Budget(limit) if limit is not None else None
+
+
 def make_model(
     loaded: LoadedConfig,
     name: str,

@@ -17,6 +17,7 @@ import math
 import sys
 import traceback
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -97,6 +98,11 @@ def _with_global_options(command: click.Command) -> click.Command:
         command.params.append(click.Option(
             ["--debug"], is_flag=True, expose_value=False, help="Show tracebacks."))
     return command
+
+
+def local_minute(at: datetime) -> str:
+    """A stored (UTC) time as people read it in a listing: local, to the minute."""
+    return at.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def store_flag(path: Path) -> str:

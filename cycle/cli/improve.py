@@ -275,7 +275,7 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
 
     with Store.open(store_path) as store:
         paths = write_cycle_report(store, result.cycle_id, report_dir)
-        head = store.labels(result.prompt_id).get(HEAD) if store.has_prompt(result.prompt_id) else None
+        head = store.labels(result.prompt_id).get(HEAD)
     initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
     final = "—" if result.final_score is None else f"{result.final_score:.1f}"
     by_role = ", ".join(f"{k} ${v:.4f}" for k, v in sorted(result.cost_by_role.items()))

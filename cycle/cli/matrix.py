@@ -25,11 +25,10 @@ def run_matrix_command(loaded: LoadedConfig, *, store_path: Path, agents: Sequen
                        versions: Sequence[str], tags: Sequence[str], case_ids: Sequence[str],
                        report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool,
                        as_json: bool) -> int:
-    from cycle.assemble.matrix import new_matrix_id, plan, run_matrix, validate
-    from cycle.assemble.suite import open_cache
+    from cycle.assemble.matrix import Cell, new_matrix_id, plan, run_matrix, validate
+    from cycle.assemble.suite import open_cache, run_budget
     from cycle.cli import settle_heap
     from cycle.events import EventBus
-    from cycle.llm.budget import Budget
     from cycle.progress import Progress
     from cycle.report.matrix import matrix_dict, render_matrix_console, write_matrix_reports
     from cycle.store import Store
@@ -46,19 +45,18 @@ def run_matrix_command(loaded: LoadedConfig, *, store_path: Path, agents: Sequen
     try:
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
-        limit = loaded.config.budget
         matrix_id = new_matrix_id()
         talk = not (quiet or as_json)
         if talk and sys.stderr.isatty():
             bus.subscribe(Progress())
 
-        def announce(n: int, cell: object) -> None:
+        def announce(n: int, cell: Cell) -> None:
             if talk:
-                click.echo(f"cell {n + 1} of {len(cells)}: {cells[n].label}", err=True)
+                click.echo(f"cell {n + 1} of {len(cells)}: {cell.label}", err=True)
 
         settle_heap()
         results = aio.run(run_matrix(cells, cases, matrix_id=matrix_id, store=store, bus=bus,
-                                     budget=Budget(limit) if limit is not None else None,
+                                     budget=run_budget(loaded),
                                      cache=cache, on_cell=announce))
     finally:
         store.close()

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cycle.cli import CliContext
+from cycle.cli import CliContext, local_minute
 from cycle.errors import NotFoundError
 from cycle.prompts.files import dump_prompt, load_prompt_file, save_prompt_file
 from cycle.prompts.semver import BUMPS
@@ -71,7 +71,7 @@ def labels_of(version: str, labels: dict[str, str]) -> str:
 
 
 def when(v: Version) -> str:
-    return v.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
+    return local_minute(v.created_at)
 
 
 def version_json(v: Version, labels: dict[str, str]) -> dict[str, Any]:
@@ -114,7 +114,7 @@ def list_(show_all: bool, as_json: bool) -> None:
         [
             p.id, p.latest, str(p.versions),
             "[" + ", ".join(f"{k} {v}" for k, v in p.labels.items()) + "]",
-            p.updated_at.astimezone().strftime("%Y-%m-%d %H:%M"),
+            local_minute(p.updated_at),
         ]
         for p in prompts
     ]

@@ -70,7 +70,8 @@ def _store_path(config_dir: Path | None) -> Path:
 def run(
     config: Path, iterations: int | None, concurrency: int | None, timeout: float | None,
     tags: tuple[str, ...], case_ids: tuple[str, ...], stop_on_first_failure: bool | None,
-    agent_models: tuple[str, ...], prompt_versions: tuple[str, ...], judge_model: str | None, budget: float | None, resume: str | None,
+    agent_models: tuple[str, ...], prompt_versions: tuple[str, ...], judge_model: str | None,
+    budget: float | None, resume: str | None,
     report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool, as_json: bool,
     eval_file: Path | None, agent_endpoint: str | None, seed_manifest: Path | None,
     snapshot: str | None, tool_registry: Path | None, output_dir: Path | None,
@@ -158,10 +159,9 @@ def say_overrides(changes: list[str], quiet: bool) -> None:
 async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[str, ...],
                resume: str | None, report_dir: Path | None, no_reports: bool, no_cache: bool,
                quiet: bool, as_json: bool) -> int:
-    from cycle.assemble.suite import build_suite, open_cache, validate_suite
+    from cycle.assemble.suite import build_suite, open_cache, run_budget, validate_suite
     from cycle.cli import settle_heap
     from cycle.events import EventBus
-    from cycle.llm.budget import Budget
     from cycle.progress import Progress
     from cycle.report import render_console, write_reports
     from cycle.store import Store
@@ -176,9 +176,8 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
             resume = store.runs.resolve(resume)
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
-        limit = loaded.config.budget
         suite = build_suite(loaded, store=store, bus=bus, cache=cache, cases=cases,
-                            budget=Budget(limit) if limit is not None else None)
+                            budget=run_budget(loaded))
         try:
             runner = suite.runner(store=store, bus=bus)
             if not quiet and not as_json:
@@ -223,7 +222,8 @@ def _eval_options(eval_file: Path, runner_config: Path | None, **flags: object) 
 
 
 def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
-                   budget: float | None, resume: str | None, report_dir: Path | None, no_cache: bool, quiet: bool, as_json: bool) -> int:
+                   budget: float | None, resume: str | None, report_dir: Path | None,
+                   no_cache: bool, quiet: bool, as_json: bool) -> int:
     from cycle import aio
     from cycle.assemble.evalfile import as_json as result_json
     from cycle.assemble.evalfile import exit_code, prepare, run_eval

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cycle.cli import CliContext
+from cycle.cli import CliContext, local_minute
 from cycle.durations import parse_duration
 
 if TYPE_CHECKING:
@@ -38,17 +38,11 @@ def when(value: str, flag: str) -> str:
     return at.isoformat(timespec="microseconds")
 
 
-def local_time(iso: str | None) -> str:
-    if not iso:
-        return "—"
-    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def origin(row: RunRow) -> str:
+def origin(run: dict[str, Any]) -> str:
     """What made the run: ``run`` (cycle run), or a cycle's round and its role."""
-    if row.cycle_id is None:
+    if run["cycle_id"] is None:
         return "run"
-    return f"round {row.round} {row.role or ''}".rstrip()  # the cycle is in the run's id
+    return f"round {run['round']} {run['role'] or ''}".rstrip()  # the cycle is in the run's id
 
 
 def run_summary(row: RunRow) -> dict[str, Any]:
@@ -80,10 +74,11 @@ def _cost(r: dict[str, Any]) -> str:
 
 
 def render_table(rows: list[dict[str, Any]]) -> list[str]:
-    cells = [[r["id"], f"{r['prompt_id'] or '—'}@{r['version'] or '—'}", r["_origin"], r["status"],
+    cells = [[r["id"], f"{r['prompt_id'] or '—'}@{r['version'] or '—'}", origin(r), r["status"],
               _score(r), "—" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}",
               "—" if r["cases"] is None else str(r["cases"]),
-              _cost(r) + ("*" if r["offline"] else ""), local_time(r["started_at"])]
+              _cost(r) + ("*" if r["offline"] else ""),
+              local_minute(datetime.fromisoformat(r["started_at"])) if r["started_at"] else "—"]
              for r in rows]
     head = ["run", "prompt@version", "from", "status", "score [95% CI]", "pass", "cases", "cost",
             "started"]
@@ -131,10 +126,9 @@ def runs(prompt_id: str | None, version: str | None, since: str | None, until: s
     with Store.open(obj.store_path(base), create=False) as store:
         found = store.runs.recent(prompt_id=prompt_id, version=version, since=after, until=before,
                                   cycle_id=cycle_id, evals_only=no_cycles, limit=limit)
-    rows = [run_summary(r) | {"_origin": origin(r)} for r in found]
+    rows = [run_summary(r) for r in found]
     if as_json:
-        click.echo(json.dumps([{k: v for k, v in r.items() if k != "_origin"} for r in rows],
-                              indent=2, default=str))
+        click.echo(json.dumps(rows, indent=2, default=str))
         return
     if not rows:
         click.echo("No runs" + (f" of '{prompt_id}'" if prompt_id else "")

@@ -145,9 +145,9 @@ def paired_scores(incumbent: Evaluation, candidate: Evaluation
                   ) -> tuple[dict[str, float], dict[str, float]]:
     """Per-case scores of both versions over the cases either scored; a case that only
     errored in one version is 0 there (its errors count against it)."""
-    ids = (set(incumbent.case_scores) | set(candidate.case_scores)) & (
-        (set(incumbent.case_scores) | incumbent.errored_cases)
-        & (set(candidate.case_scores) | candidate.errored_cases))
+    ran_in_both = ((set(incumbent.case_scores) | incumbent.errored_cases)
+                   & (set(candidate.case_scores) | candidate.errored_cases))
+    ids = ran_in_both - (incumbent.errored_cases & candidate.errored_cases)
     return ({k: incumbent.case_scores.get(k, 0.0) for k in ids},
             {k: candidate.case_scores.get(k, 0.0) for k in ids})
 

@@ -285,8 +285,7 @@ class Loop:
                 where = f" during round {stop_at}" if stop_at is not None else ""
                 self._emit_end(
                     status="interrupted",
-                    reason=f"interrupted{where}; resume with: cycle improve "
-                           f"{self.record.get('config_file') or 'cycle.yaml'} --resume {self.cycle_id}",
+                    reason=f"interrupted{where}; resume with: {self._resume_command()}",
                 )
             raise
         except CycleError as e:
@@ -465,6 +464,9 @@ class Loop:
             out.append(d)
         return out
 
+    def _resume_command(self) -> str:
+        return f"cycle improve {self.record.get('config_file') or 'cycle.yaml'} --resume {self.cycle_id}"
+
     def _nothing_to_improve(self, inc: _Incumbent) -> str:
         """Why no case goes to the improver, naming the setting that decides it; a version
         judged on no case at all is an error, not a score too high to improve."""
@@ -474,7 +476,7 @@ class Loop:
             raise EvalError(
                 f"{inc.version.version} was judged on no case: every iteration errored "
                 f"(first: {first})",
-                hint="Fix the cause, then continue the cycle: cycle improve cycle.yaml --resume")
+                hint=f"Fix the cause, then continue the cycle: {self._resume_command()}")
         reason = f"nothing to improve: no case scored below improve.low_score ({self.low_score:g})"
         target = target_of(self.stop)
         if target is not None and target > self.low_score and result.score < target:

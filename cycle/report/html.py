@@ -12,6 +12,7 @@ transcripts where cases have them (tools, conversations).
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,14 +56,15 @@ def _points(pairs: list[tuple[float, float]]) -> str:
     return " ".join(f"{x:.1f},{y:.1f}" for x, y in pairs)
 
 
-def _axes(frame: Frame, labels: list[str], ticks: list[float], unit: str = "") -> list[str]:
+def _axes(frame: Frame, labels: list[str], ticks: list[float],
+          tick_label: Callable[[float], str] = "{:g}".format) -> list[str]:
     out = [(f'<line class="axis" x1="{frame.left}" y1="{frame.y(frame.y_min):.1f}" '
            f'x2="{frame.width - frame.right}" y2="{frame.y(frame.y_min):.1f}"/>')]
     for t in ticks:
         y = frame.y(t)
         out.append(f'<line class="grid" x1="{frame.left}" y1="{y:.1f}" x2="{frame.width - frame.right}" '
                    f'y2="{y:.1f}"/><text class="tick" x="{frame.left - 6}" y="{y + 4:.1f}" '
-                   f'text-anchor="end">{unit}{t:g}</text>')
+                   f'text-anchor="end">{escape(tick_label(t))}</text>')
     for i, label in enumerate(labels):
         out.append(f'<text class="tick" x="{frame.x(i, len(labels)):.1f}" y="{frame.height - 10}" '
                    f'text-anchor="middle">{escape(label)}</text>')
@@ -158,12 +160,7 @@ def cost_chart(rounds: list[dict[str, Any]]) -> Markup:
     ticks = [total * 1.1 * k / 4 for k in range(5)]
     out = [(f'<svg class="chart" id="cost-chart" viewBox="0 0 {frame.width} {frame.height}" '
            f'role="img" aria-label="Cost per round by role">')]
-    out += _axes(frame, [], [])
-    for t in ticks:
-        y = frame.y(t)
-        out.append(f'<line class="grid" x1="{frame.left}" y1="{y:.1f}" x2="{frame.width - frame.right}" '
-                   f'y2="{y:.1f}"/><text class="tick" x="{frame.left - 6}" y="{y + 4:.1f}" '
-                   f'text-anchor="end">{escape(f.money(t))}</text>')
+    out += _axes(frame, [], ticks, tick_label=f.money)
     for i, r in enumerate(rounds):
         x = frame.left + slot * (i + 0.5) - width / 2
         base = 0.0

@@ -64,16 +64,11 @@ def fit_labels(labels: list[str], width: int) -> str:
     for names in (labels, [SHORT_LABELS.get(x, x) for x in labels]):
         if len(", ".join(names)) <= width:
             return ", ".join(names)
-    shown: list[str] = []
-    for name in names:
-        more = f" +{len(names) - len(shown) - 1}" if len(shown) + 1 < len(names) else ""
-        if len(", ".join([*shown, name]) + more) > width:
-            break
-        shown.append(name)
-    rest = len(names) - len(shown)
-    if not shown:
-        return f"+{rest}" if len(names) > 1 else names[0][: width - 1] + "…"
-    return ", ".join(shown) + (f" +{rest}" if rest else "")
+    for k in range(len(names) - 1, 0, -1):
+        text = ", ".join(names[:k]) + f" +{len(names) - k}"
+        if len(text) <= width:
+            return text
+    return f"+{len(names)}" if len(names) > 1 else names[0][: width - 1] + "…"
 
 
 class HistoryScreen(Screen[None]):
