@@ -26,13 +26,12 @@ from cycle.judge.criteria import Criterion
 from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.llm.base import GenerateConfig
 from cycle.prompts.template import render_user
-from cycle.records import Message, Prompt, TraceEvent, Usage
+from cycle.records import JUDGE_PROMPT_ID, Message, Prompt, TraceEvent, Usage
 
 if TYPE_CHECKING:
     from cycle.llm.model import Model
     from cycle.store import Store
 
-JUDGE_PROMPT_ID = "cycle-judge"
 #: characters of one text or value the judge sees in a transcript before it is cut
 TRANSCRIPT_CUT = 600
 SCHEMA_NAME = "cycle_judge"

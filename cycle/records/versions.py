@@ -20,7 +20,8 @@ PRODUCTION = "production"
 #: the prompts cycle itself runs on, kept in the store like any other (so their versions
 #: are recorded) but left out of lists a person browses unless asked for
 IMPROVER_PROMPT_ID = "cycle-improver"
-BUILTIN_PROMPTS = frozenset({IMPROVER_PROMPT_ID})
+JUDGE_PROMPT_ID = "cycle-judge"
+BUILTIN_PROMPTS = frozenset({IMPROVER_PROMPT_ID, JUDGE_PROMPT_ID})
 
 
 class Version(BaseModel):

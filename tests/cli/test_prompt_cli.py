@@ -373,10 +373,12 @@ def test_prompt_list_hides_cycles_own_prompts_unless_all(env):
     run("prompt", "import", str(prompt))
     with Store.open(store) as s:
         s.save_version(Prompt(id="cycle-improver", system="Propose edits."))
+        s.save_version(Prompt(id="cycle-judge", system="Score the reply."))
     assert [p["id"] for p in json.loads(run("prompt", "list", "--json").stdout)] == ["support-reply"]
-    assert "cycle-improver" not in run("prompt", "list").stdout
+    listed = run("prompt", "list").stdout
+    assert "cycle-improver" not in listed and "cycle-judge" not in listed
     everything = json.loads(run("prompt", "list", "--all", "--json").stdout)
-    assert [p["id"] for p in everything] == ["cycle-improver", "support-reply"]
+    assert [p["id"] for p in everything] == ["cycle-improver", "cycle-judge", "support-reply"]
 
 
 def test_promote_moves_production_and_shows_the_evidence(env):
