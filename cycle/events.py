@@ -126,10 +126,18 @@ class CycleStarted(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class RoundStarted(Event):
+    """A round starts: ``stage`` "baseline" (round 0), "improve", or "confirm" (the last:
+    fresh evaluations of the starting version and the best candidate, before head moves)."""
+
     kind: ClassVar[str] = "round_started"
     cycle_id: str
     round: int
+    #: the version the round improves (a confirmation: the one head points at)
     version: str
+    stage: str = "improve"
+    #: a confirmation: why exploring stopped (the stop condition that held; stored in the
+    #: round's reason until its decision replaces it)
+    reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,7 +192,8 @@ class VersionCreated(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class CandidateDecided(Event):
-    """A candidate version was accepted (head moved) or rejected."""
+    """A candidate version was accepted or rejected: while exploring (head waits for the
+    confirmation), or by the confirmation that moves head."""
 
     kind: ClassVar[str] = "candidate_decided"
     cycle_id: str
@@ -195,6 +204,9 @@ class CandidateDecided(Event):
     delta: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    #: with held-out cases: the mean gain on the cases the improver saw and on the others
+    seen_delta: float | None = None
+    held_out_delta: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

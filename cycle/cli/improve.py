@@ -280,7 +280,7 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     final = "—" if result.final_score is None else f"{result.final_score:.1f}"
     by_role = ", ".join(f"{k} ${v:.4f}" for k, v in sorted(result.cost_by_role.items()))
     click.echo("")
-    click.echo(f"cycle {result.cycle_id}: {plural(max(0, len(result.rounds) - 1), 'round')}, stopped: {result.stop_reason}")
+    click.echo(f"cycle {result.cycle_id}: {plural(result.improvement_rounds, 'round')}, stopped: {result.stop_reason}")
     click.echo(f"{result.prompt_id}: {result.initial_version} ({initial}) -> {result.final_version} ({final})"
                + ("  [offline model]" if result.offline else ""))
     click.echo(f"total cost ${result.total_cost:.4f}" + (f" ({by_role})" if by_role else ""))

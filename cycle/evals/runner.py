@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from cycle.agents import Agent
@@ -86,7 +86,10 @@ class Runner:
         store: Store | None = None,
         bus: EventBus | None = None,
         stop_on_first_failure: bool = False,
+        iterations_for: Mapping[str, int] | None = None,
     ) -> None:
+        """``iterations_for``: case id -> iterations for the cases that run more (or fewer)
+        than ``iterations``; re-running a stored run with more adds only the new ones."""
         if iterations < 1:
             raise ValueError("iterations must be >= 1")
         if concurrency < 1:
@@ -95,6 +98,7 @@ class Runner:
         self.judge = judge
         self.cases = list(cases)
         self.iterations = iterations
+        self.iterations_for = dict(iterations_for or {})
         self.concurrency = concurrency
         self.timeout = timeout
         self.store = store
@@ -151,7 +155,8 @@ class Runner:
         if recorder is not None:
             unsubscribe.append(self.bus.subscribe(recorder))
 
-        jobs = [(case, i) for case in self.cases for i in range(self.iterations)
+        jobs = [(case, i) for case in self.cases
+                for i in range(self.iterations_for.get(case.id, self.iterations))
                 if (case.id, i) not in done]
         self.bus.emit(RunStarted(run_id=run_id, prompt_id=meta.get("prompt_id"),
                                  version=meta.get("version"), cases=len(self.cases),

@@ -3,11 +3,23 @@
 Both versions are evaluated on the same cases and iterations, so the
 comparison is paired per case (candidate mean minus incumbent mean):
 
-- ``significant`` (default): the 95% interval of the paired per-case
-  improvement lies above zero, and no required case that passed now fails.
+- ``significant`` (default): the one-sided lower confidence bound of the paired
+  per-case improvement lies above zero, and no required case that passed now fails.
 - ``improved``: the mean paired improvement is above zero, and no required
   case that passed now fails.
 - ``always``: the candidate is accepted whatever it scored.
+
+The level is the caller's: a cycle explores at ``EXPLORE_ALPHA`` (one-sided
+10%: a likely gain is kept to build on) and moves ``head`` only after a
+confirmation on fresh samples at ``CONFIRM_ALPHA`` (one-sided 2.5%, the level of
+the usual two-sided 95% interval), split over at most ``CONFIRM_LOOKS`` looks
+(Bonferroni) when it runs more iterations on an inconclusive comparison. See
+``cycle.loop.core`` for why that bounds a whole cycle's false promotions.
+
+Held-out cases (``held_out``: cases the improver never saw) are reported apart
+from the seen ones, and a candidate whose held-out cases got worse on average is
+rejected: an edit that helps the cases shown to the improver by hurting the others
+is overfitting, whatever the overall mean says.
 
 A case that only errored in one version counts against that version: it is
 paired as 0 there (a candidate cannot win by erroring on the cases it would
@@ -37,6 +49,12 @@ RULES: tuple[str, ...] = ("significant", "improved", "always")
 MIN_SD = 1.0
 #: fewer paired cases than this cannot show a significant difference worth trusting
 MIN_CASES = 3
+#: one-sided error rate of a round's decision while exploring (head does not move)
+EXPLORE_ALPHA = 0.10
+#: one-sided error rate of the confirmation that moves head, over all its looks
+CONFIRM_ALPHA = 0.025
+#: looks the confirmation may take (the second after more iterations), each at alpha/looks
+CONFIRM_LOOKS = 2
 
 
 @dataclass(frozen=True)
@@ -70,6 +88,14 @@ class AcceptanceDecision:
     ci_high: float | None = None
     #: required cases that passed with the incumbent and fail with the candidate
     regressions: tuple[str, ...] = ()
+    #: the one-sided lower confidence bound of the improvement at the decision's level
+    bound: float | None = None
+    #: the mean improvement on the cases the improver saw, and on the held-out ones
+    seen_delta: float | None = None
+    held_out_delta: float | None = None
+    #: rejected only because the bound reaches zero while the mean gained: more
+    #: iterations could decide it
+    inconclusive: bool = False
 
 
 def _finite(x: float | None) -> float | None:
@@ -80,34 +106,53 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.2f}"
 
 
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def decide(
     rule: AcceptanceRule,
     incumbent: Evaluation,
     candidate: Evaluation,
     *,
     required: set[str] | frozenset[str] = frozenset(),
+    held_out: set[str] | frozenset[str] = frozenset(),
+    alpha: float = CONFIRM_ALPHA,
 ) -> AcceptanceDecision:
-    """Apply ``rule`` to the paired per-case scores of the two evaluations."""
+    """Apply ``rule`` to the paired per-case scores of the two evaluations; ``alpha`` is
+    the one-sided error rate of ``significant`` (2.5%: the 95% interval's lower end)."""
+    from cycle.evals.stats import t_quantile
+
     before, after = paired_scores(incumbent, candidate)
     common = sorted(before)
+    stats = floored_difference(before, after) if common else None
+    delta = _finite(stats.mean) if stats else None
+    low = _finite(stats.ci_low) if stats else None
+    high = _finite(stats.ci_high) if stats else None
+    bound = None
+    if stats is not None and stats.n >= 2 and delta is not None and stats.sd is not None:
+        bound = delta - t_quantile(1 - alpha, stats.n - 1) * stats.sd / math.sqrt(stats.n)
+    diffs = {k: after[k] - before[k] for k in common}
+    seen = _mean([d for k, d in diffs.items() if k not in held_out]) if held_out else None
+    unseen = _mean([d for k, d in diffs.items() if k in held_out]) if held_out else None
+
+    def verdict(ok: bool, text: str, *, inconclusive: bool = False,
+                regressions: tuple[str, ...] = ()) -> AcceptanceDecision:
+        return AcceptanceDecision(ok, text, delta, low, high, regressions, bound, seen, unseen,
+                                  inconclusive)
+
     if rule == "always":
-        delta = None
-        low = high = None
-        if common:
-            stats = floored_difference(before, after)
-            delta, low, high = _finite(stats.mean), _finite(stats.ci_low), _finite(stats.ci_high)
-        return AcceptanceDecision(True, "accepted: the acceptance rule is 'always'", delta, low, high)
+        return verdict(True, "accepted: the acceptance rule is 'always'")
     if not common:
-        return AcceptanceDecision(
-            False,
-            f"rejected: no case has a score in either run (candidate errors: {candidate.errors})",
-        )
-    stats = floored_difference(before, after)
-    delta, low, high = _finite(stats.mean), _finite(stats.ci_low), _finite(stats.ci_high)
+        return verdict(False, f"rejected: no case has a score in either run "
+                              f"(candidate errors: {candidate.errors})")
     charged = sorted(candidate.errored_cases & set(common))
     errors = f"; {len(charged)} case(s) that errored counted as 0" if charged else ""
+    level = f"{(1 - alpha) * 100:.2f}".rstrip("0").rstrip(".") + "%"
+    one_sided = f", one-sided {level} bound {_fmt(bound)}" if rule == "significant" else ""
+    split = (f"; seen {_fmt(seen)}, held-out {_fmt(unseen)}" if unseen is not None else "")
     evidence = (f"paired improvement {_fmt(delta)} over {len(common)} cases, "
-                f"95% CI [{_fmt(low)}, {_fmt(high)}]{errors}")
+                f"95% CI [{_fmt(low)}, {_fmt(high)}]{one_sided}{split}{errors}")
     regressions = tuple(
         sorted(
             c for c in required
@@ -115,29 +160,25 @@ def decide(
         )
     )
     if regressions:
-        return AcceptanceDecision(
-            False,
-            f"rejected: required case(s) {', '.join(regressions)} passed before and fail now ({evidence})",
-            delta, low, high, regressions,
-        )
+        return verdict(False, f"rejected: required case(s) {', '.join(regressions)} passed "
+                              f"before and fail now ({evidence})", regressions=regressions)
+    if unseen is not None and unseen <= 0 and (delta or 0) > 0:
+        return verdict(False, f"rejected: the held-out cases (never shown to the improver) did "
+                              f"not gain: the gain is overfitting to the cases it saw ({evidence})")
     if rule == "improved":
         ok = delta is not None and delta > 0
-        verdict = "accepted: the mean improved" if ok else "rejected: the mean did not improve"
-        return AcceptanceDecision(ok, f"{verdict} ({evidence})", delta, low, high)
+        text = "accepted: the mean improved" if ok else "rejected: the mean did not improve"
+        return verdict(ok, f"{text} ({evidence})")
     if rule == "significant":
-        if low is None or len(common) < MIN_CASES:
-            return AcceptanceDecision(
-                False,
-                f"rejected: {len(common)} paired case(s) are too few to test (at least "
-                f"{MIN_CASES}; {evidence}): add cases, or set improve.acceptance: improved",
-                delta, low, high,
-            )
-        ok = low > 0
-        verdict = (
-            "accepted: the improvement is significant" if ok
-            else "rejected: the improvement is not significant (the interval reaches zero or below)"
-        )
-        return AcceptanceDecision(ok, f"{verdict} ({evidence})", delta, low, high)
+        if bound is None or len(common) < MIN_CASES:
+            return verdict(False, f"rejected: {len(common)} paired case(s) are too few to test "
+                                  f"(at least {MIN_CASES}; {evidence}): add cases, or set "
+                                  "improve.acceptance: improved")
+        if bound > 0:
+            return verdict(True, f"accepted: the improvement is significant ({evidence})")
+        return verdict(False, "rejected: the improvement is not significant (the one-sided "
+                              f"bound reaches zero or below; {evidence})",
+                       inconclusive=delta is not None and delta > 0)
     raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(RULES)}")
 
 

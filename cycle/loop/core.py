@@ -1,11 +1,28 @@
 """The improvement cycle: evaluate, propose, review, build a candidate, evaluate, decide.
 
 Round 0 evaluates the version ``head`` points at (the baseline). Each later
-round: the improver proposes suggestions from the incumbent's low-scoring
-cases, the reviewer decides, the approved suggestions make a candidate
-version (saved with ``move_head=False``), the candidate is evaluated on the
-same cases and iterations, and the acceptance rule decides whether ``head``
-moves to it. Stop conditions are checked after round 0 and after each round.
+round explores: the improver proposes suggestions from the incumbent's
+low-scoring cases (never the held-out ones), the reviewer decides, the approved
+suggestions make a candidate version (saved with ``move_head=False``), the
+candidate is evaluated on the same cases and iterations, and the acceptance
+rule, at a loose one-sided 10%, decides whether the next round builds on it.
+Stop conditions are checked after round 0 and after each round.
+
+``head`` moves once, at the end, after a confirmation round: fresh evaluations
+(new samples, never the cache's answers of another evaluation) of the starting
+version and of the best candidate, compared paired at one-sided 2.5%. Why: each
+exploring round is a chance for noise to look like a gain, so testing every
+round at 2.5% and moving head on each win lets a 5-round cycle of truly equal
+candidates promote one about 10% of the time, and the winning sample, kept as
+the incumbent's score, overstates it. The confirmation's samples are independent
+of the selection, so a cycle promotes an equal or worse version with
+probability at most P(exploring kept one) x 2.5%, and the score it reports for
+the promoted version is unbiased. When the confirmation is inconclusive (a
+gain, but the bound reaches zero) it runs more iterations of the cases whose
+iterations varied, up to ``max_iterations``, and looks again; each of its two
+looks is at 1.25% (Bonferroni), so the 2.5% holds. ``acceptance: always`` moves
+head every round, with no confirmation (no error control: the user asked).
+benchmarks/bench_acceptance.py measures all of it on a world with known truth.
 
 Everything is told through events; the store recorder writes cycles, rounds
 and suggestions as they happen, and the runner writes results and calls, so a
@@ -39,10 +56,19 @@ from cycle.errors import (
 from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
 from cycle.improve.apply import apply_suggestions, prompt_diff
-from cycle.improve.improver import Improver, ImproverInput, aggregates, fit_cases, low_cases
+from cycle.improve.improver import Improver, ImproverInput, LowCase, aggregates, fit_cases, low_cases
 from cycle.judge import Judge
 from cycle.llm.budget import Budget
-from cycle.loop.acceptance import AcceptanceRule, Evaluation, decide, detectable_gain
+from cycle.loop.acceptance import (
+    CONFIRM_ALPHA,
+    CONFIRM_LOOKS,
+    EXPLORE_ALPHA,
+    AcceptanceDecision,
+    AcceptanceRule,
+    Evaluation,
+    decide,
+    detectable_gain,
+)
 from cycle.loop.review import Reviewer
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import Prompt, ReviewRequest, RunResult, Suggestion, Version
@@ -76,6 +102,8 @@ class RoundSummary:
     delta: float | None = None
     reason: str = ""
     cost: float = 0.0
+    #: "baseline", "improve" or "confirm"
+    stage: str = "improve"
 
 
 @dataclass(frozen=True)
@@ -95,6 +123,10 @@ class CycleResult:
     cost_by_role: dict[str, float] = field(default_factory=dict)
     offline: bool = False
 
+    @property
+    def improvement_rounds(self) -> int:
+        return sum(1 for r in self.rounds if r.stage == "improve")
+
 
 @dataclass
 class _Incumbent:
@@ -104,11 +136,15 @@ class _Incumbent:
 
 
 class _Stop(Exception):
-    """Ends the cycle early with a reason (nothing to improve, the cost cap)."""
+    """Ends the cycle early with a reason (the cost cap): nothing more is paid for."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class _Explored(_Stop):
+    """Ends exploring (nothing left to improve); the confirmation still runs."""
 
 
 def evaluation_of(result: RunResult, version: str) -> Evaluation:
@@ -160,6 +196,12 @@ class LoopSettings:
     concurrency: int = 8
     timeout: float | None = 120.0
     stop_on_first_failure: bool = False
+    #: cases the improver never sees: decisions report them apart and reject a candidate
+    #: they did not gain with (overfitting to the cases shown)
+    held_out: frozenset[str] = frozenset()
+    #: iterations per case the confirmation may grow to when inconclusive (None: twice
+    #: ``iterations``)
+    max_iterations: int | None = None
 
 
 class Loop:
@@ -224,6 +266,8 @@ class Loop:
         self.run_config = dict(run_config or {})
         self._closers = list(closers)
         self.low_score = self.settings.low_score
+        #: head moves only after a confirmation on fresh samples (not with 'always')
+        self._confirms = self.settings.acceptance != "always"
         self.cycle_id = ""
         self._offline = False
         self._records: list[RoundRecord] = []
@@ -247,13 +291,15 @@ class Loop:
         interrupted cycle of this prompt)."""
         prompt_id = self.prompt_id
         stop_at: int | None = None
+        incumbent: _Incumbent | None = None
         try:
+            confirming: str | None = None
             if resume:
-                start, incumbent, next_round = await self._restore(resume)
+                start, incumbent, next_round, confirming = await self._restore(resume)
             else:
                 start = self._starting_version()
                 self.cycle_id = new_cycle_id()
-                incumbent, next_round = None, 0
+                next_round = 0
             self._unsubscribe = [
                 self.bus.subscribe(CycleRecorder(self.store.cycles)),
                 self.bus.subscribe(self._on_call),
@@ -266,20 +312,28 @@ class Loop:
             try:
                 if incumbent is None:
                     incumbent = await self._baseline(start)
-                reason = self._check_stop(incumbent)
                 round_no = max(next_round, 1)
-                while reason is None:
+                if confirming is None:
+                    try:
+                        confirming = self._check_stop(incumbent)
+                        while confirming is None:
+                            stop_at = round_no
+                            incumbent = await self._round(round_no, incumbent)
+                            confirming = self._check_stop(incumbent)
+                            round_no += 1
+                    except _Explored as s:
+                        confirming = s.reason
+                reason = confirming
+                if self._confirms and incumbent.version.version != self._head.version.version:
                     stop_at = round_no
-                    incumbent = await self._round(round_no, incumbent)
-                    reason = self._check_stop(incumbent)
-                    round_no += 1
+                    reason = await self._confirm(round_no, incumbent, confirming)
             except _Stop as s:
-                reason = s.reason
+                reason = s.reason + self._unconfirmed(incumbent)
                 self._mark_stopped()
             except BudgetExceededError as e:
-                reason = self._budget_reason(stop_at, e)
+                reason = self._budget_reason(stop_at, e) + self._unconfirmed(incumbent)
                 self._mark_stopped()
-            return self._finish(incumbent, reason, status="finished")
+            return self._finish(reason, status="finished")
         except (asyncio.CancelledError, KeyboardInterrupt):
             if self.cycle_id:
                 where = f" during round {stop_at}" if stop_at is not None else ""
@@ -321,9 +375,10 @@ class Loop:
             if r.status == "running":
                 self.store.cycles.update_round(self.cycle_id, r.round, status="stopped")
 
-    def _finish(self, incumbent: _Incumbent | None, reason: str, *, status: str) -> CycleResult:
-        final = incumbent.version if incumbent else self._initial
-        final_score = incumbent.evaluation.score if incumbent else None
+    def _finish(self, reason: str, *, status: str) -> CycleResult:
+        head = getattr(self, "_head", None)
+        final = head.version if head else self._initial
+        final_score = head.evaluation.score if head else None
         self._emit_end(status=status, reason=reason, final=final.version, score=final_score)
         by_role: dict[str, float] = {}
         for costs in self._cost_by_round.values():
@@ -384,15 +439,16 @@ class Loop:
 
     # -- evaluating ------------------------------------------------------------------
 
-    async def _evaluate(self, version: Version, round_no: int, role: str) -> RunResult:
-        run_id = run_id_for(self.cycle_id, round_no)
+    async def _evaluate(self, version: Version, round_no: int, role: str, *, run_id: str | None = None,
+                        iterations_for: Mapping[str, int] | None = None) -> RunResult:
+        run_id = run_id or run_id_for(self.cycle_id, round_no)
         agent = self.agent_for(version.prompt)  # a clear error for agents the prompt cannot reach
         self.bus.emit(ev.EvaluationStarted(cycle_id=self.cycle_id, round=round_no, role=role,
                                            version=version.version, run_id=run_id))
         s = self.settings
         runner = Runner(agent=agent, judge=self.judge, cases=self.cases, iterations=s.iterations,
                         concurrency=s.concurrency, timeout=s.timeout, store=self.store, bus=self.bus,
-                        stop_on_first_failure=s.stop_on_first_failure)
+                        stop_on_first_failure=s.stop_on_first_failure, iterations_for=iterations_for)
         try:
             result = await runner.run(run_id=run_id, meta={
                 "prompt_id": version.prompt_id, "version": version.version,
@@ -408,9 +464,10 @@ class Loop:
         return result
 
     async def _baseline(self, start: Version) -> _Incumbent:
-        self.bus.emit(ev.RoundStarted(cycle_id=self.cycle_id, round=0, version=start.version))
+        self.bus.emit(ev.RoundStarted(cycle_id=self.cycle_id, round=0, version=start.version,
+                                      stage="baseline"))
         result = await self._evaluate(start, 0, "baseline")
-        inc = _Incumbent(start, result, evaluation_of(result, start.version))
+        inc = self._head = _Incumbent(start, result, evaluation_of(result, start.version))
         cost = self._round_cost(0)
         judged = [c for c in result.cases.values() if c.stats.mean is not None]
         iterations = self.settings.iterations
@@ -422,8 +479,10 @@ class Loop:
             detectable=detectable_gain([c.stats.sd or 0.0 for c in judged], len(judged), iterations),
             cases=len(judged), iterations=iterations,
         ))
-        self._records.append(RoundRecord(0, start.version, result.score, None, None, sum(cost.values())))
-        self._summaries.append(RoundSummary(0, start.version, result.score, None, cost=sum(cost.values())))
+        self._records.append(RoundRecord(0, start.version, result.score, None, None, sum(cost.values()),
+                                         stage="baseline"))
+        self._summaries.append(RoundSummary(0, start.version, result.score, None, cost=sum(cost.values()),
+                                            stage="baseline"))
         return inc
 
     # -- one round -------------------------------------------------------------------
@@ -432,7 +491,7 @@ class Loop:
         stored = self.store.cycles.get_suggestions(self.cycle_id, round_no)
         if stored:  # resumed: the improver was already paid for this round
             return [Suggestion(**s.model_dump(include=set(Suggestion.model_fields))) for s in stored]
-        low = low_cases(inc.result, below=self.low_score)
+        low = self._low_cases(inc)
         inp = ImproverInput(
             prompt=inc.version.prompt, aggregates=aggregates(inc.result),
             low_cases=fit_cases(low, max_tokens=self.settings.context_tokens),
@@ -484,9 +543,14 @@ class Loop:
                        f"set improve.low_score: {target:g} so the improver sees the cases below it")
         return reason
 
+    def _low_cases(self, inc: _Incumbent) -> list[LowCase]:
+        """The cases shown to the improver: low scorers, never a held-out case."""
+        held_out = self.settings.held_out
+        return [c for c in low_cases(inc.result, below=self.low_score) if c.id not in held_out]
+
     async def _round(self, round_no: int, inc: _Incumbent) -> _Incumbent:
-        if not low_cases(inc.result, below=self.low_score):
-            raise _Stop(self._nothing_to_improve(inc))
+        if not self._low_cases(inc):
+            raise _Explored(self._nothing_to_improve(inc))
         cid = self.cycle_id
         self.bus.emit(ev.RoundStarted(cycle_id=cid, round=round_no, version=inc.version.version))
         self.bus.emit(ev.EvaluationStarted(cycle_id=cid, round=round_no, role="baseline",
@@ -525,19 +589,87 @@ class Loop:
         result = await self._evaluate(candidate, round_no, "candidate")
         cand = _Incumbent(candidate, result, evaluation_of(result, candidate.version))
         decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
-                          required=self.required_cases)
-        self.bus.emit(ev.CandidateDecided(
-            cycle_id=cid, round=round_no, version=candidate.version, accepted=decision.accepted,
-            reason=decision.reason, delta=decision.delta, ci_low=decision.ci_low, ci_high=decision.ci_high,
-        ))
-        if decision.accepted:
-            self.store.set_label(self.prompt_id, "head", candidate.version, who="cycle",
-                                 reason=f"cycle {cid} round {round_no}: {decision.reason}")
+                          required=self.required_cases, held_out=self.settings.held_out,
+                          alpha=EXPLORE_ALPHA if self._confirms else CONFIRM_ALPHA)
+        reason = decision.reason
+        if decision.accepted and self._confirms:
+            reason += f"; head stays at {self._head.version.version} until a confirmation on fresh samples"
+        self._decided(round_no, candidate.version, decision, reason)
+        if decision.accepted and not self._confirms:
+            self._move_head(cand, f"cycle {cid} round {round_no}: {decision.reason}")
         return self._end_round(round_no, inc, cand, accepted=decision.accepted, delta=decision.delta,
-                               reason=decision.reason, evaluated=cand)
+                               reason=reason, evaluated=cand)
+
+    def _decided(self, round_no: int, version: str, d: AcceptanceDecision, reason: str) -> None:
+        self.bus.emit(ev.CandidateDecided(
+            cycle_id=self.cycle_id, round=round_no, version=version, accepted=d.accepted,
+            reason=reason, delta=d.delta, ci_low=d.ci_low, ci_high=d.ci_high,
+            seen_delta=d.seen_delta, held_out_delta=d.held_out_delta,
+        ))
+
+    def _move_head(self, to: _Incumbent, reason: str) -> None:
+        self.store.set_label(self.prompt_id, "head", to.version.version, who="cycle", reason=reason)
+        self._head = to
+
+    # -- confirming ---------------------------------------------------------------------
+
+    async def _confirm(self, round_no: int, best: _Incumbent, why: str) -> str:
+        """Fresh evaluations of head's version and the best candidate; head moves to the
+        candidate only if the paired gain is significant at CONFIRM_ALPHA over both looks."""
+        cid, base = self.cycle_id, self._head
+        self.bus.emit(ev.RoundStarted(cycle_id=cid, round=round_no, version=base.version.version,
+                                      stage="confirm", reason=why))
+        base_run = f"{run_id_for(cid, round_no)}-baseline"
+        extra: dict[str, int] = {}
+        for look in range(CONFIRM_LOOKS):
+            before = await self._evaluate(base.version, round_no, "baseline", run_id=base_run,
+                                          iterations_for=extra)
+            after = await self._evaluate(best.version, round_no, "candidate", iterations_for=extra)
+            decision = decide("significant", evaluation_of(before, base.version.version),
+                              evaluation_of(after, best.version.version),
+                              required=self.required_cases, held_out=self.settings.held_out,
+                              alpha=CONFIRM_ALPHA / CONFIRM_LOOKS)
+            extra = self._deciding_cases(before, after) if decision.inconclusive else {}
+            if not extra or look == CONFIRM_LOOKS - 1:
+                break
+        fresh = _Incumbent(best.version, after, evaluation_of(after, best.version.version))
+        old = base.version.version
+        verdict = "confirmed" if decision.accepted else "not confirmed"
+        self._decided(round_no, best.version.version, decision,
+                      f"{verdict} on fresh samples of both versions: {decision.reason}")
+        gain = f"{decision.delta:+.1f}" if decision.delta is not None else "no paired cases"
+        if decision.accepted:
+            self._move_head(fresh, f"cycle {cid} round {round_no}: confirmed on fresh samples: "
+                                  f"{decision.reason}")
+            outcome = f"confirmed on fresh samples ({gain}): head moved {old} -> {best.version.version}"
+        else:
+            outcome = (f"{best.version.version} was not confirmed on fresh samples ({gain}): head "
+                       f"stays at {old}")
+        fresh_base = _Incumbent(base.version, before, evaluation_of(before, old))
+        self._end_round(round_no, fresh_base, fresh, accepted=decision.accepted, delta=decision.delta,
+                        reason=outcome, evaluated=fresh, stage="confirm")
+        return "; ".join(x for x in (why, outcome) if x)
+
+    def _deciding_cases(self, before: RunResult, after: RunResult) -> dict[str, int]:
+        """The cases more iterations can decide (those whose iterations varied in either
+        version), with the iterations to grow them to; empty at the cap."""
+        cap = self.settings.max_iterations or 2 * self.settings.iterations
+        varied = {k for r in (before, after) for k, c in r.cases.items() if (c.stats.sd or 0.0) > 0}
+        have = {k: max(r.cases[k].stats.n for r in (before, after) if k in r.cases) for k in varied}
+        return {k: cap for k, n in have.items() if n < cap}
+
+    def _unconfirmed(self, best: _Incumbent | None) -> str:
+        """What a cycle stopped before its confirmation leaves behind."""
+        head = getattr(self, "_head", None)
+        if not self._confirms or best is None or head is None or best.version == head.version:
+            return ""
+        return (f"; {best.version.version}, the best candidate, was not confirmed: head stays at "
+                f"{head.version.version} (to use it anyway: cycle rollback {self.prompt_id} "
+                f"--to {best.version.version})")
 
     def _end_round(self, round_no: int, inc: _Incumbent, cand: _Incumbent, *, accepted: bool,
-                   delta: float | None, reason: str, evaluated: _Incumbent | None) -> _Incumbent:
+                   delta: float | None, reason: str, evaluated: _Incumbent | None,
+                   stage: str = "improve") -> _Incumbent:
         shown = evaluated or inc
         cost = self._round_cost(round_no)
         total = sum(cost.values())
@@ -548,14 +680,17 @@ class Loop:
             incumbent_score=inc.evaluation.score, delta=delta,
         ))
         self._records.append(RoundRecord(round_no, shown.version.version, shown.evaluation.score,
-                                         accepted, delta, total))
+                                         accepted, delta, total, stage=stage))
         self._summaries.append(RoundSummary(round_no, shown.version.version, shown.evaluation.score,
-                                            accepted, delta, reason, total))
+                                            accepted, delta, reason, total, stage))
         return cand if accepted else inc
 
     # -- resuming -----------------------------------------------------------------------
 
-    async def _restore(self, resume: str | bool) -> tuple[Version, _Incumbent | None, int]:
+    async def _restore(self, resume: str | bool
+                       ) -> tuple[Version, _Incumbent | None, int, str | None]:
+        """The starting version, the incumbent, the round to continue from, and, when the
+        confirmation was under way, why exploring had stopped (else None)."""
         if resume is True or resume == "":
             row = self.store.cycles.latest_resumable(self.prompt_id)
             if row is None:
@@ -581,26 +716,33 @@ class Loop:
         start = self.store.get_version(self.prompt_id, row.initial_version)
         incumbent: _Incumbent | None = None
         next_round = 0
+        confirming: str | None = None
         for r in self.store.cycles.get_rounds(row.id):
             if r.status != "finished":
                 next_round = r.round
+                if r.stage == "confirm":  # its decision, if stored, is made again from its runs
+                    confirming = r.reason if r.accepted is None else ""
                 break
             self._elapsed_before += _seconds_between(r.started_at, r.finished_at)
             cost = self.store.cycles.round_costs(row.id).get(r.round, {})
             self._cost_by_round[r.round] = dict(cost)
             if r.round == 0:
                 result = load_run(self.store.runs, r.baseline_run_id or run_id_for(row.id, 0))
-                incumbent = _Incumbent(start, result, evaluation_of(result, start.version))
-                self._summaries.append(RoundSummary(0, start.version, r.score, None, cost=r.cost or 0.0))
+                incumbent = self._head = _Incumbent(start, result, evaluation_of(result, start.version))
+                self._summaries.append(RoundSummary(0, start.version, r.score, None, cost=r.cost or 0.0,
+                                                    stage="baseline"))
             else:
                 self._summaries.append(RoundSummary(r.round, r.version or "", r.score, r.accepted,
-                                                    r.delta, r.reason or "", r.cost or 0.0))
+                                                    r.delta, r.reason or "", r.cost or 0.0,
+                                                    r.stage or "improve"))
                 if r.accepted and r.candidate_version and r.candidate_run_id:
                     v = self.store.get_version(self.prompt_id, r.candidate_version)
                     result = load_run(self.store.runs, r.candidate_run_id)
                     incumbent = _Incumbent(v, result, evaluation_of(result, v.version))
+                    if not self._confirms:  # 'always' moved head every round
+                        self._head = incumbent
             self._records.append(RoundRecord(r.round, r.version or "", r.score, r.accepted, r.delta,
-                                             r.cost or 0.0))
+                                             r.cost or 0.0, stage=r.stage or "improve"))
             next_round = r.round + 1
         # what was spent before counts against the cap
         spent: dict[str, float] = {}
@@ -612,5 +754,5 @@ class Loop:
         self._cost_by_round.update({k: dict(v) for k, v in self.store.cycles.round_costs(row.id).items()
                                     if k not in self._cost_by_round})
         if incumbent is None and next_round > 0:
-            next_round = 0
-        return start, incumbent, next_round
+            next_round, confirming = 0, None
+        return start, incumbent, next_round, confirming

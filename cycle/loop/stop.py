@@ -43,6 +43,8 @@ class RoundRecord:
     accepted: bool | None = None
     delta: float | None = None
     cost: float = 0.0
+    #: "baseline", "improve" or "confirm"
+    stage: str = "improve"
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class CycleState:
 
     @property
     def improvement_rounds(self) -> int:
-        return sum(1 for r in self.rounds if r.round >= 1)
+        return sum(1 for r in self.rounds if r.round >= 1 and r.stage == "improve")
 
 
 class StopCondition(Protocol):
@@ -129,7 +131,7 @@ class NoImprovement:
     min_delta: float = 0.0
 
     def check(self, state: CycleState) -> str | None:
-        done = [r for r in state.rounds if r.round >= 1]
+        done = [r for r in state.rounds if r.round >= 1 and r.stage == "improve"]
         if len(done) < self.rounds:
             return None
         last = done[-self.rounds:]

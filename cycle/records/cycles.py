@@ -71,6 +71,11 @@ class RoundRow(BaseModel):
     reason: str | None = None
     incumbent_score: float | None = None
     pass_rate: float | None = None
+    #: "baseline" (round 0), "improve", or "confirm" (None: stored before stages existed)
+    stage: str | None = None
+    #: the mean gain on the cases the improver saw and on the held-out ones (None: no split)
+    seen_delta: float | None = None
+    held_out_delta: float | None = None
 
     @property
     def version(self) -> str | None:

@@ -288,7 +288,10 @@ class CycleRecorder:
             if event.resumed:
                 log.set_status(event.cycle_id, "running")
         elif isinstance(event, ev.RoundStarted):
-            log.update_round(event.cycle_id, event.round, incumbent_version=event.version, status="running")
+            fields = {"incumbent_version": event.version, "status": "running", "stage": event.stage}
+            if event.reason:  # a confirmation: why exploring stopped (kept for a resume)
+                fields["reason"] = event.reason
+            log.update_round(event.cycle_id, event.round, **fields)
         elif isinstance(event, ev.EvaluationStarted):
             column = "baseline_run_id" if event.role == "baseline" else "candidate_run_id"
             fields: dict[str, Any] = {column: event.run_id}
@@ -303,7 +306,8 @@ class CycleRecorder:
             # ci_low/ci_high of a round are its score's interval (RoundFinished); the
             # interval of the paired improvement is part of the reason text
             log.update_round(event.cycle_id, event.round, accepted=event.accepted, reason=event.reason,
-                         delta=event.delta)
+                             delta=event.delta, seen_delta=event.seen_delta,
+                             held_out_delta=event.held_out_delta)
         elif isinstance(event, ev.RoundFinished):
             fields = {"status": "finished", "score": event.score, "ci_low": event.ci_low,
                       "ci_high": event.ci_high, "pass_rate": event.pass_rate, "cost": event.cost,

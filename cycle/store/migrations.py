@@ -320,3 +320,12 @@ def check_format(db: Database, path: str) -> list[str]:
             hint="Upgrade cycle (pip install -U cycle) to open this store.",
         )
     return [name for name in known if name not in applied]
+
+
+@migrations()
+def m008_round_stages(db: Database) -> None:
+    """A round's stage (baseline, improve, or the confirmation that moves head) and its gain
+    on the cases the improver saw and on the held-out ones."""
+    db.execute("ALTER TABLE rounds ADD COLUMN stage TEXT")
+    db.execute("ALTER TABLE rounds ADD COLUMN seen_delta REAL")
+    db.execute("ALTER TABLE rounds ADD COLUMN held_out_delta REAL")

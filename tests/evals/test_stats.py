@@ -4,7 +4,15 @@ import math
 
 import pytest
 
-from cycle.evals.stats import closest_to_mean, describe, paired_difference, percentile, t_critical
+from cycle.evals.stats import (
+    closest_to_mean,
+    describe,
+    paired_difference,
+    percentile,
+    t_cdf,
+    t_critical,
+    t_quantile,
+)
 
 
 def test_describe_three_values_by_hand():
@@ -35,6 +43,20 @@ def test_describe_degenerate_samples():
                                           (60, 2.0003), (120, 1.9799), (1000, 1.9623)])
 def test_t_critical_matches_tables(df, expected):
     assert t_critical(df) == pytest.approx(expected, abs=2e-4)
+
+
+@pytest.mark.parametrize("p, df, expected", [(0.90, 19, 1.3277), (0.95, 4, 2.1318), (0.80, 1, 1.3764),
+                                              (0.9875, 19, 2.4334), (0.995, 2, 9.9248), (0.05, 10, -1.8125)])
+def test_t_quantile_at_any_level_matches_published_values(p, df, expected):
+    assert t_quantile(p, df) == pytest.approx(expected, abs=2e-4)
+    assert t_cdf(t_quantile(p, df), df) == pytest.approx(p, abs=1e-7)
+
+
+def test_t_quantile_refuses_what_has_no_answer():
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        t_quantile(0.9, 0)
+    with pytest.raises(ValueError, match="0 < p < 1"):
+        t_quantile(1.0, 5)
 
 
 def test_paired_difference_uses_common_cases_only():

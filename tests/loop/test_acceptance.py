@@ -59,7 +59,7 @@ def test_identical_differences_are_not_significant_by_a_zero_width_interval() ->
 
     d = decide("significant", BASE, ev({k: v + 0.5 for k, v in BASE.case_scores.items()}))
     assert not d.accepted and d.ci_low is not None and d.ci_low < 0 < d.ci_high
-    assert round(d.ci_high - d.delta, 6) == round(3.1824 * MIN_SD / 2, 6)  # t(3) x 1 / sqrt(4)
+    assert round(d.ci_high - d.delta, 4) == round(3.1824 * MIN_SD / 2, 4)  # t(3) x 1 / sqrt(4)
     big = decide("significant", BASE, ev({k: v + 5 for k, v in BASE.case_scores.items()}))
     assert big.accepted  # a real, consistent gain still is
 
@@ -97,3 +97,28 @@ def test_detectable_gain_shrinks_with_cases_and_iterations() -> None:
     assert round(many, 2) == round((2.0930 + 0.8610) * (2 / 3) ** 0.5 * 10 / 20 ** 0.5, 2)
     assert detectable_gain([0.0] * 5, cases=5, iterations=3) > 0  # floored, never 0
     assert detectable_gain([5.0], cases=1, iterations=3) is None
+
+
+def test_the_level_is_one_sided_and_the_callers() -> None:
+    """A gain whose 95% interval reaches zero is still likely at one-sided 90%: exploring
+    keeps it, the confirmation's 2.5% does not (and says more iterations could decide)."""
+    gain = ev({"a": 56, "b": 60, "c": 75, "d": 44})  # diffs 6, 0, 5, 4: mean +3.75
+    strict = decide("significant", BASE, gain)
+    loose = decide("significant", BASE, gain, alpha=0.10)
+    assert not strict.accepted and strict.inconclusive and "one-sided 97.5% bound" in strict.reason
+    assert loose.accepted and "one-sided 90% bound" in loose.reason
+    assert loose.bound is not None and strict.bound is not None and loose.bound > 0 > strict.bound
+    assert not decide("significant", BASE, ev(BASE.case_scores)).inconclusive  # no gain at all
+
+
+def test_held_out_cases_that_did_not_gain_reject_an_overfit_candidate() -> None:
+    before = ev({"a": 50, "b": 60, "c": 70, "d": 40, "e": 55, "f": 65})
+    overfit = ev({"a": 80, "b": 90, "c": 95, "d": 75, "e": 50, "f": 62})  # seen up, held-out down
+    d = decide("improved", before, overfit, held_out={"e", "f"})
+    assert not d.accepted and "overfitting" in d.reason
+    assert d.seen_delta == 30 and d.held_out_delta == -4
+    assert "seen +30.00, held-out -4.00" in d.reason
+    general = ev({k: v + 8 for k, v in before.case_scores.items()})
+    ok = decide("significant", before, general, held_out={"e", "f"})
+    assert ok.accepted and ok.held_out_delta == 8
+    assert decide("significant", before, general).held_out_delta is None  # no held-out: not split

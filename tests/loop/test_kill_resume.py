@@ -111,8 +111,11 @@ def check_resumed(db: Path, before_keys: set, before_calls: dict) -> str:
         improver_calls = dict(conn.execute(
             "SELECT round, count(*) FROM calls WHERE role = 'improver' GROUP BY round").fetchall())
         assert improver_calls.get(1) == 1  # the suggestions were stored: not asked for again
-        rounds = conn.execute("SELECT round, status FROM rounds ORDER BY round").fetchall()
-        assert rounds == [(0, "finished"), (1, "finished"), (2, "finished")]
+        rounds = conn.execute("SELECT round, status, stage FROM rounds ORDER BY round").fetchall()
+        assert rounds[:3] == [(0, "finished", "baseline"), (1, "finished", "improve"),
+                              (2, "finished", "improve")]
+        # a confirmation follows when exploring kept a candidate
+        assert rounds[3:] in ([], [(3, "finished", "confirm")])
     _, after_calls = snapshot(db)
     for (run_id, case_id, iteration, role), n in before_calls.items():
         if (run_id, case_id, iteration) in before_keys:  # a result stored before the kill

@@ -58,7 +58,7 @@ def test_a_whole_cycle_from_objects_with_the_scripted_model(tmp_path: Path) -> N
     # 40 points less each case's number (mean 2.5); each accepted round adds a keyword
     # the judge rewards with 20
     assert (result.initial_score, result.final_score) == (37.5, 77.5)
-    assert [r.accepted for r in result.rounds] == [None, True, True]
+    assert [r.accepted for r in result.rounds] == [None, True, True, True]
     assert store.resolve("support@head").version == result.final_version == "1.0.2"
     assert "Always say order." in store.resolve("support@head").prompt.system
     assert store.cycles.get(result.cycle_id).status == "finished"

@@ -23,18 +23,27 @@ def test_accepts_improvements_until_max_rounds(world, store, bus_log) -> None:
         {"suggestions": [suggestion("Always say order.")]},
     ], improve={"acceptance": "significant", "stop": {"max_rounds": 2}})
     result = run_loop(loaded, store, bus)
-    assert result.stop_reason == "max_rounds: 2 of 2 rounds run"
-    assert [r.accepted for r in result.rounds] == [None, True, True]
-    assert [round(r.score) for r in result.rounds] == [38, 58, 78]  # 40 + 20k - mean handicap 2.5
+    assert result.stop_reason == ("max_rounds: 2 of 2 rounds run; confirmed on fresh samples (+40.0): "
+                                  "head moved 1.0.0 -> 1.0.2")
+    assert [r.stage for r in result.rounds] == ["baseline", "improve", "improve", "confirm"]
+    assert [r.accepted for r in result.rounds] == [None, True, True, True]
+    assert [round(r.score) for r in result.rounds] == [38, 58, 78, 78]  # 40 + 20k - mean handicap 2.5
     assert result.initial_version == "1.0.0" and result.final_version == "1.0.2"
+    assert result.final_score == result.rounds[-1].score  # the fresh evaluation's
     assert store.resolve("support@head").version == "1.0.2"
     assert "say order" in store.resolve("support@head").prompt.system
-    # head moves are recorded with the evidence
-    moves = store.label_moves("support", label="head")
-    assert moves[0].who == "cycle" and "significant" in moves[0].reason
+    # head moved once, after the confirmation, with the evidence recorded
+    (move,) = [m for m in store.label_moves("support", label="head") if m.who == "cycle"]
+    assert "confirmed on fresh samples" in move.reason and "significant" in move.reason
+    assert "head stays at 1.0.0 until a confirmation" in result.rounds[1].reason
     rows = store.cycles.get_rounds(result.cycle_id)
-    assert [r.status for r in rows] == ["finished"] * 3
+    assert [r.status for r in rows] == ["finished"] * 4
     assert rows[1].baseline_run_id == f"{result.cycle_id}-r0" and rows[2].baseline_run_id == f"{result.cycle_id}-r1"
+    # the confirmation evaluates both versions again, under their own runs
+    assert rows[3].stage == "confirm" and rows[3].incumbent_version == "1.0.0"
+    assert rows[3].candidate_version == "1.0.2"
+    assert rows[3].baseline_run_id == f"{result.cycle_id}-r3-baseline"
+    assert rows[3].candidate_run_id == f"{result.cycle_id}-r3"
     assert store.cycles.get(result.cycle_id).status == "finished"
     kinds = [e.kind for e in log]
     for kind in ("cycle_started", "round_started", "evaluation_started", "suggestions_proposed",
@@ -56,7 +65,7 @@ def test_rejected_candidate_goes_back_to_the_improver_with_evidence(world, store
 
     loaded = world(improver, improve={"stop": {"max_rounds": 2}})
     result = run_loop(loaded, store)
-    assert [r.accepted for r in result.rounds[1:]] == [False, True]
+    assert [r.accepted for r in result.rounds[1:]] == [False, True, True]
     assert "not significant" in result.rounds[1].reason or "too few" in result.rounds[1].reason
     assert seen_rejected[0] == []
     (rejected,) = seen_rejected[1]
@@ -103,8 +112,8 @@ def test_target_score_reached_after_rounds_and_composed_all(world, store) -> Non
                    improve={"stop": {"any": [{"all": [{"target_score": 50}, {"max_rounds": 2}]},
                                               {"max_rounds": 3}]}})
     result = run_loop(loaded, store)
-    assert len(result.rounds) == 3
-    assert " and max_rounds" in result.stop_reason
+    assert result.improvement_rounds == 2
+    assert " and max_rounds" in result.stop_reason and "confirmed" in result.stop_reason
 
 
 def test_nothing_to_improve_stops(world, store) -> None:
@@ -128,7 +137,7 @@ def test_custom_stop_predicate(world, store, tmp_path) -> None:
     loaded = world([{"suggestions": [suggestion("Always say sorry.")]}] * 3,
                    improve={"stop": {"any": [{"custom": "stops:one_round"}, {"max_rounds": 3}]}})
     result = run_loop(loaded, store)
-    assert result.stop_reason == "custom: one is enough"
+    assert result.stop_reason.startswith("custom: one is enough; confirmed on fresh samples")
 
 
 def test_cost_cap_reached_mid_round_stops_cleanly(world, store) -> None:
@@ -168,9 +177,10 @@ def test_cost_per_round_split_by_role(world, store) -> None:
     rows = store.cycles.get_rounds(result.cycle_id)
     assert rows[0].cost == 0.08  # 8 agent calls; the scripted judge is free
     assert abs(rows[1].cost - 0.09) < 1e-9  # 8 agent calls + 1 improver call
-    assert abs(result.total_cost - 0.17) < 1e-9
+    assert abs(rows[2].cost - 0.16) < 1e-9  # the confirmation: both versions again, fresh
+    assert abs(result.total_cost - 0.33) < 1e-9
     by_role = {k: round(v, 6) for k, v in result.cost_by_role.items()}
-    assert by_role == {"agent": 0.16, "judge": 0.0, "improver": 0.01}
+    assert by_role == {"agent": 0.32, "judge": 0.0, "improver": 0.01}
 
 
 def test_stop_conditions_that_may_never_hold_are_refused(world, store) -> None:
