@@ -56,7 +56,14 @@ from cycle.errors import (
 from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
 from cycle.improve.apply import apply_suggestions, prompt_diff
-from cycle.improve.improver import Improver, ImproverInput, LowCase, aggregates, fit_cases, low_cases
+from cycle.improve.improver import (
+    Improver,
+    ImproverInput,
+    LowCase,
+    aggregates,
+    fit_cases,
+    low_cases,
+)
 from cycle.judge import Judge
 from cycle.llm.budget import Budget
 from cycle.loop.acceptance import (
