@@ -27,6 +27,7 @@ from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model
 from cycle.loop.core import Loop, LoopSettings
+from cycle.loop.holdout import held_out_cases
 from cycle.loop.review import Reviewer
 from cycle.loop.stop import cost_cap, has_limit, resolve_custom
 from cycle.records import Prompt, Version
@@ -67,7 +68,17 @@ def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> list[
             f"the stop conditions ({stop.describe()}) may never hold: the cycle could run forever",
             **where, hint="Add a limit, e.g. stop: {any: [{target_score: 90}, {max_rounds: 5}]}",
         )
+    held_out(loaded, improve, cases)
     return cases
+
+
+def held_out(loaded: LoadedConfig, improve: ImproveConfig, cases: list[TestCase]) -> frozenset[str]:
+    """The held-out case ids of improve.validation; a bad one names its line."""
+    try:
+        return held_out_cases(cases, improve.validation)
+    except ConfigError as e:
+        raise relocate(e, file=str(loaded.path), field="improve.validation",
+                       line=loaded.doc.line_of(("improve", "validation"))) from None
 
 
 def build_loop(
@@ -138,6 +149,7 @@ def build_loop(
             required_cases=frozenset(improve.required_cases), iterations=c.run.iterations,
             concurrency=c.run.concurrency, timeout=c.run.timeout,
             stop_on_first_failure=c.run.stop_on_first_failure,
+            held_out=held_out(loaded, improve, cases), max_iterations=improve.max_iterations,
         ),
         record={"config_file": str(loaded.path), "improve": improve.model_dump(mode="json"),
                 "agent": agent_name, "judge": judge_name, "improver": improver_name},

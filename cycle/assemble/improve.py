@@ -6,6 +6,8 @@
       review: auto                   # auto | prompt | tui (the CLI's flags override)
       min_priority: low              # auto review approves this priority and above
       low_score: 70                  # cases below it go to the improver (default: pass_threshold)
+      validation: 0.25               # held-out cases the improver never sees (a fraction, ids or
+                                     # tags, or false; default: 0.25 from 40 cases, else none)
 """
 
 from __future__ import annotations
@@ -55,6 +57,16 @@ class ImproveConfig(BaseModel):
     required_cases: list[str] = Field(
         default_factory=list,
         description="Case ids that must not go from pass to fail (cases tagged 'required' count too).",
+    )
+    validation: float | bool | list[str] | str | None = Field(
+        None,
+        description="Held-out cases the improver never sees, reported apart; a candidate they did "
+        "not gain with is rejected: a fraction (0.25), case ids or tags, or false. Default: 0.25 "
+        "of a suite of 40 cases or more, else none.",
+    )
+    max_iterations: int | None = Field(
+        None, ge=1, description="Iterations per case the confirmation may grow to when inconclusive "
+        "(default: twice run.iterations).",
     )
 
     @field_validator("stop")

@@ -50,7 +50,10 @@ class CycleConsole:
             verb = "resuming" if event.resumed else "starting"
             self._say(f"{verb} cycle {event.cycle_id} on {event.prompt_id}@{event.version}")
         elif isinstance(event, ev.RoundStarted):
-            what = "evaluating the baseline" if event.round == 0 else f"improving {event.version}"
+            what = {"baseline": "evaluating the baseline",
+                    "confirm": f"confirming the best candidate against {event.version} on fresh "
+                               "samples (head moves only if it holds)"}.get(event.stage,
+                                                                        f"improving {event.version}")
             self._say(f"round {event.round}: {what}")
         elif isinstance(event, ev.SuggestionsProposed):
             self._say(f"  {plural(len(event.suggestions), 'suggestion')} proposed")

@@ -96,6 +96,8 @@ class AcceptanceDecision:
     #: rejected only because the bound reaches zero while the mean gained: more
     #: iterations could decide it
     inconclusive: bool = False
+    #: the reason without its "accepted: " or "rejected: "
+    because: str = ""
 
 
 def _finite(x: float | None) -> float | None:
@@ -136,15 +138,16 @@ def decide(
     seen = _mean([d for k, d in diffs.items() if k not in held_out]) if held_out else None
     unseen = _mean([d for k, d in diffs.items() if k in held_out]) if held_out else None
 
-    def verdict(ok: bool, text: str, *, inconclusive: bool = False,
+    def verdict(ok: bool, because: str, *, inconclusive: bool = False,
                 regressions: tuple[str, ...] = ()) -> AcceptanceDecision:
-        return AcceptanceDecision(ok, text, delta, low, high, regressions, bound, seen, unseen,
-                                  inconclusive)
+        reason = ("accepted: " if ok else "rejected: ") + because
+        return AcceptanceDecision(ok, reason, delta, low, high, regressions, bound, seen, unseen,
+                                  inconclusive, because)
 
     if rule == "always":
-        return verdict(True, "accepted: the acceptance rule is 'always'")
+        return verdict(True, "the acceptance rule is 'always'")
     if not common:
-        return verdict(False, f"rejected: no case has a score in either run "
+        return verdict(False, f"no case has a score in either run "
                               f"(candidate errors: {candidate.errors})")
     charged = sorted(candidate.errored_cases & set(common))
     errors = f"; {len(charged)} case(s) that errored counted as 0" if charged else ""
@@ -160,23 +163,23 @@ def decide(
         )
     )
     if regressions:
-        return verdict(False, f"rejected: required case(s) {', '.join(regressions)} passed "
+        return verdict(False, f"required case(s) {', '.join(regressions)} passed "
                               f"before and fail now ({evidence})", regressions=regressions)
     if unseen is not None and unseen <= 0 and (delta or 0) > 0:
-        return verdict(False, f"rejected: the held-out cases (never shown to the improver) did "
+        return verdict(False, f"the held-out cases (never shown to the improver) did "
                               f"not gain: the gain is overfitting to the cases it saw ({evidence})")
     if rule == "improved":
         ok = delta is not None and delta > 0
-        text = "accepted: the mean improved" if ok else "rejected: the mean did not improve"
+        text = "the mean improved" if ok else "the mean did not improve"
         return verdict(ok, f"{text} ({evidence})")
     if rule == "significant":
         if bound is None or len(common) < MIN_CASES:
-            return verdict(False, f"rejected: {len(common)} paired case(s) are too few to test "
+            return verdict(False, f"{len(common)} paired case(s) are too few to test "
                                   f"(at least {MIN_CASES}; {evidence}): add cases, or set "
                                   "improve.acceptance: improved")
         if bound > 0:
-            return verdict(True, f"accepted: the improvement is significant ({evidence})")
-        return verdict(False, "rejected: the improvement is not significant (the one-sided "
+            return verdict(True, f"the improvement is significant ({evidence})")
+        return verdict(False, "the improvement is not significant (the one-sided "
                               f"bound reaches zero or below; {evidence})",
                        inconclusive=delta is not None and delta > 0)
     raise ValueError(f"unknown acceptance rule {rule!r}; known: {', '.join(RULES)}")

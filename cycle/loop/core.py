@@ -367,6 +367,7 @@ class Loop:
             "cases": len(self.cases),
             "pass_threshold": self.judge.threshold,
             "budget": self.budget.limit,
+            "held_out": sorted(self.settings.held_out),
         }
 
     def _emit_end(self, *, status: str, reason: str, final: str | None = None,
@@ -643,11 +644,11 @@ class Loop:
         old = base.version.version
         verdict = "confirmed" if decision.accepted else "not confirmed"
         self._decided(round_no, best.version.version, decision,
-                      f"{verdict} on fresh samples of both versions: {decision.reason}")
+                      f"{verdict} on fresh samples of both versions: {decision.because}")
         gain = f"{decision.delta:+.1f}" if decision.delta is not None else "no paired cases"
         if decision.accepted:
             self._move_head(fresh, f"cycle {cid} round {round_no}: confirmed on fresh samples: "
-                                  f"{decision.reason}")
+                                  f"{decision.because}")
             outcome = f"confirmed on fresh samples ({gain}): head moved {old} -> {best.version.version}"
         else:
             outcome = (f"{best.version.version} was not confirmed on fresh samples ({gain}): head "

@@ -82,6 +82,10 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
             incumbent_score = r.score if r.score is not None else incumbent_score
         round_items.append({
             "round": r.round,
+            "stage": r.stage or ("baseline" if r.round == 0 else "improve"),
+            "verdict": _verdict(r),
+            "seen_delta": r.seen_delta,
+            "held_out_delta": r.held_out_delta,
             "version": r.version,
             "incumbent_version": r.incumbent_version,
             "status": r.status,
@@ -122,7 +126,8 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "finished_at": cycle.finished_at,
         "offline": offline,
         "note": OFFLINE_NOTE if offline else None,
-        "rounds_run": sum(1 for r in rounds if r.round >= 1),
+        "rounds_run": sum(1 for r in rounds if r.round >= 1 and r.stage != "confirm"),
+        "held_out": len(cycle.config.get("held_out") or ()),
         "initial": initial,
         "final": final,
         "improvement": improvement,
@@ -135,6 +140,20 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "diff": diff,
         "transcripts": _transcripts(store, run_of_round.get(final_round)),
     }
+
+
+def _verdict(r: RoundRow) -> str:
+    """A round's outcome in a word or two: exploring rounds keep or drop their candidate,
+    the confirmation moves head or not."""
+    if r.status == "stopped":
+        return "stopped"
+    if r.round == 0:
+        return "baseline"
+    if r.accepted is None:
+        return "—"
+    if r.stage == "confirm":
+        return "confirmed" if r.accepted else "not confirmed"
+    return "yes" if r.accepted else "no"
 
 
 def _transcripts(store: Store, run_id: str | None) -> dict[str, list[str]]:
@@ -192,21 +211,20 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         f"| initial | {i['version']}: {f.score(i['score'])} {f.bounds(i['ci_low'], i['ci_high'])} |",
         f"| final | {fin['version']}: {f.score(fin['score'])} {f.bounds(fin['ci_low'], fin['ci_high'])} |",
         f"| improvement | {f.signed(data['improvement'])} |",
+        *([f"| held out | {data['held_out']} cases the improver never saw |"] if data["held_out"] else []),
         f"| total cost | {f.money(data['total_cost'] or 0.0, data['cost_estimated'])} ({by_role}) |",
         "",
         "## Rounds",
         "",
-        "| round | version | score | 95% interval | delta | accepted | cost | why |",
-        "| ---: | --- | ---: | --- | ---: | --- | ---: | --- |",
+        "| round | version | score | 95% interval | delta | seen / held-out | accepted | cost | why |",
+        "| ---: | --- | ---: | --- | ---: | --- | --- | ---: | --- |",
     ]
     for r in data["rounds"]:
-        accepted = {None: "baseline" if r["round"] == 0 else "—", True: "yes", False: "no"}[r["accepted"]]
-        if r["status"] == "stopped":
-            accepted = "stopped"
+        name = f"{r['round']} (confirm)" if r["stage"] == "confirm" else str(r["round"])
         out.append(
-            f"| {r['round']} | {r['version'] or '—'} | {f.score(r['score'])} | "
-            f"{f.bounds(r['ci_low'], r['ci_high'])} | {f.signed(r['delta'])} | {accepted} | "
-            f"{f.money(r['cost'] or 0.0)} | {_cell(r['reason'])} |"
+            f"| {name} | {r['version'] or '—'} | {f.score(r['score'])} | "
+            f"{f.bounds(r['ci_low'], r['ci_high'])} | {f.signed(r['delta'])} | {f.split_gain(r)} | "
+            f"{r['verdict']} | {f.money(r['cost'] or 0.0)} | {_cell(r['reason'])} |"
         )
     chart = _chart(data)
     if chart:

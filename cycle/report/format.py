@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cycle.records import Stats
 
 
@@ -56,3 +58,12 @@ def one_line(text: str, limit: int = 100) -> str:
     """``text`` on one line (white space folded), cut to ``limit`` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def split_gain(r: dict[str, Any]) -> str:
+    """The gain on the cases the improver saw and on the held-out ones, and the gap
+    between them (overfitting when large): "+6.0 / -2.0 (gap 8.0)"."""
+    seen, held = r.get("seen_delta"), r.get("held_out_delta")
+    if seen is None or held is None:
+        return "—"
+    return f"{signed(seen)} / {signed(held)} (gap {seen - held:.1f})"

@@ -210,7 +210,7 @@ def word_diff(before: str, after: str) -> Markup:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2", "html"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(score=f.score, money=f.money, signed=f.signed)
+    env.filters.update(score=f.score, money=f.money, signed=f.signed, split_gain=f.split_gain)
     env.globals.update(word_diff=word_diff, diff_lines=diff_lines)
     return env
 

@@ -63,6 +63,8 @@ class RoundRow:
     accepted: bool | None = None
     cost: float = 0.0
     status: str = "running"
+    #: "baseline", "improve" or "confirm"
+    stage: str = "improve"
 
 
 @dataclass
@@ -192,8 +194,11 @@ def _cycle_started(s: DashboardState, e: ev.CycleStarted) -> None:
 def _round_started(s: DashboardState, e: ev.RoundStarted) -> None:
     s.current_round = e.round
     row = s._round(e.round)
-    row.version, row.status = e.version, "running"
-    s.log(e, f"round {e.round} started on v{e.version}")
+    row.version, row.status, row.stage = e.version, "running", e.stage
+    if e.stage == "confirm":
+        s.log(e, f"round {e.round}: confirming the best candidate against v{e.version} on fresh samples")
+    else:
+        s.log(e, f"round {e.round} started on v{e.version}")
 
 
 def _evaluation_started(s: DashboardState, e: ev.EvaluationStarted) -> None:
@@ -273,7 +278,7 @@ def _candidate(s: DashboardState, e: ev.CandidateDecided) -> None:
     delta = "" if e.delta is None else f" (delta {e.delta:+.1f})"
     reason = f": {e.reason}" if e.reason else ""
     s.log(e, f"candidate v{e.version} {verdict}{delta}{reason}")
-    if e.accepted:
+    if e.accepted and row.stage == "confirm":  # exploring rounds leave head where it is
         s.version = e.version
 
 

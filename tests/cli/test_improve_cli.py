@@ -112,10 +112,11 @@ def test_console_and_cycle_report_print_the_same_figures(quickstart: Path) -> No
     data = json.loads((quickstart / report_line.removeprefix("report: ").strip()).with_suffix(".json").read_text())
     done = re.findall(r"round (\d+) done: (\S+) scored ([\d.]+) (\[[\d., ]+\])", r.stdout)
     assert len(done) == len(data["rounds"]) >= 3
-    rows = {int(m[0]): m for m in re.findall(r"^\| (\d+) \| (\S+) \| ([\d.]+) \| (\[[\d., ]+\]) \|", md, re.MULTILINE)}
+    rows = {int(m[0]): m for m in re.findall(r"^\| (\d+)(?: \(confirm\))? \| (\S+) \| ([\d.]+) \| (\[[\d., ]+\]) \|", md, re.MULTILINE)}
     for round_no, version, score, interval in done:
         # the same score and interval, to the printed digit, in the console and the report
         assert rows[int(round_no)][1:] == (version, score, interval)
+    assert "| 3 (confirm) |" in md and data["rounds"][-1]["verdict"] == "confirmed"
     final = done[-1]
     assert f"| final | {final[1]}: {final[2]} {final[3]} |" in md
     # the JSON keeps full precision (rounded once, when shown): no 96.85 -> 96.8 drift

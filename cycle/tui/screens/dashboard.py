@@ -38,7 +38,7 @@ def _round_cells(row: RoundRow) -> list[Text | str]:
         Text("…" if row.status == "running" else "-", style="dim"),
     )
     return [
-        str(row.round),
+        f"{row.round}c" if row.stage == "confirm" else str(row.round),
         row.version,
         score,
         "-" if row.pass_rate is None else f"{row.pass_rate:.0%}",
@@ -54,7 +54,9 @@ class DashboardScreen(Screen[None]):
     TITLE = "Dashboard"
     HELP = """\
 The cycle runs while you watch: the rounds so far with their score, its 95%
-interval and the change against the incumbent; the running evaluation's
+interval and the change against the incumbent (a round marked c is the
+confirmation: both versions evaluated again on fresh samples; head moves
+only if it says yes); the running evaluation's
 progress; the money spent against the budget; and a live log.
 Select a case (enter) to see its input, output and the judge's reasoning.
 """
