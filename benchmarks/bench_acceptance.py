@@ -1,0 +1,225 @@
+"""How often a cycle promotes a prompt that is not better, and finds one that is: the real
+``Loop`` (exploring rounds, the confirmation, held-out cases, the store) on a world whose
+truth is known.
+
+    .venv/bin/python benchmarks/bench_acceptance.py             # ~10 min on 2 cores (6,000 cycles)
+    .venv/bin/python benchmarks/bench_acceptance.py --quick     # a smoke run, ~1 min
+
+The world: each case has a true quality drawn once (uniform 35-65); a prompt version's
+true score on a case is that plus the known effect of every edit it carries; the judge
+returns the true score plus Gaussian noise (sd 10 per iteration, drawn from a hash of
+the run, case and iteration, so a fresh evaluation is a fresh draw and a resumed one the
+same). The improver is a stand-in whose edits have known effects:
+
+- ``equal``: every edit changes nothing (5 rounds): how often does head move?
+- ``better``: one edit, +5 on every case (1 round): how often does head move (power)?
+- ``overfit``: one edit, +10 on the cases the improver was shown and -5 on the others
+  (1 round, validation 0.25): how often is it promoted? (and without validation)
+
+Every cycle: 20 cases, 3 iterations, acceptance significant, low_score 100 (every case
+is shown to the improver unless held out). Reported with the Monte Carlo standard error.
+Drift: the reported final score minus the final version's true score (mean over cycles).
+Cost: evaluations per cycle beyond the exploring ones (the confirmation, in units of one
+evaluation of the suite, its extra iterations counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import math
+import random
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cycle.cases import TestCase  # noqa: E402
+from cycle.judge import JudgeResult  # noqa: E402
+from cycle.loop import Loop, LoopSettings, parse_stop  # noqa: E402
+from cycle.loop.review import AutoReviewer  # noqa: E402
+from cycle.records import AgentResult, Prompt, Suggestion  # noqa: E402
+from cycle.store import Store  # noqa: E402
+
+NOISE_SD = 10.0
+MARK = re.compile(r"\[e:([\w-]+)\]")
+
+
+@dataclass
+class World:
+    """The truth: per-case quality and the effect of every edit made so far."""
+
+    quality: dict[str, float]
+    effects: dict[str, dict[str, float]] = field(default_factory=dict)
+    seed: int = 0
+
+    def truth(self, system: str, case_id: str) -> float:
+        return self.quality[case_id] + sum(self.effects[m].get(case_id, 0.0)
+                                           for m in MARK.findall(system))
+
+    def suite_truth(self, system: str) -> float:
+        return sum(self.truth(system, c) for c in self.quality) / len(self.quality)
+
+
+class TruthAgent:
+    """Answers with its prompt's system text: the judge reads the edits from it."""
+
+    name = "truth:agent"
+    offline = True
+
+    def __init__(self, prompt: Prompt) -> None:
+        self.system = prompt.system
+
+    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+        return AgentResult(output=self.system)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class NoisyJudge:
+    """The true score plus judge noise, drawn from (seed, run, case, iteration)."""
+
+    name = "truth:judge"
+    version = "1"
+    offline = True
+    threshold = 70.0
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def register(self, store: Store) -> str:
+        return self.version
+
+    async def judge(self, case: TestCase, result: AgentResult, *, iteration: int = 0,
+                    context: dict[str, Any] | None = None) -> JudgeResult:
+        ctx = context or {}
+        key = f"{self.world.seed}|{ctx.get('run_id')}|{case.id}|{iteration}".encode()
+        rng = random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big"))
+        score = self.world.truth(result.output, case.id) + rng.gauss(0.0, NOISE_SD)
+        score = max(0.0, min(100.0, score))
+        return JudgeResult(score=score, passed=score >= self.threshold, verdicts=())
+
+
+class KnownImprover:
+    """Proposes one edit per round whose effect on each case the world records."""
+
+    version = "known"
+    offline = True
+
+    def __init__(self, world: World, kind: str, gain: float) -> None:
+        self.world, self.kind, self.gain = world, kind, gain
+        self.count = 0
+
+    async def propose(self, inp: Any, *, context: dict[str, Any] | None = None) -> list[Suggestion]:
+        self.count += 1
+        mark = f"{self.world.seed}-{self.count}"
+        shown = {c.id for c in inp.low_cases}
+        if self.kind == "equal":
+            effect = dict.fromkeys(self.world.quality, 0.0)
+        elif self.kind == "better":
+            effect = dict.fromkeys(self.world.quality, self.gain)
+        else:  # overfit: helps what it saw, hurts the rest
+            effect = {c: (10.0 if c in shown else -5.0) for c in self.world.quality}
+        self.world.effects[mark] = effect
+        return [Suggestion(type="system_prompt", priority="high", suggested_value=f" [e:{mark}]")]
+
+
+@dataclass
+class Outcome:
+    moved: bool
+    explored: bool
+    drift: float
+    extra_evaluations: float
+
+
+async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: int,
+                    iterations: int, validation: float | None, gain: float = 5.0) -> Outcome:
+    from cycle.loop.holdout import held_out_cases
+
+    rng = random.Random(seed)
+    suite = [TestCase(id=f"c{i}", input=f"case {i}") for i in range(cases)]
+    world = World({c.id: rng.uniform(35, 65) for c in suite}, seed=seed)
+    start = store.save_version(Prompt(id=f"p{seed}", system="You answer."), source="manual")
+    held = held_out_cases(suite, validation if validation else False)
+    loop = Loop(
+        start=start, cases=suite, agent=TruthAgent, judge=NoisyJudge(world),  # type: ignore[arg-type]
+        improver=KnownImprover(world, kind, gain), reviewer=AutoReviewer(),  # type: ignore[arg-type]
+        store=store, stop=parse_stop({"max_rounds": rounds}),
+        settings=LoopSettings(low_score=100.0, iterations=iterations, concurrency=64, timeout=None,
+                              held_out=held),
+    )
+    result = await loop.run()
+    final = store.get_version(start.prompt_id, result.final_version)
+    drift = (result.final_score or 0.0) - world.suite_truth(final.prompt.system)
+    confirm_runs = [r for r in store.runs.recent(cycle_id=result.cycle_id, limit=None)
+                    if r.round is not None and any(x.stage == "confirm" and x.round == r.round
+                                                   for x in result.rounds)]
+    extra = sum(store.db.execute("SELECT count(*) FROM results WHERE run_id = ?", (r.id,)).fetchone()[0]
+                for r in confirm_runs) / (cases * iterations)
+    return Outcome(moved=result.final_version != result.initial_version,
+                   explored=any(r.accepted for r in result.rounds if r.stage == "improve"),
+                   drift=drift, extra_evaluations=extra)
+
+
+def rate(flags: list[bool]) -> str:
+    n = len(flags)
+    p = sum(flags) / n
+    return f"{p:.1%} ± {math.sqrt(max(p * (1 - p), 1 / n) / n):.1%} (n={n})"
+
+
+def mean_se(values: list[float]) -> str:
+    n = len(values)
+    m = sum(values) / n
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / max(n - 1, 1))
+    return f"{m:+.2f} ± {sd / math.sqrt(n):.2f}"
+
+
+async def scenario(offset: int, n: int, **kw: Any) -> list[Outcome]:
+    out: list[Outcome] = []
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "bench.db") as store:
+        for seed in range(n):
+            out.append(await one_cycle(store, offset * 1_000_000 + seed, **kw))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a smoke run with few cycles")
+    args = parser.parse_args()
+    n_equal, n_better, n_overfit = (40, 40, 40) if args.quick else (3000, 1000, 1000)
+    common = {"cases": 20, "iterations": 3}
+    t0 = time.perf_counter()
+    runs = {
+        "equal candidates, 5 rounds: head moved": (
+            "equal", n_equal, {"kind": "equal", "rounds": 5, "validation": None}),
+        "a true +5, 1 round: head moved (power)": (
+            "better", n_better, {"kind": "better", "rounds": 1, "validation": None}),
+        "helps seen +10 / hurts unseen -5, validation 0.25: promoted": (
+            "overfit", n_overfit, {"kind": "overfit", "rounds": 1, "validation": 0.25}),
+        "the same edit without validation: promoted": (
+            "overfit-blind", n_overfit, {"kind": "overfit", "rounds": 1, "validation": None}),
+    }
+    results: dict[str, list[Outcome]] = {}
+    for offset, (label, (_, n, kw)) in enumerate(runs.items()):
+        t = time.perf_counter()
+        results[label] = asyncio.run(scenario(offset, n, **common, **kw))
+        out = results[label]
+        print(f"{label}: {rate([o.moved for o in out])}; a round kept a candidate in "
+              f"{rate([o.explored for o in out])}; drift of the final score {mean_se([o.drift for o in out])}; "
+              f"confirmation {sum(o.extra_evaluations for o in out) / len(out):.2f} evaluations per cycle "
+              f"({time.perf_counter() - t:.0f} s)", flush=True)
+    everything = [o for out in results.values() for o in out]
+    print(f"drift over every cycle: {mean_se([o.drift for o in everything])} points; "
+          f"total {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
