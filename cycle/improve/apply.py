@@ -76,7 +76,8 @@ def replace_text(source: str, current: str, new: str) -> str:
         start, end = span
         return source[:start] + new + source[end:]
     shown = current if len(current) <= 80 else current[:77] + "..."
-    raise NotApplicable(f"the current value {shown!r} does not occur in the prompt")
+    raise NotApplicable(f"the current value {shown!r} does not occur in the prompt: quote the text "
+                        "to replace exactly as the prompt has it, or leave it empty to append")
 
 
 #: how alike (difflib's ratio, by character, white space folded) a span must be to stand for

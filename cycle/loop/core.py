@@ -56,6 +56,7 @@ from cycle.errors import (
 from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
 from cycle.improve.apply import apply_suggestions, prompt_diff
+from cycle.improve.guard import copies, repeats
 from cycle.improve.improver import (
     Improver,
     ImproverInput,
@@ -511,6 +512,15 @@ class Loop:
                                              suggestions=[s.model_dump() for s in suggestions]))
         return suggestions
 
+    def _guard(self, suggestions: list[Suggestion]) -> list[Suggestion]:
+        """Refuse, before review, the repeats of refused edits and the edits that copy a
+        case's text into the prompt (cycle.improve.guard)."""
+        pending = [s for s in suggestions if s.decision == "pending"]
+        refused = {**copies(pending, self.cases),
+                   **repeats(pending, self.store.cycles.rejected_suggestions(self.cycle_id))}
+        return [s.model_copy(update={"decision": "rejected", "reason": refused[s.id]})
+                if s.id in refused else s for s in suggestions]
+
     async def _review(self, round_no: int, inc: _Incumbent, suggestions: list[Suggestion]) -> list[Suggestion]:
         pending = [s for s in suggestions if s.decision == "pending"]
         if not pending:
@@ -563,7 +573,8 @@ class Loop:
         self.bus.emit(ev.RoundStarted(cycle_id=cid, round=round_no, version=inc.version.version))
         self.bus.emit(ev.EvaluationStarted(cycle_id=cid, round=round_no, role="baseline",
                                            version=inc.version.version, run_id=inc.result.run_id))
-        suggestions = await self._review(round_no, inc, await self._suggestions(round_no, inc))
+        suggestions = self._guard(await self._suggestions(round_no, inc))
+        suggestions = await self._review(round_no, inc, suggestions)
         applied = apply_suggestions(inc.version.prompt, suggestions)
         skipped = {s.id: s for s in applied.skipped}
         applied_ids = {s.id for s in applied.applied}
@@ -584,11 +595,19 @@ class Loop:
             return self._end_round(round_no, inc, inc, accepted=False, delta=None, reason=reason,
                                    evaluated=None)
         parent = inc.version
+        earlier = self._evaluated_versions(before=round_no)
         candidate = self.store.save_version(
             applied.prompt, bump=self.settings.bump, source="improver", parent=parent.version,
             move_head=False, who="cycle",
             message=f"cycle {cid} round {round_no}: {plural(len(applied.applied), 'suggestion')} applied",
         )
+        if candidate.version in earlier:  # the same prompt as one already evaluated
+            reason = (f"no candidate: the approved suggestions rebuild {candidate.version}, evaluated "
+                      f"in round {earlier[candidate.version]}: not paid for again")
+            self.bus.emit(ev.CandidateDecided(cycle_id=cid, round=round_no, version=candidate.version,
+                                              accepted=False, reason=reason))
+            return self._end_round(round_no, inc, inc, accepted=False, delta=None, reason=reason,
+                                   evaluated=None)
         self.bus.emit(ev.VersionCreated(
             prompt_id=candidate.prompt_id, version=candidate.version, parent=parent.version,
             source="improver", cycle_id=cid, round=round_no,
@@ -607,6 +626,16 @@ class Loop:
             self._move_head(cand, f"cycle {cid} round {round_no}: {decision.reason}")
         return self._end_round(round_no, inc, cand, accepted=decision.accepted, delta=decision.delta,
                                reason=reason, evaluated=cand)
+
+    def _evaluated_versions(self, *, before: int) -> dict[str, int]:
+        """Versions this cycle evaluated before round ``before`` (the start and every
+        candidate) -> the round (a resumed round's own candidate is not one)."""
+        out = {self._initial.version: 0}
+        for r in self.store.cycles.get_rounds(self.cycle_id):
+            if 1 <= r.round < before and r.stage != "confirm" and r.candidate_version \
+                    and r.candidate_run_id:
+                out.setdefault(r.candidate_version, r.round)
+        return out
 
     def _decided(self, round_no: int, version: str, d: AcceptanceDecision, reason: str) -> None:
         self.bus.emit(ev.CandidateDecided(

@@ -191,3 +191,14 @@ def test_stop_conditions_that_may_never_hold_are_refused(world, store) -> None:
     loaded = world([], improve={"stop": {"target_score": 99}})
     with pytest.raises(ConfigError, match="could run forever"):
         build_loop(loaded, store=store, reviewer=AutoReviewer())
+
+
+def test_a_repeated_suggestion_is_not_evaluated_again(world, store) -> None:
+    loaded = world([{"suggestions": [suggestion("Be nice.")]}] * 2, improve={"stop": {"max_rounds": 2}})
+    result = run_loop(loaded, store)
+    second = result.rounds[2]
+    assert not second.accepted and second.reason.startswith("no candidate")
+    (stored,) = store.cycles.get_suggestions(result.cycle_id, 2)
+    assert stored.decision == "rejected" and "repeats an edit already refused" in stored.reason
+    runs = {r.id for r in store.runs.recent(cycle_id=result.cycle_id, limit=None)}
+    assert runs == {f"{result.cycle_id}-r0", f"{result.cycle_id}-r1"}  # round 2 paid for nothing
