@@ -40,12 +40,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cycle.cases import TestCase  # noqa: E402
-from cycle.judge import JudgeResult  # noqa: E402
-from cycle.loop import Loop, LoopSettings, parse_stop  # noqa: E402
-from cycle.loop.review import AutoReviewer  # noqa: E402
-from cycle.records import AgentResult, Prompt, Suggestion  # noqa: E402
-from cycle.store import Store  # noqa: E402
+from cycle.cases import TestCase
+from cycle.judge import JudgeResult
+from cycle.loop import Loop, LoopSettings, parse_stop
+from cycle.loop.review import AutoReviewer
+from cycle.records import AgentResult, Prompt, Suggestion
+from cycle.store import Store
 
 NOISE_SD = 10.0
 MARK = re.compile(r"\[e:([\w-]+)\]")
