@@ -202,20 +202,21 @@ def history(prompt_id: str, limit: int, offset: int, show_moves: bool, only_labe
     if as_json:
         emit_json({
             "prompt_id": prompt_id, "total": total, "offset": offset, "labels": labels,
-            "versions": [{**version_json(v, labels), "score": scores.get(v.version)} for v in versions],
+            "versions": [{**version_json(v, labels), "score": scores.get(v.version),
+                          "words": v.prompt.words} for v in versions],
         })
         return
     rows = [
         [
             v.version, labels_of(v.version, labels), v.source,
-            f"{scores[v.version]:.1f}" if v.version in scores else "-",
+            f"{scores[v.version]:.1f}" if v.version in scores else "-", str(v.prompt.words),
             when(v), v.parent or "-", v.message.splitlines()[0] if v.message else "",
         ]
         for v in versions
     ]
     shown = f"{offset + 1}-{offset + len(versions)} of {total}" if total > len(versions) else str(total)
     click.echo(f"{prompt_id}: {shown} version{'s' if total != 1 else ''}")
-    click.echo(table(rows, ["VERSION", "LABELS", "SOURCE", "SCORE", "CREATED", "PARENT", "MESSAGE"]))
+    click.echo(table(rows, ["VERSION", "LABELS", "SOURCE", "SCORE", "WORDS", "CREATED", "PARENT", "MESSAGE"]))
 
 
 def label_log(prompt_id: str, only_label: str | None, *, limit: int, offset: int, as_json: bool) -> None:

@@ -51,6 +51,13 @@ class Prompt(BaseModel):
         return next((t for t in self.tools if t.name == name), None)
 
     @property
+    def words(self) -> int:
+        """Its length in words (system prompt, template and tool descriptions): an improver
+        that only ever adds makes a prompt that grows round after round."""
+        text = " ".join([self.system, self.user_template, *(t.description for t in self.tools)])
+        return len(text.split())
+
+    @property
     def content_hash(self) -> str:
         """sha256 of the canonical JSON: identical content, identical hash."""
         blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -74,6 +74,8 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     diff = ""
     if cycle.initial_version and final_version and final_version != cycle.initial_version:
         diff = store.diff(cycle.prompt_id, cycle.initial_version, final_version).render()
+    words = {k: store.get_version(cycle.prompt_id, v).prompt.words if v else None
+             for k, v in (("initial", cycle.initial_version), ("final", final_version))}
 
     incumbent_score = initial["score"]
     round_items = []
@@ -131,6 +133,7 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "initial": initial,
         "final": final,
         "improvement": improvement,
+        "words": words,
         "total_cost": sum(by_role.values()),
         "cost_by_role": {k: v for k, v in sorted(by_role.items())},
         "cost_estimated": estimated,
@@ -211,6 +214,7 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         f"| initial | {i['version']}: {f.score(i['score'])} {f.bounds(i['ci_low'], i['ci_high'])} |",
         f"| final | {fin['version']}: {f.score(fin['score'])} {f.bounds(fin['ci_low'], fin['ci_high'])} |",
         f"| improvement | {f.signed(data['improvement'])} |",
+        f"| prompt length | {data['words']['initial']} -> {data['words']['final']} words |",
         *([f"| held out | {data['held_out']} cases the improver never saw |"] if data["held_out"] else []),
         f"| total cost | {f.money(data['total_cost'] or 0.0, data['cost_estimated'])} ({by_role}) |",
         "",

@@ -117,6 +117,8 @@ def test_console_and_cycle_report_print_the_same_figures(quickstart: Path) -> No
         # the same score and interval, to the printed digit, in the console and the report
         assert rows[int(round_no)][1:] == (version, score, interval)
     assert "| 3 (confirm) |" in md and data["rounds"][-1]["verdict"] == "confirmed"
+    w = data["words"]
+    assert w["final"] > w["initial"] > 0 and f"| prompt length | {w['initial']} -> {w['final']} words |" in md
     final = done[-1]
     assert f"| final | {final[1]}: {final[2]} {final[3]} |" in md
     # the JSON keeps full precision (rounded once, when shown): no 96.85 -> 96.8 drift
