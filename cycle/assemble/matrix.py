@@ -39,7 +39,7 @@ class Cell:
 
 
 def new_matrix_id() -> str:
-    return "m-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:4]
+    return "m-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
 def plan(loaded: LoadedConfig, *, agents: Sequence[str], versions: Sequence[str],

@@ -90,8 +90,8 @@ REQUIRED_TAG = "required"
 
 
 def new_cycle_id() -> str:
-    """A sortable, readable id: ``c-20250101-120000-ab12``."""
-    return time.strftime("c-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(2)
+    """A sortable, readable id: ``c-20250101-120000-ab12cd``."""
+    return time.strftime("c-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
 
 
 def run_id_for(cycle_id: str, round_no: int) -> str:
@@ -306,7 +306,7 @@ class Loop:
                 start, incumbent, next_round, confirming = await self._restore(resume)
             else:
                 start = self._starting_version()
-                self.cycle_id = new_cycle_id()
+                self.cycle_id = self._unused_cycle_id()
                 next_round = 0
             self._unsubscribe = [
                 self.bus.subscribe(CycleRecorder(self.store.cycles)),
@@ -359,6 +359,16 @@ class Loop:
                 unsubscribe()
             for close in self._closers:
                 await close()
+
+    def _unused_cycle_id(self) -> str:
+        """A new id no stored cycle has: two cycles started in the same second (parallel
+        jobs on one store) must not share rounds and runs, whose ids derive from it."""
+        while True:
+            cycle_id = new_cycle_id()
+            try:
+                self.store.cycles.get(cycle_id)
+            except NotFoundError:
+                return cycle_id
 
     def _config_record(self) -> dict[str, Any]:
         return {

@@ -202,3 +202,20 @@ def test_a_repeated_suggestion_is_not_evaluated_again(world, store) -> None:
     assert stored.decision == "rejected" and "repeats an edit already refused" in stored.reason
     runs = {r.id for r in store.runs.recent(cycle_id=result.cycle_id, limit=None)}
     assert runs == {f"{result.cycle_id}-r0", f"{result.cycle_id}-r1"}  # round 2 paid for nothing
+
+
+def test_a_cycle_never_takes_the_id_of_a_stored_one(world, store, monkeypatch) -> None:
+    """Two cycles started in the same second with the same random suffix (found by the
+    acceptance benchmark, 5,000 cycles in a few minutes): the second would have resumed the
+    first's runs as its own. It draws again instead."""
+    import cycle.loop.core as core
+
+    ids = iter(["c-20260101-000000-aaaaaa", "c-20260101-000000-aaaaaa", "c-20260101-000000-bbbbbb"])
+    monkeypatch.setattr(core, "new_cycle_id", lambda: next(ids))
+    loaded = world([{"suggestions": [suggestion("Always say sorry.")]}] * 2,
+                   improve={"stop": {"max_rounds": 1}})
+    first = run_loop(loaded, store)
+    second = run_loop(loaded, store)
+    assert (first.cycle_id, second.cycle_id) == ("c-20260101-000000-aaaaaa", "c-20260101-000000-bbbbbb")
+    assert store.db.execute("SELECT count(*) FROM results WHERE run_id = ?",
+                            (f"{second.cycle_id}-r0",)).fetchone()[0] == 8
