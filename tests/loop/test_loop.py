@@ -208,7 +208,7 @@ def test_a_cycle_never_takes_the_id_of_a_stored_one(world, store, monkeypatch) -
     """Two cycles started in the same second with the same random suffix (found by the
     acceptance benchmark, 5,000 cycles in a few minutes): the second would have resumed the
     first's runs as its own. It draws again instead."""
-    import cycle.loop.core as core
+    from cycle.loop import core
 
     ids = iter(["c-20260101-000000-aaaaaa", "c-20260101-000000-aaaaaa", "c-20260101-000000-bbbbbb"])
     monkeypatch.setattr(core, "new_cycle_id", lambda: next(ids))
