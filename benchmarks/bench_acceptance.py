@@ -158,11 +158,10 @@ async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: i
     result = await loop.run()
     final = store.get_version(start.prompt_id, result.final_version)
     drift = (result.final_score or 0.0) - world.suite_truth(final.prompt.system)
-    confirm_runs = [r for r in store.runs.recent(cycle_id=result.cycle_id, limit=None)
-                    if r.round is not None and any(x.stage == "confirm" and x.round == r.round
-                                                   for x in result.rounds)]
-    extra = sum(store.db.execute("SELECT count(*) FROM results WHERE run_id = ?", (r.id,)).fetchone()[0]
-                for r in confirm_runs) / (cases * iterations)
+    confirm = [r.round for r in result.rounds if r.stage == "confirm"]
+    extra = store.db.execute(  # the confirmation's two runs: <cycle>-rN and <cycle>-rN-baseline
+        "SELECT count(*) FROM results WHERE run_id LIKE ?", (f"{result.cycle_id}-r{confirm[0]}%",)
+    ).fetchone()[0] / (cases * iterations) if confirm else 0.0
     return Outcome(moved=result.final_version != result.initial_version,
                    explored=any(r.accepted for r in result.rounds if r.stage == "improve"),
                    drift=drift, extra_evaluations=extra)

@@ -38,8 +38,7 @@ def cycle_summaries(store: Store, prompt_id: str | None, *, limit: int) -> list[
             reason = f"its process is gone (killed?); resume with: cycle improve {where} --resume {row.id}"
         out.append({
             "id": row.id, "prompt_id": row.prompt_id, "status": status,
-            "rounds": sum(1 for r in rounds if r.round >= 1 and r.stage != "confirm"
-                          and r.status in ("finished", "stopped")),
+            "rounds": sum(1 for r in rounds if r.improves and r.status in ("finished", "stopped")),
             "initial": initial, "final": final,
             "improvement": (None if initial["score"] is None or final["score"] is None
                             else final["score"] - initial["score"]),

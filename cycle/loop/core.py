@@ -79,7 +79,7 @@ from cycle.loop.acceptance import (
 )
 from cycle.loop.review import Reviewer
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
-from cycle.records import Prompt, ReviewRequest, RunResult, Suggestion, Version
+from cycle.records import Prompt, RejectedSuggestion, ReviewRequest, RunResult, Suggestion, Version
 from cycle.store import CallRecorder, CycleRecorder, Store
 from cycle.words import plural
 
@@ -276,6 +276,8 @@ class Loop:
         self.low_score = self.settings.low_score
         #: head moves only after a confirmation on fresh samples (not with 'always')
         self._confirms = self.settings.acceptance != "always"
+        #: the version head points at, with its evaluation (set by round 0)
+        self._head: _Incumbent | None = None
         self.cycle_id = ""
         self._offline = False
         self._records: list[RoundRecord] = []
@@ -395,7 +397,7 @@ class Loop:
                 self.store.cycles.update_round(self.cycle_id, r.round, status="stopped")
 
     def _finish(self, reason: str, *, status: str) -> CycleResult:
-        head = getattr(self, "_head", None)
+        head = self._head
         final = head.version if head else self._initial
         final_score = head.evaluation.score if head else None
         self._emit_end(status=status, reason=reason, final=final.version, score=final_score)
@@ -506,30 +508,29 @@ class Loop:
 
     # -- one round -------------------------------------------------------------------
 
-    async def _suggestions(self, round_no: int, inc: _Incumbent) -> list[Suggestion]:
+    async def _suggestions(self, round_no: int, inc: _Incumbent, low: list[LowCase],
+                           refused: list[RejectedSuggestion]) -> list[Suggestion]:
         stored = self.store.cycles.get_suggestions(self.cycle_id, round_no)
         if stored:  # resumed: the improver was already paid for this round
             return [Suggestion(**s.model_dump(include=set(Suggestion.model_fields))) for s in stored]
-        low = self._low_cases(inc)
         inp = ImproverInput(
             prompt=inc.version.prompt, aggregates=aggregates(inc.result),
             low_cases=fit_cases(low, max_tokens=self.settings.context_tokens),
-            rejected=self.store.cycles.rejected_suggestions(self.cycle_id),
-            low_score=self.low_score,
+            rejected=refused, low_score=self.low_score,
         )
         suggestions = await self.improver.propose(inp, context={"cycle_id": self.cycle_id, "round": round_no})
         self.bus.emit(ev.SuggestionsProposed(cycle_id=self.cycle_id, round=round_no,
                                              suggestions=[s.model_dump() for s in suggestions]))
         return suggestions
 
-    def _guard(self, suggestions: list[Suggestion]) -> list[Suggestion]:
+    def _guard(self, suggestions: list[Suggestion], refused: list[RejectedSuggestion]
+               ) -> list[Suggestion]:
         """Refuse, before review, the repeats of refused edits and the edits that copy a
         case's text into the prompt (cycle.improve.guard)."""
         pending = [s for s in suggestions if s.decision == "pending"]
-        refused = {**copies(pending, self.cases),
-                   **repeats(pending, self.store.cycles.rejected_suggestions(self.cycle_id))}
-        return [s.model_copy(update={"decision": "rejected", "reason": refused[s.id]})
-                if s.id in refused else s for s in suggestions]
+        why = {**copies(pending, self.cases), **repeats(pending, refused)}
+        return [s.model_copy(update={"decision": "rejected", "reason": why[s.id]})
+                if s.id in why else s for s in suggestions]
 
     async def _review(self, round_no: int, inc: _Incumbent, suggestions: list[Suggestion]) -> list[Suggestion]:
         pending = [s for s in suggestions if s.decision == "pending"]
@@ -577,13 +578,15 @@ class Loop:
         return [c for c in low_cases(inc.result, below=self.low_score) if c.id not in held_out]
 
     async def _round(self, round_no: int, inc: _Incumbent) -> _Incumbent:
-        if not self._low_cases(inc):
+        low = self._low_cases(inc)
+        if not low:
             raise _Explored(self._nothing_to_improve(inc))
         cid = self.cycle_id
         self.bus.emit(ev.RoundStarted(cycle_id=cid, round=round_no, version=inc.version.version))
         self.bus.emit(ev.EvaluationStarted(cycle_id=cid, round=round_no, role="baseline",
                                            version=inc.version.version, run_id=inc.result.run_id))
-        suggestions = self._guard(await self._suggestions(round_no, inc))
+        refused = self.store.cycles.rejected_suggestions(cid)
+        suggestions = self._guard(await self._suggestions(round_no, inc, low, refused), refused)
         suggestions = await self._review(round_no, inc, suggestions)
         applied = apply_suggestions(inc.version.prompt, suggestions)
         skipped = {s.id: s for s in applied.skipped}
@@ -642,8 +645,7 @@ class Loop:
         candidate) -> the round (a resumed round's own candidate is not one)."""
         out = {self._initial.version: 0}
         for r in self.store.cycles.get_rounds(self.cycle_id):
-            if 1 <= r.round < before and r.stage != "confirm" and r.candidate_version \
-                    and r.candidate_run_id:
+            if r.improves and r.round < before and r.candidate_version and r.candidate_run_id:
                 out.setdefault(r.candidate_version, r.round)
         return out
 
@@ -707,7 +709,7 @@ class Loop:
 
     def _unconfirmed(self, best: _Incumbent | None) -> str:
         """What a cycle stopped before its confirmation leaves behind."""
-        head = getattr(self, "_head", None)
+        head = self._head
         if not self._confirms or best is None or head is None or best.version == head.version:
             return ""
         return (f"; {best.version.version}, the best candidate, was not confirmed: head stays at "

@@ -43,7 +43,7 @@ def held_out_cases(cases: Sequence[TestCase], spec: Any = None) -> frozenset[str
         spec = DEFAULT_FRACTION if len(cases) >= DEFAULT_FROM else False
     if spec is False or spec == 0:
         return frozenset()
-    if isinstance(spec, bool) or spec is True:
+    if spec is True:
         spec = DEFAULT_FRACTION
     if isinstance(spec, (int, float)):
         if not 0 < spec < 1:

@@ -71,11 +71,16 @@ class RoundRow(BaseModel):
     reason: str | None = None
     incumbent_score: float | None = None
     pass_rate: float | None = None
-    #: "baseline" (round 0), "improve", or "confirm" (None: stored before stages existed)
+    #: "baseline" (round 0), "improve", or "confirm"
     stage: str | None = None
     #: the mean gain on the cases the improver saw and on the held-out ones (None: no split)
     seen_delta: float | None = None
     held_out_delta: float | None = None
+
+    @property
+    def improves(self) -> bool:
+        """An improvement round (not the baseline, not the confirmation)."""
+        return self.stage == "improve"
 
     @property
     def version(self) -> str | None:

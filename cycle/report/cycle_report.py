@@ -84,7 +84,7 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
             incumbent_score = r.score if r.score is not None else incumbent_score
         round_items.append({
             "round": r.round,
-            "stage": r.stage or ("baseline" if r.round == 0 else "improve"),
+            "stage": r.stage,
             "verdict": _verdict(r),
             "seen_delta": r.seen_delta,
             "held_out_delta": r.held_out_delta,
@@ -128,7 +128,7 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "finished_at": cycle.finished_at,
         "offline": offline,
         "note": OFFLINE_NOTE if offline else None,
-        "rounds_run": sum(1 for r in rounds if r.round >= 1 and r.stage != "confirm"),
+        "rounds_run": sum(1 for r in rounds if r.improves),
         "held_out": len(cycle.config.get("held_out") or ()),
         "initial": initial,
         "final": final,

@@ -327,5 +327,7 @@ def m008_round_stages(db: Database) -> None:
     """A round's stage (baseline, improve, or the confirmation that moves head) and its gain
     on the cases the improver saw and on the held-out ones."""
     db.execute("ALTER TABLE rounds ADD COLUMN stage TEXT")
+    # rounds stored before stages existed: round 0 was the baseline, the others improved
+    db.execute("UPDATE rounds SET stage = CASE WHEN round = 0 THEN 'baseline' ELSE 'improve' END")
     db.execute("ALTER TABLE rounds ADD COLUMN seen_delta REAL")
     db.execute("ALTER TABLE rounds ADD COLUMN held_out_delta REAL")
