@@ -36,7 +36,7 @@ class FollowUp(BaseModel):
     """A scripted user turn: ``say`` (a template over the case's variables), ``turns``
     times in a row."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     say: str = Field(min_length=1, description="What the user says (a Jinja2 template).")
     turns: int = Field(1, ge=1, le=1000, description="How many turns in a row it is said.")
@@ -46,7 +46,7 @@ class SimulatedUser(BaseModel):
     """A simulated user: a model playing a persona with a goal, seeing the conversation
     so far, saying when the goal is met (seed 003's aiUser)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str = Field(description="The model that plays the user, e.g. openai:gpt-4o-mini.")
     persona: str = Field(min_length=1, description="Who the user is, in a sentence or two.")
@@ -59,7 +59,7 @@ class SimulatedUser(BaseModel):
 class FieldValue(BaseModel):
     """``field_value``: the agent's structured answer has ``equals`` at ``field``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     field: str = Field(min_length=1, description="A dotted path in the answer's JSON.")
     equals: Any = Field(description="The value wanted there.")
@@ -69,7 +69,7 @@ class NaturalLanguage(BaseModel):
     """``natural_language``: a model decides from the conversation whether ``condition``
     holds (its calls are cached and costed like any other)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     condition: str = Field(min_length=1, description="The condition, in words.")
     model: str | None = Field(None, description="The deciding model (default: the simulated "
@@ -83,7 +83,7 @@ class EndCondition(BaseModel):
     ``custom`` (package.module:function of the conversation), or ``all`` / ``any`` /
     ``not`` of other conditions."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
     state_matches: dict[str, Any] | None = None
     field_set: str | None = None
@@ -131,7 +131,7 @@ class FunctionUser(BaseModel):
     conversation so far (``[{role, text}]``, the user being "user") and the case's state,
     and returns the next message, or None (or ``(message, True)``) when it is done."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     function: str = Field(description="package.module:function.")
 
@@ -147,7 +147,7 @@ class ConversationSpec(BaseModel):
     still scores it).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     follow_ups: list[str | FollowUp] = Field(
         default_factory=list, description="The user's next turns, in order.")
@@ -178,7 +178,7 @@ class TestCase(BaseModel):
     """One case: an input for the agent, optionally a reference answer and its own criteria."""
 
     __test__ = False  # not a pytest class, despite the name
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     id: str = Field(min_length=1, description="Unique id of the case across all case files.")
     name: str = Field("", description="A short human name (default: the id).")
@@ -248,7 +248,10 @@ def _case_list(doc: LoadedYaml) -> tuple[list[Any], tuple[str | int, ...]]:
                 hint="A case file is a list of cases or a mapping with the single key 'cases'.",
             )
     if data is None:
-        return [], ()
+        raise ConfigError(
+            "the case file is empty", file=doc.file,
+            hint="Add cases (a list of {id, input}), or delete the file or exclude it from 'cases:'.",
+        )
     raise ConfigError(
         "expected a list of cases or {cases: [...]}", file=doc.file, line=1,
         hint="Each case needs at least 'id' and 'input'.",
@@ -271,6 +274,20 @@ def load_case_file(path: str | Path) -> list[TestCase]:
     return cases
 
 
+def _inside(pattern: str, full: str, base: Path) -> None:
+    """A glob must search inside the config's folder: ``/**/x`` would walk the whole
+    file system before the first case is read. (A file named outright may be anywhere.)"""
+    parts = Path(full).parts
+    fixed = Path(*parts[:next(i for i, p in enumerate(parts) if glob.has_magic(p))])
+    root = base.resolve()
+    if not fixed.resolve().is_relative_to(root):
+        raise ConfigError(
+            f"the case glob '{pattern}' searches outside the folder of cycle.yaml ({root})",
+            file=str(base / "cycle.yaml"),
+            hint="Move the case files under that folder, or list them by name.",
+        )
+
+
 def expand_patterns(patterns: Iterable[str], base_dir: str | Path) -> list[Path]:
     """Files matching the globs (relative to base_dir), in order, each once."""
     base = Path(base_dir)
@@ -278,6 +295,8 @@ def expand_patterns(patterns: Iterable[str], base_dir: str | Path) -> list[Path]
     seen: set[Path] = set()
     for pattern in patterns:
         full = pattern if Path(pattern).is_absolute() else str(base / pattern)
+        if glob.has_magic(pattern):
+            _inside(pattern, full, base)
         matches = sorted(glob.glob(full, recursive=True))
         if not matches and not glob.has_magic(pattern):
             raise ConfigError(f"case file '{pattern}' not found", file=str(base / pattern))

@@ -15,7 +15,7 @@ class MatchRule(BaseModel):
     """One row of a ``match`` table: when the arguments match ``args``, answer with
     ``value`` (or fail with ``error``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     args: dict[str, Any] = Field(default_factory=dict, description="Arguments to match (empty: any).")
     match: Literal["exact", "subset", "regex", "schema"] = Field(
@@ -29,7 +29,7 @@ class MockSpec(BaseModel):
     """How one tool answers during evaluation: exactly one of value, sequence, match,
     function, error and passthrough; plus state changes applied on every call."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     value: Any = Field(None, description="A fixed value, returned for every call.")
     sequence: list[Any] | None = Field(None, description="One value per call; the last repeats.")
@@ -71,7 +71,7 @@ class UserAgentSpec(BaseModel):
     the user is asked (default: their JSON) and the answer into the tool's result
     (default: as it is); ``format_prompt`` / ``format_response`` replace either."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     script: list[Any] | None = Field(None, description="Answers, one per ask.")
     function: str | None = Field(None, description="package.module:function(prompt, context).")
@@ -96,7 +96,7 @@ class UserAgentSpec(BaseModel):
 class ToolsConfig(BaseModel):
     """The ``tools:`` section of cycle.yaml."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     max_steps: int = Field(DEFAULT_MAX_STEPS, ge=1, le=1000,
                            description="Model turns a case may take before it ends as terminated.")

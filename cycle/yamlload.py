@@ -45,27 +45,35 @@ class LoadedYaml:
             path = path[:-1]
         return self.lines.get((), None)
 
-    def sub(self, path: Path_) -> LoadedYaml:
-        """The part of the document under ``path``, with its lines re-rooted."""
+    def at(self, path: Path_) -> Any:
+        """The data under ``path`` (a walk down the data: the lines stay with the
+        whole document, so validating each of n cases costs O(1), not O(n))."""
         data = self.data
         for key in path:
             data = data[key]
-        n = len(path)
-        lines = {p[n:]: line for p, line in self.lines.items() if p[:n] == tuple(path)}
-        return LoadedYaml(data=data, file=self.file, lines=lines)
+        return data
 
 
-def _record_lines(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> None:
+def _record_lines(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: str) -> None:
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            line = key_node.start_mark.line + 1
+            # YAML keeps the last of two equal keys without a word: a second `improve:`
+            # would silently drop the first one's settings
+            if path + (key,) in lines and key != "<<":
+                raise ConfigError(
+                    f"duplicate key '{key}' (also at line {lines[path + (key,)]})",
+                    file=file, line=line, field=field_name(path + (key,)),
+                    hint="Keep one of them: YAML would silently use only the last.",
+                )
             # the key's line is where a user looks for "unknown key" and "bad value"
-            lines[path + (key,)] = key_node.start_mark.line + 1
-            _record_lines(value_node, path + (key,), lines)
+            lines[path + (key,)] = line
+            _record_lines(value_node, path + (key,), lines, file)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _record_lines(item, path + (i,), lines)
+            _record_lines(item, path + (i,), lines, file)
 
 
 def parse_yaml(text: str, file: str) -> LoadedYaml:
@@ -88,20 +96,35 @@ def parse_yaml(text: str, file: str) -> LoadedYaml:
         raise ConfigError(f"not valid YAML: {e}", file=file) from e
     lines: dict[Path_, int] = {}
     if node is not None:
-        _record_lines(node, (), lines)
+        _record_lines(node, (), lines, file)
     return LoadedYaml(data=data, file=file, lines=lines)
 
 
-def load_yaml(path: str | Path) -> LoadedYaml:
-    """Read and parse a YAML file; a missing file is a ConfigError."""
+def read_text(path: str | Path) -> str:
+    """A UTF-8 text file's content; a missing, unreadable or non-UTF-8 file is a
+    ConfigError naming it (and, for a bad byte, its line)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise ConfigError("file not found", file=str(p)) from e
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError("file not found", file=str(p)) from None
+    except IsADirectoryError:
+        raise ConfigError("is a folder, not a file", file=str(p)) from None
     except OSError as e:
-        raise ConfigError(f"cannot read file: {e.strerror}", file=str(p)) from e
-    return parse_yaml(text, str(p))
+        raise ConfigError(f"cannot read file: {e.strerror}", file=str(p)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
+            file=str(p), line=raw.count(b"\n", 0, e.start) + 1,
+            hint="Save the file as UTF-8 (most editors: 'Save with encoding').",
+        ) from None
+
+
+def load_yaml(path: str | Path) -> LoadedYaml:
+    """Read and parse a YAML file; a missing or undecodable file is a ConfigError."""
+    return parse_yaml(read_text(path), str(path))
 
 
 def field_name(path: Path_) -> str:
@@ -217,7 +240,7 @@ def config_error(
         message = f"unknown {of} {ctx.get('tag')!r}"
         hint = f"Use one of: {ctx.get('expected_tags', '')}."
     else:
-        message = first["msg"]
+        message = first["msg"].removeprefix("Value error, ")
         described = _describe(model, path[len(prefix):])
         hint = f"Expected: {described}" if described else None
     named = (root,) + path if root and path and isinstance(path[0], int) else path
@@ -229,8 +252,8 @@ def config_error(
 def validate(
     model: type[M], doc: LoadedYaml, *, prefix: Path_ = (), what: str = "", root: str = ""
 ) -> M:
-    """Validate ``doc.sub(prefix)`` as ``model``; an error names the file, line and full field."""
-    data = doc.sub(prefix).data if prefix else doc.data
+    """Validate ``doc.at(prefix)`` as ``model``; an error names the file, line and full field."""
+    data = doc.at(prefix)
     try:
         return model.model_validate(data)
     except ValidationError as e:

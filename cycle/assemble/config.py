@@ -39,7 +39,7 @@ STORE_PREFIX = "store:"
 class AgentConfig(BaseModel):
     """The agent under test, when it is not simply the prompt on a model."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str | None = Field(
         None, description="Run the prompt on this model (default: the prompt's params.model)."
@@ -69,7 +69,7 @@ class AgentConfig(BaseModel):
 class ProviderSettings(BaseModel):
     """Connection settings for one provider (API keys come from the environment only)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     base_url: str | None = Field(
         None, description="Override the provider's API base URL (Ollama, vLLM, a gateway...)."
@@ -77,12 +77,15 @@ class ProviderSettings(BaseModel):
     api_version: str | None = Field(None, description="The provider's API version, if it has one.")
     timeout: float = Field(60.0, gt=0, description="Seconds before one HTTP call times out.")
     max_connections: int = Field(32, ge=1, description="Most calls in flight to this provider.")
+    max_retry_after: float = Field(
+        120.0, ge=0, description="The longest Retry-After (seconds) obeyed; a provider asking "
+        "for more fails the call at once, with the reason, instead of a silent wait.")
 
 
 class PriceOverride(BaseModel):
     """A model's price in USD per million tokens."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     input: float = Field(ge=0, description="USD per million input tokens.")
     output: float = Field(ge=0, description="USD per million output tokens.")
@@ -94,7 +97,7 @@ class PriceOverride(BaseModel):
 class CacheOptions(BaseModel):
     """The response cache: a repeated call (same model, messages, config, iteration) is free."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     enabled: bool = Field(True, description="Cache responses (--no-cache turns it off for a run).")
     ttl: float = Field(7 * 86400, description="How long an entry lives: seconds or '12h', '7d'.")
@@ -109,7 +112,7 @@ class CacheOptions(BaseModel):
 class RunOptions(BaseModel):
     """How a suite is run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     iterations: int = Field(3, ge=1, description="Times each case is run (models vary).")
     concurrency: int = Field(8, ge=1, description="Cases in flight at once.")
@@ -120,16 +123,30 @@ class RunOptions(BaseModel):
         default_factory=list, description="Run only cases with one of these tags (empty: all)."
     )
     stop_on_first_failure: bool = Field(False, description="Stop at the first failed case.")
+    max_evaluations: int = Field(
+        1_000_000, ge=1, description="The most cases x iterations a run may have: a guard "
+        "against a typo (iterations: 1000000000000); raise it to run more.")
 
 
 class CycleConfig(BaseModel):
     """The whole of cycle.yaml."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     prompt: str = Field(
         description="A prompt file (YAML, relative to this file) or store:ID[@label|@version]."
     )
+
+    @field_validator("prompt")
+    @classmethod
+    def _stored_ref(cls, value: str) -> str:
+        if value.startswith(STORE_PREFIX):
+            prompt_id, at, spec = value[len(STORE_PREFIX):].partition("@")
+            if not prompt_id.strip() or (at and not spec.strip()):
+                raise ValueError(f"'{value}' names no stored prompt: write store:ID, "
+                                 "store:ID@label or store:ID@1.2.0")
+        return value
+
     agent: str | AgentConfig | None = Field(
         None,
         description="The agent model (e.g. openai:gpt-4o-mini) or an agent section; "

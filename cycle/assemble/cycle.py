@@ -8,6 +8,8 @@ Everything is validated (``prepare``) before the store is written or a model cal
 
 from __future__ import annotations
 
+import difflib
+
 from cycle.agents import PromptAgent
 from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
 from cycle.assemble.improve import ImproveConfig, load_improve_config
@@ -68,6 +70,17 @@ def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> list[
             f"the stop conditions ({stop.describe()}) may never hold: the cycle could run forever",
             **where, hint="Add a limit, e.g. stop: {any: [{target_score: 90}, {max_rounds: 5}]}",
         )
+    known = {c.id for c in cases}
+    for i, name in enumerate(improve.required_cases):
+        if name not in known:  # a typo here would silently protect nothing
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            raise ConfigError(
+                f"required case '{name}' is not among the cases this cycle runs",
+                file=str(loaded.path), line=loaded.doc.line_of(("improve", "required_cases", i)),
+                field=f"improve.required_cases[{i}]",
+                hint=(f"Did you mean '{close[0]}'? " if close else "")
+                + "Name a case id of the suite (or tag the case 'required').",
+            )
     held_out(loaded, improve, cases)
     return cases
 

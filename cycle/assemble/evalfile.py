@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import os
 import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -31,6 +30,7 @@ from urllib.parse import urlsplit
 
 from cycle.agents import Agent, HttpAgent
 from cycle.assemble.config import LoadedConfig
+from cycle.assemble.outputs import writable_folder
 from cycle.assemble.suite import build_suite, user_code_importable, validate_suite
 from cycle.cases import TestCase, select
 from cycle.errors import ConfigError
@@ -118,17 +118,6 @@ class Prepared:
         return self.loaded.cases
 
 
-def _writable(folder: Path) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"cannot create the output folder '{folder}': {e.strerror}",
-                          file=str(folder), hint="Fix --output-dir.") from None
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise ConfigError(f"the output folder '{folder}' is not writable", file=str(folder),
-                          hint="Fix --output-dir, or its permissions.")
-
-
 def _reachable(url: str) -> None:
     """The endpoint accepts connections (nothing is sent): a typo in the URL or an agent
     that is not started is an error now, not an error in every case."""
@@ -193,7 +182,7 @@ def prepare(options: EvalOptions, config: LoadedConfig | None) -> Prepared:
         warnings.append("staleness not checked: no tool registry (--tool-registry)")
     baseline = (toolforge.load_baseline(options.output_dir, options.baseline)
                 if options.baseline else None)
-    _writable(options.output_dir)
+    writable_folder(options.output_dir, what="output folder", field="--output-dir")
     if options.endpoint is not None:
         _reachable(options.endpoint)
     if options.snapshot:

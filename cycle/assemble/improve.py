@@ -27,7 +27,7 @@ from cycle.yamlload import LoadedYaml, validate
 class ImproveConfig(BaseModel):
     """Options of the improvement cycle."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     acceptance: AcceptanceRule = Field(
         "significant",

@@ -34,7 +34,7 @@ from cycle.llm.base import ProviderOptions
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.journal import CallJournal
-from cycle.llm.model import Model
+from cycle.llm.model import Model, RetryPolicy
 from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
 from cycle.llm.registry import get_api, get_model
 from cycle.mocks import MockSpec
@@ -86,8 +86,11 @@ def make_model(
 ) -> Model:
     """A model as cycle.yaml configures it: provider options, prices, cache, journal,
     budget, events."""
+    settings = loaded.config.providers.get(name.partition(":")[0])
+    retry = RetryPolicy(max_retry_after=settings.max_retry_after) if settings else None
     return get_model(name, options=provider_options(loaded, name), bus=bus, budget=budget,
-                     cache=cache, pricing=price_table(loaded), role=role, journal=journal)
+                     cache=cache, pricing=price_table(loaded), role=role, journal=journal,
+                     retry=retry)
 
 
 def agent_model_name(loaded: LoadedConfig, prompt: Prompt | None) -> str | None:
@@ -154,9 +157,13 @@ def load_suite_cases(
     """The config's cases, validated, filtered by tags (config's and given) and ids."""
     c = loaded.config
     for i, pattern in enumerate(c.cases):
+        line = loaded.doc.line_of(("cases", i)) or loaded.doc.line_of(("cases",))
+        try:
+            found = expand_patterns([pattern], loaded.base_dir)
+        except ConfigError as e:
+            raise relocate(e, file=str(loaded.path), line=line, field=f"cases[{i}]") from None
         # a glob that matches nothing is a typo far more often than an intention
-        if not expand_patterns([pattern], loaded.base_dir):
-            line = loaded.doc.line_of(("cases", i)) or loaded.doc.line_of(("cases",))
+        if not found:
             raise ConfigError(
                 f"no case file matches '{pattern}' (looked in {loaded.base_dir.resolve()})",
                 file=str(loaded.path), line=line, field=f"cases[{i}]",
@@ -427,6 +434,7 @@ def validate_suite(
     if cases is None:
         cases = load_suite_cases(loaded, tags=tags, ids=ids)
     cases = list(cases)
+    _check_size(loaded, cases)
     prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
     _check_imports_and_templates(loaded, cases, prompt, criteria)
     if prompt is not None:
@@ -434,6 +442,25 @@ def validate_suite(
     _check_models(loaded, prompt, needs_judge=needs_judge(loaded, cases, criteria), improver=improver,
                   cases=cases)
     return cases
+
+
+def _check_size(loaded: LoadedConfig, cases: Sequence[TestCase]) -> None:
+    """Refuse a run too big to be meant (``iterations: 1000000000000``) before it starts
+    allocating: run.max_evaluations (cases x iterations) says how big is meant."""
+    run = loaded.config.run
+    size = len(cases) * run.iterations
+    if size <= run.max_evaluations:
+        return
+    flag = loaded.overrides.get("iterations")
+    where = ({"field": flag} if flag else
+             {"file": str(loaded.path), "line": loaded.doc.line_of(("run", "iterations")),
+              "field": "run.iterations"})
+    raise ConfigError(
+        f"{len(cases):,} cases x {run.iterations:,} iterations = {size:,} evaluations, "
+        f"more than run.max_evaluations ({run.max_evaluations:,})", **where,
+        hint="Lower the iterations or select fewer cases; if you mean it, raise "
+        "run.max_evaluations in cycle.yaml.",
+    )
 
 
 def judged_on(loaded: LoadedConfig, criteria: Sequence[CriterionConfig] | None

@@ -167,6 +167,10 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     say_overrides(changes, quiet=False)
     priority = min_priority or improve_cfg.min_priority
     store_path = _store_path(loaded.base_dir)
+    from cycle.assemble.outputs import check_outputs
+
+    check_outputs(loaded, store=store_path, cache=not no_cache, events=events_file,
+                  reports=report_dir or loaded.report_dir, reports_flag=report_dir is not None)
     resume_arg: str | bool | None = None if resume is None else (resume or True)
 
     bus = ev.EventBus()

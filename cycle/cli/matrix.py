@@ -26,6 +26,7 @@ def run_matrix_command(loaded: LoadedConfig, *, store_path: Path, agents: Sequen
                        report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool,
                        as_json: bool) -> int:
     from cycle.assemble.matrix import Cell, new_matrix_id, plan, run_matrix, validate
+    from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import open_cache, run_budget
     from cycle.cli import settle_heap
     from cycle.events import EventBus
@@ -40,6 +41,9 @@ def run_matrix_command(loaded: LoadedConfig, *, store_path: Path, agents: Sequen
     else:
         cells = plan(loaded, agents=agents, versions=versions, store=None)
     cases = validate(cells, tags=tags, ids=case_ids)
+    check_outputs(loaded, store=store_path, cache=not no_cache,
+                  reports=None if no_reports else report_dir or loaded.report_dir,
+                  reports_flag=report_dir is not None)
     store = Store.open(store_path)
     cache = None
     try:

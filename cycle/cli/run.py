@@ -159,6 +159,7 @@ def say_overrides(changes: list[str], quiet: bool) -> None:
 async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[str, ...],
                resume: str | None, report_dir: Path | None, no_reports: bool, no_cache: bool,
                quiet: bool, as_json: bool) -> int:
+    from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import build_suite, open_cache, run_budget, validate_suite
     from cycle.cli import settle_heap
     from cycle.events import EventBus
@@ -169,6 +170,9 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
     # every input is checked before the store (or the cache) is opened: a bad file
     # leaves nothing behind
     cases = validate_suite(loaded, tags=tags, ids=case_ids)
+    check_outputs(loaded, store=_store_path(loaded.base_dir), cache=not no_cache,
+                  reports=None if no_reports else report_dir or loaded.report_dir,
+                  reports_flag=report_dir is not None)
     store = Store.open(_store_path(loaded.base_dir))
     cache = None
     try:
@@ -227,6 +231,7 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
     from cycle import aio
     from cycle.assemble.evalfile import as_json as result_json
     from cycle.assemble.evalfile import exit_code, prepare, run_eval
+    from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import open_cache
     from cycle.events import EventBus
     from cycle.formats.toolforge import render_summary
@@ -236,6 +241,9 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
     from cycle.store import Store
 
     prepared = prepare(settings, loaded)
+    check_outputs(loaded, store=_store_path(loaded.base_dir if loaded else None),
+                  cache=not no_cache and settings.endpoint is None,
+                  reports=report_dir, reports_flag=True)
     if not (quiet or as_json):
         for warning in prepared.warnings:
             click.echo(f"warning: {warning}", err=True)

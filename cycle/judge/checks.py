@@ -76,7 +76,7 @@ def _norm(text: str, *, case_sensitive: bool, collapse_whitespace: bool = False)
 
 
 class _Check(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -219,12 +219,21 @@ class JsonSchema(_Check):
         None, description="A pydantic model by import path (package.module:Model) instead."
     )
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
     @model_validator(mode="after")
     def _one_source(self) -> JsonSchema:
         if (self.json_schema is None) == (self.model is None):
             raise ValueError("give exactly one of 'schema' and 'model'")
+        if self.json_schema is not None:
+            # an invalid schema would fail every case, after paying for every answer
+            import jsonschema
+
+            try:
+                jsonschema.Draft202012Validator.check_schema(self.json_schema)
+            except jsonschema.SchemaError as e:
+                where = "/".join(str(p) for p in e.absolute_path) or "(root)"
+                raise ValueError(f"invalid JSON schema at {where}: {e.message}") from None
         return self
 
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:

@@ -96,13 +96,13 @@ BUILTIN_CRITERIA: dict[str, str] = {
 class CriterionConfig(BaseModel):
     """One criterion as written in cycle.yaml or in a case (where it overrides by id)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     id: str = Field(min_length=1, description="Unique name of the criterion, e.g. 'accuracy'.")
     description: str | None = Field(
         None, description="What it checks, in words (shown in reports; the judge reads it)."
     )
-    weight: float = Field(1.0, ge=0, description="Its weight in the case's weighted mean.")
+    weight: float = Field(1.0, gt=0, description="Its weight in the case's weighted mean (above 0).")
     required: bool = Field(
         False, description="The case fails when this criterion fails, whatever the mean."
     )

@@ -40,7 +40,7 @@ CHARS_PER_TOKEN = 4
 class ToolParam(BaseModel):
     """One ``toolParams`` assertion: a parameter of the first call of ``tool``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     tool: str
     paramName: str
@@ -65,7 +65,7 @@ class ToolParam(BaseModel):
 class Expect(BaseModel):
     """An eval case's ``expect`` block: every assertion kind of the contract (section 3)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     toolsCalled: list[str] | None = None
     toolsAcceptable: list[list[str]] | None = None

@@ -337,7 +337,8 @@ class Model:
                 raise RetriesExhaustedError(
                     f"{self.name}: the provider asked to wait {too_long:g} s before trying "
                     f"again, more than the {self.retry.max_retry_after:g} s cycle waits at "
-                    f"most; last: {_what(e)}", attempts=attempts, last=e,
+                    f"most (providers.{self.name.partition(':')[0]}.max_retry_after in "
+                    f"cycle.yaml); last: {_what(e)}", attempts=attempts, last=e,
                 ) from e
             if attempts > 1 and self._should_retry(e):
                 raise RetriesExhaustedError(

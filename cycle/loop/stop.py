@@ -20,6 +20,7 @@ baseline evaluation and after every round.
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -232,10 +233,11 @@ LEAVES = ("target_score", "max_rounds", "max_cost", "max_duration", "no_improvem
 COMBINATORS = ("any", "all", "not")
 
 
-def _number(value: Any, where: str, *, integer: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+def _number(value: Any, where: str, *, integer: bool = False, least: float = 0) -> float:
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value < least):
         kind = "a whole number" if integer else "a number"
-        raise ValueError(f"{where}: expected {kind} >= 0, got {value!r}")
+        raise ValueError(f"{where}: expected {kind} >= {least:g}, got {value!r}")
     if integer and int(value) != value:
         raise ValueError(f"{where}: expected a whole number, got {value!r}")
     return value
@@ -266,7 +268,8 @@ def parse_stop(spec: Any, *, where: str = "improve.stop", base_dir: str | Path |
     if key == "target_score":
         return TargetScore(float(_number(value, here)))
     if key == "max_rounds":
-        return MaxRounds(int(_number(value, here, integer=True)))
+        # zero rounds would only pay for the baseline: that is `cycle run`
+        return MaxRounds(int(_number(value, here, integer=True, least=1)))
     if key == "max_cost":
         return MaxCost(float(_number(value, here)))
     if key == "max_duration":

@@ -26,6 +26,7 @@ keys pass through untouched.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,7 @@ from cycle.prompts.tools import (
     tool_from_function,
 )
 from cycle.records import Prompt, ToolDef
-from cycle.yamlload import LoadedYaml, parse_yaml, validate
+from cycle.yamlload import LoadedYaml, parse_yaml, read_text, validate
 
 #: keys in the order they are written
 KEYS: tuple[str, ...] = ("id", "version", "system", "user_template", "params", "tools", "metadata")
@@ -60,7 +61,7 @@ class PromptParams(BaseModel):
     """The model parameters cycle reads, typed so that a wrong value fails at import
     (naming its line) rather than in the middle of a run. Other keys pass through."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     model: StrictStr | None = Field(None, description="a model name provider:model, e.g. openai:gpt-4o-mini")
     temperature: float | None = Field(None, ge=0, le=2, description="a number from 0 to 2")
@@ -94,7 +95,7 @@ class PromptParams(BaseModel):
 class ToolEntry(BaseModel):
     """One tool of a prompt file: declared by hand, or from a Python function."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: StrictStr | None = Field(None, pattern=TOOL_NAME.pattern, description="the tool's name")
     description: StrictStr | None = Field(None, description="what the tool does, for the model")
@@ -114,7 +115,7 @@ class ToolEntry(BaseModel):
 class PromptFileModel(BaseModel):
     """The schema of a prompt file."""
 
-    model_config = ConfigDict(extra="forbid", strict=False)
+    model_config = ConfigDict(extra="forbid", strict=False, allow_inf_nan=False)
 
     id: StrictStr = Field(
         min_length=1, pattern=PROMPT_ID_PATTERN,
@@ -173,6 +174,7 @@ def parse_prompt(text: str, file: str = "<prompt>") -> PromptFile:
         model = validate(PromptFileModel, doc, what="a prompt file")
     except ConfigError as e:
         raise _with_fix(e) from None
+    _no_near_miss(model.params, doc)
     for name in ("system", "user_template"):
         _check_template(getattr(model, name), name, doc, text)
     tools = _tools(model.tools, doc, file)
@@ -182,6 +184,18 @@ def parse_prompt(text: str, file: str = "<prompt>") -> PromptFile:
         params=dict(doc.data.get("params") or {}), tools=tools, metadata=model.metadata,
     )
     return PromptFile(prompt=prompt, version=model.version, path=file)
+
+
+def _no_near_miss(params: PromptParams, doc: LoadedYaml) -> None:
+    """Other params pass through, but a key one letter away from one cycle reads is a
+    typo that would silently drop the setting (``temprature: 0`` runs at the default)."""
+    for key in params.model_extra or {}:
+        close = difflib.get_close_matches(key, list(PromptParams.model_fields), n=1, cutoff=0.8)
+        if close:
+            raise ConfigError(
+                f"unknown parameter '{key}'", file=doc.file, line=doc.line_of(("params", key)),
+                field=f"params.{key}", hint=f"Did you mean '{close[0]}'?",
+            )
 
 
 def _tools(entries: list[ToolEntry], doc: LoadedYaml, file: str) -> tuple[ToolDef, ...]:
@@ -242,14 +256,7 @@ def _with_fix(error: ConfigError) -> ConfigError:
 
 def load_prompt_file(path: str | Path) -> PromptFile:
     """Read and parse one prompt file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=str(p)) from None
-    except OSError as e:
-        raise ConfigError(f"cannot read file: {e.strerror}", file=str(p)) from None
-    return parse_prompt(text, str(p))
+    return parse_prompt(read_text(path), str(path))
 
 
 def _check_template(source: str, name: str, doc: LoadedYaml, text: str) -> None:

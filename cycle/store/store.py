@@ -318,7 +318,10 @@ class Store:
 
     def resolve(self, ref: str) -> Version:
         """``"id"`` (= ``id@head``), ``"id@1.2.0"``, ``"id@<label>"`` or ``"id@<hash prefix>"``."""
-        prompt_id, _, spec = ref.partition("@")
+        prompt_id, at, spec = ref.partition("@")
+        if at and not spec.strip():  # "id@" is a label left out, not head
+            raise NotFoundError(f"'{ref}' names no version after '@'",
+                                hint=f"Write {prompt_id}@LABEL, {prompt_id}@1.2.0, or {prompt_id} for head.")
         return self._resolve_in(prompt_id, spec or HEAD)
 
     def get_version(self, prompt_id: str, version: str) -> Version:

@@ -179,7 +179,7 @@ def test_a_snapshot_function_and_a_runner_config_file(project, endpoint, monkeyp
         json.dumps([{"id": "a", "input": {"message": "m"}, "expect": {"toolsUsed": []}}])),
      [], "case 'a': unknown assertion kind 'toolsUsed'"),
     (lambda p: (p / "ro").write_text("a file, not a folder"), ["--output-dir", "ro/x"],
-     "cannot create the output folder"),
+     "cannot write the output folder"),
     (lambda p: None, ["--tool-registry", "tools/tools.exports.ts"], "tool registry"),
     (lambda p: None, ["--snapshot", "nosuchmodule:capture"], "cannot import module"),
 ])

@@ -1,0 +1,74 @@
+"""Every path a command will write, checked before the first model call.
+
+A reports folder that is really a file, a store under a read-only folder, an
+events file that is a folder: each would otherwise fail after the whole suite
+had run and been paid for. ``check_outputs`` creates the folders a command
+would create anyway and writes a probe file in each, so that what is refused
+is exactly what would have failed, and says which setting or flag to fix.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cycle.assemble.config import LoadedConfig
+from cycle.errors import ConfigError
+
+
+def writable_folder(folder: Path, *, what: str, **where: Any) -> None:
+    """``folder`` exists (created now if missing) and a file can be written in it.
+    ``where``: the ConfigError's location (field=the flag, or file/line/field)."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"the {what} '{folder}' is a file, not a folder", **where,
+                          hint="Remove or rename the file, or choose another folder.")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise ConfigError(f"cannot write the {what} in '{folder}': {e.strerror or e}", **where,
+                          hint="Choose a folder you can write to, or fix its permissions.") from None
+
+
+def writable_file(path: Path, *, what: str, **where: Any) -> None:
+    """``path`` can be created or appended to (its folder is created now if missing)."""
+    if path.is_dir():
+        raise ConfigError(f"the {what} '{path}' is a folder, not a file", **where,
+                          hint="Name a file, e.g. run.jsonl.")
+    writable_folder(path.parent, what=f"folder of the {what}", **where)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(f"the {what} '{path}' is not writable", **where,
+                          hint="Fix its permissions, or choose another file.")
+
+
+def _setting(loaded: LoadedConfig, *path: str) -> dict[str, Any]:
+    """Where a setting is: its line in cycle.yaml, or (left at its default) no line."""
+    line = loaded.doc.lines.get(path)
+    return {"file": str(loaded.path), "line": line,
+            "field": ".".join(path) + ("" if line else " (the default)")}
+
+
+def check_outputs(
+    loaded: LoadedConfig | None,
+    *,
+    store: Path,
+    reports: Path | None = None,
+    reports_flag: bool = False,
+    cache: bool = True,
+    events: Path | None = None,
+) -> None:
+    """The store, the reports folder (None: none written), the response cache (when on)
+    and the events file can all be written; else a ConfigError naming the setting."""
+    writable_file(store, what="store", field="--store / CYCLE_STORE")
+    if reports is not None:
+        where = ({"field": "--report-dir"} if reports_flag or loaded is None
+                 else _setting(loaded, "reports"))
+        writable_folder(reports, what="reports folder", **where)
+    if loaded is not None and cache and loaded.config.cache.enabled:
+        writable_file(loaded.resolve_path(loaded.config.cache.path), what="response cache",
+                      **_setting(loaded, "cache", "path"))
+    if events is not None:
+        writable_file(events, what="events file", field="--events")
