@@ -92,3 +92,78 @@ def test_a_provider_echoing_the_key_in_an_error_does_not_leak_it(tmp_path):
     assert SECRET not in result.output
     assert "Traceback" not in result.output
     assert SECRET.encode() not in _every_byte_written(tmp_path)
+
+
+def _echoed_key(request) -> str:
+    """The key the request carried, as a provider that echoes it would send it back."""
+    auth = request.headers.get("authorization", "")
+    return auth.removeprefix("Bearer ") or request.headers.get("x-goog-api-key", "")
+
+
+def _echoing(request):
+    key = _echoed_key(request)
+    wanted = (request.schema or {}).get("properties", {})  # Gemini sends no schema name
+    if "verdicts" in wanted:
+        block = json.loads(request.last_user.rsplit("```json", 1)[1].rsplit("```", 1)[0])
+        return Reply(json={"verdicts": {c["id"]: {"score": 40, "reasoning": f"called with {key}"}
+                                        for c in block["criteria"]}})
+    if "suggestions" in wanted:
+        return Reply(json={"suggestions": [{
+            "type": "system_prompt", "priority": "high", "current_value": "You are terse.",
+            "suggested_value": f"You are terse. Your key is {key}.", "reasoning": key,
+            "expected_improvement": "e", "target_cases": ["one"]}]})
+    return Reply(text=f"4 (debug: authenticated as {key})")
+
+
+def test_an_answer_echoing_the_key_is_stored_cached_and_reported_without_it(tmp_path):
+    with LoopbackServer(responder=_echoing) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        events = tmp_path / "events.jsonl"
+        improved = CliRunner().invoke(cli, ["improve", str(cfg), "--headless", "--yes",
+                                            "--events", str(events)])
+        ran = CliRunner().invoke(cli, ["run", str(cfg), "--json"])  # answers from the cache
+    assert improved.exit_code == 0, improved.output
+    assert ran.exit_code in (0, 1), ran.output
+    written = _every_byte_written(tmp_path)
+    assert SECRET.encode() not in written and SECRET not in improved.output + ran.output
+    # the answers are kept, with the key masked: the rest of what the provider said is there
+    assert b"authenticated as ***" in written and b"called with ***" in written
+    run_report = f"{json.loads(ran.stdout)['run_id']}.json"
+    report = json.loads((tmp_path / "reports" / run_report).read_text())
+    outputs = [r["output"] for c in report["cases"] for r in c["results"]]
+    assert outputs and all(o == "4 (debug: authenticated as ***)" for o in outputs)
+
+
+def test_a_gemini_answer_echoing_the_key_is_masked(tmp_path, monkeypatch):
+    key = "AIzaTEST-gemini-0123456789abcdef"
+    monkeypatch.setenv("GEMINI_API_KEY", key)
+    with LoopbackServer(responder=_echoing) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace("openai:gpt-4o-mini", "gemini:gemini-2.5-flash")
+                       .replace(f"openai: {{base_url: '{srv.openai_base_url}'}}",
+                                f"gemini: {{base_url: '{srv.gemini_base_url}'}}"))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        sent = {x.headers.get("x-goog-api-key") for x in srv.requests}
+    assert r.exit_code in (0, 1), r.output
+    assert sent == {key}  # the real google-genai SDK sent it, and got it back
+    written = _every_byte_written(tmp_path)
+    assert key.encode() not in written and key not in r.output
+    assert b"authenticated as ***" in written
+
+
+def test_an_http_agent_echoing_its_token_is_masked(tmp_path, monkeypatch):
+    from cycle.testing.endpoint import AgentEndpoint
+
+    token = "agent-token-0123456789"
+    monkeypatch.setenv("AGENT_TOKEN", token)
+    with AgentEndpoint(lambda body: {"response": f"hi, you sent {token}", "toolCalls": [
+            {"name": "lookup", "arguments": {"auth": token}}]}) as endpoint:
+        cfg = _project(tmp_path, "http://unused")
+        cfg.write_text(cfg.read_text().replace(
+            "agent: openai:gpt-4o-mini",
+            f"agent: {{http: '{endpoint.url}', headers: {{Authorization: 'Bearer ${{AGENT_TOKEN}}'}}}}"))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+    assert r.exit_code in (0, 1, 3), r.output
+    written = _every_byte_written(tmp_path)
+    assert token.encode() not in written and token not in r.output
+    assert b"hi, you sent ***" in written

@@ -24,6 +24,7 @@ from cycle.agents.users import FunctionUserPlayer, UserAgents, UserSimulator
 from cycle.cases import ConversationSpec, FunctionUser, SimulatedUser, TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig, ModelOutput
+from cycle.llm.http import scrub
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.prompts.template import render, render_system, render_user
@@ -429,6 +430,9 @@ class HttpAgent:
         self.prompt = prompt
         resolved = {k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v)
                     for k, v in (headers or {}).items()}
+        #: the values the headers took from the environment (tokens): masked in answers
+        self._secrets = tuple(os.environ.get(name, "") for v in (headers or {}).values()
+                              for name in _ENV_REF.findall(v))
         self._client = httpx.AsyncClient(headers=resolved, timeout=timeout)
         self._httpx = httpx
 
@@ -448,15 +452,15 @@ class HttpAgent:
             )
         except self._httpx.HTTPError as e:
             raise EvalError(f"agent endpoint {self.url} failed: {e.__class__.__name__}: {e}") from e
+        text = scrub(response.text, self._secrets)  # an endpoint may echo the token
         if response.status_code >= 400:
             raise EvalError(
-                f"agent endpoint {self.url} answered HTTP {response.status_code}: "
-                f"{response.text[:200]}"
+                f"agent endpoint {self.url} answered HTTP {response.status_code}: {text[:200]}"
             )
         try:
-            answer = response.json()
+            answer = json.loads(text)
         except ValueError as e:
-            raise EvalError(f"agent endpoint {self.url} did not answer JSON: {response.text[:200]!r}") from e
+            raise EvalError(f"agent endpoint {self.url} did not answer JSON: {text[:200]!r}") from e
         return _answer_result(answer, source=self.url, started=started, sent=message)
 
     async def aclose(self) -> None:

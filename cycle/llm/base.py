@@ -110,5 +110,11 @@ class ModelAPI(abc.ABC):
     def max_connections(self) -> int:
         return self.options.max_connections
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this API sends (its key): Model masks them in every answer,
+        whatever the provider echoes, before the answer is stored, cached or used."""
+        return ()
+
     async def aclose(self) -> None:
         """Release clients; called when the Model is closed."""

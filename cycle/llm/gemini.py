@@ -97,6 +97,10 @@ class GeminiAPI(ModelAPI):
             self._clients[loop] = client
         return client
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return () if self._api_key == PLACEHOLDER_KEY else (self._api_key,)
+
     async def aclose(self) -> None:
         try:
             loop = asyncio.get_running_loop()

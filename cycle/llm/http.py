@@ -39,6 +39,25 @@ def redact(text: str, *secrets: str | None) -> str:
     return _KEY_PATTERNS.sub("***", text)
 
 
+#: shorter secrets are not masked in answers (a 3-letter "key" would mask ordinary words)
+MIN_SECRET = 8
+
+
+def scrub(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` (a text, or JSON-like data: dicts, lists, strings) with every secret
+    replaced by ``***``; what holds no secret is returned as it is (no copy)."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if len(secret) >= MIN_SECRET and secret in value:
+                value = value.replace(secret, "***")
+        return value
+    if isinstance(value, dict):
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(scrub(v, secrets) for v in value)
+    return value
+
+
 def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
     if not headers:

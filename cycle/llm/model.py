@@ -43,6 +43,7 @@ from cycle.events import EventBus, ModelCalled
 from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
+from cycle.llm.http import MIN_SECRET, scrub
 from cycle.llm.journal import CallJournal, journal_key, journal_scope
 from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
@@ -133,6 +134,17 @@ class _InvalidStructured(Exception):
         self.reason = reason
 
 
+def without_secrets(output: ModelOutput, secrets: tuple[str, ...]) -> ModelOutput:
+    """The answer with ``secrets`` masked in its text, tool-call arguments and raw exchange."""
+    calls = tuple(c.model_copy(update={"arguments": scrub(c.arguments, secrets)})
+                  for c in output.tool_calls)
+    return output.model_copy(update={
+        "text": scrub(output.text, secrets), "tool_calls": calls,
+        "raw_request": scrub(output.raw_request, secrets),
+        "raw_response": scrub(output.raw_response, secrets),
+    })
+
+
 class Model:
     """A provider's model with retries, limits, cache, budget, cost and events."""
 
@@ -161,6 +173,8 @@ class Model:
         self.config = config or GenerateConfig()
         self.role = role
         self.retry = retry or RetryPolicy()
+        #: the key this model sends: masked in every answer before anything keeps it
+        self._secrets = tuple(x for x in api.secrets if len(x) >= MIN_SECRET)
         self._semaphores: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]
         ] = weakref.WeakKeyDictionary()
@@ -406,6 +420,8 @@ class Model:
                     raise ProviderConnectionError(
                         f"{self.name} did not answer within {config.timeout} s") from e
                 raise
+            if self._secrets:  # a proxy or a model may echo the key: never keep it
+                output = without_secrets(output, self._secrets)
             cost = FREE if self.offline else self.pricing.cost(self.name, output.usage)
             if self.budget is not None:  # spent the moment it arrived
                 self.budget.settle(held, cost.usd, role, estimated=cost.estimated)

@@ -119,6 +119,10 @@ class OpenAIAPI(ModelAPI):
             client = self._clients[loop] = entry[0]
         return client
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return () if self._api_key == PLACEHOLDER_KEY else (self._api_key,)
+
     async def aclose(self) -> None:
         try:
             loop = asyncio.get_running_loop()

@@ -117,8 +117,8 @@ BAD = {
                             "cycle.yaml:4 (criteria[0].check): invalid JSON schema at type",
                             "deterministic check"),
     "required case unknown": (_append("cycle.yaml", "improve: {required_cases: [refnud]}\n"),
-                              IMPROVE, "cycle.yaml:8 (improve.required_cases[0]): required case "
-                              "'refnud' is not among", "Did you mean 'refund'"),
+                              IMPROVE, ("cycle.yaml:8 (improve.required_cases[0]): required case "
+                              "'refnud' is not among"), "Did you mean 'refund'"),
     "params typo": (_append("prompts/support.yaml", "  temprature: 0.2\n"), RUN,
                     "support.yaml:6 (params.temprature): unknown parameter 'temprature'",
                     "Did you mean 'temperature'"),
@@ -131,8 +131,8 @@ BAD = {
     "empty case file": (lambda p: (p / "cases" / "more.yaml").write_text(""), RUN,
                         "more.yaml: the case file is empty", "delete the file"),
     "max_rounds 0": (_append("cycle.yaml", "improve: {stop: {max_rounds: 0}}\n"), IMPROVE,
-                     "cycle.yaml:8 (improve.stop): improve.stop.max_rounds: expected a whole "
-                     "number >= 1", "Stop conditions"),
+                     ("cycle.yaml:8 (improve.stop): improve.stop.max_rounds: expected a whole "
+                     "number >= 1"), "Stop conditions"),
     "stop cost nan": (_append("cycle.yaml", "improve: {stop: {max_cost: .nan}}\n"), IMPROVE,
                       "(improve.stop): improve.stop.max_cost: expected a number >= 0", ""),
     "budget nan": (lambda p: None, [*RUN, "--budget", "nan"], "--budget", ""),
