@@ -635,10 +635,14 @@ class Loop:
         if decision.accepted and self._confirms:
             reason += f"; head stays at {self._head.version.version} until a confirmation on fresh samples"
         self._decided(round_no, candidate.version, decision, reason)
+        kept = None
         if decision.accepted and not self._confirms:
-            self._move_head(cand, f"cycle {cid} round {round_no}: {decision.reason}")
-        return self._end_round(round_no, inc, cand, accepted=decision.accepted, delta=decision.delta,
-                               reason=reason, evaluated=cand)
+            kept = self._move_head(cand, f"cycle {cid} round {round_no}: {decision.reason}")
+        nxt = self._end_round(round_no, inc, cand, accepted=decision.accepted, delta=decision.delta,
+                              reason=f"{reason}; {kept}" if kept else reason, evaluated=cand)
+        if kept:
+            raise _Stop(kept)
+        return nxt
 
     def _evaluated_versions(self, *, before: int) -> dict[str, int]:
         """Versions this cycle evaluated before round ``before`` (the start and every
@@ -656,9 +660,20 @@ class Loop:
             seen_delta=d.seen_delta, held_out_delta=d.held_out_delta,
         ))
 
-    def _move_head(self, to: _Incumbent, reason: str) -> None:
-        self.store.set_label(self.prompt_id, "head", to.version.version, who="cycle", reason=reason)
+    def _move_head(self, to: _Incumbent, reason: str) -> str | None:
+        """Move head to ``to``; or, when head was moved outside this cycle since the cycle
+        set it (a person's ``cycle rollback``, another cycle), leave it and say why (None:
+        moved). A person's choice is never silently overridden."""
+        assert self._head is not None
+        now = self.store.resolve(f"{self.prompt_id}@head").version
+        target = to.version.version
+        if now not in (self._head.version.version, target):
+            return (f"head was moved to {now} outside this cycle (the cycle had it at "
+                    f"{self._head.version.version}): left there; to use {target} instead: "
+                    f"cycle rollback {self.prompt_id} --to {target}")
+        self.store.set_label(self.prompt_id, "head", target, who="cycle", reason=reason)
         self._head = to
+        return None
 
     # -- confirming ---------------------------------------------------------------------
 
@@ -687,10 +702,12 @@ class Loop:
         self._decided(round_no, best.version.version, decision,
                       f"{verdict} on fresh samples of both versions: {decision.because}")
         gain = f"{decision.delta:+.1f}" if decision.delta is not None else "no paired cases"
+        kept = None
         if decision.accepted:
-            self._move_head(fresh, f"cycle {cid} round {round_no}: confirmed on fresh samples: "
-                                  f"{decision.because}")
-            outcome = f"confirmed on fresh samples ({gain}): head moved {old} -> {best.version.version}"
+            kept = self._move_head(fresh, f"cycle {cid} round {round_no}: confirmed on fresh "
+                                          f"samples: {decision.because}")
+            outcome = f"confirmed on fresh samples ({gain}): " + (
+                kept or f"head moved {old} -> {best.version.version}")
         else:
             outcome = (f"{best.version.version} was not confirmed on fresh samples ({gain}): head "
                        f"stays at {old}")
