@@ -60,6 +60,20 @@ def generate_config(params: dict[str, Any]) -> GenerateConfig:
     return GenerateConfig(**values)
 
 
+def prompt_messages(prompt: Prompt, case: TestCase, *, system: Message | None = None) -> list[Message]:
+    """The first messages a prompt sends for ``case``: its system prompt and its user
+    template, rendered with the case's variables (``system``: the system message when
+    it is the same for every case, built once)."""
+    variables = case.variables
+    messages: list[Message] = []
+    if system is not None:
+        messages.append(system)
+    elif prompt.system:
+        messages.append(Message.system(render_system(prompt, variables)))
+    messages.append(Message.user(render_user(prompt, variables)))
+    return messages
+
+
 @dataclass
 class _Run:
     """What the model calls of one iteration add up to."""
@@ -120,14 +134,7 @@ class PromptAgent:
 
     def messages(self, case: TestCase) -> list[Message]:
         """The messages sent for ``case``."""
-        variables = case.variables
-        messages: list[Message] = []
-        if self._static_system is not None:
-            messages.append(self._static_system)
-        elif self.prompt.system:
-            messages.append(Message.system(render_system(self.prompt, variables)))
-        messages.append(Message.user(render_user(self.prompt, variables)))
-        return messages
+        return prompt_messages(self.prompt, case, system=self._static_system)
 
     async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
         """Each user turn: model -> tool calls -> tool results -> model ... until the model

@@ -130,6 +130,9 @@ def _choose_review(headless: bool, yes: bool, review: str | None, configured: st
 @click.option("--no-cache", is_flag=True,
               help="Call the models even where the response cache has the answer.")
 @click.option("-q", "--quiet", is_flag=True, help="Headless: no progress lines, only the summary.")
+@click.option("--dry-run", is_flag=True, help="Say the calls, tokens and cost a cycle may take "
+              "(a range), and send nothing.")
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: the estimate as JSON.")
 @click.option("--agent", "agent_model", help="Agent model, overriding cycle.yaml.")
 @click.option("--judge", "judge_model", help="Judge model, overriding cycle.yaml.")
 @click.option("--improver", "improver_model", help="Improver model, overriding cycle.yaml.")
@@ -139,7 +142,7 @@ def _choose_review(headless: bool, yes: bool, review: str | None, configured: st
 @click.option("-c", "--concurrency", type=click.IntRange(min=1), help="Cases in flight (default: config, 8).")
 def improve(config: Path, headless: bool, yes: bool, review: str | None, min_priority: str | None,
             resume: str | None, events_file: Path | None, report_dir: Path | None,
-            no_cache: bool, quiet: bool, agent_model: str | None, judge_model: str | None,
+            no_cache: bool, quiet: bool, dry_run: bool, as_json: bool, agent_model: str | None, judge_model: str | None,
             improver_model: str | None, budget: float | None, iterations: int | None,
             concurrency: int | None) -> None:
     """Improve the prompt of CONFIG (cycle.yaml) round by round.
@@ -164,7 +167,22 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     from cycle.assemble import prepare
 
     cases = prepare(loaded, improve_cfg)  # before the store is opened: bad input leaves nothing
-    say_overrides(changes, quiet=False)
+    say_overrides(changes, quiet=as_json)
+    if dry_run:
+        from cycle.assemble.estimate import estimate_cycle
+        from cycle.cli.run import show_estimate, stored_prompt
+        from cycle.loop.stop import cost_cap
+
+        stop = improve_cfg.stop_condition(str(loaded.base_dir))
+        with stored_prompt(loaded) as prompt:
+            estimate = estimate_cycle(loaded, prompt, cases, improve_cfg, stop)
+        caps = [x for x in (cost_cap(stop), loaded.config.budget) if x is not None]
+        show_estimate(estimate, loaded, cases, as_json=as_json, what="cycle",
+                      cap=min(caps) if caps else None)
+        return
+    if as_json:
+        raise click.UsageError("--json goes with --dry-run (a cycle's results are in its "
+                               "JSON report)")
     priority = min_priority or improve_cfg.min_priority
     store_path = _store_path(loaded.base_dir)
     from cycle.assemble.outputs import check_outputs

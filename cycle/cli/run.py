@@ -7,18 +7,25 @@ Exit codes of ``cycle run``: 0 every case passed, 1 some case failed,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from cycle.cli import CliContext, FiniteFloat
+from cycle.words import plural
 
 if TYPE_CHECKING:
     from cycle.assemble import LoadedConfig
+    from cycle.assemble.estimate import Estimate
     from cycle.assemble.evalfile import EvalOptions
+    from cycle.cases import TestCase
+    from cycle.llm.cache import ResponseCache
+    from cycle.records import Prompt
 
 
 def _store_path(config_dir: Path | None) -> Path:
@@ -50,6 +57,8 @@ def _store_path(config_dir: Path | None) -> Path:
               help="Call the models even where the response cache has the answer.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary: only the exit code.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
+@click.option("--dry-run", is_flag=True, help="Say the calls, tokens and cost expected (a range; "
+              "cached calls free), and send nothing.")
 @click.option("--eval", "eval_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Run a tool-forge eval file (golden or labeled JSON) as its runner contract says.")
 @click.option("--agent-endpoint", metavar="URL", help="[--eval] The agent: POST {message} -> "
@@ -73,7 +82,7 @@ def run(
     agent_models: tuple[str, ...], prompt_versions: tuple[str, ...], judge_model: str | None,
     budget: float | None, resume: str | None,
     report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool, as_json: bool,
-    eval_file: Path | None, agent_endpoint: str | None, seed_manifest: Path | None,
+    dry_run: bool, eval_file: Path | None, agent_endpoint: str | None, seed_manifest: Path | None,
     snapshot: str | None, tool_registry: Path | None, output_dir: Path | None,
     baseline: str | None, timeout_ms: int | None, runner_config: Path | None,
 ) -> None:
@@ -93,6 +102,9 @@ def run(
 
     matrix = len(agent_models) > 1 or bool(prompt_versions)
     agent_model = agent_models[0] if len(agent_models) == 1 else None
+    if dry_run and (matrix or resume or eval_file):
+        raise click.UsageError("--dry-run estimates a run of cycle.yaml's prompt; it does not go "
+                               "with several --agent, --prompt-version, --resume or --eval")
     if matrix and (resume or eval_file):
         raise click.UsageError("several --agent or --prompt-version make a matrix, which "
                                f"cannot go with {'--resume' if resume else '--eval'}")
@@ -135,6 +147,15 @@ def run(
         budget=budget)
     load_env(loaded.base_dir)
     say_overrides(changes, quiet or as_json)
+    if dry_run:
+        from cycle.assemble.estimate import estimate_run
+        from cycle.assemble.suite import validate_suite
+
+        cases = validate_suite(loaded, tags=tags, ids=case_ids)
+        with stored_prompt(loaded) as prompt, _cache_if_any(loaded, not no_cache) as cache:
+            show_estimate(estimate_run(loaded, prompt, cases, cache=cache), loaded, cases,
+                          as_json=as_json, cap=loaded.config.budget)
+        return
     if matrix:
         from cycle.cli.matrix import run_matrix_command
 
@@ -147,6 +168,53 @@ def run(
         no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json,
     ))
     sys.exit(code)
+
+
+@contextlib.contextmanager
+def stored_prompt(loaded: LoadedConfig) -> Iterator[Prompt]:
+    """The prompt cycle.yaml names, read (a stored one from the store, which must exist);
+    nothing is written."""
+    from cycle.assemble.config import load_prompt
+
+    if not loaded.prompt_is_stored:
+        yield load_prompt(loaded)[0]
+        return
+    from cycle.store import Store
+
+    with Store.open(_store_path(loaded.base_dir), create=False) as store:
+        yield load_prompt(loaded, store)[0]
+
+
+@contextlib.contextmanager
+def _cache_if_any(loaded: LoadedConfig, enabled: bool) -> Iterator[ResponseCache | None]:
+    """The response cache when it is on and exists (a dry run creates nothing)."""
+    from cycle.llm.cache import ResponseCache
+
+    path = loaded.resolve_path(loaded.config.cache.path)
+    if not (enabled and loaded.config.cache.enabled and path.is_file()):
+        yield None
+        return
+    cache = ResponseCache(path, ttl=float(loaded.config.cache.ttl))
+    try:
+        yield cache
+    finally:
+        cache.close()
+
+
+def show_estimate(estimate: Estimate, loaded: LoadedConfig, cases: list[TestCase], *,
+                  as_json: bool, what: str = "run", cap: float | None = None) -> None:
+    """A dry run's figures: a table (or JSON), and the hard cap they would meet
+    (``cap``: the lowest of --budget / budget and a cycle's max_cost)."""
+    if as_json:
+        click.echo(json.dumps({**estimate.as_dict(), "cap": cap}, indent=2))
+        return
+    c = loaded.config
+    click.echo(f"dry run: nothing was sent. A {what} of {plural(len(cases), 'case')} x "
+               f"{plural(c.run.iterations, 'iteration')} ({c.prompt}) would make:\n")
+    click.echo(estimate.table())
+    if cap is not None and estimate.cost[1] > cap:
+        click.echo(f"The high end passes the hard cap (${cap:g}): the {what} would stop at "
+                   "the cap rather than pass it.")
 
 
 def say_overrides(changes: list[str], quiet: bool) -> None:

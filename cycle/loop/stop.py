@@ -313,6 +313,17 @@ def cost_cap(condition: StopCondition) -> float | None:
     return None
 
 
+def max_rounds_of(condition: StopCondition) -> int | None:
+    """The most rounds the tree lets a cycle run: the smallest max_rounds that alone stops
+    it (a leaf, or one of ``any``); None when no max_rounds bounds it."""
+    if isinstance(condition, MaxRounds):
+        return condition.value
+    if isinstance(condition, AnyOf):
+        bounds = [r for r in (max_rounds_of(x) for x in condition.conditions) if r is not None]
+        return min(bounds) if bounds else None
+    return None
+
+
 def target_of(condition: StopCondition) -> float | None:
     """The score a cycle aims at: the smallest target_score in the tree (outside any ``not``)."""
     if isinstance(condition, TargetScore):

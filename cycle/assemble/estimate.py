@@ -1,0 +1,257 @@
+"""What a run or a cycle will cost, before anything is sent (``--dry-run``).
+
+Every figure is a range. The low end is the prompts alone: each case's messages as
+rendered, at four characters a token, one model call per user turn (no tool steps), and
+answers of no length. The high end is what the budget reserves: three characters a
+token, every tool step the step limit allows, and every answer at the call's
+``max_tokens`` (or ``RESERVED_OUTPUT``). A call the response cache already answered is
+free and counted apart: for a plain case (no tools, one turn) the agent's call and the
+judge's are looked up exactly, with the cached answer in the judge's message. A cycle's
+evaluations draw fresh samples (see ``cycle.loop.core``), so only ``cycle run`` can hit
+the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from cycle.agents.agent import generate_config, prompt_messages
+from cycle.assemble.config import LoadedConfig
+from cycle.assemble.improve import ImproveConfig
+from cycle.assemble.suite import agent_model_name, judge_model_name, price_table
+from cycle.cases import SimulatedUser, TestCase
+from cycle.improve.improver import default_improver_prompt
+from cycle.judge.criteria import merge, resolve
+from cycle.judge.llm_judge import JUDGE_PROMPT, LlmJudge
+from cycle.llm.base import GenerateConfig, Usage
+from cycle.llm.cache import ResponseCache, cache_key
+from cycle.llm.model import RESERVED_OUTPUT
+from cycle.llm.pricing import PriceTable
+from cycle.loop.stop import StopCondition, max_rounds_of
+from cycle.records import Message, Prompt, ToolDef
+
+#: characters a token, at the low and at the high end (the budget's worst case uses 3)
+LOW_CHARS, HIGH_CHARS = 4, 3
+
+
+@dataclass
+class Line:
+    """The calls of one role on one model."""
+
+    role: str
+    model: str
+    calls: list[int] = field(default_factory=lambda: [0, 0])
+    cached: int = 0
+    input_tokens: list[int] = field(default_factory=lambda: [0, 0])
+    output_tokens: list[int] = field(default_factory=lambda: [0, 0])
+    cost: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    estimated_price: bool = False
+
+    def add(self, prices: PriceTable, low: tuple[int, int, int], high: tuple[int, int, int],
+            times: int = 1) -> None:
+        """``times`` calls (low: (calls, input, output) tokens; high: the same)."""
+        for end, (calls, inp, out) in enumerate((low, high)):
+            self.calls[end] += calls * times
+            self.input_tokens[end] += inp * times
+            self.output_tokens[end] += out * times
+            cost = prices.cost(self.model, Usage(input_tokens=inp, output_tokens=out))
+            self.cost[end] += cost.usd * times
+            self.estimated_price |= cost.estimated and inp + out > 0
+
+
+@dataclass
+class Estimate:
+    """The lines of a run (or a cycle), and what the figures assume."""
+
+    lines: list[Line]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def cost(self) -> tuple[float, float]:
+        return sum(x.cost[0] for x in self.lines), sum(x.cost[1] for x in self.lines)
+
+    @property
+    def calls(self) -> tuple[int, int]:
+        return sum(x.calls[0] for x in self.lines), sum(x.calls[1] for x in self.lines)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "dry_run": True, "cost": list(self.cost), "calls": list(self.calls),
+            "cached": sum(x.cached for x in self.lines), "notes": self.notes,
+            "lines": [{"role": x.role, "model": x.model, "calls": x.calls, "cached": x.cached,
+                       "input_tokens": x.input_tokens, "output_tokens": x.output_tokens,
+                       "cost": x.cost, "estimated_price": x.estimated_price}
+                      for x in self.lines],
+        }
+
+    def table(self) -> str:
+        """The estimate as the console shows it."""
+        def span(pair: Sequence[float], money: bool = False) -> str:
+            shown = [f"${v:,.4f}" if money else f"{v:,.0f}" for v in pair]
+            return shown[0] if shown[0] == shown[1] else f"{shown[0]}-{shown[1]}"
+
+        rows = [("role", "model", "calls", "cached", "input tokens", "output tokens", "cost (USD)")]
+        for x in self.lines:
+            rows.append((x.role, x.model, span(x.calls), str(x.cached), span(x.input_tokens),
+                         span(x.output_tokens), span(x.cost, True) + (" (est.)" if x.estimated_price else "")))
+        rows.append(("total", "", span(self.calls), str(sum(x.cached for x in self.lines)),
+                     "", "", span(self.cost, True)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        return "\n".join([*lines, "", LEGEND, *self.notes])
+
+
+LEGEND = ("low: the prompts alone (4 characters a token, no tool steps, empty answers); high: "
+          "what the budget reserves (3 characters a token, every tool step, every answer at "
+          "max_tokens or 4,096 tokens). Cached calls are free.")
+
+
+def _chars(messages: Sequence[Message], tools: Sequence[ToolDef] = ()) -> int:
+    # as Model._worst_case counts them
+    return sum(len(m.content) + 16 for m in messages) + sum(
+        len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
+
+
+class _Evaluation:
+    """One pass over the cases: the agent's, the simulated users' and the judge's calls."""
+
+    def __init__(self, loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase],
+                 prices: PriceTable, cache: ResponseCache | None) -> None:
+        self.loaded, self.prompt, self.cases, self.prices = loaded, prompt, cases, prices
+        self.cache = cache
+        self.agent_name = agent_model_name(loaded, prompt) or ""
+        judge = judge_model_name(loaded, prompt)
+        self.judge_name = judge or ""
+        # as Model.generate merges them into the model's (default) config: the cache key's
+        self.config = GenerateConfig().merged(generate_config(prompt.params))
+        self.max_out = self.config.max_tokens or RESERVED_OUTPUT
+        self.steps = loaded.config.tools.max_steps if prompt.tools else 1
+        self.judge = LlmJudge(None, JUDGE_PROMPT)  # type: ignore[arg-type]  # only for messages
+        self.judge_config = GenerateConfig().merged(
+            GenerateConfig(temperature=JUDGE_PROMPT.params.get("temperature")))
+        self.judge_out = JUDGE_PROMPT.params.get("max_tokens") or RESERVED_OUTPUT
+
+    def add(self, lines: dict[tuple[str, str], Line], iterations: int, *, fresh: bool) -> None:
+        def line(role: str, model: str) -> Line:
+            return lines.setdefault((role, model), Line(role, model))
+
+        suite = self.loaded.config.criteria
+        threshold = self.loaded.config.pass_threshold
+        for case in self.cases:
+            messages = prompt_messages(self.prompt, case)
+            chars = _chars(messages, self.prompt.tools)
+            turns = 1 + (len(case.conversation.user_turns()) if case.conversation else 0)
+            if case.conversation and case.conversation.user is not None:
+                turns = case.conversation.max_turns
+            criteria = [resolve(c, threshold=threshold) for c in merge(suite, case.criteria)]
+            llm = [c for c in criteria if c.kind == "llm"]
+            # per-turn criteria: one judge call a turn; the others: one call in all
+            judged = (turns if any(c.per_turn for c in llm) else 0) + (
+                1 if any(not c.per_turn for c in llm) else 0)
+            for iteration in range(iterations):
+                answer = None
+                if not fresh and self.cache is not None and turns == 1 and not self.prompt.tools:
+                    answer = self.cache.get(cache_key(self.agent_name, messages, [], self.config,
+                                                      iteration, None))
+                if answer is not None:
+                    line("agent", self.agent_name).cached += 1
+                else:
+                    self._agent(line("agent", self.agent_name), chars, turns)
+                simulated = case.conversation.user if case.conversation else None
+                if isinstance(simulated, SimulatedUser):
+                    line("user", simulated.model).add(self.prices, (turns - 1, chars // LOW_CHARS, 0),
+                             (turns - 1, chars // HIGH_CHARS + turns * self.max_out, self.max_out))
+                if not llm:
+                    continue
+                judge = line("judge", self.judge_name)
+                if answer is not None and judged == 1:
+                    sent = self.judge.messages(llm, input=case.input, output=answer.text,
+                                               expected=case.expected)
+                    # the judge's answer is cached under its structured-output config
+                    hit = self.cache.get(cache_key(self.judge_name, sent, [], self._judge_config(llm),
+                                                   iteration, None)) if self.cache else None
+                    if hit is not None:
+                        judge.cached += 1
+                        continue
+                empty = _chars(self.judge.messages(llm, input=case.input, output="",
+                                                   expected=case.expected))
+                judge.add(self.prices, (judged, empty // LOW_CHARS, 0),
+                          (judged, empty // HIGH_CHARS + turns * self.steps * self.max_out,
+                           self.judge_out))
+
+    def _judge_config(self, llm: Sequence[object]) -> GenerateConfig:
+        from cycle.judge.llm_judge import SCHEMA_NAME, verdict_model
+        from cycle.llm.structured import schema_of
+
+        ids = tuple(c.id for c in llm)  # type: ignore[attr-defined]
+        tens = frozenset(c.id for c in llm if c.scale == 10)  # type: ignore[attr-defined]
+        schema, _ = schema_of(verdict_model(ids, tens))
+        return self.judge_config.model_copy(update={"response_schema": schema,
+                                                    "response_schema_name": SCHEMA_NAME})
+
+    def _agent(self, agent: Line, chars: int, turns: int) -> None:
+        """One iteration of a case: at least a call a turn, at most the step limit's."""
+        calls = turns * self.steps
+        # the k-th call carries everything answered before it
+        grown = sum(k * self.max_out for k in range(calls))
+        agent.add(self.prices, (turns, turns * (chars // LOW_CHARS), 0),
+                  (calls, calls * (chars // HIGH_CHARS + 1) + grown, calls * self.max_out))
+
+
+def estimate_run(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase], *,
+                 cache: ResponseCache | None) -> Estimate:
+    """A ``cycle run``: every case, run.iterations times; cached calls are free."""
+    lines: dict[tuple[str, str], Line] = {}
+    _Evaluation(loaded, prompt, cases, price_table(loaded), cache).add(
+        lines, loaded.config.run.iterations, fresh=False)
+    return Estimate(list(lines.values()))
+
+
+def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase],
+                   improve: ImproveConfig, stop: StopCondition) -> Estimate:
+    """A ``cycle improve``. Low: the baseline alone (the cycle may stop at once).
+    High: the baseline; per round (improve.stop's max_rounds) the improver's call and the
+    candidate's evaluation; the confirmation's two evaluations and their second look at
+    ``improve.max_iterations``. Every evaluation is a fresh sample: nothing is cached."""
+    prices = price_table(loaded)
+    iterations = loaded.config.run.iterations
+    evaluation = _Evaluation(loaded, prompt, cases, prices, None)
+    notes = []
+    rounds = max_rounds_of(stop)
+    if rounds is None:
+        rounds = 1
+        notes.append("improve.stop has no max_rounds: the high end is for one round; "
+                     "the other stop conditions bound the rest (max_cost caps the spend)")
+    low: dict[tuple[str, str], Line] = {}
+    high: dict[tuple[str, str], Line] = {}
+    evaluation.add(low, iterations, fresh=True)
+    evaluation.add(high, iterations * (1 + rounds + 2), fresh=True)
+    more = (improve.max_iterations or 2 * iterations) - iterations
+    if more > 0:
+        evaluation.add(high, 2 * more, fresh=True)
+    name = loaded.config.improver or evaluation.judge_name
+    own = default_improver_prompt()
+    chars = sum(len(x) for x in (own.system, own.user_template, prompt.system,
+                                 prompt.user_template))
+    # low: the cycle stops after its baseline (target reached, nothing to improve)
+    low.setdefault(("improver", name), Line("improver", name))
+    high.setdefault(("improver", name), Line("improver", name)).add(
+        prices, (0, 0, 0), (1, chars // HIGH_CHARS + improve.context_tokens, RESERVED_OUTPUT),
+        times=rounds)
+    return Estimate(_ends(low, high), notes)
+
+
+def _ends(low: dict[tuple[str, str], Line], high: dict[tuple[str, str], Line]) -> list[Line]:
+    """One line a role and model: the low end from ``low``, the high end from ``high``."""
+    out = []
+    for key in dict.fromkeys([*low, *high]):
+        line = Line(*key)
+        for end, source in ((0, low.get(key)), (1, high.get(key))):
+            if source is not None:
+                line.calls[end], line.cost[end] = source.calls[end], source.cost[end]
+                line.input_tokens[end] = source.input_tokens[end]
+                line.output_tokens[end] = source.output_tokens[end]
+                line.estimated_price |= source.estimated_price
+        out.append(line)
+    return out

@@ -1,0 +1,160 @@
+"""`--dry-run`: the calls, tokens and cost a run or a cycle will take, as a range, with
+cached calls free, before anything is sent or written; and the range holds the real spend.
+
+The agent and judge are the real openai SDK against the loopback server, whose usage is
+the texts' length at four characters a token."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cycle.cli import cli
+from cycle.testing import LoopbackServer, Reply
+
+PROMPT = """\
+id: support
+system: You are a support agent for Acme. Answer in two sentences.
+user_template: "Customer {{ customer }} asks: {{ question }}"
+params: {model: openai:gpt-4o-mini, max_tokens: 300}
+"""
+CASES = "".join(f"- id: c{i}\n  input: {{customer: Ann{i}, question: 'Where is order {i}?'}}\n"
+                for i in range(4))
+CONFIG = """\
+prompt: prompts/support.yaml
+agent: openai:gpt-4o-mini
+judge: openai:gpt-4o-mini
+improver: openai:gpt-4o-mini
+criteria:
+  - id: short
+    check: {type: regex, pattern: '^.{0,4000}$'}
+  - id: tone
+    rubric: Polite and clear.
+cases: [cases/*.yaml]
+run: {iterations: 2}
+providers:
+  openai: {base_url: 'BASE'}
+"""
+
+
+@pytest.fixture
+def server():
+    with LoopbackServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def project(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.delenv("CYCLE_STORE", raising=False)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "prompts" / "support.yaml").write_text(PROMPT)
+    (tmp_path / "cases" / "all.yaml").write_text(CASES)
+    (tmp_path / "cycle.yaml").write_text(CONFIG.replace("BASE", server.openai_base_url))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _low_scores_and_an_edit(request):
+    wanted = (request.schema or {}).get("properties", {})
+    if "verdicts" in wanted:
+        block = json.loads(request.last_user.rsplit("```json", 1)[1].rsplit("```", 1)[0])
+        score = 90 if "Kindly" in request.last_user else 10
+        return Reply(json={"verdicts": {c["id"]: {"score": score, "reasoning": "r"}
+                                        for c in block["criteria"]}})
+    if "suggestions" in wanted:
+        return Reply(json={"suggestions": [{
+            "type": "system_prompt", "priority": "high", "current_value": "two sentences.",
+            "suggested_value": "two sentences. Be kind.", "reasoning": "r",
+            "expected_improvement": "e", "target_cases": ["c0"]}]})
+    return Reply(text="Kindly: on its way." if "Be kind." in request.system else "On its way.")
+
+
+def dry(*args: str) -> dict:
+    r = CliRunner().invoke(cli, [*args, "--dry-run", "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def by_role(estimate: dict) -> dict:
+    return {line["role"]: line for line in estimate["lines"]}
+
+
+def test_a_run_dry_run_sends_nothing_writes_nothing_and_holds_the_real_cost(project, server):
+    estimate = dry("run")
+    assert server.requests == [] and sorted(p.name for p in project.iterdir()) == [
+        "cases", "cycle.yaml", "prompts"]
+    lines = by_role(estimate)
+    assert lines["agent"]["calls"] == [8, 8] and lines["judge"]["calls"] == [8, 8]
+    assert lines["agent"]["output_tokens"] == [0, 8 * 300]  # max_tokens bounds an answer
+    low, high = estimate["cost"]
+    assert 0 < low < high
+
+    ran = CliRunner().invoke(cli, ["run", "--json"])
+    spent = json.loads(ran.stdout)["summary"]["cost"]
+    assert low <= spent <= high, (low, spent, high)
+    assert len(server.requests) == 16
+
+
+def test_calls_the_cache_answers_are_counted_free(project, server):
+    assert CliRunner().invoke(cli, ["run", "-q"]).exit_code in (0, 1)
+    estimate = dry("run")
+    lines = by_role(estimate)
+    assert lines["agent"]["cached"] == 8 and lines["judge"]["cached"] == 8
+    assert estimate["calls"] == [0, 0] and estimate["cost"] == [0, 0]
+    # --no-cache pays them again, and says so
+    fresh = json.loads(CliRunner().invoke(cli, ["run", "--no-cache", "--dry-run", "--json"]).stdout)
+    assert fresh["calls"] == [16, 16]
+    # another iteration count is another sample: not in the cache
+    more = dry("run", "-n", "3")
+    assert by_role(more)["agent"]["cached"] == 8 and by_role(more)["agent"]["calls"] == [4, 4]
+
+
+def test_a_cycle_dry_run_covers_the_rounds_and_the_confirmation(project, server):
+    config = project / "cycle.yaml"
+    config.write_text(config.read_text() + "improve: {stop: {max_rounds: 2}}\n")
+    estimate = dry("improve")
+    lines = by_role(estimate)
+    # low: the baseline alone; high: baseline, 2 rounds, confirmation (2), second look (2 x 2 more)
+    assert lines["agent"]["calls"] == [8, 8 * 5 + 2 * 8]
+    assert lines["improver"]["calls"] == [0, 2]
+    assert server.requests == [] and not (project / ".cycle").exists()
+
+    server.responder = _low_scores_and_an_edit  # so that rounds run, and a confirmation
+    r = CliRunner().invoke(cli, ["improve", "--headless", "--yes"])
+    assert r.exit_code == 0, r.output
+    assert "confirm" in r.output, r.output
+    agent_calls = sum(1 for q in server.requests if q.schema is None)
+    assert lines["agent"]["calls"][0] <= agent_calls <= lines["agent"]["calls"][1]
+    report = json.loads(next((project / "reports").glob("c-*.json")).read_text())
+    for role, line in lines.items():
+        assert line["cost"][0] <= report["cost_by_role"].get(role, 0) <= line["cost"][1], (role, report["cost_by_role"], report["stop_reason"])
+    assert estimate["cost"][0] <= report["total_cost"] <= estimate["cost"][1]
+
+
+def test_tools_widen_the_range_to_the_step_limit_and_the_table_says_what_it_assumes(project):
+    prompt = project / "prompts" / "support.yaml"
+    prompt.write_text(PROMPT + "tools:\n  - name: track\n    description: Track an order.\n"
+                      "    parameters: {type: object, properties: {order: {type: string}}}\n")
+    config = project / "cycle.yaml"
+    config.write_text(config.read_text() + "tools:\n  max_steps: 5\n  mocks: {track: {value: ok}}\n"
+                      "budget: 0.001\n")
+    lines = by_role(dry("run"))
+    assert lines["agent"]["calls"] == [8, 8 * 5]
+    r = CliRunner().invoke(cli, ["run", "--dry-run"])
+    assert r.exit_code == 0
+    assert "dry run: nothing was sent. A run of 4 cases x 2 iterations" in r.output
+    assert "agent" in r.output and "4 characters a token" in r.output
+    assert "passes the hard cap ($0.001)" in r.output
+
+
+def test_dry_run_with_bad_input_is_the_same_clear_error(project, server):
+    config = project / "cycle.yaml"
+    config.write_text(config.read_text() + "run: {iterations: 2}\n")
+    r = CliRunner().invoke(cli, ["run", "--dry-run"])
+    assert r.exit_code == 2 and "duplicate key 'run'" in r.output
+    r = CliRunner().invoke(cli, ["run", "--dry-run", "--resume", "x"])
+    assert r.exit_code == 2 and "--dry-run" in r.output
