@@ -248,8 +248,8 @@ class CaseItem(pytest.Item):
             raise CaseErrored(f"case {self.case_id} was not run (the run stopped early: "
                               f"{self.suite.outcome.stop_reason if self.suite.outcome else ''})")
         if stats.status == "error":
-            errors = [r.error for r in self.suite.outcome.results  # type: ignore[union-attr]
-                      if r.case_id == self.case_id and r.error]
+            errors = [r.error for r in self.suite.outcome.results_of(self.case_id)  # type: ignore[union-attr]
+                      if r.error]
             raise CaseErrored(errors[0] if errors else "error")
 
     def runtest(self) -> None:

@@ -7,6 +7,7 @@ itself (``build_run_result``) is ``cycle.evals``' work; these are the values.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -226,6 +227,19 @@ class RunResult(BaseModel):
     @property
     def score(self) -> float | None:
         return self.suite.score.mean
+
+    @cached_property
+    def by_case(self) -> dict[str, list[IterationResult]]:
+        """Case id -> its iterations, in order: grouped once, so that a report reads each
+        case's results in O(its iterations), not by scanning every result (quadratic)."""
+        out: dict[str, list[IterationResult]] = {}
+        for r in self.results:
+            out.setdefault(r.case_id, []).append(r)
+        return out
+
+    def results_of(self, case_id: str) -> list[IterationResult]:
+        """The iterations of ``case_id`` (none: an empty list)."""
+        return self.by_case.get(case_id, [])
 
     @property
     def case_means(self) -> dict[str, float]:

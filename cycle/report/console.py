@@ -35,7 +35,7 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
             failing = [v.criterion_id + ("*" if v.required else "") for v in rep.verdicts if not v.passed]
             reason = "  fails: " + ", ".join(failing) if failing else ""
         elif c.status == "error":
-            first = next((r.error for r in result.results if r.case_id == c.case_id and r.error), "")
+            first = next((r.error for r in result.results_of(c.case_id) if r.error), "")
             reason = f"  {f.one_line(first)}"
         lines.append(f"  {status} {c.case_id[:width]:<{width}}  {f.score_ci(c.stats):>13}  "
                      f"pass {f.pct(c.pass_rate):>4}{extra}{reason}")

@@ -36,7 +36,7 @@ def _case(c: CaseStats, result: RunResult) -> dict[str, Any]:
         "turns": c.turns.model_dump() if c.turns else None,
         "representative": c.representative.iteration if c.representative else None,
         "expected": info.get("expected"),
-        "results": [_iteration(r) for r in result.results if r.case_id == c.case_id],
+        "results": [_iteration(r) for r in result.results_of(c.case_id)],
     }
 
 

@@ -25,7 +25,7 @@ def render_junit(result: RunResult) -> str:
                        ("offline", "true" if result.offline else "false")):
         ET.SubElement(props, "property", name=key, value=str(value or ""))
     for c in result.cases.values():
-        runs = [r for r in result.results if r.case_id == c.case_id]
+        runs = result.results_of(c.case_id)
         tc = ET.SubElement(suite, "testcase", classname=result.prompt_id or "cycle",
                            name=c.case_id, time=f"{sum(r.latency for r in runs):.3f}")
         detail = (f"mean {_fmt(c.stats.mean)} (threshold {result.threshold:g}), pass rate "

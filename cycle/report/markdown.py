@@ -25,7 +25,7 @@ def _verdicts(r: IterationResult) -> list[str]:
 
 def _case_body(c: CaseStats, result: RunResult) -> list[str]:
     info = result.case_info.get(c.case_id, {})
-    runs = [r for r in result.results if r.case_id == c.case_id]
+    runs = result.results_of(c.case_id)
     out: list[str] = []
     if info.get("description"):
         out += [info["description"], ""]

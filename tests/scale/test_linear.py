@@ -45,3 +45,24 @@ def test_loading_a_case_file_is_linear_in_its_cases(tmp_path: Path):
         return lambda: load_case_file(path)
 
     assert growth(make, 300) < 5
+
+
+def test_the_run_reports_are_linear_in_the_cases(tmp_path: Path):
+    from cycle.evals.results import build_run_result
+    from cycle.records import IterationResult, Verdict
+    from cycle.report import write_reports
+
+    def make(n: int) -> Callable[[], Any]:
+        results = [
+            IterationResult(case_id=f"c{k}", iteration=i, status="passed" if k % 3 else "failed",
+                            score=90.0 - k % 7 - i, passed=bool(k % 3), input={"q": k},
+                            output=f"answer {k} {i}", latency=0.1,
+                            verdicts=(Verdict(criterion_id="tone", kind="llm", score=80.0,
+                                              passed=True, weight=1, required=False,
+                                              reasoning="fine"),))
+            for k in range(n) for i in range(2)]
+        run = build_run_result(run_id=f"run-{n}", status="finished", threshold=70.0,
+                               results=results)
+        return lambda: write_reports(run, tmp_path / str(n))
+
+    assert growth(make, 100) < 5
