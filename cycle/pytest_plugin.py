@@ -56,8 +56,99 @@ def suite_paths(config: pytest.Config) -> list[Path]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "cycle_suite(path, iterations=None, concurrency=None): the suite the "
+        "cycle_suite fixture runs for this test when called without a path")
     if suite_paths(config):
         config.pluginmanager.register(_Suites(config), "cycle-suites")
+
+
+class SuiteRuns:
+    """What the ``cycle_suite`` fixture gives a test: ``cycle_suite("cycle.yaml")`` runs that
+    suite (every case, with cycle's runner and concurrency) once per session and returns
+    its ``RunResult``; the run is stored like any ``cycle run``. Under
+    ``@pytest.mark.cycle_suite("cycle.yaml")`` the path may be left out. A relative path is
+    from the test file's folder, else from the rootdir. Bad input fails the test with
+    cycle's one-line message.
+
+        @pytest.mark.cycle_suite("cycle.yaml", iterations=1)
+        def test_support_prompt_holds(cycle_suite):
+            run = cycle_suite()
+            assert run.suite.pass_rate >= 0.9 and run.score >= 85
+    """
+
+    def __init__(self, request: pytest.FixtureRequest, cache: dict[Any, RunResult]) -> None:
+        self._request = request
+        self._cache = cache
+
+    def __call__(self, path: str | Path | None = None, *, iterations: int | None = None,
+                 concurrency: int | None = None) -> RunResult:
+        marker = self._request.node.get_closest_marker("cycle_suite")
+        if path is None:
+            if marker is None or not marker.args:
+                pytest.fail("cycle_suite() needs a path, or @pytest.mark.cycle_suite(PATH) on "
+                            "the test", pytrace=False)
+            path = marker.args[0]
+            iterations = iterations or marker.kwargs.get("iterations")
+            concurrency = concurrency or marker.kwargs.get("concurrency")
+        where = Path(path)
+        if not where.is_absolute():
+            beside = self._request.path.parent / where
+            where = beside if beside.exists() else self._request.config.rootpath / where
+        if where.is_dir():
+            where = where / "cycle.yaml"
+        key = (where.resolve(), iterations, concurrency)
+        if key not in self._cache:
+            from cycle import aio
+            from cycle.errors import CycleError
+
+            try:
+                loaded, cases = load_suite(where, iterations=iterations, concurrency=concurrency)
+                self._cache[key] = aio.run(run_loaded(loaded, cases))
+            except CycleError as e:
+                pytest.fail(f"cycle: {e}", pytrace=False)
+        return self._cache[key]
+
+
+_RUNS = pytest.StashKey[dict]()
+
+
+@pytest.fixture
+def cycle_suite(request: pytest.FixtureRequest) -> SuiteRuns:
+    """Runs a cycle suite once per session and hands its ``RunResult`` to the test
+    (see ``SuiteRuns``)."""
+    return SuiteRuns(request, request.config.stash.setdefault(_RUNS, {}))
+
+
+def load_suite(path: Path, *, iterations: int | None, concurrency: int | None) -> tuple[Any, list[Any]]:
+    """cycle.yaml at ``path`` with the overrides, and its validated cases."""
+    from cycle.assemble.config import apply_overrides, load_config
+    from cycle.assemble.suite import validate_suite
+    from cycle.environment import load_env
+
+    loaded, _ = apply_overrides(load_config(path), iterations=iterations, concurrency=concurrency)
+    load_env(loaded.base_dir)
+    return loaded, validate_suite(loaded)
+
+
+async def run_loaded(loaded: Any, cases: list[Any]) -> RunResult:
+    """A run of a loaded cycle.yaml on ``cases``, stored like any ``cycle run``."""
+    from cycle.assemble.suite import build_suite, open_cache, run_budget
+    from cycle.store import Store, default_path
+
+    store = Store.open(default_path(loaded.base_dir))
+    cache = open_cache(loaded)
+    try:
+        suite = build_suite(loaded, store=store, cases=cases, budget=run_budget(loaded),
+                            cache=cache)
+        try:
+            return await suite.runner(store=store).run(meta=suite.meta())
+        finally:
+            await suite.aclose()
+    finally:
+        store.close()
+        if cache is not None:
+            cache.close()
 
 
 class CaseFailed(AssertionError):
@@ -129,15 +220,9 @@ class SuiteFile(pytest.File):
         if self.is_eval_file:
             self._prepared = self._prepare()
             return self._prepared.cases
-        from cycle.assemble.config import apply_overrides, load_config
-        from cycle.assemble.suite import validate_suite
-        from cycle.environment import load_env
-
-        self._loaded, _ = apply_overrides(
-            load_config(self.path), iterations=self._option("cycle_iterations"),
+        self._loaded, self._all = load_suite(
+            self.path, iterations=self._option("cycle_iterations"),
             concurrency=self._option("cycle_concurrency"))
-        load_env(self._loaded.base_dir)
-        self._all = validate_suite(self._loaded)
         return self._all
 
     def _prepare(self) -> Any:
@@ -178,25 +263,9 @@ class SuiteFile(pytest.File):
                 store.close()
             self.eval_result = out.result
             return out.run
-        from cycle.assemble.suite import build_suite, open_cache, run_budget
         from cycle.cases import select
 
-        loaded = self._loaded
-        store = Store.open(default_path(loaded.base_dir))
-        cache = open_cache(loaded)
-        try:
-            cases = select(self._all, ids=ids)
-            suite = build_suite(loaded, store=store, cases=cases, budget=run_budget(loaded),
-                                cache=cache)
-            try:
-                runner = suite.runner(store=store)
-                return await runner.run(meta=suite.meta())
-            finally:
-                await suite.aclose()
-        finally:
-            store.close()
-            if cache is not None:
-                cache.close()
+        return await run_loaded(self._loaded, select(self._all, ids=ids))
 
     def case(self, case_id: str) -> CaseStats | None:
         assert self.outcome is not None

@@ -141,3 +141,44 @@ def test_suites_named_in_the_ini_file_collect_without_flags(project):
     project.makeini("[pytest]\ncycle = cycle.yaml\n")
     result = run(project, "-k", "greets or refund")
     result.assert_outcomes(passed=1, failed=1, deselected=1)
+
+
+def test_the_cycle_suite_fixture_and_marker_run_a_suite_once_and_hand_over_its_result(project):
+    project.makepyfile(test_gate=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.cycle_suite("cycle.yaml", iterations=1)
+        def test_marked(cycle_suite):
+            run = cycle_suite()
+            assert run.suite.cases == 3 and run.suite.iterations == 3
+            assert run.cases["greets"].status == "passed"
+            assert run.cases["refund"].status == "failed"
+            assert run.cases["broken"].status == "error"
+
+        def test_by_path_is_the_same_run(cycle_suite):
+            first = cycle_suite("cycle.yaml", iterations=1)
+            assert cycle_suite("cycle.yaml", iterations=1) is first  # once per session
+            assert first.suite.iterations == 3
+
+        def test_a_gate_that_fails(cycle_suite):
+            assert cycle_suite("cycle.yaml").suite.pass_rate >= 0.9
+
+        def test_a_bad_path_fails_with_the_message(cycle_suite):
+            cycle_suite("nope.yaml")
+
+        def test_no_path_and_no_marker(cycle_suite):
+            cycle_suite()
+    """))
+    result = run(project, "test_gate.py", "-v")
+    result.assert_outcomes(passed=2, failed=3)
+    out = result.stdout.str()
+    assert "nope.yaml: file not found" in out
+    # an assertion on a run shows it in a line, not every result's trace
+    assert "= RunResult('run-" in out and "1 passed, 1 failed, 1 errored)" in out
+    assert "cycle_suite() needs a path" in out
+    assert "Traceback" not in out.split("short test summary")[0].split("test_a_bad_path")[-1]
+    # two suites were run (iterations 1 and the config's 2), each stored like any `cycle run`
+    import sqlite3
+
+    with sqlite3.connect(project.path / ".cycle" / "cycle.db") as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 2

@@ -228,6 +228,13 @@ class RunResult(BaseModel):
     def score(self) -> float | None:
         return self.suite.score.mean
 
+    def __repr__(self) -> str:
+        # short: a pytest assertion on a run shows this, not every result's trace
+        s = self.suite
+        score = "-" if self.score is None else f"{self.score:.1f}"
+        return (f"RunResult({self.run_id!r}, score={score}, {s.passed} passed, {s.failed} "
+                f"failed, {s.errored} errored)")
+
     @cached_property
     def by_case(self) -> dict[str, list[IterationResult]]:
         """Case id -> its iterations, in order: grouped once, so that a report reads each
