@@ -3,7 +3,8 @@
 Runs nothing: it opens the History screen on the store (``--store``, else
 ``$CYCLE_STORE``, else ``.cycle/cycle.db``). It never creates a store. It
 opens on PROMPT_ID, else on the prompt of ./cycle.yaml, else on the prompt
-used last.
+used last. ``r`` there lists every stored run; a store that holds only eval files run
+against an endpoint (runs with no prompt) opens on that list.
 """
 
 from __future__ import annotations

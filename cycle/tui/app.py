@@ -137,6 +137,11 @@ class CycleApp(App[CycleOutcome | None]):
         if self._cycle is not None:
             self._dashboard = DashboardScreen(self.state, self.info)
             return self._dashboard
+        if not self.store.list_prompts(builtin=False) and self.store.runs.recent(limit=1):
+            # only eval files run against an endpoint: their runs have no prompt to browse
+            from cycle.tui.screens.runs import RunsScreen
+
+            return RunsScreen(self.store, self.info)
         return HistoryScreen(self.store, self.info, prompt_id=self.prompt_id)
 
     def on_mount(self) -> None:

@@ -80,13 +80,15 @@ Every version of every prompt in the store, newest first, with its labels
 and the score of its latest evaluation. The diff shows the highlighted
 version against its parent; mark two versions (a, b) and press d to compare
 them. Rollback moves the head label to the highlighted version after you
-confirm; nothing is deleted.
+confirm; nothing is deleted. r lists every stored run (eval files run against
+an endpoint included) and their cases.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "mark('a')", "Mark A"),
         Binding("b", "mark('b')", "Mark B"),
         Binding("d", "diff", "Diff A..B"),
         Binding("R", "rollback", "Rollback"),
+        Binding("r", "runs", "Runs"),
         Binding("escape", "back", "Back", show=False),
     ]
 
@@ -296,3 +298,8 @@ confirm; nothing is deleted.
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
+
+    def action_runs(self) -> None:
+        from cycle.tui.screens.runs import RunsScreen
+
+        self.app.push_screen(RunsScreen(self.store, self.info))

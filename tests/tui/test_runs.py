@@ -1,0 +1,88 @@
+"""The Runs screen: every stored run, an eval file run against an endpoint included (it has
+no prompt, so the History screen cannot reach it); its cases; a case's iterations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cycle.cli import cli
+from cycle.store import Store
+from cycle.testing.endpoint import AgentEndpoint
+from cycle.tui.app import CycleApp
+from cycle.tui.screens.case import CaseScreen
+from cycle.tui.screens.history import HistoryScreen
+from cycle.tui.screens.runs import RunsScreen
+
+EVALS = [
+    {"id": "weather-tokyo", "input": {"message": "Weather in Tokyo?"},
+     "expect": {"responseContains": ["Tokyo"]}},
+    {"id": "weather-joke", "input": {"message": "Tell me a joke"},
+     "expect": {"responseContains": ["Tokyo"]}},
+]
+
+
+@pytest.fixture
+def endpoint_store(tmp_path: Path, monkeypatch) -> Path:
+    """A store holding only an eval file's run against a loopback endpoint."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "weather.golden.json").write_text(json.dumps(EVALS))
+    with AgentEndpoint(lambda body: {"response": f"Sunny: {body['message']}", "toolCalls": []}) as e:
+        r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", "--eval",
+                                     "evals/weather.golden.json", "--agent-endpoint", e.url])
+        url = e.url
+    assert r.exit_code == 1, r.output
+    (tmp_path / "url").write_text(url)
+    return tmp_path / "s.db"
+
+
+def cells(table, row: int) -> list[str]:
+    return [str(c) for c in table.get_row_at(row)]
+
+
+async def test_a_store_of_endpoint_runs_opens_on_the_runs_and_reaches_a_case(endpoint_store):
+    url = (endpoint_store.parent / "url").read_text()
+    with Store.open(endpoint_store) as store:
+        app = CycleApp(store=store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            assert isinstance(app.screen, RunsScreen)
+            runs = app.screen.query_one("#runs")
+            assert runs.row_count == 1
+            _, subject, origin, _, rate, _ = cells(runs, 0)
+            assert subject == url and origin == "eval file" and rate == "50%"
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            cases = app.screen.query_one("#run-cases")
+            assert [cells(cases, i)[:2] for i in range(cases.row_count)] == [
+                ["weather-tokyo", "passed"], ["weather-joke", "failed"]]
+            await pilot.press("enter")  # into the cases
+            await pilot.press("down", "enter")  # the failed one
+            await pilot.pause()
+            assert isinstance(app.screen, CaseScreen) and app.screen.case_id == "weather-joke"
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert app.screen.results and app.screen.results[0].output == "Sunny: Tell me a joke"
+            await pilot.press("escape")
+            assert isinstance(app.screen, RunsScreen)
+
+
+async def test_history_reaches_the_runs_and_back(history_store: Store, endpoint_store) -> None:
+    with Store.open(endpoint_store) as other:
+        run = other.runs.recent(limit=1)[0]
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, HistoryScreen)
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, RunsScreen)
+        assert "no run yet" in str(app.screen.query_one("#runs-summary").render())
+        assert run.id  # (the other store's run is not in this one)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, HistoryScreen)
