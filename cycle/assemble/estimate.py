@@ -26,10 +26,10 @@ from cycle.judge.criteria import merge, resolve
 from cycle.judge.llm_judge import JUDGE_PROMPT, LlmJudge
 from cycle.llm.base import GenerateConfig, Usage
 from cycle.llm.cache import ResponseCache, cache_key
-from cycle.llm.model import RESERVED_OUTPUT
+from cycle.llm.model import RESERVED_OUTPUT, message_chars
 from cycle.llm.pricing import PriceTable
 from cycle.loop.stop import StopCondition, max_rounds_of
-from cycle.records import Message, Prompt, ToolDef
+from cycle.records import Prompt
 
 #: characters a token, at the low and at the high end (the budget's worst case uses 3)
 LOW_CHARS, HIGH_CHARS = 4, 3
@@ -107,12 +107,6 @@ LEGEND = ("low: the prompts alone (4 characters a token, no tool steps, empty an
           "max_tokens or 4,096 tokens). Cached calls are free.")
 
 
-def _chars(messages: Sequence[Message], tools: Sequence[ToolDef] = ()) -> int:
-    # as Model._worst_case counts them
-    return sum(len(m.content) + 16 for m in messages) + sum(
-        len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
-
-
 class _Evaluation:
     """One pass over the cases: the agent's, the simulated users' and the judge's calls."""
 
@@ -140,7 +134,7 @@ class _Evaluation:
         threshold = self.loaded.config.pass_threshold
         for case in self.cases:
             messages = prompt_messages(self.prompt, case)
-            chars = _chars(messages, self.prompt.tools)
+            chars = message_chars(messages, self.prompt.tools)
             turns = 1 + (len(case.conversation.user_turns()) if case.conversation else 0)
             if case.conversation and case.conversation.user is not None:
                 turns = case.conversation.max_turns
@@ -174,7 +168,7 @@ class _Evaluation:
                     if hit is not None:
                         judge.cached += 1
                         continue
-                empty = _chars(self.judge.messages(llm, input=case.input, output="",
+                empty = message_chars(self.judge.messages(llm, input=case.input, output="",
                                                    expected=case.expected))
                 judge.add(self.prices, (judged, empty // LOW_CHARS, 0),
                           (judged, empty // HIGH_CHARS + turns * self.steps * self.max_out,

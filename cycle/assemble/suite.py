@@ -60,12 +60,15 @@ def price_table(loaded: LoadedConfig) -> PriceTable:
     return DEFAULT_TABLE.with_overrides(overrides) if overrides else DEFAULT_TABLE
 
 
-def open_cache(loaded: LoadedConfig, *, enabled: bool = True) -> ResponseCache | None:
-    """The response cache cycle.yaml asks for, or None when it (or ``--no-cache``) says off."""
+def open_cache(loaded: LoadedConfig, *, enabled: bool = True,
+               create: bool = True) -> ResponseCache | None:
+    """The response cache cycle.yaml asks for, or None when it (or ``--no-cache``) says off
+    (``create=False``: None, too, when the cache file does not exist yet)."""
     options = loaded.config.cache
-    if not (enabled and options.enabled):
+    path = loaded.resolve_path(options.path)
+    if not (enabled and options.enabled) or not (create or path.is_file()):
         return None
-    return ResponseCache(loaded.resolve_path(options.path), ttl=float(options.ttl))
+    return ResponseCache(path, ttl=float(options.ttl))
 
 
 def run_budget(loaded: LoadedConfig) -> Budget | None:

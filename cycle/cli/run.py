@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from cycle.assemble.estimate import Estimate
     from cycle.assemble.evalfile import EvalOptions
     from cycle.cases import TestCase
-    from cycle.llm.cache import ResponseCache
     from cycle.records import Prompt
 
 
@@ -149,12 +148,17 @@ def run(
     say_overrides(changes, quiet or as_json)
     if dry_run:
         from cycle.assemble.estimate import estimate_run
-        from cycle.assemble.suite import validate_suite
+        from cycle.assemble.suite import open_cache, validate_suite
 
         cases = validate_suite(loaded, tags=tags, ids=case_ids)
-        with stored_prompt(loaded) as prompt, _cache_if_any(loaded, not no_cache) as cache:
-            show_estimate(estimate_run(loaded, prompt, cases, cache=cache), loaded, cases,
-                          as_json=as_json, cap=loaded.config.budget)
+        cache = open_cache(loaded, enabled=not no_cache, create=False)  # a dry run creates nothing
+        try:
+            with stored_prompt(loaded) as prompt:
+                show_estimate(estimate_run(loaded, prompt, cases, cache=cache), loaded, cases,
+                              as_json=as_json, cap=loaded.config.budget)
+        finally:
+            if cache is not None:
+                cache.close()
         return
     if matrix:
         from cycle.cli.matrix import run_matrix_command
@@ -183,22 +187,6 @@ def stored_prompt(loaded: LoadedConfig) -> Iterator[Prompt]:
 
     with Store.open(_store_path(loaded.base_dir), create=False) as store:
         yield load_prompt(loaded, store)[0]
-
-
-@contextlib.contextmanager
-def _cache_if_any(loaded: LoadedConfig, enabled: bool) -> Iterator[ResponseCache | None]:
-    """The response cache when it is on and exists (a dry run creates nothing)."""
-    from cycle.llm.cache import ResponseCache
-
-    path = loaded.resolve_path(loaded.config.cache.path)
-    if not (enabled and loaded.config.cache.enabled and path.is_file()):
-        yield None
-        return
-    cache = ResponseCache(path, ttl=float(loaded.config.cache.ttl))
-    try:
-        yield cache
-    finally:
-        cache.close()
 
 
 def show_estimate(estimate: Estimate, loaded: LoadedConfig, cases: list[TestCase], *,

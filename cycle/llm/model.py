@@ -23,7 +23,7 @@ import asyncio
 import concurrent.futures
 import time
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
@@ -132,6 +132,13 @@ class _InvalidStructured(Exception):
         super().__init__(reason)
         self.output = output
         self.reason = reason
+
+
+def message_chars(messages: Sequence[Message], tools: Sequence[ToolDef] = ()) -> int:
+    """The characters a call sends (its messages, with a little for each one's framing, and
+    its tools' declarations): what its worst case, and a dry run's estimate, count."""
+    return sum(len(m.content) + 16 for m in messages) + sum(
+        len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
 
 
 def without_secrets(output: ModelOutput, secrets: tuple[str, ...]) -> ModelOutput:
@@ -438,9 +445,7 @@ class Model:
         ``RESERVED_OUTPUT`` tokens when it sets none."""
         if self.offline:
             return 0.0
-        chars = sum(len(m.content) + 16 for m in messages) + sum(
-            len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
-        usage = Usage(input_tokens=chars // 3 + 1,
+        usage = Usage(input_tokens=message_chars(messages, tools) // 3 + 1,
                       output_tokens=config.max_tokens or RESERVED_OUTPUT)
         return self.pricing.cost(self.name, usage).usd
 

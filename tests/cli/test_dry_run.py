@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from cycle.cli import cli
-from cycle.testing import LoopbackServer, Reply
+from cycle.testing import Reply
 
 PROMPT = """\
 id: support
@@ -40,22 +40,8 @@ providers:
 
 
 @pytest.fixture
-def server():
-    with LoopbackServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def project(tmp_path, server, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
-    monkeypatch.delenv("CYCLE_STORE", raising=False)
-    (tmp_path / "prompts").mkdir()
-    (tmp_path / "cases").mkdir()
-    (tmp_path / "prompts" / "support.yaml").write_text(PROMPT)
-    (tmp_path / "cases" / "all.yaml").write_text(CASES)
-    (tmp_path / "cycle.yaml").write_text(CONFIG.replace("BASE", server.openai_base_url))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def project(loopback_project):
+    return loopback_project(PROMPT, CASES, CONFIG)
 
 
 def _low_scores_and_an_edit(request):
