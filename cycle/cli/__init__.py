@@ -43,6 +43,8 @@ COMMANDS: dict[str, str] = {
     "tui": "cycle.cli.tui:tui",
     "models": "cycle.cli.models:models",
     "init": "cycle.cli.init:init",
+    "import": "cycle.cli.adk:import_group",
+    "export": "cycle.cli.adk:export_group",
 }
 
 EXIT_INTERNAL = 4

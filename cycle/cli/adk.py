@@ -1,0 +1,89 @@
+"""``cycle import adk`` and ``cycle export adk``: Google ADK EvalSets in and out
+(``cycle.formats.adk`` says how the fields map)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cycle.cli import CliContext
+from cycle.errors import ConfigError
+
+
+@click.group("import")
+def import_group() -> None:
+    """Turn other tools' eval files into cycle case files."""
+
+
+@click.group("export")
+def export_group() -> None:
+    """Write cycle's cases, or a run's recorded traces, in other tools' formats."""
+
+
+@import_group.command("adk")
+@click.argument("evalset", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The case file to write (YAML); it must not exist.")
+def import_adk(evalset: Path, out: Path) -> None:
+    """Write the eval cases of an ADK EVALSET as a cycle case file: the user turns, the
+    expected final response, the session state, and the expected tool uses as trajectory
+    checks."""
+    import yaml
+
+    from cycle.cases import load_case_file
+    from cycle.formats.adk import cases_from_evalset, load_evalset
+
+    if out.exists():
+        raise ConfigError(f"{out} exists; cycle does not overwrite a case file",
+                          field="--out", hint="Choose a new file, or remove that one.")
+    cases = cases_from_evalset(load_evalset(evalset))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(cases, sort_keys=False, allow_unicode=True, width=100),
+                   encoding="utf-8")
+    try:
+        load_case_file(out)  # what was written reads back as valid cases
+    except ConfigError:
+        out.unlink()
+        raise
+    click.echo(f"wrote {len(cases)} case{'s' * (len(cases) != 1)} to {out}; "
+               "add it to cases: in cycle.yaml")
+
+
+@export_group.command("adk")
+@click.argument("config", type=click.Path(path_type=Path), default="cycle.yaml", required=False)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The EvalSet file: created, or its eval cases appended to.")
+@click.option("--run", "run_id", metavar="RUN_ID",
+              help="Export this stored run's recorded traces (each case's representative "
+              "iteration) instead of the suite's cases.")
+@click.pass_context
+def export_adk(ctx: click.Context, config: Path, out: Path, run_id: str | None) -> None:
+    """Append the cases of CONFIG's suite (or, with --run, a run's recorded traces) to an
+    ADK EvalSet file."""
+    from cycle.formats.adk import append_cases, evalset_case, evalset_case_from_trace
+
+    if run_id is not None:
+        from cycle.evals.results import load_run
+        from cycle.store import Store
+
+        obj = ctx.find_object(CliContext) or CliContext()
+        with Store.open(obj.store_path(), create=False) as store:
+            result = load_run(store.runs, store.runs.resolve(run_id))
+        cases = [evalset_case_from_trace(c.representative, c.case_id)
+                 for c in result.cases.values() if c.representative is not None]
+        name = result.prompt_id or result.agent_model or result.run_id
+    else:
+        from cycle.agents.agent import prompt_messages
+        from cycle.assemble.config import load_config
+        from cycle.assemble.suite import load_suite_cases
+        from cycle.cli.run import stored_prompt
+
+        loaded = load_config(config)
+        suite = load_suite_cases(loaded)
+        with stored_prompt(loaded) as prompt:
+            cases = [evalset_case(c, prompt_messages(prompt, c)[-1].content) for c in suite]
+            name = prompt.id
+    evalset = append_cases(out, cases, name=name)
+    click.echo(f"appended {len(cases)} eval case{'s' * (len(cases) != 1)} to {out} "
+               f"({evalset.eval_set_id}: {len(evalset.eval_cases)} in all)")
