@@ -67,8 +67,9 @@ class PromptReviewer:
     """Asks in the terminal for each suggestion, showing its diff.
 
     Answers: ``a`` approve, ``r`` reject (asks for a reason), ``e`` edit (asks
-    for the replacement text, or opens $EDITOR with ``--editor``), ``A``
-    approve this and all the rest, ``R`` reject this and all the rest.
+    for the replacement text, or opens $EDITOR with ``--editor``), ``t`` edit the
+    text it replaces (then asks again, with the new diff), ``A`` approve this and all
+    the rest, ``R`` reject this and all the rest.
     """
 
     name = "prompt"
@@ -100,14 +101,25 @@ class PromptReviewer:
                 click.echo(f"  why: {s.reasoning}")
             if s.expected_improvement:
                 click.echo(f"  expected: {s.expected_improvement}")
-            click.echo(suggestion_diff(prompt, s).rstrip("\n"))
-            choice = click.prompt(
-                "approve (a), reject (r), edit (e), approve all the rest (A), reject all the rest (R)",
-                type=click.Choice(["a", "r", "e", "A", "R"], case_sensitive=True),
-                default="a",
-            )
+            retargeted = False
+            while True:
+                click.echo(suggestion_diff(prompt, s).rstrip("\n"))
+                choice = click.prompt(
+                    "approve (a), reject (r), edit (e), edit the text it replaces (t), approve "
+                    "all the rest (A), reject all the rest (R)",
+                    type=click.Choice(["a", "r", "e", "t", "A", "R"], case_sensitive=True),
+                    default="a",
+                )
+                if choice != "t":
+                    break
+                # the improver quoted the prompt inexactly: point the edit at the right text
+                target = click.prompt("text it replaces (empty: append)", default=s.current_value,
+                                      show_default=bool(s.current_value))
+                retargeted |= target != s.current_value
+                s = s.model_copy(update={"current_value": target})
             if choice in ("a", "A"):
-                out.append(s.model_copy(update={"decision": "approved"}))
+                decision = "edited" if retargeted else "approved"
+                out.append(s.model_copy(update={"decision": decision}))
                 rest = "A" if choice == "A" else None
             elif choice in ("r", "R"):
                 reason = click.prompt("reason (goes back to the improver)", default="rejected by the reviewer")

@@ -56,3 +56,19 @@ def test_prompt_reviewer_approve_all_the_rest() -> None:
     assert result.exit_code == 0, result.output
     assert [s.decision for s in decided] == ["rejected", "approved", "approved"]
     assert decided[0].reason == "rejected by the reviewer"
+
+
+def test_prompt_reviewer_edits_the_text_a_suggestion_replaces() -> None:
+    """The improver quoted "Be brief." where the prompt says "You help.": t points the edit
+    at the right text, the new diff is shown, and the approval keeps the new target."""
+    decided: list[Suggestion] = []
+
+    @click.command()
+    def review() -> None:
+        decided.extend(asyncio.run(PromptReviewer().review(REQUEST)))
+
+    result = CliRunner().invoke(review, input="t\nYou help.\na\nR\n\n")
+    assert result.exit_code == 0, result.output
+    assert "-You help." in result.output  # the diff against the new target
+    assert decided[0].decision == "edited" and decided[0].current_value == "You help."
+    assert decided[0].value == "Be brief and kind."

@@ -115,3 +115,28 @@ async def test_submit_with_undecided_rejects_them(tmp_path: Path) -> None:
     decisions = {s.id: (s.decision, s.reason) for s in decided(app)[0]}
     assert decisions["s-high"] == ("approved", "")
     assert decisions["s-mid"] == decisions["s-low"] == ("rejected", UNDECIDED_REASON)
+
+
+async def test_the_text_a_suggestion_replaces_can_be_edited(tmp_path: Path) -> None:
+    """The improver quoted the prompt inexactly ("Answer politely." where the prompt says
+    something else): the reviewer points the edit at the right text, the diff shows it."""
+    app = reviewing_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _wait_for_review(pilot)
+        await pilot.press("t")  # on "high": the text it replaces
+        await pilot.pause()
+        editor = app.screen.query_one("#editor")
+        assert editor.text == "Answer politely."
+        editor.text = "You are a support agent"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        diff = str(screen.query_one("#diff", DiffView).render())
+        assert "-You are a support agent" in diff
+        await pilot.press("A", "s")
+        for _ in range(50):
+            if app.outcome is not None:
+                break
+            await pilot.pause(0.02)
+    high = next(s for s in decided(app)[0] if s.id == "s-high")
+    assert (high.decision, high.current_value) == ("edited", "You are a support agent")
+    assert high.value == "Answer politely and cite the order number."

@@ -105,13 +105,14 @@ class EditScreen(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, what: str = "the suggested text") -> None:
         super().__init__()
         self.text = text
+        self.what = what
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog edit"):
-            yield Static("Edit the suggested text (ctrl+s keep, escape cancel)", classes="question")
+            yield Static(f"Edit {self.what} (ctrl+s keep, escape cancel)", classes="question")
             yield TextArea(self.text, id="editor", soft_wrap=True)
 
     def on_mount(self) -> None:
@@ -131,12 +132,14 @@ class ReviewScreen(Screen[list[Suggestion]]):
     HELP = """\
 The improver proposed these edits to the prompt. Nothing is applied until
 you submit: approve, reject (with a reason the improver will read) or edit
-each suggestion. Undecided suggestions are rejected at submit.
+each suggestion (e: its new text; t: the text it replaces, when the improver
+quoted the prompt inexactly). Undecided suggestions are rejected at submit.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve"),
         Binding("r", "reject", "Reject"),
         Binding("e", "edit", "Edit"),
+        Binding("t", "edit_target", "Edit replaced text"),
         Binding("A", "approve_all", "Approve all"),
         Binding("u", "undo", "Undo", show=False),
         Binding("s,ctrl+s", "submit", "Submit"),
@@ -306,6 +309,22 @@ each suggestion. Undecided suggestions are rejected at submit.
                 self._decide(s, "edited", edited=text)
 
         self.app.push_screen(EditScreen(s.value), edited)
+
+    def action_edit_target(self) -> None:
+        """Edit the text the suggestion replaces (the improver quoted the prompt inexactly,
+        or the edit belongs elsewhere); the diff shows the result at once."""
+        s = self.selected
+        if s is None:
+            return
+
+        def edited(text: str | None) -> None:
+            if text is None or text == s.current_value:
+                return
+            s.current_value = text
+            self._decide(s, "edited", edited=s.value)
+
+        self.app.push_screen(EditScreen(s.current_value, "the text it replaces (empty: append)"),
+                             edited)
 
     def action_submit(self) -> None:
         undecided = [s for s in self.suggestions if s.decision == "pending"]
