@@ -171,3 +171,14 @@ def test_import_never_overwrites_a_case_file(project):
     r = cycle("import", "adk", "weather.evalset.json", "--out", "cases/weather.yaml")
     assert r.exit_code == 2 and "does not overwrite" in r.output
     assert yaml.safe_load((project / "cases" / "weather.yaml").read_text())[0]["id"] == "mine"
+
+
+def test_a_file_written_by_adk_itself_imports_the_same(project):
+    """tests/formats/data/weather.adk-2.13.evalset.json is EVALSET read by google-adk 2.13's
+    own EvalSet model and written with its model_dump_json (every null field included);
+    it imports to the same cases as the hand-written file. (Our exports were checked to
+    validate under that model too: cycle does not install google-adk.)"""
+    written_by_adk = Path(__file__).parent / "data" / "weather.adk-2.13.evalset.json"
+    assert cycle("import", "adk", str(written_by_adk), "--out", "a/cases.yaml").exit_code == 0
+    assert cycle("import", "adk", "weather.evalset.json", "--out", "b/cases.yaml").exit_code == 0
+    assert (project / "a" / "cases.yaml").read_text() == (project / "b" / "cases.yaml").read_text()
