@@ -276,6 +276,10 @@ def _candidate(s: DashboardState, e: ev.CandidateDecided) -> None:
     row.accepted, row.delta = e.accepted, e.delta
     verdict = "accepted" if e.accepted else "rejected"
     delta = "" if e.delta is None else f" (delta {e.delta:+.1f})"
+    if e.seen_delta is not None and e.held_out_delta is not None:
+        # the gain on the cases the improver saw and on the held-out ones: a gap is overfitting
+        delta += (f" (seen {e.seen_delta:+.1f} / held-out {e.held_out_delta:+.1f}, gap "
+                  f"{e.seen_delta - e.held_out_delta:.1f})")
     reason = f": {e.reason}" if e.reason else ""
     s.log(e, f"candidate v{e.version} {verdict}{delta}{reason}")
     if e.accepted and row.stage == "confirm":  # exploring rounds leave head where it is

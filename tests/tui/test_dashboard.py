@@ -207,3 +207,12 @@ async def test_a_fast_run_redraws_the_tables_once_a_second_and_loses_nothing(tmp
         await pilot.pause()
         assert table.cursor == 599
         assert table.scroll_offset.y == table.max_scroll_y == 600 + 1 - table.scrollable_content_region.height
+
+
+def test_the_log_says_the_gain_on_seen_and_held_out_cases_apart() -> None:
+    state = DashboardState()
+    state.apply(ev.CandidateDecided(cycle_id="c", round=1, version="1.0.1", accepted=False,
+                                    delta=4.0, seen_delta=9.0, held_out_delta=-3.0,
+                                    reason="overfitting"))
+    text = " ".join(str(line) for line in state.take_changes().log)
+    assert "seen +9.0 / held-out -3.0, gap 12.0" in text
