@@ -73,6 +73,10 @@ class ProviderOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: the key sent to a server that needs none (the SDKs refuse to start without one)
+PLACEHOLDER_KEY = "not-needed"
+
+
 class ModelAPI(abc.ABC):
     """One provider's model. Implement ``generate``; override the hooks if needed."""
 
@@ -110,11 +114,15 @@ class ModelAPI(abc.ABC):
     def max_connections(self) -> int:
         return self.options.max_connections
 
+    #: the API key it sends (a provider that needs none: None or PLACEHOLDER_KEY)
+    _api_key: str | None = None
+
     @property
     def secrets(self) -> tuple[str, ...]:
         """The credentials this API sends (its key): Model masks them in every answer,
         whatever the provider echoes, before the answer is stored, cached or used."""
-        return ()
+        key = self._api_key
+        return () if not key or key == PLACEHOLDER_KEY else (key,)
 
     async def aclose(self) -> None:
         """Release clients; called when the Model is closed."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
-from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput, ProviderOptions
+from cycle.llm.base import PLACEHOLDER_KEY, GenerateConfig, ModelAPI, ModelOutput, ProviderOptions
 from cycle.llm.http import redact, status_error
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
-PLACEHOLDER_KEY = "not-needed"
 #: prefix of the ids we make up for calls the API returned without one
 _SYNTHETIC_ID = "gemini-call-"
 
@@ -96,10 +95,6 @@ class GeminiAPI(ModelAPI):
             client = genai.Client(api_key=self._api_key, http_options=http_options)
             self._clients[loop] = client
         return client
-
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        return () if self._api_key == PLACEHOLDER_KEY else (self._api_key,)
 
     async def aclose(self) -> None:
         try:

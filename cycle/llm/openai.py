@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
-from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput, ProviderOptions
+from cycle.llm.base import PLACEHOLDER_KEY, GenerateConfig, ModelAPI, ModelOutput, ProviderOptions
 from cycle.llm.http import redact, status_error
 from cycle.llm.structured import strict_schema
 from cycle.records import Message, ToolCall, ToolDef, Usage
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 KEY_VARIABLE = "OPENAI_API_KEY"
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
 #: sent to OpenAI-compatible servers that need no key (the SDK insists on one)
-PLACEHOLDER_KEY = "not-needed"
 
 # reasoning models take max_completion_tokens and reject temperature/top_p
 _REASONING = re.compile(r"^(o\d|gpt-5(?!-chat))")
@@ -118,10 +117,6 @@ class OpenAIAPI(ModelAPI):
             entry[1] += 1
             client = self._clients[loop] = entry[0]
         return client
-
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        return () if self._api_key == PLACEHOLDER_KEY else (self._api_key,)
 
     async def aclose(self) -> None:
         try:
