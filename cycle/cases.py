@@ -331,6 +331,18 @@ def load_cases(
             "no case files match " + ", ".join(repr(p) for p in patterns),
             file=str(base_dir), hint="Check the 'cases:' globs; they are relative to cycle.yaml.",
         )
+    return load_case_files(files, criteria=criteria, threshold=threshold, readers=readers)
+
+
+def load_case_files(
+    files: Iterable[Path],
+    *,
+    criteria: Sequence[CriterionConfig] | None = None,
+    threshold: float = 70.0,
+    readers: Sequence[Callable[[Path], list[TestCase] | None]] = (),
+) -> list[TestCase]:
+    """The cases of ``files`` (already expanded), validated, their ids unique; see
+    ``load_cases`` for ``criteria`` and ``readers``."""
     cases: list[TestCase] = []
     where: dict[str, str] = {}
     for f in files:

@@ -24,7 +24,7 @@ from cycle.agents.users import FunctionUserPlayer, UserAgents, UserSimulator
 from cycle.cases import ConversationSpec, FunctionUser, SimulatedUser, TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig, ModelOutput
-from cycle.llm.http import scrub
+from cycle.llm.http import maskable, scrub
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.prompts.template import render, render_system, render_user
@@ -438,8 +438,8 @@ class HttpAgent:
         resolved = {k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v)
                     for k, v in (headers or {}).items()}
         #: the values the headers took from the environment (tokens): masked in answers
-        self._secrets = tuple(os.environ.get(name, "") for v in (headers or {}).values()
-                              for name in _ENV_REF.findall(v))
+        self._secrets = maskable(os.environ.get(name) for v in (headers or {}).values()
+                                 for name in _ENV_REF.findall(v))
         self._client = httpx.AsyncClient(headers=resolved, timeout=timeout)
         self._httpx = httpx
 

@@ -22,11 +22,11 @@ from cycle.assemble.improve import ImproveConfig
 from cycle.assemble.suite import agent_model_name, judge_model_name, price_table
 from cycle.cases import SimulatedUser, TestCase
 from cycle.improve.improver import default_improver_prompt
-from cycle.judge.criteria import merge, resolve
-from cycle.judge.llm_judge import JUDGE_PROMPT, LlmJudge
+from cycle.judge.criteria import Criterion, merge, resolve
+from cycle.judge.llm_judge import JUDGE_PROMPT, SCHEMA_NAME, LlmJudge, verdict_model
 from cycle.llm.base import GenerateConfig, Usage
 from cycle.llm.cache import ResponseCache, cache_key
-from cycle.llm.model import RESERVED_OUTPUT, message_chars
+from cycle.llm.model import RESERVED_OUTPUT, message_chars, structured_config
 from cycle.llm.pricing import PriceTable
 from cycle.loop.stop import StopCondition, max_rounds_of
 from cycle.records import Prompt
@@ -122,8 +122,6 @@ class _Evaluation:
         self.max_out = self.config.max_tokens or RESERVED_OUTPUT
         self.steps = loaded.config.tools.max_steps if prompt.tools else 1
         self.judge = LlmJudge(None, JUDGE_PROMPT)  # type: ignore[arg-type]  # only for messages
-        self.judge_config = GenerateConfig().merged(
-            GenerateConfig(temperature=JUDGE_PROMPT.params.get("temperature")))
         self.judge_out = JUDGE_PROMPT.params.get("max_tokens") or RESERVED_OUTPUT
 
     def add(self, lines: dict[tuple[str, str], Line], iterations: int, *, fresh: bool) -> None:
@@ -143,6 +141,9 @@ class _Evaluation:
             # per-turn criteria: one judge call a turn; the others: one call in all
             judged = (turns if any(c.per_turn for c in llm) else 0) + (
                 1 if any(not c.per_turn for c in llm) else 0)
+            empty = message_chars(self.judge.messages(llm, input=case.input, output="",
+                                                      expected=case.expected)) if llm else 0
+            judge_config = self._judge_config(llm) if llm and self.cache is not None else None
             for iteration in range(iterations):
                 answer = None
                 if not fresh and self.cache is not None and turns == 1 and not self.prompt.tools:
@@ -159,30 +160,23 @@ class _Evaluation:
                 if not llm:
                     continue
                 judge = line("judge", self.judge_name)
-                if answer is not None and judged == 1:
+                if answer is not None and judged == 1 and judge_config is not None:
                     sent = self.judge.messages(llm, input=case.input, output=answer.text,
                                                expected=case.expected)
-                    # the judge's answer is cached under its structured-output config
-                    hit = self.cache.get(cache_key(self.judge_name, sent, [], self._judge_config(llm),
-                                                   iteration, None)) if self.cache else None
-                    if hit is not None:
+                    if self.cache.get(cache_key(self.judge_name, sent, [], judge_config,  # type: ignore[union-attr]
+                                                iteration, None)) is not None:
                         judge.cached += 1
                         continue
-                empty = message_chars(self.judge.messages(llm, input=case.input, output="",
-                                                   expected=case.expected))
                 judge.add(self.prices, (judged, empty // LOW_CHARS, 0),
                           (judged, empty // HIGH_CHARS + turns * self.steps * self.max_out,
                            self.judge_out))
 
-    def _judge_config(self, llm: Sequence[object]) -> GenerateConfig:
-        from cycle.judge.llm_judge import SCHEMA_NAME, verdict_model
-        from cycle.llm.structured import schema_of
-
-        ids = tuple(c.id for c in llm)  # type: ignore[attr-defined]
-        tens = frozenset(c.id for c in llm if c.scale == 10)  # type: ignore[attr-defined]
-        schema, _ = schema_of(verdict_model(ids, tens))
-        return self.judge_config.model_copy(update={"response_schema": schema,
-                                                    "response_schema_name": SCHEMA_NAME})
+    def _judge_config(self, llm: Sequence[Criterion]) -> GenerateConfig:
+        """The judge's call config for these criteria, as its cache key sees it."""
+        ids = tuple(c.id for c in llm)
+        tens = frozenset(c.id for c in llm if c.scale == 10)
+        return structured_config(GenerateConfig().merged(self.judge.config),
+                                 verdict_model(ids, tens), SCHEMA_NAME)[0]
 
     def _agent(self, agent: Line, chars: int, turns: int) -> None:
         """One iteration of a case: at least a call a turn, at most the step limit's."""

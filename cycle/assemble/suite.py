@@ -13,16 +13,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cycle.agents import Agent, CallableAgent, HttpAgent, PromptAgent
-from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
+from cycle.assemble.config import STORE_PREFIX, LoadedConfig, ProviderSettings, load_prompt
 from cycle.cases import (
     FunctionUser,
     SimulatedUser,
     TestCase,
     expand_patterns,
-    load_cases,
+    load_case_files,
     select,
 )
 from cycle.errors import ConfigError, UnknownProviderError
@@ -44,10 +45,14 @@ from cycle.store import Store
 from cycle.yamlload import relocate
 
 
+def provider_settings(loaded: LoadedConfig, model_name: str) -> ProviderSettings | None:
+    """cycle.yaml's ``providers:`` entry for a model's provider, if any."""
+    return loaded.config.providers.get(model_name.partition(":")[0])
+
+
 def provider_options(loaded: LoadedConfig, model_name: str) -> ProviderOptions | None:
     """The connection settings cycle.yaml gives for a model's provider, if any."""
-    provider = model_name.partition(":")[0]
-    settings = loaded.config.providers.get(provider)
+    settings = provider_settings(loaded, model_name)
     if settings is None:
         return None
     return ProviderOptions(base_url=settings.base_url, api_version=settings.api_version,
@@ -89,7 +94,7 @@ def make_model(
 ) -> Model:
     """A model as cycle.yaml configures it: provider options, prices, cache, journal,
     budget, events."""
-    settings = loaded.config.providers.get(name.partition(":")[0])
+    settings = provider_settings(loaded, name)
     retry = RetryPolicy(max_retry_after=settings.max_retry_after) if settings else None
     return get_model(name, options=provider_options(loaded, name), bus=bus, budget=budget,
                      cache=cache, pricing=price_table(loaded), role=role, journal=journal,
@@ -159,6 +164,7 @@ def load_suite_cases(
 ) -> list[TestCase]:
     """The config's cases, validated, filtered by tags (config's and given) and ids."""
     c = loaded.config
+    files: dict[Path, None] = {}  # each file once, in order: globbed once, here
     for i, pattern in enumerate(c.cases):
         line = loaded.doc.line_of(("cases", i)) or loaded.doc.line_of(("cases",))
         try:
@@ -173,10 +179,11 @@ def load_suite_cases(
                 hint="The globs are relative to cycle.yaml, e.g. cases/*.yaml; remove the entry "
                 "if it is not needed.",
             )
+        files.update(dict.fromkeys(found))
     from cycle.formats import toolforge
 
-    cases = load_cases(c.cases, loaded.base_dir, criteria=c.criteria, threshold=c.pass_threshold,
-                       readers=(lambda path: toolforge.read_cases(path, loaded.base_dir),))
+    cases = load_case_files(files, criteria=c.criteria, threshold=c.pass_threshold,
+                            readers=(lambda path: toolforge.read_cases(path, loaded.base_dir),))
     selected = select(cases, tags=list(tags) or c.run.tags, ids=ids)
     if not selected:
         raise ConfigError(

@@ -186,7 +186,8 @@ class LlmJudge:
     def __init__(self, model: Model, prompt: Prompt = JUDGE_PROMPT) -> None:
         self.model = model
         self.prompt = prompt
-        self._config = GenerateConfig(temperature=prompt.params.get("temperature"))
+        #: its generation options (the schema is added per call)
+        self.config = GenerateConfig(temperature=prompt.params.get("temperature"))
         self._system = Message.system(prompt.system) if prompt.system else None
         self._around_payload: dict[tuple[tuple[str, str], ...], tuple[str, str] | tuple[()]] = {}
 
@@ -247,7 +248,7 @@ class LlmJudge:
                                  trace=trace)
         try:
             out = await self.model.generate_structured(
-                messages, verdict_model(ids, tens), name=SCHEMA_NAME, config=self._config, iteration=iteration,
+                messages, verdict_model(ids, tens), name=SCHEMA_NAME, config=self.config, iteration=iteration,
                 role="judge", context=context,
             )
         except StructuredOutputError as e:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import email.utils
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cycle.errors import (
@@ -39,22 +39,33 @@ def redact(text: str, *secrets: str | None) -> str:
     return _KEY_PATTERNS.sub("***", text)
 
 
-#: shorter secrets are not masked in answers (a 3-letter "key" would mask ordinary words)
+#: shorter secrets are not masked in answers (a 3-letter "key" would mask ordinary words,
+#: an empty one every position)
 MIN_SECRET = 8
 
 
+def maskable(values: Iterable[str | None]) -> tuple[str, ...]:
+    """The secrets among ``values`` long enough to mask (see ``scrub``)."""
+    return tuple(v for v in values if v and len(v) >= MIN_SECRET)
+
+
 def scrub(value: Any, secrets: tuple[str, ...]) -> Any:
-    """``value`` (a text, or JSON-like data: dicts, lists, strings) with every secret
-    replaced by ``***``; what holds no secret is returned as it is (no copy)."""
+    """``value`` (a text, or JSON-like data: dicts, lists, strings) with every secret (from
+    ``maskable``) replaced by ``***``; what holds no secret is returned as it is, not
+    copied (every answer of a model with a key passes through here)."""
     if isinstance(value, str):
         for secret in secrets:
-            if len(secret) >= MIN_SECRET and secret in value:
+            if secret in value:
                 value = value.replace(secret, "***")
         return value
     if isinstance(value, dict):
-        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
+        items = [(k, v, scrub(k, secrets), scrub(v, secrets)) for k, v in value.items()]
+        if all(k is k2 and v is v2 for k, v, k2, v2 in items):
+            return value
+        return {k2: v2 for _, _, k2, v2 in items}
     if isinstance(value, list | tuple):
-        return type(value)(scrub(v, secrets) for v in value)
+        new = [scrub(v, secrets) for v in value]
+        return value if all(a is b for a, b in zip(value, new, strict=True)) else type(value)(new)
     return value
 
 

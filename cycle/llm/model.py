@@ -43,7 +43,7 @@ from cycle.events import EventBus, ModelCalled
 from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
-from cycle.llm.http import MIN_SECRET, scrub
+from cycle.llm.http import maskable, scrub
 from cycle.llm.journal import CallJournal, journal_key, journal_scope
 from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
@@ -141,15 +141,28 @@ def message_chars(messages: Sequence[Message], tools: Sequence[ToolDef] = ()) ->
         len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
 
 
+def structured_config(base: GenerateConfig, schema: type[BaseModel] | dict[str, Any],
+                      name: str) -> tuple[GenerateConfig, Validator]:
+    """The config of a call whose answer must follow ``schema`` (as its cache key sees it),
+    and the validator of its answer."""
+    json_schema, validator = schema_of(schema)
+    # model_copy, not a new GenerateConfig: validation would copy the schema dict,
+    # and the provider's derived forms (the strict schema) are cached by its identity
+    return base.model_copy(update={"response_schema": json_schema,
+                                   "response_schema_name": name}), validator
+
+
 def without_secrets(output: ModelOutput, secrets: tuple[str, ...]) -> ModelOutput:
-    """The answer with ``secrets`` masked in its text, tool-call arguments and raw exchange."""
-    calls = tuple(c.model_copy(update={"arguments": scrub(c.arguments, secrets)})
-                  for c in output.tool_calls)
-    return output.model_copy(update={
-        "text": scrub(output.text, secrets), "tool_calls": calls,
-        "raw_request": scrub(output.raw_request, secrets),
-        "raw_response": scrub(output.raw_response, secrets),
-    })
+    """The answer with ``secrets`` masked in its text, tool-call arguments and raw exchange
+    (the answer itself when none of them holds one)."""
+    fields = ("text", "raw_request", "raw_response")
+    update: dict[str, Any] = {f: scrub(getattr(output, f), secrets) for f in fields}
+    args = [scrub(c.arguments, secrets) for c in output.tool_calls]
+    if any(a is not c.arguments for a, c in zip(args, output.tool_calls, strict=True)):
+        update["tool_calls"] = tuple(c.model_copy(update={"arguments": a})
+                                     for a, c in zip(args, output.tool_calls, strict=True))
+    changed = {k: v for k, v in update.items() if k == "tool_calls" or v is not getattr(output, k)}
+    return output.model_copy(update=changed) if changed else output
 
 
 class Model:
@@ -181,7 +194,7 @@ class Model:
         self.role = role
         self.retry = retry or RetryPolicy()
         #: the key this model sends: masked in every answer before anything keeps it
-        self._secrets = tuple(x for x in api.secrets if len(x) >= MIN_SECRET)
+        self._secrets = maskable(api.secrets)
         self._semaphores: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]
         ] = weakref.WeakKeyDictionary()
@@ -225,11 +238,7 @@ class Model:
         the validation error; if the second answer is also invalid,
         StructuredOutputError. Usage and cost of both calls are summed.
         """
-        json_schema, validator = schema_of(schema)
-        base = self.config.merged(config)
-        # model_copy, not a new GenerateConfig: validation would copy the schema dict,
-        # and the provider's derived forms (the strict schema) are cached by its identity
-        cfg = base.model_copy(update={"response_schema": json_schema, "response_schema_name": name})
+        cfg, validator = structured_config(self.config.merged(config), schema, name)
         role = role or self.role
         ctx = dict(context or {})
         messages = list(messages)
