@@ -56,21 +56,26 @@ def _grams(text: str, n: int) -> set[tuple[str, ...]]:
 
 
 def copies(suggestions: Sequence[Suggestion], cases: Sequence[TestCase]) -> dict[str, str]:
-    """Suggestion id -> which case text it copies into the prompt."""
+    """Suggestion id -> which case text it copies into the prompt (the first case, in
+    order, whose expected answer, then input, shares a run of words with what it adds)."""
+    added = {s.id: _grams(s.value, COPY_WORDS) - _grams(s.current_value, COPY_WORDS)
+             for s in suggestions}  # text the edit replaces may quote the prompt
+    if not any(added.values()):
+        return {}
+    # every case's text read once (not once per suggestion): run of words -> first place
+    first: dict[tuple[str, ...], tuple[int, int]] = {}
+    for position, case in enumerate(cases):
+        for what, value in enumerate((case.expected, case.input)):
+            if value is not None:
+                for gram in _grams(_text(value), COPY_WORDS):
+                    first.setdefault(gram, (position, what))
     out = {}
     for s in suggestions:
-        grams = _grams(s.value, COPY_WORDS)
-        if not grams:
-            continue
-        # text the edit replaces may quote the prompt; what it adds is what counts
-        grams -= _grams(s.current_value, COPY_WORDS)
-        for case in cases:
-            for what, value in (("expected answer", case.expected), ("input", case.input)):
-                if value is not None and grams & _grams(_text(value), COPY_WORDS):
-                    out[s.id] = (f"copies {COPY_WORDS}+ words of case '{case.id}''s {what} into the "
-                                 "prompt: that fits the prompt to one case instead of instructing "
-                                 "better (overfitting by copying)")
-                    break
-            if s.id in out:
-                break
+        places = [first[g] for g in added[s.id] if g in first]
+        if places:
+            position, what = min(places)
+            out[s.id] = (f"copies {COPY_WORDS}+ words of case '{cases[position].id}''s "
+                         f"{('expected answer', 'input')[what]} into the prompt: that fits the "
+                         "prompt to one case instead of instructing better (overfitting by "
+                         "copying)")
     return out
