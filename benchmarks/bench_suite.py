@@ -17,7 +17,8 @@ figures measure the client.
 (c) 100 ms latency, concurrency 64: wall time, and whether client CPU bounds it.
 (d) zero latency, concurrency 16: CPU per model call of a case whose agent makes 3
     tool calls (mocked) before it answers, beside the plain case of (b): 5 calls a
-    case against 2, and the loop, the mocks and the trace on top.
+    case against 2, and the loop, the mocks and the trace on top. Each beside its
+    floor: the bare SDK's post path, plain, and a tool loop written by hand.
 (e) 100 ms latency, concurrency 16: 200 conversations of 5 user turns (4 scripted
     follow-ups) against the ideal wall time set by each conversation's critical path
     (5 agent calls and 1 judge call, one after another): cases / concurrency x 6 x latency.
@@ -149,7 +150,8 @@ async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_pat
     return {"wall": wall, "cpu": cpu, "calls": calls, "results": len(result.results)}
 
 
-async def run_bare(url: str, cases: list[TestCase], concurrency: int, post: bool = False) -> dict:
+async def run_bare(url: str, cases: list[TestCase], concurrency: int, post: bool = False,
+                   tools: bool = False) -> dict:
     """The same calls through AsyncOpenAI with a semaphore: the floor cycle is held to.
 
     Same requests as cycle sends (the agent's system + user messages; the judge's
@@ -158,6 +160,9 @@ async def run_bare(url: str, cases: list[TestCase], concurrency: int, post: bool
     60 s, no SDK retries), one client, the same warm-up. ``chat.completions.create``,
     or with ``post`` the SDK's ``client.post("/chat/completions", cast_to=object)``
     as cycle's provider calls it: the SDK's cheapest path, nothing of cycle's.
+    With ``tools`` the agent's call is a tool loop written by hand: the tool declared,
+    each tool call answered with the mock's value as JSON, until the model answers
+    (the floor for scenario (d)).
     """
     import openai
 
@@ -180,23 +185,43 @@ async def run_bare(url: str, cases: list[TestCase], concurrency: int, post: bool
             return await client.post("/chat/completions", cast_to=object, body=body)
         return await client.chat.completions.create(**body)
 
+    declared = [{"type": "function", "function": {
+        "name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in TOOL_PROMPT.tools]
+    mocked = json.dumps(TOOL_MOCKS["lookup_order"].value)
+    calls = 0
+
     async def one(user: str, judge_messages: list[dict]) -> None:
+        nonlocal calls
         async with sem:
-            await create(
-                model="bench-agent",
-                messages=[{"role": "system", "content": PROMPT.system},
-                          {"role": "user", "content": user}])
+            messages: list[dict] = [{"role": "system", "content": PROMPT.system},
+                                    {"role": "user", "content": user}]
+            while True:
+                calls += 1
+                if not tools:
+                    await create(model="bench-agent", messages=messages)
+                    break
+                reply = await create(model="bench-agent", messages=messages, tools=declared)
+                message = (reply if post else reply.model_dump())["choices"][0]["message"]
+                if not message.get("tool_calls"):
+                    break
+                messages.append({"role": "assistant", "content": message.get("content"),
+                                 "tool_calls": message["tool_calls"]})
+                messages.extend({"role": "tool", "tool_call_id": c["id"], "content": mocked}
+                                for c in message["tool_calls"])
+            calls += 1
             await create(
                 model="bench-judge", messages=judge_messages, temperature=0,
                 response_format={"type": "json_schema", "json_schema": {
                     "name": "cycle_judge", "schema": schema, "strict": True}})
 
     await asyncio.gather(*(one(*p) for p in plans[:concurrency]))  # warm-up
+    calls = 0
     cpu0, t0 = time.process_time(), time.perf_counter()
     await asyncio.gather(*(one(*p) for p in plans))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     await client.close()
-    return {"wall": wall, "cpu": cpu, "calls": 2 * len(plans)}
+    return {"wall": wall, "cpu": cpu, "calls": calls}
 
 
 def scenario(latency: float, fn, *args, tool_calls: int = 0) -> dict:
@@ -278,25 +303,37 @@ def main() -> None:
                   f"cycle's own overhead on the same SDK path {(mc / mp - 1) * 100:+.1f}% "
                   f"({', '.join(f'{p * 100:+.0f}%' for p in post_pairs)})", flush=True)
         if "d" in only:
-            plain: list[float] = []
-            tooled: list[float] = []
-            for i in range(args.repeat):  # alternated, each going first in turn
-                for which in (("plain", "tools") if i % 2 == 0 else ("tools", "plain")):
-                    if which == "plain":
-                        r = scenario(0.0, run_cycle, cases, 16, tmp / f"dp{i}.db")
-                        plain.append(r["cpu"] / r["calls"] * 1000)
+            # cycle and the bare SDK's post path, each with a plain case and with a
+            # 3-tool-call case, in rotation: the question is whether cycle's overhead
+            # over the floor grows when the case uses tools
+            kinds = ["plain", "tools", "bare plain", "bare tools"]
+            per: dict[str, list[float]] = {k: [] for k in kinds}
+            for i in range(args.repeat):
+                for which in kinds[i % 4:] + kinds[:i % 4]:
+                    tools = which.endswith("tools")
+                    if which.startswith("bare"):
+                        r = scenario(0.0, run_bare, cases, 16, True, tools,
+                                     tool_calls=3 if tools else 0)
                     else:
-                        r = scenario(0.0, run_cycle, cases, 16, tmp / f"dt{i}.db", True,
-                                     tool_calls=3)
-                        assert r["calls"] == 5 * len(cases), r
-                        tooled.append(r["cpu"] / r["calls"] * 1000)
-            mp, mt = statistics.median(plain), statistics.median(tooled)
-            out["d"] = {"plain_ms_per_call": mp, "tools_ms_per_call": mt, "ratio": mt / mp,
-                        "all_plain_ms": plain, "all_tools_ms": tooled}
-            print(f"(d) zero latency, median of {args.repeat}: a case with 3 tool calls "
-                  f"{mt:.3f} ms CPU per model call, a plain case {mp:.3f} ms: ratio {mt / mp:.2f} "
-                  f"(runs: tools {', '.join(f'{x:.3f}' for x in tooled)}; plain "
-                  f"{', '.join(f'{x:.3f}' for x in plain)})", flush=True)
+                        r = scenario(0.0, run_cycle, cases, 16, tmp / f"d{which}{i}.db", tools,
+                                     tool_calls=3 if tools else 0)
+                    assert r["calls"] == (5 if tools else 2) * len(cases), (which, r)
+                    per[which].append(r["cpu"] / r["calls"] * 1000)
+            m = {k: statistics.median(v) for k, v in per.items()}
+            plain_over = [c / b - 1 for c, b in zip(per["plain"], per["bare plain"])]
+            tools_over = [c / b - 1 for c, b in zip(per["tools"], per["bare tools"])]
+            out["d"] = {"ms_per_call": m, "runs_ms": per, "ratio": m["tools"] / m["plain"],
+                        "plain_overhead": m["plain"] / m["bare plain"] - 1,
+                        "tools_overhead": m["tools"] / m["bare tools"] - 1,
+                        "plain_pair_overheads": plain_over, "tools_pair_overheads": tools_over}
+            print(f"(d) zero latency, median of {args.repeat}, ms CPU per model call: cycle "
+                  f"plain {m['plain']:.3f}, cycle 3 tool calls {m['tools']:.3f} (ratio "
+                  f"{m['tools'] / m['plain']:.2f}); bare SDK post plain {m['bare plain']:.3f}, "
+                  f"bare tool loop {m['bare tools']:.3f}. cycle over the floor: plain "
+                  f"{(m['plain'] / m['bare plain'] - 1) * 100:+.1f}% "
+                  f"({', '.join(f'{p * 100:+.0f}%' for p in plain_over)}), tools "
+                  f"{(m['tools'] / m['bare tools'] - 1) * 100:+.1f}% "
+                  f"({', '.join(f'{p * 100:+.0f}%' for p in tools_over)})", flush=True)
         if "e" in only:
             conversations = [c.model_copy(update={"conversation": ConversationSpec(
                 follow_ups=[{"say": "And then?", "turns": 4}])}) for c in make_cases(200)]

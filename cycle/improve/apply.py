@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,6 +184,30 @@ def apply_suggestions(prompt: Prompt, suggestions: list[Suggestion]) -> ApplyRes
         else:
             applied.append(s)
     return ApplyResult(prompt=current, applied=applied, skipped=skipped)
+
+
+#: how the id of the reviewer's own rewrite of the whole candidate system prompt begins
+WHOLE_EDIT = "rewrite-"
+
+
+def whole_prompt_edit(prompt: Prompt, suggestions: list[Suggestion], system: str,
+                      id: str | None = None) -> Suggestion | None:
+    """The reviewer's rewrite of the whole candidate system prompt, as one more suggestion.
+
+    It replaces what the accepted ``suggestions`` leave of the system prompt with
+    ``system``, so it must be applied after them (the loop appends it last). None when
+    it changes nothing. The reviewer's text is the candidate: every edit before it is
+    kept only as far as the reviewer kept it.
+    """
+    others = [s for s in suggestions if not s.id.startswith(WHOLE_EDIT)]
+    candidate = apply_suggestions(prompt, others).prompt.system
+    if system == candidate:
+        return None
+    return Suggestion(
+        id=id or WHOLE_EDIT + uuid.uuid4().hex[:12], type="system_prompt", priority="high", current_value=candidate,
+        suggested_value=system, decision="edited",
+        reasoning="The reviewer rewrote the candidate's system prompt.",
+    )
 
 
 # -- previews ----------------------------------------------------------------

@@ -550,6 +550,10 @@ class Loop:
             if d.decision == "pending":  # a reviewer that said nothing about it
                 d = d.model_copy(update={"decision": "rejected", "reason": "not decided by the reviewer"})
             out.append(d)
+        # edits the reviewer wrote (a rewrite of the whole candidate) come after the
+        # improver's, which they are written over
+        known = {s.id for s in suggestions}
+        out.extend(d for d in decided.values() if d.id not in known and d.accepted)
         return out
 
     def _resume_command(self) -> str:

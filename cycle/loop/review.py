@@ -13,7 +13,7 @@ from typing import Protocol
 
 import click
 
-from cycle.improve.apply import suggestion_diff
+from cycle.improve.apply import apply_suggestions, prompt_diff, suggestion_diff, whole_prompt_edit
 from cycle.records import PRIORITY_ORDER, Priority, Prompt, ReviewRequest, Suggestion
 from cycle.words import plural
 
@@ -132,5 +132,21 @@ class PromptReviewer:
                 if edited is None:
                     edited = click.prompt("replacement text", default=s.suggested_value)
                 out.append(s.model_copy(update={"decision": "edited", "edited_value": edited.rstrip("\n")}))
-        return out
+        return out + self._rewrite(prompt, out)
+
+    def _rewrite(self, prompt: Prompt, decided: list[Suggestion]) -> list[Suggestion]:
+        """The reviewer's own rewrite of the whole candidate system prompt, if asked for."""
+        choice = click.prompt("submit (s), or rewrite the whole candidate system prompt in your "
+                              "editor first (w)", type=click.Choice(["s", "w"]), default="s")
+        if choice == "s":
+            return []
+        candidate = apply_suggestions(prompt, decided).prompt
+        text = click.edit(candidate.system, extension=".txt")
+        whole = None if text is None else whole_prompt_edit(prompt, decided, text.rstrip("\n"))
+        if whole is None:
+            click.echo("the candidate is unchanged")
+            return []
+        rewritten = apply_suggestions(prompt, [*decided, whole]).prompt
+        click.echo(prompt_diff(candidate, rewritten, a_label="candidate", b_label="rewritten").rstrip("\n"))
+        return [whole]
 

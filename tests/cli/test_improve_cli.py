@@ -71,7 +71,7 @@ def test_terminal_review_rejects_with_a_reason(quickstart: Path) -> None:
     cfg = yaml.safe_load(Path("cycle.yaml").read_text())
     cfg["improve"]["stop"] = {"max_rounds": 1}
     Path("cycle.yaml").write_text(yaml.safe_dump(cfg))
-    r = invoke("improve", "--headless", "--review", "prompt", input="r\nnot our tone\nr\n\n")
+    r = invoke("improve", "--headless", "--review", "prompt", input="r\nnot our tone\nr\n\ns\n")
     assert r.exit_code == 0, r.output
     assert "+++ suggested/system" in r.output  # each suggestion is previewed as a diff
     assert "no candidate: every suggestion was rejected" in r.stdout

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cycle.events import EventBus
-from cycle.loop.review import Reviewer
+from cycle.improve.apply import apply_suggestions
+from cycle.loop.review import Reviewer, request_prompt
 from cycle.records import Suggestion
 from cycle.tui.app import CycleApp
 from cycle.tui.screens.confirm import ConfirmScreen
@@ -140,3 +141,58 @@ async def test_the_text_a_suggestion_replaces_can_be_edited(tmp_path: Path) -> N
     high = next(s for s in decided(app)[0] if s.id == "s-high")
     assert (high.decision, high.current_value) == ("edited", "You are a support agent")
     assert high.value == "Answer politely and cite the order number."
+
+
+async def test_the_whole_candidate_can_be_rewritten(tmp_path: Path) -> None:
+    """w opens the candidate as the decisions leave it; the rewrite becomes a row whose diff
+    is the whole candidate, follows later decisions, and reaches the loop applied last."""
+    app = reviewing_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await _wait_for_review(pilot)
+        await pilot.press("a")  # approve "high": the candidate cites the order number
+        await pilot.press("w")
+        await pilot.pause()
+        editor = app.screen.query_one("#editor")
+        assert editor.text == "You are a support agent.\nAnswer politely and cite the order number."
+        editor.text = "You are Acme's support agent.\nAnswer politely and cite the order number."
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        table = screen.query_one("#suggestions")
+        assert table.row_count == 4
+        assert screen.selected is not None and screen.selected.id.startswith("rewrite-")
+        diff = str(screen.query_one("#diff", DiffView).render())
+        assert "+You are Acme's support agent." in diff and "-Answer politely." in diff
+        # a later decision: the rewrite is laid over the new candidate
+        table.move_cursor(row=1)  # "medium": append "Never promise a refund."
+        await pilot.press("a")
+        rewrite = next(s for s in screen.suggestions if s.id.startswith("rewrite-"))
+        assert rewrite.current_value.endswith("Never promise a refund.")
+        await pilot.press("r")  # on "low"
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press("s")
+        for _ in range(50):
+            if app.outcome is not None:
+                break
+            await pilot.pause(0.02)
+    out = decided(app)[0]
+    assert out[-1].id.startswith("rewrite-") and out[-1].decision == "edited"
+    final = apply_suggestions(request_prompt(review_request()), out).prompt
+    assert final.system == "You are Acme's support agent.\nAnswer politely and cite the order number."
+
+
+async def test_a_rewrite_can_be_dropped(tmp_path: Path) -> None:
+    app = reviewing_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await _wait_for_review(pilot)
+        await pilot.press("w")
+        await pilot.pause()
+        app.screen.query_one("#editor").text = "Something else."
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert screen.query_one("#suggestions").row_count == 4
+        await pilot.press("r")  # on the rewrite's row: drops it
+        await pilot.pause()
+        assert screen.query_one("#suggestions").row_count == 3
+        assert not [s for s in screen.suggestions if s.id.startswith("rewrite-")]

@@ -19,7 +19,13 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static, TextArea
 from textual.widgets.data_table import ColumnKey
 
-from cycle.improve.apply import suggestion_diff
+from cycle.improve.apply import (
+    WHOLE_EDIT,
+    apply_suggestions,
+    prompt_diff,
+    suggestion_diff,
+    whole_prompt_edit,
+)
 from cycle.loop.review import request_prompt
 from cycle.records import PRIORITY_ORDER, ReviewRequest, Suggestion
 from cycle.tui.screens.confirm import ConfirmScreen
@@ -133,13 +139,16 @@ class ReviewScreen(Screen[list[Suggestion]]):
 The improver proposed these edits to the prompt. Nothing is applied until
 you submit: approve, reject (with a reason the improver will read) or edit
 each suggestion (e: its new text; t: the text it replaces, when the improver
-quoted the prompt inexactly). Undecided suggestions are rejected at submit.
+quoted the prompt inexactly). w rewrites the whole candidate system prompt as
+your decisions leave it: your text is what is evaluated (r on its row drops it).
+Undecided suggestions are rejected at submit.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve"),
         Binding("r", "reject", "Reject"),
         Binding("e", "edit", "Edit"),
         Binding("t", "edit_target", "Edit replaced text"),
+        Binding("w", "edit_whole", "Rewrite whole"),
         Binding("A", "approve_all", "Approve all"),
         Binding("u", "undo", "Undo", show=False),
         Binding("s,ctrl+s", "submit", "Submit"),
@@ -152,6 +161,9 @@ quoted the prompt inexactly). Undecided suggestions are rejected at submit.
         self.suggestions = [s.model_copy(deep=True) for s in request.suggestions]
         self._by_id = {s.id: s for s in self.suggestions}
         self._prompt = request_prompt(request)
+        #: the reviewer's text of the whole candidate system prompt (w), if written
+        self._whole_text: str | None = None
+        self._whole_id = WHOLE_EDIT + request.cycle_id + f"-r{request.round}"
 
     # -- layout --------------------------------------------------------------
 
@@ -241,9 +253,12 @@ quoted the prompt inexactly). Undecided suggestions are rejected at submit.
         if s.decision == "edited":
             detail.append("Edited by you.\n", style="yellow")
         self.query_one("#detail", Static).update(detail)
-        self.query_one("#diff", DiffView).show(
-            suggestion_diff(self._prompt, s).splitlines(), empty="this suggestion changes nothing"
-        )
+        if s.id == self._whole_id:  # the rewrite: the whole candidate against the incumbent
+            diff = prompt_diff(self._prompt, apply_suggestions(self._prompt, self.suggestions).prompt,
+                               a_label="current", b_label="candidate")
+        else:
+            diff = suggestion_diff(self._prompt, s)
+        self.query_one("#diff", DiffView).show(diff.splitlines(), empty="this suggestion changes nothing")
 
     def _refresh_summary(self) -> None:
         counts = {d: 0 for d in ("approved", "edited", "rejected", "pending")}
@@ -264,28 +279,59 @@ quoted the prompt inexactly). Undecided suggestions are rejected at submit.
         table = self.query_one("#suggestions", DataTable)
         for column, value in zip(("decision", "priority", "type", "change"), self._cells(s), strict=True):
             table.update_cell(s.id, column, value)
+        if s.id != self._whole_id:
+            self._sync_whole()
         self._refresh_summary()
         self._show(s)
+
+    def _sync_whole(self) -> None:
+        """Lay the reviewer's rewrite over the candidate the other decisions now make: its row
+        follows (added, updated, or gone when the rewrite equals the candidate)."""
+        others = [s for s in self.suggestions if s.id != self._whole_id]
+        whole = (None if self._whole_text is None else
+                 whole_prompt_edit(self._prompt, others, self._whole_text, id=self._whole_id))
+        table = self.query_one("#suggestions", DataTable)
+        had = self._by_id.pop(self._whole_id, None) is not None
+        self.suggestions = others
+        if whole is None:
+            if had:
+                table.remove_row(self._whole_id)
+            return
+        self.suggestions.append(whole)
+        self._by_id[whole.id] = whole
+        if had:
+            for column, value in zip(("decision", "priority", "type", "change"), self._cells(whole),
+                                     strict=True):
+                table.update_cell(whole.id, column, value)
+        else:
+            table.add_row(*self._cells(whole), key=whole.id)
 
     # -- actions -----------------------------------------------------------
 
     def action_approve(self) -> None:
         if (s := self.selected) is not None:
-            self._decide(s, "approved")
+            if s.id != self._whole_id:  # the rewrite is approved by being written
+                self._decide(s, "approved")
             self._advance()
 
     def action_approve_all(self) -> None:
-        for s in self.suggestions:
+        for s in list(self.suggestions):
             if s.decision == "pending":
                 self._decide(s, "approved")
 
     def action_undo(self) -> None:
         if (s := self.selected) is not None:
-            self._decide(s, "pending")
+            if s.id == self._whole_id:
+                self._drop_whole()
+            else:
+                self._decide(s, "pending")
 
     def action_reject(self) -> None:
         s = self.selected
         if s is None:
+            return
+        if s.id == self._whole_id:
+            self._drop_whole()
             return
 
         def rejected(reason: str | None) -> None:
@@ -298,6 +344,9 @@ quoted the prompt inexactly). Undecided suggestions are rejected at submit.
     def action_edit(self) -> None:
         s = self.selected
         if s is None:
+            return
+        if s.id == self._whole_id:
+            self.action_edit_whole()
             return
 
         def edited(text: str | None) -> None:
@@ -316,6 +365,9 @@ quoted the prompt inexactly). Undecided suggestions are rejected at submit.
         s = self.selected
         if s is None:
             return
+        if s.id == self._whole_id:
+            self.action_edit_whole()
+            return
 
         def edited(text: str | None) -> None:
             if text is None or text == s.current_value:
@@ -325,6 +377,34 @@ quoted the prompt inexactly). Undecided suggestions are rejected at submit.
 
         self.app.push_screen(EditScreen(s.current_value, "the text it replaces (empty: append)"),
                              edited)
+
+    def action_edit_whole(self) -> None:
+        """Rewrite the whole candidate system prompt, as the decisions so far leave it (or as
+        last rewritten); the rewrite is one more row, applied after every other edit."""
+        others = [s for s in self.suggestions if s.id != self._whole_id]
+        text = self._whole_text
+        if text is None:
+            text = apply_suggestions(self._prompt, others).prompt.system
+
+        def edited(new: str | None) -> None:
+            if new is None:
+                return
+            self._whole_text = new
+            self._sync_whole()
+            self._refresh_summary()
+            table = self.query_one("#suggestions", DataTable)
+            if self._whole_id in self._by_id:
+                table.move_cursor(row=table.get_row_index(self._whole_id))
+                self._show(self._by_id[self._whole_id])
+
+        self.app.push_screen(EditScreen(text, "the whole candidate system prompt"), edited)
+
+    def _drop_whole(self) -> None:
+        self._whole_text = None
+        self._sync_whole()
+        self._refresh_summary()
+        if (s := self.selected) is not None:
+            self._show(s)
 
     def action_submit(self) -> None:
         undecided = [s for s in self.suggestions if s.decision == "pending"]
