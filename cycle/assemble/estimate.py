@@ -200,8 +200,9 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
                    improve: ImproveConfig, stop: StopCondition) -> Estimate:
     """A ``cycle improve``. Low: the baseline alone (the cycle may stop at once).
     High: the baseline; per round (improve.stop's max_rounds) the improver's call and the
-    candidate's evaluation; the confirmation's two evaluations and their second look at
-    ``improve.max_iterations``. Every evaluation is a fresh sample: nothing is cached."""
+    candidate's evaluation; the confirmation's two evaluations; and for each round and the
+    confirmation a second look at both versions grown to ``improve.max_iterations``. Every
+    evaluation is a fresh sample: nothing is cached."""
     prices = price_table(loaded)
     iterations = loaded.config.run.iterations
     evaluation = _Evaluation(loaded, prompt, cases, prices, None)
@@ -216,8 +217,8 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
     evaluation.add(low, iterations, fresh=True)
     evaluation.add(high, iterations * (1 + rounds + 2), fresh=True)
     more = (improve.max_iterations or 2 * iterations) - iterations
-    if more > 0:
-        evaluation.add(high, 2 * more, fresh=True)
+    if more > 0:  # every comparison may look again, both versions grown
+        evaluation.add(high, 2 * more * (rounds + 1), fresh=True)
     name = loaded.config.improver or evaluation.judge_name
     own = default_improver_prompt()
     chars = sum(len(x) for x in (own.system, own.user_template, prompt.system,

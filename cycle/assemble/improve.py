@@ -65,8 +65,8 @@ class ImproveConfig(BaseModel):
         "of a suite of 40 cases or more, else none.",
     )
     max_iterations: int | None = Field(
-        None, ge=1, description="Iterations per case the confirmation may grow to when inconclusive "
-        "(default: twice run.iterations).",
+        None, ge=1, description="Iterations per case an inconclusive comparison (a round's or the "
+        "confirmation's) may grow the cases that decide it to (default: twice run.iterations).",
     )
 
     @field_validator("stop")

@@ -17,10 +17,12 @@ candidates promote one about 10% of the time, and the winning sample, kept as
 the incumbent's score, overstates it. The confirmation's samples are independent
 of the selection, so a cycle promotes an equal or worse version with
 probability at most P(exploring kept one) x 2.5%, and the score it reports for
-the promoted version is unbiased. When the confirmation is inconclusive (a
-gain, but the bound reaches zero) it runs more iterations of the cases whose
-iterations varied, up to ``max_iterations``, and looks again; each of its two
-looks is at 1.25% (Bonferroni), so the 2.5% holds. ``acceptance: always`` moves
+the promoted version is unbiased. When a comparison is inconclusive (a gain,
+but the bound reaches zero) it runs more iterations of the cases whose
+iterations varied, in both versions, up to ``max_iterations``, and looks again:
+in an exploring round at the exploring level (it only chooses what the
+confirmation tests), in the confirmation at 1.25% a look (Bonferroni), so the
+2.5% holds. ``acceptance: always`` moves
 head every round, with no confirmation (no error control: the user asked).
 benchmarks/bench_acceptance.py measures all of it on a world with known truth.
 
@@ -632,9 +634,21 @@ class Loop:
         ))
         result = await self._evaluate(candidate, round_no, "candidate")
         cand = _Incumbent(candidate, result, evaluation_of(result, candidate.version))
+        alpha = EXPLORE_ALPHA if self._confirms else CONFIRM_ALPHA
         decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
-                          required=self.required_cases, held_out=self.settings.held_out,
-                          alpha=EXPLORE_ALPHA if self._confirms else CONFIRM_ALPHA)
+                          required=self.required_cases, held_out=self.settings.held_out, alpha=alpha)
+        extra = self._deciding_cases(inc.result, result) if decision.inconclusive else {}
+        if extra and self._confirms:
+            # inconclusive: more iterations of the cases that decide it, in both versions'
+            # runs. Each look is at the exploring level: a round only chooses what the
+            # confirmation tests, and the confirmation's level bounds the cycle's error
+            before, result = await self._paired(round_no, inc.version, inc.result.run_id,
+                                                candidate, extra)
+            inc = _Incumbent(inc.version, before, evaluation_of(before, inc.version.version))
+            cand = _Incumbent(candidate, result, evaluation_of(result, candidate.version))
+            decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
+                              required=self.required_cases, held_out=self.settings.held_out,
+                              alpha=alpha)
         reason = decision.reason
         if decision.accepted and self._confirms:
             reason += f"; head stays at {self._head.version.version} until a confirmation on fresh samples"
@@ -690,9 +704,7 @@ class Loop:
         base_run = f"{run_id_for(cid, round_no)}-baseline"
         extra: dict[str, int] = {}
         for look in range(CONFIRM_LOOKS):
-            before = await self._evaluate(base.version, round_no, "baseline", run_id=base_run,
-                                          iterations_for=extra)
-            after = await self._evaluate(best.version, round_no, "candidate", iterations_for=extra)
+            before, after = await self._paired(round_no, base.version, base_run, best.version, extra)
             decision = decide("significant", evaluation_of(before, base.version.version),
                               evaluation_of(after, best.version.version),
                               required=self.required_cases, held_out=self.settings.held_out,
@@ -719,6 +731,15 @@ class Loop:
         self._end_round(round_no, fresh_base, fresh, accepted=decision.accepted, delta=decision.delta,
                         reason=outcome, evaluated=fresh, stage="confirm")
         return "; ".join(x for x in (why, outcome) if x)
+
+    async def _paired(self, round_no: int, base: Version, base_run: str, candidate: Version,
+                      extra: Mapping[str, int]) -> tuple[RunResult, RunResult]:
+        """Both sides of a comparison: ``base`` under ``base_run``, the candidate under the
+        round's run; ``extra`` grows the cases it names (stored iterations are not run again)."""
+        before = await self._evaluate(base, round_no, "baseline", run_id=base_run,
+                                      iterations_for=extra)
+        after = await self._evaluate(candidate, round_no, "candidate", iterations_for=extra)
+        return before, after
 
     def _deciding_cases(self, before: RunResult, after: RunResult) -> dict[str, int]:
         """The cases more iterations can decide (those whose iterations varied in either

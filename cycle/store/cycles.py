@@ -219,12 +219,13 @@ class CycleLog:
     def round_costs(self, cycle_id: str) -> dict[int, dict[str, float]]:
         """Round -> role -> dollars, from the calls rows.
 
-        Agent and judge calls belong to a run (runs.cycle_id / round say which
-        round made it); improver calls carry the cycle and round themselves.
+        Each call carries the round that paid for it; a call without one (an older
+        store) belongs to its run's round. (A round that grows an earlier round's run
+        with more iterations pays for them itself.)
         """
         rows = self.store.db.execute(
             """
-            SELECT coalesce(r.round, c.round) AS rnd, c.role, sum(coalesce(c.cost, 0))
+            SELECT coalesce(c.round, r.round) AS rnd, c.role, sum(coalesce(c.cost, 0))
             FROM calls c LEFT JOIN runs r ON r.id = c.run_id
             WHERE r.cycle_id = ? OR (c.run_id IS NULL AND c.cycle_id = ?)
             GROUP BY rnd, c.role

@@ -104,8 +104,9 @@ def test_a_cycle_dry_run_covers_the_rounds_and_the_confirmation(project, server)
     config.write_text(config.read_text() + "improve: {stop: {max_rounds: 2}}\n")
     estimate = dry("improve")
     lines = by_role(estimate)
-    # low: the baseline alone; high: baseline, 2 rounds, confirmation (2), second look (2 x 2 more)
-    assert lines["agent"]["calls"] == [8, 8 * 5 + 2 * 8]
+    # low: the baseline alone; high: baseline, 2 rounds, confirmation (2), and a second look
+    # at each of the 3 comparisons (both versions, every case grown by 2 iterations)
+    assert lines["agent"]["calls"] == [8, 8 * 5 + 3 * 2 * 8]
     assert lines["improver"]["calls"] == [0, 2]
     assert server.requests == [] and not (project / ".cycle").exists()
 

@@ -95,6 +95,33 @@ def test_an_inconclusive_confirmation_runs_more_iterations_of_the_cases_that_var
     assert confirm.accepted and store.resolve("support@head").version == "1.0.1"
 
 
+def test_an_inconclusive_exploring_round_runs_more_iterations_in_both_versions(world, store) -> None:
+    """Round 1's candidate swings on case 2 (-55 then -25 points): the mean gained but the
+    bound reaches zero. The round runs case 2 to twice the iterations in the candidate's
+    run and in the incumbent's (the baseline's run, grown: the new calls are round 1's),
+    looks again, and keeps the candidate; the confirmation then promotes it."""
+    loaded = world([{"suggestions": [suggestion("Always say sorry.")]}],
+                   improve={"stop": {"max_rounds": 1}})
+
+    def noise(case, k, output):
+        return {2: -55, 3: -25}.get(k, 0) if case == "case 2" else 0
+
+    judged_by(noise)
+    result = run_loop(loaded, store)
+    explore = result.rounds[1]
+    assert explore.accepted and explore.delta == 15  # 20, 0, 20, 20 at the second look
+    per_case = dict(store.db.execute(
+        "SELECT case_id || ' ' || run_id, count(*) FROM results GROUP BY 1").fetchall())
+    for run in (f"{result.cycle_id}-r0", f"{result.cycle_id}-r1"):
+        assert [per_case[f"c{i} {run}"] for i in (1, 2, 3, 4)] == [2, 4, 2, 2]
+    rounds = dict(store.db.execute(
+        "SELECT iteration, round FROM calls WHERE run_id = ? AND case_id = 'c2' AND role = 'judge'",
+        (f"{result.cycle_id}-r0",)).fetchall())
+    assert rounds == {0: 0, 1: 0, 2: 1, 3: 1}  # the grown iterations were paid by round 1
+    assert result.rounds[2].stage == "confirm" and result.rounds[2].accepted
+    assert store.resolve("support@head").version == "1.0.1"
+
+
 def test_a_kill_during_the_confirmation_resumes_it_paying_nothing_twice(world, store) -> None:
     loaded = world([{"suggestions": [suggestion("Always say sorry.")]}],
                    improve={"stop": {"max_rounds": 1}})
