@@ -26,25 +26,43 @@ from cycle import __version__
 from cycle.environment import load_env
 from cycle.errors import CycleError
 
-#: command name -> "module:attribute"; a module adds its commands here
-COMMANDS: dict[str, str] = {
-    "prompt": "cycle.cli.prompt:prompt",
-    "history": "cycle.cli.prompt:history",
-    "show": "cycle.cli.prompt:show",
-    "diff": "cycle.cli.prompt:diff",
-    "rollback": "cycle.cli.prompt:rollback",
-    "label": "cycle.cli.prompt:label",
-    "promote": "cycle.cli.prompt:promote",
-    "run": "cycle.cli.run:run",
-    "compare": "cycle.cli.run:compare",
-    "runs": "cycle.cli.runs:runs",
-    "improve": "cycle.cli.improve:improve",
-    "cycles": "cycle.cli.cycles:cycles",
-    "tui": "cycle.cli.tui:tui",
-    "models": "cycle.cli.models:models",
-    "init": "cycle.cli.init:init",
-    "import": "cycle.cli.adk:import_group",
-    "export": "cycle.cli.adk:export_group",
+#: command name -> ("module:attribute", the first sentence of its help). A module adds
+#: its commands here. The sentence is what ``cycle --help`` lists, so that listing the
+#: commands imports none of them (tests/cli/test_startup.py holds it to the docstring)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "prompt": ("cycle.cli.prompt:prompt",
+               "Prompts in the store: list them, import and export prompt files."),
+    "history": ("cycle.cli.prompt:history",
+                "The versions of prompt ID, newest first, with labels, source, score and message."),
+    "show": ("cycle.cli.prompt:show",
+             "Show one version: its number, labels, hash, source and content."),
+    "diff": ("cycle.cli.prompt:diff",
+             "Unified diffs, field by field, from version A to version B (numbers, labels or hashes)."),
+    "rollback": ("cycle.cli.prompt:rollback",
+                 "Move the head label (or --label) of prompt ID back to an earlier version."),
+    "label": ("cycle.cli.prompt:label",
+              "Point label NAME of prompt ID at VERSION (creating the label if new)."),
+    "promote": ("cycle.cli.prompt:promote",
+                "Point the production label of prompt ID at VERSION (default: head)."),
+    "run": ("cycle.cli.run:run",
+            "Evaluate the prompt of CONFIG (cycle.yaml) on its cases and write reports."),
+    "compare": ("cycle.cli.run:compare",
+                "Compare two stored runs, paired by case: RUN_B against RUN_A (the baseline)."),
+    "runs": ("cycle.cli.runs:runs", "List the stored runs (of PROMPT_ID, if given), newest first."),
+    "improve": ("cycle.cli.improve:improve",
+                "Improve the prompt of CONFIG (cycle.yaml) round by round."),
+    "cycles": ("cycle.cli.cycles:cycles",
+               "List the improvement cycles in the store (of PROMPT_ID, if given), newest first."),
+    "tui": ("cycle.cli.tui:tui",
+            "Open the History screen on the store: on PROMPT_ID, else the prompt of ./cycle.yaml, "
+            "else the prompt used last."),
+    "models": ("cycle.cli.models:models",
+               "List model providers and the price table (USD per million tokens)."),
+    "init": ("cycle.cli.init:init",
+             "Create a working project in DIRECTORY (default: here): cycle.yaml, a prompt, cases."),
+    "import": ("cycle.cli.adk:import_group", "Turn other tools' eval files into cycle case files."),
+    "export": ("cycle.cli.adk:export_group",
+               "Write cycle's cases, or a run's recorded traces, in other tools' formats."),
 }
 
 EXIT_INTERNAL = 4
@@ -127,7 +145,7 @@ class CycleGroup(click.Group):
         target = COMMANDS.get(name)
         if target is None:
             return None
-        module_name, attr = target.split(":")
+        module_name, attr = target[0].split(":")
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as e:
@@ -135,6 +153,15 @@ class CycleGroup(click.Group):
                 return None
             raise
         return _with_global_options(getattr(module, attr))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from COMMANDS, importing no command (click's own would import
+        every command module, the SDKs and the TUI with them, to read one line of help)."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, click.utils.make_default_short_help(COMMANDS[name][1], limit))
+                for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         args = list(sys.argv[1:] if args is None else args)

@@ -1,0 +1,109 @@
+"""Benchmark: start-up. The CPU a command spends before it does its work, in a fresh process.
+
+    .venv/bin/python benchmarks/bench_startup.py             # --repeat 7
+
+(a) ``cycle --help`` and ``cycle history ID``, beside ``python -c pass``.
+(b) ``cycle run`` of one case, one iteration (one agent call and one judge call through the
+    real openai SDK to the loopback server in its own process), beside the bare SDK
+    (``import openai``, one AsyncOpenAI client, the same two calls): issue 17 asks for
+    cycle's run to be within 0.1 s of CPU of the bare SDK's.
+
+CPU is user + system of the child process (``resource.getrusage(RUSAGE_CHILDREN)``);
+figures are medians of ``--repeat`` runs, alternated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+CYCLE = [PYTHON, "-m", "cycle"]
+
+BARE = """
+import asyncio, sys, openai
+async def main():
+    client = openai.AsyncOpenAI(base_url=sys.argv[1], api_key="bench", max_retries=0)
+    await client.chat.completions.create(model="bench-agent", messages=[
+        {"role": "system", "content": "You answer."}, {"role": "user", "content": "Hello"}])
+    await client.chat.completions.create(model="bench-judge", temperature=0, messages=[
+        {"role": "user", "content": "Judge: Hello"}], response_format={"type": "json_schema",
+        "json_schema": {"name": "cycle_judge", "strict": True, "schema": {"type": "object",
+        "properties": {"score": {"type": "integer"}}, "required": ["score"],
+        "additionalProperties": False}}})
+    await client.close()
+asyncio.run(main())
+"""
+
+
+def cpu(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{cmd} failed ({done.returncode}): {done.stderr[-500:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def project(folder: Path, url: str) -> None:
+    (folder / "prompt.yaml").write_text(json.dumps(
+        {"id": "bench", "system": "You answer.", "user_template": "{{ input }}"}))
+    (folder / "cases.yaml").write_text(json.dumps([{"id": "c1", "input": "Hello"}]))
+    (folder / "cycle.yaml").write_text(json.dumps({
+        "prompt": "prompt.yaml", "agent": "openai:bench-agent", "judge": "openai:bench-judge",
+        "providers": {"openai": {"base_url": url}},
+        "criteria": [{"id": "quality", "rubric": "Answers."}],
+        "cases": ["cases.yaml"], "run": {"iterations": 1},
+    }))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench"}
+    server = subprocess.Popen([PYTHON, "-m", "cycle.testing.server"], stdout=subprocess.PIPE,
+                              text=True, cwd=ROOT, env=env)
+    assert server.stdout is not None
+    url = server.stdout.readline().strip().split(" ", 1)[1] + "/v1"
+    runs: dict[str, list[float]] = {k: [] for k in
+                                    ("python", "help", "history", "run", "bare SDK")}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            project(folder, url)
+            subprocess.run([*CYCLE, "prompt", "import", "prompt.yaml"], cwd=folder, env=env,
+                           check=True, capture_output=True)
+            commands = {
+                "python": [PYTHON, "-c", "pass"],
+                "help": [*CYCLE, "--help"],
+                "history": [*CYCLE, "history", "bench"],
+                "run": [*CYCLE, "run", "--no-cache", "-q"],
+                "bare SDK": [PYTHON, "-c", BARE, url],
+            }
+            for i in range(args.repeat):
+                names = list(commands)
+                for name in names[i % len(names):] + names[:i % len(names)]:
+                    runs[name].append(cpu(commands[name], folder, env))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    m = {k: statistics.median(v) for k, v in runs.items()}
+    print(f"median CPU of {args.repeat}, s: python -c pass {m['python']:.3f}; cycle --help "
+          f"{m['help']:.3f}; cycle history {m['history']:.3f}; cycle run (1 case, 2 calls) "
+          f"{m['run']:.3f}; bare SDK (import openai, the same 2 calls) {m['bare SDK']:.3f}: "
+          f"cycle run {m['run'] - m['bare SDK']:+.3f} s over the bare SDK")
+    print(json.dumps({"median": m, "runs": runs}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""Start-up (issue 17, item 5): listing the commands imports none of them, and the commands
+that only read the store import no SDK and no TUI. Counted in a fresh interpreter (what
+was imported), not timed; benchmarks/bench_startup.py has the CPU figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from cycle.cli import COMMANDS, cli
+
+HEAVY = ("openai", "google.genai", "textual", "cycle.tui", "cycle.llm.openai", "cycle.llm.gemini")
+
+
+def imported_by(args: list[str], cwd: Path) -> set[str]:
+    """The modules a fresh ``cycle ARGS`` process has imported when it exits."""
+    code = ("import sys, json, atexit\n"
+            "atexit.register(lambda: print('MODULES' + json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
+            "from cycle.cli import main\n"
+            f"sys.argv = ['cycle', *{args!r}]\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True)
+    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES"))
+    return set(json.loads(line[len("MODULES"):]))
+
+
+def test_help_lists_every_command_importing_none(tmp_path: Path) -> None:
+    modules = imported_by(["--help"], tmp_path)
+    commands = {target.split(":")[0] for target, _ in COMMANDS.values()}
+    assert not modules & commands
+    assert not [m for m in modules if m.startswith(HEAVY) or m in ("asyncio", "pydantic")]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_listed_help_is_the_commands_own(name: str) -> None:
+    """COMMANDS carries each command's first sentence so that --help need not import it:
+    it must say what the command's own docstring says."""
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    assert COMMANDS[name][1] == command.get_short_help_str(limit=10**6)
+
+
+def test_reading_the_store_imports_no_sdk_and_no_tui(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(json.dumps({"id": "p", "system": "Hi."}))
+    subprocess.run([sys.executable, "-m", "cycle", "prompt", "import", "p.yaml"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    for args in (["history", "p"], ["show", "p@head"], ["runs"], ["cycles"]):
+        modules = imported_by(args, tmp_path)
+        assert "cycle.store" in modules, args  # it did read the store
+        assert not [m for m in modules if m.startswith(HEAVY)], args
