@@ -67,6 +67,19 @@ class CostUpdated(Event):
     estimated: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class ConcurrencyChanged(Event):
+    """A provider's limit of calls in flight changed: cut by rate-limited answers (429),
+    or grown back by answers, up to the configured ``ceiling`` (cycle.llm.limit)."""
+
+    kind: ClassVar[str] = "concurrency_changed"
+    provider: str
+    limit: int
+    ceiling: int
+    #: rate-limited answers from this provider so far
+    rate_limited: int = 0
+
+
 # -- a suite run -----------------------------------------------------------
 
 

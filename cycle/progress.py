@@ -13,7 +13,7 @@ import sys
 import time
 from typing import TextIO
 
-from cycle.events import CaseFinished, Event, RunFinished, RunStarted
+from cycle.events import CaseFinished, ConcurrencyChanged, Event, RunFinished, RunStarted
 
 
 class Progress:
@@ -31,6 +31,8 @@ class Progress:
         # tenths of the work printed so far (integers: summing 0.1s skipped the 3rd line)
         self._tenths = 0
         self._run_id = ""
+        #: provider -> (its limit of calls in flight, the ceiling, 429s), once it rate-limited
+        self.throttled: dict[str, tuple[int, int, int]] = {}
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -48,6 +50,9 @@ class Progress:
             elif event.passed is False:
                 self.failed += 1
             self._draw()
+        elif isinstance(event, ConcurrencyChanged):
+            self.throttled[event.provider] = (event.limit, event.ceiling, event.rate_limited)
+            self._draw()
         elif isinstance(event, RunFinished):
             self._draw(force=True)
             if self.tty:
@@ -61,8 +66,10 @@ class Progress:
         bar = "#" * filled + "-" * (width - filled)
         tag = " [offline model]" if self.offline else ""
         ended = f"  {self.ended} ended by a limit" if self.ended else ""
+        slowed = "".join(f"  {name} {limit}/{ceiling} in flight ({n} x 429)"
+                         for name, (limit, ceiling, n) in self.throttled.items())
         return (f"[{bar}] {self.done}/{self.total} iterations  {self.failed} failed  "
-                f"{self.errors} errors{ended}  ${self.cost:.4f}{tag}")
+                f"{self.errors} errors{ended}  ${self.cost:.4f}{slowed}{tag}")
 
     def _draw(self, *, force: bool = False) -> None:
         if self.tty:

@@ -6,8 +6,9 @@ provider alike:
 - retries on rate limits, 5xx, timeouts and connection errors,
   exponential backoff with jitter that waits at least what ``Retry-After`` /
   ``retry-after-ms`` asked; ``RetriesExhaustedError`` after the last attempt;
-- concurrency limits: a semaphore per model (the provider's max connections)
-  and one for the process (``set_max_concurrency``);
+- concurrency limits: the provider's max connections, shared by every model of one
+  provider endpoint and halved while it answers 429 (cycle.llm.limit), and one limit
+  for the process (``set_max_concurrency``);
 - the call journal: a paid call's answer is kept before it is used, and a resumed
   run replays it instead of paying again (cycle.llm.journal);
 - the response cache (a hit costs nothing and is reported as a hit);
@@ -35,16 +36,18 @@ from cycle.errors import (
     ModelError,
     ProviderConnectionError,
     ProviderError,
+    RateLimitError,
     RetriesExhaustedError,
     StructuredOutputError,
     describe,
 )
-from cycle.events import EventBus, ModelCalled
+from cycle.events import ConcurrencyChanged, EventBus, ModelCalled
 from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
 from cycle.llm.http import maskable, scrub
 from cycle.llm.journal import CallJournal, journal_key, journal_scope
+from cycle.llm.limit import AdaptiveLimit
 from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
 from cycle.records import Message, ToolDef, Usage
@@ -80,6 +83,20 @@ _max_concurrency = _DEFAULT_MAX_CONCURRENCY
 _global_semaphores: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]
 ] = weakref.WeakKeyDictionary()
+#: per event loop: (provider, base URL, ceiling) -> its adaptive limit
+_provider_limits: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str, int], AdaptiveLimit]
+] = weakref.WeakKeyDictionary()
+
+
+def provider_limit(api: ModelAPI) -> AdaptiveLimit:
+    """The calls in flight to ``api``'s provider endpoint, in this event loop."""
+    limits = _provider_limits.setdefault(asyncio.get_running_loop(), {})
+    key = (api.provider, api.options.base_url or "", max(1, api.max_connections))
+    limit = limits.get(key)
+    if limit is None:
+        limit = limits[key] = AdaptiveLimit(key[2])
+    return limit
 
 
 def set_max_concurrency(limit: int | None) -> None:
@@ -195,9 +212,6 @@ class Model:
         self.retry = retry or RetryPolicy()
         #: the key this model sends: masked in every answer before anything keeps it
         self._secrets = maskable(api.secrets)
-        self._semaphores: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]
-        ] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return f"Model({self.name!r})"
@@ -414,38 +428,61 @@ class Model:
     async def _attempt(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig, role: str,
     ) -> ModelOutput:
-        """One call: its worst case reserved against the budget before it is sent, and
-        settled with its real cost the moment it answers."""
+        """One call, within the process's limit and its provider's: a rate-limited answer
+        cuts the provider's limit, an answer grows it back (cycle.llm.limit)."""
         global_sem = _loop_semaphore(_global_semaphores, _max_concurrency)
-        model_sem = _loop_semaphore(self._semaphores, max(1, self.api.max_connections))
-        async with global_sem, model_sem:
-            held = 0.0
-            if self.budget is not None and self.budget.limit is not None:
-                held = await self.budget.reserve(self._worst_case(messages, tools, config))
-            started = time.monotonic()
+        limit = provider_limit(self.api)
+        async with global_sem:
+            sent = await limit.acquire()
             try:
-                if config.timeout:
-                    async with asyncio.timeout(config.timeout):
-                        output = await self.api.generate(messages, tools, config)
-                else:
-                    output = await self.api.generate(messages, tools, config)
-            except BaseException as e:
-                if self.budget is not None:
-                    self.budget.release(held)
-                if isinstance(e, TimeoutError):
-                    raise ProviderConnectionError(
-                        f"{self.name} did not answer within {config.timeout} s") from e
+                output = await self._send(messages, tools, config, role)
+            except RateLimitError:
+                if limit.throttle(sent):
+                    self._limit_changed(limit)
                 raise
-            if self._secrets:  # a proxy or a model may echo the key: never keep it
-                output = without_secrets(output, self._secrets)
-            cost = FREE if self.offline else self.pricing.cost(self.name, output.usage)
-            if self.budget is not None:  # spent the moment it arrived
-                self.budget.settle(held, cost.usd, role, estimated=cost.estimated)
-            return output.model_copy(update={
-                "latency": time.monotonic() - started, "cost": cost.usd,
-                "cost_estimated": cost.estimated, "cache_hit": False,
-                "model": output.model or self.name,
-            })
+            finally:
+                limit.release()
+            if limit.answered():
+                self._limit_changed(limit)
+            return output
+
+    def _limit_changed(self, limit: AdaptiveLimit) -> None:
+        if self.bus is not None:
+            self.bus.emit(ConcurrencyChanged(
+                provider=self.name.partition(":")[0], limit=limit.current,
+                ceiling=limit.ceiling, rate_limited=limit.throttled))
+
+    async def _send(
+        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig, role: str,
+    ) -> ModelOutput:
+        """The call itself, its worst case reserved against the budget and settled."""
+        held = 0.0
+        if self.budget is not None and self.budget.limit is not None:
+            held = await self.budget.reserve(self._worst_case(messages, tools, config))
+        started = time.monotonic()
+        try:
+            if config.timeout:
+                async with asyncio.timeout(config.timeout):
+                    output = await self.api.generate(messages, tools, config)
+            else:
+                output = await self.api.generate(messages, tools, config)
+        except BaseException as e:
+            if self.budget is not None:
+                self.budget.release(held)
+            if isinstance(e, TimeoutError):
+                raise ProviderConnectionError(
+                    f"{self.name} did not answer within {config.timeout} s") from e
+            raise
+        if self._secrets:  # a proxy or a model may echo the key: never keep it
+            output = without_secrets(output, self._secrets)
+        cost = FREE if self.offline else self.pricing.cost(self.name, output.usage)
+        if self.budget is not None:  # spent the moment it arrived
+            self.budget.settle(held, cost.usd, role, estimated=cost.estimated)
+        return output.model_copy(update={
+            "latency": time.monotonic() - started, "cost": cost.usd,
+            "cost_estimated": cost.estimated, "cache_hit": False,
+            "model": output.model or self.name,
+        })
 
     def _worst_case(self, messages: list[Message], tools: list[ToolDef],
                     config: GenerateConfig) -> float:

@@ -286,6 +286,37 @@ def tool_loop(calls: int) -> Responder:
     return respond
 
 
+def rate_limit(per_window: int, window: float = 1.0, *,
+               retry_after: float | None = None) -> Responder:
+    """A responder that rate limits as a provider does: a request beyond ``per_window``
+    answered requests in the last ``window`` seconds is answered 429 (with Retry-After, if
+    given); the others get the default answer. Refused requests do not use the quota."""
+    accepted: collections.deque[float] = collections.deque()
+
+    def respond(request: ChatRequest) -> Fault | None:
+        now = time.monotonic()
+        while accepted and accepted[0] <= now - window:
+            accepted.popleft()
+        if len(accepted) >= per_window:
+            return Fault.status(429, retry_after=retry_after, message="rate limit reached")
+        accepted.append(now)
+        return None
+
+    return respond
+
+
+def every(n: int, *, retry_after: float | None = None) -> Responder:
+    """A responder answering every ``n``-th request 429, whatever the load (a storm)."""
+    count = itertools.count(1)
+
+    def respond(request: ChatRequest) -> Fault | None:
+        if next(count) % n == 0:
+            return Fault.status(429, retry_after=retry_after, message="rate limit reached")
+        return None
+
+    return respond
+
+
 async def wait_out(delay: float, arrived: float | None) -> None:
     """The answer is ready: wait out what is left of ``delay`` since the request arrived (loop
     time), so the server adds (almost) nothing on top of it."""
@@ -689,10 +720,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
     parser.add_argument("--tool-calls", type=int, default=0,
                         help="answer an agent with tools with this many tool calls first")
+    parser.add_argument("--rate-limit", type=int, default=0,
+                        help="answer 429 beyond this many requests a second")
+    parser.add_argument("--every", type=int, default=0, help="answer every N-th request 429")
+    parser.add_argument("--retry-after", type=float, default=None,
+                        help="the Retry-After of a 429, seconds")
     args = parser.parse_args(argv)
     server = LoopbackServer(host=args.host, port=args.port, latency=args.latency, record=False)
     if args.tool_calls:
         server.responder = tool_loop(args.tool_calls)
+    if args.rate_limit:
+        server.responder = rate_limit(args.rate_limit, retry_after=args.retry_after)
+    if args.every:
+        server.responder = every(args.every, retry_after=args.retry_after)
 
     async def run() -> None:
         await server.start_async()

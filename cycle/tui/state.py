@@ -108,6 +108,9 @@ class DashboardState:
     cost: float = 0.0
     cost_limit: float | None = None
     cost_estimated: bool = False
+    #: provider -> (calls it may have in flight, the configured ceiling, 429s so far),
+    #: once it rate-limited a call
+    throttled: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     events_seen: int = 0
     _called_cost: float = 0.0
     _cost_reported: bool = False
@@ -320,6 +323,14 @@ def _cost_updated(s: DashboardState, e: ev.CostUpdated) -> None:
     s.cost_estimated = s.cost_estimated or e.estimated
 
 
+def _concurrency(s: DashboardState, e: ev.ConcurrencyChanged) -> None:
+    before = s.throttled.get(e.provider)
+    s.throttled[e.provider] = (e.limit, e.ceiling, e.rate_limited)
+    if before is None or e.limit < before[0]:
+        s.log(e, f"{e.provider} is rate limiting: {e.limit} of {e.ceiling} calls in flight "
+                 f"({plural(e.rate_limited, 'rate-limited answer')} so far)")
+
+
 _HANDLERS = {
     ev.CycleStarted: _cycle_started,
     ev.RoundStarted: _round_started,
@@ -335,4 +346,5 @@ _HANDLERS = {
     ev.CycleFinished: _cycle_finished,
     ev.ModelCalled: _model_called,
     ev.CostUpdated: _cost_updated,
+    ev.ConcurrencyChanged: _concurrency,
 }
