@@ -54,8 +54,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cycles": ("cycle.cli.cycles:cycles",
                "List the improvement cycles in the store (of PROMPT_ID, if given), newest first."),
     "tui": ("cycle.cli.tui:tui",
-            "Open the History screen on the store: on PROMPT_ID, else the prompt of ./cycle.yaml, "
-            "else the prompt used last."),
+            ("Open the History screen on the store: on PROMPT_ID, else the prompt of "
+             "./cycle.yaml, else the prompt used last.")),
     "models": ("cycle.cli.models:models",
                "List model providers and the price table (USD per million tokens)."),
     "init": ("cycle.cli.init:init",

@@ -24,7 +24,8 @@ def imported_by(args: list[str], cwd: Path) -> set[str]:
             "from cycle.cli import main\n"
             f"sys.argv = ['cycle', *{args!r}]\n"
             "main()\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], check=False, cwd=cwd, capture_output=True,
+                          text=True)
     line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES"))
     return set(json.loads(line[len("MODULES"):]))
 
