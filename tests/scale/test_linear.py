@@ -66,3 +66,72 @@ def test_the_run_reports_are_linear_in_the_cases(tmp_path: Path):
         return lambda: write_reports(run, tmp_path / str(n))
 
     assert growth(make, 100) < 5
+
+
+def _run_result(n: int, run_id: str, shift: float = 0.0):
+    from cycle.evals.results import build_run_result
+    from cycle.records import IterationResult
+
+    results = [IterationResult(case_id=f"c{k}", iteration=i, status="passed", score=80.0 - k % 9
+                               + shift - i, passed=True, input={"q": k}, output=f"a {k}",
+                               latency=0.1)
+               for k in range(n) for i in range(2)]
+    return build_run_result(run_id=run_id, status="finished", threshold=70.0, results=results)
+
+
+def test_cycle_compare_is_linear_in_the_cases():
+    from cycle.report.compare import compare_runs, render_compare, render_compare_json
+
+    def make(n: int) -> Callable[[], Any]:
+        a, b = _run_result(n, "a"), _run_result(n, "b", shift=3.0)
+
+        def compare() -> None:
+            comparison = compare_runs(a, b)
+            render_compare(comparison)
+            render_compare_json(comparison)
+
+        return compare
+
+    assert growth(make, 100) < 5
+
+
+def test_cycle_history_is_linear_in_the_versions(tmp_path: Path):
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+    from cycle.records import Prompt
+    from cycle.store import Store
+
+    def make(n: int) -> Callable[[], Any]:
+        path = tmp_path / f"s{n}.db"
+        store = Store.open(path)
+        for i in range(n):
+            store.save_version(Prompt(id="p", system=f"Version {i}."), message=f"edit {i}")
+        store.close()
+        return lambda: CliRunner().invoke(cli, ["--store", str(path), "history", "p",
+                                                "--limit", str(n)])
+
+    assert growth(make, 40) < 5
+
+
+def test_the_tui_dashboard_state_is_linear_in_the_events():
+    from cycle import events as ev
+    from cycle.tui.state import DashboardState
+
+    def make(n: int) -> Callable[[], Any]:
+        events: list[ev.Event] = [ev.RunStarted(run_id="r", cases=n, iterations=2)]
+        events += [ev.CaseFinished(run_id="r", case_id=f"c{k}", iteration=i, score=80.0,
+                                   passed=True, status="passed")
+                   for k in range(n) for i in range(2)]
+
+        def fold() -> None:
+            state = DashboardState()
+            for k, e in enumerate(events):
+                state.apply(e)
+                if k % 50 == 0:  # the screen takes what changed now and then
+                    state.take_changes()
+            state.take_changes()
+
+        return fold
+
+    assert growth(make, 200) < 5
