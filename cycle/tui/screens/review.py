@@ -276,13 +276,16 @@ Undecided suggestions are rejected at submit.
         s.decision = decision  # type: ignore[assignment]
         s.reason = reason
         s.edited_value = edited
-        table = self.query_one("#suggestions", DataTable)
-        for column, value in zip(("decision", "priority", "type", "change"), self._cells(s), strict=True):
-            table.update_cell(s.id, column, value)
+        self._redraw_row(s)
         if s.id != self._whole_id:
             self._sync_whole()
         self._refresh_summary()
         self._show(s)
+
+    def _redraw_row(self, s: Suggestion) -> None:
+        table = self.query_one("#suggestions", DataTable)
+        for column, value in zip(("decision", "priority", "type", "change"), self._cells(s), strict=True):
+            table.update_cell(s.id, column, value)
 
     def _sync_whole(self) -> None:
         """Lay the reviewer's rewrite over the candidate the other decisions now make: its row
@@ -300,9 +303,7 @@ Undecided suggestions are rejected at submit.
         self.suggestions.append(whole)
         self._by_id[whole.id] = whole
         if had:
-            for column, value in zip(("decision", "priority", "type", "change"), self._cells(whole),
-                                     strict=True):
-                table.update_cell(whole.id, column, value)
+            self._redraw_row(whole)
         else:
             table.add_row(*self._cells(whole), key=whole.id)
 
