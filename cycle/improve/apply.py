@@ -204,8 +204,8 @@ def whole_prompt_edit(prompt: Prompt, suggestions: list[Suggestion], system: str
     if system == candidate:
         return None
     return Suggestion(
-        id=id or WHOLE_EDIT + uuid.uuid4().hex[:12], type="system_prompt", priority="high", current_value=candidate,
-        suggested_value=system, decision="edited",
+        id=id or WHOLE_EDIT + uuid.uuid4().hex[:12], type="system_prompt", priority="high",
+        current_value=candidate, suggested_value=system, decision="edited",
         reasoning="The reviewer rewrote the candidate's system prompt.",
     )
 
