@@ -49,10 +49,13 @@ def server(*flags: str) -> tuple[subprocess.Popen, str]:
 async def fire(url: str, calls: int, concurrency: int) -> dict:
     bus = ev.EventBus()
     limits: list[int] = []
+    attempts = [0]
 
     def seen(e: ev.Event) -> None:
         if isinstance(e, ev.ConcurrencyChanged):
             limits.append(e.limit)
+        elif isinstance(e, ev.ModelCalled):
+            attempts[0] += e.attempts  # every attempt but the answered one met a 429
 
     bus.subscribe(seen)
     options = ProviderOptions(base_url=url, api_key="bench", max_connections=concurrency)
@@ -64,42 +67,23 @@ async def fire(url: str, calls: int, concurrency: int) -> dict:
     await model.aclose()
     failed = sum(isinstance(o, BaseException) for o in outcomes)
     return {"wall": wall, "per_s": (calls - failed) / wall, "failed": failed,
+            "rate_limited": attempts[0] - (calls - failed),
             "lowest_limit": min(limits, default=concurrency)}
 
 
 def measure(flags: list[str], calls: int, concurrency: int, adaptive: bool) -> dict:
+    """``calls`` calls against a server started with ``flags``; without ``adaptive`` the
+    limit is never cut (it stays at the ceiling)."""
     proc, url = server(*flags)
     original = AdaptiveLimit.throttle
     if not adaptive:
-        def counting(self: AdaptiveLimit, sent: float) -> bool:
-            self.throttled += 1
-            return False
-        AdaptiveLimit.throttle = counting  # type: ignore[method-assign]
+        AdaptiveLimit.throttle = lambda self, sent: False  # type: ignore[method-assign]
     try:
-        out = asyncio.run(fire(url, calls, concurrency))
+        return asyncio.run(fire(url, calls, concurrency))
     finally:
         AdaptiveLimit.throttle = original  # type: ignore[method-assign]
         proc.terminate()
         proc.wait(timeout=10)
-    return out
-
-
-def count_429s(flags: list[str], calls: int, concurrency: int, adaptive: bool) -> dict:
-    """``measure``, plus the 429s: the requests the server got beyond the calls."""
-    counted = {"n": 0}
-    original = Model._attempt
-
-    async def attempt(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        counted["n"] += 1
-        return await original(self, *args, **kwargs)
-
-    Model._attempt = attempt  # type: ignore[method-assign]
-    try:
-        out = measure(flags, calls, concurrency, adaptive)
-    finally:
-        Model._attempt = original  # type: ignore[method-assign]
-    out["rate_limited"] = counted["n"] - calls
-    return out
 
 
 def main() -> None:
@@ -113,7 +97,7 @@ def main() -> None:
     for mood, flags in (("storm", ["--every", "3"]), ("quota", ["--rate-limit", "200"])):
         for adaptive in (True, False):
             calls = args.storm_calls if mood == "storm" else args.calls
-            r = count_429s(flags, calls, args.concurrency, adaptive)
+            r = measure(flags, calls, args.concurrency, adaptive)
             name = f"{mood} {'adaptive' if adaptive else 'fixed'}"
             results[name] = r
             print(f"{name:15s} {r['wall']:6.2f} s  {r['per_s']:6.1f} answered/s  "

@@ -79,6 +79,11 @@ class ConcurrencyChanged(Event):
     #: rate-limited answers from this provider so far
     rate_limited: int = 0
 
+    @property
+    def shown(self) -> str:
+        """As the progress line and the TUI's status say it."""
+        return f"{self.provider} {self.limit}/{self.ceiling} in flight ({self.rate_limited} x 429)"
+
 
 # -- a suite run -----------------------------------------------------------
 

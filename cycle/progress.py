@@ -31,8 +31,8 @@ class Progress:
         # tenths of the work printed so far (integers: summing 0.1s skipped the 3rd line)
         self._tenths = 0
         self._run_id = ""
-        #: provider -> (its limit of calls in flight, the ceiling, 429s), once it rate-limited
-        self.throttled: dict[str, tuple[int, int, int]] = {}
+        #: provider -> its latest limit of calls in flight, once it rate-limited a call
+        self.throttled: dict[str, ConcurrencyChanged] = {}
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -51,7 +51,7 @@ class Progress:
                 self.failed += 1
             self._draw()
         elif isinstance(event, ConcurrencyChanged):
-            self.throttled[event.provider] = (event.limit, event.ceiling, event.rate_limited)
+            self.throttled[event.provider] = event
             self._draw()
         elif isinstance(event, RunFinished):
             self._draw(force=True)
@@ -66,8 +66,7 @@ class Progress:
         bar = "#" * filled + "-" * (width - filled)
         tag = " [offline model]" if self.offline else ""
         ended = f"  {self.ended} ended by a limit" if self.ended else ""
-        slowed = "".join(f"  {name} {limit}/{ceiling} in flight ({n} x 429)"
-                         for name, (limit, ceiling, n) in self.throttled.items())
+        slowed = "".join(f"  {e.shown}" for e in self.throttled.values())
         return (f"[{bar}] {self.done}/{self.total} iterations  {self.failed} failed  "
                 f"{self.errors} errors{ended}  ${self.cost:.4f}{slowed}{tag}")
 

@@ -449,7 +449,7 @@ class Model:
     def _limit_changed(self, limit: AdaptiveLimit) -> None:
         if self.bus is not None:
             self.bus.emit(ConcurrencyChanged(
-                provider=self.name.partition(":")[0], limit=limit.current,
+                provider=self.api.provider, limit=limit.current,
                 ceiling=limit.ceiling, rate_limited=limit.throttled))
 
     async def _send(

@@ -146,7 +146,7 @@ class PromptReviewer:
         if whole is None:
             click.echo("the candidate is unchanged")
             return []
-        rewritten = apply_suggestions(prompt, [*decided, whole]).prompt
+        rewritten = candidate.model_copy(update={"system": whole.suggested_value})
         click.echo(prompt_diff(candidate, rewritten, a_label="candidate", b_label="rewritten").rstrip("\n"))
         return [whole]
 

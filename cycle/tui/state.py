@@ -108,9 +108,8 @@ class DashboardState:
     cost: float = 0.0
     cost_limit: float | None = None
     cost_estimated: bool = False
-    #: provider -> (calls it may have in flight, the configured ceiling, 429s so far),
-    #: once it rate-limited a call
-    throttled: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    #: provider -> its latest limit of calls in flight, once it rate-limited a call
+    throttled: dict[str, ev.ConcurrencyChanged] = field(default_factory=dict)
     events_seen: int = 0
     _called_cost: float = 0.0
     _cost_reported: bool = False
@@ -325,8 +324,8 @@ def _cost_updated(s: DashboardState, e: ev.CostUpdated) -> None:
 
 def _concurrency(s: DashboardState, e: ev.ConcurrencyChanged) -> None:
     before = s.throttled.get(e.provider)
-    s.throttled[e.provider] = (e.limit, e.ceiling, e.rate_limited)
-    if before is None or e.limit < before[0]:
+    s.throttled[e.provider] = e
+    if before is None or e.limit < before.limit:
         s.log(e, f"{e.provider} is rate limiting: {e.limit} of {e.ceiling} calls in flight "
                  f"({plural(e.rate_limited, 'rate-limited answer')} so far)")
 

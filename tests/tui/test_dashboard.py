@@ -216,3 +216,20 @@ def test_the_log_says_the_gain_on_seen_and_held_out_cases_apart() -> None:
                                     reason="overfitting"))
     text = " ".join(str(line) for line in state.take_changes().log)
     assert "seen +9.0 / held-out -3.0, gap 12.0" in text
+
+
+async def test_a_rate_limited_provider_is_shown_in_the_status_and_the_log(tmp_path: Path) -> None:
+    """Adaptive concurrency (issue 17): the status line says how many calls the provider now
+    gets, and the log says when it was cut."""
+    events = [*synthetic_events(),
+              ev.ConcurrencyChanged(at=T0 + 30, provider="openai", limit=8, ceiling=32,
+                                    rate_limited=3),
+              ev.ConcurrencyChanged(at=T0 + 31, provider="openai", limit=4, ceiling=32,
+                                    rate_limited=9)]
+    app = emitting_app(tmp_path, events)
+    async with app.run_test(size=(160, 24)) as pilot:
+        await _settle(pilot, app)
+        status = str(app.screen.query_one("#status").render())
+        assert "openai 4/32 in flight (9 x 429)" in status
+        log = "".join(line.text for line in app.screen.query_one("#log", RichLog).lines)
+        assert "openai is rate limiting: 4 of 32 calls in flight (9 rate-limited" in log

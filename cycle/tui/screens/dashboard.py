@@ -159,8 +159,7 @@ Select a case (enter) to see its input, output and the judge's reasoning.
         status = (
             f"{round_text}{version}{s.done}/{s.total} done · {plural(s.errors, 'error')} · {elapsed} · {s.status}"
             + (f": {s.stop_reason}" if s.stop_reason else "")
-            + "".join(f" · {name} {limit}/{ceiling} in flight ({n} × 429)"
-                      for name, (limit, ceiling, n) in s.throttled.items())
+            + "".join(f" · {e.shown}" for e in s.throttled.values())
         )
         if status != self._status_text:
             self._status_text = status

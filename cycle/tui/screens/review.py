@@ -277,8 +277,7 @@ Undecided suggestions are rejected at submit.
         s.reason = reason
         s.edited_value = edited
         self._redraw_row(s)
-        if s.id != self._whole_id:
-            self._sync_whole()
+        self._sync_whole()  # the rewrite, if any, is laid over what the decisions now make
         self._refresh_summary()
         self._show(s)
 
