@@ -128,7 +128,7 @@ class Toolbox:
         *,
         case_id: str,
         state: Mapping[str, Any] | None = None,
-        functions: Mapping[str, str] | None = None,
+        functions: Mapping[str, str | Callable[..., Any]] | None = None,
         started: float | None = None,
         ask: Callable[[ToolCall, dict[str, Any]], Awaitable[Any]] | None = None,
     ) -> None:
@@ -138,7 +138,7 @@ class Toolbox:
         self.mocks = dict(mocks)
         self.case_id = case_id
         self.state: dict[str, Any] = copy.deepcopy(dict(state or {}))
-        #: tool name -> import path of its real function (for passthrough)
+        #: tool name -> its real function, or its import path (for passthrough)
         self.functions = dict(functions or {})
         self._calls: dict[str, int] = {}
         self._ask = ask
@@ -226,7 +226,7 @@ class Toolbox:
             path = self.functions.get(call.name)
             if path is None:
                 raise ToolFailure(f"tool '{call.name}' has no Python function to pass through to")
-            fn = import_callable(path, what=f"tool {call.name}")
+            fn = path if callable(path) else import_callable(path, what=f"tool {call.name}")
             value = await _call(fn, call.arguments, None)
         if isinstance(value, StateChange):
             changes.update(value.changes)

@@ -57,12 +57,20 @@ class AgentConfig(BaseModel):
         default_factory=dict,
         description="Extra HTTP headers; values like ${NAME} are read from the environment.",
     )
+    adk: str | None = Field(
+        None,
+        description="A Google ADK agent by import path (package.module:root_agent), run by ADK's "
+        "runner with the prompt's system as its instruction, its model calls through `model` "
+        "(default: the prompt's params.model) and its tools answered by the mocks.",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> AgentConfig:
-        given = [k for k in ("model", "function", "http") if getattr(self, k)]
+        given = [k for k in ("model", "function", "http", "adk") if getattr(self, k)]
+        if given == ["model", "adk"]:
+            return self  # the model an ADK agent's calls go through
         if len(given) > 1:
-            raise ValueError(f"give one of model, function and http, not {' and '.join(given)}")
+            raise ValueError(f"give one of model, function, http and adk, not {' and '.join(given)}")
         return self
 
 

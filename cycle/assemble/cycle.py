@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 
-from cycle.agents import PromptAgent
+from cycle.agents import Agent, PromptAgent
 from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
 from cycle.assemble.improve import ImproveConfig, load_improve_config
 from cycle.assemble.suite import (
@@ -131,10 +131,15 @@ def build_loop(
         return make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache,
                           journal=store.journal)
 
-    def agent_for(version_prompt: Prompt) -> PromptAgent:
+    def agent_for(version_prompt: Prompt) -> Agent:
         name = agent_model_name(loaded, version_prompt)
         if name is None:
             raise _not_a_model_agent(loaded)
+        if c.agent_config.adk:
+            from cycle.agents.adk import AdkAgent
+
+            return AdkAgent(c.agent_config.adk, version_prompt, model(name, "agent"),
+                            owns_model=True, mocks=c.tools.mocks, max_steps=c.tools.max_steps)
         return PromptAgent(version_prompt, model(name, "agent"), owns_model=True,
                            user_model=lambda user: model(user, "user_sim"),
                            user_agents=c.tools.user_agents,
@@ -165,7 +170,8 @@ def build_loop(
             held_out=held_out(loaded, improve, cases), max_iterations=improve.max_iterations,
         ),
         record={"config_file": str(loaded.path), "improve": improve.model_dump(mode="json"),
-                "agent": agent_name, "judge": judge_name, "improver": improver_name},
+                "agent": (f"adk:{c.agent_config.adk} on {agent_name}" if c.agent_config.adk
+                          else agent_name), "judge": judge_name, "improver": improver_name},
         run_config=run_config,
         closers=[m.aclose for m in (judge_model, improver_model) if m is not None],
     )

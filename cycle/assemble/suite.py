@@ -40,7 +40,7 @@ from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
 from cycle.llm.registry import get_api, get_model
 from cycle.mocks import MockSpec
 from cycle.prompts import render
-from cycle.records import Prompt
+from cycle.records import Prompt, ToolDef
 from cycle.store import Store
 from cycle.yamlload import relocate
 
@@ -255,6 +255,14 @@ def _check_imports_and_templates(
     if spec.function:
         _importable(spec.function, file=cfg, line=loaded.doc.line_of(("agent", "function")),
                     field="agent.function")
+    if spec.adk:
+        from cycle.agents.adk import load_adk_agent
+
+        try:
+            load_adk_agent(spec.adk)
+        except ConfigError as e:
+            raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", "adk")),
+                           field="agent.adk") from None
     for case in cases:
         ending = case.conversation.end_when if case.conversation else None
         user = case.conversation.user if case.conversation else None
@@ -316,11 +324,22 @@ def _check_imports_and_templates(
                     ) from None
 
 
+def declared_tools(loaded: LoadedConfig, prompt: Prompt) -> list[ToolDef]:
+    """The tools the agent's model is shown: the prompt's, or an ADK agent's own with the
+    prompt's descriptions (where the prompt declares the tool)."""
+    adk = loaded.config.agent_config.adk
+    if not adk:
+        return list(prompt.tools)
+    from cycle.agents.adk import adk_tools, load_adk_agent, merged_tools
+
+    return merged_tools(prompt.tools, adk_tools(load_adk_agent(adk)))
+
+
 def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt) -> None:
     """Every mock names a declared tool, every mock function imports, and passthrough is
     asked only of tools that have a real function: a typo fails now, before any call."""
 
-    declared = {t.name: t for t in prompt.tools}
+    declared = {t.name: t for t in declared_tools(loaded, prompt)}
     known = ", ".join(declared) or "none (the prompt declares no tools)"
     cfg = str(loaded.path)
     sources: list[tuple[str, MockSpec, str, int | None, str]] = [
@@ -524,6 +543,13 @@ def build_suite(
     if spec.function:
         agent = CallableAgent(spec.function, tools=prompt.tools if prompt else (),
                               mocks=loaded.config.tools.mocks)
+    elif spec.adk:
+        from cycle.agents.adk import AdkAgent
+
+        name = agent_model_name(loaded, prompt)
+        assert name is not None and prompt is not None
+        agent = AdkAgent(spec.adk, prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
+                         max_steps=loaded.config.tools.max_steps)
     elif spec.http:
         http = HttpAgent(spec.http, headers=spec.headers,
                          timeout=loaded.config.run.timeout or 120.0, prompt=prompt)

@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -160,11 +161,19 @@ def import_(file: str, bump: str, message: str, no_head: bool, as_json: bool) ->
 @click.argument("ref", metavar="ID[@VERSION|@LABEL]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of stdout.")
-def export(ref: str, output: str | None) -> None:
+@click.option("--system", "system_only", is_flag=True,
+              help="Only the system prompt, as plain text (an ADK agent's instruction).")
+def export(ref: str, output: str | None, system_only: bool) -> None:
     """Write a version as a YAML prompt file (the head version by default)."""
     with open_store() as store:
         v = store.resolve(ref)
-    if output:
+    if system_only:
+        if output:
+            Path(output).write_text(v.prompt.system, encoding="utf-8")
+            click.echo(f"{v.ref}'s system prompt written to {output}", err=True)
+        else:
+            click.echo(v.prompt.system)
+    elif output:
         save_prompt_file(output, v.prompt, v.version)
         click.echo(f"{v.ref} written to {output}", err=True)
     else:

@@ -1,0 +1,386 @@
+"""Google ADK agents under test: ``agent: {adk: "mypkg.agent:root_agent"}``.
+
+The agent runs with ADK's own ``Runner`` and a fresh in-memory session per case
+iteration, with three things of cycle's put in:
+
+- **the model**: every LLM call of the agent (and of its sub-agents) goes through
+  cycle's ``Model`` (``CycleLlm``, an ADK ``BaseLlm``), so the budget, the response
+  cache, retries, the rate limit, usage and cost are cycle's, and the agent's model is
+  the one cycle.yaml names (``agent.model``, else the prompt's ``params.model``);
+- **the instruction**: the versioned prompt's system (rendered with the case's
+  variables) is the root agent's instruction, and the prompt's tool descriptions
+  replace the agent's where the prompt declares the tool: ``cycle improve`` improves
+  them, with review, versions and rollback (``cycle prompt export ID@production
+  --system`` prints the improved instruction back);
+- **the tools**: ADK's before-tool callback answers every call with cycle's mocks
+  (the ``Toolbox``), so nothing with side effects runs unless the config says
+  ``passthrough``, and an unmocked tool is the same error as in cycle's own agents.
+
+Case state maps onto ADK's session state: ``session`` keys as they are, ``user`` and
+``app`` keys with ADK's ``user:`` and ``app:`` prefixes. Scripted follow-ups are said
+in the same session; a simulated user (``conversation.user``) is not supported yet.
+
+google-adk is an optional extra (``pip install 'cycle[adk]'``) imported only here, and
+this module only when a config names an ADK agent.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from cycle.agents.agent import _Run, generate_config, prompt_messages
+from cycle.agents.tools import Toolbox
+from cycle.cases import TestCase
+from cycle.errors import ConfigError, EvalError
+from cycle.llm.base import GenerateConfig
+from cycle.llm.model import Model
+from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec
+from cycle.records import AgentResult, Message, Prompt, ToolCall, ToolDef, TraceEvent, Usage
+
+#: ADK's session-state key prefixes, by cycle's scope name (``session`` has none)
+ADK_PREFIXES = {"user": "user:", "app": "app:"}
+INSTALL_HINT = "Install the extra: pip install 'cycle[adk]' (it brings google-adk)."
+
+
+def adk_state(scoped: Mapping[str, Any]) -> dict[str, Any]:
+    """A case's state ({scope: {key: value}}) as ADK session state (prefixed keys)."""
+    out: dict[str, Any] = {}
+    for scope, values in scoped.items():
+        if not isinstance(values, dict):
+            out[scope] = values
+            continue
+        for key, value in values.items():
+            out[ADK_PREFIXES.get(scope, "") + key] = value
+    return out
+
+
+def scoped_state(flat: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """ADK session state as a case's state: the inverse of ``adk_state``."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in flat.items():
+        scope = next((s for s, p in ADK_PREFIXES.items() if key.startswith(p)), None)
+        out.setdefault(scope or "session", {})[key[len(ADK_PREFIXES[scope]):] if scope else key] = value
+    return out
+
+
+def _adk_key(dotted: str) -> str:
+    """A trace's state key ("user.name") as ADK's ("user:name")."""
+    scope, _, key = dotted.partition(".")
+    return ADK_PREFIXES.get(scope, "") + key if scope != "session" else key
+
+
+def load_adk_agent(path: str, *, field: str = "agent.adk") -> Any:
+    """The ADK agent at ``package.module:name``; a clear ConfigError when google-adk is not
+    installed, the path does not import, or what it names is not an ADK agent."""
+    try:
+        from google.adk.agents import BaseAgent
+    except ImportError:
+        raise ConfigError("agent.adk needs google-adk, which is not installed", field=field,
+                          hint=INSTALL_HINT) from None
+    from cycle.imports import import_object
+
+    # ADK logs what a tool callback raises with its traceback; cycle reports it once, as the
+    # iteration's error (a level the user set on the logger is kept)
+    adk_log = logging.getLogger("google_adk")
+    if adk_log.level == logging.NOTSET:
+        adk_log.setLevel(logging.CRITICAL)
+    agent = import_object(path, what=field)
+    if callable(agent) and not isinstance(agent, BaseAgent):
+        agent = agent()  # a factory: def make_agent() -> Agent
+    if not isinstance(agent, BaseAgent):
+        raise ConfigError(f"{path} is a {type(agent).__name__}, not an ADK agent", field=field,
+                          hint="Name an ADK agent (google.adk.agents.Agent, LlmAgent, ...) or a "
+                          "function returning one: package.module:root_agent.")
+    return agent
+
+
+def _walk(agent: Any) -> list[Any]:
+    out = [agent]
+    for sub in getattr(agent, "sub_agents", None) or ():
+        out += _walk(sub)
+    return out
+
+
+@dataclass(frozen=True)
+class AdkTool:
+    """One tool of an ADK agent: its declaration as cycle's ToolDef, its real function."""
+
+    definition: ToolDef
+    function: Any
+
+
+def adk_tools(agent: Any) -> list[AdkTool]:
+    """The function tools of an agent and its sub-agents, declared as the model sees them.
+    Toolsets (MCP and the like) list their tools only at run time: they are not here, so
+    their calls are answered as unknown tools."""
+    from google.adk.tools import BaseTool, FunctionTool
+
+    out: dict[str, AdkTool] = {}
+    for node in _walk(agent):
+        for item in getattr(node, "tools", None) or ():
+            tool = item if isinstance(item, BaseTool) else FunctionTool(item) if callable(item) else None
+            if tool is None:
+                continue
+            decl = tool._get_declaration()  # ADK's own way to declare a tool
+            if decl is None:
+                continue
+            func = getattr(tool, "func", None)
+            out[tool.name] = AdkTool(
+                ToolDef(name=tool.name, description=decl.description or "",
+                        parameters=_json_schema(decl),
+                        # where the real function is (passthrough runs the object itself)
+                        function=f"{func.__module__}:{func.__qualname__}" if func else None),
+                func)
+    return list(out.values())
+
+
+def _json_schema(decl: Any) -> dict[str, Any]:
+    if decl.parameters_json_schema:
+        return dict(decl.parameters_json_schema)
+    if decl.parameters is not None:
+        return decl.parameters.json_schema.model_dump(mode="json", exclude_none=True)
+    return {"type": "object", "properties": {}}
+
+
+# -- the model: cycle's Model behind ADK's BaseLlm -----------------------------------------
+
+
+@dataclass
+class _Iteration:
+    """What one case iteration's calls share (a context variable: ADK runs them in tasks)."""
+
+    case: TestCase
+    iteration: int
+    context: dict[str, Any]
+    instruction: str
+    descriptions: dict[str, str]
+    config: GenerateConfig
+    toolbox: Toolbox
+    trace: list[TraceEvent]
+    run: _Run
+    started: float
+
+
+_current: contextvars.ContextVar[_Iteration] = contextvars.ContextVar("cycle_adk_iteration")
+
+
+def _messages(request: Any) -> list[Message]:
+    """An ADK LlmRequest's system instruction and contents as cycle's messages."""
+    out: list[Message] = []
+    system = request.config.system_instruction if request.config else None
+    if system is not None:
+        text = system if isinstance(system, str) else "".join(
+            p.text or "" for p in getattr(system, "parts", None) or ())
+        if text:
+            out.append(Message.system(text))
+    for content in request.contents or ():
+        parts = content.parts or []
+        text = "".join(p.text or "" for p in parts if p.text and not p.thought)
+        calls = tuple(ToolCall(id=p.function_call.id or f"call_{i}", name=p.function_call.name or "",
+                               arguments=dict(p.function_call.args or {}))
+                      for i, p in enumerate(parts) if p.function_call)
+        responses = [p.function_response for p in parts if p.function_response]
+        if content.role == "model":
+            out.append(Message.assistant(text, calls))
+        elif responses:
+            out += [Message.tool(json.dumps(r.response, ensure_ascii=False, default=str),
+                                 tool_call_id=r.id, name=r.name) for r in responses]
+        else:
+            out.append(Message.user(text))
+    return out
+
+
+def _tool_defs(request: Any, descriptions: Mapping[str, str]) -> list[ToolDef]:
+    out = []
+    for tool in (request.config.tools if request.config else None) or ():
+        for decl in getattr(tool, "function_declarations", None) or ():
+            out.append(ToolDef(name=decl.name, parameters=_json_schema(decl),
+                               description=descriptions.get(decl.name, decl.description or "")))
+    return out
+
+
+@cache
+def _llm_class() -> type:
+    """``CycleLlm``: built on first use, so that importing this module costs no ADK import
+    until an ADK agent is really run."""
+    from google.adk.models import BaseLlm, LlmResponse
+    from google.genai import types
+    from pydantic import PrivateAttr
+
+    class CycleLlm(BaseLlm):  # type: ignore[misc, valid-type]
+        """An ADK model whose calls are cycle's ``Model.generate``."""
+
+        _cycle: Model = PrivateAttr()
+
+        async def generate_content_async(  # type: ignore[override]
+            self, llm_request: Any, stream: bool = False,
+        ) -> AsyncGenerator[Any, None]:
+            it = _current.get()
+            step = sum(1 for e in it.trace if e.kind == "model")
+            ctx = it.context if step == 0 else {**it.context, "step": step}
+            out = await self._cycle.generate(
+                _messages(llm_request), tools=_tool_defs(llm_request, it.descriptions),
+                config=it.config,
+                iteration=it.iteration, role="agent", context=ctx)
+            it.run.add(out)
+            it.trace.append(TraceEvent(kind="model", at=time.monotonic() - it.started,
+                                       text=out.text, tool_calls=out.tool_calls, usage=out.usage,
+                                       cost=out.cost, model=out.model or None))
+            it.run.calls += out.tool_calls
+            parts = ([types.Part(text=out.text)] if out.text else []) + [
+                types.Part(function_call=types.FunctionCall(id=c.id, name=c.name,
+                                                            args=dict(c.arguments)))
+                for c in out.tool_calls]
+            yield LlmResponse(
+                content=types.Content(role="model", parts=parts or [types.Part(text="")]),
+                usage_metadata=types.GenerateContentResponseUsageMetadata(
+                    prompt_token_count=out.usage.input_tokens,
+                    candidates_token_count=out.usage.output_tokens,
+                    total_token_count=out.usage.total_tokens),
+                turn_complete=True)
+
+    return CycleLlm
+
+
+async def _before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any]:
+    """ADK's before-tool callback: the mock answers and the real tool never runs (its
+    answer replaces the call); the mock's state changes reach ADK's session state."""
+    it = _current.get()
+    call = ToolCall(id=tool_context.function_call_id or f"call_{len(it.trace)}",
+                    name=tool.name, arguments=dict(args))
+    events, _shown = await it.toolbox.call(call)
+    it.trace += events
+    for event in events[1:]:
+        for key, value in (event.changes or {}).items():
+            tool_context.state[_adk_key(key)] = value
+    outcome = events[0]
+    if outcome.kind == "tool_error":
+        return {"error": outcome.error}
+    return outcome.result if isinstance(outcome.result, dict) else {"result": outcome.result}
+
+
+class AdkAgent:
+    """An ADK agent run by ADK's Runner, its model calls, instruction and tools cycle's."""
+
+    def __init__(self, path: str, prompt: Prompt, model: Model, *, owns_model: bool = False,
+                 mocks: Mapping[str, MockSpec] | None = None,
+                 max_steps: int = DEFAULT_MAX_STEPS) -> None:
+        from google.adk.runners import Runner
+        from google.adk.sessions import InMemorySessionService
+
+        self.path = path
+        self.prompt = prompt
+        self.model = model
+        self._owns_model = owns_model
+        self.name = f"adk:{path} on {model.name}"
+        self.offline = model.offline
+        self.mocks = dict(mocks or {})
+        self.max_steps = max_steps
+        original = load_adk_agent(path)
+        found = adk_tools(original)
+        self.tools = [t.definition for t in found]
+        self._functions = {t.definition.name: t.function for t in found if t.function}
+        self._descriptions = {t.name: t.description for t in prompt.tools if t.description}
+        self._config = generate_config(prompt.params)
+        llm = _llm_class()(model=model.name)
+        llm._cycle = model
+        # one copy of the agent tree, with cycle's model, instruction and tool callback
+        self.agent = original.clone()
+        for node in _walk(self.agent):
+            if hasattr(node, "before_tool_callback"):
+                node.model = llm
+                node.before_tool_callback = _before_tool
+        self.agent.instruction = _instruction
+        self._sessions = InMemorySessionService()
+        self._runner = Runner(agent=self.agent, app_name="cycle", session_service=self._sessions)
+
+    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+        from google.adk.agents.run_config import RunConfig
+        from google.genai import types
+
+        if case.conversation is not None and case.conversation.user is not None:
+            raise EvalError(f"case '{case.id}' has a simulated user, which cycle does not yet "
+                            "give an ADK agent; script its turns (conversation.follow_ups)")
+        started = time.monotonic()
+        messages = prompt_messages(self.prompt, case)
+        instruction = messages[0].content if messages[0].role == "system" else ""
+        turns = [messages[-1].content, *(case.conversation.user_turns() if case.conversation else ())]
+        it = _Iteration(case=case, iteration=iteration, context=context, instruction=instruction,
+                        descriptions=self._descriptions, config=self._config,
+                        toolbox=Toolbox(self.tools, {**self.mocks, **case.mocks}, case_id=case.id,
+                                        state=case.state, functions=self._functions,
+                                        started=started),
+                        trace=[], run=_Run(usage=Usage(), model=self.model.name), started=started)
+        token = _current.set(it)
+        session = await self._sessions.create_session(app_name="cycle", user_id="cycle",
+                                                      state=adk_state(case.state))
+        config = RunConfig(max_llm_calls=(case.max_steps or self.max_steps) * len(turns))
+        answer = ""
+        try:
+            for text in turns:
+                it.trace.append(TraceEvent(kind="user", at=time.monotonic() - started, text=text))
+                answer = ""
+                async for event in self._runner.run_async(
+                        user_id="cycle", session_id=session.id, run_config=config,
+                        new_message=types.Content(role="user", parts=[types.Part(text=text)])):
+                    if event.is_final_response() and event.content and event.content.parts:
+                        answer = "".join(p.text or "" for p in event.content.parts
+                                         if p.text and not p.thought)
+        except Exception as e:
+            ours = _cause(e, EvalError)  # ADK wraps what its callbacks raise: cycle's own first
+            if ours is not None:
+                raise ours from None
+            if _cause(e, None, name="LlmCallsLimitExceededError") is not None:
+                return self._result(it, "", "terminated", "the step limit was reached: "
+                                    f"{case.max_steps or self.max_steps} model turns per user turn")
+            raise EvalError(f"ADK agent {self.path} raised {e.__class__.__name__}: {e}") from e
+        finally:
+            _current.reset(token)
+            await self._sessions.delete_session(app_name="cycle", user_id="cycle",
+                                                session_id=session.id)
+        it.trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=answer))
+        return self._result(it, answer, "completed", "")
+
+    def _result(self, it: _Iteration, output: str, ending: Any, note: str) -> AgentResult:
+        return AgentResult(
+            output=output, tool_calls=tuple(it.run.calls), usage=it.run.usage,
+            cost=it.run.cost, latency=it.run.latency,
+            duration=time.monotonic() - it.started, model=it.run.model, trace=tuple(it.trace),
+            state=it.toolbox.state, ending=ending, note=note)
+
+    async def aclose(self) -> None:
+        if self._owns_model:
+            await self.model.aclose()
+
+
+def _cause(error: BaseException, kind: type[BaseException] | None, *,
+           name: str = "") -> BaseException | None:
+    """The first error of ``kind`` (or class ``name``) in ``error``'s chain of causes."""
+    seen: set[int] = set()
+    node: BaseException | None = error
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        if (kind is not None and isinstance(node, kind)) or type(node).__name__ == name:
+            return node
+        node = node.__cause__ or node.__context__
+    return None
+
+
+def _instruction(_context: Any) -> str:
+    """The root agent's instruction: the versioned prompt's system for this case (an
+    instruction provider, so ADK does not template it again)."""
+    return _current.get().instruction
+
+
+def merged_tools(prompt_tools: Sequence[ToolDef], agent_tools: Sequence[AdkTool]) -> list[ToolDef]:
+    """What the model is shown: the agent's tools, with the prompt's descriptions."""
+    described = {t.name: t.description for t in prompt_tools if t.description}
+    return [t.definition.model_copy(update={"description": described[t.definition.name]})
+            if t.definition.name in described else t.definition for t in agent_tools]
