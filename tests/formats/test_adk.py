@@ -12,6 +12,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
+from pydantic import ValidationError
+
 from cycle.cases import load_case_file
 from cycle.cli import cli
 
@@ -84,6 +87,11 @@ def cycle(*args: str):
     return CliRunner().invoke(cli, list(args))
 
 
+def adk_reads(path: Path) -> AdkEvalSet:
+    """The file as ADK's own EvalSet model reads it (raises if ADK rejects it)."""
+    return AdkEvalSet.model_validate_json(path.read_text())
+
+
 def test_import_turns_eval_cases_into_cycle_cases(project):
     r = cycle("import", "adk", "weather.evalset.json", "--out", "cases/weather.yaml")
     assert r.exit_code == 0, r.output
@@ -109,6 +117,11 @@ def test_a_suite_exported_and_imported_again_is_the_same(project):
     r = cycle("export", "adk", "--out", "out/set.json")
     assert r.exit_code == 0, r.output
     written = json.loads((project / "out" / "set.json").read_text())
+    by_adk = adk_reads(project / "out" / "set.json")
+    assert [c.eval_id for c in by_adk.eval_cases] == [c["eval_id"] for c in EVALSET["eval_cases"]
+                                                      if "eval_id" in c] + ["joke"]
+    assert by_adk.eval_cases[0].conversation[-1].intermediate_data.tool_uses[1].args == {
+        "city": "Tokyo", "days": 2}
     # seed 002's names for a new file, from the prompt's id
     assert written["eval_set_id"] == "weather_agent_evals"
     assert written["name"] == "WeatherAgent Evaluation Set"
@@ -128,6 +141,7 @@ def test_a_runs_traces_export_with_tool_calls_and_results_correlated(project):
     r = cycle("--store", "s.db", "export", "adk", "--run", run["run_id"], "--out", "run.json")
     assert r.exit_code == 0, r.output
     cases = {c["eval_id"]: c for c in json.loads((project / "run.json").read_text())["eval_cases"]}
+    adk_reads(project / "run.json")
     tokyo = cases["weather_agent_2025-12-23T10:00:00"]["conversation"]
     assert tokyo[0]["user_content"]["parts"][0]["text"] == "What's the weather in Tokyo?"
     data = tokyo[0]["intermediate_data"]
@@ -145,6 +159,7 @@ def test_export_appends_and_refuses_an_eval_id_already_there(project):
     existing.write_text(json.dumps({**EVALSET, "eval_cases": EVALSET["eval_cases"][:0]}))
     r = cycle("export", "adk", "--out", "set.json")
     assert r.exit_code == 0 and "appended 3 eval cases" in r.output
+    assert len(adk_reads(existing).eval_cases) == 3
     before = existing.read_text()
     r = cycle("export", "adk", "--out", "set.json")
     assert r.exit_code == 2 and "already in the EvalSet" in r.output
@@ -176,9 +191,26 @@ def test_import_never_overwrites_a_case_file(project):
 def test_a_file_written_by_adk_itself_imports_the_same(project):
     """tests/formats/data/weather.adk-2.13.evalset.json is EVALSET read by google-adk 2.13's
     own EvalSet model and written with its model_dump_json (every null field included);
-    it imports to the same cases as the hand-written file. (Our exports were checked to
-    validate under that model too: cycle does not install google-adk.)"""
+    it imports to the same cases as the hand-written file."""
     written_by_adk = Path(__file__).parent / "data" / "weather.adk-2.13.evalset.json"
     assert cycle("import", "adk", str(written_by_adk), "--out", "a/cases.yaml").exit_code == 0
     assert cycle("import", "adk", "weather.evalset.json", "--out", "b/cases.yaml").exit_code == 0
     assert (project / "a" / "cases.yaml").read_text() == (project / "b" / "cases.yaml").read_text()
+
+
+@pytest.mark.parametrize("broken", [
+    {"eval_set_id": "x", "eval_cases": {"not": "a list"}},
+    {"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation": [{"invocation_id": "i"}]}]},
+    {"eval_set_id": "x", "eval_cases": [{"conversation": []}]},
+    {"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation": [{
+        "invocation_id": "i", "user_content": {"parts": [{"text": "hi"}]},
+        "creation_timestamp": "yesterday"}]}]},
+])
+def test_what_adks_schema_rejects_cycle_rejects_with_a_clear_message(project, broken):
+    path = project / "weather.evalset.json"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(ValidationError):
+        adk_reads(path)
+    r = cycle("import", "adk", "weather.evalset.json", "--out", "cases/weather.yaml")
+    assert r.exit_code == 2 and "weather.evalset.json" in r.output, r.output
+    assert "not an ADK EvalSet" in r.output and "Traceback" not in r.output
