@@ -11,6 +11,7 @@ caller. SDK errors become ``cycle.errors`` here.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import weakref
@@ -160,8 +161,9 @@ class GeminiAPI(ModelAPI):
     async def generate(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> ModelOutput:
-        import httpx2
         from google.genai import errors
+
+        timeouts, transport = _http_errors()
 
         contents, gen_config = self.build_request(messages, tools, config)
         raw_request = {
@@ -184,11 +186,11 @@ class GeminiAPI(ModelAPI):
                 body=body, headers=headers, detail=e.message,
                 secret=self._api_key, key_variable="GEMINI_API_KEY",
             ) from e
-        except httpx2.TimeoutException as e:
+        except timeouts as e:
             raise ProviderConnectionError(
                 f"{where} timed out (after {self.options.timeout} s)"
             ) from e
-        except httpx2.TransportError as e:
+        except transport as e:
             where_url = self.base_url or "generativelanguage.googleapis.com"
             raise ProviderConnectionError(
                 f"cannot reach {where} at {where_url}: {redact(str(e), self._api_key)}"
@@ -276,3 +278,22 @@ def _content(message: Message, types: Any) -> types.Content:
         name=message.name or "",
         response=payload,
     ))])
+
+
+@functools.cache
+def _http_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """(timeouts, transport errors) of the HTTP client google-genai runs on: httpx2 from
+    google-genai 3, httpx before (google-adk pins google-genai below 3), both when both
+    are installed."""
+    import importlib
+
+    timeouts: list[type[Exception]] = []
+    transport: list[type[Exception]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        timeouts.append(module.TimeoutException)
+        transport.append(module.TransportError)
+    return tuple(timeouts), tuple(transport)

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from pydantic import ValidationError
 
