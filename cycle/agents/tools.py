@@ -141,6 +141,9 @@ class Toolbox:
         #: tool name -> its real function, or its import path (for passthrough)
         self.functions = dict(functions or {})
         self._calls: dict[str, int] = {}
+        #: the exception of the last call, when its tool raised one (its type and traceback,
+        #: which cycle simulate shows; the trace keeps the message)
+        self.last_failure: Exception | None = None
         self._ask = ask
         self._answered_by_users = set(getattr(ask, "specs", ()))
         self._started = started if started is not None else time.monotonic()
@@ -151,12 +154,13 @@ class Toolbox:
     async def call(self, call: ToolCall) -> tuple[list[TraceEvent], str]:
         """Answer one call: (its trace events, the text the model is shown)."""
         began = time.monotonic()
+        self.last_failure = None
         declared = self.tools.get(call.name)
         problem = None
         if declared is None:
             problem = f"there is no tool named {call.name!r} (tools: {', '.join(self.tools) or 'none'})"
         else:
-            problem = _schema_problem(call.arguments, declared)
+            problem = schema_problem(call.arguments, declared)
         if problem is not None:
             return self._failed(call, problem, began)
         mock = self.mocks.get(call.name)
@@ -176,6 +180,7 @@ class Toolbox:
         except UnmockedToolError:
             raise
         except Exception as e:  # noqa: BLE001 - the tool failed: the model is told, as in production
+            self.last_failure = e
             return self._failed(call, f"{e.__class__.__name__}: {e}", began, changes=changes)
         try:
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -339,7 +344,7 @@ def _validator(tool: ToolDef) -> Any:
     return entry[1]
 
 
-def _schema_problem(arguments: dict[str, Any], tool: ToolDef) -> str | None:
+def schema_problem(arguments: dict[str, Any], tool: ToolDef) -> str | None:
     """Why the arguments break the tool's declared schema, or None."""
     import jsonschema
 

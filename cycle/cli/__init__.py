@@ -60,6 +60,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "List model providers and the price table (USD per million tokens)."),
     "init": ("cycle.cli.init:init",
              "Create a working project in DIRECTORY (default: here): cycle.yaml, a prompt, cases."),
+    "simulate": ("cycle.cli.simulate:simulate",
+                 ("Play the agent's model in a Textual screen; each finished session becomes a "
+                 "golden trace appended to an ADK EvalSet.")),
     "import": ("cycle.cli.adk:import_group", "Turn other tools' eval files into cycle case files."),
     "export": ("cycle.cli.adk:export_group",
                "Write cycle's cases, or a run's recorded traces, in other tools' formats."),

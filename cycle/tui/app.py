@@ -42,6 +42,7 @@ from cycle.tui.state import DashboardState
 from cycle.tui.widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
+    from cycle.assemble.simulate import Simulation
     from cycle.store import Store
 
 #: a frame that brings more events than this is part of a fast run: the heavy
@@ -165,6 +166,26 @@ class CycleApp(App[CycleOutcome | None]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
+
+    def action_simulate(self) -> None:
+        """Play the agent of ./cycle.yaml (its golden traces go where cycle simulate puts
+        them by default: <prompt id>.evalset.json here)."""
+        from cycle.assemble.simulate import Simulation, config_agent
+        from cycle.errors import CycleError
+        from cycle.tui.screens.simulate import SimulateScreen
+
+        config = Path.cwd() / "cycle.yaml"
+        if not config.exists():
+            self.notify("no cycle.yaml here: run cycle simulate CONFIG, or cycle simulate "
+                        "--adk package.module:agent", severity="error")
+            return
+        try:
+            simulation = Simulation([config_agent(config, eval_set_path=None, cases_path=None,
+                                                  store_path=self._store_path)])
+        except CycleError as e:
+            self.notify(str(e), severity="error", timeout=10)
+            return
+        self.push_screen(SimulateScreen(simulation))
 
     def action_history(self) -> None:
         if not any(isinstance(s, HistoryScreen) for s in self.screen_stack):
@@ -333,3 +354,27 @@ def run_cycle_app(
     if outcome is None:
         outcome = app.outcome or CycleOutcome("interrupted")
     return outcome
+
+
+class SimulateApp(App[None]):
+    """``cycle simulate``: the Simulate screen on its own."""
+
+    CSS_PATH = Path(__file__).parent / "app.tcss"
+    TITLE = "cycle simulate"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, simulation: Simulation) -> None:
+        super().__init__()
+        self.simulation = simulation
+
+    def get_default_screen(self) -> Screen[Any]:
+        from cycle.tui.screens.simulate import SimulateScreen
+
+        return SimulateScreen(self.simulation)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))

@@ -81,7 +81,8 @@ and the score of its latest evaluation. The diff shows the highlighted
 version against its parent; mark two versions (a, b) and press d to compare
 them. Rollback moves the head label to the highlighted version after you
 confirm; nothing is deleted. r lists every stored run (eval files run against
-an endpoint included) and their cases.
+an endpoint included) and their cases. s opens Simulate on ./cycle.yaml's agent:
+you play its model and the session becomes a golden trace.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "mark('a')", "Mark A"),
@@ -89,6 +90,7 @@ an endpoint included) and their cases.
         Binding("d", "diff", "Diff A..B"),
         Binding("R", "rollback", "Rollback"),
         Binding("r", "runs", "Runs"),
+        Binding("s", "app.simulate", "Simulate"),
         Binding("escape", "back", "Back", show=False),
     ]
 
