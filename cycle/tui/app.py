@@ -300,6 +300,10 @@ class CycleApp(App[CycleOutcome | None]):
         self.push_screen(ReviewScreen(message.request, self.info), decided)
 
     async def action_quit(self) -> None:
+        leave = getattr(self.screen, "action_leave", None)
+        if leave is not None:  # the Simulate screen: it asks before it drops a session
+            leave()
+            return
         if not self.cycle_running:
             self.exit(self.outcome)
             return
@@ -374,6 +378,13 @@ class SimulateApp(App[None]):
         from cycle.tui.screens.simulate import SimulateScreen
 
         return SimulateScreen(self.simulation)
+
+    async def action_quit(self) -> None:
+        leave = getattr(self.screen, "action_leave", None)
+        if leave is not None:  # it asks before it drops an unfinished session
+            leave()
+        else:
+            self.exit()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -95,14 +95,14 @@ it returns or how it fails; repeat, and end with the final response. Tools
 answer through the config's mocks: a tool without a mock (or passthrough)
 cannot run here. A finished session is appended to the EvalSet (and the case
 file, when given); quitting before the end exports nothing.
-ctrl+s submits the query, the form or the final response; escape goes back.
+ctrl+s submits the query, the form or the final response; escape goes back;
+q (or ctrl+q) asks before it drops an unfinished session.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "submit", "Submit"),
         Binding("escape", "back", "Back"),
         Binding("ctrl+n", "new_session", "New session"),
-        Binding("ctrl+q", "leave", "Quit", priority=True),
-        Binding("q", "leave", "Quit", show=False),
+        Binding("q", "leave", "Quit"),
     ]
 
     def __init__(self, simulation: Simulation) -> None:
@@ -203,14 +203,14 @@ ctrl+s submits the query, the form or the final response; escape goes back.
         tools.add_option(Option(Text("✎ final response", style="bold green"), id=FINAL))
         tools.highlighted = next((i for i, o in enumerate(tools.options) if not o.disabled), 0)
 
-    def _open_form(self, name: str) -> None:
+    async def _open_form(self, name: str) -> None:
         tool = self.simulation.tool(name)
         self._tool = name
         self.query_one("#form-title", Static).update(Text.assemble(
             (tool.name, "bold"), "\n", (tool.description, "dim")))
         self.query_one("#form-error", Static).update("")
         fields = self.query_one("#form-fields", VerticalScroll)
-        fields.remove_children()
+        await fields.remove_children()
         widgets: list[Widget] = []
         for arg, schema, required in form_fields(tool):
             kind = field_kind(schema)
@@ -229,7 +229,7 @@ ctrl+s submits the query, the form or the final response; escape goes back.
                 widgets.append(Input(placeholder=hint, id=f"arg-{arg}"))
         if not widgets:
             widgets.append(Static("(no arguments)", classes="hint"))
-        fields.mount_all(widgets)
+        await fields.mount_all(widgets)
         self._show("form")
         first = next((w for w in widgets if isinstance(w, Input | Checkbox | Select)), None)
         (first or self.query_one("#run")).focus()
@@ -259,12 +259,12 @@ ctrl+s submits the query, the form or the final response; escape goes back.
         self._show()
 
     @on(OptionList.OptionSelected, "#tools")
-    def _tool_chosen(self, event: OptionList.OptionSelected) -> None:
+    async def _tool_chosen(self, event: OptionList.OptionSelected) -> None:
         if event.option.id == FINAL:
             self.query_one("#final-error", Static).update("")
             self._show("final")
         else:
-            self._open_form(str(event.option.id))
+            await self._open_form(str(event.option.id))
 
     @on(Button.Pressed, "#start")
     async def _start(self) -> None:

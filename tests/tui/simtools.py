@@ -1,0 +1,11 @@
+"""Real tool functions for the simulate tests (imported by path from a prompt file)."""
+
+CALLS: list[str] = []
+
+
+def find_order(order: str) -> dict:
+    """The real order system: it raises for an order it does not know."""
+    CALLS.append(order)
+    if not order.startswith("A-"):
+        raise LookupError(f"no order {order}")
+    return {"order": order, "status": "shipped"}
