@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/bench_startup.py             # --repeat 7
 
 (a) ``cycle --help`` and ``cycle history ID``, beside ``python -c pass``.
+(c) ``import google.adk`` with the agent, runner and session classes cycle uses (what an
+    ``agent: {adk: ...}`` config or ``cycle simulate --adk`` adds; no other command imports it).
 (b) ``cycle run`` of one case, one iteration (one agent call and one judge call through the
     real openai SDK to the loopback server in its own process), beside the bare SDK
     (``import openai``, one AsyncOpenAI client, the same two calls): issue 17 asks for
@@ -76,7 +78,8 @@ def main() -> None:
     assert server.stdout is not None
     url = server.stdout.readline().strip().split(" ", 1)[1] + "/v1"
     runs: dict[str, list[float]] = {k: [] for k in
-                                    ("python", "help", "history", "run", "bare SDK")}
+                                    ("python", "help", "history", "run", "bare SDK",
+                                     "google-adk")}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
@@ -89,6 +92,9 @@ def main() -> None:
                 "history": [*CYCLE, "history", "bench"],
                 "run": [*CYCLE, "run", "--no-cache", "-q"],
                 "bare SDK": [PYTHON, "-c", BARE, url],
+                "google-adk": [PYTHON, "-c", ("from google.adk.agents import Agent; "
+                               "from google.adk.runners import Runner; "
+                               "from google.adk.sessions import InMemorySessionService")],
             }
             for i in range(args.repeat):
                 names = list(commands)

@@ -5,6 +5,7 @@ was imported), not timed; benchmarks/bench_startup.py has the CPU figures."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from cycle.cli import COMMANDS, cli
 HEAVY = ("openai", "google.genai", "textual", "cycle.tui", "cycle.llm.openai", "cycle.llm.gemini")
 
 
-def imported_by(args: list[str], cwd: Path) -> set[str]:
+def imported_by(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> set[str]:
     """The modules a fresh ``cycle ARGS`` process has imported when it exits."""
     code = ("import sys, json, atexit\n"
             "atexit.register(lambda: print('MODULES' + json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
@@ -25,7 +26,7 @@ def imported_by(args: list[str], cwd: Path) -> set[str]:
             f"sys.argv = ['cycle', *{args!r}]\n"
             "main()\n")
     done = subprocess.run([sys.executable, "-c", code], check=False, cwd=cwd, capture_output=True,
-                          text=True)
+                          text=True, env={**os.environ, **(env or {})})
     line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES"))
     return set(json.loads(line[len("MODULES"):]))
 
@@ -54,3 +55,22 @@ def test_reading_the_store_imports_no_sdk_and_no_tui(tmp_path: Path) -> None:
         modules = imported_by(args, tmp_path)
         assert "cycle.store" in modules, args  # it did read the store
         assert not [m for m in modules if m.startswith(HEAVY)], args
+
+
+def test_only_an_adk_agent_imports_google_adk(tmp_path: Path) -> None:
+    """google-adk costs most of a second to import: a run of a prompt agent does not."""
+    (tmp_path / "p.yaml").write_text(json.dumps({"id": "p", "system": "Hi.",
+                                                 "user_template": "{{ input }}"}))
+    (tmp_path / "cases.yaml").write_text(json.dumps([{"id": "c1", "input": "Hello"}]))
+    config = {"prompt": "p.yaml", "agent": "offline:default", "cases": ["cases.yaml"],
+              "criteria": [{"id": "any", "check": {"type": "regex", "pattern": "."}}],
+              "run": {"iterations": 1}}
+    (tmp_path / "cycle.yaml").write_text(json.dumps(config))
+    modules = imported_by(["run", "--no-reports", "-q"], tmp_path)
+    assert "cycle.evals.runner" in modules  # it did run
+    assert not [m for m in modules if m.startswith(("google.adk", "cycle.agents.adk"))]
+    config["agent"] = {"adk": "tests.agents.adk_agents:plain_agent", "model": "offline:default"}
+    (tmp_path / "cycle.yaml").write_text(json.dumps(config))
+    root = str(Path(__file__).resolve().parents[2])  # where tests.agents imports from
+    modules = imported_by(["run", "--no-reports", "-q"], tmp_path, env={"PYTHONPATH": root})
+    assert "google.adk.runners" in modules and "cycle.agents.adk" in modules

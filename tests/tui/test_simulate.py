@@ -215,3 +215,54 @@ async def test_quitting_mid_session_asks_and_exports_nothing(project):
         await pilot.pause()
     assert not (project / "golden.json").exists()
     assert len(load_case_file(project / "cases.yaml")) == 1
+
+
+async def test_two_agents_an_adk_one_chosen_from_the_list(project, monkeypatch):
+    """With a config's agent and an ADK agent, the session starts by choosing; the ADK
+    agent's tools are its own, answered by the config's mocks and --passthrough."""
+    from cycle.assemble.simulate import adk_agent
+    from tests.agents import adk_agents
+
+    adk_agents.CALLS.clear()
+    config = config_agent(project / "cycle.yaml", eval_set_path=Path("golden.json"),
+                          cases_path=None)
+    adk = adk_agent("tests.agents.adk_agents:root_agent", eval_set_path=Path("adk.json"),
+                    cases_path=None, mocks=config.mocks, passthrough=["lookup_order"])
+    assert adk.name == "order_support" and adk.how("refund") == "mock: error"  # the config's
+    sim = Simulation([config, adk])
+    async with SimulateApp(sim).run_test(size=(110, 32)) as pilot:
+        assert sim.state is SessionState.SELECTING_AGENT
+        await choose(pilot, "#agents", "order_support")
+        assert sim.agent is adk and sim.state is SessionState.AWAITING_QUERY
+        pilot.app.screen.query_one("#query", TextArea).text = "Where is A-7?"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await choose(pilot, "#tools", "lookup_order")
+        await fill(pilot, {"order": "A-7"})
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await choose(pilot, "#tools", "__final__")
+        pilot.app.screen.query_one("#response", TextArea).text = "A-7 has shipped."
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert adk_agents.CALLS == ["lookup_order A-7"]  # the ADK agent's real tool, passed through
+    evalset = AdkEvalSet.model_validate_json((project / "adk.json").read_text())
+    assert evalset.eval_set_id == "order_support_evals"
+    (case,) = evalset.eval_cases
+    data = case.conversation[0].intermediate_data
+    assert data.tool_responses[0].response == {"result": {"order": "A-7", "status": "shipped"}}
+
+
+async def test_cycle_tui_opens_simulate_on_the_config_here(project, history_store):
+    from cycle.tui.app import CycleApp
+    from cycle.tui.screens.simulate import SimulateScreen
+
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(110, 32)) as pilot:
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, SimulateScreen)
+        assert app.screen.simulation.agent.name == "OrderSupport"
+        await pilot.press("ctrl+q")  # nothing under way: back to History, not out of the app
+        await pilot.pause()
+        assert not isinstance(app.screen, SimulateScreen) and app.is_running
