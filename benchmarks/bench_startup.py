@@ -107,7 +107,8 @@ def main() -> None:
     print(f"median CPU of {args.repeat}, s: python -c pass {m['python']:.3f}; cycle --help "
           f"{m['help']:.3f}; cycle history {m['history']:.3f}; cycle run (1 case, 2 calls) "
           f"{m['run']:.3f}; bare SDK (import openai, the same 2 calls) {m['bare SDK']:.3f}: "
-          f"cycle run {m['run'] - m['bare SDK']:+.3f} s over the bare SDK")
+          f"cycle run {m['run'] - m['bare SDK']:+.3f} s over the bare SDK; importing google-adk "
+          f"{m['google-adk'] - m['python']:.3f} s over python -c pass")
     print(json.dumps({"median": m, "runs": runs}, indent=1))
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from cycle.agents.adk import adk_state, scoped_state
 from cycle.cases import TestCase
 from cycle.errors import ConfigError
 from cycle.records import IterationResult
@@ -41,8 +42,6 @@ from cycle.records import IterationResult
 TRAJECTORY = "adk_trajectory"
 TOOL_ARGS = "adk_tool_"
 
-#: session-state key prefixes ADK gives a scope, and the scope's name in a cycle case
-_SCOPES = {"user:": "user", "app:": "app"}
 
 
 def _camel(name: str) -> AliasChoices:
@@ -167,12 +166,7 @@ def case_from_evalset(case: EvalCase) -> dict[str, Any]:
         out["conversation"] = {"follow_ups": turns[1:], "max_turns": len(turns)}
     state = case.session_input.state if case.session_input else {}
     if state:
-        scoped: dict[str, dict[str, Any]] = {}
-        for key, value in state.items():
-            prefix = next((p for p in _SCOPES if key.startswith(p)), None)
-            scope = _SCOPES[prefix] if prefix else "session"
-            scoped.setdefault(scope, {})[key[len(prefix):] if prefix else key] = value
-        out["state"] = scoped
+        out["state"] = scoped_state(state)
     uses = _tool_uses(case)
     criteria: list[dict[str, Any]] = []
     if uses:
@@ -200,18 +194,6 @@ def cases_from_evalset(evalset: EvalSet) -> list[dict[str, Any]]:
 
 
 # -- writing ---------------------------------------------------------------------------
-
-
-def _scoped_state(state: dict[str, Any]) -> dict[str, Any]:
-    prefixes = {scope: prefix for prefix, scope in _SCOPES.items()}
-    out: dict[str, Any] = {}
-    for scope, values in state.items():
-        if not isinstance(values, dict):
-            out[scope] = values
-            continue
-        for key, value in values.items():
-            out[prefixes.get(scope, "") + key] = value
-    return out
 
 
 def _expected_uses(case: TestCase) -> list[FunctionCall]:
@@ -244,7 +226,7 @@ def evalset_case(case: TestCase, user_message: str) -> EvalCase:
         expected = case.expected if isinstance(case.expected, str) else json.dumps(case.expected)
         last.final_response = Content.of(expected, "model")
     last.intermediate_data = IntermediateData(tool_uses=_expected_uses(case))
-    session = SessionInput(state=_scoped_state(case.state)) if case.state else None
+    session = SessionInput(state=adk_state(case.state)) if case.state else None
     return EvalCase(eval_id=case.id, conversation=invocations, session_input=session,
                     creation_timestamp=now)
 

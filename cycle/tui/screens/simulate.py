@@ -118,7 +118,8 @@ q (or ctrl+q) asks before it drops an unfinished session.
             history = VerticalScroll(id="sim-history")
             history.border_title = "History"
             with history:
-                yield Static(id="sim-empty", classes="hint")
+                yield Static("The session's history appears here.", id="sim-empty",
+                             classes="hint")
             with ContentSwitcher(id="sim-panel", initial="pick-agent"):
                 with Vertical(id="pick-agent"):
                     yield Label("Which agent do you play?")
@@ -181,8 +182,6 @@ q (or ctrl+q) asks before it drops an unfinished session.
                          + (f" + {agent.cases_path.name}" if agent.cases_path else ""))
         self.query_one("#sim-summary", Static).update(" · ".join(parts))
         self.query_one("#sim-empty", Static).display = not sim.history
-        self.query_one("#sim-empty", Static).update(
-            "The session's history appears here." if sim.history == [] else "")
 
     def _add_history(self, *entries: HistoryEntry) -> None:
         panel = self.query_one("#sim-history", VerticalScroll)
