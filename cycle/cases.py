@@ -274,6 +274,30 @@ def load_case_file(path: str | Path) -> list[TestCase]:
     return cases
 
 
+def append_to_case_file(path: Path, cases: Sequence[dict[str, Any]]) -> None:
+    """Append cases (mappings) to a case file, created when missing; what is there stays,
+    comments too. The result must read back as valid cases, else the file is left as it
+    was (written whole through a temporary file, or not at all)."""
+    import yaml
+
+    body = path.read_text(encoding="utf-8") if path.exists() else ""
+    if body.strip() in ("", "[]"):
+        body = ""
+    elif not body.endswith("\n"):
+        body += "\n"
+    text = yaml.safe_dump(list(cases), sort_keys=False, allow_unicode=True, width=100)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(body + text, encoding="utf-8")
+    try:
+        load_case_file(tmp)
+    except ConfigError as e:
+        tmp.unlink()
+        raise ConfigError(f"{path} would not read back as cases: {e.message}", file=str(path),
+                          hint="A case file is a YAML list of cases.") from None
+    tmp.replace(path)
+
+
 def _inside(pattern: str, full: str, base: Path) -> None:
     """A glob must search inside the config's folder: ``/**/x`` would walk the whole
     file system before the first case is read. (A file named outright may be anywhere.)"""

@@ -229,11 +229,7 @@ def _llm_class() -> type:
                 _messages(llm_request), tools=_tool_defs(llm_request, it.descriptions),
                 config=it.config,
                 iteration=it.iteration, role="agent", context=ctx)
-            it.run.add(out)
-            it.trace.append(TraceEvent(kind="model", at=time.monotonic() - it.started,
-                                       text=out.text, tool_calls=out.tool_calls, usage=out.usage,
-                                       cost=out.cost, model=out.model or None))
-            it.run.calls += out.tool_calls
+            it.run.add(out, it.trace, it.started)
             parts = ([types.Part(text=out.text)] if out.text else []) + [
                 types.Part(function_call=types.FunctionCall(id=c.id, name=c.name,
                                                             args=dict(c.arguments)))
@@ -349,11 +345,7 @@ class AdkAgent:
         return self._result(it, answer, "completed", "")
 
     def _result(self, it: _Iteration, output: str, ending: Any, note: str) -> AgentResult:
-        return AgentResult(
-            output=output, tool_calls=tuple(it.run.calls), usage=it.run.usage,
-            cost=it.run.cost, latency=it.run.latency,
-            duration=time.monotonic() - it.started, model=it.run.model, trace=tuple(it.trace),
-            state=it.toolbox.state, ending=ending, note=note)
+        return it.run.result(it.trace, it.toolbox.state, it.started, output, ending, note)
 
     async def aclose(self) -> None:
         if self._owns_model:

@@ -84,11 +84,25 @@ class _Run:
     latency: float = 0.0
     calls: list[ToolCall] = field(default_factory=list)
 
-    def add(self, out: ModelOutput) -> None:
+    def add(self, out: ModelOutput, trace: list[TraceEvent], started: float) -> None:
+        """Count one model call, and put its turn in the trace."""
         self.usage = self.usage + out.usage if self.usage.total_tokens else out.usage
         self.cost += out.cost
         self.latency += out.latency
         self.model = out.model or self.model
+        self.calls += out.tool_calls
+        trace.append(TraceEvent(kind="model", at=time.monotonic() - started, text=out.text,
+                                tool_calls=out.tool_calls, usage=out.usage, cost=out.cost,
+                                model=out.model or None))
+
+    def result(self, trace: Sequence[TraceEvent], state: dict[str, Any], started: float,
+               output: str, ending: Literal["completed", "terminated"], note: str,
+               verdict: Literal["judged", "pass", "fail"] = "judged") -> AgentResult:
+        """The iteration's result, timed from ``started``."""
+        return AgentResult(
+            output=output, tool_calls=tuple(self.calls), usage=self.usage, cost=self.cost,
+            latency=self.latency, duration=time.monotonic() - started, model=self.model,
+            trace=tuple(trace), state=state, ending=ending, note=note, verdict=verdict)
 
 
 class PromptAgent:
@@ -219,14 +233,9 @@ class PromptAgent:
             ctx = context if step == 0 and turn == 1 else {**context, "turn": turn, "step": step}
             out = await self.model.generate(messages, tools=self._tools, config=self._config,
                                             iteration=iteration, role="agent", context=ctx)
-            run.add(out)
-            trace.append(TraceEvent(kind="model", at=time.monotonic() - started, text=out.text,
-                                    tool_calls=out.tool_calls, usage=out.usage, cost=out.cost,
-                                    model=out.model or None))
+            run.add(out, trace, started)
             if not out.tool_calls or toolbox is None:
-                run.calls += out.tool_calls
                 return out.text
-            run.calls += out.tool_calls
             messages.append(Message.assistant(out.text, out.tool_calls))
             # parallel calls run together; their results go back in the order asked
             answers = await asyncio.gather(*(toolbox.call(c) for c in out.tool_calls))
@@ -239,12 +248,8 @@ class PromptAgent:
                 case: TestCase, started: float, output: str,
                 ending: Literal["completed", "terminated"], note: str,
                 verdict: Literal["judged", "pass", "fail"] = "judged") -> AgentResult:
-        return AgentResult(
-            output=output, tool_calls=tuple(run.calls), usage=run.usage, cost=run.cost,
-            latency=run.latency, duration=time.monotonic() - started, model=run.model,
-            trace=tuple(trace), state=toolbox.state if toolbox else dict(case.state),
-            ending=ending, note=note, verdict=verdict,
-        )
+        return run.result(trace, toolbox.state if toolbox else dict(case.state), started,
+                          output, ending, note, verdict)
 
     def _condition_model(self, conversation: ConversationSpec) -> str:
         """The model a natural-language condition asks when it names none."""

@@ -36,6 +36,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from cycle.agents.tools import Toolbox, UnmockedToolError, schema_problem
+from cycle.cases import append_to_case_file
 from cycle.errors import ConfigError, CycleError
 from cycle.formats.adk import (
     Content,
@@ -411,7 +412,7 @@ class Simulation:
             taken |= {c.id for c in load_case_file(agent.cases_path)}
         case = self.eval_case(self._eval_id(taken))
         if agent.cases_path is not None:  # the case file first: it is the one that can fail
-            _append_case(agent.cases_path, case_from_evalset(case), existing_cases)
+            append_to_case_file(agent.cases_path, [case_from_evalset(case)])
         try:
             append_cases(agent.eval_set_path, [case], name=agent.name)
         except CycleError:
@@ -436,31 +437,6 @@ def _validate(history: Sequence[HistoryEntry]) -> None:
             calls.add(entry.call_id)
         elif isinstance(entry, ToolOutput | ToolErrorEntry) and entry.call_id not in calls:
             raise SimulationError(f"an outcome for call {entry.call_id}, which was not made")
-
-
-def _append_case(path: Path, case: dict[str, Any], existing: str | None) -> None:
-    """Append one case to a case file, keeping what is there (comments too); the result
-    must read back as valid cases, else the file is left as it was."""
-    import yaml
-
-    from cycle.cases import load_case_file
-
-    text = yaml.safe_dump([case], sort_keys=False, allow_unicode=True, width=100)
-    body = existing or ""
-    if body and not body.endswith("\n"):
-        body += "\n"
-    if body.strip() in ("[]", ""):
-        body = ""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(body + text, encoding="utf-8")
-    try:
-        load_case_file(tmp)
-    except ConfigError as e:
-        tmp.unlink()
-        raise ConfigError(f"{path} would not read back as cases after the append: {e.message}",
-                          file=str(path), hint="It must be a YAML list of cases.") from None
-    tmp.replace(path)
 
 
 def _restore(path: Path, text: str | None) -> None:

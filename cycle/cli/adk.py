@@ -29,23 +29,14 @@ def import_adk(evalset: Path, out: Path) -> None:
     """Write the eval cases of an ADK EVALSET as a cycle case file: the user turns, the
     expected final response, the session state, and the expected tool uses as trajectory
     checks."""
-    import yaml
-
-    from cycle.cases import load_case_file
+    from cycle.cases import append_to_case_file
     from cycle.formats.adk import cases_from_evalset, load_evalset
 
     if out.exists():
         raise ConfigError(f"{out} exists; cycle does not overwrite a case file",
                           field="--out", hint="Choose a new file, or remove that one.")
     cases = cases_from_evalset(load_evalset(evalset))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(yaml.safe_dump(cases, sort_keys=False, allow_unicode=True, width=100),
-                   encoding="utf-8")
-    try:
-        load_case_file(out)  # what was written reads back as valid cases
-    except ConfigError:
-        out.unlink()
-        raise
+    append_to_case_file(out, cases)  # a new file, which must read back as valid cases
     click.echo(f"wrote {len(cases)} case{'s' * (len(cases) != 1)} to {out}; "
                "add it to cases: in cycle.yaml")
 
