@@ -156,12 +156,9 @@ def _json_schema(decl: Any) -> dict[str, Any]:
 class _Iteration:
     """What one case iteration's calls share (a context variable: ADK runs them in tasks)."""
 
-    case: TestCase
     iteration: int
     context: dict[str, Any]
     instruction: str
-    descriptions: dict[str, str]
-    config: GenerateConfig
     toolbox: Toolbox
     trace: list[TraceEvent]
     run: _Run
@@ -218,6 +215,9 @@ def _llm_class() -> type:
         """An ADK model whose calls are cycle's ``Model.generate``."""
 
         _cycle: Model = PrivateAttr()
+        #: the prompt's generation options and tool descriptions (the agent's, not a call's)
+        _config: GenerateConfig = PrivateAttr()
+        _descriptions: dict[str, str] = PrivateAttr()
 
         async def generate_content_async(  # type: ignore[override]
             self, llm_request: Any, stream: bool = False,
@@ -226,9 +226,8 @@ def _llm_class() -> type:
             step = sum(1 for e in it.trace if e.kind == "model")
             ctx = it.context if step == 0 else {**it.context, "step": step}
             out = await self._cycle.generate(
-                _messages(llm_request), tools=_tool_defs(llm_request, it.descriptions),
-                config=it.config,
-                iteration=it.iteration, role="agent", context=ctx)
+                _messages(llm_request), tools=_tool_defs(llm_request, self._descriptions),
+                config=self._config, iteration=it.iteration, role="agent", context=ctx)
             it.run.add(out, it.trace, it.started)
             parts = ([types.Part(text=out.text)] if out.text else []) + [
                 types.Part(function_call=types.FunctionCall(id=c.id, name=c.name,
@@ -279,18 +278,20 @@ class AdkAgent:
         self.offline = model.offline
         self.mocks = dict(mocks or {})
         self.max_steps = max_steps
+        from google.adk.agents import LlmAgent
+
         original = load_adk_agent(path)
         found = adk_tools(original)
-        self.tools = [t.definition for t in found]
+        self.tools = merged_tools(prompt.tools, found)
         self._functions = {t.definition.name: t.function for t in found if t.function}
-        self._descriptions = {t.name: t.description for t in prompt.tools if t.description}
-        self._config = generate_config(prompt.params)
         llm = _llm_class()(model=model.name)
         llm._cycle = model
+        llm._config = generate_config(prompt.params)
+        llm._descriptions = {t.name: t.description for t in self.tools}
         # one copy of the agent tree, with cycle's model, instruction and tool callback
         self.agent = original.clone()
         for node in _walk(self.agent):
-            if hasattr(node, "before_tool_callback"):
+            if isinstance(node, LlmAgent):
                 node.model = llm
                 node.before_tool_callback = _before_tool
         self.agent.instruction = _instruction
@@ -308,8 +309,7 @@ class AdkAgent:
         messages = prompt_messages(self.prompt, case)
         instruction = messages[0].content if messages[0].role == "system" else ""
         turns = [messages[-1].content, *(case.conversation.user_turns() if case.conversation else ())]
-        it = _Iteration(case=case, iteration=iteration, context=context, instruction=instruction,
-                        descriptions=self._descriptions, config=self._config,
+        it = _Iteration(iteration=iteration, context=context, instruction=instruction,
                         toolbox=Toolbox(self.tools, {**self.mocks, **case.mocks}, case_id=case.id,
                                         state=case.state, functions=self._functions,
                                         started=started),
@@ -330,10 +330,12 @@ class AdkAgent:
                         answer = "".join(p.text or "" for p in event.content.parts
                                          if p.text and not p.thought)
         except Exception as e:
+            from google.adk.agents.invocation_context import LlmCallsLimitExceededError
+
             ours = _cause(e, EvalError)  # ADK wraps what its callbacks raise: cycle's own first
             if ours is not None:
                 raise ours from None
-            if _cause(e, None, name="LlmCallsLimitExceededError") is not None:
+            if _cause(e, LlmCallsLimitExceededError) is not None:
                 return self._result(it, "", "terminated", "the step limit was reached: "
                                     f"{case.max_steps or self.max_steps} model turns per user turn")
             raise EvalError(f"ADK agent {self.path} raised {e.__class__.__name__}: {e}") from e
@@ -352,14 +354,13 @@ class AdkAgent:
             await self.model.aclose()
 
 
-def _cause(error: BaseException, kind: type[BaseException] | None, *,
-           name: str = "") -> BaseException | None:
-    """The first error of ``kind`` (or class ``name``) in ``error``'s chain of causes."""
+def _cause(error: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first error of ``kind`` in ``error``'s chain of causes."""
     seen: set[int] = set()
     node: BaseException | None = error
     while node is not None and id(node) not in seen:
         seen.add(id(node))
-        if (kind is not None and isinstance(node, kind)) or type(node).__name__ == name:
+        if isinstance(node, kind):
             return node
         node = node.__cause__ or node.__context__
     return None

@@ -36,7 +36,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from cycle.agents.tools import Toolbox, UnmockedToolError, schema_problem
-from cycle.cases import append_to_case_file
+from cycle.cases import append_to_case_file, load_case_file
 from cycle.errors import ConfigError, CycleError
 from cycle.formats.adk import (
     Content,
@@ -172,8 +172,6 @@ def _writable(path: Path, what: str) -> None:
 def check_targets(agent: SimulatedAgent) -> None:
     """The export files can be written, and what is there already is an EvalSet and a case
     file (checked before a session starts: a session is not lost at its end)."""
-    from cycle.cases import load_case_file
-
     _writable(agent.eval_set_path, "--evalset")
     if agent.eval_set_path.exists():
         load_evalset(agent.eval_set_path)
@@ -209,8 +207,8 @@ def form_fields(tool: ToolDef) -> list[tuple[str, dict[str, Any], bool]]:
 
 def parse_form(tool: ToolDef, values: Mapping[str, str | bool | None]) -> dict[str, Any]:
     """The arguments a filled form gives: each value typed by its schema (an empty optional
-    field is left out), then the whole checked against the tool's schema. A value that does
-    not fit raises SimulationError naming the field."""
+    field is left out). A value that does not fit raises SimulationError naming the field;
+    ``Simulation.call`` checks the whole against the tool's schema."""
     arguments: dict[str, Any] = {}
     for name, schema, required in form_fields(tool):
         raw = values.get(name)
@@ -239,10 +237,6 @@ def parse_form(tool: ToolDef, values: Mapping[str, str | bool | None]) -> dict[s
         except ValueError:
             what = {"integer": "a whole number", "number": "a number"}.get(kind, "valid JSON")
             raise SimulationError(f"{name}: {text!r} is not {what}", field=name) from None
-    problem = schema_problem(arguments, tool)
-    if problem is not None:
-        raise SimulationError(problem.replace("the arguments do not match the tool's schema: ",
-                                              ""), field="arguments")
     return arguments
 
 
@@ -323,14 +317,13 @@ class Simulation:
         problem = schema_problem(arguments, tool)
         if problem is not None:
             raise SimulationError(problem, field="arguments")
-        self._calls += 1
-        call = ToolCall(id=f"{self.session_id}_call_{self._calls}", name=name,
+        call = ToolCall(id=f"{self.session_id}_call_{self._calls + 1}", name=name,
                         arguments=arguments)
         try:
             events, _shown = await self._toolbox.call(call)
         except UnmockedToolError as e:
-            self._calls -= 1
             raise SimulationError(e.message, hint=e.hint) from None
+        self._calls += 1
         self.history.append(ToolCallEntry(tool_name=name, arguments=arguments, call_id=call.id))
         outcome = events[0]
         took = outcome.duration * 1000
@@ -406,8 +399,6 @@ class Simulation:
             taken = {c.eval_id for c in load_evalset(agent.eval_set_path).eval_cases}
         existing_cases = None
         if agent.cases_path is not None and agent.cases_path.exists():
-            from cycle.cases import load_case_file
-
             existing_cases = agent.cases_path.read_text(encoding="utf-8")
             taken |= {c.id for c in load_case_file(agent.cases_path)}
         case = self.eval_case(self._eval_id(taken))
@@ -456,7 +447,6 @@ def config_agent(config: Path, *, eval_set_path: Path | None, cases_path: Path |
     """The agent of a cycle.yaml: its prompt's tools (an ADK agent's, when it names one),
     answered by its mocks (``passthrough``: these tools run their real function too)."""
     from cycle.assemble.config import load_config, load_prompt
-    from cycle.assemble.suite import declared_tools
 
     loaded = load_config(config)
     if loaded.prompt_is_stored and store_path is not None:
@@ -466,14 +456,16 @@ def config_agent(config: Path, *, eval_set_path: Path | None, cases_path: Path |
             prompt, _ = load_prompt(loaded, store)
     else:
         prompt, _ = load_prompt(loaded)
-    tools = declared_tools(loaded, prompt)
-    functions: dict[str, Any] = {t.name: t.function for t in tools if t.function}
     adk = loaded.config.agent_config.adk
     if adk:
-        from cycle.agents.adk import adk_tools, load_adk_agent
+        from cycle.agents.adk import adk_tools, load_adk_agent, merged_tools
 
-        functions.update({t.definition.name: t.function
-                          for t in adk_tools(load_adk_agent(adk)) if t.function})
+        found = adk_tools(load_adk_agent(adk))
+        tools = merged_tools(prompt.tools, found)
+        functions: dict[str, Any] = {t.definition.name: t.function for t in found if t.function}
+    else:
+        tools = list(prompt.tools)
+        functions = {t.name: t.function for t in tools if t.function}
     return SimulatedAgent(
         name=prompt.id, tools=tools,
         mocks=_with_passthrough(loaded.config.tools.mocks, passthrough, tools),
