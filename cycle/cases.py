@@ -28,7 +28,7 @@ from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, merge, resolve
 from cycle.mocks import MockSpec, UserAgentSpec
 from cycle.query import check_query
-from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
+from cycle.yamlload import LoadedYaml, iter_items, load_yaml, read_text, relocate, validate
 
 #: user turns a conversation may take when its case sets no max_turns
 DEFAULT_MAX_TURNS = 20
@@ -259,15 +259,21 @@ def _case_list(doc: LoadedYaml) -> tuple[list[Any], tuple[str | int, ...]]:
 
 
 def load_case_file(path: str | Path) -> list[TestCase]:
-    """Validate every case of one file."""
-    doc = load_yaml(path)
-    items, prefix = _case_list(doc)
+    """Validate every case of one file.
+
+    The file is read one case at a time (``iter_items``): a file of 100,000 cases never
+    exists as one YAML tree, which takes several times the memory of the cases."""
+    items = iter_items(read_text(path), str(path), key="cases")
+    if items is None:
+        # not a list: parsed whole, for the message saying what it is instead
+        doc = load_yaml(path)
+        whole, prefix = _case_list(doc)
+        items = ((prefix + (i,), doc) for i in range(len(whole)))
     cases: list[TestCase] = []
-    for i, item in enumerate(items):
-        at = prefix + (i,)
-        if not isinstance(item, dict):
+    for at, doc in items:
+        if not isinstance(doc.at(at), dict):
             raise ConfigError("a case must be a mapping with 'id' and 'input'",
-                              file=doc.file, line=doc.line_of(at), field=f"cases[{i}]")
+                              file=doc.file, line=doc.line_of(at), field=f"cases[{at[-1]}]")
         case = validate(TestCase, doc, prefix=at, what="a case", root="cases")
         case._source = f"{doc.file}:{doc.line_of(at)}"
         cases.append(case)

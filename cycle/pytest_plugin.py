@@ -134,6 +134,7 @@ def load_suite(path: Path, *, iterations: int | None, concurrency: int | None) -
 async def run_loaded(loaded: Any, cases: list[Any]) -> RunResult:
     """A run of a loaded cycle.yaml on ``cases``, stored like any ``cycle run``."""
     from cycle.assemble.suite import build_suite, open_cache, run_budget
+    from cycle.evals.results import detached
     from cycle.store import Store, default_path
 
     store = Store.open(default_path(loaded.base_dir))
@@ -142,7 +143,8 @@ async def run_loaded(loaded: Any, cases: list[Any]) -> RunResult:
         suite = build_suite(loaded, store=store, cases=cases, budget=run_budget(loaded),
                             cache=cache)
         try:
-            return await suite.runner(store=store).run(meta=suite.meta())
+            # read into memory: the store closes before the session reads the results
+            return detached(await suite.runner(store=store).run(meta=suite.meta()))
         finally:
             await suite.aclose()
     finally:
@@ -252,6 +254,7 @@ class SuiteFile(pytest.File):
 
         if self.is_eval_file:
             from cycle.assemble.evalfile import run_eval
+            from cycle.evals.results import detached
 
             prepared = self._prepared  # checked at collection; run only what was selected
             prepared.loaded.cases = [c for c in prepared.cases if c.id in ids]
@@ -259,10 +262,11 @@ class SuiteFile(pytest.File):
             store = Store.open(default_path(base))
             try:
                 out = await run_eval(prepared, store=store)
+                run = detached(out.run)
             finally:
                 store.close()
             self.eval_result = out.result
-            return out.run
+            return run
         from cycle.cases import select
 
         return await run_loaded(self._loaded, select(self._all, ids=ids))

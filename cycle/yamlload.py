@@ -10,6 +10,7 @@ error into one ``ConfigError`` naming the file, the line and the field.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -85,19 +86,102 @@ def parse_yaml(text: str, file: str) -> LoadedYaml:
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        raise ConfigError(
-            f"not valid YAML: {e.problem or e}",
-            file=file,
-            line=(mark.line + 1) if mark else None,
-        ) from e
     except yaml.YAMLError as e:
-        raise ConfigError(f"not valid YAML: {e}", file=file) from e
+        raise _syntax_error(e, file) from e
     lines: dict[Path_, int] = {}
     if node is not None:
         _record_lines(node, (), lines, file)
     return LoadedYaml(data=data, file=file, lines=lines)
+
+
+class _ItemComposer(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid-type]
+    """The C parser's events composed in Python one node at a time, so that a long list
+    is read item by item: the whole file's node tree (several times the data's size)
+    never exists at once."""
+
+    def __init__(self, text: str) -> None:
+        _Loader.__init__(self, text)
+        yaml.composer.Composer.__init__(self)
+
+
+def iter_items(text: str, file: str, key: str | None = None
+               ) -> Iterator[tuple[Path_, LoadedYaml]] | None:
+    """The items of a document that is a list (or, with ``key``, a mapping whose first
+    key is ``key`` holding a list), one at a time: (the item's path, a LoadedYaml whose
+    ``at(path)`` is the item and whose lines are the item's, under their full paths). None when the document has another shape (the caller parses it whole,
+    and says what is wrong with it); a syntax error is a ConfigError with its line."""
+    events = yaml.events
+    loader = _ItemComposer(text)
+    try:
+        try:
+            loader.get_event()  # stream start
+            if not loader.check_event(events.DocumentStartEvent):
+                return None
+            loader.get_event()
+            prefix: Path_ = ()
+            if key is not None and loader.check_event(events.MappingStartEvent):
+                loader.get_event()
+                first = loader.peek_event()
+                if not (isinstance(first, events.ScalarEvent) and first.value == key):
+                    return None
+                loader.get_event()
+                prefix = (key,)
+            if not loader.check_event(events.SequenceStartEvent):
+                return None
+            start = loader.get_event()
+        except yaml.YAMLError as e:
+            raise _syntax_error(e, file) from e
+    except BaseException:
+        loader.dispose()
+        raise
+    return _items(loader, file, prefix, start.start_mark.line + 1)
+
+
+def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int
+           ) -> Iterator[tuple[Path_, LoadedYaml]]:
+    events = yaml.events
+    try:
+        index = 0
+        while True:
+            try:
+                if loader.check_event(events.SequenceEndEvent):
+                    loader.get_event()
+                    # what follows the list must be the end of the mapping and the document
+                    while loader.check_event(events.MappingEndEvent, events.DocumentEndEvent):
+                        loader.get_event()
+                    if not loader.check_event(events.StreamEndEvent):
+                        extra = loader.peek_event()
+                        what = (f"unknown key '{extra.value}'" if prefix and isinstance(
+                            extra, events.ScalarEvent) else "unexpected content after the list")
+                        raise ConfigError(
+                            what, file=file, line=extra.start_mark.line + 1,
+                            hint="A case file is a list of cases or a mapping with the single "
+                                 "key 'cases'.")
+                    return
+                node = loader.compose_node(None, None)
+                data = loader.construct_document(node)
+            except yaml.YAMLError as e:
+                raise _syntax_error(e, file) from e
+            at = prefix + (index,)
+            lines: dict[Path_, int] = {(): line}
+            if prefix:
+                lines[prefix] = line
+            _record_lines(node, at, lines, file)
+            holder: Any = {index: data}
+            for part in reversed(prefix):
+                holder = {part: holder}
+            yield at, LoadedYaml(data=holder, file=file, lines=lines)
+            index += 1
+    finally:
+        loader.dispose()
+
+
+def _syntax_error(e: yaml.YAMLError, file: str) -> ConfigError:
+    if isinstance(e, yaml.MarkedYAMLError):
+        mark = e.problem_mark or e.context_mark
+        return ConfigError(f"not valid YAML: {e.problem or e}", file=file,
+                           line=(mark.line + 1) if mark else None)
+    return ConfigError(f"not valid YAML: {e}", file=file)
 
 
 def read_text(path: str | Path) -> str:

@@ -61,8 +61,8 @@ def export_adk(ctx: click.Context, config: Path, out: Path, run_id: str | None) 
         obj = ctx.find_object(CliContext) or CliContext()
         with Store.open(obj.store_path(), create=False) as store:
             result = load_run(store.runs, store.runs.resolve(run_id))
-        cases = [evalset_case_from_trace(c.representative, c.case_id)
-                 for c in result.cases.values() if c.representative is not None]
+            cases = [evalset_case_from_trace(c.representative, c.case_id)
+                     for c in result.cases.values() if c.representative is not None]
         name = result.prompt_id or result.agent_model or result.run_id
     else:
         from cycle.agents.agent import prompt_messages

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from cycle.assemble.estimate import Estimate
     from cycle.assemble.evalfile import EvalOptions
     from cycle.cases import TestCase
-    from cycle.records import Prompt
+    from cycle.records import Prompt, RunResult
 
 
 def _store_path(config_dir: Path | None) -> Path:
@@ -220,7 +220,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
     from cycle.cli import settle_heap
     from cycle.events import EventBus
     from cycle.progress import Progress
-    from cycle.report import render_console, write_reports
+    from cycle.report import write_reports
     from cycle.store import Store
 
     # every input is checked before the store (or the cache) is opened: a bad file
@@ -246,14 +246,21 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
             result = await runner.run(run_id=resume, meta=suite.meta())
         finally:
             await suite.aclose()
+        # the reports read the results from the store, a case at a time
+        paths: dict[str, Path] = {}
+        if not no_reports:
+            paths = write_reports(result, report_dir or loaded.report_dir)
+        _show_run(result, paths, quiet=quiet, as_json=as_json)
     finally:
         store.close()
         if cache is not None:
             cache.close()
+    return result.exit_code
 
-    paths: dict[str, Path] = {}
-    if not no_reports:
-        paths = write_reports(result, report_dir or loaded.report_dir)
+
+def _show_run(result: RunResult, paths: dict[str, Path], *, quiet: bool, as_json: bool) -> None:
+    from cycle.report import render_console
+
     if as_json:
         click.echo(json.dumps({
             "run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
@@ -268,7 +275,6 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
         click.echo(render_console(result, color=sys.stdout.isatty()))
         for kind, p in paths.items():
             click.echo(f"{kind + ' report':16} {p}")
-    return result.exit_code
 
 
 def _eval_options(eval_file: Path, runner_config: Path | None, **flags: object) -> EvalOptions:
@@ -316,11 +322,11 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
             bus.subscribe(Progress(offline=False))
         outcome = aio.run(run_eval(prepared, store=store, bus=bus, cache=cache, resume=resume,
                                    budget=Budget(limit) if limit is not None else None))
+        paths = write_reports(outcome.run, report_dir) if report_dir else {}
     finally:
         store.close()
         if cache is not None:
             cache.close()
-    paths = write_reports(outcome.run, report_dir) if report_dir else {}
     if as_json:
         click.echo(result_json(outcome))
     elif not quiet:

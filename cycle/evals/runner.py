@@ -31,12 +31,12 @@ from cycle.errors import (
     MissingCredentialsError,
     describe,
 )
-from cycle.evals.results import build_run_result
+from cycle.evals.results import MemoryResults, Tally, stored_tallies, summarize
 from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished, RunStarted
 from cycle.judge import Judge
 from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult, Verdict
 from cycle.store import CallRecorder, Store
-from cycle.store.runs import FLUSH_EVERY, new_run_id, now_iso
+from cycle.store.runs import FLUSH_EVERY, StoredResults, new_run_id, now_iso
 
 
 class _Usage:
@@ -116,7 +116,7 @@ class Runner:
         meta = dict(meta or {})
         run_id = run_id or new_run_id()
         info = case_info(self.cases)
-        previous: list[IterationResult] = []
+        tallies: dict[str, list[Tally]] = {}
         done: set[tuple[str, int]] = set()
         log = self.store.runs if self.store is not None else None
         if self.store is not None and log is not None:
@@ -124,9 +124,8 @@ class Runner:
             existing = log.get(run_id)
             if existing is not None:
                 log.delete_errors(run_id)
-                done = log.completed_keys(run_id)
-                previous = [r for r in log.load_results(run_id)
-                            if (r.case_id, r.iteration) in done]
+                tallies = stored_tallies(log, run_id)
+                done = {(k, t.iteration) for k, ts in tallies.items() for t in ts}
                 log.mark_running(run_id)
             else:
                 config = dict(meta.get("config") or {})
@@ -161,7 +160,9 @@ class Runner:
         self.bus.emit(RunStarted(run_id=run_id, prompt_id=meta.get("prompt_id"),
                                  version=meta.get("version"), cases=len(self.cases),
                                  iterations=self.iterations))
-        results: list[IterationResult] = []
+        # without a store the results are kept here; with one, only their tallies: the
+        # results are in the store, read back a case at a time by whoever asks
+        kept: list[IterationResult] | None = [] if log is None else None
         status = "finished"
         self._stop_reason = None
         pending = iter(jobs)
@@ -184,7 +185,9 @@ class Runner:
                 if self._stop_reason is not None:
                     return
                 result = await self._run_one(case, iteration, base_context)
-                results.append(result)
+                tallies.setdefault(case.id, []).append(Tally.of(result))
+                if kept is not None:
+                    kept.append(result)
                 if recorder is not None:
                     unwritten.append(result)
                     write()
@@ -229,9 +232,10 @@ class Runner:
             "stop_reason": self._stop_reason,
         }
         role_usage = log.usage_by_role(run_id) if log is not None else usage.by_role()
-        result = build_run_result(
-            run_id=run_id, status=status, threshold=self.judge.threshold,
-            results=previous + results, usage=role_usage, case_info=info, **run_meta,
+        source = MemoryResults(kept) if kept is not None else StoredResults(log, run_id)
+        result = summarize(
+            run_id=run_id, status=status, threshold=self.judge.threshold, tallies=tallies,
+            source=source, usage=role_usage, case_info=info, **run_meta,
         )
         if log is not None:
             log.finish(run_id, status=status, summary=result.summary())

@@ -357,9 +357,12 @@ def low_cases(result: RunResult, *, below: float) -> list[LowCase]:
     that only errored is not shown to the improver.
     """
     out: list[LowCase] = []
-    for case_id, stats in result.cases.items():
+    for case_id, mean in result.case_means.items():
+        if mean >= below:
+            continue
+        stats = result.cases[case_id]
         rep = stats.representative
-        if stats.mean is None or rep is None or stats.mean >= below:
+        if rep is None:
             continue
         info = result.case_info.get(case_id, {})
         out.append(LowCase(
@@ -382,10 +385,6 @@ def low_cases(result: RunResult, *, below: float) -> list[LowCase]:
 def aggregates(result: RunResult) -> dict[str, Any]:
     """The suite's figures the improver sees, with each criterion's mean score."""
     suite = result.suite
-    per_criterion: dict[str, list[float]] = {}
-    for r in result.results:
-        for v in r.verdicts:
-            per_criterion.setdefault(v.criterion_id, []).append(v.score)
 
     def r2(x: float | None) -> float | None:
         return None if x is None else round(x, 2)
@@ -400,5 +399,5 @@ def aggregates(result: RunResult) -> dict[str, Any]:
         "passed": suite.passed,
         "failed": suite.failed,
         "errors": suite.errors,
-        "criteria": {k: r2(sum(v) / len(v)) for k, v in sorted(per_criterion.items())},
+        "criteria": {k: r2(v) for k, v in sorted(result.source.criterion_means().items())},
     }

@@ -566,7 +566,7 @@ class Loop:
         judged on no case at all is an error, not a score too high to improve."""
         result = inc.result
         if result.score is None:
-            first = next((r.error for r in result.results if r.error), "no case was run")
+            first = next((r.error for r in result.iter_results() if r.error), "no case was run")
             raise EvalError(
                 f"{inc.version.version} was judged on no case: every iteration errored "
                 f"(first: {first})",

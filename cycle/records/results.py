@@ -7,10 +7,12 @@ itself (``build_run_result``) is ``cycle.evals``' work; these are the values.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from cycle.records.messages import ToolCall, Usage
 from cycle.records.trace import TraceEvent
@@ -132,17 +134,29 @@ class CaseStats(BaseModel):
     stats: Stats
     #: share of judged iterations that passed (None when none was judged)
     pass_rate: float | None
-    #: the judged iteration closest to the mean (the representative run)
-    representative: IterationResult | None
     status: Status
     #: iterations a limit ended before they were judged
     terminated: int = 0
     #: user turns per iteration (a conversation's length; 1 for a single exchange)
     turns: Stats | None = None
+    #: the iteration of the representative run (see ``representative``)
+    representative_iteration: int | None = None
+    #: where the case's iterations are read from, when asked (the store, for a stored run)
+    _source: ResultSource | None = PrivateAttr(None)
 
     @property
     def mean(self) -> float | None:
         return self.stats.mean
+
+    @cached_property
+    def representative(self) -> IterationResult | None:
+        """The judged iteration closest to the mean (the representative run); for a case
+        that ended by a limit, its first such iteration. Read when asked: a run of
+        100,000 cases does not hold 100,000 results (and their traces) in memory."""
+        if self.representative_iteration is None or self._source is None:
+            return None
+        return next((r for r in self._source.of(self.case_id)
+                     if r.iteration == self.representative_iteration), None)
 
 
 class RoleUsage(BaseModel):
@@ -179,6 +193,8 @@ class SuiteStats(BaseModel):
     latency_p50: float | None
     latency_p90: float | None
     latency_p99: float | None
+    #: seconds of every iteration's latency, summed
+    latency_total: float = 0.0
     usage: dict[str, RoleUsage] = Field(default_factory=dict)
     #: iterations a limit ended (never averaged, never errors)
     terminated: int = 0
@@ -199,17 +215,31 @@ class SuiteStats(BaseModel):
         return self.usage.get(name, RoleUsage())
 
 
-class RunResult(BaseModel):
-    """A finished (or stopped) run, as reports and the loop read it."""
+class ResultSource(Protocol):
+    """Where a run's iteration results are read from: the store (a stored run) or a list."""
 
-    model_config = _FROZEN
+    def of(self, case_id: str) -> list[IterationResult]:
+        """The iterations of one case, in order."""
+
+    def criterion_means(self) -> dict[str, float]:
+        """Criterion id -> mean score over every verdict of the run."""
+
+
+@dataclass(frozen=True, eq=False)
+class RunResult:
+    """A finished (or stopped) run, as reports and the loop read it.
+
+    The figures (suite and per-case statistics) are in memory; the iteration results
+    are read from ``source`` when asked, a case at a time, so that a run of any size
+    costs memory for its figures only."""
 
     run_id: str
     status: str
     threshold: float
-    cases: dict[str, CaseStats]
+    #: case id -> its statistics, in the order the cases were given (built when read)
+    cases: Mapping[str, CaseStats]
     suite: SuiteStats
-    results: list[IterationResult]
+    source: ResultSource
     prompt_id: str | None = None
     version: str | None = None
     agent_model: str | None = None
@@ -220,9 +250,11 @@ class RunResult(BaseModel):
     started_at: str = ""
     finished_at: str = ""
     #: case id -> its TestCase data for reports (name, description, tags, expected)
-    case_info: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    case_info: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: why the run stopped early (budget reached, --stop-on-first-failure), if it did
     stop_reason: str | None = None
+    #: case id -> mean score, for the cases that were judged (the loop pairs these)
+    case_means: dict[str, float] = field(default_factory=dict)
 
     @property
     def score(self) -> float | None:
@@ -235,23 +267,19 @@ class RunResult(BaseModel):
         return (f"RunResult({self.run_id!r}, score={score}, {s.passed} passed, {s.failed} "
                 f"failed, {s.errored} errored)")
 
-    @cached_property
-    def by_case(self) -> dict[str, list[IterationResult]]:
-        """Case id -> its iterations, in order: grouped once, so that a report reads each
-        case's results in O(its iterations), not by scanning every result (quadratic)."""
-        out: dict[str, list[IterationResult]] = {}
-        for r in self.results:
-            out.setdefault(r.case_id, []).append(r)
-        return out
-
     def results_of(self, case_id: str) -> list[IterationResult]:
         """The iterations of ``case_id`` (none: an empty list)."""
-        return self.by_case.get(case_id, [])
+        return self.source.of(case_id)
+
+    def iter_results(self) -> Iterator[IterationResult]:
+        """Every iteration, case by case: read as it goes, never all at once."""
+        for case_id in self.cases:
+            yield from self.source.of(case_id)
 
     @property
-    def case_means(self) -> dict[str, float]:
-        """Case id -> mean score, for the cases that were judged (the loop pairs these)."""
-        return {k: c.stats.mean for k, c in self.cases.items() if c.stats.mean is not None}
+    def results(self) -> list[IterationResult]:
+        """Every iteration in one list: for small runs and tests (``iter_results`` streams)."""
+        return list(self.iter_results())
 
     @property
     def exit_code(self) -> int:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from cycle.records import RunResult
 from cycle.report.console import render_console
-from cycle.report.json import render_json
-from cycle.report.junit import render_junit
-from cycle.report.markdown import render_markdown
+from cycle.report.json import iter_json, render_json
+from cycle.report.junit import iter_junit, render_junit
+from cycle.report.markdown import iter_markdown, render_markdown
 
 __all__ = ["render_console", "render_json", "render_junit", "render_markdown", "write_reports"]
 
@@ -19,7 +19,9 @@ def write_reports(result: RunResult, directory: str | Path) -> dict[str, Path]:
     d.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": d / f"{result.run_id}.md", "json": d / f"{result.run_id}.json",
              "junit": d / f"{result.run_id}.junit.xml"}
-    paths["markdown"].write_text(render_markdown(result), encoding="utf-8")
-    paths["json"].write_text(render_json(result), encoding="utf-8")
-    paths["junit"].write_text(render_junit(result), encoding="utf-8")
+    for kind, pieces in (("markdown", iter_markdown), ("json", iter_json),
+                         ("junit", iter_junit)):
+        # streamed: a report of 100,000 cases is never one string in memory
+        with open(paths[kind], "w", encoding="utf-8") as out:
+            out.writelines(pieces(result))
     return paths

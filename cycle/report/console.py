@@ -10,7 +10,7 @@ _COLORS = {"passed": "32", "failed": "31", "error": "33"}
 
 
 def _paint(text: str, status: str, color: bool) -> str:
-    return f"\x1b[{_COLORS[status]}m{text}\x1b[0m" if color else text
+    return f"\x1b[{_COLORS.get(status, '33')}m{text}\x1b[0m" if color else text
 
 
 def render_console(result: RunResult, *, color: bool = False, max_cases: int = 50) -> str:
@@ -22,11 +22,12 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
     if result.status != "finished":
         lines.append(f"Run {result.status}: {result.stop_reason or ''}".rstrip(": "))
     lines.append("")
-    cases = list(result.cases.values())
-    width = min(40, max((len(c.case_id) for c in cases), default=4))
-    # failed and errored first: they are what a person looks for
-    order = sorted(cases, key=lambda c: {"error": 0, "failed": 1, "passed": 2}[c.status])
-    for c in order[:max_cases]:
+    width = min(40, max((len(k) for k in result.cases), default=4))
+    # failed and errored first: they are what a person looks for (ranked by id, then
+    # only the shown cases are built: a run may have 100,000)
+    rank = {"error": 0, "failed": 1, "passed": 2}
+    order = sorted(result.cases, key=lambda k: rank.get(result.cases[k].status, 1))
+    for c in (result.cases[k] for k in order[:max_cases]):
         status = _paint(f"{c.status.upper():6}", c.status, color)
         extra = f"  {c.errors} errored" if c.errors else ""
         reason = ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json as _json
+from collections.abc import Iterator
 from typing import Any
 
 from cycle.records import CaseStats, IterationResult, RunResult
@@ -41,7 +42,11 @@ def _case(c: CaseStats, result: RunResult) -> dict[str, Any]:
 
 
 def report_dict(result: RunResult) -> dict[str, Any]:
-    """The whole run as plain JSON-able data."""
+    """The whole run as plain JSON-able data (in memory: ``iter_json`` streams it)."""
+    return {**_head(result), "cases": [_case(c, result) for c in result.cases.values()]}
+
+
+def _head(result: RunResult) -> dict[str, Any]:
     return {
         "run_id": result.run_id,
         "status": result.status,
@@ -55,9 +60,22 @@ def report_dict(result: RunResult) -> dict[str, Any]:
         "finished_at": result.finished_at,
         "exit_code": result.exit_code,
         "summary": result.summary(),
-        "cases": [_case(c, result) for c in result.cases.values()],
     }
 
 
+def _dumps(value: Any) -> str:
+    return _json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def iter_json(result: RunResult) -> Iterator[str]:
+    """The JSON report in pieces, a case at a time (a case's results are read when its
+    turn comes, so the report of any run is written in the memory of one case)."""
+    head = _dumps({**_head(result), "cases": None})
+    yield head[:-len("null\n}")] + "["
+    for i, c in enumerate(result.cases.values()):
+        yield ("," if i else "") + "\n    " + _dumps(_case(c, result)).replace("\n", "\n    ")
+    yield "\n  ]\n}" if result.cases else "]\n}"
+
+
 def render_json(result: RunResult) -> str:
-    return _json.dumps(report_dict(result), indent=2, ensure_ascii=False, default=str)
+    return "".join(iter_json(result))

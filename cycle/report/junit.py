@@ -1,48 +1,72 @@
-"""JUnit XML for CI: one testcase per case; failed cases fail, errored cases error."""
+"""JUnit XML for CI: one testcase per case; failed cases fail, errored cases error.
+
+Written as it goes, a case at a time (``iter_junit``): the report of a run of any size
+needs the memory of one case."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from xml.sax.saxutils import escape, quoteattr
 
-from cycle.records import RunResult
+from cycle.records import CaseStats, RunResult
 
 
 def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1f}"
 
 
-def render_junit(result: RunResult) -> str:
+def _element(tag: str, attrs: dict[str, str], text: str | None = None, indent: int = 0) -> str:
+    pad = "  " * indent
+    head = f"{pad}<{tag}" + "".join(f" {k}={quoteattr(v)}" for k, v in attrs.items())
+    if text is None:
+        return head + " />\n"
+    return f"{head}>{escape(text)}</{tag}>\n"
+
+
+def _case(c: CaseStats, result: RunResult) -> str:
+    runs = result.results_of(c.case_id)
+    out = [(f'    <testcase classname={quoteattr(result.prompt_id or "cycle")} '
+           f'name={quoteattr(c.case_id)} time="{sum(r.latency for r in runs):.3f}">\n')]
+    detail = (f"mean {_fmt(c.stats.mean)} (threshold {result.threshold:g}), pass rate "
+              f"{'n/a' if c.pass_rate is None else f'{c.pass_rate:.0%}'}, "
+              f"{c.errors} errored of {c.iterations} iterations")
+    if c.status == "error":
+        out.append(_element("error", {"message": "every iteration errored"}, "\n".join(
+            f"iteration {r.iteration}: {r.error}" for r in runs if r.error), 3))
+    elif c.status == "failed":
+        rep = c.representative
+        lines = [detail]
+        if rep is not None:
+            lines += [f"{v.criterion_id}: {v.score:.0f}{' (required)' if v.required else ''}"
+                      f"{'' if v.passed else ' FAILED'} - {v.reasoning}" for v in rep.verdicts]
+        out.append(_element("failure", {"message": detail}, "\n".join(lines), 3))
+    out.append(_element("system-out", {}, detail + ("\n[offline model]" if result.offline
+                                                    else ""), 3))
+    out.append("    </testcase>\n")
+    return "".join(out)
+
+
+def iter_junit(result: RunResult) -> Iterator[str]:
     s = result.suite
-    total_time = sum(r.latency for r in result.results)
-    name = f"cycle {result.prompt_id or ''}@{result.version or ''}".strip("@ ")
-    suites = ET.Element("testsuites", name="cycle", tests=str(s.cases), failures=str(s.failed),
-                        errors=str(s.errored), time=f"{total_time:.3f}")
-    suite = ET.SubElement(suites, "testsuite", name=name or "cycle", tests=str(s.cases),
-                          failures=str(s.failed), errors=str(s.errored), time=f"{total_time:.3f}")
-    props = ET.SubElement(suite, "properties")
+    total = f"{s.latency_total:.3f}"
+    name = f"cycle {result.prompt_id or ''}@{result.version or ''}".strip("@ ") or "cycle"
+    counts = {"tests": str(s.cases), "failures": str(s.failed), "errors": str(s.errored),
+              "time": total}
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n'
+    yield "<testsuites" + "".join(f" {k}={quoteattr(v)}" for k, v in
+                                  {"name": "cycle", **counts}.items()) + ">\n"
+    yield "  <testsuite" + "".join(f" {k}={quoteattr(v)}" for k, v in
+                                   {"name": name, **counts}.items()) + ">\n"
+    yield "    <properties>\n"
     for key, value in (("run_id", result.run_id), ("agent_model", result.agent_model),
                        ("judge_model", result.judge_model), ("score", _fmt(result.score)),
                        ("offline", "true" if result.offline else "false")):
-        ET.SubElement(props, "property", name=key, value=str(value or ""))
+        yield _element("property", {"name": key, "value": str(value or "")}, indent=3)
+    yield "    </properties>\n"
     for c in result.cases.values():
-        runs = result.results_of(c.case_id)
-        tc = ET.SubElement(suite, "testcase", classname=result.prompt_id or "cycle",
-                           name=c.case_id, time=f"{sum(r.latency for r in runs):.3f}")
-        detail = (f"mean {_fmt(c.stats.mean)} (threshold {result.threshold:g}), pass rate "
-                  f"{'n/a' if c.pass_rate is None else f'{c.pass_rate:.0%}'}, "
-                  f"{c.errors} errored of {c.iterations} iterations")
-        if c.status == "error":
-            err = ET.SubElement(tc, "error", message="every iteration errored")
-            err.text = "\n".join(f"iteration {r.iteration}: {r.error}" for r in runs if r.error)
-        elif c.status == "failed":
-            rep = c.representative
-            lines = [detail]
-            if rep is not None:
-                lines += [f"{v.criterion_id}: {v.score:.0f}{' (required)' if v.required else ''}"
-                          f"{'' if v.passed else ' FAILED'} - {v.reasoning}" for v in rep.verdicts]
-            fail = ET.SubElement(tc, "failure", message=detail)
-            fail.text = "\n".join(lines)
-        out = ET.SubElement(tc, "system-out")
-        out.text = detail + ("\n[offline model]" if result.offline else "")
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+        yield _case(c, result)
+    yield "  </testsuite>\n</testsuites>\n"
+
+
+def render_junit(result: RunResult) -> str:
+    return "".join(iter_junit(result))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.records import CaseStats, IterationResult, RunResult
 from cycle.report import format as f
@@ -65,7 +67,7 @@ def _input_text(value: object) -> str:
     return str(value)
 
 
-def render_markdown(result: RunResult) -> str:
+def _lines(result: RunResult) -> Iterator[str]:
     s = result.suite
     title = f"{result.prompt_id}@{result.version}" if result.prompt_id else result.run_id
     lines = [f"# Evaluation: {title}", ""]
@@ -101,22 +103,40 @@ def render_markdown(result: RunResult) -> str:
                   "| --- | ---: | ---: | ---: | ---: |", *usage_rows, ""]
     lines += ["## Cases", "", "| case | status | mean ± 95% CI | sd | pass rate | errors |",
               "| --- | --- | ---: | ---: | ---: | ---: |"]
+    yield from lines
+    # the cases are read three times rather than held: a run of any size is written in
+    # the memory of one case (CaseStats are built from the run's figures as they are read)
     for c in result.cases.values():
-        lines.append(f"| {_cell(c.name)} (`{c.case_id}`) | {c.status} | {f.score_ci(c.stats)} | "
-                     f"{f.score(c.stats.sd)} | {f.pct(c.pass_rate)} | {c.errors} |")
-    lines.append("")
-    bad = [c for c in result.cases.values() if c.status != "passed"]  # failed, errored, terminated
-    good = [c for c in result.cases.values() if c.status == "passed"]
-    if bad:
-        lines += ["## Failed and errored cases", ""]
-        for c in bad:
-            lines += [f"### {c.status.upper()}: {c.name} (`{c.case_id}`)", ""]
-            lines += _case_body(c, result)
-    if good:
-        lines += ["## Passed cases", ""]
-        for c in good:
-            lines += ["<details>", (f"<summary>{c.name} (<code>{c.case_id}</code>): "
-                      f"{f.score_ci(c.stats)}</summary>"), ""]
-            lines += _case_body(c, result)
-            lines += ["</details>", ""]
-    return "\n".join(lines).rstrip() + "\n"
+        yield (f"| {_cell(c.name)} (`{c.case_id}`) | {c.status} | {f.score_ci(c.stats)} | "
+               f"{f.score(c.stats.sd)} | {f.pct(c.pass_rate)} | {c.errors} |")
+    yield ""
+    s = result.suite
+    if s.cases - s.passed:  # failed, errored, terminated
+        yield from ["## Failed and errored cases", ""]
+        for c in result.cases.values():
+            if c.status != "passed":
+                yield from [f"### {c.status.upper()}: {c.name} (`{c.case_id}`)", ""]
+                yield from _case_body(c, result)
+    if s.passed:
+        yield from ["## Passed cases", ""]
+        for c in result.cases.values():
+            if c.status == "passed":
+                yield from ["<details>", (f"<summary>{c.name} (<code>{c.case_id}</code>): "
+                            f"{f.score_ci(c.stats)}</summary>"), ""]
+                yield from _case_body(c, result)
+                yield from ["</details>", ""]
+
+
+def iter_markdown(result: RunResult) -> Iterator[str]:
+    """The Markdown report in pieces (a line at a time; no blank lines at the end)."""
+    blanks = 0
+    for line in _lines(result):
+        if not line.strip():
+            blanks += 1
+            continue
+        yield "\n" * blanks + line + "\n"
+        blanks = 0
+
+
+def render_markdown(result: RunResult) -> str:
+    return "".join(iter_markdown(result))

@@ -331,3 +331,10 @@ def m008_round_stages(db: Database) -> None:
     db.execute("UPDATE rounds SET stage = CASE WHEN round = 0 THEN 'baseline' ELSE 'improve' END")
     db.execute("ALTER TABLE rounds ADD COLUMN seen_delta REAL")
     db.execute("ALTER TABLE rounds ADD COLUMN held_out_delta REAL")
+
+
+@migrations()
+def m009_results_by_case(db: Database) -> None:
+    """A run's results by case: reports and the loop read a stored run a case at a time
+    (cycle.store.runs.StoredResults), never all of its results at once."""
+    db.execute("CREATE INDEX idx_results_run_case ON results (run_id, case_id, iteration)")

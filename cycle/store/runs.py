@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -202,13 +202,6 @@ class RunLog:
             "WHERE run_id = ? GROUP BY case_id", (run_id,)).fetchall()
         return {case_id: mean for case_id, mean in rows}
 
-    def completed_keys(self, run_id: str) -> set[tuple[str, int]]:
-        """(case id, iteration) pairs already judged in a run (errored ones are not: they re-run)."""
-        rows = self.store.db.execute(
-            "SELECT case_id, iteration FROM results WHERE run_id = ? AND status != 'error'", (run_id,)
-        ).fetchall()
-        return {(r[0], r[1]) for r in rows}
-
     def delete_errors(self, run_id: str) -> int:
         """Remove a run's errored iterations (before resuming re-runs them)."""
         with self.store.transaction() as db:
@@ -237,39 +230,61 @@ class RunLog:
             if rows:
                 conn.executemany(INSERT_CALL, rows)
 
-    def load_results(self, run_id: str) -> list[IterationResult]:
-        """Every stored iteration of a run, with its verdicts."""
+    def load_results(self, run_id: str, case_id: str | None = None) -> list[IterationResult]:
+        """The stored iterations of a run (or of one of its cases), with their verdicts,
+        by case and iteration."""
+        columns = ["run_id"] if case_id is None else ["run_id", "case_id"]
+        params = [run_id] if case_id is None else [run_id, case_id]
         db = self.store.db
+        rows = db.execute(
+            "SELECT id, case_id, iteration, status, score, passed, error, input, output, "
+            "tool_calls, latency, agent_cost, judge_cost, input_tokens, output_tokens, "
+            "started_at, finished_at, trace, state FROM results WHERE "
+            + " AND ".join(f"{c} = ?" for c in columns) + " ORDER BY case_id, iteration",
+            params).fetchall()
         verdicts: dict[int, list[Verdict]] = {}
         for row in db.execute(
-            "SELECT v.result_id, v.criterion_id, v.kind, v.score, v.passed, v.weight, v.required, "
-            "v.reasoning, v.failed_turns FROM verdicts v JOIN results r ON r.id = v.result_id WHERE r.run_id = ? "
-            "ORDER BY v.id", (run_id,)
+            "SELECT v.result_id, v.criterion_id, v.kind, v.score, v.passed, v.weight, "
+            "v.required, v.reasoning, v.failed_turns FROM verdicts v JOIN results r "
+            "ON r.id = v.result_id WHERE " + " AND ".join(f"r.{c} = ?" for c in columns)
+            + " ORDER BY v.id", params,
         ).fetchall():
             verdicts.setdefault(row[0], []).append(Verdict(
                 criterion_id=row[1], kind=row[2], score=row[3], passed=bool(row[4]),
                 weight=row[5], required=bool(row[6]), reasoning=row[7] or "",
                 failed_turns=tuple(json.loads(row[8])) if row[8] else (),
             ))
-        out: list[IterationResult] = []
-        for row in db.execute(
-            "SELECT id, case_id, iteration, status, score, passed, error, input, output, tool_calls, "
-            "latency, agent_cost, judge_cost, input_tokens, output_tokens, started_at, finished_at, "
-            "trace, state FROM results WHERE run_id = ? ORDER BY case_id, iteration", (run_id,)
-        ).fetchall():
-            out.append(IterationResult(
-                case_id=row[1], iteration=row[2], status=row[3], score=row[4],
-                passed=None if row[5] is None else bool(row[5]), error=row[6],
-                input=json.loads(row[7]) if row[7] else None, output=row[8] or "",
-                tool_calls=tuple(ToolCall(**t) for t in json.loads(row[9])) if row[9] else (),
-                latency=row[10] or 0.0, agent_cost=row[11] or 0.0, judge_cost=row[12] or 0.0,
-                input_tokens=row[13] or 0, output_tokens=row[14] or 0,
-                started_at=row[15] or "", finished_at=row[16] or "",
-                verdicts=tuple(verdicts.get(row[0], ())),
-                trace=_TRACE.validate_json(row[17]) if row[17] else (),
-                state=json.loads(row[18]) if row[18] else {},
-            ))
-        return out
+        return [IterationResult(
+            case_id=row[1], iteration=row[2], status=row[3], score=row[4],
+            passed=None if row[5] is None else bool(row[5]), error=row[6],
+            input=json.loads(row[7]) if row[7] else None, output=row[8] or "",
+            tool_calls=tuple(ToolCall(**t) for t in json.loads(row[9])) if row[9] else (),
+            latency=row[10] or 0.0, agent_cost=row[11] or 0.0, judge_cost=row[12] or 0.0,
+            input_tokens=row[13] or 0, output_tokens=row[14] or 0,
+            started_at=row[15] or "", finished_at=row[16] or "",
+            verdicts=tuple(verdicts.get(row[0], ())),
+            trace=_TRACE.validate_json(row[17]) if row[17] else (),
+            state=json.loads(row[18]) if row[18] else {},
+        ) for row in rows]
+
+    def tally_rows(self, run_id: str) -> Iterator[tuple[Any, ...]]:
+        """Per iteration of a run, what its figures need (``cycle.evals.results.Tally``,
+        after the case id): no output, verdicts or trace leaves SQLite (the user turns are
+        counted there)."""
+        return self.store.db.execute(
+            "SELECT case_id, iteration, status, score, CASE WHEN passed IS NULL THEN NULL "
+            "ELSE passed != 0 END, coalesce(latency, 0.0), "
+            "status != 'error' OR coalesce(output, '') != '', "
+            "CASE WHEN trace IS NULL THEN 0 ELSE (SELECT count(*) FROM json_each(trace) "
+            "WHERE json_extract(value, '$.kind') = 'user') END "
+            "FROM results WHERE run_id = ? ORDER BY case_id, iteration", (run_id,))
+
+    def criterion_means(self, run_id: str) -> dict[str, float]:
+        """Criterion id -> mean score over every verdict of a run."""
+        return dict(self.store.db.execute(
+            "SELECT v.criterion_id, avg(v.score) FROM verdicts v JOIN results r "
+            "ON r.id = v.result_id WHERE r.run_id = ? GROUP BY v.criterion_id ORDER BY "
+            "min(v.id)", (run_id,)).fetchall())
 
     def usage_by_role(self, run_id: str) -> dict[str, RoleUsage]:
         """Calls, tokens and cost of a run, per role (agent, judge, ...)."""
@@ -282,6 +297,24 @@ class RunLog:
         return {r[0] or "agent": RoleUsage(calls=r[1], input_tokens=r[2], output_tokens=r[3],
                                            cost=r[4], cost_estimated=bool(r[5]), cache_hits=r[6])
                 for r in rows}
+
+
+class StoredResults:
+    """A stored run's results, read a case at a time (``RunResult.source``). The last
+    case read is kept: a report asks for a case's results and then its representative."""
+
+    def __init__(self, log: RunLog, run_id: str) -> None:
+        self.log = log
+        self.run_id = run_id
+        self._last: tuple[str, list[IterationResult]] | None = None
+
+    def of(self, case_id: str) -> list[IterationResult]:
+        if self._last is None or self._last[0] != case_id:
+            self._last = (case_id, self.log.load_results(self.run_id, case_id))
+        return self._last[1]
+
+    def criterion_means(self) -> dict[str, float]:
+        return self.log.criterion_means(self.run_id)
 
 
 class CallRecorder:

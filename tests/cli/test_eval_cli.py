@@ -320,8 +320,8 @@ def test_eval_files_are_case_files_of_a_cycle_yaml(tmp_path, monkeypatch):
 
     store = Store.open(tmp_path / "store.db")
     run = load_run(store.runs, json.loads(r.stdout)["run_id"])
-    store.close()
     verdicts = {v.criterion_id: v for v in run.cases["stub"].representative.verdicts}
+    store.close()
     assert set(verdicts) == {"short", "toolforge"} and verdicts["toolforge"].required
     assert verdicts["toolforge"].reasoning == ("responseContains: expected '21C' in response but "
                                                "not found")
