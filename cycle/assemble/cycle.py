@@ -9,6 +9,7 @@ Everything is validated (``prepare``) before the store is written or a model cal
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 from cycle.agents import Agent, PromptAgent
 from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
@@ -48,7 +49,7 @@ def _not_a_model_agent(loaded: LoadedConfig) -> ConfigError:
     )
 
 
-def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> list[TestCase]:
+def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> Sequence[TestCase]:
     """Validate everything a cycle needs before the store is opened or a model called:
     the prompt, every case file, imports, templates, the models' names and keys, and the
     stop conditions' custom predicates. Returns the cases; the first problem raises a
@@ -85,7 +86,7 @@ def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> list[
     return cases
 
 
-def held_out(loaded: LoadedConfig, improve: ImproveConfig, cases: list[TestCase]) -> frozenset[str]:
+def held_out(loaded: LoadedConfig, improve: ImproveConfig, cases: Sequence[TestCase]) -> frozenset[str]:
     """The held-out case ids of improve.validation; a bad one names its line."""
     try:
         return held_out_cases(cases, improve.validation)
@@ -102,7 +103,7 @@ def build_loop(
     bus: EventBus | None = None,
     improve: ImproveConfig | None = None,
     cache: ResponseCache | None = None,
-    cases: list[TestCase] | None = None,
+    cases: Sequence[TestCase] | None = None,
 ) -> Loop:
     """The cycle a cycle.yaml describes. ``cases``: what ``prepare`` returned, when the
     caller validated already. Nothing is called and no version is saved here: a prompt

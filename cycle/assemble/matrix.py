@@ -71,7 +71,7 @@ def plan(loaded: LoadedConfig, *, agents: Sequence[str], versions: Sequence[str]
     return cells
 
 
-def validate(cells: Sequence[Cell], *, tags: Sequence[str], ids: Sequence[str]) -> list[TestCase]:
+def validate(cells: Sequence[Cell], *, tags: Sequence[str], ids: Sequence[str]) -> Sequence[TestCase]:
     """Check every cell's inputs (models, keys, templates) before anything runs; the case
     files are read once, for the first."""
     cases = validate_suite(cells[0].loaded, tags=tags, ids=ids)
@@ -81,7 +81,7 @@ def validate(cells: Sequence[Cell], *, tags: Sequence[str], ids: Sequence[str]) 
 
 
 async def run_matrix(
-    cells: Sequence[Cell], cases: list[TestCase], *, matrix_id: str, store: Store, bus: EventBus,
+    cells: Sequence[Cell], cases: Sequence[TestCase], *, matrix_id: str, store: Store, bus: EventBus,
     budget: Budget | None, cache: ResponseCache | None,
     on_cell: Callable[[int, Cell], None] | None = None,
 ) -> list[RunResult]:

@@ -19,6 +19,7 @@ from typing import Any
 from cycle.agents import Agent, CallableAgent, HttpAgent, PromptAgent
 from cycle.assemble.config import STORE_PREFIX, LoadedConfig, ProviderSettings, load_prompt
 from cycle.cases import (
+    CaseList,
     FunctionUser,
     SimulatedUser,
     TestCase,
@@ -128,7 +129,7 @@ class Suite:
     loaded: LoadedConfig
     prompt: Prompt | None
     version: str | None
-    cases: list[TestCase]
+    cases: CaseList
     agent: Agent
     judge: Judge
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
@@ -161,7 +162,7 @@ class Suite:
 
 def load_suite_cases(
     loaded: LoadedConfig, *, tags: Sequence[str] = (), ids: Sequence[str] = ()
-) -> list[TestCase]:
+) -> CaseList:
     """The config's cases, validated, filtered by tags (config's and given) and ids."""
     c = loaded.config
     files: dict[Path, None] = {}  # each file once, in order: globbed once, here
@@ -449,7 +450,7 @@ def validate_suite(
     improver: bool = False,
     cases: Sequence[TestCase] | None = None,
     criteria: Sequence[CriterionConfig] | None = None,
-) -> list[TestCase]:
+) -> CaseList:
     """Validate every input of a run before the store is opened or a model called.
 
     The config is already valid; this reads the prompt file and every case file,
@@ -462,7 +463,7 @@ def validate_suite(
     """
     if cases is None:
         cases = load_suite_cases(loaded, tags=tags, ids=ids)
-    cases = list(cases)
+    cases = CaseList.of(cases)
     _check_size(loaded, cases)
     prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
     _check_imports_and_templates(loaded, cases, prompt, criteria)
@@ -528,7 +529,8 @@ def build_suite(
     ``criteria``: judge on these instead of cycle.yaml's."""
     if prompt is None:
         prompt, version = load_prompt(loaded, store)
-    case_list = list(cases) if cases is not None else load_suite_cases(loaded, tags=tags, ids=ids)
+    case_list = CaseList.of(cases) if cases is not None else load_suite_cases(
+        loaded, tags=tags, ids=ids)
     closers: list[Callable[[], Awaitable[None]]] = []
     journal = store.journal if store is not None else None
 

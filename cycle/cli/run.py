@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -189,7 +189,7 @@ def stored_prompt(loaded: LoadedConfig) -> Iterator[Prompt]:
         yield load_prompt(loaded, store)[0]
 
 
-def show_estimate(estimate: Estimate, loaded: LoadedConfig, cases: list[TestCase], *,
+def show_estimate(estimate: Estimate, loaded: LoadedConfig, cases: Sequence[TestCase], *,
                   as_json: bool, what: str = "run", cap: float | None = None) -> None:
     """A dry run's figures: a table (or JSON), and the hard cap they would meet
     (``cap``: the lowest of --budget / budget and a cycle's max_cost)."""

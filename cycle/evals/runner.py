@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from cycle.agents import Agent
-from cycle.cases import TestCase
+from cycle.cases import CaseList, TestCase
 from cycle.errors import (
     AuthenticationError,
     BudgetExceededError,
@@ -63,10 +63,14 @@ class _Usage:
 
 
 def case_info(cases: Sequence[TestCase]) -> dict[str, dict[str, Any]]:
-    """What reports need to know about each case, stored with the run."""
+    """What reports need to know about each case, stored with the run: its name,
+    description, tags and expected output, each only when set (a case of 100,000 with
+    none of them costs its id and an empty dict)."""
     return {
-        c.id: {"name": c.title, "description": c.description, "tags": list(c.tags),
-               "expected": c.expected}
+        c.id: {k: v for k, v, kept in (
+            ("name", c.name, c.name), ("description", c.description, c.description),
+            ("tags", list(c.tags), c.tags), ("expected", c.expected, c.expected is not None))
+            if kept}
         for c in cases
     }
 
@@ -96,7 +100,7 @@ class Runner:
             raise ValueError("concurrency must be >= 1")
         self.agent = agent
         self.judge = judge
-        self.cases = list(cases)
+        self.cases = CaseList.of(cases)
         self.iterations = iterations
         self.iterations_for = dict(iterations_for or {})
         self.concurrency = concurrency

@@ -46,7 +46,7 @@ from typing import Any, Literal
 
 from cycle import events as ev
 from cycle.agents import Agent
-from cycle.cases import TestCase
+from cycle.cases import CaseList, TestCase
 from cycle.errors import (
     BudgetExceededError,
     ConfigError,
@@ -262,7 +262,7 @@ class Loop:
             )
         self._start = start
         self.prompt_id = prompt_id
-        self.cases = list(cases)
+        self.cases = CaseList.of(cases)
         self.agent_for = agent
         self.judge = judge
         self.improver = improver
