@@ -69,6 +69,8 @@ def test_only_an_adk_agent_imports_google_adk(tmp_path: Path) -> None:
     modules = imported_by(["run", "--no-reports", "-q"], tmp_path)
     assert "cycle.evals.runner" in modules  # it did run
     assert not [m for m in modules if m.startswith(("google.adk", "cycle.agents.adk"))]
+    # nor does a run import the improvement loop (about 0.1 s of start-up)
+    assert not [m for m in modules if m.startswith(("cycle.loop", "cycle.improve"))]
     config["agent"] = {"adk": "tests.agents.adk_agents:plain_agent", "model": "offline:default"}
     (tmp_path / "cycle.yaml").write_text(json.dumps(config))
     root = str(Path(__file__).resolve().parents[2])  # where tests.agents imports from
