@@ -243,17 +243,21 @@ class RunLog:
             + " AND ".join(f"{c} = ?" for c in columns) + " ORDER BY case_id, iteration",
             params).fetchall()
         verdicts: dict[int, list[Verdict]] = {}
-        for row in db.execute(
-            "SELECT v.result_id, v.criterion_id, v.kind, v.score, v.passed, v.weight, "
-            "v.required, v.reasoning, v.failed_turns FROM verdicts v JOIN results r "
-            "ON r.id = v.result_id WHERE " + " AND ".join(f"r.{c} = ?" for c in columns)
-            + " ORDER BY v.id", params,
-        ).fetchall():
-            verdicts.setdefault(row[0], []).append(Verdict(
-                criterion_id=row[1], kind=row[2], score=row[3], passed=bool(row[4]),
-                weight=row[5], required=bool(row[6]), reasoning=row[7] or "",
-                failed_turns=tuple(json.loads(row[8])) if row[8] else (),
-            ))
+        # by the results' ids (the index on result_id): a join filtered on the results'
+        # columns lets SQLite scan every verdict in id order, once per case read
+        ids = [row[0] for row in rows]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            verdicts_rows = db.execute(
+                "SELECT result_id, criterion_id, kind, score, passed, weight, required, "
+                "reasoning, failed_turns FROM verdicts WHERE result_id IN "
+                f"({','.join('?' * len(chunk))}) ORDER BY id", chunk).fetchall()
+            for row in verdicts_rows:
+                verdicts.setdefault(row[0], []).append(Verdict(
+                    criterion_id=row[1], kind=row[2], score=row[3], passed=bool(row[4]),
+                    weight=row[5], required=bool(row[6]), reasoning=row[7] or "",
+                    failed_turns=tuple(json.loads(row[8])) if row[8] else (),
+                ))
         return [IterationResult(
             case_id=row[1], iteration=row[2], status=row[3], score=row[4],
             passed=None if row[5] is None else bool(row[5]), error=row[6],

@@ -135,3 +135,48 @@ def test_the_tui_dashboard_state_is_linear_in_the_events():
         return fold
 
     assert growth(make, 200) < 5
+
+
+def test_reading_a_stored_run_case_by_case_is_linear_in_its_cases(tmp_path: Path):
+    """Counted in SQLite's own steps (the VM instructions it runs): reading a stored run
+    back and writing its reports, a case at a time, grows 4x for 4x the cases. (Reading a
+    case's verdicts through a join once scanned every verdict of the store per case.)"""
+    from cycle import aio
+    from cycle.agents import CallableAgent
+    from cycle.cases import TestCase
+    from cycle.evals.results import load_run
+    from cycle.evals.runner import Runner
+    from cycle.judge import Judge
+    from cycle.judge.criteria import CriterionConfig
+    from cycle.report import write_reports
+    from cycle.store import Store
+
+    store = Store.open(tmp_path / "s.db")
+    judge = Judge([CriterionConfig(id="a", check={"type": "regex", "pattern": "1"}),
+                   CriterionConfig(id="b", check={"type": "regex", "pattern": "2"})])
+
+    def make(n: int) -> Callable[[], Any]:
+        cases = [TestCase(id=f"c{k}", input={"n": k}) for k in range(n)]
+        runner = Runner(agent=CallableAgent(lambda inp: f"answer {inp['n']}"), judge=judge,
+                        cases=cases, iterations=2, store=store)
+        run_id = aio.run(runner.run()).run_id
+        return lambda: write_reports(load_run(store.runs, run_id), tmp_path / run_id)
+
+    def steps(fn: Callable[[], Any]) -> int:
+        count = 0
+
+        def tick() -> int:
+            nonlocal count
+            count += 1
+            return 0
+
+        store.db.conn.set_progress_handler(tick, 100)
+        try:
+            fn()
+        finally:
+            store.db.conn.set_progress_handler(None, 100)
+        return count
+
+    small, large = make(100), make(400)  # both runs in the store, as runs pile up
+    assert steps(large) / steps(small) < 5
+    store.close()
