@@ -241,7 +241,11 @@ class CaseList(Sequence[TestCase]):
     Each read is a fresh copy (about 10 microseconds)."""
 
     def __init__(self, cases: Iterable[TestCase] = ()) -> None:
-        self._packed = [pickle.dumps(c, protocol=pickle.HIGHEST_PROTOCOL) for c in cases]
+        self._packed: list[bytes] = []
+        #: the cases' ids, in order (read without unpacking)
+        self.ids: list[str] = []
+        for case in cases:
+            self.append(case)
 
     @classmethod
     def of(cls, cases: Iterable[TestCase]) -> CaseList:
@@ -258,9 +262,7 @@ class CaseList(Sequence[TestCase]):
 
     def __getitem__(self, index: int | slice) -> TestCase | CaseList:
         if isinstance(index, slice):
-            out = CaseList()
-            out._packed = self._packed[index]
-            return out
+            return self._subset(self._packed[index], self.ids[index])
         return pickle.loads(self._packed[index])
 
     def __iter__(self) -> Iterator[TestCase]:
@@ -268,11 +270,17 @@ class CaseList(Sequence[TestCase]):
 
     def append(self, case: TestCase) -> None:
         self._packed.append(pickle.dumps(case, protocol=pickle.HIGHEST_PROTOCOL))
+        self.ids.append(case.id)
 
     def where(self, keep: Callable[[TestCase], bool]) -> CaseList:
         """The cases ``keep`` keeps, in order (not packed again)."""
-        out = CaseList()
-        out._packed = [p for p, c in zip(self._packed, self, strict=True) if keep(c)]
+        kept = [i for i, case in enumerate(self) if keep(case)]
+        return self._subset([self._packed[i] for i in kept], [self.ids[i] for i in kept])
+
+    @classmethod
+    def _subset(cls, packed: list[bytes], ids: list[str]) -> CaseList:
+        out = cls()
+        out._packed, out.ids = packed, ids
         return out
 
     def __eq__(self, other: object) -> bool:
@@ -459,7 +467,7 @@ def select(
     """Cases with one of ``tags`` (any) and, when ``ids`` is given, one of those ids.
     An id that names no case is an error (a typo would otherwise run nothing)."""
     if ids:
-        known = {c.id for c in cases}
+        known = set(CaseList.of(cases).ids)
         unknown = [i for i in ids if i not in known]
         if unknown:
             raise ConfigError(

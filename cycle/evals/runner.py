@@ -158,9 +158,13 @@ class Runner:
         if recorder is not None:
             unsubscribe.append(self.bus.subscribe(recorder))
 
-        jobs = [(case, i) for case in self.cases
-                for i in range(self.iterations_for.get(case.id, self.iterations))
-                if (case.id, i) not in done]
+        def iterations(case_id: str) -> int:
+            return self.iterations_for.get(case_id, self.iterations)
+
+        # the cases are unpacked as the workers reach them, never all at once
+        jobs = ((case, i) for case in self.cases for i in range(iterations(case.id))
+                if (case.id, i) not in done)
+        todo = sum(iterations(k) for k in self.cases.ids) - len(done)
         self.bus.emit(RunStarted(run_id=run_id, prompt_id=meta.get("prompt_id"),
                                  version=meta.get("version"), cases=len(self.cases),
                                  iterations=self.iterations))
@@ -169,7 +173,7 @@ class Runner:
         kept: list[IterationResult] | None = [] if log is None else None
         status = "finished"
         self._stop_reason = None
-        pending = iter(jobs)
+        pending = jobs
         unwritten: list[IterationResult] = []
         last_write = [time.monotonic()]
 
@@ -208,7 +212,7 @@ class Runner:
 
         try:
             workers = [asyncio.ensure_future(worker())
-                       for _ in range(min(self.concurrency, len(jobs)) or 0)]
+                       for _ in range(min(self.concurrency, todo))]
             try:
                 await asyncio.gather(*workers)
             except BaseException:

@@ -153,3 +153,24 @@ def test_a_streamed_case_file_keeps_lines_anchors_and_errors(tmp_path: Path):
     with pytest.raises(ConfigError) as e:
         load_case_file(path)
     assert e.value.line == 3 and "duplicate key 'id'" in e.value.message
+
+
+def test_a_run_holds_the_cases_it_is_running_not_every_case(tmp_path: Path):
+    """A run unpacks a case as a worker reaches it: at any moment the TestCases alive are
+    about the ones in flight (8 here), not the 400 of the suite."""
+    seen: list[int] = []
+
+    def agent(inp: dict[str, Any]) -> str:
+        if inp["n"] % 50 == 0:
+            seen.append(live(TestCase))
+        return "PASS"
+
+    store = Store.open(tmp_path / "s.db")
+    cases = [TestCase(id=f"c{i}", input={"n": i}) for i in range(400)]
+    runner = Runner(agent=CallableAgent(agent), judge=Judge(CRITERIA), cases=cases,
+                    concurrency=8, store=store)
+    del cases
+    result = aio.run(runner.run())
+    assert result.suite.passed == 400 and len(seen) == 8
+    assert max(seen) <= 3 * 8, seen
+    store.close()
