@@ -28,7 +28,11 @@ _MODULE = {
     "build_suite": "suite", "open_cache": "suite", "validate_suite": "suite",
 }
 
-__all__ = sorted(_MODULE)
+__all__ = [
+    "CycleConfig", "ImproveConfig", "LoadedConfig", "Suite", "build_loop", "build_suite",
+    "load_config", "load_improve_config", "load_prompt", "open_cache", "prepare",
+    "validate_suite",
+]
 
 
 def __getattr__(name: str) -> Any:
