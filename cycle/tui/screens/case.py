@@ -137,7 +137,7 @@ the judge's score and reasoning per criterion
 
     @work(thread=True, exclusive=True)
     def load(self) -> None:
-        results = [r for r in self.store.runs.load_results(self.run_id) if r.case_id == self.case_id]
+        results = self.store.runs.load_results(self.run_id, self.case_id)
         self.app.call_from_thread(self._show, results)
 
     def _show(self, results: list[IterationResult]) -> None:
