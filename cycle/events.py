@@ -70,7 +70,8 @@ class CostUpdated(Event):
 @dataclass(frozen=True, kw_only=True)
 class ConcurrencyChanged(Event):
     """A provider's limit of calls in flight changed: cut by rate-limited answers (429),
-    or grown back by answers, up to the configured ``ceiling`` (cycle.llm.limit)."""
+    or grown back by answers, up to the configured ``ceiling`` (cycle.llm.limit); also
+    sent for every 429, cut or not, so that ``rate_limited`` is always the whole count."""
 
     kind: ClassVar[str] = "concurrency_changed"
     provider: str

@@ -437,8 +437,9 @@ class Model:
             try:
                 output = await self._send(messages, tools, config, role)
             except RateLimitError:
-                if limit.throttle(sent):
-                    self._limit_changed(limit)
+                # every 429 is told, cut or not: the progress line counts them all
+                limit.throttle(sent)
+                self._limit_changed(limit)
                 raise
             finally:
                 limit.release()
