@@ -466,8 +466,9 @@ def select(
 ) -> CaseList:
     """Cases with one of ``tags`` (any) and, when ``ids`` is given, one of those ids.
     An id that names no case is an error (a typo would otherwise run nothing)."""
+    cases = CaseList.of(cases)
     if ids:
-        known = set(CaseList.of(cases).ids)
+        known = set(cases.ids)
         unknown = [i for i in ids if i not in known]
         if unknown:
             raise ConfigError(
@@ -478,6 +479,4 @@ def select(
     def keep(c: TestCase) -> bool:
         return (not tags or bool(set(tags) & set(c.tags))) and (not ids or c.id in ids)
 
-    if not (tags or ids):
-        return CaseList.of(cases)
-    return CaseList.of(cases).where(keep)
+    return cases.where(keep) if tags or ids else cases

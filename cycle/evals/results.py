@@ -57,7 +57,7 @@ def case_stats(case_id: str, name: str, tallies: list[Tally]) -> CaseStats:
     errors = sum(1 for t in tallies if t.status == "error")
     ended = [t for t in tallies if t.status == "terminated"]
     scored = [t for t in judged if t.score is not None]
-    scores = [t.score for t in scored if t.score is not None]
+    scores = [t.score for t in scored]
     stats = describe(scores) if scores else EMPTY
     if not judged:
         # no score: the case ended by a limit (its transcript shows where) or in errors
@@ -95,6 +95,10 @@ class CaseTable(Mapping[str, CaseStats]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._tallies)
+
+    def reading(self, source: Any) -> CaseTable:
+        """The same cases, their results read from ``source``."""
+        return CaseTable(self._tallies, self._info, source)
 
     def __len__(self) -> int:
         return len(self._tallies)
@@ -179,9 +183,9 @@ def detached(result: RunResult) -> RunResult:
     """The run with every result read into memory, to use once its store is closed (a
     pytest session, a script): for small runs; a large one is read from its store."""
     source = MemoryResults(result.iter_results())
-    return dataclasses.replace(result, source=source, cases=CaseTable(
-        {k: [Tally.of(r) for r in source.of(k)] for k in result.cases}, result.case_info,
-        source))
+    cases = result.cases
+    assert isinstance(cases, CaseTable)
+    return dataclasses.replace(result, source=source, cases=cases.reading(source))
 
 
 def stored_tallies(log: RunLog, run_id: str) -> dict[str, list[Tally]]:

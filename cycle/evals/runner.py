@@ -164,7 +164,7 @@ class Runner:
         # the cases are unpacked as the workers reach them, never all at once
         jobs = ((case, i) for case in self.cases for i in range(iterations(case.id))
                 if (case.id, i) not in done)
-        todo = sum(iterations(k) for k in self.cases.ids) - len(done)
+        todo = sum(1 for k in self.cases.ids for i in range(iterations(k)) if (k, i) not in done)
         self.bus.emit(RunStarted(run_id=run_id, prompt_id=meta.get("prompt_id"),
                                  version=meta.get("version"), cases=len(self.cases),
                                  iterations=self.iterations))
@@ -173,7 +173,6 @@ class Runner:
         kept: list[IterationResult] | None = [] if log is None else None
         status = "finished"
         self._stop_reason = None
-        pending = jobs
         unwritten: list[IterationResult] = []
         last_write = [time.monotonic()]
 
@@ -189,7 +188,7 @@ class Runner:
                 last_write[0] = now
 
         async def worker() -> None:
-            for case, iteration in pending:
+            for case, iteration in jobs:
                 if self._stop_reason is not None:
                     return
                 result = await self._run_one(case, iteration, base_context)

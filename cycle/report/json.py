@@ -41,11 +41,6 @@ def _case(c: CaseStats, result: RunResult) -> dict[str, Any]:
     }
 
 
-def report_dict(result: RunResult) -> dict[str, Any]:
-    """The whole run as plain JSON-able data (in memory: ``iter_json`` streams it)."""
-    return {**_head(result), "cases": [_case(c, result) for c in result.cases.values()]}
-
-
 def _head(result: RunResult) -> dict[str, Any]:
     return {
         "run_id": result.run_id,
