@@ -160,7 +160,10 @@ def test_a_run_holds_the_cases_it_is_running_not_every_case(tmp_path: Path):
     about the ones in flight (8 here), not the 400 of the suite."""
     seen: list[int] = []
 
-    def agent(inp: dict[str, Any]) -> str:
+    # async, so that it counts on the event loop's thread: a sync agent runs on a worker
+    # thread, where gc.collect() does nothing while the main thread is collecting, and the
+    # count took in garbage not yet collected (it failed so under load)
+    async def agent(inp: dict[str, Any]) -> str:
         if inp["n"] % 50 == 0:
             seen.append(live(TestCase))
         return "PASS"
