@@ -86,6 +86,32 @@ class ConcurrencyChanged(Event):
         return f"{self.provider} {self.limit}/{self.ceiling} in flight ({self.rate_limited} x 429)"
 
 
+@dataclass(frozen=True, kw_only=True)
+class BatchProgress(Event):
+    """A provider batch job was submitted, polled or ended (cycle.llm.batch); or a
+    provider's calls went live because it has no batch API (``state`` 'live')."""
+
+    kind: ClassVar[str] = "batch_progress"
+    model: str
+    job_id: str = ""
+    #: the provider's word for the job's state, or 'submitted', 'resumed', 'live'
+    state: str
+    #: the job has ended (its answers handed out)
+    done: bool = False
+    #: calls in the job, and how many the provider says it answered and failed so far
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    note: str = ""
+
+    @property
+    def shown(self) -> str:
+        if self.state == "live":
+            return f"{self.model}: live calls ({self.note})"
+        counted = f" {self.completed}/{self.total}" if self.total else ""
+        return f"{self.model} batch {self.job_id} {self.state}{counted}"
+
+
 # -- a suite run -----------------------------------------------------------
 
 

@@ -88,6 +88,11 @@ class ProviderSettings(BaseModel):
     max_retry_after: float = Field(
         120.0, ge=0, description="The longest Retry-After (seconds) obeyed; a provider asking "
         "for more fails the call at once, with the reason, instead of a silent wait.")
+    batch_poll: float = Field(
+        30.0, gt=0, description="Seconds between two looks at a batch job's state (run.batch).")
+    batch_window: float = Field(
+        1.0, gt=0, description="A pause this long in new calls sends the gathered ones as a "
+        "batch job (run.batch).")
 
 
 class PriceOverride(BaseModel):
@@ -131,6 +136,13 @@ class RunOptions(BaseModel):
         default_factory=list, description="Run only cases with one of these tags (empty: all)."
     )
     stop_on_first_failure: bool = Field(False, description="Stop at the first failed case.")
+    batch: bool = Field(
+        False, description="Send the run's model calls as provider batch jobs (OpenAI Batch, "
+        "Gemini batch mode) at half the price; answers take minutes to hours, a killed run "
+        "resumes its jobs, and what a job cannot answer goes live. Turns the case timeout off.")
+    batch_size: int = Field(
+        10_000, ge=1, le=50_000, description="With batch: the cases in flight at once, so the "
+        "most calls in one job (OpenAI takes 50,000).")
     max_evaluations: int = Field(
         1_000_000, ge=1, description="The most cases x iterations a run may have: a guard "
         "against a typo (iterations: 1000000000000); raise it to run more.")
@@ -246,6 +258,7 @@ OVERRIDABLE = {
     "timeout": ("--timeout", ("run", "timeout")),
     "stop_on_first_failure": ("--stop-on-first-failure", ("run", "stop_on_first_failure")),
     "budget": ("--budget", ("budget",)),
+    "batch": ("--batch", ("run", "batch")),
 }
 
 

@@ -16,6 +16,7 @@ from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
 from cycle.assemble.improve import ImproveConfig, load_improve_config
 from cycle.assemble.suite import (
     agent_model_name,
+    in_flight,
     judge_model_name,
     make_model,
     needs_judge,
@@ -129,8 +130,10 @@ def build_loop(
         return store.resolve(f"{p.id}@head")
 
     def model(name: str, role: str) -> Model:
+        # the evaluations' calls may go in batch jobs; the improver's one call stays live
+        batch = improve.batch and role != "improver"
         return make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache,
-                          journal=store.journal)
+                          journal=store.journal, batch=batch, ledger=store.batches)
 
     def agent_for(version_prompt: Prompt) -> Agent:
         name = agent_model_name(loaded, version_prompt)
@@ -157,6 +160,7 @@ def build_loop(
                         max_suggestions=improve.max_suggestions)
     run_config = c.model_dump(mode="json", exclude={"improve"})
     run_config["config_path"] = str(loaded.path)
+    concurrency, timeout = in_flight(c.run, batch=improve.batch)
     return Loop(
         start=starting_version, prompt_id=prompt.id, cases=cases, agent=agent_for,
         judge=Judge(c.criteria, model=judge_model, threshold=c.pass_threshold),
@@ -166,7 +170,7 @@ def build_loop(
             low_score=improve.low_score if improve.low_score is not None else c.pass_threshold,
             context_tokens=improve.context_tokens, bump=improve.bump,
             required_cases=frozenset(improve.required_cases), iterations=c.run.iterations,
-            concurrency=c.run.concurrency, timeout=c.run.timeout,
+            concurrency=concurrency, timeout=timeout,
             stop_on_first_failure=c.run.stop_on_first_failure,
             held_out=held_out(loaded, improve, cases), max_iterations=improve.max_iterations,
         ),

@@ -6,6 +6,7 @@
       review: auto                   # auto | prompt | tui (the CLI's flags override)
       min_priority: low              # auto review approves this priority and above
       low_score: 70                  # cases below it go to the improver (default: pass_threshold)
+      batch: false                   # evaluations as provider batch jobs (half price, slow)
       validation: 0.25               # held-out cases the improver never sees (a fraction, ids or
                                      # tags, or false; default: 0.25 from 40 cases, else none)
 """
@@ -64,6 +65,10 @@ class ImproveConfig(BaseModel):
         "not gain with is rejected: a fraction (0.25), case ids or tags, or false. Default: 0.25 "
         "of a suite of 40 cases or more, else none.",
     )
+    batch: bool = Field(
+        False, description="Send the evaluations' model calls (agent, judge, simulated users) "
+        "as provider batch jobs at half the price (see run.batch); the improver's own call "
+        "stays live.")
     max_iterations: int | None = Field(
         None, ge=1, description="Iterations per case an inconclusive comparison (a round's or the "
         "confirmation's) may grow the cases that decide it to (default: twice run.iterations).",

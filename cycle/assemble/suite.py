@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from cycle.agents import Agent, CallableAgent, HttpAgent, PromptAgent
-from cycle.assemble.config import STORE_PREFIX, LoadedConfig, ProviderSettings, load_prompt
+from cycle.assemble.config import (
+    STORE_PREFIX,
+    LoadedConfig,
+    ProviderSettings,
+    RunOptions,
+    load_prompt,
+)
 from cycle.cases import (
     CaseList,
     FunctionUser,
@@ -33,6 +39,7 @@ from cycle.events import EventBus
 from cycle.judge import Judge
 from cycle.judge.criteria import CriterionConfig
 from cycle.llm.base import ProviderOptions
+from cycle.llm.batch import BatchLedger, BatchSettings
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.journal import CallJournal
@@ -92,14 +99,20 @@ def make_model(
     budget: Budget | None = None,
     cache: ResponseCache | None = None,
     journal: CallJournal | None = None,
+    batch: bool = False,
+    ledger: BatchLedger | None = None,
 ) -> Model:
     """A model as cycle.yaml configures it: provider options, prices, cache, journal,
-    budget, events."""
+    budget, events; with ``batch``, its calls go in provider batch jobs kept in ``ledger``."""
     settings = provider_settings(loaded, name)
     retry = RetryPolicy(max_retry_after=settings.max_retry_after) if settings else None
+    batching = BatchSettings(
+        poll=settings.batch_poll if settings else BatchSettings.poll,
+        window=settings.batch_window if settings else BatchSettings.window,
+        max_requests=loaded.config.run.batch_size, ledger=ledger) if batch else None
     return get_model(name, options=provider_options(loaded, name), bus=bus, budget=budget,
                      cache=cache, pricing=price_table(loaded), role=role, journal=journal,
-                     retry=retry)
+                     retry=retry, batch=batching)
 
 
 def agent_model_name(loaded: LoadedConfig, prompt: Prompt | None) -> str | None:
@@ -122,6 +135,12 @@ def judge_model_name(loaded: LoadedConfig, prompt: Prompt | None) -> str | None:
     return loaded.config.judge or agent_model_name(loaded, prompt)
 
 
+def in_flight(run: RunOptions, *, batch: bool) -> tuple[int, float | None]:
+    """A run's concurrency and case timeout: with batch jobs, ``batch_size`` cases in flight
+    (each job holds the calls the cases make together) and no timeout (a job takes hours)."""
+    return (run.batch_size, None) if batch else (run.concurrency, run.timeout)
+
+
 @dataclass
 class Suite:
     """Everything a run needs, built from one config."""
@@ -137,9 +156,10 @@ class Suite:
     def runner(self, *, store: Store | None = None, bus: EventBus | None = None) -> Runner:
         """The run as cycle.yaml's ``run:`` (with any command-line overrides) sets it."""
         run = self.loaded.config.run
+        concurrency, timeout = in_flight(run, batch=run.batch)
         return Runner(
             agent=self.agent, judge=self.judge, cases=self.cases, iterations=run.iterations,
-            concurrency=run.concurrency, timeout=run.timeout, store=store, bus=bus,
+            concurrency=concurrency, timeout=timeout, store=store, bus=bus,
             stop_on_first_failure=run.stop_on_first_failure,
         )
 
@@ -533,10 +553,12 @@ def build_suite(
         loaded, tags=tags, ids=ids)
     closers: list[Callable[[], Awaitable[None]]] = []
     journal = store.journal if store is not None else None
+    batching = {"batch": loaded.config.run.batch,
+                "ledger": store.batches if store is not None else None}
 
     def model(name: str, role: str) -> Model:
         m = make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache,
-                       journal=journal)
+                       journal=journal, **batching)
         closers.append(m.aclose)
         return m
 
@@ -563,7 +585,7 @@ def build_suite(
         agent = PromptAgent(prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
                             user_model=lambda user: make_model(
                                 loaded, user, role="user_sim", bus=bus, budget=budget,
-                                cache=cache, journal=journal),
+                                cache=cache, journal=journal, **batching),
                             max_steps=loaded.config.tools.max_steps,
                             user_agents=loaded.config.tools.user_agents)
         closers.append(agent.aclose)  # the simulated users' models

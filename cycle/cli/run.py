@@ -48,6 +48,9 @@ def _store_path(config_dir: Path | None) -> Path:
               "every version x every --agent, side by side.")
 @click.option("--judge", "judge_model", help="Judge model, overriding cycle.yaml.")
 @click.option("--budget", type=FiniteFloat(min=0), help="Hard cap in USD on this run's calls.")
+@click.option("--batch", is_flag=True, default=None,
+              help="Send the calls as provider batch jobs (OpenAI Batch, Gemini batch mode) at "
+              "half the price; answers take minutes to hours, and --resume picks up the jobs.")
 @click.option("--resume", "resume", metavar="RUN_ID", help="Resume a stored run; judged iterations are kept.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where to write the reports (default: reports/ beside cycle.yaml).")
@@ -79,7 +82,7 @@ def run(
     config: Path, iterations: int | None, concurrency: int | None, timeout: float | None,
     tags: tuple[str, ...], case_ids: tuple[str, ...], stop_on_first_failure: bool | None,
     agent_models: tuple[str, ...], prompt_versions: tuple[str, ...], judge_model: str | None,
-    budget: float | None, resume: str | None,
+    budget: float | None, batch: bool | None, resume: str | None,
     report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool, as_json: bool,
     dry_run: bool, eval_file: Path | None, agent_endpoint: str | None, seed_manifest: Path | None,
     snapshot: str | None, tool_registry: Path | None, output_dir: Path | None,
@@ -117,7 +120,8 @@ def run(
             raise click.UsageError(f"{given[0]} goes with --eval FILE.json")
     else:
         for flag, value in (("--judge", judge_model), ("--timeout", timeout),
-                            ("--stop-on-first-failure", stop_on_first_failure)):
+                            ("--stop-on-first-failure", stop_on_first_failure),
+                            ("--batch", batch)):
             if value:
                 raise click.UsageError(f"{flag} does not apply to --eval (use --timeout-ms; "
                                        "the eval file's assertions are the judge)")
@@ -143,7 +147,7 @@ def run(
     loaded, changes = apply_overrides(
         load_config(config), agent=agent_model, judge=judge_model, iterations=iterations,
         concurrency=concurrency, timeout=timeout, stop_on_first_failure=stop_on_first_failure,
-        budget=budget)
+        budget=budget, batch=batch)
     load_env(loaded.base_dir)
     say_overrides(changes, quiet or as_json)
     if dry_run:

@@ -73,6 +73,35 @@ class ProviderOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class BatchRequest:
+    """One call of a batch job; ``key`` finds its answer in the job's results."""
+
+    key: str
+    messages: list[Message]
+    tools: list[ToolDef]
+    config: GenerateConfig
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """Where a provider's batch job stands."""
+
+    #: the provider's own word (in_progress, completed, JOB_STATE_RUNNING, ...)
+    state: str
+    #: it will not change any more
+    done: bool = False
+    #: it ended with results to read (some of its calls may still have failed)
+    succeeded: bool = False
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+
+
+class BatchUnsupported(Exception):
+    """The provider (or the server behind it) has no batch API: calls go live."""
+
+
 #: the key sent to a server that needs none (the SDKs refuse to start without one)
 PLACEHOLDER_KEY = "not-needed"
 
@@ -109,6 +138,22 @@ class ModelAPI(abc.ABC):
     def retry_after(self, error: BaseException) -> float | None:
         """Seconds the provider asked us to wait before retrying, if it said."""
         return getattr(error, "retry_after", None)
+
+    #: the share of the list price a batch job's tokens cost (OpenAI and Gemini: half)
+    batch_price: float = 0.5
+
+    async def batch_submit(self, requests: list[BatchRequest]) -> str:
+        """Submit ``requests`` as one batch job; its id. Raise ``BatchUnsupported`` when the
+        provider has none (the default)."""
+        raise BatchUnsupported(f"{self.name} has no batch API")
+
+    async def batch_status(self, job_id: str) -> JobStatus:
+        """The state of a job ``batch_submit`` made (in this process or a killed one)."""
+        raise BatchUnsupported(f"{self.name} has no batch API")
+
+    async def batch_results(self, job_id: str) -> dict[str, ModelOutput | str]:
+        """A finished job's answers by request key: an output, or why that call failed."""
+        raise BatchUnsupported(f"{self.name} has no batch API")
 
     @property
     def max_connections(self) -> int:

@@ -19,8 +19,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
-from cycle.llm.base import PLACEHOLDER_KEY, GenerateConfig, ModelAPI, ModelOutput, ProviderOptions
-from cycle.llm.http import redact, status_error
+from cycle.llm.base import (
+    PLACEHOLDER_KEY,
+    BatchRequest,
+    GenerateConfig,
+    JobStatus,
+    ModelAPI,
+    ModelOutput,
+    ProviderOptions,
+)
+from cycle.llm.http import redact, status_error, unsupported_when_missing
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
 if TYPE_CHECKING:
@@ -31,6 +39,9 @@ KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
 #: prefix of the ids we make up for calls the API returned without one
 _SYNTHETIC_ID = "gemini-call-"
+
+#: the states a batch job ends in
+_ENDED = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
 
 _FINISH = {
     "STOP": "stop",
@@ -161,10 +172,6 @@ class GeminiAPI(ModelAPI):
     async def generate(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> ModelOutput:
-        from google.genai import errors
-
-        timeouts, transport = _http_errors()
-
         contents, gen_config = self.build_request(messages, tools, config)
         raw_request = {
             "model": self.model_name,
@@ -173,11 +180,18 @@ class GeminiAPI(ModelAPI):
                 mode="json", exclude_none=True, exclude={"automatic_function_calling"}
             ),
         }
+        response = await self._calling(self._client().aio.models.generate_content(
+            model=self.model_name, contents=contents, config=gen_config))
+        return self._output(response, raw_request)
+
+    async def _calling(self, call: Any) -> Any:
+        """Await an SDK call, its errors as ``cycle.errors``."""
+        from google.genai import errors
+
+        timeouts, transport = _http_errors()
         where = f"gemini:{self.model_name}"
         try:
-            response = await self._client().aio.models.generate_content(
-                model=self.model_name, contents=contents, config=gen_config,
-            )
+            return await call
         except errors.APIError as e:
             headers = dict(getattr(e.response, "headers", None) or {})
             body = json.dumps(e.details) if not isinstance(e.details, str) else e.details
@@ -200,9 +214,49 @@ class GeminiAPI(ModelAPI):
                 f"{where} sent a response that could not be understood: "
                 f"{redact(str(e), self._api_key)[:300]}"
             ) from e
-        return self._output(response, raw_request)
 
-    def _output(self, response: Any, raw_request: dict[str, Any]) -> ModelOutput:
+    # -- batch jobs (Gemini batch mode, the requests inlined in the job) -----------------
+
+    async def batch_submit(self, requests: list[BatchRequest]) -> str:
+        from google.genai import types
+
+        inlined = []
+        for r in requests:
+            contents, config = self.build_request(r.messages, r.tools, r.config)
+            inlined.append(types.InlinedRequest(contents=contents, config=config,
+                                                metadata={"key": r.key}))
+        with unsupported_when_missing(self.base_url):
+            job = await self._calling(self._client().aio.batches.create(
+                model=self.model_name, src=inlined, config={"display_name": "cycle"}))
+        return str(job.name)
+
+    async def batch_status(self, job_id: str) -> JobStatus:
+        job = await self._calling(self._client().aio.batches.get(name=job_id))
+        state = str(getattr(job.state, "value", job.state) or "JOB_STATE_PENDING")
+        ended = state in _ENDED
+        return JobStatus(state=state, done=ended,
+                         succeeded=ended and job.dest is not None
+                         and bool(job.dest.inlined_responses))
+
+    async def batch_results(self, job_id: str) -> dict[str, ModelOutput | str]:
+        job = await self._calling(self._client().aio.batches.get(name=job_id))
+        answers: dict[str, ModelOutput | str] = {}
+        for item in (job.dest.inlined_responses if job.dest else None) or ():
+            key = (item.metadata or {}).get("key")
+            if not key:
+                continue
+            if item.error is not None or item.response is None:
+                error = item.error
+                answers[key] = (f"{error.code}: {error.message}" if error is not None
+                                else "no answer")
+                continue
+            try:
+                answers[key] = self._output(item.response, None)
+            except MalformedResponseError as e:
+                answers[key] = e.message
+        return answers
+
+    def _output(self, response: Any, raw_request: dict[str, Any] | None) -> ModelOutput:
         where = f"gemini:{self.model_name}"
         usage = Usage()
         meta = getattr(response, "usage_metadata", None)

@@ -8,10 +8,11 @@ redacted because some providers echo (part of) a rejected key back.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from cycle.errors import (
@@ -21,6 +22,7 @@ from cycle.errors import (
     RateLimitError,
     ServerError,
 )
+from cycle.llm.base import BatchUnsupported
 
 #: longest error body kept on an error (the call log does not need megabytes)
 MAX_BODY = 2000
@@ -130,3 +132,16 @@ def status_error(
     if status >= 500 or status == 408:
         return ServerError(message, **kwargs)
     return BadRequestError(message, **kwargs)
+
+
+@contextlib.contextmanager
+def unsupported_when_missing(base_url: str | None) -> Iterator[None]:
+    """A 404 or 405 where a batch endpoint should be (a compatible server that has none)
+    becomes ``BatchUnsupported``: the calls then go live."""
+    try:
+        yield
+    except ProviderError as e:
+        if e.status in (404, 405):
+            raise BatchUnsupported(
+                f"{base_url or 'the server'} has no batch endpoints (HTTP {e.status})") from e
+        raise

@@ -13,6 +13,8 @@ provider alike:
   run replays it instead of paying again (cycle.llm.journal);
 - the response cache (a hit costs nothing and is reported as a hit);
 - the budget: each call's worst case reserved before it is sent, settled after;
+- batch jobs, when asked: the call goes out in a provider batch job at the batch price,
+  or live when the job cannot answer it (cycle.llm.batch);
 - cost from the price table, and one ``events.ModelCalled`` per call on the
   bus, for successes, failures and cache hits alike;
 - structured output with one repair attempt.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
+import uuid
 import weakref
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
@@ -42,7 +45,8 @@ from cycle.errors import (
     describe,
 )
 from cycle.events import ConcurrencyChanged, EventBus, ModelCalled
-from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
+from cycle.llm.base import BatchRequest, GenerateConfig, ModelAPI, ModelOutput
+from cycle.llm.batch import Batcher, BatchSettings, BatchUnavailable
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
 from cycle.llm.http import maskable, scrub
@@ -197,8 +201,14 @@ class Model:
         role: str = "agent",
         retry: RetryPolicy | None = None,
         journal: CallJournal | None = None,
+        batch: BatchSettings | None = None,
     ) -> None:
         self.api = api
+        #: send calls in provider batch jobs (None: live); a model that is not a real
+        #: provider's answers at once and has no batch price
+        self.batch = batch if not api.offline else None
+        self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Batcher] = (
+            weakref.WeakKeyDictionary())
         self.journal = journal
         self.name: str = api.name
         #: True for offline/scripted: reports must say so
@@ -301,7 +311,14 @@ class Model:
             await self.api.aclose()
 
     async def aclose(self) -> None:
-        """Release the provider's clients."""
+        """Release the provider's clients (and stop following batch jobs: they go on at the
+        provider, and a resumed run picks them up)."""
+        try:
+            batcher = self._batchers.pop(asyncio.get_running_loop(), None)
+        except RuntimeError:
+            batcher = None
+        if batcher is not None:
+            await batcher.aclose()
         await self.api.aclose()
 
     async def __aenter__(self) -> Self:
@@ -350,10 +367,14 @@ class Model:
 
         started = time.monotonic()
         attempts = 1
+        batched = None
+        if self.batch is not None:
+            batched = BatchRequest(key=jkey or uuid.uuid4().hex, messages=messages,
+                                   tools=tools, config=config)
         try:
             try:
                 # the fast path: a call that succeeds first time needs no retry machinery
-                output = await self._attempt(messages, tools, config, role)
+                output = await self._attempt(messages, tools, config, role, batched, context)
             except BaseException as first:
                 if self.retry.attempts <= 1 or not self._should_retry(first):
                     raise
@@ -427,9 +448,17 @@ class Model:
 
     async def _attempt(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig, role: str,
+        batched: BatchRequest | None = None, context: dict[str, Any] | None = None,
     ) -> ModelOutput:
         """One call, within the process's limit and its provider's: a rate-limited answer
-        cuts the provider's limit, an answer grows it back (cycle.llm.limit)."""
+        cuts the provider's limit, an answer grows it back (cycle.llm.limit). A call in a
+        batch job holds no connection: it waits outside the limits; one the job cannot
+        answer goes live (retries are live calls too)."""
+        if batched is not None:
+            try:
+                return await self._send(messages, tools, config, role, batched, context)
+            except BatchUnavailable:
+                pass
         global_sem = _loop_semaphore(_global_semaphores, _max_concurrency)
         limit = provider_limit(self.api)
         async with global_sem:
@@ -455,14 +484,18 @@ class Model:
 
     async def _send(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig, role: str,
+        batched: BatchRequest | None = None, context: dict[str, Any] | None = None,
     ) -> ModelOutput:
         """The call itself, its worst case reserved against the budget and settled."""
+        share = self.api.batch_price if batched is not None else 1.0
         held = 0.0
         if self.budget is not None and self.budget.limit is not None:
-            held = await self.budget.reserve(self._worst_case(messages, tools, config))
+            held = await self.budget.reserve(self._worst_case(messages, tools, config) * share)
         started = time.monotonic()
         try:
-            if config.timeout:
+            if batched is not None:  # a job takes hours, not the call's timeout
+                output = await self._batcher().call(batched, context or {})
+            elif config.timeout:
                 async with asyncio.timeout(config.timeout):
                     output = await self.api.generate(messages, tools, config)
             else:
@@ -477,6 +510,8 @@ class Model:
         if self._secrets:  # a proxy or a model may echo the key: never keep it
             output = without_secrets(output, self._secrets)
         cost = FREE if self.offline else self.pricing.cost(self.name, output.usage)
+        if share != 1.0:
+            cost = Cost(cost.usd * share, estimated=cost.estimated)
         if self.budget is not None:  # spent the moment it arrived
             self.budget.settle(held, cost.usd, role, estimated=cost.estimated)
         return output.model_copy(update={
@@ -484,6 +519,15 @@ class Model:
             "cost_estimated": cost.estimated, "cache_hit": False,
             "model": output.model or self.name,
         })
+
+    def _batcher(self) -> Batcher:
+        loop = asyncio.get_running_loop()
+        batcher = self._batchers.get(loop)
+        if batcher is None:
+            assert self.batch is not None
+            batcher = self._batchers[loop] = Batcher(self.api, self.batch, name=self.name,
+                                                     bus=self.bus)
+        return batcher
 
     def _worst_case(self, messages: list[Message], tools: list[ToolDef],
                     config: GenerateConfig) -> float:

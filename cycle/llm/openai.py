@@ -27,8 +27,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
-from cycle.llm.base import PLACEHOLDER_KEY, GenerateConfig, ModelAPI, ModelOutput, ProviderOptions
-from cycle.llm.http import redact, status_error
+from cycle.llm.base import (
+    PLACEHOLDER_KEY,
+    BatchRequest,
+    GenerateConfig,
+    JobStatus,
+    ModelAPI,
+    ModelOutput,
+    ProviderOptions,
+)
+from cycle.llm.http import redact, status_error, unsupported_when_missing
 from cycle.llm.structured import strict_schema
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
@@ -184,11 +192,17 @@ class OpenAIAPI(ModelAPI):
     async def generate(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> ModelOutput:
+        request = self.build_request(messages, tools, config)
+        completion = await self._calling(
+            self._client().post("/chat/completions", cast_to=object, body=request))
+        return self._output(completion, request)
+
+    async def _calling(self, call: Any) -> Any:
+        """Await an SDK call, its errors as ``cycle.errors``."""
         import openai
 
-        request = self.build_request(messages, tools, config)
         try:
-            completion = await self._client().post("/chat/completions", cast_to=object, body=request)
+            return await call
         except openai.APIStatusError as e:
             # the SDK's message repeats the whole body; the API's own message is enough
             detail = e.body.get("message") if isinstance(e.body, dict) else None
@@ -213,9 +227,65 @@ class OpenAIAPI(ModelAPI):
                 f"openai:{self.model_name} sent a response that is not valid JSON "
                 f"chat completion: {redact(str(e), self._api_key)[:300]}"
             ) from e
-        return self._output(completion, request)
 
-    def _output(self, completion: Any, request: dict[str, Any]) -> ModelOutput:
+    # -- batch jobs (OpenAI Batch: a JSONL file of requests, a job, a file of answers) --------
+
+    async def batch_submit(self, requests: list[BatchRequest]) -> str:
+        lines = "".join(json.dumps({
+            "custom_id": r.key, "method": "POST", "url": "/v1/chat/completions",
+            "body": self.build_request(r.messages, r.tools, r.config)}) + "\n" for r in requests)
+        client = self._client()
+        with unsupported_when_missing(self.base_url):
+            uploaded = await self._calling(client.files.create(
+                file=("cycle-batch.jsonl", lines.encode()), purpose="batch"))
+            job = await self._calling(client.batches.create(
+                input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                completion_window="24h", metadata={"made_by": "cycle"}))
+        return str(job.id)
+
+    async def batch_status(self, job_id: str) -> JobStatus:
+        job = await self._calling(self._client().batches.retrieve(job_id))
+        counts = job.request_counts
+        return JobStatus(
+            state=job.status, done=job.status in ("completed", "failed", "expired", "cancelled"),
+            succeeded=job.status in ("completed", "expired", "cancelled")
+            and bool(job.output_file_id or job.error_file_id),
+            total=counts.total if counts else 0, completed=counts.completed if counts else 0,
+            failed=counts.failed if counts else 0)
+
+    async def batch_results(self, job_id: str) -> dict[str, ModelOutput | str]:
+        client = self._client()
+        job = await self._calling(client.batches.retrieve(job_id))
+        answers: dict[str, ModelOutput | str] = {}
+        for file_id in (job.output_file_id, job.error_file_id):
+            if not file_id:
+                continue
+            content = await self._calling(client.files.content(file_id))
+            for line in content.text.splitlines():
+                key, answer = self._batch_answer(line)
+                if key:
+                    answers[key] = answer
+        return answers
+
+    def _batch_answer(self, line: str) -> tuple[str, ModelOutput | str]:
+        """A line of a job's output or error file: its key, and its answer or why it failed."""
+        try:
+            item = json.loads(line)
+            key = str(item.get("custom_id") or "")
+        except (ValueError, AttributeError):
+            return "", ""
+        response = item.get("response") if isinstance(item.get("response"), dict) else {}
+        body = response.get("body")
+        error = item.get("error") or (body.get("error") if isinstance(body, dict) else None)
+        if error or response.get("status_code") != 200:
+            detail = error.get("message") if isinstance(error, dict) else error
+            return key, f"HTTP {response.get('status_code')}: {detail or 'no answer'}"
+        try:
+            return key, self._output(body, None)
+        except MalformedResponseError as e:
+            return key, e.message
+
+    def _output(self, completion: Any, request: dict[str, Any] | None) -> ModelOutput:
         """A chat completion's JSON (a dict; a server that did not answer JSON gives text)."""
         where = f"openai:{self.model_name}"
         if not isinstance(completion, dict) or "choices" not in completion:

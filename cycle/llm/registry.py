@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cycle.events import EventBus
 from cycle.llm.base import GenerateConfig, ProviderOptions
+from cycle.llm.batch import BatchSettings
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.journal import CallJournal
@@ -27,6 +28,7 @@ def get_model(
     role: str = "agent",
     retry: RetryPolicy | None = None,
     journal: CallJournal | None = None,
+    batch: BatchSettings | None = None,
 ) -> Model:
     """A ready ``Model`` for ``"provider:model"``.
 
@@ -35,4 +37,4 @@ def get_model(
     """
     api = get_api(name, options)
     return Model(api, cache=cache, bus=bus, budget=budget, pricing=pricing, config=config,
-                 role=role, retry=retry, journal=journal)
+                 role=role, retry=retry, journal=journal, batch=batch)

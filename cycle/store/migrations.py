@@ -338,3 +338,27 @@ def m009_results_by_case(db: Database) -> None:
     """A run's results by case: reports and the loop read a stored run a case at a time
     (cycle.store.runs.StoredResults), never all of its results at once."""
     db.execute("CREATE INDEX idx_results_run_case ON results (run_id, case_id, iteration)")
+
+
+@migrations()
+def m010_batch_jobs(db: Database) -> None:
+    """Provider batch jobs (cycle.store.batches): each job's id and the keys of its calls,
+    so that a run killed while a job runs resumes by polling it instead of paying again."""
+    _run(
+        db,
+        """
+        CREATE TABLE batch_jobs (
+            id TEXT PRIMARY KEY,
+            model TEXT NOT NULL,
+            run_id TEXT,
+            calls INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            submitted_at TEXT NOT NULL,
+            ended_at TEXT
+        );
+        CREATE TABLE batch_calls (
+            key TEXT PRIMARY KEY,
+            job_id TEXT NOT NULL REFERENCES batch_jobs(id)
+        );
+        """,
+    )

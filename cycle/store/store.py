@@ -42,6 +42,7 @@ from cycle.records import (
     ToolDef,
     Version,
 )
+from cycle.store.batches import StoreBatches
 from cycle.store.cycles import CycleLog
 from cycle.store.journal import StoreJournal
 from cycle.store.migrations import check_format, migrations
@@ -117,6 +118,8 @@ class Store:
         self.cycles = CycleLog(self)
         #: every paid model call, kept the moment it arrives (see cycle.llm.journal)
         self.journal = StoreJournal(self)
+        #: provider batch jobs and their calls (see cycle.llm.batch)
+        self.batches = StoreBatches(self)
 
     # -- opening -----------------------------------------------------------
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
 from cycle.llm.base import ProviderOptions
+from cycle.testing.batches import BatchEngine
 from cycle.testing.examples import example_for
 
 Api = Literal["openai", "gemini"]
@@ -343,6 +344,7 @@ class LoopbackServer:
         latency: float = 0.0,
         responder: Responder | None = None,
         record: bool = True,
+        batch_delay: float = 0.0,
     ) -> None:
         self.host = host
         self.port = port
@@ -362,6 +364,8 @@ class LoopbackServer:
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
         self._startup_error: BaseException | None = None
+        #: OpenAI Batch and Gemini batch mode; a job takes ``batch_delay`` seconds
+        self.batches = BatchEngine(self, delay=batch_delay)
 
     # -- scripting and records -------------------------------------------------------
 
@@ -392,11 +396,12 @@ class LoopbackServer:
             return len(self._queue)
 
     def reset(self) -> None:
-        """Forget queued items and recorded requests."""
+        """Forget queued items, recorded requests and batch jobs."""
         with self._lock:
             self._queue.clear()
             self._requests.clear()
             self._count = 0
+        self.batches.reset()
 
     # -- addresses ---------------------------------------------------------------------
 
@@ -577,11 +582,11 @@ class LoopbackServer:
             model = str(body.get("model", ""))
         request = ChatRequest(api=api, method=method, path=path, headers=headers, raw=raw,
                               body=body, model=model)
-        with self._lock:
-            self._count += 1
-            if self.record:
-                self._requests.append(request)
-            item: QueueItem | None = self._queue.popleft() if self._queue and api else None
+        if api is None:
+            batch = self.batches.route(method, path, headers, raw)
+            if batch is not None:  # the batch endpoints are not model calls: not counted
+                return batch
+        item = self._take(request)
         if api is None:
             return 404, {}, json.dumps({"error": {"message": f"no route {method} {path}"}}).encode()
         if body is None or not isinstance(body, dict):
@@ -597,6 +602,35 @@ class LoopbackServer:
         if delay > 0:
             await wait_out(delay, arrived)
         return answer
+
+    def _take(self, request: ChatRequest) -> QueueItem | None:
+        """Count and record a request; the queued item it takes (a model call only)."""
+        with self._lock:
+            self._count += 1
+            if self.record:
+                self._requests.append(request)
+            return self._queue.popleft() if self._queue and request.api else None
+
+    def answer_in_batch(self, api: Api, model: str, path: str, body: Any) -> tuple[int, Any]:
+        """A call inside a batch job, answered as if sent alone (queue, responder, faults;
+        no latency: the job's own time stands for it): its status and JSON body."""
+        request = ChatRequest(api=api, method="POST", path=path, headers={},
+                              raw=json.dumps(body).encode(), body=body, model=model)
+        item = self._take(request)
+        if isinstance(item, Fault) and item.kind == "slow":
+            item = item.then
+        if item is None and self.responder is not None:
+            item = self.responder(request)
+        if not isinstance(body, dict):
+            status, _, payload = self._error(api, 400, "request body is not a JSON object")
+        else:
+            answer = self._answer(api, request, item)
+            status, _, payload = answer if answer is not None else self._error(
+                api, 500, "the call was dropped")
+        try:
+            return status, json.loads(payload)
+        except ValueError:
+            return 500, {"error": {"message": "the answer is not JSON", "code": 500}}
 
     def _answer(
         self, api: Api, request: ChatRequest, item: QueueItem | None
@@ -725,8 +759,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--every", type=int, default=0, help="answer every N-th request 429")
     parser.add_argument("--retry-after", type=float, default=None,
                         help="the Retry-After of a 429, seconds")
+    parser.add_argument("--batch-delay", type=float, default=0.0,
+                        help="seconds a batch job takes to finish")
     args = parser.parse_args(argv)
-    server = LoopbackServer(host=args.host, port=args.port, latency=args.latency, record=False)
+    server = LoopbackServer(host=args.host, port=args.port, latency=args.latency, record=False,
+                            batch_delay=args.batch_delay)
     if args.tool_calls:
         server.responder = tool_loop(args.tool_calls)
     if args.rate_limit:
