@@ -108,7 +108,10 @@ class BatchProgress(Event):
     def shown(self) -> str:
         if self.state == "live":
             return f"{self.model}: live calls ({self.note})"
-        counted = f" {self.completed}/{self.total}" if self.total else ""
+        if self.state in ("submitted", "resumed"):
+            calls = f" ({self.total} calls)" if self.total else ""
+            return f"{self.model} batch {self.job_id} {self.state}{calls}"
+        counted = f" {self.completed}/{self.total} answered" if self.total else ""
         return f"{self.model} batch {self.job_id} {self.state}{counted}"
 
 

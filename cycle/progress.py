@@ -13,7 +13,14 @@ import sys
 import time
 from typing import TextIO
 
-from cycle.events import CaseFinished, ConcurrencyChanged, Event, RunFinished, RunStarted
+from cycle.events import (
+    BatchProgress,
+    CaseFinished,
+    ConcurrencyChanged,
+    Event,
+    RunFinished,
+    RunStarted,
+)
 
 
 class Progress:
@@ -33,6 +40,8 @@ class Progress:
         self._run_id = ""
         #: provider -> its latest limit of calls in flight, once it rate-limited a call
         self.throttled: dict[str, ConcurrencyChanged] = {}
+        #: batch jobs not ended yet, by id, as last told
+        self.jobs: dict[str, BatchProgress] = {}
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -53,6 +62,16 @@ class Progress:
         elif isinstance(event, ConcurrencyChanged):
             self.throttled[event.provider] = event
             self._draw()
+        elif isinstance(event, BatchProgress):
+            if event.done or event.state == "live":
+                self.jobs.pop(event.job_id, None)
+            else:
+                self.jobs[event.job_id] = event
+            if not self.tty and (event.done or event.state in ("submitted", "resumed", "live")):
+                # a job takes minutes to hours: a log says when each starts and ends
+                self.stream.write(f"{event.shown}{'  ' + event.note if event.note and event.done else ''}\n")
+                self.stream.flush()
+            self._draw()
         elif isinstance(event, RunFinished):
             self._draw(force=True)
             if self.tty:
@@ -66,7 +85,7 @@ class Progress:
         bar = "#" * filled + "-" * (width - filled)
         tag = " [offline model]" if self.offline else ""
         ended = f"  {self.ended} ended by a limit" if self.ended else ""
-        slowed = "".join(f"  {e.shown}" for e in self.throttled.values())
+        slowed = "".join(f"  {e.shown}" for e in [*self.throttled.values(), *self.jobs.values()])
         return (f"[{bar}] {self.done}/{self.total} iterations  {self.failed} failed  "
                 f"{self.errors} errors{ended}  ${self.cost:.4f}{slowed}{tag}")
 

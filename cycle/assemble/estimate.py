@@ -28,6 +28,7 @@ from cycle.llm.base import GenerateConfig, Usage
 from cycle.llm.cache import ResponseCache, cache_key
 from cycle.llm.model import RESERVED_OUTPUT, message_chars, structured_config
 from cycle.llm.pricing import PriceTable
+from cycle.llm.providers import batch_price
 from cycle.loop.stop import StopCondition, max_rounds_of
 from cycle.records import Prompt
 
@@ -193,7 +194,20 @@ def estimate_run(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase]
     lines: dict[tuple[str, str], Line] = {}
     _Evaluation(loaded, prompt, cases, price_table(loaded), cache).add(
         lines, loaded.config.run.iterations, fresh=False)
-    return Estimate(list(lines.values()))
+    return _batched(Estimate(list(lines.values())), batch=loaded.config.run.batch)
+
+
+def _batched(estimate: Estimate, *, batch: bool) -> Estimate:
+    """With batch jobs, the evaluations' calls at their providers' batch prices (the
+    improver's call stays live)."""
+    if not batch:
+        return estimate
+    for line in estimate.lines:
+        share = batch_price(line.model) if line.role != "improver" else 1.0
+        line.cost = [c * share for c in line.cost]
+    estimate.notes.append("batch jobs: the evaluations' calls at the providers' batch prices "
+                          "(half); a call a job cannot answer goes live, at the full price")
+    return estimate
 
 
 def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase],
@@ -228,7 +242,7 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
     high.setdefault(("improver", name), Line("improver", name)).add(
         prices, (0, 0, 0), (1, chars // HIGH_CHARS + improve.context_tokens, RESERVED_OUTPUT),
         times=rounds)
-    return Estimate(_ends(low, high), notes)
+    return _batched(Estimate(_ends(low, high), notes), batch=improve.batch)
 
 
 def _ends(low: dict[tuple[str, str], Line], high: dict[tuple[str, str], Line]) -> list[Line]:

@@ -238,6 +238,13 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
     try:
         if resume:
             resume = store.runs.resolve(resume)
+            if not loaded.config.run.batch and store.batches.jobs(resume):
+                # its jobs were paid for: their answers are read, not asked for again live
+                from cycle.assemble.config import apply_overrides
+
+                loaded, _ = apply_overrides(loaded, batch=True)
+                if not quiet and not as_json:
+                    click.echo(f"run {resume} sent batch jobs: resumed in batch mode", err=True)
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
         suite = build_suite(loaded, store=store, bus=bus, cache=cache, cases=cases,

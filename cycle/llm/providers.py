@@ -120,3 +120,15 @@ def get_api(name: str, options: ProviderOptions | None = None) -> ModelAPI:
     """The bare provider model for ``"provider:model"`` (no retries, cache or cost)."""
     provider, model = parse_model_name(name)
     return _factory(provider, name)(model, options or ProviderOptions())
+
+
+def batch_price(name: str) -> float:
+    """The share of the list price a call of ``"provider:model"`` costs in a batch job:
+    1.0 for a provider without a batch API (its calls go live) or one that is not a real
+    model (it costs nothing either way)."""
+    provider, _ = parse_model_name(name)
+    factory = _factory(provider, name)
+    if not isinstance(factory, type) or not issubclass(factory, ModelAPI) or factory.offline \
+            or factory.batch_submit is ModelAPI.batch_submit:
+        return 1.0
+    return factory.batch_price

@@ -330,6 +330,12 @@ def _concurrency(s: DashboardState, e: ev.ConcurrencyChanged) -> None:
                  f"({plural(e.rate_limited, 'rate-limited answer')} so far)")
 
 
+def _batch(s: DashboardState, e: ev.BatchProgress) -> None:
+    # a job's start and end (or its calls going live): its polls would flood the log
+    if e.done or e.state in ("submitted", "resumed", "live"):
+        s.log(e, e.shown + (f": {e.note}" if e.note and e.done else ""))
+
+
 _HANDLERS = {
     ev.CycleStarted: _cycle_started,
     ev.RoundStarted: _round_started,
@@ -346,4 +352,5 @@ _HANDLERS = {
     ev.ModelCalled: _model_called,
     ev.CostUpdated: _cost_updated,
     ev.ConcurrencyChanged: _concurrency,
+    ev.BatchProgress: _batch,
 }

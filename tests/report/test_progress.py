@@ -46,3 +46,24 @@ def test_on_a_terminal_it_redraws_one_line_and_ends_it():
     assert text.count("\r\x1b[2K") == 2 and text.endswith("\n") and text.count("\n") == 1
     assert "[" + "#" * 24 + "] 10/10 iterations" in text
     assert progress.line().startswith("[########################]")
+
+
+def test_a_batch_job_waiting_is_on_the_line_and_its_start_and_end_in_a_log():
+    from cycle.events import BatchProgress
+
+    out, term = io.StringIO(), Terminal()
+    for stream in (out, term):
+        progress = Progress(stream, interval=0)
+        progress(RunStarted(run_id="run-x", cases=3, iterations=1))
+        progress(BatchProgress(model="openai:gpt-4o-mini", job_id="batch_1", state="submitted",
+                               total=3))
+        progress(BatchProgress(model="openai:gpt-4o-mini", job_id="batch_1", state="in_progress",
+                               total=3, completed=1))
+        if stream is term:
+            assert "batch batch_1 in_progress 1/3 answered" in progress.line()
+        progress(BatchProgress(model="openai:gpt-4o-mini", job_id="batch_1", state="completed",
+                               done=True, total=3, completed=3))
+        assert "batch_1" not in progress.line()  # ended: off the line
+    assert out.getvalue().splitlines()[1:] == [
+        "openai:gpt-4o-mini batch batch_1 submitted (3 calls)",
+        "openai:gpt-4o-mini batch batch_1 completed 3/3 answered"]

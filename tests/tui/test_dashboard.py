@@ -233,3 +233,18 @@ async def test_a_rate_limited_provider_is_shown_in_the_status_and_the_log(tmp_pa
         assert "openai 4/32 in flight (9 x 429)" in status
         log = "".join(line.text for line in app.screen.query_one("#log", RichLog).lines)
         assert "openai is rate limiting: 4 of 32 calls in flight (9 rate-limited" in log
+
+
+def test_the_log_says_when_a_batch_job_starts_and_ends_not_each_poll() -> None:
+    state = DashboardState()
+    for e in (ev.BatchProgress(model="openai:m", job_id="b1", state="submitted", total=40),
+              ev.BatchProgress(model="openai:m", job_id="b1", state="in_progress", total=40),
+              ev.BatchProgress(model="openai:m", job_id="b1", state="in_progress", total=40,
+                               completed=20),
+              ev.BatchProgress(model="openai:m", job_id="b1", state="failed", done=True,
+                               total=40, note="the batch job b1 ended failed")):
+        state.apply(e)
+    log = [str(line) for line in state.take_changes().log]
+    assert len(log) == 2
+    assert "openai:m batch b1 submitted (40 calls)" in log[0]
+    assert "b1 failed 0/40 answered: the batch job b1 ended failed" in log[1]
