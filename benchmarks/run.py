@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
-BENCHMARKS = ("store", "model", "suite", "tui", "evalfile")
+#: every bench_*.py here, by the name after bench_ (a new script joins on its own)
+BENCHMARKS = tuple(sorted(p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py")))
 
 
 def main(argv: list[str]) -> int:
