@@ -11,8 +11,8 @@ def load_env(directory: str | Path) -> None:
     Keys live in the environment or a git-ignored ``.env``, never in cycle.yaml,
     so that no key reaches the store, a report or a log.
     """
-    from dotenv import load_dotenv
-
     path = Path(directory) / ".env"
     if path.is_file():
+        from dotenv import load_dotenv  # only then: it costs 10 ms of start-up
+
         load_dotenv(path, override=False)
