@@ -145,9 +145,12 @@ async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_pat
                              (result.run_id,)).fetchone()[0]
     await agent_model.aclose()
     await judge_model.aclose()
+    # the results are read from the store: before it is closed
+    errors = [r.error for r in result.iter_results() if r.error][:3]
+    done = sum(len(result.results_of(c)) for c in result.cases)
     store.close()
-    assert result.suite.errors == 0, [r.error for r in result.results if r.error][:3]
-    return {"wall": wall, "cpu": cpu, "calls": calls, "results": len(result.results)}
+    assert result.suite.errors == 0, errors
+    return {"wall": wall, "cpu": cpu, "calls": calls, "results": done}
 
 
 async def run_bare(url: str, cases: list[TestCase], concurrency: int, post: bool = False,
