@@ -114,6 +114,16 @@ class BatchProgress(Event):
         counted = f" {self.completed}/{self.total} answered" if self.total else ""
         return f"{self.model} batch {self.job_id} {self.state}{counted}"
 
+    @property
+    def logged(self) -> str:
+        """As a log says a job's start or end (with why it ended as it did)."""
+        return self.shown + (f": {self.note}" if self.note and self.done else "")
+
+    @property
+    def milestone(self) -> bool:
+        """A job's start or end, or calls going live: what a log says (not every poll)."""
+        return self.done or self.state in ("submitted", "resumed", "live")
+
 
 # -- a suite run -----------------------------------------------------------
 

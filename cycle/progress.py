@@ -67,9 +67,9 @@ class Progress:
                 self.jobs.pop(event.job_id, None)
             else:
                 self.jobs[event.job_id] = event
-            if not self.tty and (event.done or event.state in ("submitted", "resumed", "live")):
+            if not self.tty and event.milestone:
                 # a job takes minutes to hours: a log says when each starts and ends
-                self.stream.write(f"{event.shown}{'  ' + event.note if event.note and event.done else ''}\n")
+                self.stream.write(event.logged + "\n")
                 self.stream.flush()
             self._draw()
         elif isinstance(event, RunFinished):

@@ -331,9 +331,8 @@ def _concurrency(s: DashboardState, e: ev.ConcurrencyChanged) -> None:
 
 
 def _batch(s: DashboardState, e: ev.BatchProgress) -> None:
-    # a job's start and end (or its calls going live): its polls would flood the log
-    if e.done or e.state in ("submitted", "resumed", "live"):
-        s.log(e, e.shown + (f": {e.note}" if e.note and e.done else ""))
+    if e.milestone:  # its polls would flood the log
+        s.log(e, e.logged)
 
 
 _HANDLERS = {
