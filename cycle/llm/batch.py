@@ -112,9 +112,12 @@ class _Job:
             self.why = f"the batch job {self.job_id} ended {status.state}"
         if b.settings.ledger is not None:
             b.settings.ledger.ended(self.job_id, status.state)
+        failed = sum(isinstance(a, str) for a in self.answers.values())
+        note = self.why or (f"{failed} of its calls failed in the job: they go live"
+                            if failed else "")
         b.tell(job_id=self.job_id, state=status.state, done=True, total=self.total,
                completed=sum(isinstance(a, ModelOutput) for a in self.answers.values()),
-               failed=sum(isinstance(a, str) for a in self.answers.values()), note=self.why)
+               failed=failed, note=note)
 
     async def answer(self, key: str) -> ModelOutput:
         await asyncio.shield(self.task)

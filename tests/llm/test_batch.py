@@ -53,10 +53,12 @@ async def test_calls_made_together_go_in_one_job_at_half_the_price(name, make_mo
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-async def test_a_call_the_job_failed_goes_live_at_the_live_price(name, make_model, server):
+async def test_a_call_the_job_failed_goes_live_at_the_live_price(name, make_model, server,
+                                                                 bus_events):
+    bus, seen = bus_events
     # the job's first call is answered 500: that one is asked again, live, and succeeds
     server.enqueue(Fault.status(500, message="overloaded"), Reply(text="second"))
-    model = make_model(name, batch=FAST)
+    model = make_model(name, batch=FAST, bus=bus)
     outs = await asyncio.gather(*[model.generate(m) for m in _asks(3)])
     assert server.batches.created == 1
     assert server.request_count == 4  # three in the job, one live
@@ -67,6 +69,8 @@ async def test_a_call_the_job_failed_goes_live_at_the_live_price(name, make_mode
     batched = next(o for o in outs if o.text == "echo: question 2")
     assert live.usage.input_tokens == batched.usage.input_tokens
     assert batched.cost < live.cost
+    [ended] = [e for e in seen if isinstance(e, BatchProgress) and e.done]
+    assert ended.failed == 1 and "1 of its calls failed in the job: they go live" in ended.logged
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
