@@ -96,6 +96,9 @@ class JobStatus:
     total: int = 0
     completed: int = 0
     failed: int = 0
+    #: the provider's job as read (its answer files, or its inlined answers): what
+    #: ``batch_results`` reads the answers from, without asking for the job again
+    job: Any = None
 
 
 class BatchUnsupported(Exception):
@@ -151,8 +154,9 @@ class ModelAPI(abc.ABC):
         """The state of a job ``batch_submit`` made (in this process or a killed one)."""
         raise BatchUnsupported(f"{self.name} has no batch API")
 
-    async def batch_results(self, job_id: str) -> dict[str, ModelOutput | str]:
-        """A finished job's answers by request key: an output, or why that call failed."""
+    async def batch_results(self, status: JobStatus) -> dict[str, ModelOutput | str]:
+        """A finished job's answers by request key (from its last ``batch_status``): an
+        output, or why that call failed."""
         raise BatchUnsupported(f"{self.name} has no batch API")
 
     @property

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from cycle.errors import describe
 from cycle.events import BatchProgress
-from cycle.llm.base import BatchRequest, BatchUnsupported, JobStatus, ModelAPI, ModelOutput
+from cycle.llm.base import BatchRequest, BatchUnsupported, ModelAPI, ModelOutput
 
 if TYPE_CHECKING:
     from cycle.events import EventBus
@@ -105,7 +105,7 @@ class _Job:
             await asyncio.sleep(b.settings.poll)
         if status.succeeded:
             try:
-                self.answers = await b.api.batch_results(self.job_id)
+                self.answers = await b.api.batch_results(status)
             except Exception as e:  # noqa: BLE001 - its calls go live with the reason
                 self.why = f"the answers of batch job {self.job_id} could not be read: {describe(e)}"
         else:
@@ -116,8 +116,7 @@ class _Job:
         note = self.why or (f"{failed} of its calls failed in the job: they go live"
                             if failed else "")
         b.tell(job_id=self.job_id, state=status.state, done=True, total=self.total,
-               completed=sum(isinstance(a, ModelOutput) for a in self.answers.values()),
-               failed=failed, note=note)
+               completed=len(self.answers) - failed, failed=failed, note=note)
 
     async def answer(self, key: str) -> ModelOutput:
         await asyncio.shield(self.task)
@@ -132,7 +131,7 @@ class Batcher:
     """A model's calls gathered into batch jobs, in one event loop (see the module doc)."""
 
     def __init__(self, api: ModelAPI, settings: BatchSettings, *, name: str,
-                 bus: EventBus | None = None, context: dict[str, Any] | None = None) -> None:
+                 bus: EventBus | None = None) -> None:
         self.api = api
         self.settings = settings
         self.name = name
@@ -227,4 +226,4 @@ class Batcher:
                 await task
 
 
-__all__ = ["BatchLedger", "BatchSettings", "BatchUnavailable", "Batcher", "JobStatus"]
+__all__ = ["BatchLedger", "BatchSettings", "BatchUnavailable", "Batcher"]

@@ -236,10 +236,11 @@ class GeminiAPI(ModelAPI):
         ended = state in _ENDED
         return JobStatus(state=state, done=ended,
                          succeeded=ended and job.dest is not None
-                         and bool(job.dest.inlined_responses))
+                         and bool(job.dest.inlined_responses), job=job)
 
-    async def batch_results(self, job_id: str) -> dict[str, ModelOutput | str]:
-        job = await self._calling(self._client().aio.batches.get(name=job_id))
+    async def batch_results(self, status: JobStatus) -> dict[str, ModelOutput | str]:
+        # the answers came inlined with the job's last state: nothing to fetch again
+        job = status.job
         answers: dict[str, ModelOutput | str] = {}
         for item in (job.dest.inlined_responses if job.dest else None) or ():
             key = (item.metadata or {}).get("key")

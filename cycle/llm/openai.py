@@ -251,11 +251,10 @@ class OpenAIAPI(ModelAPI):
             succeeded=job.status in ("completed", "expired", "cancelled")
             and bool(job.output_file_id or job.error_file_id),
             total=counts.total if counts else 0, completed=counts.completed if counts else 0,
-            failed=counts.failed if counts else 0)
+            failed=counts.failed if counts else 0, job=job)
 
-    async def batch_results(self, job_id: str) -> dict[str, ModelOutput | str]:
-        client = self._client()
-        job = await self._calling(client.batches.retrieve(job_id))
+    async def batch_results(self, status: JobStatus) -> dict[str, ModelOutput | str]:
+        client, job = self._client(), status.job
         answers: dict[str, ModelOutput | str] = {}
         for file_id in (job.output_file_id, job.error_file_id):
             if not file_id:

@@ -592,16 +592,22 @@ class LoopbackServer:
         if body is None or not isinstance(body, dict):
             return self._error(api, 400, "request body is not a JSON object")
 
-        delay = self.latency
-        if isinstance(item, Fault) and item.kind == "slow":
-            delay += item.delay
-            item = item.then
-        if item is None and self.responder is not None:
-            item = self.responder(request)
+        item, slower = self._scripted(request, item)
         answer = self._answer(api, request, item)
+        delay = self.latency + slower
         if delay > 0:
             await wait_out(delay, arrived)
         return answer
+
+    def _scripted(self, request: ChatRequest, item: QueueItem | None) -> tuple[QueueItem | None, float]:
+        """What answers ``request``: its queued item (a slow fault unwrapped, with the extra
+        seconds it asks), else the responder's."""
+        slower = 0.0
+        if isinstance(item, Fault) and item.kind == "slow":
+            slower, item = item.delay, item.then
+        if item is None and self.responder is not None:
+            item = self.responder(request)
+        return item, slower
 
     def _take(self, request: ChatRequest) -> QueueItem | None:
         """Count and record a request; the queued item it takes (a model call only)."""
@@ -616,11 +622,7 @@ class LoopbackServer:
         no latency: the job's own time stands for it): its status and JSON body."""
         request = ChatRequest(api=api, method="POST", path=path, headers={},
                               raw=json.dumps(body).encode(), body=body, model=model)
-        item = self._take(request)
-        if isinstance(item, Fault) and item.kind == "slow":
-            item = item.then
-        if item is None and self.responder is not None:
-            item = self.responder(request)
+        item, _ = self._scripted(request, self._take(request))
         if not isinstance(body, dict):
             status, _, payload = self._error(api, 400, "request body is not a JSON object")
         else:
