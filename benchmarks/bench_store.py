@@ -62,14 +62,14 @@ def build(store: Store, total: int, big: int) -> None:
         moves += [(pid, "head", None, last, "save", "", "user", now),
                   (pid, "production", None, "1.0.0", "save", "", "user", now)]
     with store.transaction() as db:
-        db.conn.executemany("INSERT INTO prompts (id, created_at) VALUES (?, ?)", prompts)
-        db.conn.executemany(
+        db.executemany("INSERT INTO prompts (id, created_at) VALUES (?, ?)", prompts)
+        db.executemany(
             "INSERT INTO versions (prompt_id, seq, version, hash, parent, source, message, created_at, "
             "system, user_template, params, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             versions,
         )
-        db.conn.executemany("INSERT INTO labels VALUES (?, ?, ?, ?)", labels)
-        db.conn.executemany(
+        db.executemany("INSERT INTO labels VALUES (?, ?, ?, ?)", labels)
+        db.executemany(
             "INSERT INTO label_moves (prompt_id, label, from_version, to_version, action, reason, who, at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", moves,
         )

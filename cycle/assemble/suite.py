@@ -201,10 +201,8 @@ def load_suite_cases(
                 "if it is not needed.",
             )
         files.update(dict.fromkeys(found))
-    from cycle.formats import toolforge
-
     cases = load_case_files(files, criteria=c.criteria, threshold=c.pass_threshold,
-                            readers=(lambda path: toolforge.read_cases(path, loaded.base_dir),))
+                            readers=(lambda path: _eval_file_cases(path, loaded.base_dir),))
     selected = select(cases, tags=list(tags) or c.run.tags, ids=ids)
     if not selected:
         raise ConfigError(
@@ -213,6 +211,16 @@ def load_suite_cases(
             + (", ".join(sorted({t for x in cases for t in x.tags})) or "none") + ".",
         )
     return selected
+
+
+def _eval_file_cases(path: Path, base_dir: Path) -> list[TestCase] | None:
+    """An eval file's cases (None if ``path`` is not one). Only a JSON file can be one: the
+    reader's module (about 20 ms of start-up) is imported only for those."""
+    if path.suffix.lower() != ".json":
+        return None
+    from cycle.formats import toolforge
+
+    return toolforge.read_cases(path, base_dir)
 
 
 def _case_where(case: TestCase) -> tuple[str, int | None]:

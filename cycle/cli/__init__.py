@@ -240,15 +240,16 @@ def settle_heap() -> None:
     What loading left alive (the SDKs' modules and models, the config, the
     cases, a few hundred thousand objects) lives until the process exits:
     ``gc.freeze`` moves it to a permanent generation that full collections
-    skip, after one collection so that no garbage is frozen with it. With the
-    larger young threshold this took a 2,000-case run's collector pauses from
-    about 200 ms to 80 ms, and its longest from 100 ms to 40 ms.
+    skip. With the larger young threshold this took a 2,000-case run's
+    collector pauses from about 200 ms to 80 ms, and its longest from 100 ms
+    to 40 ms. No collection first: one cost 20-35 ms of start-up and found no
+    garbage to keep out of the frozen generation, at 1, 1,000 or 20,000 cases
+    (benchmarks/RESULTS.md, start-up).
     """
     import gc
 
     if not _owns_process:
         return
-    gc.collect()
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 

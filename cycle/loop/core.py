@@ -82,7 +82,8 @@ from cycle.loop.acceptance import (
 from cycle.loop.review import Reviewer
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import Prompt, RejectedSuggestion, ReviewRequest, RunResult, Suggestion, Version
-from cycle.store import CallRecorder, CycleRecorder, Store
+from cycle.store import CallRecorder, Store
+from cycle.store.cycles import CycleRecorder
 from cycle.words import plural
 
 Bump = Literal["patch", "minor", "major"]

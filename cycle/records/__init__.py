@@ -5,87 +5,72 @@ iteration and run results, suggestions, runs, cycles and rounds. All are
 frozen pydantic models (validated when loaded, serialised as they are);
 this package imports nothing of cycle but itself, and everything above
 imports it.
+
+Each name is imported from its module when first asked for (PEP 562): a run
+never loads the cycle and suggestion records, and ``cycle run`` starts that
+much sooner.
 """
 
-from cycle.records.cycles import CycleRow, RoundRow, RunRow
-from cycle.records.messages import Message, Role, ToolCall, ToolDef, Usage
-from cycle.records.prompt import Prompt
-from cycle.records.results import (
-    AgentResult,
-    CaseStats,
-    IterationResult,
-    ResultSource,
-    RoleUsage,
-    RunResult,
-    Stats,
-    Status,
-    SuiteStats,
-    Verdict,
-)
-from cycle.records.suggestions import (
-    PRIORITY_ORDER,
-    Decision,
-    Priority,
-    RejectedSuggestion,
-    ReviewRequest,
-    StoredSuggestion,
-    Suggestion,
-    SuggestionType,
-)
-from cycle.records.trace import KINDS, EventKind, Trace, TraceEvent
-from cycle.records.versions import (
-    BUILTIN_PROMPTS,
-    HEAD,
-    IMPROVER_PROMPT_ID,
-    JUDGE_PROMPT_ID,
-    PRODUCTION,
-    SOURCES,
-    LabelMove,
-    PromptSummary,
-    Source,
-    Version,
-)
+from __future__ import annotations
 
-__all__ = [
-    "BUILTIN_PROMPTS",
-    "HEAD",
-    "IMPROVER_PROMPT_ID",
-    "JUDGE_PROMPT_ID",
-    "KINDS",
-    "PRIORITY_ORDER",
-    "PRODUCTION",
-    "SOURCES",
-    "AgentResult",
-    "CaseStats",
-    "CycleRow",
-    "Decision",
-    "EventKind",
-    "IterationResult",
-    "LabelMove",
-    "Message",
-    "Priority",
-    "Prompt",
-    "PromptSummary",
-    "RejectedSuggestion",
-    "ResultSource",
-    "ReviewRequest",
-    "Role",
-    "RoleUsage",
-    "RoundRow",
-    "RunResult",
-    "RunRow",
-    "Source",
-    "Stats",
-    "Status",
-    "StoredSuggestion",
-    "Suggestion",
-    "SuggestionType",
-    "SuiteStats",
-    "ToolCall",
-    "ToolDef",
-    "Trace",
-    "TraceEvent",
-    "Usage",
-    "Verdict",
-    "Version",
-]
+import importlib
+from typing import Any
+
+#: each record's module, by name
+_HOMES: dict[str, str] = {
+    name: module
+    for module, names in {
+        "cycles": ("CycleRow", "RoundRow", "RunRow"),
+        "messages": ("Message", "Role", "ToolCall", "ToolDef", "Usage"),
+        "prompt": ("Prompt",),
+        "results": (
+            "AgentResult",
+            "CaseStats",
+            "IterationResult",
+            "ResultSource",
+            "RoleUsage",
+            "RunResult",
+            "Stats",
+            "Status",
+            "SuiteStats",
+            "Verdict",
+        ),
+        "suggestions": (
+            "PRIORITY_ORDER",
+            "Decision",
+            "Priority",
+            "RejectedSuggestion",
+            "ReviewRequest",
+            "StoredSuggestion",
+            "Suggestion",
+            "SuggestionType",
+        ),
+        "trace": ("KINDS", "EventKind", "Trace", "TraceEvent"),
+        "versions": (
+            "BUILTIN_PROMPTS",
+            "HEAD",
+            "IMPROVER_PROMPT_ID",
+            "JUDGE_PROMPT_ID",
+            "PRODUCTION",
+            "SOURCES",
+            "LabelMove",
+            "PromptSummary",
+            "Source",
+            "Version",
+        ),
+    }.items()
+    for name in names
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cycle.records' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f"cycle.records.{module}"), name)
+    globals()[name] = value  # asked once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(_HOMES)

@@ -7,11 +7,11 @@
         store.runs.recent(limit=5)                               # the run log
         store.cycles.get_rounds(cycle_id)                        # the cycle log
 
-Everything it hands back is a record of ``cycle.records``.
+Everything it hands back is a record of ``cycle.records``. The cycle log
+(``cycle.store.cycles``) loads when first used: a run does not.
 """
 
-from cycle.store.cycles import CycleLog, CycleRecorder
 from cycle.store.runs import CallRecorder, RunLog
 from cycle.store.store import Store, default_path
 
-__all__ = ["CallRecorder", "CycleLog", "CycleRecorder", "RunLog", "Store", "default_path"]
+__all__ = ["CallRecorder", "RunLog", "Store", "default_path"]

@@ -32,7 +32,7 @@ class StoreBatches:
                 "INSERT OR REPLACE INTO batch_jobs (id, model, run_id, calls, state, submitted_at)"
                 " VALUES (?, ?, ?, ?, 'submitted', ?)",
                 [job_id, model, context.get("run_id"), len(keys), now_iso()])
-            db.conn.executemany("INSERT OR REPLACE INTO batch_calls (key, job_id) VALUES (?, ?)",
+            db.executemany("INSERT OR REPLACE INTO batch_calls (key, job_id) VALUES (?, ?)",
                                 [(k, job_id) for k in keys])
 
     def ended(self, job_id: str, state: str) -> None:

@@ -62,7 +62,7 @@ class StoreJournal:
         done, rows = self._batches.pop(loop)
         try:
             with self.store.transaction() as db:
-                db.conn.executemany(INSERT_CALL, rows)
+                db.executemany(INSERT_CALL, rows)
         except Exception as e:  # noqa: BLE001 - every caller of the batch sees the failure
             done.set_exception(e)
         else:

@@ -222,8 +222,7 @@ class RunLog:
         rows = list(calls)
         if not (results or rows):
             return
-        with self.store.transaction() as db:
-            conn = db.conn
+        with self.store.transaction() as conn:
             for r in results:
                 assert run_id is not None, "results belong to a run"
                 _insert_result(conn, run_id, r)

@@ -22,10 +22,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Self
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any, Self
 
 from cycle.errors import NotFoundError, StoreError, StoreFormatError
 from cycle.prompts import semver
@@ -43,9 +42,11 @@ from cycle.records import (
     Version,
 )
 from cycle.store.batches import StoreBatches
-from cycle.store.cycles import CycleLog
 from cycle.store.journal import StoreJournal
-from cycle.store.migrations import check_format, migrations
+from cycle.store.migrations import apply_migrations, check_format
+
+if TYPE_CHECKING:
+    from cycle.store.cycles import CycleLog
 
 
 def default_path(config_dir: str | Path | None = None) -> Path:
@@ -107,19 +108,24 @@ def check_label_name(name: str) -> str:
 class Store:
     """The SQLite store. Open it with ``Store.open(path)``; close it (or use ``with``)."""
 
-    def __init__(self, db: Database, path: Path) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self.db = db
         self.path = path
         # one connection may be shared by threads (a TUI worker): writers take turns
         self._lock = threading.RLock()
         #: runs, their results, verdicts and model calls
         self.runs = RunLog(self)
-        #: cycles, rounds and suggestions
-        self.cycles = CycleLog(self)
         #: every paid model call, kept the moment it arrives (see cycle.llm.journal)
         self.journal = StoreJournal(self)
         #: provider batch jobs and their calls (see cycle.llm.batch)
         self.batches = StoreBatches(self)
+
+    @cached_property
+    def cycles(self) -> CycleLog:
+        """Cycles, rounds and suggestions (loaded when first used: a run does not)."""
+        from cycle.store.cycles import CycleLog
+
+        return CycleLog(self)
 
     # -- opening -----------------------------------------------------------
 
@@ -143,16 +149,18 @@ class Store:
                     "or point --store / CYCLE_STORE at an existing store.",
                 )
             p.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(p), timeout=BUSY_TIMEOUT, check_same_thread=False)
+        # autocommit (isolation_level None): a statement outside transaction() commits
+        # alone; transaction() says BEGIN IMMEDIATE itself
+        conn = sqlite3.connect(str(p), timeout=BUSY_TIMEOUT, check_same_thread=False,
+                               isolation_level=None)
         try:
-            db = Database(conn, execute_plugins=False)
-            pending = check_format(db, str(p))  # reads only: a refused file stays as it was
+            pending = check_format(conn, str(p))  # reads only: a refused file stays as it was
             # WAL: readers never block the writer; NORMAL is durable across crashes of
             # the process (only a power cut may lose the last commits)
-            _enable_wal(db)
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA foreign_keys=ON")
-            store = cls(db, p)
+            _enable_wal(conn)
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            store = cls(conn, p)
             if pending:
                 store._migrate()
         except sqlite3.Error as e:
@@ -167,7 +175,7 @@ class Store:
         # re-check under the write lock: another process may have migrated meanwhile
         with self.transaction() as db:
             if check_format(db, str(self.path)):
-                migrations.apply(db)
+                apply_migrations(db)
 
     def close(self) -> None:
         self.db.close()
@@ -179,7 +187,7 @@ class Store:
         self.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[Database]:
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction: ``BEGIN IMMEDIATE`` (a savepoint when nested).
 
         Use it for anything that reads and then writes, so that concurrent
@@ -188,10 +196,10 @@ class Store:
         StoreError.
         """
         with self._lock:
-            conn = self.db.conn
+            conn = self.db
             if conn.in_transaction:
-                with self.db.atomic():
-                    yield self.db
+                with _savepoint(conn):
+                    yield conn
                 return
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -201,7 +209,7 @@ class Store:
                     hint=f"Another process held it for more than {BUSY_TIMEOUT:.0f}s; try again.",
                 ) from e
             try:
-                yield self.db
+                yield conn
             except BaseException as e:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -563,7 +571,22 @@ class Store:
         return {version: float(score) for version, score in rows}
 
 
-def _enable_wal(db: Database) -> None:
+@contextmanager
+def _savepoint(conn: sqlite3.Connection) -> Iterator[None]:
+    """A transaction inside a transaction: undone alone on error, kept with its outer one."""
+    conn.execute("SAVEPOINT nested")
+    try:
+        yield
+    except BaseException:
+        # an error such as a failed COMMIT may have ended the whole transaction already
+        if conn.in_transaction:
+            conn.execute("ROLLBACK TO SAVEPOINT nested")
+            conn.execute("RELEASE SAVEPOINT nested")
+        raise
+    conn.execute("RELEASE SAVEPOINT nested")
+
+
+def _enable_wal(db: sqlite3.Connection) -> None:
     # WAL is a property of the file, set once. Switching needs a moment of exclusive
     # access, and SQLite answers "locked" at once rather than waiting on the busy
     # timeout when another process is opening the same new store: so retry briefly.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlite_utils import Database
+
 from cycle import events as ev
 from cycle.records import Prompt, Suggestion
 from cycle.store import Store
@@ -51,7 +53,7 @@ def test_recorder_writes_the_cycle_as_it_happens(tmp_path) -> None:
 
 def test_round_costs_split_by_role(tmp_path) -> None:
     store = Store.open(tmp_path / "c.db")
-    db = store.db
+    db = Database(store.db)
     db["runs"].insert_all([
         {"id": "r0", "status": "finished", "cycle_id": "c1", "round": 0},
         {"id": "r1", "status": "finished", "cycle_id": "c1", "round": 1},

@@ -170,11 +170,11 @@ def test_reading_a_stored_run_case_by_case_is_linear_in_its_cases(tmp_path: Path
             count += 1
             return 0
 
-        store.db.conn.set_progress_handler(tick, 100)
+        store.db.set_progress_handler(tick, 100)
         try:
             fn()
         finally:
-            store.db.conn.set_progress_handler(None, 100)
+            store.db.set_progress_handler(None, 100)
         return count
 
     small, large = make(100), make(400)  # both runs in the store, as runs pile up

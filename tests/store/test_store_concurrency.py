@@ -1,12 +1,17 @@
-"""Two processes writing the same store at once lose nothing and never share a version number."""
+"""Two processes writing the same store at once lose nothing and never share a version number;
+what a transaction (or one inside another) keeps and undoes."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from cycle.errors import StoreError
 from cycle.prompts.semver import parse
 from cycle.store import Store
 
@@ -67,3 +72,35 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path):
         assert {m.who for m in moves} == {"a", "b"}
         # identical content saved 2N times by two processes is one version
         assert store.count_versions("same") == 1
+
+
+def test_a_write_outside_a_transaction_is_committed_and_a_failed_inner_one_is_undone_alone(
+        tmp_path: Path):
+    """What another process sees: a lone statement commits at once; a transaction inside a
+    transaction that fails takes back its own writes and no others; a failed outer one all."""
+    path = tmp_path / "cycle.db"
+    store = Store.open(path)
+    other = sqlite3.connect(path)
+
+    def runs() -> list[str]:
+        return [r[0] for r in other.execute("SELECT id FROM runs ORDER BY id")]
+
+    store.db.execute("INSERT INTO runs (id, status) VALUES ('alone', 'finished')")
+    assert runs() == ["alone"]
+    with store.transaction() as db:
+        db.execute("INSERT INTO runs (id, status) VALUES ('outer', 'finished')")
+        with pytest.raises(ZeroDivisionError), store.transaction() as inner:
+            inner.execute("INSERT INTO runs (id, status) VALUES ('inner', 'finished')")
+            1 / 0  # noqa: B018
+        with store.transaction() as kept:
+            kept.execute("INSERT INTO runs (id, status) VALUES ('kept', 'finished')")
+    assert runs() == ["alone", "kept", "outer"]
+    with pytest.raises(StoreError, match="nothing was saved"), store.transaction() as db:
+        db.execute("INSERT INTO runs (id, status) VALUES ('lost', 'finished')")
+        with store.transaction() as inner:
+            inner.execute("INSERT INTO runs (id, status) VALUES ('lost-too', 'finished')")
+        db.execute("INSERT INTO runs (id, status) VALUES ('x', 'no such status')")
+    assert runs() == ["alone", "kept", "outer"]
+    assert not store.db.in_transaction
+    other.close()
+    store.close()

@@ -12,7 +12,7 @@ from sqlite_utils import Database
 from cycle.errors import StoreFormatError
 from cycle.records import Prompt
 from cycle.store import Store
-from cycle.store.migrations import known_names, migrations
+from cycle.store.migrations import applied_names, apply_migrations, known_names
 
 TABLES = {"prompts", "versions", "labels", "label_moves", "runs", "results", "verdicts",
           "calls", "suggestions", "cycles", "rounds"}
@@ -38,9 +38,9 @@ def test_migrations_are_numbered_and_at_least_two():
 
 def test_blank_store_gets_every_table_column_and_index(tmp_path: Path):
     with Store.open(tmp_path / "c.db") as store:
-        db = store.db
+        db = Database(store.db)
         assert TABLES <= set(db.table_names())
-        assert [m.name for m in migrations.applied(db)] == known_names()
+        assert applied_names(db.conn) == known_names()
         assert {"id", "prompt_id", "version", "status", "summary", "cycle_id", "round", "role",
                 "judge_version", "offline"} <= columns(db, "runs")
         assert {"run_id", "case_id", "iteration", "score", "passed", "tool_calls", "agent_cost",
@@ -58,8 +58,8 @@ def test_blank_store_gets_every_table_column_and_index(tmp_path: Path):
 def test_store_written_by_the_first_release_migrates_itself(tmp_path: Path):
     path = tmp_path / "old.db"
     old = Database(path)
-    migrations.apply(old, stop_before="m002_label_moves_who")
-    assert [m.name for m in migrations.applied(old)] == ["m001_initial"]
+    apply_migrations(old.conn, stop_before="m002_label_moves_who")
+    assert applied_names(old.conn) == ["m001_initial"]
     assert "who" not in columns(old, "label_moves")
     # data written by the old release, with the old columns only
     old.execute("INSERT INTO prompts VALUES ('p', '2026-01-01T00:00:00+00:00')")
@@ -75,8 +75,8 @@ def test_store_written_by_the_first_release_migrates_itself(tmp_path: Path):
     old.close()
 
     with Store.open(path) as store:
-        db = store.db
-        assert [m.name for m in migrations.applied(db)] == known_names()
+        db = Database(store.db)
+        assert applied_names(db.conn) == known_names()
         assert "who" in columns(db, "label_moves")
         assert ("prompt_id", "seq") in index_columns(db, "versions")
         assert ("run_id",) in index_columns(db, "results")
@@ -137,7 +137,7 @@ def test_a_store_before_tools_and_traces_migrates_and_keeps_its_results(tmp_path
     place: old rows and the foreign keys pointing at them are untouched."""
     path = tmp_path / "old.db"
     old = Database(path)
-    migrations.apply(old, stop_before="m005_tools_and_traces")
+    apply_migrations(old.conn, stop_before="m005_tools_and_traces")
     old.execute("INSERT INTO prompts VALUES ('p', '2026-01-01T00:00:00+00:00')")
     old.execute(
         "INSERT INTO versions VALUES ('p', 1, '1.0.0', ?, NULL, 'initial', '', "
@@ -155,7 +155,7 @@ def test_a_store_before_tools_and_traces_migrates_and_keeps_its_results(tmp_path
     old.close()
 
     with Store.open(path) as store:
-        assert [m.name for m in migrations.applied(store.db)] == known_names()
+        assert applied_names(store.db) == known_names()
         [kept] = store.runs.load_results("r")
         assert (kept.output, kept.trace, kept.state, kept.verdicts[0].reasoning) == (
             "hello", (), {}, "ok")
