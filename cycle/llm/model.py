@@ -29,9 +29,8 @@ import uuid
 import weakref
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-import tenacity
 from pydantic import BaseModel
 
 from cycle.errors import (
@@ -55,6 +54,9 @@ from cycle.llm.limit import AdaptiveLimit
 from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
 from cycle.records import Message, ToolDef, Usage
+
+if TYPE_CHECKING:
+    import tenacity
 
 T = TypeVar("T")
 
@@ -551,7 +553,10 @@ class Model:
         return asked if asked is not None and asked > self.retry.max_retry_after else None
 
     def _retrying(self) -> tenacity.AsyncRetrying:
-        """tenacity owns the retry policy: which errors, how many attempts, how long to wait."""
+        """tenacity owns the retry policy: which errors, how many attempts, how long to wait.
+        (Imported on the first retry: a run whose calls all succeed never loads it.)"""
+        import tenacity
+
         policy = self.retry
         backoff = tenacity.wait_exponential_jitter(
             initial=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter

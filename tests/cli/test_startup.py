@@ -80,8 +80,9 @@ def test_only_an_adk_agent_imports_google_adk(tmp_path: Path) -> None:
 
 def test_a_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     """Once the store exists, a run of a prompt agent on a YAML case file loads no
-    sqlite_utils (only migrating a store does: about 45 ms), no eval-file reader and no
-    cycle log or suggestion records (issue 17: start-up)."""
+    sqlite_utils (only migrating a store does: about 45 ms), no eval-file reader, no cycle
+    log or suggestion records, and no tenacity while no call needs a retry (issue 17:
+    start-up)."""
     (tmp_path / "p.yaml").write_text(json.dumps({"id": "p", "system": "Hi.",
                                                  "user_template": "{{ input }}"}))
     (tmp_path / "cases.yaml").write_text(json.dumps([{"id": "c1", "input": "Hello"}]))
@@ -93,7 +94,8 @@ def test_a_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     modules = imported_by(["run", "--no-reports", "-q"], tmp_path)
     assert "cycle.evals.runner" in modules and "cycle.store.store" in modules  # it did run
     assert not [m for m in modules if m.startswith((
-        "sqlite_utils", "cycle.formats", "cycle.store.cycles", "cycle.records.suggestions"))]
+        "sqlite_utils", "cycle.formats", "cycle.store.cycles", "cycle.records.suggestions",
+        "tenacity"))]
     # a JSON case file may be an eval file: its reader is loaded to find out
     (tmp_path / "cases.json").write_text(json.dumps([{"id": "c1", "input": "Hello"}]))
     (tmp_path / "cycle.yaml").write_text(json.dumps({
