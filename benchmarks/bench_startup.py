@@ -1,6 +1,6 @@
 """Benchmark: start-up. The CPU a command spends before it does its work, in a fresh process.
 
-    .venv/bin/python benchmarks/bench_startup.py             # --repeat 7
+    .venv/bin/python benchmarks/bench_startup.py             # --repeat 21
 
 (a) ``cycle --help`` and ``cycle history ID``, beside ``python -c pass``.
 (c) ``import google.adk`` with the agent, runner and session classes cycle uses (what an
@@ -11,7 +11,8 @@
     cycle's run to be within 0.1 s of CPU of the bare SDK's.
 
 CPU is user + system of the child process (``resource.getrusage(RUSAGE_CHILDREN)``);
-figures are medians of ``--repeat`` runs, alternated.
+figures are medians of ``--repeat`` runs, alternated; the run's gap over the bare SDK is
+the median of the differences of neighbouring runs.
 
 cycle's modules are compiled to bytecode first, as ``pip install`` does for the SDK's: a
 checkout run with PYTHONDONTWRITEBYTECODE set (this machine's default) would otherwise
@@ -75,7 +76,7 @@ def project(folder: Path, url: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=21)
     args = parser.parse_args()
     compileall.compile_dir(ROOT / "cycle", quiet=1)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench"}
@@ -103,19 +104,28 @@ def main() -> None:
                                "from google.adk.sessions import InMemorySessionService")],
             }
             for i in range(args.repeat):
-                names = list(commands)
-                for name in names[i % len(names):] + names[:i % len(names)]:
-                    runs[name].append(cpu(commands[name], folder, env))
+                # the run and the bare SDK go back to back, first one then the other: this
+                # machine's CPU figures drift by 0.1-0.2 s between minutes, far less between
+                # neighbours, so their difference is taken pair by pair
+                names = ["python", "help", "history", "google-adk"]
+                names = names[i % 4:] + names[:i % 4]
+                names.insert(i % 5, ("run", "bare SDK") if i % 2 else ("bare SDK", "run"))
+                for name in names:
+                    for one in (name if isinstance(name, tuple) else (name,)):
+                        runs[one].append(cpu(commands[one], folder, env))
     finally:
         server.terminate()
         server.wait(timeout=10)
     m = {k: statistics.median(v) for k, v in runs.items()}
+    gaps = sorted(r - b for r, b in zip(runs["run"], runs["bare SDK"], strict=True))
+    quartiles = statistics.quantiles(gaps, n=4)
     print(f"median CPU of {args.repeat}, s: python -c pass {m['python']:.3f}; cycle --help "
           f"{m['help']:.3f}; cycle history {m['history']:.3f}; cycle run (1 case, 2 calls) "
-          f"{m['run']:.3f}; bare SDK (import openai, the same 2 calls) {m['bare SDK']:.3f}: "
-          f"cycle run {m['run'] - m['bare SDK']:+.3f} s over the bare SDK; importing google-adk "
+          f"{m['run']:.3f}; bare SDK (import openai, the same 2 calls) {m['bare SDK']:.3f}; "
+          f"cycle run over the bare SDK, pair by pair: median {statistics.median(gaps):+.3f} s "
+          f"(quartiles {quartiles[0]:+.3f} to {quartiles[2]:+.3f}); importing google-adk "
           f"{m['google-adk'] - m['python']:.3f} s over python -c pass")
-    print(json.dumps({"median": m, "runs": runs}, indent=1))
+    print(json.dumps({"median": m, "gaps": gaps, "runs": runs}, indent=1))
 
 
 if __name__ == "__main__":

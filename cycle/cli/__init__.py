@@ -12,6 +12,7 @@ error (a bug: please report it with ``--debug`` output), 130 interrupted.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import math
 import sys
@@ -155,6 +156,8 @@ class CycleGroup(click.Group):
             if e.name == module_name:
                 return None
             raise
+        if name not in SETTLING:
+            gc.enable()  # main() turned it off for loading; this command is loaded
         return _with_global_options(getattr(module, attr))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -233,6 +236,11 @@ YOUNG_THRESHOLD = 10_000
 #: in a caller's process (click's CliRunner, a script) leave its collector alone
 _owns_process = False
 
+#: the commands that load a suite and then call ``settle_heap`` (every path that runs
+#: models does), which turns the collector back on; any other command turns it on as
+#: it is looked up
+SETTLING = frozenset({"run", "improve", "matrix"})
+
 
 def settle_heap() -> None:
     """Tune the collector for a long run, once everything is loaded, if the CLI owns the process.
@@ -246,16 +254,21 @@ def settle_heap() -> None:
     garbage to keep out of the frozen generation, at 1, 1,000 or 20,000 cases
     (benchmarks/RESULTS.md, start-up).
     """
-    import gc
-
     if not _owns_process:
         return
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+    gc.enable()
 
 
 def main() -> None:
     """Entry point of the ``cycle`` console command."""
     global _owns_process
     _owns_process = True
+    # Loading (the modules, the config, the cases) allocates a great deal and frees
+    # almost none of it: the collector's 200-odd passes over it cost about 30 ms of
+    # start-up and found some 670 objects of import-time garbage, however many cases
+    # (benchmarks/RESULTS.md, start-up). It is off until loading is done: settle_heap,
+    # or the lookup of a command that does not settle (CycleGroup.get_command).
+    gc.disable()
     cli.main()

@@ -306,6 +306,7 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
     from cycle.assemble.evalfile import exit_code, prepare, run_eval
     from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import open_cache
+    from cycle.cli import settle_heap
     from cycle.events import EventBus
     from cycle.formats.toolforge import render_summary
     from cycle.llm.budget import Budget
@@ -331,6 +332,7 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
         bus = EventBus()
         if not (quiet or as_json):
             bus.subscribe(Progress(offline=False))
+        settle_heap()
         outcome = aio.run(run_eval(prepared, store=store, bus=bus, cache=cache, resume=resume,
                                    budget=Budget(limit) if limit is not None else None))
         paths = write_reports(outcome.run, report_dir) if report_dir else {}

@@ -18,17 +18,24 @@ from cycle.cli import COMMANDS, cli
 HEAVY = ("openai", "google.genai", "textual", "cycle.tui", "cycle.llm.openai", "cycle.llm.gemini")
 
 
-def imported_by(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> set[str]:
-    """The modules a fresh ``cycle ARGS`` process has imported when it exits."""
-    code = ("import sys, json, atexit\n"
-            "atexit.register(lambda: print('MODULES' + json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
+def at_exit(args: list[str], cwd: Path, expression: str,
+            env: dict[str, str] | None = None) -> object:
+    """``expression`` (JSON) as a fresh ``cycle ARGS`` process, run as the console command
+    runs (``cycle.cli.main``), has it when it exits."""
+    code = ("import sys, json, atexit, gc\n"
+            f"atexit.register(lambda: print('AT EXIT' + json.dumps({expression}), file=sys.stderr))\n"
             "from cycle.cli import main\n"
             f"sys.argv = ['cycle', *{args!r}]\n"
             "main()\n")
     done = subprocess.run([sys.executable, "-c", code], check=False, cwd=cwd, capture_output=True,
                           text=True, env={**os.environ, **(env or {})})
-    line = next(x for x in done.stderr.splitlines() if x.startswith("MODULES"))
-    return set(json.loads(line[len("MODULES"):]))
+    line = next(x for x in done.stderr.splitlines() if x.startswith("AT EXIT"))
+    return json.loads(line[len("AT EXIT"):])
+
+
+def imported_by(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> set[str]:
+    """The modules a fresh ``cycle ARGS`` process has imported when it exits."""
+    return set(at_exit(args, cwd, "sorted(sys.modules)", env))  # type: ignore[arg-type]
 
 
 def test_help_lists_every_command_importing_none(tmp_path: Path) -> None:
@@ -102,3 +109,29 @@ def test_a_run_imports_only_what_it_uses(tmp_path: Path) -> None:
         "prompt": "p.yaml", "agent": "offline:default", "cases": ["cases.json"],
         "criteria": [{"id": "any", "check": {"type": "regex", "pattern": "."}}]}))
     assert "cycle.formats.toolforge" in imported_by(["run", "--no-reports", "-q"], tmp_path)
+
+
+def test_the_collector_is_off_while_loading_and_on_for_every_command_that_works(
+        tmp_path: Path) -> None:
+    """main() turns the collector off for loading (about 30 ms of start-up): every run path
+    (cases, an eval file, several agents, a cycle) and every other command turns it back on,
+    with the young threshold raised and what loading left frozen."""
+    (tmp_path / "p.yaml").write_text(
+        'id: p\nsystem: hi\nuser_template: "{{ input }}"\nparams: {model: "offline:default"}\n')
+    (tmp_path / "cases.yaml").write_text(json.dumps([{"id": "a", "input": "hello"}]))
+    (tmp_path / "evals.json").write_text(json.dumps([
+        {"id": "e", "input": {"message": "hi"}, "expect": {"responseNonEmpty": True}}]))
+    (tmp_path / "cycle.yaml").write_text(json.dumps({
+        "prompt": "p.yaml", "agent": "offline:default", "judge": "offline:default",
+        "improver": "offline:default", "cases": ["cases.yaml"],
+        "criteria": [{"id": "any", "check": {"type": "regex", "pattern": "."}}],
+        "run": {"iterations": 1}, "improve": {"stop": {"max_rounds": 1}}}))
+    state = "[gc.isenabled(), gc.get_threshold()[0], gc.get_freeze_count() > 0]"
+    for args in (["run", "--no-reports", "-q"],
+                 ["run", "--eval", "evals.json", "--json"],
+                 ["run", "--agent", "offline:default", "--agent", "offline:other", "--no-reports",
+                  "-q"],
+                 ["improve", "--headless", "--yes", "-q"]):
+        assert at_exit(args, tmp_path, state) == [True, 10_000, True], args
+    assert at_exit(["history", "p"], tmp_path, state)[0] is True  # type: ignore[index]
+    assert at_exit(["run", "--dry-run"], tmp_path, "gc.isenabled()") is False  # loads, runs nothing
