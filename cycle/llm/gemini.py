@@ -28,7 +28,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.http import redact, status_error, unsupported_when_missing
+from cycle.llm.http import import_sdk, redact, status_error, unsupported_when_missing
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
 if TYPE_CHECKING:
@@ -94,9 +94,8 @@ class GeminiAPI(ModelAPI):
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            from google import genai
-            from google.genai import types
-
+            genai = import_sdk("google.genai")
+            types = import_sdk("google.genai.types")
             http_options = types.HttpOptions(
                 base_url=self.base_url,
                 api_version=self.options.api_version,
@@ -123,8 +122,7 @@ class GeminiAPI(ModelAPI):
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> tuple[list[types.Content], types.GenerateContentConfig]:
         """The contents and the config of ``models.generate_content`` for this call."""
-        from google.genai import types
-
+        types = import_sdk("google.genai.types")
         system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
         contents: list[types.Content] = []
         for message in messages:
@@ -218,8 +216,7 @@ class GeminiAPI(ModelAPI):
     # -- batch jobs (Gemini batch mode, the requests inlined in the job) -----------------
 
     async def batch_submit(self, requests: list[BatchRequest]) -> str:
-        from google.genai import types
-
+        types = import_sdk("google.genai.types")
         inlined = []
         for r in requests:
             contents, config = self.build_request(r.messages, r.tools, r.config)

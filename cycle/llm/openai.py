@@ -36,7 +36,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.http import redact, status_error, unsupported_when_missing
+from cycle.llm.http import import_sdk, redact, status_error, unsupported_when_missing
 from cycle.llm.structured import strict_schema
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
@@ -111,8 +111,7 @@ class OpenAIAPI(ModelAPI):
             shared = _shared_clients.setdefault(loop, {})
             entry = shared.get(self._client_key)
             if entry is None:
-                import openai
-
+                openai = import_sdk("openai")
                 extra = self.options.extra
                 entry = shared[self._client_key] = [openai.AsyncOpenAI(
                     api_key=self._api_key,
