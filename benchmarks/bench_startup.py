@@ -1,6 +1,6 @@
 """Benchmark: start-up. The CPU a command spends before it does its work, in a fresh process.
 
-    .venv/bin/python benchmarks/bench_startup.py             # --repeat 21
+    .venv/bin/python benchmarks/bench_startup.py             # --repeat 21 [--instructions]
 
 (a) ``cycle --help`` and ``cycle history ID``, beside ``python -c pass``.
 (c) ``import google.adk`` with the agent, runner and session classes cycle uses (what an
@@ -25,6 +25,7 @@ import argparse
 import compileall
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -61,6 +62,18 @@ def cpu(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def instructions(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """The instructions ``cmd`` executes, by valgrind's callgrind (string hashing seeded, so
+    that two tries count the same to a few parts in a million)."""
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                          check=False, cwd=cwd, env={**env, "PYTHONHASHSEED": "0"},
+                          capture_output=True, text=True)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode not in (0, 1) or found is None:
+        raise RuntimeError(f"callgrind failed ({done.returncode}): {done.stderr[-500:]}")
+    return int(found.group(1))
+
+
 def project(folder: Path, url: str) -> None:
     (folder / "prompt.yaml").write_text(json.dumps(
         {"id": "bench", "system": "You answer.", "user_template": "{{ input }}"}))
@@ -77,6 +90,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=21)
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the instructions of the run and of the bare SDK under "
+                        "valgrind's callgrind: the same on every try (about 2 minutes)")
     args = parser.parse_args()
     compileall.compile_dir(ROOT / "cycle", quiet=1)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "bench"}
@@ -103,6 +119,9 @@ def main() -> None:
                                "from google.adk.runners import Runner; "
                                "from google.adk.sessions import InMemorySessionService")],
             }
+            if args.instructions:
+                counted = {name: instructions(commands[name], folder, env)
+                           for name in ("run", "bare SDK")}
             for i in range(args.repeat):
                 # the run and the bare SDK go back to back, first one then the other: this
                 # machine's CPU figures drift by 0.1-0.2 s between minutes, far less between
@@ -125,6 +144,10 @@ def main() -> None:
           f"cycle run over the bare SDK, pair by pair: median {statistics.median(gaps):+.3f} s "
           f"(quartiles {quartiles[0]:+.3f} to {quartiles[2]:+.3f}); importing google-adk "
           f"{m['google-adk'] - m['python']:.3f} s over python -c pass")
+    if args.instructions:
+        extra = counted["run"] / counted["bare SDK"] - 1
+        print(f"instructions (callgrind): cycle run {counted['run'] / 1e9:.3f} G, bare SDK "
+              f"{counted['bare SDK'] / 1e9:.3f} G: {extra:+.1%}")
     print(json.dumps({"median": m, "gaps": gaps, "runs": runs}, indent=1))
 
 
