@@ -214,8 +214,8 @@ def load_suite_cases(
 
 
 def _eval_file_cases(path: Path, base_dir: Path) -> list[TestCase] | None:
-    """An eval file's cases (None if ``path`` is not one). Only a JSON file can be one: the
-    reader's module (about 20 ms of start-up) is imported only for those."""
+    """An eval file's cases (None if ``path`` is not one). Only a JSON file can be one, and
+    the reader's module (about 20 ms of start-up) is imported only for those."""
     if path.suffix.lower() != ".json":
         return None
     from cycle.formats import toolforge

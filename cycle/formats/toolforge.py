@@ -516,12 +516,11 @@ def _resolve(ef: EvalFile, seed_manifest: str | Path | None) -> Loaded:
 
 
 def read_cases(path: Path, base_dir: str | Path = ".") -> list[TestCase] | None:
-    """cycle.yaml's case reader for eval files: their cases, or None when ``path`` is not one
-    (read and parsed once either way). Seed tokens read the default manifest under
-    ``base_dir`` (cycle.yaml's folder); snapshot tokens do not resolve (``cycle run --eval``
-    captures a snapshot): each check's reason counts what was skipped."""
-    if path.suffix.lower() != ".json":
-        return None
+    """cycle.yaml's case reader for eval files: the cases of the JSON file ``path``, or None
+    when it is not an eval file (read and parsed once either way; the caller passes only
+    .json files). Seed tokens read the default manifest under ``base_dir`` (cycle.yaml's
+    folder); snapshot tokens do not resolve (``cycle run --eval`` captures a snapshot):
+    each check's reason counts what was skipped."""
     ef = _parse(path)
     if ef is None or not _looks_like_eval(ef.data):
         return None

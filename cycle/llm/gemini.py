@@ -95,7 +95,7 @@ class GeminiAPI(ModelAPI):
         client = self._clients.get(loop)
         if client is None:
             genai = import_sdk("google.genai")
-            types = import_sdk("google.genai.types")
+            types = genai.types
             http_options = types.HttpOptions(
                 base_url=self.base_url,
                 api_version=self.options.api_version,
