@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import cycle.cli
+from cycle import heap
 from cycle.agents import PromptAgent
 from cycle.cases import ConversationSpec, TestCase
 from cycle.evals.runner import Runner
@@ -132,8 +132,8 @@ async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_pat
                  concurrency=concurrency).run()
     # as `cycle run` does once loaded (it owns its process); undone after the
     # run, so that the bare SDK's runs keep CPython's defaults
-    cycle.cli._owns_process = True
-    cycle.cli.settle_heap()
+    heap.own()
+    heap.settle()
     try:
         cpu0, t0 = time.process_time(), time.perf_counter()
         result = await runner.run()

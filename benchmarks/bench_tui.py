@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from textual.drivers.headless_driver import HeadlessDriver
 
-import cycle.cli
 from cycle import events as ev
+from cycle import heap
 from cycle.assemble import build_loop
 from cycle.assemble.config import load_config
 from cycle.events import EventBus
@@ -216,8 +216,8 @@ def main() -> None:
     args = parser.parse_args()
 
     # the collector as `cycle improve` sets it, once loaded, for either mode
-    cycle.cli._owns_process = True
-    cycle.cli.settle_heap()
+    heap.own()
+    heap.settle()
     rates: dict[str, list[float]] = {"headless": [], "tui": []}
     app_shares: list[float] = []
     counts: set[int] = set()

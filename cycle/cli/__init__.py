@@ -12,7 +12,6 @@ error (a bug: please report it with ``--debug`` output), 130 interrupted.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import math
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from cycle import __version__
+from cycle import __version__, heap
 from cycle.environment import load_env
 from cycle.errors import CycleError
 
@@ -157,7 +156,7 @@ class CycleGroup(click.Group):
                 return None
             raise
         if name not in SETTLING:
-            gc.enable()  # main() turned it off for loading; this command is loaded
+            heap.resume()  # main() turned it off for loading; this command is loaded
         return _with_global_options(getattr(module, attr))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -225,50 +224,13 @@ def cli(ctx: click.Context, debug: bool, store: str | None) -> None:
     ctx.obj = CliContext(debug=debug, store=store)
 
 
-#: allocations between young collections (CPython's default is 700). A run
-#: allocates and drops many small containers per model call (SDK models, httpx
-#: headers, verdicts); collecting them 14 times less often lets most die by
-#: reference count before a collection ever walks them (benchmarks/RESULTS.md)
-YOUNG_THRESHOLD = 10_000
-
-
-#: set by ``main``: the ``cycle`` command owns its process. Commands invoked
-#: in a caller's process (click's CliRunner, a script) leave its collector alone
-_owns_process = False
-
-#: the commands that load a suite and then call ``settle_heap`` (every path that runs
+#: the commands that load a suite and then call ``heap.settle`` (every path that runs
 #: models does), which turns the collector back on; any other command turns it on as
 #: it is looked up
 SETTLING = frozenset({"run", "improve", "matrix"})
 
 
-def settle_heap() -> None:
-    """Tune the collector for a long run, once everything is loaded, if the CLI owns the process.
-
-    What loading left alive (the SDKs' modules and models, the config, the
-    cases, a few hundred thousand objects) lives until the process exits:
-    ``gc.freeze`` moves it to a permanent generation that full collections
-    skip. With the larger young threshold this took a 2,000-case run's
-    collector pauses from about 200 ms to 80 ms, and its longest from 100 ms
-    to 40 ms. No collection first: one cost 20-35 ms of start-up and found no
-    garbage to keep out of the frozen generation, at 1, 1,000 or 20,000 cases
-    (benchmarks/RESULTS.md, start-up).
-    """
-    if not _owns_process:
-        return
-    gc.freeze()
-    gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-    gc.enable()
-
-
 def main() -> None:
     """Entry point of the ``cycle`` console command."""
-    global _owns_process
-    _owns_process = True
-    # Loading (the modules, the config, the cases) allocates a great deal and frees
-    # almost none of it: the collector's 200-odd passes over it cost about 30 ms of
-    # start-up and found some 670 objects of import-time garbage, however many cases
-    # (benchmarks/RESULTS.md, start-up). It is off until loading is done: settle_heap,
-    # or the lookup of a command that does not settle (CycleGroup.get_command).
-    gc.disable()
+    heap.own()
     cli.main()

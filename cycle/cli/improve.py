@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import click
 
-from cycle import aio
+from cycle import aio, heap
 from cycle import events as ev
 from cycle.cli import CliContext, FiniteFloat, store_flag
 from cycle.errors import CycleError
@@ -219,7 +219,6 @@ def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.Even
                   cases: list[TestCase] | None = None) -> CycleResult:
     from cycle.assemble import build_loop
     from cycle.assemble.suite import open_cache
-    from cycle.cli import settle_heap
     from cycle.progress import Progress
     from cycle.store import Store
 
@@ -234,7 +233,7 @@ def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.Even
     try:
         loop = build_loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority),
                     improve=improve_cfg, cache=cache, cases=cases)
-        settle_heap()
+        heap.settle()
         return aio.run(loop.run(resume=resume))
     except KeyboardInterrupt:
         hint = f" --resume {started[-1]}" if started else " --resume"
@@ -259,7 +258,6 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
         ) from e
     from cycle.assemble import build_loop
     from cycle.assemble.suite import open_cache
-    from cycle.cli import settle_heap
     from cycle.store import Store
 
     c = loaded.config
@@ -282,7 +280,7 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
             if cache is not None:
                 cache.close()
 
-    settle_heap()  # the cycle's child is forked with the same collector settings
+    heap.settle()  # the cycle's child is forked with the same collector settings
     outcome = run_cycle_app(cycle, store_path=store_path, info=info, bus=bus)
     if outcome.status == "failed" and outcome.error is not None:
         raise outcome.error

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cycle import aio
+from cycle import aio, heap
 
 if TYPE_CHECKING:
     from cycle.assemble import LoadedConfig
@@ -28,7 +28,6 @@ def run_matrix_command(loaded: LoadedConfig, *, store_path: Path, agents: Sequen
     from cycle.assemble.matrix import Cell, new_matrix_id, plan, run_matrix, validate
     from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import open_cache, run_budget
-    from cycle.cli import settle_heap
     from cycle.events import EventBus
     from cycle.progress import Progress
     from cycle.report.matrix import matrix_dict, render_matrix_console, write_matrix_reports
@@ -58,7 +57,7 @@ def run_matrix_command(loaded: LoadedConfig, *, store_path: Path, agents: Sequen
             if talk:
                 click.echo(f"cell {n + 1} of {len(cells)}: {cell.label}", err=True)
 
-        settle_heap()
+        heap.settle()
         results = aio.run(run_matrix(cells, cases, matrix_id=matrix_id, store=store, bus=bus,
                                      budget=run_budget(loaded),
                                      cache=cache, on_cell=announce))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from cycle import heap
 from cycle.cli import CliContext, FiniteFloat
 from cycle.words import plural
 
@@ -221,7 +222,6 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
                quiet: bool, as_json: bool) -> int:
     from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import build_suite, open_cache, run_budget, validate_suite
-    from cycle.cli import settle_heap
     from cycle.events import EventBus
     from cycle.progress import Progress
     from cycle.report import write_reports
@@ -253,7 +253,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
             runner = suite.runner(store=store, bus=bus)
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
-            settle_heap()
+            heap.settle()
             result = await runner.run(run_id=resume, meta=suite.meta())
         finally:
             await suite.aclose()
@@ -306,7 +306,6 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
     from cycle.assemble.evalfile import exit_code, prepare, run_eval
     from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import open_cache
-    from cycle.cli import settle_heap
     from cycle.events import EventBus
     from cycle.formats.toolforge import render_summary
     from cycle.llm.budget import Budget
@@ -332,7 +331,7 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
         bus = EventBus()
         if not (quiet or as_json):
             bus.subscribe(Progress(offline=False))
-        settle_heap()
+        heap.settle()
         outcome = aio.run(run_eval(prepared, store=store, bus=bus, cache=cache, resume=resume,
                                    budget=Budget(limit) if limit is not None else None))
         paths = write_reports(outcome.run, report_dir) if report_dir else {}

@@ -18,6 +18,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from cycle import heap
 from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
 from cycle.llm.base import (
     PLACEHOLDER_KEY,
@@ -28,7 +29,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.http import import_sdk, redact, status_error, unsupported_when_missing
+from cycle.llm.http import redact, status_error, unsupported_when_missing
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class GeminiAPI(ModelAPI):
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            genai = import_sdk("google.genai")
+            genai = heap.import_module("google.genai")
             types = genai.types
             http_options = types.HttpOptions(
                 base_url=self.base_url,
@@ -122,7 +123,7 @@ class GeminiAPI(ModelAPI):
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> tuple[list[types.Content], types.GenerateContentConfig]:
         """The contents and the config of ``models.generate_content`` for this call."""
-        types = import_sdk("google.genai.types")
+        types = heap.import_module("google.genai.types")
         system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
         contents: list[types.Content] = []
         for message in messages:
@@ -216,7 +217,7 @@ class GeminiAPI(ModelAPI):
     # -- batch jobs (Gemini batch mode, the requests inlined in the job) -----------------
 
     async def batch_submit(self, requests: list[BatchRequest]) -> str:
-        types = import_sdk("google.genai.types")
+        types = heap.import_module("google.genai.types")
         inlined = []
         for r in requests:
             contents, config = self.build_request(r.messages, r.tools, r.config)

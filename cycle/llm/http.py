@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import gc
-import importlib
 import re
-import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from types import ModuleType
 from typing import Any
 
 from cycle.errors import (
@@ -149,28 +145,3 @@ def unsupported_when_missing(base_url: str | None) -> Iterator[None]:
             raise BatchUnsupported(
                 f"{base_url or 'the server'} has no batch endpoints (HTTP {e.status})") from e
         raise
-
-
-def import_sdk(name: str) -> ModuleType:
-    """A provider's SDK module, imported by the first live call that needs it (a run whose
-    answers all come from the cache or the journal never loads it).
-
-    The import allocates some 100,000 objects that live as long as the process: the
-    collector is paused while it runs (its passes over them would find nothing), and
-    when the process has settled its heap (cycle.cli.settle_heap froze what loading
-    left) what the import added is frozen with the rest, so that the run's collections
-    never walk it (2% of a one-case run's instructions, by callgrind)."""
-    module = sys.modules.get(name)
-    if module is not None:
-        return module
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return importlib.import_module(name)
-    finally:
-        if collecting:
-            if gc.get_freeze_count():
-                # freezes the few objects of the calls in flight too: the acyclic ones
-                # are freed as ever, a cyclic one would stay (once, a handful of calls)
-                gc.freeze()
-            gc.enable()

@@ -26,6 +26,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from cycle import heap
 from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
 from cycle.llm.base import (
     PLACEHOLDER_KEY,
@@ -36,7 +37,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.http import import_sdk, redact, status_error, unsupported_when_missing
+from cycle.llm.http import redact, status_error, unsupported_when_missing
 from cycle.llm.structured import strict_schema
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
@@ -111,7 +112,7 @@ class OpenAIAPI(ModelAPI):
             shared = _shared_clients.setdefault(loop, {})
             entry = shared.get(self._client_key)
             if entry is None:
-                openai = import_sdk("openai")
+                openai = heap.import_module("openai")
                 extra = self.options.extra
                 entry = shared[self._client_key] = [openai.AsyncOpenAI(
                     api_key=self._api_key,

@@ -318,7 +318,7 @@ def test_the_command_tunes_its_own_collector_but_never_a_callers(tmp_path):
     assert (gc.get_threshold(), gc.get_freeze_count()) == before  # in a caller's process: untouched
 
     # the `cycle` command owns its process: what loading left alive is frozen, young
-    # collections are rarer (cycle.cli.settle_heap)
+    # collections are rarer (cycle.heap.settle)
     probe = ("import atexit, gc, sys\n"
              "atexit.register(lambda: print('GC', gc.get_threshold()[0], gc.get_freeze_count() > 10000,"
              " file=sys.stderr))\n"

@@ -1,6 +1,6 @@
 """A provider's SDK is imported by the first live call that needs it, with the collector
 paused, and frozen with the rest of what loading left when the process settled its heap
-(cycle.cli.settle_heap). Counted in a fresh interpreter: the collector is per process."""
+(cycle.heap.settle). Counted in a fresh interpreter: the collector is per process."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ import pytest
 
 CODE = """
 import gc, json, sys
-from cycle.llm.http import import_sdk
+from cycle import heap
 if sys.argv[2] == "settled":
-    gc.freeze()  # what settle_heap leaves in a CLI process
+    heap.own()  # as the cycle command does
+    heap.settle()
 before = gc.get_freeze_count()
-module = import_sdk(sys.argv[1])
+module = heap.import_module(sys.argv[1])
 after = gc.get_freeze_count()
-again = import_sdk(sys.argv[1])
+again = heap.import_module(sys.argv[1])
 print(json.dumps({"enabled": gc.isenabled(), "frozen": after - before, "same": again is module,
                   "frozen again": gc.get_freeze_count() - after, "name": module.__name__}))
 """
