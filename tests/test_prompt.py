@@ -41,3 +41,81 @@ def test_a_template_failing_at_render_is_a_template_error(template):
     with pytest.raises(TemplateError) as e:
         render_user(p, {"input": "text"})
     assert e.value.field == "user_template" and "failed to render" in str(e.value)
+
+
+class _Loud:
+    def __str__(self) -> str:
+        return "LOUD"
+
+
+class _Broken:
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+VALUES = {"input": "Bonjour {{ x }} {% y %}\r\n", "n": 3, "f": 0.1, "none": None, "flag": True,
+          "items": [1, "a", {"k": None}], "mapping": {"a": [1, 2]}, "obj": _Loud(), "empty": "",
+          "range": "mine", "x_1": "u\u00e9\n"}
+
+#: templates on either side of what renders without jinja2 (text and {{ name }} only)
+TEMPLATES = [
+    "", "plain text, no tags", "{{ input }}", "{{input}}", "{{\tn\t}}", "Q: {{ input }}\nA:",
+    "{{ input }}{{ n }}{{ f }}", "{{ flag }} {{ items }} {{ mapping }} {{ obj }}",
+    "{{ none }} {{ flag }}",
+    "trailing newline\n{{ empty }}\n\n", "{{ x_1 }}", "a } b { c }} d", "{ {{ n }} }", "{{ range }}",
+    "{{ n }}}", "{{{ n }}", "{{- n }}", "{{ n -}}", "{{ n | upper }}", "{{ mapping.a }}",
+    "{{ items[0] }}", "{# note #}{{ n }}", "{% if n %}{{ n }}{% endif %}", "{{ true }}", "{{ none }}x",
+    "{{ self }}", "{{ loop }}", "line\r\nbreak {{ n }}", "{{ 'literal' }}", "{{ n }}\n{{ \n n }}",
+    "{% raw %}{{ n }}{% endraw %}", "{{ not }}", "{{ \u00e9 }}",
+]
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_a_template_renders_as_jinja2_renders_it(template):
+    """Whichever way a template goes (text and {{ name }} placeholders skip jinja2),
+    what it renders, or the error it raises, is jinja2's own."""
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
+                               keep_trailing_newline=True)
+    try:
+        expected: object = env.from_string(template).render(**VALUES)
+    except jinja2.TemplateError as e:
+        expected = type(e)
+    p = Prompt(id="p", user_template=template)
+    try:
+        got: object = render_user(p, VALUES)
+    except TemplateError as e:
+        got = type(e.__cause__)
+    assert got == expected
+
+
+def test_a_placeholder_without_its_variable_is_jinja2s_undefined_error():
+    p = Prompt(id="p", user_template="Q: {{ question }}")
+    with pytest.raises(TemplateError) as e:
+        render_user(p, {"input": "x"})
+    assert "'question' is undefined" in str(e.value) and "input" in str(e.value)
+
+
+def test_a_value_that_cannot_be_text_is_a_template_error():
+    p = Prompt(id="p", user_template="Q: {{ input }}")
+    with pytest.raises(TemplateError) as e:
+        render_user(p, {"input": _Broken()})
+    assert e.value.field == "user_template" and "ValueError: no text" in str(e.value)
+
+
+def test_text_and_placeholders_render_without_loading_jinja2():
+    """jinja2 is a quarter of a run's start-up over the bare SDK: a prompt of text and
+    {{ name }} placeholders never loads it; a tag does."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cycle.records import Prompt; from cycle.prompts.template import "
+            "check_templates, render_user; p = Prompt(id='p', system='You answer.', "
+            "user_template=sys.argv[1]); check_templates(p); print(render_user(p, {'input': 'hi'}), "
+            "'jinja2' in sys.modules)")
+    for template, loaded in [("Q: {{ input }}", "False"), ("{{ input | upper }}", "True")]:
+        done = subprocess.run([sys.executable, "-c", code, template], check=True,
+                              capture_output=True, text=True)
+        assert done.stdout.split()[-1] == loaded, (template, done.stdout)

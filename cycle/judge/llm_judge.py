@@ -61,8 +61,7 @@ Answer with one JSON object and nothing else:
 with one entry for every criterion id listed below, exactly as written.
 
 Criteria:
-{% for c in criteria %}- {{ c.id }}: {{ c.description }}
-{% endfor %}
+{{ criteria }}
 The case (input given to the assistant, its response as "output", the expected answer, the criteria, \
 and, when the assistant used tools, its "transcript": every tool call with its result, in order):
 ```json
@@ -189,7 +188,7 @@ class LlmJudge:
         #: its generation options (the schema is added per call)
         self.config = GenerateConfig(temperature=prompt.params.get("temperature"))
         self._system = Message.system(prompt.system) if prompt.system else None
-        self._around_payload: dict[tuple[tuple[str, str], ...], tuple[str, str] | tuple[()]] = {}
+        self._around_payload: dict[str, tuple[str, str] | tuple[()]] = {}
 
     def messages(
         self, criteria: Sequence[Criterion], *, input: Any, output: str, expected: Any,
@@ -210,22 +209,25 @@ class LlmJudge:
         payload = "{\n" + ",\n".join(
             f"{_dumps(k)}: {_dumps(v)}" for k, v in fields.items()
         ) + "\n}"
-        key = tuple((c["id"], c["description"]) for c in crit)
-        parts = self._around_payload.get(key)
+        # the criteria a line each, "- id: description", written here rather than by a
+        # loop in the template: a template of text and placeholders renders without
+        # loading jinja2 (cycle.prompts.template)
+        listed = "".join(f"- {c['id']}: {c['description']}\n" for c in crit)
+        parts = self._around_payload.get(listed)
         if parts is None:
-            parts = self._around_payload[key] = self._split_template(crit)
+            parts = self._around_payload[listed] = self._split_template(listed)
         if parts:
             user = parts[0] + payload + parts[1]
         else:
-            user = render_user(self.prompt, {"criteria": crit, "payload": payload})
+            user = render_user(self.prompt, {"criteria": listed, "payload": payload})
         return ([self._system] if self._system else []) + [Message.user(user)]
 
-    def _split_template(self, crit: list[dict[str, str]]) -> tuple[str, str] | tuple[()]:
+    def _split_template(self, listed: str) -> tuple[str, str] | tuple[()]:
         """The user message before and after the payload, rendered once per criteria set
         (the rest of the template does not change from case to case); () when the
         template does not place the payload exactly once, as it is."""
         marker = "\x00cycle-payload\x00"
-        rendered = render_user(self.prompt, {"criteria": crit, "payload": marker})
+        rendered = render_user(self.prompt, {"criteria": listed, "payload": marker})
         if rendered.count(marker) != 1:
             return ()
         head, tail = rendered.split(marker)

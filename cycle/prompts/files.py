@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
@@ -263,6 +262,8 @@ def _check_template(source: str, name: str, doc: LoadedYaml, text: str) -> None:
     try:
         compile_template(source, field=name)
     except TemplateError as e:
+        import jinja2  # loaded: only jinja2 finds a template that does not compile
+
         cause = e.__cause__
         detail = cause.message if isinstance(cause, jinja2.TemplateSyntaxError) else e.message
         raise TemplateError(

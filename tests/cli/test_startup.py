@@ -94,15 +94,19 @@ def test_a_run_imports_only_what_it_uses(tmp_path: Path) -> None:
                                                  "user_template": "{{ input }}"}))
     (tmp_path / "cases.yaml").write_text(json.dumps([{"id": "c1", "input": "Hello"}]))
     (tmp_path / "cycle.yaml").write_text(json.dumps({
-        "prompt": "p.yaml", "agent": "offline:default", "cases": ["cases.yaml"],
-        "criteria": [{"id": "any", "check": {"type": "regex", "pattern": "."}}]}))
-    first = imported_by(["run", "--no-reports", "-q"], tmp_path)
+        "prompt": "p.yaml", "agent": "offline:default", "judge": "offline:default",
+        "cases": ["cases.yaml"], "criteria": [
+            {"id": "any", "check": {"type": "regex", "pattern": "."}}, {"id": "accuracy"}]}))
+    first = imported_by(["run", "-q"], tmp_path)
     assert "sqlite_utils.migrations" in first  # the new store was migrated
-    modules = imported_by(["run", "--no-reports", "-q"], tmp_path)
+    modules = imported_by(["run", "-q"], tmp_path)
     assert "cycle.evals.runner" in modules and "cycle.store.store" in modules  # it did run
+    assert "cycle.report.markdown" in modules and "cycle.judge.llm_judge" in modules
+    # nor jinja2 (about 25 ms): the prompt's templates and the judge's are text and
+    # placeholders (cycle.prompts.template), and the reports it writes are no templates
     assert not [m for m in modules if m.startswith((
         "sqlite_utils", "cycle.formats", "cycle.store.cycles", "cycle.records.suggestions",
-        "tenacity"))]
+        "tenacity", "jinja2"))]
     # a JSON case file may be an eval file: its reader is loaded to find out
     (tmp_path / "cases.json").write_text(json.dumps([{"id": "c1", "input": "Hello"}]))
     (tmp_path / "cycle.yaml").write_text(json.dumps({

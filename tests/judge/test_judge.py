@@ -71,6 +71,11 @@ async def test_llm_criteria_scored_in_one_call_with_every_id_required():
     # instructions for a real model come first; the message ends with the fenced JSON block
     assert user.index("0 to 100") < user.index("```json")
     assert user.rstrip().endswith("```")
+    # the criteria a line each under "Criteria:", then a blank line: the text the judge
+    # has always been sent (its answers cached before stay valid)
+    listed = user.split("\nCriteria:\n", 1)[1].split("\n\nThe case (", 1)[0].split("\n")
+    assert [line.split(":")[0] for line in listed] == ["- accuracy", "- tone"]
+    assert listed[1] == "- tone: Warm and polite."
     block = json.loads(user.rsplit("```json", 1)[1].rsplit("```", 1)[0])
     assert block["output"] == "Hi, order A-1" and block["expected"] == "Hi, order A-1"
     assert [c["id"] for c in block["criteria"]] == ["accuracy", "tone"]
