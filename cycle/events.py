@@ -2,40 +2,39 @@
 
 Producers call ``bus.emit(event)``; subscribers (the store recorder, console
 progress, the TUI, the JSONL log) are plain callables. The core never imports
-a subscriber. Events are small frozen dataclasses so that they serialise to
+a subscriber. Events are small frozen structs so that they serialise to
 JSON as they are (``event.to_dict()``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TextIO
+
+from msgspec import Struct, field
+from msgspec.structs import asdict
 
 Subscriber = Callable[["Event"], None]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Event:
+class Event(Struct, frozen=True, kw_only=True):
     """Base of every event. ``kind`` is the stable name used in JSONL logs."""
 
     kind: ClassVar[str] = "event"
     at: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        data = asdict(self)
         return {"kind": self.kind, **data}
 
 
 # -- model calls -----------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelCalled(Event):
+class ModelCalled(Event, frozen=True, kw_only=True):
     """One model call finished (or failed after its retries)."""
 
     kind: ClassVar[str] = "model_called"
@@ -58,8 +57,7 @@ class ModelCalled(Event):
     journaled: bool = False
 
 
-@dataclass(frozen=True, kw_only=True)
-class CostUpdated(Event):
+class CostUpdated(Event, frozen=True, kw_only=True):
     kind: ClassVar[str] = "cost_updated"
     total: float
     by_role: dict[str, float] = field(default_factory=dict)
@@ -67,8 +65,7 @@ class CostUpdated(Event):
     estimated: bool = False
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConcurrencyChanged(Event):
+class ConcurrencyChanged(Event, frozen=True, kw_only=True):
     """A provider's limit of calls in flight changed: cut by rate-limited answers (429),
     or grown back by answers, up to the configured ``ceiling`` (cycle.llm.limit); also
     sent for every 429, cut or not, so that ``rate_limited`` is always the whole count."""
@@ -86,8 +83,7 @@ class ConcurrencyChanged(Event):
         return f"{self.provider} {self.limit}/{self.ceiling} in flight ({self.rate_limited} x 429)"
 
 
-@dataclass(frozen=True, kw_only=True)
-class BatchProgress(Event):
+class BatchProgress(Event, frozen=True, kw_only=True):
     """A provider batch job was submitted, polled or ended (cycle.llm.batch); or a
     provider's calls went live because it has no batch API (``state`` 'live')."""
 
@@ -128,8 +124,7 @@ class BatchProgress(Event):
 # -- a suite run -----------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunStarted(Event):
+class RunStarted(Event, frozen=True, kw_only=True):
     kind: ClassVar[str] = "run_started"
     run_id: str
     prompt_id: str | None = None
@@ -138,8 +133,7 @@ class RunStarted(Event):
     iterations: int = 1
 
 
-@dataclass(frozen=True, kw_only=True)
-class CaseFinished(Event):
+class CaseFinished(Event, frozen=True, kw_only=True):
     """One iteration of one case was run and judged (or errored)."""
 
     kind: ClassVar[str] = "case_finished"
@@ -157,8 +151,7 @@ class CaseFinished(Event):
     turns: int = 1
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunFinished(Event):
+class RunFinished(Event, frozen=True, kw_only=True):
     kind: ClassVar[str] = "run_finished"
     run_id: str
     score: float | None
@@ -171,8 +164,7 @@ class RunFinished(Event):
 # -- the improvement cycle -------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class CycleStarted(Event):
+class CycleStarted(Event, frozen=True, kw_only=True):
     kind: ClassVar[str] = "cycle_started"
     cycle_id: str
     prompt_id: str
@@ -182,8 +174,7 @@ class CycleStarted(Event):
     config: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
-class RoundStarted(Event):
+class RoundStarted(Event, frozen=True, kw_only=True):
     """A round starts: ``stage`` "baseline" (round 0), "improve", or "confirm" (the last:
     fresh evaluations of the starting version and the best candidate, before head moves)."""
 
@@ -198,8 +189,7 @@ class RoundStarted(Event):
     reason: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
-class EvaluationStarted(Event):
+class EvaluationStarted(Event, frozen=True, kw_only=True):
     """A round starts (or resumes) evaluating a version: the baseline or a candidate."""
 
     kind: ClassVar[str] = "evaluation_started"
@@ -211,16 +201,14 @@ class EvaluationStarted(Event):
     run_id: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class SuggestionsProposed(Event):
+class SuggestionsProposed(Event, frozen=True, kw_only=True):
     kind: ClassVar[str] = "suggestions_proposed"
     cycle_id: str
     round: int
     suggestions: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass(frozen=True, kw_only=True)
-class ReviewDecided(Event):
+class ReviewDecided(Event, frozen=True, kw_only=True):
     kind: ClassVar[str] = "review_decided"
     cycle_id: str
     round: int
@@ -234,8 +222,7 @@ class ReviewDecided(Event):
     suggestions: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass(frozen=True, kw_only=True)
-class VersionCreated(Event):
+class VersionCreated(Event, frozen=True, kw_only=True):
     kind: ClassVar[str] = "version_created"
     prompt_id: str
     version: str
@@ -248,8 +235,7 @@ class VersionCreated(Event):
     diff: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
-class CandidateDecided(Event):
+class CandidateDecided(Event, frozen=True, kw_only=True):
     """A candidate version was accepted or rejected: while exploring (head waits for the
     confirmation), or by the confirmation that moves head."""
 
@@ -267,8 +253,7 @@ class CandidateDecided(Event):
     held_out_delta: float | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class RoundFinished(Event):
+class RoundFinished(Event, frozen=True, kw_only=True):
     kind: ClassVar[str] = "round_finished"
     cycle_id: str
     round: int
@@ -291,8 +276,7 @@ class RoundFinished(Event):
     iterations: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class CycleFinished(Event):
+class CycleFinished(Event, frozen=True, kw_only=True):
     kind: ClassVar[str] = "cycle_finished"
     cycle_id: str
     reason: str

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from msgspec import Struct, field
 from pydantic import BaseModel, ValidationError
 
 from cycle.errors import ConfigError
@@ -29,8 +29,7 @@ Path_ = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
 
 
-@dataclass(frozen=True)
-class LoadedYaml:
+class LoadedYaml(Struct, frozen=True):
     """Data loaded from one YAML file with the line of every key and list item."""
 
     data: Any

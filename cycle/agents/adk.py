@@ -31,9 +31,10 @@ import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+from msgspec import Struct
 
 from cycle.agents.agent import _Run, generate_config, prompt_messages
 from cycle.agents.tools import Toolbox
@@ -108,8 +109,7 @@ def _walk(agent: Any) -> list[Any]:
     return out
 
 
-@dataclass(frozen=True)
-class AdkTool:
+class AdkTool(Struct, frozen=True):
     """One tool of an ADK agent: its declaration as cycle's ToolDef, its real function."""
 
     definition: ToolDef
@@ -152,8 +152,7 @@ def _json_schema(decl: Any) -> dict[str, Any]:
 # -- the model: cycle's Model behind ADK's BaseLlm -----------------------------------------
 
 
-@dataclass
-class _Iteration:
+class _Iteration(Struct):
     """What one case iteration's calls share (a context variable: ADK runs them in tasks)."""
 
     iteration: int

@@ -15,8 +15,9 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from msgspec import Struct, field
 
 from cycle.agents.termination import ConversationState, holds
 from cycle.agents.tools import AgentTools, Toolbox
@@ -74,8 +75,7 @@ def prompt_messages(prompt: Prompt, case: TestCase, *, system: Message | None = 
     return messages
 
 
-@dataclass
-class _Run:
+class _Run(Struct):
     """What the model calls of one iteration add up to."""
 
     usage: Usage

@@ -5,9 +5,9 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct
 from pydantic import BaseModel, Field
 
 from cycle.imports import import_object
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 SCHEMA_NAME = "cycle_condition"
 
 
-@dataclass(frozen=True)
-class ConversationState:
+class ConversationState(Struct, frozen=True):
     """What an end condition (and a ``custom`` one) may look at."""
 
     case_id: str

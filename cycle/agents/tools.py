@@ -35,9 +35,10 @@ import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from msgspec import Struct, field
 
 from cycle.errors import ConfigError, EvalError
 from cycle.mocks import MockSpec
@@ -47,8 +48,7 @@ from cycle.records.trace import TraceEvent
 DEFAULT_SCOPE = "session"
 
 
-@dataclass(frozen=True)
-class ToolContext:
+class ToolContext(Struct, frozen=True):
     """What a mock function may look at besides the arguments (a limited view)."""
 
     call_id: str
@@ -59,8 +59,7 @@ class ToolContext:
     now: datetime
 
 
-@dataclass(frozen=True)
-class StateChange:
+class StateChange(Struct, frozen=True):
     """A tool's value together with changes to the case's state (``with_state``)."""
 
     value: Any

@@ -19,10 +19,11 @@ validates it itself; here it is kept as given.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct, field
+from msgspec.structs import replace
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cycle.durations import parse_duration
@@ -222,8 +223,7 @@ class CycleConfig(BaseModel):
         return AgentConfig(model=self.agent)
 
 
-@dataclass(frozen=True)
-class LoadedConfig:
+class LoadedConfig(Struct, frozen=True):
     """A validated config and where it came from."""
 
     config: CycleConfig

@@ -14,7 +14,8 @@ the cache.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from cycle.agents.agent import generate_config, prompt_messages
 from cycle.assemble.config import LoadedConfig
@@ -36,8 +37,7 @@ from cycle.records import Prompt
 LOW_CHARS, HIGH_CHARS = 4, 3
 
 
-@dataclass
-class Line:
+class Line(Struct):
     """The calls of one role on one model."""
 
     role: str
@@ -61,8 +61,7 @@ class Line:
             self.estimated_price |= cost.estimated and inp + out > 0
 
 
-@dataclass
-class Estimate:
+class Estimate(Struct):
     """The lines of a run (or a cycle), and what the figures assume."""
 
     lines: list[Line]

@@ -22,11 +22,13 @@ import json
 import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from cycle.agents import Agent, HttpAgent
 from cycle.assemble.config import LoadedConfig
@@ -51,8 +53,7 @@ RUNNER_CONFIG_KEYS = {
 }
 
 
-@dataclass(frozen=True)
-class EvalOptions:
+class EvalOptions(Struct, frozen=True):
     """How to run an eval file (the contract's runner configuration)."""
 
     eval_file: Path
@@ -102,8 +103,7 @@ def runner_config(path: Path) -> dict[str, Any]:
     return out
 
 
-@dataclass
-class Prepared:
+class Prepared(Struct):
     """An eval run with every input checked; nothing called yet."""
 
     options: EvalOptions
@@ -195,8 +195,7 @@ def prepare(options: EvalOptions, config: LoadedConfig | None) -> Prepared:
                     warnings=[*warnings, *loaded.warnings])
 
 
-@dataclass
-class EvalOutcome:
+class EvalOutcome(Struct):
     result: dict[str, Any]
     run: RunResult
     path: Path

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from cycle.assemble.config import LoadedConfig, apply_overrides, load_prompt
 from cycle.assemble.suite import build_suite, validate_suite
@@ -28,8 +29,7 @@ if TYPE_CHECKING:
     from cycle.store import Store
 
 
-@dataclass(frozen=True)
-class Cell:
+class Cell(Struct, frozen=True):
     """One combination: the config with its agent, and the prompt version it runs."""
 
     label: str

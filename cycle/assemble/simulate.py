@@ -27,12 +27,12 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from msgspec import Struct, field
 from pydantic import BaseModel, Field
 
 from cycle.agents.tools import Toolbox, UnmockedToolError, schema_problem
@@ -117,8 +117,7 @@ class SimulationError(CycleError):
 # -- the agents a person may play ----------------------------------------------------------
 
 
-@dataclass
-class SimulatedAgent:
+class SimulatedAgent(Struct):
     """An agent to play (seed 002's SimulatedAgentConfig): its tools, how they answer, and
     where its golden traces go."""
 
@@ -243,8 +242,7 @@ def parse_form(tool: ToolDef, values: Mapping[str, str | bool | None]) -> dict[s
 # -- a session ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Exported:
+class Exported(Struct, frozen=True):
     eval_id: str
     eval_set_path: Path
     cases_path: Path | None

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from cycle.agents import Agent, CallableAgent, HttpAgent, PromptAgent
 from cycle.assemble.config import (
@@ -141,8 +142,7 @@ def in_flight(run: RunOptions, *, batch: bool) -> tuple[int, float | None]:
     return (run.batch_size, None) if batch else (run.concurrency, run.timeout)
 
 
-@dataclass
-class Suite:
+class Suite(Struct):
     """Everything a run needs, built from one config."""
 
     loaded: LoadedConfig

@@ -16,11 +16,11 @@ import importlib
 import math
 import sys
 import traceback
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import click
+from msgspec import Struct
 
 from cycle import __version__, heap
 from cycle.environment import load_env
@@ -84,8 +84,7 @@ class FiniteFloat(click.FloatRange):
         return number
 
 
-@dataclass
-class CliContext:
+class CliContext(Struct):
     debug: bool = False
     #: --store as given; None means "CYCLE_STORE, else beside the config"
     store: str | None = None

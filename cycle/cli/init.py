@@ -12,17 +12,16 @@ writes none and says which.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 import click
+from msgspec import Struct
 
 from cycle.errors import ConfigError
 
 
-@dataclass(frozen=True)
-class Provider:
+class Provider(Struct, frozen=True):
     """The models a new project starts with, and what they need."""
 
     name: str

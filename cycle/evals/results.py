@@ -18,18 +18,18 @@ a case at a time when a report or the loop asks (``RunResult.results_of``), so a
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from cycle.evals.stats import EMPTY, closest_to_mean, describe, percentile
 from cycle.records import CaseStats, IterationResult, RoleUsage, RunResult, SuiteStats
 from cycle.store.runs import RunLog, StoredResults
 
 
-@dataclass(slots=True, frozen=True)
-class Tally:
+class Tally(Struct, frozen=True):
     """What the figures need of one iteration: not its output, verdicts or trace."""
 
     iteration: int
@@ -185,7 +185,7 @@ def detached(result: RunResult) -> RunResult:
     source = MemoryResults(result.iter_results())
     cases = result.cases
     assert isinstance(cases, CaseTable)
-    return dataclasses.replace(result, source=source, cases=cases.reading(source))
+    return replace(result, source=source, cases=cases.reading(source))
 
 
 def stored_tallies(log: RunLog, run_id: str) -> dict[str, list[Tally]]:

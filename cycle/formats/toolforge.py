@@ -25,12 +25,12 @@ import re
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct, field
 from pydantic import ValidationError
 
 from cycle.cases import TestCase
@@ -73,8 +73,7 @@ class _Unresolved:
 UNRESOLVED: Any = _Unresolved()
 
 
-@dataclass(frozen=True)
-class EvalFile:
+class EvalFile(Struct, frozen=True, dict=True):  # dict: for its cached properties
     """An eval file as read: its cases (raw), metadata (None for a bare array) and identity."""
 
     path: Path
@@ -299,8 +298,7 @@ def _as_text(value: Any) -> str:
     return js_string(value)
 
 
-@dataclass
-class Tokens:
+class Tokens(Struct):
     """The data tokens resolve against; a source that is None resolves nothing."""
 
     seed: Any = None
@@ -385,8 +383,7 @@ def load_json_data(path: Path, what: str, flag: str) -> Any:
 # -- cases -------------------------------------------------------------------------------
 
 
-@dataclass
-class Loaded:
+class Loaded(Struct):
     """An eval file's cases for cycle, and the warnings reading them gave."""
 
     file: EvalFile
@@ -531,8 +528,7 @@ def read_cases(path: Path, base_dir: str | Path = ".") -> list[TestCase] | None:
 # -- the tool registry and staleness ------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RegistryTool:
+class RegistryTool(Struct, frozen=True):
     name: str
     description: str
     version: str | None
@@ -585,8 +581,7 @@ def _major(version: str | None) -> str | None:
     return version.strip().lstrip("vV").split(".")[0]
 
 
-@dataclass(frozen=True)
-class Staleness:
+class Staleness(Struct, frozen=True):
     warnings: list[str]
     #: the current tool's figures, for the result file's metadata
     current: dict[str, Any]

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from cycle.errors import TemplateError
 from cycle.prompts import compile_template
@@ -36,8 +37,7 @@ class NotApplicable(Exception):
     """A suggestion cannot be applied; the message says why (shown to the user and the improver)."""
 
 
-@dataclass(frozen=True)
-class ApplyResult:
+class ApplyResult(Struct, frozen=True):
     """The prompt after applying the accepted suggestions, and what happened to each."""
 
     prompt: Prompt

@@ -12,8 +12,9 @@ records the iteration as an *error*, never as a zero.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from msgspec import Struct, field
 
 from cycle.errors import ConfigError
 from cycle.judge.checks import CheckContext
@@ -58,8 +59,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class JudgeResult:
+class JudgeResult(Struct, frozen=True):
     """The case's weighted score, whether it passed, and every criterion's verdict."""
 
     score: float

@@ -18,9 +18,9 @@ import asyncio
 import inspect
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from cycle.errors import EvalError
@@ -29,8 +29,7 @@ from cycle.prompts import render
 from cycle.records import ToolCall, TraceEvent, Usage
 
 
-@dataclass(frozen=True)
-class CheckContext:
+class CheckContext(Struct, frozen=True):
     """Everything a check may look at for one iteration of one case."""
 
     case_id: str
@@ -54,8 +53,7 @@ class CheckContext:
     state: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class CheckOutcome:
+class CheckOutcome(Struct, frozen=True):
     """A check's score (0-100) and a short reason a person can read."""
 
     score: float

@@ -18,9 +18,9 @@ criterion passes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field
 
 from cycle.errors import ConfigError
@@ -121,8 +121,7 @@ class CriterionConfig(BaseModel):
     )
 
 
-@dataclass(frozen=True)
-class Criterion:
+class Criterion(Struct, frozen=True):
     """A resolved criterion, ready to judge with."""
 
     id: str

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from cycle.errors import JudgeError, StructuredOutputError
@@ -78,15 +78,13 @@ JUDGE_PROMPT = Prompt(
 )
 
 
-@dataclass(frozen=True)
-class LlmVerdict:
+class LlmVerdict(Struct, frozen=True):
     criterion_id: str
     score: float
     reasoning: str
 
 
-@dataclass(frozen=True)
-class LlmJudgement:
+class LlmJudgement(Struct, frozen=True):
     verdicts: dict[str, LlmVerdict]
     usage: Usage
     cost: float

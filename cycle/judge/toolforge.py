@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cycle.judge.checks import CheckOutcome, _Check
@@ -150,8 +150,7 @@ def json_stringify(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(Struct, frozen=True):
     """A tool call as the contract's ToolCallRecord sees it."""
 
     name: str
@@ -173,8 +172,7 @@ def latency_ms(trace: tuple[TraceEvent, ...], fallback: float) -> float:
     return (final.at if final is not None else fallback) * 1000.0
 
 
-@dataclass(frozen=True)
-class Assessment:
+class Assessment(Struct, frozen=True):
     """The contract's verdict on one response."""
 
     #: every assertion held

@@ -8,9 +8,9 @@ and cost live once in ``cycle.llm.model.Model``.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from cycle.records import Message, ToolCall, ToolDef, Usage
@@ -61,8 +61,7 @@ class ModelOutput(BaseModel):
     model: str = ""
 
 
-@dataclass(frozen=True)
-class ProviderOptions:
+class ProviderOptions(Struct, frozen=True):
     """Options a provider is built with (from config or the environment)."""
 
     base_url: str | None = None
@@ -73,8 +72,7 @@ class ProviderOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class BatchRequest:
+class BatchRequest(Struct, frozen=True):
     """One call of a batch job; ``key`` finds its answer in the job's results."""
 
     key: str
@@ -83,8 +81,7 @@ class BatchRequest:
     config: GenerateConfig
 
 
-@dataclass(frozen=True)
-class JobStatus:
+class JobStatus(Struct, frozen=True):
     """Where a provider's batch job stands."""
 
     #: the provider's own word (in_progress, completed, JOB_STATE_RUNNING, ...)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from msgspec import Struct
 
 from cycle.errors import describe
 from cycle.events import BatchProgress
@@ -48,8 +49,7 @@ class BatchLedger(Protocol):
         """The job ended and its answers were read."""
 
 
-@dataclass(frozen=True)
-class BatchSettings:
+class BatchSettings(Struct, frozen=True):
     """How a model's calls go out as batch jobs."""
 
     #: seconds between two looks at a job's state (providers take minutes to hours)

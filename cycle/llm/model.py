@@ -28,9 +28,9 @@ import time
 import uuid
 import weakref
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from msgspec import Struct
 from pydantic import BaseModel
 
 from cycle.errors import (
@@ -61,8 +61,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(Struct, frozen=True):
     """How Model retries transient failures."""
 
     #: attempts in all, the first one included

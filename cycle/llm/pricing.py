@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from cycle.errors import ConfigError
 from cycle.records import Usage
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(Struct, frozen=True):
     """USD per million tokens. ``cached_input`` None means: same as ``input``.
 
     ``long_context`` (with ``long_context_threshold`` prompt tokens) is the
@@ -83,8 +84,7 @@ class Price:
             raise ConfigError(f"price for {name!r} is not a number: {e}", field=f"pricing.{name}") from e
 
 
-@dataclass(frozen=True)
-class Cost:
+class Cost(Struct, frozen=True):
     """The cost of one call, and whether the price was a guess."""
 
     usd: float
@@ -134,8 +134,7 @@ _VENDOR_PREFIX = re.compile(r"^(?:models/|[a-z0-9_.-]+/)", re.IGNORECASE)
 _SUFFIX = re.compile(r"(?:-\d{4}-\d{2}-\d{2}|-\d{8}|-\d{2}-\d{2}|-\d{4}|-latest|-exp)$")
 
 
-@dataclass(frozen=True)
-class PriceTable:
+class PriceTable(Struct, frozen=True):
     """Model name -> Price, with a fallback for unknown models."""
 
     prices: Mapping[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))

@@ -35,8 +35,9 @@ to test at all: the decision says so and how to fix it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
+
+from msgspec import Struct, field
 
 if TYPE_CHECKING:
     from cycle.records import Stats
@@ -57,8 +58,7 @@ CONFIRM_ALPHA = 0.025
 CONFIRM_LOOKS = 2
 
 
-@dataclass(frozen=True)
-class Evaluation:
+class Evaluation(Struct, frozen=True):
     """What the loop keeps of one evaluated version (one run)."""
 
     run_id: str
@@ -77,8 +77,7 @@ class Evaluation:
     cost: float = 0.0
 
 
-@dataclass(frozen=True)
-class AcceptanceDecision:
+class AcceptanceDecision(Struct, frozen=True):
     """The verdict on a candidate, with the evidence shown to the user and the improver."""
 
     accepted: bool

@@ -40,9 +40,10 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from msgspec import Struct, field
 
 from cycle import events as ev
 from cycle.agents import Agent
@@ -102,8 +103,7 @@ def run_id_for(cycle_id: str, round_no: int) -> str:
     return f"{cycle_id}-r{round_no}"
 
 
-@dataclass(frozen=True)
-class RoundSummary:
+class RoundSummary(Struct, frozen=True):
     """One round as the CLI shows it."""
 
     round: int
@@ -117,8 +117,7 @@ class RoundSummary:
     stage: str = "improve"
 
 
-@dataclass(frozen=True)
-class CycleResult:
+class CycleResult(Struct, frozen=True):
     """How a cycle ended. The full record is in the store (cycle report)."""
 
     cycle_id: str
@@ -139,8 +138,7 @@ class CycleResult:
         return sum(1 for r in self.rounds if r.stage == "improve")
 
 
-@dataclass
-class _Incumbent:
+class _Incumbent(Struct):
     version: Version
     result: RunResult
     evaluation: Evaluation
@@ -188,8 +186,7 @@ AgentFactory = Callable[[Prompt], Agent]
 """Builds the agent that plays a prompt version (the loop evaluates several versions)."""
 
 
-@dataclass(frozen=True)
-class LoopSettings:
+class LoopSettings(Struct, frozen=True):
     """How a cycle evaluates and improves, whatever configuration it came from."""
 
     #: when a candidate replaces the incumbent (see cycle.loop.acceptance)

@@ -19,13 +19,15 @@ baseline evaluation and after every round.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from msgspec import Struct
 
 from cycle.durations import parse_duration
 from cycle.errors import ConfigError
@@ -34,8 +36,7 @@ from cycle.words import plural
 DEFAULT_STOP: dict[str, Any] = {"max_rounds": 5}
 
 
-@dataclass(frozen=True)
-class RoundRecord:
+class RoundRecord(Struct, frozen=True):
     """One finished round as the stop conditions see it (round 0 is the baseline)."""
 
     round: int
@@ -48,8 +49,7 @@ class RoundRecord:
     stage: str = "improve"
 
 
-@dataclass(frozen=True)
-class CycleState:
+class CycleState(Struct, frozen=True):
     """The cycle so far, what every condition is checked against."""
 
     rounds: tuple[RoundRecord, ...] = ()
@@ -73,8 +73,7 @@ class StopCondition(Protocol):
     def describe(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class TargetScore:
+class TargetScore(Struct, frozen=True):
     value: float
 
     def check(self, state: CycleState) -> str | None:
@@ -87,8 +86,7 @@ class TargetScore:
         return f"target_score {self.value:g}"
 
 
-@dataclass(frozen=True)
-class MaxRounds:
+class MaxRounds(Struct, frozen=True):
     value: int
 
     def check(self, state: CycleState) -> str | None:
@@ -100,8 +98,7 @@ class MaxRounds:
         return f"max_rounds {self.value}"
 
 
-@dataclass(frozen=True)
-class MaxCost:
+class MaxCost(Struct, frozen=True):
     value: float
 
     def check(self, state: CycleState) -> str | None:
@@ -113,8 +110,7 @@ class MaxCost:
         return f"max_cost ${self.value:g}"
 
 
-@dataclass(frozen=True)
-class MaxDuration:
+class MaxDuration(Struct, frozen=True):
     seconds: float
 
     def check(self, state: CycleState) -> str | None:
@@ -126,8 +122,7 @@ class MaxDuration:
         return f"max_duration {self.seconds:g}s"
 
 
-@dataclass(frozen=True)
-class NoImprovement:
+class NoImprovement(Struct, frozen=True):
     rounds: int
     min_delta: float = 0.0
 
@@ -145,35 +140,15 @@ class NoImprovement:
         return f"no_improvement {self.rounds}" + (f" min_delta {self.min_delta:g}" if self.min_delta else "")
 
 
-@dataclass(frozen=True)
-class Custom:
+class Custom(Struct, frozen=True):
     """A user predicate: ``package.module:function(state) -> bool | str``."""
 
     path: str
     #: the directory the config lives in, put on sys.path to import from
     base_dir: str | None = None
-    _fn: list[Callable[[CycleState], Any]] = field(default_factory=list, compare=False, repr=False)
 
     def resolve(self) -> Callable[[CycleState], Any]:
-        if self._fn:
-            return self._fn[0]
-        module_name, _, attr = self.path.partition(":")
-        if not attr:
-            module_name, _, attr = self.path.rpartition(".")
-        if self.base_dir and self.base_dir not in sys.path:
-            sys.path.insert(0, self.base_dir)
-        try:
-            fn = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError, ValueError) as e:
-            raise ConfigError(
-                f"cannot import the custom stop condition {self.path!r}: {e}",
-                field="improve.stop.custom",
-                hint="Write it as package.module:function, importable from the config's folder.",
-            ) from e
-        if not callable(fn):
-            raise ConfigError(f"{self.path!r} is not callable", field="improve.stop.custom")
-        self._fn.append(fn)
-        return fn
+        return _predicate(self.path, self.base_dir)
 
     def check(self, state: CycleState) -> str | None:
         answer = self.resolve()(state)
@@ -185,8 +160,28 @@ class Custom:
         return f"custom {self.path}"
 
 
-@dataclass(frozen=True)
-class AnyOf:
+@functools.cache
+def _predicate(path: str, base_dir: str | None) -> Callable[[CycleState], Any]:
+    """The function a custom stop condition names, imported once."""
+    module_name, _, attr = path.partition(":")
+    if not attr:
+        module_name, _, attr = path.rpartition(".")
+    if base_dir and base_dir not in sys.path:
+        sys.path.insert(0, base_dir)
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise ConfigError(
+            f"cannot import the custom stop condition {path!r}: {e}",
+            field="improve.stop.custom",
+            hint="Write it as package.module:function, importable from the config's folder.",
+        ) from e
+    if not callable(fn):
+        raise ConfigError(f"{path!r} is not callable", field="improve.stop.custom")
+    return fn
+
+
+class AnyOf(Struct, frozen=True):
     conditions: tuple[StopCondition, ...]
 
     def check(self, state: CycleState) -> str | None:
@@ -200,8 +195,7 @@ class AnyOf:
         return "any(" + ", ".join(c.describe() for c in self.conditions) + ")"
 
 
-@dataclass(frozen=True)
-class AllOf:
+class AllOf(Struct, frozen=True):
     conditions: tuple[StopCondition, ...]
 
     def check(self, state: CycleState) -> str | None:
@@ -214,8 +208,7 @@ class AllOf:
         return "all(" + ", ".join(c.describe() for c in self.conditions) + ")"
 
 
-@dataclass(frozen=True)
-class Not:
+class Not(Struct, frozen=True):
     condition: StopCondition
 
     def check(self, state: CycleState) -> str | None:

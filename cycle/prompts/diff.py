@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import click
+from msgspec import Struct
 
 from cycle.records import Prompt
 
@@ -36,8 +36,7 @@ def field_text(prompt: Prompt, name: str) -> str:
     return str(getattr(prompt, name))
 
 
-@dataclass(frozen=True)
-class FieldDiff:
+class FieldDiff(Struct, frozen=True):
     """The unified diff of one field; ``lines`` is empty when it did not change."""
 
     field: str
@@ -52,8 +51,7 @@ class FieldDiff:
         return "".join(line if line.endswith("\n") else line + "\n" for line in self.lines)
 
 
-@dataclass(frozen=True)
-class VersionDiff:
+class VersionDiff(Struct, frozen=True):
     """Per-field differences from version ``a`` to version ``b`` of one prompt."""
 
     prompt_id: str

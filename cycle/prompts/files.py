@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
 from cycle.errors import ConfigError, TemplateError
@@ -140,8 +140,7 @@ class PromptFileModel(BaseModel):
             raise ValueError(f"{e} (write it in quotes if YAML reads it as a number)") from None
 
 
-@dataclass(frozen=True)
-class PromptFile:
+class PromptFile(Struct, frozen=True):
     """A loaded prompt file: the prompt, the version it names (if any), where it came from."""
 
     prompt: Prompt

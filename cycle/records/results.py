@@ -8,10 +8,10 @@ itself (``build_run_result``) is ``cycle.evals``' work; these are the values.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
+from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from cycle.records.messages import ToolCall, Usage
@@ -225,8 +225,7 @@ class ResultSource(Protocol):
         """Criterion id -> mean score over every verdict of the run."""
 
 
-@dataclass(frozen=True, eq=False)
-class RunResult:
+class RunResult(Struct, frozen=True, eq=False):
     """A finished (or stopped) run, as reports and the loop read it.
 
     The figures (suite and per-case statistics) are in memory; the iteration results

@@ -4,16 +4,16 @@ the cases that regressed and those that newly pass."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from cycle.evals.stats import paired_difference
 from cycle.records import RunResult, Stats
 from cycle.report import format as f
 
 
-@dataclass(frozen=True)
-class CaseDelta:
+class CaseDelta(Struct, frozen=True):
     case_id: str
     name: str
     score_a: float | None
@@ -28,8 +28,7 @@ class CaseDelta:
         return self.score_b - self.score_a
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(Struct, frozen=True):
     a: RunResult
     b: RunResult
     #: b - a over the cases judged in both

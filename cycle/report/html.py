@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
+from msgspec import Struct
 
 from cycle.report import format as f
 
@@ -29,8 +29,7 @@ ROLE_COLOURS = {"agent": "#4e79a7", "judge": "#f28e2b", "improver": "#59a14f", "
 OTHER = ("#76b7b2", "#edc948", "#ff9da7", "#9c755f")
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(Struct, frozen=True):
     """A chart's plot area inside its SVG, and the scale of its y axis."""
 
     width: int = 640

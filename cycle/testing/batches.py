@@ -22,8 +22,9 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
 
 if TYPE_CHECKING:
     from cycle.testing.server import LoopbackServer
@@ -36,8 +37,7 @@ _GEMINI_BATCH = re.compile(r"^/(?P<version>[^/]+)/batches/(?P<id>[^/:]+)$")
 Answer = tuple[int, dict[str, str], bytes]
 
 
-@dataclass
-class Job:
+class Job(Struct):
     """A batch job: its calls (key, model, body) and, once it ran, their answers."""
 
     id: str

@@ -21,9 +21,9 @@ import inspect
 import json
 import threading
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Self
 
+from msgspec import Struct
 from pydantic import BaseModel
 
 from cycle.errors import ModelError
@@ -37,8 +37,7 @@ ScriptedFunction = Callable[
 ]
 
 
-@dataclass(frozen=True)
-class ScriptedCall:
+class ScriptedCall(Struct, frozen=True):
     """One call a scripted model received."""
 
     messages: list[Message]

@@ -45,8 +45,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, Literal, Self
+
+from msgspec import Struct, field
+from msgspec.structs import force_setattr
 
 from cycle.llm.base import ProviderOptions
 from cycle.testing.batches import BatchEngine
@@ -77,8 +79,7 @@ MAX_BODY = 32 * 1024 * 1024
 # -- what tests put in the queue -------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Fault:
+class Fault(Struct, frozen=True):
     """A failure the server produces for one request."""
 
     kind: Literal["status", "malformed", "slow", "disconnect"]
@@ -116,8 +117,7 @@ class Fault:
         return cls("disconnect")
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(Struct, frozen=True):
     """A successful answer. ``json`` (any JSON value) becomes the content as JSON."""
 
     text: str | None = None
@@ -131,7 +131,7 @@ class Reply:
     finish_reason: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tool_calls", tuple(
+        force_setattr(self, "tool_calls", tuple(
             (name, dict(args)) for name, args in self.tool_calls
         ))
 
@@ -148,8 +148,7 @@ QueueItem = Fault | Reply | str | dict
 # -- what the server received ----------------------------------------------------
 
 
-@dataclass
-class ChatRequest:
+class ChatRequest(Struct):
     """One request as received, with a provider-neutral view of it."""
 
     api: Api | None

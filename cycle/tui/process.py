@@ -37,9 +37,10 @@ import sys
 import threading
 import traceback
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
+
+from msgspec import Struct
 
 from cycle.errors import CycleError, describe
 from cycle.events import Event, EventBus
@@ -57,8 +58,7 @@ BATCH_INTERVAL = 0.1
 DEFAULT_HOST = "process" if sys.platform.startswith("linux") else "thread"
 
 
-@dataclass(frozen=True)
-class CycleOutcome:
+class CycleOutcome(Struct, frozen=True):
     """How the cycle run by the app ended."""
 
     #: "finished", "interrupted" (the user quit mid-cycle: resumable) or "failed"

@@ -10,7 +10,7 @@ costs one dict update per event, and the screen redraws only what changed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 
 from cycle import events as ev
 from cycle.words import plural
@@ -29,8 +29,7 @@ def format_duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-@dataclass
-class CaseRow:
+class CaseRow(Struct):
     """One case of the running suite: its iterations so far."""
 
     case_id: str
@@ -49,8 +48,7 @@ class CaseRow:
         return sum(self.scores) / len(self.scores) if self.scores else None
 
 
-@dataclass
-class RoundRow:
+class RoundRow(Struct):
     """One round of the cycle as far as the events told."""
 
     round: int
@@ -67,8 +65,7 @@ class RoundRow:
     stage: str = "improve"
 
 
-@dataclass
-class Changes:
+class Changes(Struct):
     """What changed since the last ``take_changes``."""
 
     run_reset: bool = False
@@ -81,8 +78,7 @@ class Changes:
         return not (self.run_reset or self.cases or self.rounds or self.log)
 
 
-@dataclass
-class DashboardState:
+class DashboardState(Struct):
     """Progress of the cycle and of its running suite, from events only."""
 
     cycle_id: str | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from cycle.errors import MissingCredentialsError, UnknownProviderError
@@ -35,7 +36,7 @@ def test_key_from_environment_is_used_and_never_shown(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     model = get_model("openai:gpt-4o-mini")
     assert secret not in repr(model) and secret not in repr(model.api)
-    assert secret not in str(vars(model.api.options))
+    assert secret not in str(msgspec.structs.asdict(model.api.options))
 
 
 def test_compatible_server_runs_without_a_key(monkeypatch):

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from cycle.records import Message, ToolCall, ToolDef
 from cycle.testing.offline.tools import asks_to_check_first, asks_to_collect_first, is_checker
@@ -30,8 +31,7 @@ _TOOL_VERBS = frozenset({
 _WEAK_NOUNS = frozenset({"order", "account", "customer", "item", "product"})
 
 
-@dataclass(frozen=True)
-class AgentReply:
+class AgentReply(Struct, frozen=True):
     """What the agent says, the tool calls it makes and which features it applied."""
 
     text: str

@@ -10,8 +10,9 @@ judge asks for what the reference shows and nothing else.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from cycle.testing.offline import schema as js
 from cycle.testing.offline.world import (
@@ -57,8 +58,7 @@ _GREETED_NAME = re.compile(r"^\s*(?i:hi|hello|hey|dear)\s+([A-Z][\w'-]*)")
 _ORDER_REFS = re.compile(r"#\s?([A-Z]{0,3}-?\d{3,})", _I)
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Struct, frozen=True):
     """One criterion's score and the sentence that explains it."""
 
     score: int

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+from msgspec import Struct, field
 
 _I = re.IGNORECASE
 
@@ -27,8 +28,7 @@ _QUESTION_KEYS = {"question", "message", "issue", "request", "problem", "query",
 _ORDER_NUMBER = re.compile(r"#?\s?([A-Z]{0,3}-?\d{3,})", _I)
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(Struct, frozen=True):
     """What a user message says: who asks, about which order, and what."""
 
     customer: str | None = None
@@ -68,8 +68,7 @@ def parse_facts(source: Any) -> Facts:
 # -- topics: the substance of an answer --------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Topic:
+class Topic(Struct, frozen=True):
     """A kind of question, with the canned resolution and next step the agent gives."""
 
     name: str
@@ -140,8 +139,7 @@ FILLER_CLOSE = "Let us know if there is anything else we can help you with."
 SIGN_OFF = "— The Support Team"
 
 
-@dataclass
-class Draft:
+class Draft(Struct):
     """A reply under construction; features edit it, ``render`` writes it."""
 
     facts: Facts
@@ -249,8 +247,7 @@ def _sign_off(d: Draft) -> None:
     d.signature = SIGN_OFF
 
 
-@dataclass(frozen=True)
-class Feature:
+class Feature(Struct, frozen=True):
     """One quality of a reply that the offline agent, judge and improver agree on."""
 
     #: short id, e.g. "greet"

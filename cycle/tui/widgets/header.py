@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from msgspec import Struct, field
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -12,8 +11,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 
-@dataclass(frozen=True)
-class HeaderInfo:
+class HeaderInfo(Struct, frozen=True):
     """What the header names. ``models`` maps a role (agent, judge, improver) to a model."""
 
     prompt_id: str = ""
