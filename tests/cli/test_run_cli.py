@@ -316,6 +316,12 @@ def test_the_command_tunes_its_own_collector_but_never_a_callers(tmp_path):
     before = (gc.get_threshold(), gc.get_freeze_count())
     assert invoke(tmp_path, "run", cfg, "-q").exit_code == 0
     assert (gc.get_threshold(), gc.get_freeze_count()) == before  # in a caller's process: untouched
+    gc.disable()  # a caller that turned its collector off keeps it off
+    try:
+        assert invoke(tmp_path, "runs").exit_code == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
     # the `cycle` command owns its process: what loading left alive is frozen, young
     # collections are rarer (cycle.heap.settle)
