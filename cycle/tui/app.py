@@ -212,8 +212,8 @@ class CycleApp(App[CycleOutcome | None]):
         apply = self.state.apply
         for event in batch:
             apply(event)
-        if self._dashboard is None:
-            return
+        if self._dashboard is None or not self.is_running:
+            return  # no dashboard, or the app is closing (its screens go before its timers)
         tick = time.monotonic()
         if not full and len(batch) > BUSY_BATCH and tick - self._full_at < FULL_INTERVAL:
             self._dashboard.show_progress(self.clock())

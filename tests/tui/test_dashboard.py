@@ -77,6 +77,15 @@ async def test_elapsed_time_ticks_while_nothing_happens(tmp_path: Path) -> None:
         assert "1:13" in str(app.screen.query_one("#status").render())
 
 
+async def test_a_refresh_while_the_app_closes_draws_nothing(tmp_path: Path) -> None:
+    """The refresh timer can fire once more after the app's screens are gone (textual
+    closes them before its timers): that tick must not fail the app."""
+    app = emitting_app(tmp_path, synthetic_events())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+    app.flush_events()
+
+
 async def test_quit_mid_cycle_asks_then_interrupts(tmp_path: Path) -> None:
     app = emitting_app(tmp_path, synthetic_events())
     async with app.run_test(size=(80, 24)) as pilot:
