@@ -98,6 +98,7 @@ def _substitution(source: str) -> _Substitution | None:
     return _Substitution(source, parts)
 
 
+@lru_cache(maxsize=512)
 def _jinja(source: str) -> Template:
     return _environment().from_string(source)
 
