@@ -2,7 +2,8 @@
 
 Messages and usage, prompts and their versions, agent answers, verdicts,
 iteration and run results, suggestions, runs, cycles and rounds. All are
-frozen pydantic models (validated when loaded, serialised as they are);
+frozen pydantic models (validated when loaded, serialised as they are), but for
+``RunResult``, a msgspec Struct that reads its results from the store when asked;
 this package imports nothing of cycle but itself, and everything above
 imports it.
 
