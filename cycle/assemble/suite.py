@@ -107,10 +107,11 @@ def make_model(
     budget, events; with ``batch``, its calls go in provider batch jobs kept in ``ledger``."""
     settings = provider_settings(loaded, name)
     retry = RetryPolicy(max_retry_after=settings.max_retry_after) if settings else None
-    batching = BatchSettings(
-        poll=settings.batch_poll if settings else BatchSettings.poll,
-        window=settings.batch_window if settings else BatchSettings.window,
-        max_requests=loaded.config.run.batch_size, ledger=ledger) if batch else None
+    # without a providers: section the settings are the defaults (a Struct's class attribute
+    # is its field descriptor, not the default: reading it there broke every batch call)
+    timing = {"poll": settings.batch_poll, "window": settings.batch_window} if settings else {}
+    batching = BatchSettings(**timing, max_requests=loaded.config.run.batch_size,
+                             ledger=ledger) if batch else None
     return get_model(name, options=provider_options(loaded, name), bus=bus, budget=budget,
                      cache=cache, pricing=price_table(loaded), role=role, journal=journal,
                      retry=retry, batch=batching)

@@ -147,3 +147,23 @@ def test_improve_with_batch_evaluates_in_jobs_and_asks_the_improver_live(project
     # every call was in a job but the improver's, which went alone
     assert server.request_count == in_jobs + roles["improver"]
     assert in_jobs == roles["agent"] + roles["judge"]
+
+
+def test_batch_works_without_a_providers_section(loopback_project, server, monkeypatch):
+    """Issue 32: with no ``providers:`` section the batch timing is the defaults' (it was
+    read from the Struct's class: a descriptor, and every call failed with a TypeError);
+    both ``cycle run --batch`` and ``improve.batch`` go through jobs."""
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    config = CONFIG.split("providers:")[0]
+    project = loopback_project(PROMPT, CASES, config + "improve: {batch: true, stop: {max_rounds: 1}}\n")
+    runner = CliRunner()
+    ran = runner.invoke(cli, ["run", "cycle.yaml", "--batch", "--no-cache", "--json"])
+    assert ran.exit_code == 0, ran.output
+    assert server.batches.created == 2  # the agent's calls, then the judge's, in jobs
+    assert "TypeError" not in ran.output
+    created = server.batches.created
+    improved = runner.invoke(cli, ["improve", "cycle.yaml", "--headless", "--yes", "--no-cache"])
+    assert improved.exit_code in (0, 1), improved.output
+    assert "TypeError" not in improved.output and "member_descriptor" not in improved.output
+    assert server.batches.created > created
+    assert (project / ".cycle" / "cycle.db").exists()
