@@ -250,15 +250,15 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         for n, s in enumerate(r["suggestions"], 1):
             value = s["edited_value"] if s["edited_value"] is not None else s["suggested_value"]
             out += [f"<details><summary>{n}. {s['type']}: suggested value</summary>", "",
-                    "```text", value, "```"]
+                    *f.fenced(value, "text")]
             if s["current_value"]:
-                out += ["replacing", "", "```text", s["current_value"], "```"]
+                out += ["replacing", "", *f.fenced(s["current_value"], "text")]
             out += ["", "</details>", ""]
     if not any_suggestion:
         out += ["No suggestions were made.", ""]
     out += ["## From the first prompt to the final one", ""]
     if data["diff"]:
-        out += ["```diff", data["diff"].rstrip("\n"), "```"]
+        out += f.fenced(data["diff"].rstrip("\n"), "diff")
     else:
         out += ["The final version is the one the cycle started from."]
     return "\n".join(out) + "\n"

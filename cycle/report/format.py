@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cycle.records import Stats
@@ -67,3 +68,14 @@ def split_gain(r: dict[str, Any]) -> str:
     if seen is None or held is None:
         return "—"
     return f"{signed(seen)} / {signed(held)} (gap {seen - held:.1f})"
+
+
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+def fenced(text: str, info: str = "") -> list[str]:
+    """``text`` in a Markdown code fence longer than any run of backticks inside it: an
+    output holding its own fence cannot close ours (and the rest render as HTML)."""
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, text, fence]

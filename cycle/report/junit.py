@@ -6,21 +6,33 @@ needs the memory of one case."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterator
 
 from cycle.records import CaseStats, RunResult
 
 
+#: what XML 1.0 forbids even as a character reference (controls, lone surrogates, U+FFFE/F)
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _allowed(text: str) -> str:
+    """``text`` with each character XML cannot hold shown as a visible escape (``\\x1b``):
+    one control character in a model's output made the whole file unreadable to CI."""
+    return _FORBIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                          else f"\\u{ord(m.group()):04x}", text)
+
+
 def escape(text: str) -> str:
     """Text for an element (xml.sax.saxutils would import urllib.request and http.client:
     30 ms of every run's start-up)."""
-    return html.escape(text, quote=False)
+    return html.escape(_allowed(text), quote=False)
 
 
 def quoteattr(value: str) -> str:
     """An attribute's value, quoted: newlines and tabs kept as character references."""
-    return '"' + html.escape(value).replace("\n", "&#10;").replace("\r", "&#13;").replace(
-        "\t", "&#9;") + '"'
+    return '"' + html.escape(_allowed(value)).replace("\n", "&#10;").replace(
+        "\r", "&#13;").replace("\t", "&#9;") + '"'
 
 
 def _fmt(x: float | None) -> str:

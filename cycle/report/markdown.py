@@ -39,20 +39,21 @@ def _case_body(c: CaseStats, result: RunResult) -> list[str]:
                   if c.turns and c.turns.mean is not None else "") + ".")
     out.append("")
     if runs and runs[0].input is not None:
-        out += ["**Input**", "", "```", _input_text(runs[0].input), "```", ""]
+        out += ["**Input**", "", *f.fenced(_input_text(runs[0].input)), ""]
     rep = c.representative
     if rep is not None:
         out += [(f"**Output** (iteration {rep.iteration}, the one closest to the mean: "
-                f"{f.score(rep.score)})"), "", "```", rep.output.strip(), "```", ""]
+                f"{f.score(rep.score)})"), "", *f.fenced(rep.output.strip()), ""]
         if info.get("expected") is not None:
-            out += ["**Expected**", "", "```", str(info["expected"]).strip(), "```", ""]
+            out += ["**Expected**", "", *f.fenced(str(info["expected"]).strip()), ""]
         out += _verdicts(rep) + [""]
     if rep is not None and has_behaviour(rep.trace):
         turns = sum(1 for e in rep.trace if e.kind == "model")
         tools = sum(1 for e in rep.trace if e.kind in ("tool_result", "tool_error"))
         summary = (f"<summary>Transcript (iteration {rep.iteration}: "
                    f"{plural(turns, 'model turn')}, {plural(tools, 'tool call')})</summary>")
-        out += ["<details>", summary, "", "```", *transcript_lines(rep.trace, durations=True), "```", "",
+        out += ["<details>", summary, "",
+                *f.fenced("\n".join(transcript_lines(rep.trace, durations=True))), "",
                 "</details>", ""]
     errors = [r for r in runs if r.status in ("error", "terminated")]
     if errors:

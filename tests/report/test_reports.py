@@ -91,3 +91,41 @@ def test_compare_pairs_by_case():
     assert compare_dict(c)["pass_rate"]["delta_points"]["mean"] == pytest.approx(0.0)
     text = render_compare(c)
     assert "Regressed" in text and "x" in text
+
+
+def _hostile_run():
+    """Outputs, errors and ids holding what XML forbids and what closes a Markdown fence."""
+    out = "fine\x1b[2J\x00\x07 then ```\n<img src=x onerror=alert(1)>\n````` and more"
+    good = it("c\x0bse", 0, 40)
+    good = good.model_copy(update={"output": out})
+    bad = it("down", 0, 0, error="ProviderError: \x1b]0;owned\x07 \x00gone")
+    return build_run_result(
+        run_id="r1", status="finished", threshold=70, results=[good, bad], offline=False,
+        usage={}, case_info={"c\x0bse": {"expected": "```\nexpected ``` too"}, "down": {}},
+        prompt_id="p", version="1.0.0", agent_model="openai:x", judge_model="openai:y")
+
+
+def test_junit_stays_valid_xml_whatever_the_output_holds():
+    """Issue 32: one control character in an output made the JUnit file invalid XML."""
+    xml = render_junit(_hostile_run())
+    root = ET.fromstring(xml)  # raises on a forbidden character
+    text = ET.tostring(root, encoding="unicode")
+    assert "\\x1b" in text and "\\x00" in text  # shown, not dropped silently
+    assert {tc.get("name") for tc in root.iter("testcase")} == {"c\\x0bse", "down"}
+
+
+def test_markdown_fences_are_longer_than_any_backtick_run_inside():
+    """Issue 32: an output's own fence closed the report's, and the HTML after it rendered."""
+    md = render_markdown(_hostile_run())
+    out_at = md.index("<img src=x")
+    # the fence opened before the output is still open at the <img>: count fences by length
+    opened: str | None = None
+    for line in md[:out_at].splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            run = len(stripped) - len(stripped.lstrip("`"))
+            if opened is None:
+                opened = "`" * run
+            elif stripped == opened:
+                opened = None
+    assert opened is not None and len(opened) > 5
