@@ -173,6 +173,7 @@ def build_loop(
             concurrency=concurrency, timeout=timeout,
             stop_on_first_failure=c.run.stop_on_first_failure,
             held_out=held_out(loaded, improve, cases), max_iterations=improve.max_iterations,
+            allowed_variables=frozenset(improve.allowed_variables),
         ),
         record={"config_file": str(loaded.path), "improve": improve.model_dump(mode="json"),
                 "agent": (f"adk:{c.agent_config.adk} on {agent_name}" if c.agent_config.adk

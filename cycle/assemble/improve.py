@@ -69,6 +69,12 @@ class ImproveConfig(BaseModel):
         False, description="Send the evaluations' model calls (agent, judge, simulated users) "
         "as provider batch jobs at half the price (see run.batch); the improver's own call "
         "stays live.")
+    allowed_variables: list[str] = Field(
+        default_factory=list,
+        description="Variables an improver edit may make the prompt read besides the case "
+        "inputs' own (ones production gives the prompt); an edit reading any other, such as "
+        "{{ expected }}, is refused before review.",
+    )
     max_iterations: int | None = Field(
         None, ge=1, description="Iterations per case an inconclusive comparison (a round's or the "
         "confirmation's) may grow the cases that decide it to (default: twice run.iterations).",

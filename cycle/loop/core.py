@@ -59,7 +59,7 @@ from cycle.errors import (
 from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
 from cycle.improve.apply import apply_suggestions, prompt_diff
-from cycle.improve.guard import copies, repeats
+from cycle.improve.guard import copies, leaks, repeats
 from cycle.improve.improver import (
     Improver,
     ImproverInput,
@@ -210,6 +210,9 @@ class LoopSettings(Struct, frozen=True):
     #: iterations per case the confirmation may grow to when inconclusive (None: twice
     #: ``iterations``)
     max_iterations: int | None = None
+    #: variables an edit may make the prompt read besides the case inputs' (production
+    #: gives them); ``expected`` only if named here (cycle.improve.guard.leaks)
+    allowed_variables: frozenset[str] = frozenset()
 
 
 class Loop:
@@ -523,12 +526,14 @@ class Loop:
                                              suggestions=[s.model_dump() for s in suggestions]))
         return suggestions
 
-    def _guard(self, suggestions: list[Suggestion], refused: list[RejectedSuggestion]
-               ) -> list[Suggestion]:
-        """Refuse, before review, the repeats of refused edits and the edits that copy a
-        case's text into the prompt (cycle.improve.guard)."""
+    def _guard(self, suggestions: list[Suggestion], refused: list[RejectedSuggestion],
+               prompt: Prompt) -> list[Suggestion]:
+        """Refuse, before review, the repeats of refused edits, the edits that copy a
+        case's text into the prompt and those that make it read case data
+        (cycle.improve.guard)."""
         pending = [s for s in suggestions if s.decision == "pending"]
-        why = {**copies(pending, self.cases), **repeats(pending, refused)}
+        why = {**copies(pending, self.cases), **repeats(pending, refused),
+               **leaks(pending, prompt, self.cases, allowed=self.settings.allowed_variables)}
         return [s.model_copy(update={"decision": "rejected", "reason": why[s.id]})
                 if s.id in why else s for s in suggestions]
 
@@ -590,7 +595,8 @@ class Loop:
         self.bus.emit(ev.EvaluationStarted(cycle_id=cid, round=round_no, role="baseline",
                                            version=inc.version.version, run_id=inc.result.run_id))
         refused = self.store.cycles.rejected_suggestions(cid)
-        suggestions = self._guard(await self._suggestions(round_no, inc, low, refused), refused)
+        suggestions = self._guard(await self._suggestions(round_no, inc, low, refused), refused,
+                                  inc.version.prompt)
         suggestions = await self._review(round_no, inc, suggestions)
         applied = apply_suggestions(inc.version.prompt, suggestions)
         skipped = {s.id: s for s in applied.skipped}
