@@ -119,3 +119,31 @@ def test_text_and_placeholders_render_without_loading_jinja2():
         done = subprocess.run([sys.executable, "-c", code, template], check=True,
                               capture_output=True, text=True)
         assert done.stdout.split()[-1] == loaded, (template, done.stdout)
+
+
+@pytest.mark.parametrize("source", [
+    "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+    "{{ 'A' * 3000000000 }}",
+    "{% for a in 'x' * 100000 %}{% for b in 'x' * 100000 %}{% endfor %}{% endfor %}",
+    "{{ 10 ** (10 ** 9) }}",
+])
+def test_a_template_bomb_is_an_error_naming_the_template_not_a_hang(source):
+    """Issue 32: nested range(99999) loops hung a run (a --yes cycle too, from an improver
+    edit); a huge repetition ended it in a MemoryError. Both are the template's error now."""
+    import time
+
+    from cycle.errors import TemplateError
+    from cycle.prompts.template import render
+
+    began = time.monotonic()
+    with pytest.raises(TemplateError) as e:
+        render(source, {"q": "hi"}, field="conversation.follow_ups")
+    assert time.monotonic() - began < 2.0
+    assert e.value.field == "conversation.follow_ups" and "template stopped" in e.value.message
+
+
+def test_a_template_within_its_budget_renders_as_before():
+    from cycle.prompts.template import render
+
+    src = "{% for i in range(1000) %}{{ i % 10 }}{% endfor %}{{ '-' * 20 }}{{ 2 ** 64 }} {{ q }}"
+    assert render(src, {"q": "hi"}) == "0123456789" * 100 + "-" * 20 + str(2 ** 64) + " hi"

@@ -10,11 +10,19 @@ replaced by ``str`` of its variable) without loading jinja2, whose import is a q
 of what ``cycle run`` spends over the bare SDK at start-up (86 M instructions, about
 25 ms); every other template, and a placeholder whose variable is not given, goes
 to jinja2 (tests/test_prompt.py renders both ways and compares).
+
+A jinja2 render has a budget (``RENDER_BUDGET``): the items ``range()`` hands out and the
+items ``*`` builds (text, lists) count against it, a render stops past ``RENDER_SECONDS``,
+and its text may not pass ``RENDER_CHARS``. A template from an imported file or an
+improver's edit with nested ``range(99999)`` loops hung a run; ``{{ 'A' * 3000000000 }}``
+ended it in a MemoryError. Either is now an error of that template, named.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -45,12 +53,76 @@ class Template(Protocol):
     def render(self, **variables: Any) -> str: ...
 
 
+#: items one render may loop over through range() or build with * (far above any prompt)
+RENDER_BUDGET = 2_000_000
+#: seconds one render may take
+RENDER_SECONDS = 5.0
+#: characters one render may produce
+RENDER_CHARS = 20_000_000
+
+
+class RenderBomb(Exception):
+    """A template passed its render budget."""
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.left = RENDER_BUDGET
+        self.deadline = time.monotonic() + RENDER_SECONDS
+
+    def charge(self, items: int, what: str) -> None:
+        self.left -= items
+        if self.left < 0:
+            raise RenderBomb(f"{what} passes the render budget of {RENDER_BUDGET:,} items "
+                             "(a loop or a repetition too large for a prompt)")
+        if time.monotonic() > self.deadline:
+            raise RenderBomb(f"rendering took longer than {RENDER_SECONDS:g} s")
+
+
+#: the budget of the render under way (None outside render(): jinja2's own limits only)
+_budget: ContextVar[_Budget | None] = ContextVar("cycle_render_budget", default=None)
+
+
+def _charge(items: int, what: str) -> None:
+    budget = _budget.get()
+    if budget is not None:
+        budget.charge(items, what)
+
+
+def _sized(value: Any) -> int | None:
+    return len(value) if isinstance(value, str | bytes | list | tuple) else None
+
+
 @lru_cache(maxsize=1)
 def _environment() -> SandboxedEnvironment:
     import jinja2
-    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2.sandbox import SandboxedEnvironment, safe_range
 
-    return SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    class Bounded(SandboxedEnvironment):
+        """The sandbox, with every range() and repetition counted against the render's
+        budget (a loop that prints nothing still calls range for each inner loop)."""
+
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**":
+                if isinstance(right, int) and abs(right) > 4096 and left not in (0, 1, -1):
+                    raise RenderBomb(f"the power {right} is too large for a prompt")
+            else:
+                for seq, times in ((left, right), (right, left)):
+                    size = _sized(seq)
+                    if size is not None and isinstance(times, int):
+                        _charge(size * max(times, 0), "a repetition with *")
+            return super().call_binop(context, operator, left, right)
+
+    def bounded_range(*args: int) -> range:
+        rng = safe_range(*args)
+        _charge(len(rng), f"range({', '.join(map(str, args))})")
+        return rng
+
+    env = Bounded(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env.globals["range"] = bounded_range
+    return env
 
 
 #: ``{{ name }}``: a placeholder naming a variable and nothing else
@@ -122,10 +194,22 @@ def compile_template(source: str, *, field: str = "template") -> Template:
 def render(source: str, variables: dict[str, Any], *, field: str = "template") -> str:
     """Render a sandboxed template; a missing variable or unsafe access is a TemplateError."""
     template = compile_template(source, field=field)
+    if isinstance(template, _Substitution):
+        try:
+            return template.render(**variables)
+        except Exception as e:  # a placeholder without its variable: jinja2's error
+            raise _render_error(e, variables, field) from e
+    token = _budget.set(_Budget())
     try:
-        return template.render(**variables)
-    except Exception as e:  # sorted with jinja2's types, loaded by then if jinja2 rendered
+        text = template.render(**variables)
+    except (Exception, MemoryError) as e:  # sorted with jinja2's types, loaded by then
         raise _render_error(e, variables, field) from e
+    finally:
+        _budget.reset(token)
+    if len(text) > RENDER_CHARS:
+        raise TemplateError(f"template rendered {len(text):,} characters, more than the "
+                            f"{RENDER_CHARS:,} a prompt may have", field=field)
+    return text
 
 
 def _render_error(e: Exception, variables: dict[str, Any], field: str) -> TemplateError:
@@ -138,6 +222,10 @@ def _render_error(e: Exception, variables: dict[str, Any], field: str) -> Templa
             field=field,
             hint=f"Variables given: {known}.",
         )
+    if isinstance(e, RenderBomb | MemoryError):
+        return TemplateError(f"template stopped: {e or 'it ran out of memory'}", field=field,
+                             hint="A prompt template renders text: remove the loop or "
+                             "repetition that makes it this large.")
     if isinstance(e, jinja2.exceptions.SecurityError):
         return TemplateError(f"template tried an unsafe operation: {e}", field=field)
     # any failure inside a user's template is the template's: {{ 1/0 }}, {{ input + 1 }}
