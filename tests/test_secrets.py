@@ -167,3 +167,33 @@ def test_an_http_agent_echoing_its_token_is_masked(tmp_path, monkeypatch):
     written = _every_byte_written(tmp_path)
     assert token.encode() not in written and token not in r.output
     assert b"hi, you sent ***" in written
+
+
+def test_a_key_echoed_as_the_model_and_as_tool_call_names_and_ids_is_masked(tmp_path):
+    """Issue 32: a provider that sent the key back as the answer's ``model`` and as a tool
+    call's name and id had it stored (calls, results, cache) and reported."""
+    def hostile(request):
+        key = _echoed_key(request)
+        if request.schema_name == "cycle_judge":
+            return _responder(request)
+        if any(m.get("role") == "tool" for m in request.messages):
+            return Reply(text="done", model=f"gpt-{key}")
+        return Reply(tool_calls=((key, {}), ("lookup", {})), call_ids=(f"id-{key}", key),
+                     model=key)
+
+    with LoopbackServer(responder=hostile) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        prompt = tmp_path / "prompts" / "p.yaml"
+        prompt.write_text(prompt.read_text() + textwrap.dedent("""\
+            tools:
+              - name: lookup
+                description: Look it up.
+                parameters: {type: object, properties: {}}
+        """))
+        cfg.write_text(cfg.read_text() + "tools:\n  mocks:\n    lookup: {value: found}\n")
+        result = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        assert srv.request_count >= 4
+    assert result.exit_code in (0, 1), result.output
+    written = _every_byte_written(tmp_path)
+    assert SECRET.encode() not in written and SECRET not in result.output
+    assert b"gpt-***" in written  # the rest of what it said is kept

@@ -175,14 +175,20 @@ def structured_config(base: GenerateConfig, schema: type[BaseModel] | dict[str, 
 
 
 def without_secrets(output: ModelOutput, secrets: tuple[str, ...]) -> ModelOutput:
-    """The answer with ``secrets`` masked in its text, tool-call arguments and raw exchange
-    (the answer itself when none of them holds one)."""
-    fields = ("text", "raw_request", "raw_response")
+    """The answer with ``secrets`` masked in every field a provider fills: the text, the
+    model name and finish reason, each tool call's id, name and arguments, the parsed
+    object and the raw exchange (a provider echoed the key as its ``model`` and as a tool
+    call's name; both were stored and reported). The answer itself when none holds one."""
+    fields = ("text", "model", "finish_reason", "parsed", "raw_request", "raw_response")
     update: dict[str, Any] = {f: scrub(getattr(output, f), secrets) for f in fields}
-    args = [scrub(c.arguments, secrets) for c in output.tool_calls]
-    if any(a is not c.arguments for a, c in zip(args, output.tool_calls, strict=True)):
-        update["tool_calls"] = tuple(c.model_copy(update={"arguments": a})
-                                     for a, c in zip(args, output.tool_calls, strict=True))
+    calls = []
+    for c in output.tool_calls:
+        parts = {"id": scrub(c.id, secrets), "name": scrub(c.name, secrets),
+                 "arguments": scrub(c.arguments, secrets)}
+        changed = {k: v for k, v in parts.items() if v is not getattr(c, k)}
+        calls.append(c.model_copy(update=changed) if changed else c)
+    if any(a is not c for a, c in zip(calls, output.tool_calls, strict=True)):
+        update["tool_calls"] = tuple(calls)
     changed = {k: v for k, v in update.items() if k == "tool_calls" or v is not getattr(output, k)}
     return output.model_copy(update=changed) if changed else output
 

@@ -129,6 +129,15 @@ class Reply(Struct, frozen=True):
     output_tokens: int | None = None
     #: "stop", "length", "tool_calls"... (default: from the content)
     finish_reason: str | None = None
+    # -- a hostile provider's liberties (issue 32) --
+    #: the model name the answer claims (default: the one asked for)
+    model: str | None = None
+    #: the tool calls' ids, in order (default: call_N_I)
+    call_ids: tuple[str, ...] = ()
+    #: the usage sent as it is, in place of the counted one: strings, negatives, nulls...
+    usage: Any = None
+    #: send no usage at all
+    no_usage: bool = False
 
     def __post_init__(self) -> None:
         force_setattr(self, "tool_calls", tuple(
@@ -694,27 +703,31 @@ class LoopbackServer:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.tool_calls:
             message["tool_calls"] = [
-                {"id": f"call_{n}_{i}", "type": "function",
+                {"id": reply.call_ids[i] if i < len(reply.call_ids) else f"call_{n}_{i}",
+                 "type": "function",
                  "function": {"name": name, "arguments": json.dumps(args)}}
                 for i, (name, args) in enumerate(reply.tool_calls)
             ]
         elif message["content"] is None:
             message["content"] = ""
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
-        return {
+        body = {
             "id": f"chatcmpl-loopback-{n}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": request.model,
+            "model": reply.model or request.model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish,
                          "logprobs": None}],
-            "usage": {
+            "usage": reply.usage if reply.usage is not None else {
                 "prompt_tokens": input_tokens,
                 "completion_tokens": output,
                 "total_tokens": input_tokens + output,
                 "prompt_tokens_details": {"cached_tokens": cached},
             },
         }
+        if reply.no_usage:
+            del body["usage"]
+        return body
 
     def _gemini(self, request: ChatRequest, reply: Reply) -> dict[str, Any]:
         input_tokens, cached, output = self._usage(request, reply)
@@ -733,12 +746,15 @@ class LoopbackServer:
         }
         if cached:
             usage["cachedContentTokenCount"] = cached
-        return {
+        body = {
             "candidates": [{"content": {"role": "model", "parts": parts or [{"text": ""}]},
                             "finishReason": finish, "index": 0}],
-            "usageMetadata": usage,
-            "modelVersion": request.model,
+            "usageMetadata": reply.usage if reply.usage is not None else usage,
+            "modelVersion": reply.model or request.model,
         }
+        if reply.no_usage:
+            del body["usageMetadata"]
+        return body
 
 
 # -- as a process ----------------------------------------------------------------------
