@@ -197,3 +197,34 @@ def test_a_key_echoed_as_the_model_and_as_tool_call_names_and_ids_is_masked(tmp_
     written = _every_byte_written(tmp_path)
     assert SECRET.encode() not in written and SECRET not in result.output
     assert b"gpt-***" in written  # the rest of what it said is kept
+
+
+def test_credentials_inside_the_base_url_are_never_stored_or_shown(tmp_path, monkeypatch):
+    """Issue 32: ``OPENAI_BASE_URL=http://user:pass@host/v1?api-key=...`` was stored and
+    reported. A server that cannot be reached puts the URL in the error; a server that
+    echoes what it was sent puts it in answers: neither keeps the credentials."""
+    with LoopbackServer(responder=lambda r: Reply(text=f"you came from {r.headers}")) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace(f"base_url: '{srv.openai_base_url}'", ""))
+        url = srv.openai_base_url.replace("http://", "http://alice:Hunter2Secret@")
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        ran = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        assert srv.request_count >= 2, ran.output
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://alice:Hunter2Secret@127.0.0.1:9/v1"
+                       "?api-key=QuerySecret99&region=eu")
+    down = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+    assert down.exit_code != 0, down.output
+    shown = ran.output + down.output
+    written = _every_byte_written(tmp_path)
+    assert b"127.0.0.1:9" in written  # the error names the host it could not reach
+    for secret in ("Hunter2Secret", "QuerySecret99"):
+        assert secret not in shown and secret.encode() not in written
+
+
+def test_a_safe_url_keeps_the_host_and_drops_the_credentials():
+    from cycle.llm.http import safe_url, url_secrets
+
+    url = "https://bob:pw-123456@gw.example:8443/v1?api-key=k-999999&region=eu"
+    assert safe_url(url) == "https://gw.example:8443/v1?api-key=***&region=eu"
+    assert set(url_secrets(url)) == {"pw-123456", "k-999999"}
+    assert safe_url("http://localhost:11434/v1") == "http://localhost:11434/v1"

@@ -167,8 +167,12 @@ class ModelAPI(abc.ABC):
     def secrets(self) -> tuple[str, ...]:
         """The credentials this API sends (its key): Model masks them in every answer,
         whatever the provider echoes, before the answer is stored, cached or used."""
+        from cycle.llm.http import url_secrets
+
         key = self._api_key
-        return () if not key or key == PLACEHOLDER_KEY else (key,)
+        keys = () if not key or key == PLACEHOLDER_KEY else (key,)
+        # credentials inside the base URL (user:pass@, ?api-key=) are secrets too
+        return keys + url_secrets(getattr(self, "base_url", None) or self.options.base_url)
 
     async def aclose(self) -> None:
         """Release clients; called when the Model is closed."""

@@ -29,7 +29,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.http import redact, status_error, unsupported_when_missing
+from cycle.llm.http import redact, safe_url, status_error, unsupported_when_missing
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class GeminiAPI(ModelAPI):
         ] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
-        return f"GeminiAPI({self.model_name!r}, base_url={self.base_url!r})"
+        return f"GeminiAPI({self.model_name!r}, base_url={safe_url(self.base_url)!r})"
 
     def _client(self) -> genai.Client:
         loop = asyncio.get_running_loop()
@@ -197,21 +197,21 @@ class GeminiAPI(ModelAPI):
             raise status_error(
                 self.provider, self.model_name, int(e.code or 0),
                 body=body, headers=headers, detail=e.message,
-                secret=self._api_key, key_variable="GEMINI_API_KEY",
+                secrets=self.secrets, key_variable="GEMINI_API_KEY",
             ) from e
         except timeouts as e:
             raise ProviderConnectionError(
                 f"{where} timed out (after {self.options.timeout} s)"
             ) from e
         except transport as e:
-            where_url = self.base_url or "generativelanguage.googleapis.com"
+            where_url = safe_url(self.base_url) or "generativelanguage.googleapis.com"
             raise ProviderConnectionError(
-                f"cannot reach {where} at {where_url}: {redact(str(e), self._api_key)}"
+                f"cannot reach {where} at {where_url}: {redact(str(e), *self.secrets)}"
             ) from e
         except ValueError as e:  # undecodable JSON, or JSON that is not a response
             raise MalformedResponseError(
                 f"{where} sent a response that could not be understood: "
-                f"{redact(str(e), self._api_key)[:300]}"
+                f"{redact(str(e), *self.secrets)[:300]}"
             ) from e
 
     # -- batch jobs (Gemini batch mode, the requests inlined in the job) -----------------

@@ -41,6 +41,48 @@ def redact(text: str, *secrets: str | None) -> str:
     return _KEY_PATTERNS.sub("***", text)
 
 
+#: query parameters of a base URL that carry credentials (?api-key=..., ?token=...)
+_SECRET_PARAM = re.compile(r"key|token|secret|sig|pass|auth|credential", re.I)
+
+
+def url_secrets(url: str | None) -> tuple[str, ...]:
+    """The credentials a URL carries: its user and password, and the values of query
+    parameters named like a key or token (``http://user:pass@host/v1?api-key=...``)."""
+    if not url:
+        return ()
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        found = [parts.password or "", parts.username or ""]
+        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                  if _SECRET_PARAM.search(k)]
+    except ValueError:
+        return ()
+    return tuple(v for v in found if len(v) >= 4)
+
+
+def safe_url(url: str | None) -> str:
+    """``url`` as it may be shown or stored: without its user, password and the values of
+    credential-like query parameters."""
+    if not url:
+        return ""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        query = urlencode([(k, "***" if _SECRET_PARAM.search(k) else v)
+                           for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+                          safe="*")
+    except ValueError:
+        return "(a URL that does not parse)"
+    if ":" in host:
+        netloc = f"[{host}]" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
 #: shorter secrets are not masked in answers (a 3-letter "key" would mask ordinary words,
 #: an empty one every position)
 MIN_SECRET = 8
@@ -104,12 +146,12 @@ def status_error(
     body: str | None,
     headers: Mapping[str, str] | None,
     detail: str | None = None,
-    secret: str | None = None,
+    secrets: tuple[str, ...] = (),
     key_variable: str | None = None,
 ) -> ProviderError:
     """The ``cycle`` error for an HTTP error status from ``provider``."""
-    body = redact(body or "", secret)[:MAX_BODY]
-    detail = redact(detail or "", secret).strip()
+    body = redact(body or "", *secrets)[:MAX_BODY]
+    detail = redact(detail or "", *secrets).strip()
     headers = dict(headers or {})
     retry_after = parse_retry_after(headers)
     what = f"{provider}:{model} answered HTTP {status}"
@@ -143,5 +185,5 @@ def unsupported_when_missing(base_url: str | None) -> Iterator[None]:
     except ProviderError as e:
         if e.status in (404, 405):
             raise BatchUnsupported(
-                f"{base_url or 'the server'} has no batch endpoints (HTTP {e.status})") from e
+                f"{safe_url(base_url) or 'the server'} has no batch endpoints (HTTP {e.status})") from e
         raise

@@ -37,7 +37,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.http import redact, status_error, unsupported_when_missing
+from cycle.llm.http import redact, safe_url, status_error, unsupported_when_missing
 from cycle.llm.structured import strict_schema
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
@@ -98,7 +98,7 @@ class OpenAIAPI(ModelAPI):
         )
 
     def __repr__(self) -> str:
-        return f"OpenAIAPI({self.model_name!r}, base_url={self.base_url!r})"
+        return f"OpenAIAPI({self.model_name!r}, base_url={safe_url(self.base_url)!r})"
 
     # -- client ---------------------------------------------------------------
 
@@ -210,22 +210,22 @@ class OpenAIAPI(ModelAPI):
             raise status_error(
                 self.provider, self.model_name, e.status_code,
                 body=e.response.text, headers=dict(e.response.headers), detail=detail,
-                secret=self._api_key, key_variable=KEY_VARIABLE,
+                secrets=self.secrets, key_variable=KEY_VARIABLE,
             ) from e
         except openai.APITimeoutError as e:
             raise ProviderConnectionError(
                 f"openai:{self.model_name} timed out (after {self.options.timeout} s)"
             ) from e
         except openai.APIConnectionError as e:
-            where = self.base_url or "api.openai.com"
-            cause = redact(str(e.__cause__ or e), self._api_key)
+            where = safe_url(self.base_url) or "api.openai.com"
+            cause = redact(str(e.__cause__ or e), *self.secrets)
             raise ProviderConnectionError(
                 f"cannot reach openai:{self.model_name} at {where}: {cause}"
             ) from e
         except (openai.APIResponseValidationError, ValueError) as e:
             raise MalformedResponseError(
                 f"openai:{self.model_name} sent a response that is not valid JSON "
-                f"chat completion: {redact(str(e), self._api_key)[:300]}"
+                f"chat completion: {redact(str(e), *self.secrets)[:300]}"
             ) from e
 
     # -- batch jobs (OpenAI Batch: a JSONL file of requests, a job, a file of answers) --------
