@@ -2,17 +2,59 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from cycle.errors import ConfigError
+
+#: base-URL variable -> the key variables sent to it
+_ROUTES = {
+    "OPENAI_BASE_URL": ("OPENAI_API_KEY",),
+    "GOOGLE_GEMINI_BASE_URL": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+#: hosts a shell's key may be sent to from a .env's base URL: ``export CYCLE_TRUST_HOSTS=h1,h2``
+TRUST_VARIABLE = "CYCLE_TRUST_HOSTS"
+_LOCAL = ("localhost", "127.", "::1", "0.0.0.0")
 
 
 def load_env(directory: str | Path) -> None:
     """Read ``.env`` in ``directory`` into the environment; variables already set win.
 
     Keys live in the environment or a git-ignored ``.env``, never in cycle.yaml,
-    so that no key reaches the store, a report or a log.
+    so that no key reaches the store, a report or a log. A ``.env`` (say, of a project
+    just cloned) that points a provider at another server while the key would come from
+    the shell is refused: the shell's key would go to a host nobody chose for it.
     """
     path = Path(directory) / ".env"
     if path.is_file():
-        from dotenv import load_dotenv  # only then: it costs 10 ms of start-up
+        from dotenv import dotenv_values, load_dotenv  # only then: it costs 10 ms of start-up
 
+        _refuse_key_redirect(path, dotenv_values(path))
         load_dotenv(path, override=False)
+
+
+def _refuse_key_redirect(path: Path, values: dict[str, str | None]) -> None:
+    from urllib.parse import urlsplit
+
+    trusted = {h.strip().lower() for h in os.environ.get(TRUST_VARIABLE, "").split(",") if h}
+    for url_variable, keys in _ROUTES.items():
+        url = values.get(url_variable)
+        if not url or os.environ.get(url_variable):  # the shell's own base URL wins
+            continue
+        try:
+            host = (urlsplit(url).hostname or "").lower()
+        except ValueError:
+            host = ""
+        if host.startswith(_LOCAL) or host in trusted:
+            continue
+        # the shell's variables win over the .env's: its key is the one that would go
+        from_shell = [k for k in keys if os.environ.get(k)]
+        if from_shell:
+            raise ConfigError(
+                f"{path} sets {url_variable} to the host {host or '(unreadable)'}, but "
+                f"{from_shell[0]} would come from your shell: your key would be sent there",
+                file=str(path), field=url_variable,
+                hint=f"If that server should have your key, allow it: export "
+                f"{TRUST_VARIABLE}={host}. Otherwise unset {from_shell[0]} in the shell and "
+                f"put the key meant for that server in {path.name}, or remove "
+                f"{url_variable} from it.")

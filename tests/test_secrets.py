@@ -4,6 +4,7 @@ the event log or an error message, even when the provider echoes them back."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -228,3 +229,33 @@ def test_a_safe_url_keeps_the_host_and_drops_the_credentials():
     assert safe_url(url) == "https://gw.example:8443/v1?api-key=***&region=eu"
     assert set(url_secrets(url)) == {"pw-123456", "k-999999"}
     assert safe_url("http://localhost:11434/v1") == "http://localhost:11434/v1"
+
+
+def test_a_dotenv_pointing_the_shells_key_at_another_host_is_refused(tmp_path, monkeypatch):
+    """Issue 32: a project's .env that set OPENAI_BASE_URL silently sent the shell's
+    OPENAI_API_KEY to that host. Now it is refused, naming the host (never the key), until
+    the host is trusted or the .env brings its own key."""
+    with LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace(f"base_url: '{srv.openai_base_url}'", ""))
+        elsewhere = srv.openai_base_url.replace("127.0.0.1", "localtest.invalid")
+        (tmp_path / ".env").write_text(f"OPENAI_BASE_URL={elsewhere}\n")
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        monkeypatch.chdir(tmp_path)
+        refused = CliRunner().invoke(cli, ["run", "cycle.yaml"])
+        assert refused.exit_code == 2 and srv.request_count == 0
+        assert "localtest.invalid" in refused.output and "CYCLE_TRUST_HOSTS" in refused.output
+        assert SECRET not in refused.output
+    from cycle.environment import load_env
+
+    # a .env bringing its own key for that host is fine (with none in the shell: the
+    # shell's would win); so is a host the user trusts
+    (tmp_path / ".env").write_text(f"OPENAI_BASE_URL={elsewhere}\nOPENAI_API_KEY=sk-its-own-1\n")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    load_env(tmp_path)
+    assert os.environ["OPENAI_API_KEY"] == "sk-its-own-1"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    (tmp_path / ".env").write_text(f"OPENAI_BASE_URL={elsewhere}\n")
+    monkeypatch.setenv("CYCLE_TRUST_HOSTS", "localtest.invalid")
+    load_env(tmp_path)
