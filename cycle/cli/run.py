@@ -247,8 +247,12 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
                     click.echo(f"run {resume} sent batch jobs: resumed in batch mode", err=True)
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
+        budget = run_budget(loaded)
+        if resume and budget is not None:  # what it spent before counts against the same cap
+            for role, cost in store.runs.paid(resume).items():
+                budget.add(cost, role)
         suite = build_suite(loaded, store=store, bus=bus, cache=cache, cases=cases,
-                            budget=run_budget(loaded))
+                            budget=budget)
         try:
             runner = suite.runner(store=store, bus=bus)
             if not quiet and not as_json:
@@ -328,12 +332,16 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
         if loaded is not None and settings.endpoint is None:
             cache = open_cache(loaded, enabled=not no_cache)
         limit = budget if budget is not None else (loaded.config.budget if loaded else None)
+        cap = Budget(limit) if limit is not None else None
+        if resume and cap is not None:  # what it spent before counts against the same cap
+            for role, cost in store.runs.paid(resume).items():
+                cap.add(cost, role)
         bus = EventBus()
         if not (quiet or as_json):
             bus.subscribe(Progress(offline=False))
         heap.settle()
         outcome = aio.run(run_eval(prepared, store=store, bus=bus, cache=cache, resume=resume,
-                                   budget=Budget(limit) if limit is not None else None))
+                                   budget=cap))
         paths = write_reports(outcome.run, report_dir) if report_dir else {}
     finally:
         store.close()

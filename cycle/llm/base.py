@@ -59,6 +59,9 @@ class ModelOutput(BaseModel):
     cache_hit: bool = False
     latency: float = 0.0
     model: str = ""
+    #: the provider sent no usable token counts (absent, text, a fraction): Model prices
+    #: the call from what was sent and answered, by a bound that holds for any script
+    usage_estimated: bool = False
 
 
 class ProviderOptions(Struct, frozen=True):

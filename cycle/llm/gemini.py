@@ -29,7 +29,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.http import redact, safe_url, status_error, unsupported_when_missing
+from cycle.llm.http import redact, safe_url, status_error, token_count, unsupported_when_missing
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
 if TYPE_CHECKING:
@@ -258,14 +258,21 @@ class GeminiAPI(ModelAPI):
     def _output(self, response: Any, raw_request: dict[str, Any] | None) -> ModelOutput:
         where = f"gemini:{self.model_name}"
         usage = Usage()
+        estimated = True
         meta = getattr(response, "usage_metadata", None)
         if meta is not None:
+            def count(name: str) -> int | None:
+                return token_count(getattr(meta, name, None), field=name, where=where)
+
+            sent, said = count("prompt_token_count"), count("candidates_token_count")
             usage = Usage(
-                input_tokens=meta.prompt_token_count or 0,
-                cached_input_tokens=meta.cached_content_token_count or 0,
+                input_tokens=sent or 0,
+                cached_input_tokens=count("cached_content_token_count") or 0,
                 # thinking tokens are billed as output
-                output_tokens=(meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0),
+                output_tokens=(said or 0) + (count("thoughts_token_count") or 0),
             )
+            # an answer with no text may say no candidates count: its input still counts
+            estimated = sent is None or (said is None and bool(response.candidates))
         raw_response = response.model_dump(
             mode="json", exclude_none=True, exclude={"sdk_http_response", "automatic_function_calling_history"},
         )
@@ -274,7 +281,8 @@ class GeminiAPI(ModelAPI):
             feedback = getattr(response, "prompt_feedback", None)
             if feedback is not None and feedback.block_reason:
                 return ModelOutput(
-                    finish_reason="content_filter", usage=usage, raw_request=raw_request,
+                    finish_reason="content_filter", usage=usage, usage_estimated=estimated,
+                    raw_request=raw_request,
                     raw_response=raw_response, model=where,
                 )
             raise MalformedResponseError(f"{where} sent a response without candidates")
@@ -300,7 +308,7 @@ class GeminiAPI(ModelAPI):
             text="".join(texts),
             tool_calls=tuple(calls),
             finish_reason=finish,
-            usage=usage,
+            usage=usage, usage_estimated=estimated,
             raw_request=raw_request,
             raw_response=raw_response,
             model=f"gemini:{response.model_version or self.model_name}",

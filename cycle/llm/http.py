@@ -45,6 +45,24 @@ def redact(text: str, *secrets: str | None) -> str:
 _SECRET_PARAM = re.compile(r"key|token|secret|sig|pass|auth|credential", re.I)
 
 
+def token_count(value: Any, *, field: str, where: str) -> int | None:
+    """A token count as a provider sent it: the count, or None when it is not a usable
+    one (absent, text, a fraction: the call is then priced by a bound, marked estimated).
+    A negative or non-finite count is an error of the call: it would lower the spend."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) and (value < 0 or value != value or value in (
+            float("inf"), float("-inf"))):
+        from cycle.errors import MalformedResponseError
+
+        error = MalformedResponseError(
+            f"{where} reported {field} = {value}: a token count cannot be negative or "
+            "infinite; the answer is not used (a provider lying about usage)")
+        error.retryable = False  # asking again pays again for the same lie
+        raise error
+    return value if isinstance(value, int) else None
+
+
 def url_secrets(url: str | None) -> tuple[str, ...]:
     """The credentials a URL carries: its user and password, and the values of query
     parameters named like a key or token (``http://user:pass@host/v1?api-key=...``)."""

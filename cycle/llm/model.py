@@ -23,6 +23,7 @@ provider alike:
 from __future__ import annotations
 
 import asyncio
+import json
 import concurrent.futures
 import time
 import uuid
@@ -161,6 +162,33 @@ def message_chars(messages: Sequence[Message], tools: Sequence[ToolDef] = ()) ->
     its tools' declarations): what its worst case, and a dry run's estimate, count."""
     return sum(len(m.content) + 16 for m in messages) + sum(
         len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
+
+
+def message_bytes(messages: Sequence[Message], tools: Sequence[ToolDef] = (),
+                  config: GenerateConfig | None = None) -> int:
+    """A bound on the tokens a call sends that holds for any script: every token of a
+    byte-level tokenizer is at least one byte, so the UTF-8 bytes of what is sent (the
+    messages with their tool calls, the tools, the answer's schema), with 16 for each
+    message's framing, bound them. (One token per three characters did not: a case in
+    Chinese or Japanese is near one token a character, and ran 1.13-1.27x over a cap.)"""
+    total = 0
+    for m in messages:
+        total += len(m.content.encode()) + 16
+        for c in m.tool_calls:
+            total += len(c.name) + len(c.id) + len(json.dumps(c.arguments, ensure_ascii=False).encode())
+    for t in tools:
+        total += len(t.name) + len(t.description.encode()) + len(
+            json.dumps(t.parameters, ensure_ascii=False).encode()) + 16
+    if config is not None and config.response_schema is not None:
+        total += len(json.dumps(config.response_schema, ensure_ascii=False).encode())
+    return total + 16
+
+
+def answer_bytes(output: ModelOutput) -> int:
+    """A bound on the tokens of an answer, by the same rule: its UTF-8 bytes."""
+    return len(output.text.encode()) + sum(
+        len(c.name) + len(json.dumps(c.arguments, ensure_ascii=False).encode()) + 8
+        for c in output.tool_calls) + 1
 
 
 def structured_config(base: GenerateConfig, schema: type[BaseModel] | dict[str, Any],
@@ -516,7 +544,12 @@ class Model:
             raise
         if self._secrets:  # a proxy or a model may echo the key: never keep it
             output = without_secrets(output, self._secrets)
+        if output.usage_estimated and not self.offline:
+            output = output.model_copy(update={"usage": self._bounded_usage(
+                output, messages, tools, config)})
         cost = FREE if self.offline else self.pricing.cost(self.name, output.usage)
+        if output.usage_estimated:
+            cost = Cost(cost.usd, estimated=True)
         if share != 1.0:
             cost = Cost(cost.usd * share, estimated=cost.estimated)
         if self.budget is not None:  # spent the moment it arrived
@@ -538,14 +571,26 @@ class Model:
 
     def _worst_case(self, messages: list[Message], tools: list[ToolDef],
                     config: GenerateConfig) -> float:
-        """The most a call may cost: its prompt at one token per three characters (real
-        tokenizers give fewer for prose) plus its ``max_tokens`` of output, or
-        ``RESERVED_OUTPUT`` tokens when it sets none."""
+        """The most a call may cost: its prompt's bytes as tokens (a bound for any script,
+        see ``message_bytes``) plus its ``max_tokens`` of output, or ``RESERVED_OUTPUT``
+        tokens when it sets none."""
         if self.offline:
             return 0.0
-        usage = Usage(input_tokens=message_chars(messages, tools) // 3 + 1,
+        usage = Usage(input_tokens=message_bytes(messages, tools, config),
                       output_tokens=config.max_tokens or RESERVED_OUTPUT)
         return self.pricing.cost(self.name, usage).usd
+
+    @staticmethod
+    def _bounded_usage(output: ModelOutput, messages: list[Message], tools: list[ToolDef],
+                       config: GenerateConfig) -> Usage:
+        """The usage of an answer that came without a usable one: what was sent and what
+        came back, by the byte bound (never less than what the provider did report), the
+        answer at most the ``max_tokens`` it was reserved for (a server that honours it
+        bills no more; one that ignores it is the limit README states)."""
+        usage = output.usage
+        said = min(answer_bytes(output), config.max_tokens or RESERVED_OUTPUT)
+        return Usage(input_tokens=max(usage.input_tokens, message_bytes(messages, tools, config)),
+                     cached_input_tokens=0, output_tokens=max(usage.output_tokens, said))
 
     def _should_retry(self, error: BaseException) -> bool:
         if isinstance(error, BudgetExceededError) or self._waits_too_long(error) is not None:

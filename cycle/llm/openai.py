@@ -37,7 +37,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.http import redact, safe_url, status_error, unsupported_when_missing
+from cycle.llm.http import redact, safe_url, status_error, token_count, unsupported_when_missing
 from cycle.llm.structured import strict_schema
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
@@ -321,15 +321,17 @@ class OpenAIAPI(ModelAPI):
             finish = "refusal"
         usage = completion.get("usage") if isinstance(completion.get("usage"), dict) else {}
         details = usage.get("prompt_tokens_details")
+        sent = token_count(usage.get("prompt_tokens"), field="prompt_tokens", where=where)
+        said = token_count(usage.get("completion_tokens"), field="completion_tokens", where=where)
+        cached = token_count(details.get("cached_tokens"), field="cached_tokens", where=where
+                             ) if isinstance(details, dict) else None
         return ModelOutput(
             text=text,
             tool_calls=tuple(calls),
             finish_reason=finish if isinstance(finish, str) else None,
-            usage=Usage(
-                input_tokens=_count(usage.get("prompt_tokens")),
-                cached_input_tokens=_count(details.get("cached_tokens")) if isinstance(details, dict) else 0,
-                output_tokens=_count(usage.get("completion_tokens")),
-            ),
+            usage=Usage(input_tokens=sent or 0, cached_input_tokens=cached or 0,
+                        output_tokens=said or 0),
+            usage_estimated=sent is None or said is None,
             raw_request=request,
             raw_response=completion,
             model=f"openai:{completion.get('model') or self.model_name}",
@@ -343,11 +345,6 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
     return ""
-
-
-def _count(value: Any) -> int:
-    """A token count as the server sent it; anything that is not a count is 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _message(message: Message) -> dict[str, Any]:

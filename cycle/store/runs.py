@@ -289,6 +289,13 @@ class RunLog:
             "ON r.id = v.result_id WHERE r.run_id = ? GROUP BY v.criterion_id ORDER BY "
             "min(v.id)", (run_id,)).fetchall())
 
+    def paid(self, run_id: str) -> dict[str, float]:
+        """Dollars a run's calls were billed, per role (cache hits cost nothing): what a
+        resumed run has already spent of its cap."""
+        return {role or "agent": cost for role, cost in self.store.db.execute(
+            "SELECT role, coalesce(sum(cost), 0) FROM calls WHERE run_id = ? AND "
+            "coalesce(cache_hit, 0) = 0 GROUP BY role", (run_id,)).fetchall()}
+
     def usage_by_role(self, run_id: str) -> dict[str, RoleUsage]:
         """Calls, tokens and cost of a run, per role (agent, judge, ...)."""
         rows = self.store.db.execute(

@@ -1,0 +1,86 @@
+"""The budget against providers that do not play fair (issue 32): text in scripts near one
+token a character, usage left out or sent as text, negative usage. 64 calls race the cap
+through the real openai SDK; what the server *billed* (its own token count, whatever it
+told cycle) never passes the cap."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from cycle.errors import BudgetExceededError, CycleError
+from cycle.llm.base import GenerateConfig
+from cycle.llm.budget import Budget
+from cycle.records import Message, Usage
+from cycle.testing import Reply
+
+MODEL = "openai:gpt-4o-mini"
+#: a case in Japanese: about one token a character for real tokenizers
+CJK = "注文番号の返金はいつ届きますか。配送状況を詳しく教えてください。" * 4
+
+
+class Billing:
+    """A server that bills one token a character (prompt and answer), and tells cycle
+    that, nothing, text or a lie, as ``mode`` says."""
+
+    def __init__(self, mode: str, answer_chars: int = 64) -> None:
+        self.mode = mode
+        self.answer = ("了" * answer_chars)
+        self.tokens: list[tuple[int, int]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request) -> Reply:
+        sent = sum(len(str(m.get("content") or "")) for m in request.messages)
+        said = len(self.answer)
+        with self._lock:
+            self.tokens.append((sent, said))
+        usage = {"prompt_tokens": sent, "completion_tokens": said, "total_tokens": sent + said}
+        if self.mode == "omitted":
+            return Reply(text=self.answer, no_usage=True)
+        if self.mode == "strings":
+            return Reply(text=self.answer, usage={k: str(v) for k, v in usage.items()})
+        return Reply(text=self.answer, usage=usage)
+
+    def billed(self, model) -> float:
+        return sum(model.pricing.cost(MODEL, Usage(input_tokens=i, output_tokens=o)).usd
+                   for i, o in self.tokens)
+
+
+@pytest.mark.parametrize("mode", ["told", "omitted", "strings"])
+async def test_sixty_four_calls_racing_the_cap_never_pass_it(mode, make_model, server):
+    bill = Billing(mode)
+    server.responder = bill
+    cap = 0.002
+    budget = Budget(cap)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=64),
+                       options={"max_connections": 64})
+
+    async def one(i: int) -> bool:
+        try:
+            await model.generate([Message.user(f"{i} {CJK}")], iteration=i)
+            return True
+        except BudgetExceededError:
+            return False
+
+    answered = await asyncio.gather(*(one(i) for i in range(600)))
+    billed = bill.billed(model)
+    assert sum(answered) >= 10  # the cap was reached by real calls, not refused at once
+    assert not all(answered)  # and it did stop them
+    assert billed <= cap, f"{mode}: billed ${billed:.6f} of a ${cap} cap"
+    assert budget.spent <= cap and budget.spent >= billed  # never under what was billed
+    if mode != "told":
+        assert budget.estimated  # the spend says it was estimated
+
+
+async def test_negative_usage_is_an_error_of_the_call_and_never_grows_the_budget(
+        make_model, server):
+    server.responder = lambda request: Reply(
+        text="ok", usage={"prompt_tokens": -1_000_000_000, "completion_tokens": 5})
+    budget = Budget(0.01)
+    model = make_model(MODEL, budget=budget)
+    with pytest.raises(CycleError, match="cannot be negative"):
+        await model.generate([Message.user("hi")])
+    assert budget.spent == 0 and budget.reserved == 0
+    assert server.request_count == 1  # not asked again: retrying pays for the same lie
