@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, merge, resolve
@@ -212,6 +212,18 @@ class TestCase(BaseModel):
         "tools.max_steps).")
     _variables: dict[str, Any] | None = PrivateAttr(None)
     _source: str = PrivateAttr("")
+
+    @field_validator("id")
+    @classmethod
+    def _id_on_one_line(cls, value: str) -> str:
+        # an id is printed on console lines, report headings and file names: a newline
+        # or an escape sequence in it would forge a line or act on the terminal
+        from cycle.safetext import printable
+
+        if printable(value, oneline=True) != value:
+            raise ValueError(f"a case id may not hold control characters or newlines: "
+                             f"{printable(value, oneline=True)!r}")
+        return value
 
     @property
     def source(self) -> str:

@@ -16,6 +16,7 @@ import importlib
 import math
 import sys
 import traceback
+from typing import Any
 from datetime import datetime
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from msgspec import Struct
 from cycle import __version__, heap
 from cycle.environment import load_env
 from cycle.errors import CycleError
+from cycle.safetext import TerminalStream
 
 #: command name -> ("module:attribute", the first sentence of its help). A module adds
 #: its commands here. The sentence is what ``cycle --help`` lists, so that listing the
@@ -170,6 +172,17 @@ class CycleGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         args = list(sys.argv[1:] if args is None else args)
         debug = "--debug" in args
+        # every string a command prints may hold text from outside: shown, never obeyed
+        streams = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = TerminalStream(sys.stdout), TerminalStream(sys.stderr)
+        try:
+            code = self._main(args, prog_name, complete_var, debug, **extra)
+        finally:
+            sys.stdout, sys.stderr = streams
+        sys.exit(code if isinstance(code, int) else 0)
+
+    def _main(self, args: list[str], prog_name: str | None, complete_var: str | None,
+              debug: bool, **extra: Any) -> Any:
         try:
             code = super().main(
                 args=args, prog_name=prog_name or "cycle", complete_var=complete_var,
@@ -200,7 +213,7 @@ class CycleGroup(click.Group):
                 err=True,
             )
             code = EXIT_INTERNAL
-        sys.exit(code if isinstance(code, int) else 0)
+        return code
 
 
 @click.group(cls=CycleGroup, context_settings={"help_option_names": ["-h", "--help"]})

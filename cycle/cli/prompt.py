@@ -289,7 +289,12 @@ def diff(prompt_id: str, a: str, b: str, color: bool | None, as_json: bool) -> N
         return
     if color is None:
         color = sys.stdout.isatty()
-    click.echo(d.render(color=color), nl=False, color=color)
+    if color:  # made printable line by line, then coloured: written past the filter
+        from cycle.safetext import raw
+
+        click.echo(d.render(color=True), nl=False, color=True, file=raw(sys.stdout))
+    else:
+        click.echo(d.render(color=False), nl=False)
 
 
 # -- moving labels --------------------------------------------------------------

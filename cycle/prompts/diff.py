@@ -95,7 +95,12 @@ class VersionDiff(Struct, frozen=True):
 def _colour(line: str, color: bool) -> str:
     if not color:
         return line
-    body = line.rstrip("\n")
+    from cycle.safetext import printable
+
+    # coloured output goes to the terminal as it is (cycle.safetext.raw): what the prompt
+    # holds is made printable here, before cycle's own colours are added
+    body = printable(line.rstrip("\n"))
+    line = body + "\n" if line.endswith("\n") else body
     end = line[len(body):]
     if body.startswith(("+++", "---")):
         return click.style(body, bold=True) + end
