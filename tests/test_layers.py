@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent / "cycle"
 #: lowest first; a unit may import only units of its own rank or below
 #: (a module of cycle/ is a unit by its top-level name: "cycle.llm", "cycle.cases", ...)
 LAYERS: list[set[str]] = [
-    {"cycle.errors", "cycle.environment", "cycle.aio", "cycle.heap"},
+    {"cycle.errors", "cycle.environment", "cycle.aio", "cycle.heap", "cycle.safetext"},
     {"cycle.records", "cycle.durations", "cycle.words"},
     {"cycle.events", "cycle.yamlload", "cycle.imports", "cycle.query"},
     {"cycle.llm"},
