@@ -1,10 +1,28 @@
-"""Running a coroutine to completion from synchronous code."""
+"""Running a coroutine to completion from synchronous code; calling a user's function
+from a coroutine without blocking the event loop.
+
+A user's function during an iteration (``call_user_function``):
+
+Mocks, user agents, bridges (``format_prompt``/``format_response``), end conditions,
+``python`` checks and function users are the user's code. A plain (sync) one runs in a
+worker thread, so one that blocks (``time.sleep``, ``requests``) slows only its own
+case, never the other cases running concurrently on the same event loop; it is bounded
+by the iteration's timeout (``run.timeout`` cancels the await; the thread itself cannot
+be killed and finishes in the background). An async one is awaited on the loop.
+
+What such a function raises is an error of the iteration naming it (seed 000: "the eval
+fails with a clear error indicating the user agent was the source"), never something
+the agent under test sees and may talk its way past.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import inspect
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+
+from cycle.errors import EvalError
 
 T = TypeVar("T")
 
@@ -24,3 +42,27 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
     asyncio.run(main())
     return held[0]
+
+class UserFunctionError(EvalError):
+    """A function of the user's (a mock, user agent, bridge, condition, check) raised."""
+
+
+async def call_user_function(fn: Callable[..., Any], *args: Any, what: str) -> Any:
+    """``fn(*args)``: a sync function in a worker thread (with this context's variables),
+    an awaitable result awaited. What it raises becomes a ``UserFunctionError`` naming
+    ``what`` ("mock function mypkg.mocks:refund of tool 'refund'"); cycle's own errors
+    (an unmocked tool reached from inside it) and cancellation pass as they are."""
+    try:
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+                type(fn).__call__):  # an async function, or an object with an async __call__
+            value = fn(*args)
+        else:
+            # to_thread copies this context's variables (the iteration's, see intercept)
+            value = await asyncio.to_thread(fn, *args)
+        if inspect.isawaitable(value):
+            value = await value
+    except (EvalError, asyncio.CancelledError):
+        raise
+    except Exception as e:
+        raise UserFunctionError(f"{what} raised {e.__class__.__name__}: {e}") from e
+    return value

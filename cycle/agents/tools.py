@@ -40,7 +40,15 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from cycle.errors import ConfigError, EvalError
+from cycle.aio import UserFunctionError, call_user_function
+from cycle.errors import (
+    AuthenticationError,
+    BudgetExceededError,
+    ConfigError,
+    CycleError,
+    EvalError,
+    MissingCredentialsError,
+)
 from cycle.mocks import MockSpec
 from cycle.records import ToolCall, ToolDef
 from cycle.records.trace import TraceEvent
@@ -150,8 +158,11 @@ class Toolbox:
     def _now(self) -> float:
         return time.monotonic() - self._started
 
-    async def call(self, call: ToolCall) -> tuple[list[TraceEvent], str]:
-        """Answer one call: (its trace events, the text the model is shown)."""
+    async def call(self, call: ToolCall, *, tool_context: Any = None
+                   ) -> tuple[list[TraceEvent], str]:
+        """Answer one call: (its trace events, the text the model is shown).
+        ``tool_context``: the framework's own context (ADK's ToolContext), handed to a
+        passed-through real function that takes ``tool_context``."""
         began = time.monotonic()
         self.last_failure = None
         declared = self.tools.get(call.name)
@@ -175,8 +186,10 @@ class Toolbox:
         self._calls[call.name] = n + 1
         changes = dict(mock.state)
         try:
-            value = await self._answer(mock, call, n, changes)
-        except UnmockedToolError:
+            value = await self._answer(mock, call, n, changes, tool_context)
+        except CycleError:
+            # an unmocked tool, or a mock function, user agent or bridge that failed: an
+            # error of the iteration naming it, never a tool error the agent could pass by
             raise
         except Exception as e:  # noqa: BLE001 - the tool failed: the model is told, as in production
             self.last_failure = e
@@ -192,7 +205,8 @@ class Toolbox:
         events += self._apply(changes)
         return events, shown
 
-    async def _answer(self, mock: MockSpec, call: ToolCall, n: int, changes: dict[str, Any]) -> Any:
+    async def _answer(self, mock: MockSpec, call: ToolCall, n: int, changes: dict[str, Any],
+                      tool_context: Any = None) -> Any:
         kind = mock.kind
         if kind == "value":
             return copy.deepcopy(mock.value)
@@ -204,7 +218,14 @@ class Toolbox:
         if kind == "ask_user":
             if self._ask is None:
                 raise no_user_agent(self.case_id, call.name)
-            value = await self._ask(call, copy.deepcopy(self.state))
+            try:
+                value = await self._ask(call, copy.deepcopy(self.state))
+            except (EvalError, BudgetExceededError, AuthenticationError, MissingCredentialsError):
+                raise  # already named, or a run-wide stop the runner handles
+            except Exception as e:  # its model is down, or its own code broke
+                raise UserFunctionError(
+                    f"the user agent answering tool '{call.name}' of case '{self.case_id}' "
+                    f"failed: {e.__class__.__name__}: {e}") from e
             if isinstance(value, StateChange):
                 changes.update(value.changes)
                 return value.value
@@ -225,13 +246,15 @@ class Toolbox:
             fn = import_callable(mock.function, what=f"tools.mocks.{call.name}.function")
             ctx = ToolContext(call_id=call.id, tool=call.name, case_id=self.case_id,
                               state=copy.deepcopy(self.state), now=datetime.now(UTC))
-            value = await _call(fn, call.arguments, ctx)
+            value = await call_user_function(
+                fn, call.arguments, ctx,
+                what=f"mock function {mock.function} of tool '{call.name}' (case '{self.case_id}')")
         else:  # passthrough: the real function, named by the tool's declaration
             path = self.functions.get(call.name)
             if path is None:
                 raise ToolFailure(f"tool '{call.name}' has no Python function to pass through to")
             fn = path if callable(path) else import_callable(path, what=f"tool {call.name}")
-            value = await _call(fn, call.arguments, None)
+            value = await _call(fn, call.arguments, tool_context)
         if isinstance(value, StateChange):
             changes.update(value.changes)
             return value.value
@@ -314,17 +337,25 @@ class AgentTools:
         return asyncio.run_coroutine_threadsafe(self.acall(name, arguments, **kw), self._loop).result()
 
 
-async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: ToolContext | None) -> Any:
-    """Call a mock (``fn(arguments, ctx)``) or a real tool (``fn(**arguments)``)."""
-    if ctx is not None:
-        result = fn(arguments, ctx)
-    elif inspect.iscoroutinefunction(fn):
+async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: Any) -> Any:
+    """Call a real tool (``fn(**arguments)``; with ``tool_context=ctx`` when it takes one,
+    as ADK's tools do). What it raises is the tool failing, as in production."""
+    if ctx is not None and _takes_tool_context(fn):
+        arguments = {**arguments, "tool_context": ctx}
+    if inspect.iscoroutinefunction(fn):
         result = fn(**arguments)
     else:
         result = await asyncio.to_thread(fn, **arguments)  # real code may block
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def _takes_tool_context(fn: Callable[..., Any]) -> bool:
+    try:
+        return "tool_context" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 #: id(schema) -> (the schema, its checker); the entry keeps the schema alive, so its id is
