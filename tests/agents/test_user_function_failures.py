@@ -67,15 +67,15 @@ def last_report(tmp_path: Path) -> dict:
 
 @pytest.mark.parametrize(("tools", "named"), [
     ("tools: {mocks: {approve: {function: 'tests.agents.edgefns:broken_mock'}}}\n",
-     "mock function tests.agents.edgefns:broken_mock of tool 'approve' (case 'refund') raised "
-     "RuntimeError: the mock's database is gone"),
+     ("mock function tests.agents.edgefns:broken_mock of tool 'approve' (case 'refund') raised "
+     "RuntimeError: the mock's database is gone")),
     ("tools: {user_agents: {approve: {function: 'tests.agents.edgefns:broken_user'}}}\n",
-     "user agent function tests.agents.edgefns:broken_user for tool 'approve' (case 'refund') "
-     "raised ValueError: the user agent crashed"),
-    ("tools: {user_agents: {approve: {script: [yes], "
-     "format_prompt: 'tests.agents.edgefns:broken_bridge'}}}\n",
-     "format_prompt tests.agents.edgefns:broken_bridge of the user agent for tool 'approve' "
-     "(case 'refund') raised KeyError"),
+     ("user agent function tests.agents.edgefns:broken_user for tool 'approve' (case 'refund') "
+     "raised ValueError: the user agent crashed")),
+    (("tools: {user_agents: {approve: {script: [yes], "
+     "format_prompt: 'tests.agents.edgefns:broken_bridge'}}}\n"),
+     ("format_prompt tests.agents.edgefns:broken_bridge of the user agent for tool 'approve' "
+     "(case 'refund') raised KeyError")),
     ("tools: {user_agents: {approve: {model: 'scripted:down'}}}\n",
      "the user agent answering tool 'approve' of case 'refund' failed: BadRequestError"),
 ], ids=["mock-function", "user-agent", "bridge", "user-agent-model-down"])
