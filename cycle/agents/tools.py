@@ -254,6 +254,8 @@ class Toolbox:
             if path is None:
                 raise ToolFailure(f"tool '{call.name}' has no Python function to pass through to")
             fn = path if callable(path) else import_callable(path, what=f"tool {call.name}")
+            # the real function, not the dispatcher cycle.agents.intercept put in its place
+            fn = getattr(fn, "__cycle_real__", fn)
             value = await _call(fn, call.arguments, tool_context)
         if isinstance(value, StateChange):
             changes.update(value.changes)
