@@ -80,7 +80,7 @@ def test_an_async_agent_awaiting_an_async_tool_directly_gets_the_mock(project):
 
 def test_an_unmocked_direct_call_is_an_error_and_the_real_tool_never_runs(project):
     (project / "cases.yaml").write_text("- {id: c0, input: {order: A-0}}\n")
-    code, report, output = run(project, "refunds_directly")
+    code, report, _output = run(project, "refunds_directly")
     assert realtools.RAN == []
     result = report["cases"][0]["results"][0]
     assert result["status"] == "error"
@@ -90,7 +90,7 @@ def test_an_unmocked_direct_call_is_an_error_and_the_real_tool_never_runs(projec
 
 def test_passthrough_runs_the_real_function_once(project):
     (project / "cases.yaml").write_text("- {id: c0, input: {order: A-0}}\n")
-    code, report, output = run(project, "refunds_directly", mocks="refund: {passthrough: true}",
+    code, _report, output = run(project, "refunds_directly", mocks="refund: {passthrough: true}",
                                criterion="{type: contains, values: [real]}")
     assert code == 0, output
     assert realtools.RAN == ["refund A-0"]
