@@ -262,6 +262,11 @@ class Toolbox:
             return value.value
         return value
 
+    def record_state(self, changes: Mapping[str, Any]) -> list[TraceEvent]:
+        """Apply changes a tool made itself ("scope.key" -> value; an ADK tool writing
+        ADK's state) to the case's state: the trace events that record them."""
+        return self._apply(changes)
+
     def _apply(self, changes: Mapping[str, Any]) -> list[TraceEvent]:
         if not changes:
             return []
