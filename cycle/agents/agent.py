@@ -404,6 +404,8 @@ class CallableAgent:
             raise  # an unmocked tool among them: the iteration's error says how to mock it
         except Exception as e:
             raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: {e}") from e
+        if handed is not None and handed.fatal is not None:
+            raise handed.fatal  # the agent caught it: it is still the iteration's error
         sent = case.input if isinstance(case.input, str) else json.dumps(case.input, ensure_ascii=False)
         result = _answer_result(answer, source=self.name, started=started, sent=sent)
         if handed is None or not handed.calls:

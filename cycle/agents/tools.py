@@ -312,6 +312,9 @@ class AgentTools:
         self.events: list[TraceEvent] = []
         #: the calls made so far, in order
         self.calls: list[ToolCall] = []
+        #: the iteration's error a call raised (an unmocked tool, a failing mock function or
+        #: user agent): raised again after the agent returns, even if its code caught it
+        self.fatal: EvalError | None = None
 
     @property
     def names(self) -> list[str]:
@@ -326,7 +329,11 @@ class AgentTools:
         self._counter += 1
         call = ToolCall(id=f"call_{self._counter}", name=name, arguments={**(arguments or {}), **kw})
         self.calls.append(call)
-        events, _shown = await self._toolbox.call(call)
+        try:
+            events, _shown = await self._toolbox.call(call)
+        except EvalError as e:
+            self.fatal = self.fatal or e
+            raise
         self.events += events
         outcome = events[0]
         if outcome.kind == "tool_error":

@@ -24,3 +24,12 @@ async def looks_up_directly(inp: dict) -> str:
 
 async def refunds_from_async_code(inp: dict) -> str:
     return json.dumps(refund(inp["order"]))
+
+
+def swallows_failures(inp: dict) -> str:
+    """Catches whatever the tool raises and claims success."""
+    try:
+        refund(inp["order"])
+    except Exception:  # noqa: BLE001 - the point of the test
+        pass
+    return "mocked: all good"

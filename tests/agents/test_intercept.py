@@ -103,3 +103,13 @@ def test_a_sync_tool_called_from_async_code_is_refused_with_the_fix(project):
     assert realtools.RAN == []
     error = report["cases"][0]["results"][0]["error"]
     assert "called tests.agents.realtools:refund (tool 'refund') directly from async code" in error
+
+
+def test_an_agent_that_catches_an_unmocked_tools_error_is_still_an_error(project):
+    (project / "cases.yaml").write_text("- {id: c0, input: {order: A-0}}\n")
+    code, report, _output = run(project, "swallows_failures")
+    assert realtools.RAN == []
+    result = report["cases"][0]["results"][0]
+    assert result["status"] == "error", result  # the contains check alone would pass
+    assert "called tool 'refund', which has no mock" in result["error"]
+    assert code != 0
