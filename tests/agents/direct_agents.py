@@ -30,6 +30,6 @@ def swallows_failures(inp: dict) -> str:
     """Catches whatever the tool raises and claims success."""
     try:
         refund(inp["order"])
-    except Exception:  # noqa: BLE001 - the point of the test
+    except Exception:  # noqa: BLE001, S110 - the point of the test
         pass
     return "mocked: all good"
