@@ -86,15 +86,16 @@ def _dotted(adk_key: str) -> str:
 
 
 def refuse_code_execution(agent: Any, path: str, *, field: str = "agent.adk") -> None:
-    """An agent with a code executor anywhere in its tree runs model-written code on this
-    machine during evaluation: refused unless the config passes it through."""
-    found = [getattr(node, "name", "?") for node in _walk(agent)
-             if getattr(node, "code_executor", None) is not None]
+    """An agent with a code executor anywhere in its tree runs model-written code during
+    evaluation (locally, or in the provider's sandbox for a built-in one): refused unless
+    the config passes it through."""
+    found = [f"{type(node.code_executor).__name__} on {getattr(node, 'name', '?')!r}"
+             for node in _walk(agent) if getattr(node, "code_executor", None) is not None]
     if found:
         raise ConfigError(
-            f"the ADK agent {path} runs model-written code during evaluation (a code executor "
-            f"on {', '.join(repr(n) for n in found)}): refused, as nothing runs real code "
-            "unless the config says so", field=field,
+            f"the ADK agent {path} runs model-written code during evaluation (a code executor: "
+            f"{', '.join(found)}): refused, as nothing runs real code unless the config says "
+            "so", field=field,
             hint="Remove the code executor for evaluation, or pass code execution through "
             "explicitly:\n  agent: {adk: " + path + ", allow_code_execution: true}")
 

@@ -96,7 +96,8 @@ def test_an_agent_with_a_code_executor_is_refused_before_any_call(tmp_path, serv
     r, _ = run(tmp_path, server, agent="coding_agent",
                criteria="[{id: x, check: {type: contains, values: [a]}}]")
     assert r.exit_code == 2, r.output
-    assert "runs model-written code during evaluation (a code executor on 'analyst')" in r.output
+    assert ("runs model-written code during evaluation (a code executor: "
+            "UnsafeLocalCodeExecutor on 'analyst')") in r.output
     assert "allow_code_execution: true" in r.output
     assert "cycle.yaml:2" in r.output
     assert server.requests == []
