@@ -48,13 +48,13 @@ def project(tmp_path: Path):
     clear_scripts()
 
 
-def run(tmp_path: Path, tools: str) -> tuple[int, dict]:
+def run(tmp_path: Path, tools: str, settings: str = "{iterations: 1}") -> tuple[int, dict]:
     (tmp_path / "cycle.yaml").write_text(textwrap.dedent("""\
         prompt: p.yaml
         criteria: [{id: said, check: {type: contains, values: [approved]}}]
         cases: [cases.yaml]
-        run: {iterations: 1}
-        """) + tools)
+        run: %s
+        """) % settings + tools)
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
                                  str(tmp_path / "cycle.yaml"), "--json"])
     assert "Traceback" not in r.output
@@ -155,3 +155,21 @@ def test_sync_end_conditions_and_checks_run_off_the_event_loop(project):
     assert json.loads(r.stdout)["summary"]["passed"] == 1, r.output
     assert len(edgefns.THREADS) >= 2
     assert threading.main_thread().name not in edgefns.THREADS
+
+
+def test_a_mock_blocking_past_the_timeout_errs_its_own_case_only(project):
+    edgefns.RELEASE.clear()
+    (project / "cases.yaml").write_text(
+        "- {id: stuck, input: {q: refund me}, "
+        "mocks: {approve: {function: 'tests.agents.edgefns:slow_mock'}}}\n"
+        + "".join(f"- {{id: quick{i}, input: {{q: refund me}}}}\n" for i in range(3)))
+    try:
+        _code, report = run(project, "tools: {mocks: {approve: {value: ok}}}\n",
+                            settings="{iterations: 1, timeout: 0.5, concurrency: 4}")
+    finally:
+        edgefns.RELEASE.set()  # the stuck thread ends (a thread cannot be killed)
+    by_id = {c["id"]: c for c in last_report(project)["cases"]}
+    stuck = by_id["stuck"]["results"][0]
+    assert stuck["status"] == "error" and stuck["error"].startswith("timeout"), stuck
+    assert all(by_id[f"quick{i}"]["results"][0]["status"] == "passed" for i in range(3))
+    assert report["summary"]["passed"] == 3
