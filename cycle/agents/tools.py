@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import inspect
 import json
 import time
@@ -40,7 +41,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from cycle.aio import UserFunctionError, call_user_function
+from cycle.aio import UserFunctionError, call_user_function, in_thread
 from cycle.errors import (
     AuthenticationError,
     BudgetExceededError,
@@ -359,7 +360,8 @@ async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: Any) -> 
     if inspect.iscoroutinefunction(fn):
         result = fn(**arguments)
     else:
-        result = await asyncio.to_thread(fn, **arguments)  # real code may block
+        # real code may block: a daemon worker thread, which a stuck call cannot keep alive
+        result = await in_thread(functools.partial(fn, **arguments))
     if inspect.isawaitable(result):
         result = await result
     return result
