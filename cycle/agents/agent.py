@@ -24,6 +24,7 @@ from cycle.agents.intercept import interceptable, intercepting
 from cycle.agents.termination import ConversationState, holds
 from cycle.agents.tools import AgentTools, Toolbox
 from cycle.agents.users import FunctionUserPlayer, UserAgents, UserSimulator
+from cycle.aio import in_thread
 from cycle.cases import ConversationSpec, FunctionUser, SimulatedUser, TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig, ModelOutput
@@ -397,7 +398,8 @@ class CallableAgent:
                     answer = await self.function(*args)
                 else:
                     # a sync agent may block (requests, time.sleep): keep the event loop free
-                    answer = await asyncio.to_thread(self.function, *args)
+                    # (a daemon thread: one stuck past run.timeout does not hold up the run)
+                    answer = await in_thread(self.function, *args)
                     if inspect.isawaitable(answer):
                         answer = await answer
         except (EvalError, asyncio.CancelledError):
