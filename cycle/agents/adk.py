@@ -77,6 +77,29 @@ def _adk_key(dotted: str) -> str:
     return ADK_PREFIXES.get(scope, "") + key if scope != "session" else key
 
 
+def _dotted(adk_key: str) -> str:
+    """An ADK state key ("user:name") as a trace's ("user.name")."""
+    for scope, prefix in ADK_PREFIXES.items():
+        if adk_key.startswith(prefix):
+            return f"{scope}.{adk_key[len(prefix):]}"
+    return f"session.{adk_key}"
+
+
+def refuse_code_execution(agent: Any, path: str, *, field: str = "agent.adk") -> None:
+    """An agent with a code executor anywhere in its tree runs model-written code during
+    evaluation (locally, or in the provider's sandbox for a built-in one): refused unless
+    the config passes it through."""
+    found = [f"{type(node.code_executor).__name__} on {getattr(node, 'name', '?')!r}"
+             for node in _walk(agent) if getattr(node, "code_executor", None) is not None]
+    if found:
+        raise ConfigError(
+            f"the ADK agent {path} runs model-written code during evaluation (a code executor: "
+            f"{', '.join(found)}): refused, as nothing runs real code unless the config says "
+            "so", field=field,
+            hint="Remove the code executor for evaluation, or pass code execution through "
+            "explicitly:\n  agent: {adk: " + path + ", allow_code_execution: true}")
+
+
 def load_adk_agent(path: str, *, field: str = "agent.adk") -> Any:
     """The ADK agent at ``package.module:name``; a clear ConfigError when google-adk is not
     installed, the path does not import, or what it names is not an ADK agent."""
@@ -243,14 +266,33 @@ def _llm_class() -> type:
     return CycleLlm
 
 
-async def _before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any]:
+#: ADK's own control flow, not a side effect: runs under evaluation without a mock
+TRANSFER = "transfer_to_agent"
+
+
+async def _before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
     """ADK's before-tool callback: the mock answers and the real tool never runs (its
-    answer replaces the call); the mock's state changes reach ADK's session state."""
+    answer replaces the call); the mock's state changes reach ADK's session state. A
+    passed-through tool gets ADK's ToolContext; what it writes to the state lands in
+    the case's state and the trace. ``transfer_to_agent`` (a hand-off to a sub-agent)
+    is ADK's own: it runs, and the trace records who handed off to whom."""
     it = _current.get()
-    call = ToolCall(id=tool_context.function_call_id or f"call_{len(it.trace)}",
-                    name=tool.name, arguments=dict(args))
-    events, _shown = await it.toolbox.call(call)
+    call_id = tool_context.function_call_id or f"call_{len(it.trace)}"
+    if tool.name == TRANSFER:
+        to = str(args.get("agent_name", ""))
+        it.trace.append(TraceEvent(
+            kind="tool_result", at=time.monotonic() - it.started, tool=TRANSFER,
+            call_id=call_id, arguments=dict(args),
+            result={"from": tool_context.agent_name, "to": to}))
+        return None  # ADK runs its own transfer
+    call = ToolCall(id=call_id, name=tool.name, arguments=dict(args))
+    before = dict(tool_context.state.to_dict())
+    events, _shown = await it.toolbox.call(call, tool_context=tool_context)
+    after = tool_context.state.to_dict()
+    written = {_dotted(k): v for k, v in after.items() if k not in before or before[k] != v}
     it.trace += events
+    if written:  # a passed-through tool wrote ADK state: the case's state and trace keep it
+        it.trace += it.toolbox.record_state(written)
     for event in events[1:]:
         for key, value in (event.changes or {}).items():
             tool_context.state[_adk_key(key)] = value
@@ -265,7 +307,8 @@ class AdkAgent:
 
     def __init__(self, path: str, prompt: Prompt, model: Model, *, owns_model: bool = False,
                  mocks: Mapping[str, MockSpec] | None = None,
-                 max_steps: int = DEFAULT_MAX_STEPS) -> None:
+                 max_steps: int = DEFAULT_MAX_STEPS, allow_code_execution: bool = False) -> None:
+        """``allow_code_execution``: run an agent with a code executor (refused otherwise)."""
         from google.adk.runners import Runner
         from google.adk.sessions import InMemorySessionService
 
@@ -280,6 +323,8 @@ class AdkAgent:
         from google.adk.agents import LlmAgent
 
         original = load_adk_agent(path)
+        if not allow_code_execution:
+            refuse_code_execution(original, path)
         found = adk_tools(original)
         self.tools = merged_tools(prompt.tools, found)
         self._functions = {t.definition.name: t.function for t in found if t.function}

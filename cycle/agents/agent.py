@@ -15,13 +15,16 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, Literal, Protocol
 
 from msgspec import Struct, field
 
+from cycle.agents.intercept import interceptable, intercepting
 from cycle.agents.termination import ConversationState, holds
 from cycle.agents.tools import AgentTools, Toolbox
 from cycle.agents.users import FunctionUserPlayer, UserAgents, UserSimulator
+from cycle.aio import in_thread
 from cycle.cases import ConversationSpec, FunctionUser, SimulatedUser, TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig, ModelOutput
@@ -372,6 +375,8 @@ class CallableAgent:
         self.tools = list(tools)
         self.mocks = dict(mocks or {})
         self._functions = {t.name: t.function for t in self.tools if t.function}
+        #: the declared tools a direct call of the agent's reaches by import path
+        self._intercept = interceptable(self.tools)
         self._is_async = inspect.iscoroutinefunction(function)
         try:
             params = inspect.signature(function).parameters.values()
@@ -385,20 +390,24 @@ class CallableAgent:
         handed = AgentTools(Toolbox(self.tools, {**self.mocks, **case.mocks}, case_id=case.id,
                                     state=case.state, functions=self._functions,
                                     started=started),
-                            asyncio.get_running_loop()) if self._wants_tools else None
-        args = (case.input, handed) if handed is not None else (case.input,)
+                            asyncio.get_running_loop()) if self._wants_tools or self._intercept else None
+        args = (case.input, handed) if handed is not None and self._wants_tools else (case.input,)
         try:
-            if self._is_async:
-                answer = await self.function(*args)
-            else:
-                # a sync agent may block (requests, time.sleep): keep the event loop free
-                answer = await asyncio.to_thread(self.function, *args)
-                if inspect.isawaitable(answer):
-                    answer = await answer
+            with intercepting(self._intercept, handed, self.function) if handed else nullcontext():
+                if self._is_async:
+                    answer = await self.function(*args)
+                else:
+                    # a sync agent may block (requests, time.sleep): keep the event loop free
+                    # (a daemon thread: one stuck past run.timeout does not hold up the run)
+                    answer = await in_thread(self.function, *args)
+                    if inspect.isawaitable(answer):
+                        answer = await answer
         except (EvalError, asyncio.CancelledError):
             raise  # an unmocked tool among them: the iteration's error says how to mock it
         except Exception as e:
             raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: {e}") from e
+        if handed is not None and handed.fatal is not None:
+            raise handed.fatal  # the agent caught it: it is still the iteration's error
         sent = case.input if isinstance(case.input, str) else json.dumps(case.input, ensure_ascii=False)
         result = _answer_result(answer, source=self.name, started=started, sent=sent)
         if handed is None or not handed.calls:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -10,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 from pydantic import BaseModel, Field
 
+from cycle.aio import call_user_function
 from cycle.imports import import_object
 from cycle.judge.checks import json_in
 from cycle.judge.transcript import transcript_lines
@@ -72,10 +72,7 @@ async def holds(cond: EndCondition, now: ConversationState, *,
         return bool(out.parsed.met)
     if cond.custom is not None:
         fn = import_object(cond.custom, what="end_when.custom")
-        value = fn(now)
-        if inspect.isawaitable(value):
-            value = await value
-        return bool(value)
+        return bool(await call_user_function(fn, now, what=f"end_when.custom {cond.custom}"))
     if cond.not_ is not None:
         return not await holds(cond.not_, now, model=model, iteration=iteration, context=context)
     parts = cond.all_of if cond.all_of is not None else cond.any_of

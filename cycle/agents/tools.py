@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import inspect
 import json
 import time
@@ -40,7 +41,15 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from cycle.errors import ConfigError, EvalError
+from cycle.aio import UserFunctionError, call_user_function, in_thread
+from cycle.errors import (
+    AuthenticationError,
+    BudgetExceededError,
+    ConfigError,
+    CycleError,
+    EvalError,
+    MissingCredentialsError,
+)
 from cycle.mocks import MockSpec
 from cycle.records import ToolCall, ToolDef
 from cycle.records.trace import TraceEvent
@@ -150,8 +159,11 @@ class Toolbox:
     def _now(self) -> float:
         return time.monotonic() - self._started
 
-    async def call(self, call: ToolCall) -> tuple[list[TraceEvent], str]:
-        """Answer one call: (its trace events, the text the model is shown)."""
+    async def call(self, call: ToolCall, *, tool_context: Any = None
+                   ) -> tuple[list[TraceEvent], str]:
+        """Answer one call: (its trace events, the text the model is shown).
+        ``tool_context``: the framework's own context (ADK's ToolContext), handed to a
+        passed-through real function that takes ``tool_context``."""
         began = time.monotonic()
         self.last_failure = None
         declared = self.tools.get(call.name)
@@ -175,8 +187,10 @@ class Toolbox:
         self._calls[call.name] = n + 1
         changes = dict(mock.state)
         try:
-            value = await self._answer(mock, call, n, changes)
-        except UnmockedToolError:
+            value = await self._answer(mock, call, n, changes, tool_context)
+        except CycleError:
+            # an unmocked tool, or a mock function, user agent or bridge that failed: an
+            # error of the iteration naming it, never a tool error the agent could pass by
             raise
         except Exception as e:  # noqa: BLE001 - the tool failed: the model is told, as in production
             self.last_failure = e
@@ -192,7 +206,8 @@ class Toolbox:
         events += self._apply(changes)
         return events, shown
 
-    async def _answer(self, mock: MockSpec, call: ToolCall, n: int, changes: dict[str, Any]) -> Any:
+    async def _answer(self, mock: MockSpec, call: ToolCall, n: int, changes: dict[str, Any],
+                      tool_context: Any = None) -> Any:
         kind = mock.kind
         if kind == "value":
             return copy.deepcopy(mock.value)
@@ -204,7 +219,14 @@ class Toolbox:
         if kind == "ask_user":
             if self._ask is None:
                 raise no_user_agent(self.case_id, call.name)
-            value = await self._ask(call, copy.deepcopy(self.state))
+            try:
+                value = await self._ask(call, copy.deepcopy(self.state))
+            except (EvalError, BudgetExceededError, AuthenticationError, MissingCredentialsError):
+                raise  # already named, or a run-wide stop the runner handles
+            except Exception as e:  # its model is down, or its own code broke
+                raise UserFunctionError(
+                    f"the user agent answering tool '{call.name}' of case '{self.case_id}' "
+                    f"failed: {e.__class__.__name__}: {e}") from e
             if isinstance(value, StateChange):
                 changes.update(value.changes)
                 return value.value
@@ -225,17 +247,26 @@ class Toolbox:
             fn = import_callable(mock.function, what=f"tools.mocks.{call.name}.function")
             ctx = ToolContext(call_id=call.id, tool=call.name, case_id=self.case_id,
                               state=copy.deepcopy(self.state), now=datetime.now(UTC))
-            value = await _call(fn, call.arguments, ctx)
+            value = await call_user_function(
+                fn, call.arguments, ctx,
+                what=f"mock function {mock.function} of tool '{call.name}' (case '{self.case_id}')")
         else:  # passthrough: the real function, named by the tool's declaration
             path = self.functions.get(call.name)
             if path is None:
                 raise ToolFailure(f"tool '{call.name}' has no Python function to pass through to")
             fn = path if callable(path) else import_callable(path, what=f"tool {call.name}")
-            value = await _call(fn, call.arguments, None)
+            # the real function, not the dispatcher cycle.agents.intercept put in its place
+            fn = getattr(fn, "__cycle_real__", fn)
+            value = await _call(fn, call.arguments, tool_context)
         if isinstance(value, StateChange):
             changes.update(value.changes)
             return value.value
         return value
+
+    def record_state(self, changes: Mapping[str, Any]) -> list[TraceEvent]:
+        """Apply changes a tool made itself ("scope.key" -> value; an ADK tool writing
+        ADK's state) to the case's state: the trace events that record them."""
+        return self._apply(changes)
 
     def _apply(self, changes: Mapping[str, Any]) -> list[TraceEvent]:
         if not changes:
@@ -282,6 +313,9 @@ class AgentTools:
         self.events: list[TraceEvent] = []
         #: the calls made so far, in order
         self.calls: list[ToolCall] = []
+        #: the iteration's error a call raised (an unmocked tool, a failing mock function or
+        #: user agent): raised again after the agent returns, even if its code caught it
+        self.fatal: EvalError | None = None
 
     @property
     def names(self) -> list[str]:
@@ -296,7 +330,11 @@ class AgentTools:
         self._counter += 1
         call = ToolCall(id=f"call_{self._counter}", name=name, arguments={**(arguments or {}), **kw})
         self.calls.append(call)
-        events, _shown = await self._toolbox.call(call)
+        try:
+            events, _shown = await self._toolbox.call(call)
+        except EvalError as e:
+            self.fatal = self.fatal or e
+            raise
         self.events += events
         outcome = events[0]
         if outcome.kind == "tool_error":
@@ -314,17 +352,26 @@ class AgentTools:
         return asyncio.run_coroutine_threadsafe(self.acall(name, arguments, **kw), self._loop).result()
 
 
-async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: ToolContext | None) -> Any:
-    """Call a mock (``fn(arguments, ctx)``) or a real tool (``fn(**arguments)``)."""
-    if ctx is not None:
-        result = fn(arguments, ctx)
-    elif inspect.iscoroutinefunction(fn):
+async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: Any) -> Any:
+    """Call a real tool (``fn(**arguments)``; with ``tool_context=ctx`` when it takes one,
+    as ADK's tools do). What it raises is the tool failing, as in production."""
+    if ctx is not None and _takes_tool_context(fn):
+        arguments = {**arguments, "tool_context": ctx}
+    if inspect.iscoroutinefunction(fn):
         result = fn(**arguments)
     else:
-        result = await asyncio.to_thread(fn, **arguments)  # real code may block
+        # real code may block: a daemon worker thread, which a stuck call cannot keep alive
+        result = await in_thread(functools.partial(fn, **arguments))
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def _takes_tool_context(fn: Callable[..., Any]) -> bool:
+    try:
+        return "tool_context" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 #: id(schema) -> (the schema, its checker); the entry keeps the schema alive, so its id is

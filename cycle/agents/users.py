@@ -9,7 +9,6 @@ iteration is in the cache key), so repeats are fresh conversations.
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from cycle.agents.tools import StateChange, no_user_agent
+from cycle.aio import call_user_function
 from cycle.imports import import_object
 from cycle.mocks import UserAgentSpec
 from cycle.records import Message, ToolCall, TraceEvent
@@ -68,11 +68,9 @@ class FunctionUserPlayer:
 
     async def next_turn(self, conversation: Sequence[TraceEvent], *, iteration: int,
                         context: dict[str, Any], state: dict[str, Any] | None = None) -> UserTurn:
-        import inspect
-
-        value = self.function(said_so_far(conversation), dict(state or {}))
-        if inspect.isawaitable(value):
-            value = await value
+        value = await call_user_function(self.function, said_so_far(conversation),
+                                         dict(state or {}),
+                                         what=f"conversation user function {self.path}")
         if value is None:
             return UserTurn(message="", done=True)
         if isinstance(value, tuple):
@@ -131,31 +129,41 @@ class UserAgents:
         spec = self.specs.get(call.name)
         if spec is None:
             raise no_user_agent(self.case_id, call.name)
-        prompt = (import_object(spec.format_prompt, what="format_prompt")(call.arguments)
-                  if spec.format_prompt else json.dumps(call.arguments, ensure_ascii=False))
+        # what was asked and answered before this ask (parallel asks do not see each other,
+        # however their bridges' threads interleave)
+        before = list(self.session)
+        who = f"the user agent for tool '{call.name}' (case '{self.case_id}')"
+        prompt = (await call_user_function(
+            import_object(spec.format_prompt, what="format_prompt"), call.arguments,
+            what=f"format_prompt {spec.format_prompt} of {who}")
+            if spec.format_prompt else json.dumps(call.arguments, ensure_ascii=False))
         n = self._asked.get(call.name, 0)
         self._asked[call.name] = n + 1
         if spec.script is not None:
             answer: Any = spec.script[min(n, len(spec.script) - 1)]
         elif spec.function is not None:
             fn = import_object(spec.function, what=f"user_agents.{call.name}.function")
-            answer = fn(prompt, {"tool": call.name, "arguments": call.arguments, "state": state,
-                                 "session": list(self.session)})
-            if inspect.isawaitable(answer):
-                answer = await answer
+            answer = await call_user_function(
+                fn, prompt, {"tool": call.name, "arguments": call.arguments, "state": state,
+                             "session": before},
+                what=f"user agent function {spec.function} for tool '{call.name}' "
+                f"(case '{self.case_id}')")
         else:
             assert spec.model is not None
-            answer = await self._from_model(spec, call, prompt)
+            answer = await self._from_model(spec, call, prompt, before)
         value = answer.value if isinstance(answer, StateChange) else answer
         if spec.format_response:
-            value = import_object(spec.format_response, what="format_response")(value)
+            value = await call_user_function(
+                import_object(spec.format_response, what="format_response"), value,
+                what=f"format_response {spec.format_response} of {who}")
         self.session.append((call.name, prompt, value))
         return StateChange(value, answer.changes) if isinstance(answer, StateChange) else value
 
-    async def _from_model(self, spec: UserAgentSpec, call: ToolCall, prompt: str) -> Any:
+    async def _from_model(self, spec: UserAgentSpec, call: ToolCall, prompt: str,
+                          before: list[tuple[str, str, Any]]) -> Any:
         extra = f" {spec.instructions}" if spec.instructions else ""
         earlier = "".join(f"Asked by {t}: {p}\nYou answered: {json.dumps(a, default=str)}\n"
-                          for t, p, a in self.session)
+                          for t, p, a in before)
         messages = [Message.system(ASK_SYSTEM.format(instructions=extra)),
                     Message.user(f"{earlier}The tool {call.name} asks: {prompt}")]
         model = self._model(str(spec.model))

@@ -64,6 +64,9 @@ class AgentConfig(BaseModel):
         "runner with the prompt's system as its instruction, its model calls through `model` "
         "(default: the prompt's params.model) and its tools answered by the mocks.",
     )
+    allow_code_execution: bool = Field(
+        False, description="Run an ADK agent that has a code executor (it runs model-written "
+        "code on this machine during evaluation); refused unless true.")
 
     @model_validator(mode="after")
     def _one_kind(self) -> AgentConfig:

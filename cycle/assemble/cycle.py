@@ -143,7 +143,8 @@ def build_loop(
             from cycle.agents.adk import AdkAgent
 
             return AdkAgent(c.agent_config.adk, version_prompt, model(name, "agent"),
-                            owns_model=True, mocks=c.tools.mocks, max_steps=c.tools.max_steps)
+                            owns_model=True, mocks=c.tools.mocks, max_steps=c.tools.max_steps,
+                            allow_code_execution=c.agent_config.allow_code_execution)
         return PromptAgent(version_prompt, model(name, "agent"), owns_model=True,
                            user_model=lambda user: model(user, "user_sim"),
                            user_agents=c.tools.user_agents,

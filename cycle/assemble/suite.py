@@ -286,10 +286,12 @@ def _check_imports_and_templates(
         _importable(spec.function, file=cfg, line=loaded.doc.line_of(("agent", "function")),
                     field="agent.function")
     if spec.adk:
-        from cycle.agents.adk import load_adk_agent
+        from cycle.agents.adk import load_adk_agent, refuse_code_execution
 
         try:
-            load_adk_agent(spec.adk)
+            found = load_adk_agent(spec.adk)
+            if not spec.allow_code_execution:
+                refuse_code_execution(found, spec.adk)
         except ConfigError as e:
             raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", "adk")),
                            field="agent.adk") from None
@@ -582,7 +584,8 @@ def build_suite(
         name = agent_model_name(loaded, prompt)
         assert name is not None and prompt is not None
         agent = AdkAgent(spec.adk, prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
-                         max_steps=loaded.config.tools.max_steps)
+                         max_steps=loaded.config.tools.max_steps,
+                         allow_code_execution=spec.allow_code_execution)
     elif spec.http:
         http = HttpAgent(spec.http, headers=spec.headers,
                          timeout=loaded.config.run.timeout or 120.0, prompt=prompt)

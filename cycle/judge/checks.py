@@ -14,8 +14,6 @@ suite-level check can follow each case: ``values: ["{{ order }}"]``.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import re
 from typing import Any, Literal
@@ -23,6 +21,7 @@ from typing import Any, Literal
 from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from cycle.aio import call_user_function
 from cycle.errors import EvalError
 from cycle.imports import import_object
 from cycle.prompts import render
@@ -322,14 +321,7 @@ class PythonCheck(_Check):
 
     async def aevaluate(self, ctx: CheckContext) -> CheckOutcome:
         fn = import_object(self.function, what="check.function")
-        try:
-            value = fn(ctx)
-            if inspect.isawaitable(value):
-                value = await value
-        except (EvalError, asyncio.CancelledError):
-            raise
-        except Exception as e:
-            raise EvalError(f"check {self.function} raised {e.__class__.__name__}: {e}") from e
+        value = await call_user_function(fn, ctx, what=f"check {self.function}")
         return _outcome(value, self.function)
 
 

@@ -1,6 +1,8 @@
 """ADK agents the tests run (imported by path, as a user's cycle.yaml names them)."""
 
 from google.adk.agents import Agent
+from google.adk.code_executors import UnsafeLocalCodeExecutor
+from google.adk.tools import ToolContext
 
 CALLS: list[str] = []
 
@@ -46,3 +48,31 @@ def count_model_calls(callback_context, llm_request):
 plain_agent = Agent(name="SupportReply", model="gemini-2.0-flash",
                     instruction="The agent's own instruction.",
                     before_model_callback=count_model_calls)
+
+
+# -- the edges: a tool that takes ADK's ToolContext, a hand-off, a code executor ----------
+
+def remember_order(order: str, tool_context: ToolContext) -> dict:
+    """Remember the order in the session state (reads what the case's state holds).
+
+    Args:
+      order: The order number.
+    """
+    seen = tool_context.state.get("user:orders_seen", 0)
+    tool_context.state["last_order"] = order
+    tool_context.state["user:orders_seen"] = seen + 1
+    return {"remembered": order, "seen_before": seen}
+
+
+refund_agent = Agent(name="refunds", model="gemini-2.0-flash",
+                     description="Handles refunds.", instruction="You handle refunds.",
+                     tools=[refund])
+
+handing_off_agent = Agent(
+    name="front_desk", model="gemini-2.0-flash", instruction="Route the customer.",
+    tools=[remember_order], sub_agents=[refund_agent])
+
+coding_agent = Agent(
+    name="front_desk", model="gemini-2.0-flash", instruction="Route the customer.",
+    sub_agents=[Agent(name="analyst", model="gemini-2.0-flash", instruction="Compute.",
+                      code_executor=UnsafeLocalCodeExecutor())])
