@@ -24,7 +24,7 @@ from typing import Any
 from msgspec import Struct
 from msgspec.structs import replace
 
-from cycle.evals.stats import EMPTY, closest_to_mean, describe, percentile
+from cycle.evals.stats import EMPTY, SCORE_SCALE, closest_to_mean, describe, percentile
 from cycle.records import CaseStats, IterationResult, RoleUsage, RunResult, SuiteStats
 from cycle.store.runs import RunLog, StoredResults
 
@@ -58,7 +58,7 @@ def case_stats(case_id: str, name: str, tallies: list[Tally]) -> CaseStats:
     ended = [t for t in tallies if t.status == "terminated"]
     scored = [t for t in judged if t.score is not None]
     scores = [t.score for t in scored]
-    stats = describe(scores) if scores else EMPTY
+    stats = describe(scores, scale=SCORE_SCALE) if scores else EMPTY
     if not judged:
         # no score: the case ended by a limit (its transcript shows where) or in errors
         return CaseStats(case_id=case_id, name=name, iterations=len(tallies), errors=errors,
@@ -163,7 +163,7 @@ def summarize(
     latencies.sort()
     suite = SuiteStats(
         cases=len(by_case), passed=passed, failed=failed, errored=errored,
-        iterations=iterations, errors=errors, score=describe(list(means.values())),
+        iterations=iterations, errors=errors, score=describe(list(means.values()), scale=SCORE_SCALE),
         pass_rate=(passed / (passed + failed)) if passed + failed else None,
         latency_p50=percentile(latencies, 50), latency_p90=percentile(latencies, 90),
         latency_p99=percentile(latencies, 99), latency_total=total, usage=dict(usage or {}),

@@ -90,8 +90,14 @@ def t_80(df: int) -> float:
 EMPTY = Stats(n=0, mean=None, sd=None, min=None, max=None, ci_low=None, ci_high=None)
 
 
-def describe(values: Sequence[float]) -> Stats:
-    """Mean, sample sd, min, max and the 95% t interval of ``values``."""
+#: the range of every score: a score's interval is cut to it
+SCORE_SCALE = (0.0, 100.0)
+
+
+def describe(values: Sequence[float], *, scale: tuple[float, float] | None = None) -> Stats:
+    """Mean, sample sd, min, max and the 95% t interval of ``values``; with ``scale``
+    (bounded values, such as scores), the interval is cut to it and flagged ``clipped``
+    (two cases at 0 and 100 gave [-311.2, 451.2] on a 0-100 score)."""
     n = len(values)
     if n == 0:
         return EMPTY
@@ -102,8 +108,13 @@ def describe(values: Sequence[float]) -> Stats:
     var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
     sd = math.sqrt(var)
     half = t_critical(n - 1) * sd / math.sqrt(n)
+    low, high = mean - half, mean + half
+    clipped = scale is not None and (low < scale[0] or high > scale[1])
+    if clipped:
+        assert scale is not None
+        low, high = max(low, scale[0]), min(high, scale[1])
     return Stats(n=n, mean=mean, sd=sd, min=min(values), max=max(values),
-                 ci_low=mean - half, ci_high=mean + half)
+                 ci_low=low, ci_high=high, clipped=clipped)
 
 
 def paired_difference(a: Mapping[str, float], b: Mapping[str, float]) -> Stats:

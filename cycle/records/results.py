@@ -38,10 +38,14 @@ class Stats(BaseModel):
     max: float | None
     ci_low: float | None
     ci_high: float | None
+    #: the t interval passed the scale's bounds (0-100) and was cut to them: with few,
+    #: spread samples the normal approximation says nothing past the bounds
+    clipped: bool = False
 
     @property
     def half_width(self) -> float | None:
-        if self.ci_low is None or self.ci_high is None or self.mean is None:
+        """The interval's half width (None when it was clipped: no longer symmetric)."""
+        if self.ci_low is None or self.ci_high is None or self.mean is None or self.clipped:
             return None
         return self.ci_high - self.mean
 

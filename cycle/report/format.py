@@ -16,6 +16,8 @@ def score_ci(s: Stats) -> str:
     """"72.4 ± 3.1" (the 95% interval's half width), or just the mean for n < 2."""
     if s.mean is None:
         return "—"
+    if s.clipped:  # cut to the scale: no longer a symmetric "±"
+        return f"{s.mean:.1f} {bounds(s.ci_low, s.ci_high)}"
     half = s.half_width
     return f"{s.mean:.1f}" if half is None else f"{s.mean:.1f} ± {half:.1f}"
 
