@@ -183,6 +183,11 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     if as_json:
         raise click.UsageError("--json goes with --dry-run (a cycle's results are in its "
                                "JSON report)")
+    if not headless and not (sys.stdin.isatty() and sys.__stdout__.isatty()):
+        # the TUI would write its screens into a pipe and wait for keys that never come
+        raise click.UsageError(
+            "no terminal for the TUI: run headless, approving automatically (--headless "
+            "--yes) or asking on standard input (--headless --review prompt)")
     priority = min_priority or improve_cfg.min_priority
     store_path = _store_path(loaded.base_dir)
     from cycle.assemble.outputs import check_outputs

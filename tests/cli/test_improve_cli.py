@@ -316,3 +316,16 @@ def test_cycle_report_has_an_expected_gain_column(quickstart: Path) -> None:
     data = json.loads((quickstart / report_line.removeprefix("report: ").strip()).with_suffix(".json").read_text())
     gain = data["rounds"][1]["suggestions"][0]["expected_improvement"]
     assert gain and f"| {gain} |" in text
+
+
+def test_improve_without_a_terminal_and_without_headless_fails_at_once(quickstart: Path) -> None:
+    """Issue 33: without a terminal the TUI wrote escape codes into the pipe and hung."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "cycle", "improve", "cycle.yaml"],
+                          cwd=quickstart, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--headless --yes" in done.stderr and "\x1b[" not in done.stdout + done.stderr
+    assert not (quickstart / ".cycle" / "cycle.db").exists()  # nothing ran
