@@ -50,7 +50,8 @@ def _not_a_model_agent(loaded: LoadedConfig) -> ConfigError:
     )
 
 
-def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> Sequence[TestCase]:
+def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None, *,
+            keys: bool = True) -> Sequence[TestCase]:
     """Validate everything a cycle needs before the store is opened or a model called:
     the prompt, every case file, imports, templates, the models' names and keys, and the
     stop conditions' custom predicates. Returns the cases; the first problem raises a
@@ -59,7 +60,7 @@ def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None) -> Seque
     agent = loaded.config.agent_config
     if agent.function or agent.http:
         raise _not_a_model_agent(loaded)
-    cases = validate_suite(loaded, improver=True)
+    cases = validate_suite(loaded, improver=True, keys=keys)
     stop = improve.stop_condition(base_dir=str(loaded.base_dir))
     where = {"file": str(loaded.path), "line": loaded.doc.line_of(("improve", "stop")),
              "field": "improve.stop"}

@@ -1,9 +1,9 @@
 """What a run or a cycle will cost, before anything is sent (``--dry-run``).
 
 Every figure is a range. The low end is the prompts alone: each case's messages as
-rendered, at four characters a token, one model call per user turn (no tool steps), and
-answers of no length. The high end is what the budget reserves: three characters a
-token, every tool step the step limit allows, and every answer at the call's
+rendered, at four bytes a token, one model call per user turn (no tool steps), and
+answers of no length. The high end is what the budget reserves: a token a byte (a bound
+for any script, see ``cycle.llm.model.message_bytes``), every tool step the step limit allows, and every answer at the call's
 ``max_tokens`` (or ``RESERVED_OUTPUT``). A call the response cache already answered is
 free and counted apart: for a plain case (no tools, one turn) the agent's call and the
 judge's are looked up exactly, with the cached answer in the judge's message. A cycle's
@@ -27,14 +27,24 @@ from cycle.judge.criteria import Criterion, merge, resolve
 from cycle.judge.llm_judge import JUDGE_PROMPT, SCHEMA_NAME, LlmJudge, verdict_model
 from cycle.llm.base import GenerateConfig, Usage
 from cycle.llm.cache import ResponseCache, cache_key
-from cycle.llm.model import RESERVED_OUTPUT, message_chars, structured_config
+from cycle.llm.model import RESERVED_OUTPUT, message_bytes, structured_config
 from cycle.llm.pricing import PriceTable
 from cycle.llm.providers import batch_price
 from cycle.loop.stop import StopCondition, max_rounds_of
 from cycle.records import Prompt
 
-#: characters a token, at the low and at the high end (the budget's worst case uses 3)
-LOW_CHARS, HIGH_CHARS = 4, 3
+#: UTF-8 bytes a token, at the low and at the high end (the budget's worst case: 1)
+LOW_CHARS, HIGH_CHARS = 4, 1
+
+
+def _free(model: str) -> bool:
+    from cycle.errors import ConfigError
+    from cycle.llm.providers import is_offline
+
+    try:
+        return is_offline(model)
+    except ConfigError:  # an unknown provider: priced by the fallback, as it says
+        return False
 
 
 class Line(Struct):
@@ -56,6 +66,8 @@ class Line(Struct):
             self.calls[end] += calls * times
             self.input_tokens[end] += inp * times
             self.output_tokens[end] += out * times
+            if _free(self.model):  # the offline model costs nothing: no fallback price
+                continue
             cost = prices.cost(self.model, Usage(input_tokens=inp, output_tokens=out))
             self.cost[end] += cost.usd * times
             self.estimated_price |= cost.estimated and inp + out > 0
@@ -102,8 +114,8 @@ class Estimate(Struct):
         return "\n".join([*lines, "", LEGEND, *self.notes])
 
 
-LEGEND = ("low: the prompts alone (4 characters a token, no tool steps, empty answers); high: "
-          "what the budget reserves (3 characters a token, every tool step, every answer at "
+LEGEND = ("low: the prompts alone (4 bytes a token, no tool steps, empty answers); high: "
+          "what the budget reserves (a token a byte, every tool step, every answer at "
           "max_tokens or 4,096 tokens). Cached calls are free.")
 
 
@@ -132,7 +144,7 @@ class _Evaluation:
         threshold = self.loaded.config.pass_threshold
         for case in self.cases:
             messages = prompt_messages(self.prompt, case)
-            chars = message_chars(messages, self.prompt.tools)
+            chars = message_bytes(messages, self.prompt.tools)
             turns = 1 + (len(case.conversation.user_turns()) if case.conversation else 0)
             if case.conversation and case.conversation.user is not None:
                 turns = case.conversation.max_turns
@@ -141,7 +153,7 @@ class _Evaluation:
             # per-turn criteria: one judge call a turn; the others: one call in all
             judged = (turns if any(c.per_turn for c in llm) else 0) + (
                 1 if any(not c.per_turn for c in llm) else 0)
-            empty = message_chars(self.judge.messages(llm, input=case.input, output="",
+            empty = message_bytes(self.judge.messages(llm, input=case.input, output="",
                                                       expected=case.expected)) if llm else 0
             judge_config = self._judge_config(llm) if llm and self.cache is not None else None
             for iteration in range(iterations):
@@ -234,8 +246,8 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
         evaluation.add(high, 2 * more * (rounds + 1), fresh=True)
     name = loaded.config.improver or evaluation.judge_name
     own = default_improver_prompt()
-    chars = sum(len(x) for x in (own.system, own.user_template, prompt.system,
-                                 prompt.user_template))
+    chars = sum(len(x.encode()) for x in (own.system, own.user_template, prompt.system,
+                                          prompt.user_template))
     # low: the cycle stops after its baseline (target reached, nothing to improve)
     low.setdefault(("improver", name), Line("improver", name))
     high.setdefault(("improver", name), Line("improver", name)).add(

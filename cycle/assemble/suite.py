@@ -46,6 +46,7 @@ from cycle.llm.cache import ResponseCache
 from cycle.llm.journal import CallJournal
 from cycle.llm.model import Model, RetryPolicy
 from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
+from cycle.llm.providers import known_provider
 from cycle.llm.registry import get_api, get_model
 from cycle.mocks import MockSpec
 from cycle.prompts import render
@@ -415,9 +416,10 @@ def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt
 
 def _check_models(
     loaded: LoadedConfig, prompt: Prompt | None, *, needs_judge: bool, improver: bool,
-    cases: Sequence[TestCase] = (),
+    cases: Sequence[TestCase] = (), keys: bool = True,
 ) -> None:
-    """Every model name names a known provider whose key is set (nothing is called)."""
+    """Every model name names a known provider whose key is set (nothing is called);
+    without ``keys`` (a dry run, which sends nothing) the key is not asked for."""
     c = loaded.config
     cfg = str(loaded.path)
     spec = c.agent_config
@@ -467,7 +469,10 @@ def _check_models(
                               f"case {case.id}: conversation.end_when.natural_language.model"))
     for name, file, line, field_ in names:
         try:
-            get_api(name, provider_options(loaded, name))
+            if keys:
+                get_api(name, provider_options(loaded, name))
+            else:
+                known_provider(name)
         except UnknownProviderError as e:
             raise ConfigError(e.message, file=file or None, line=line, field=field_,
                               hint=e.hint) from None
@@ -481,6 +486,7 @@ def validate_suite(
     improver: bool = False,
     cases: Sequence[TestCase] | None = None,
     criteria: Sequence[CriterionConfig] | None = None,
+    keys: bool = True,
 ) -> CaseList:
     """Validate every input of a run before the store is opened or a model called.
 
@@ -501,7 +507,7 @@ def validate_suite(
     if prompt is not None:
         _check_mocks(loaded, cases, prompt)
     _check_models(loaded, prompt, needs_judge=needs_judge(loaded, cases, criteria), improver=improver,
-                  cases=cases)
+                  cases=cases, keys=keys)
     return cases
 
 

@@ -166,7 +166,8 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     choice = _choose_review(headless, yes, review, improve_cfg.review)
     from cycle.assemble import prepare
 
-    cases = prepare(loaded, improve_cfg)  # before the store is opened: bad input leaves nothing
+    # before the store is opened: bad input leaves nothing (a dry run asks for no key)
+    cases = prepare(loaded, improve_cfg, keys=not dry_run)
     say_overrides(changes, quiet=as_json)
     if dry_run:
         from cycle.assemble.estimate import estimate_cycle

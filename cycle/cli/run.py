@@ -155,7 +155,7 @@ def run(
         from cycle.assemble.estimate import estimate_run
         from cycle.assemble.suite import open_cache, validate_suite
 
-        cases = validate_suite(loaded, tags=tags, ids=case_ids)
+        cases = validate_suite(loaded, tags=tags, ids=case_ids, keys=False)
         cache = open_cache(loaded, enabled=not no_cache, create=False)  # a dry run creates nothing
         try:
             with stored_prompt(loaded) as prompt:

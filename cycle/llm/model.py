@@ -157,13 +157,6 @@ class _InvalidStructured(Exception):
         self.reason = reason
 
 
-def message_chars(messages: Sequence[Message], tools: Sequence[ToolDef] = ()) -> int:
-    """The characters a call sends (its messages, with a little for each one's framing, and
-    its tools' declarations): what its worst case, and a dry run's estimate, count."""
-    return sum(len(m.content) + 16 for m in messages) + sum(
-        len(t.name) + len(t.description) + len(str(t.parameters)) for t in tools)
-
-
 def message_bytes(messages: Sequence[Message], tools: Sequence[ToolDef] = (),
                   config: GenerateConfig | None = None) -> int:
     """A bound on the tokens a call sends that holds for any script: every token of a

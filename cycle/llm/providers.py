@@ -122,6 +122,21 @@ def get_api(name: str, options: ProviderOptions | None = None) -> ModelAPI:
     return _factory(provider, name)(model, options or ProviderOptions())
 
 
+def known_provider(name: str) -> None:
+    """Raise UnknownProviderError unless ``"provider:model"`` names a known provider (no
+    key asked for: a dry run sends nothing)."""
+    provider, _ = parse_model_name(name)
+    _factory(provider, name)
+
+
+def is_offline(name: str) -> bool:
+    """Whether ``"provider:model"`` is not a real model (offline, scripted): it costs
+    nothing and needs no key."""
+    provider, _ = parse_model_name(name)
+    factory = _factory(provider, name)
+    return isinstance(factory, type) and issubclass(factory, ModelAPI) and factory.offline
+
+
 def batch_price(name: str) -> float:
     """The share of the list price a call of ``"provider:model"`` costs in a batch job:
     1.0 for a provider without a batch API (its calls go live) or one that is not a real

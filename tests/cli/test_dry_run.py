@@ -7,6 +7,7 @@ the texts' length at four characters a token."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -134,7 +135,7 @@ def test_tools_widen_the_range_to_the_step_limit_and_the_table_says_what_it_assu
     r = CliRunner().invoke(cli, ["run", "--dry-run"])
     assert r.exit_code == 0
     assert "dry run: nothing was sent. A run of 4 cases x 2 iterations" in r.output
-    assert "agent" in r.output and "4 characters a token" in r.output
+    assert "agent" in r.output and "4 bytes a token" in r.output
     assert "passes the hard cap ($0.001)" in r.output
 
 
@@ -145,3 +146,28 @@ def test_dry_run_with_bad_input_is_the_same_clear_error(project, server):
     assert r.exit_code == 2 and "duplicate key 'run'" in r.output
     r = CliRunner().invoke(cli, ["run", "--dry-run", "--resume", "x"])
     assert r.exit_code == 2 and "--dry-run" in r.output
+
+
+def test_an_offline_dry_run_is_free_and_a_dry_run_needs_no_key(tmp_path, monkeypatch):
+    """Issue 33: the offline model was priced at the fallback rate ($0.02-$9.00 for a free
+    cycle), and a dry run refused to run without an API key though it sends nothing."""
+    import shutil
+
+    quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+    for name in ("cases", "prompts", "cycle.yaml"):
+        src = quickstart / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for command in ("run", "improve"):
+        out = dry(command)
+        assert out["cost"] == [0.0, 0.0], out
+        assert not any(line["estimated_price"] for line in out["lines"])
+    config = tmp_path / "cycle.yaml"
+    config.write_text(config.read_text().replace("offline:default", "openai:gpt-4o-mini"))
+    for p in (tmp_path / "prompts").glob("*.yaml"):
+        p.write_text(p.read_text().replace("offline:default", "openai:gpt-4o-mini"))
+    for command in ("run", "improve"):
+        out = dry(command)  # no key in the environment: still priced, nothing refused
+        assert out["cost"][1] > 0
+    assert not (tmp_path / ".cycle").exists()
