@@ -239,8 +239,25 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return out
 
 
-def _allowed_keys(model: type[BaseModel] | None, path: Path_) -> list[str]:
-    """The keys allowed where ``path`` points, by walking the model's fields."""
+def _tagged(models: list[type[BaseModel]], tags: list[str]) -> list[type[BaseModel]]:
+    """The union members a validation error's tag names (its ``type`` value, or its class
+    name), or all of them when none does."""
+    import typing
+
+    def tag_of(m: type[BaseModel]) -> set[str]:
+        f = m.model_fields.get("type")
+        values = set(typing.get_args(f.annotation)) if f is not None else set()
+        return {str(v) for v in values} | {m.__name__}
+
+    named = [m for m in models if tag_of(m) & set(tags)]
+    return named or models
+
+
+def _allowed_keys(model: type[BaseModel] | None, path: Path_,
+                  tags: list[str] | None = None) -> list[str]:
+    """The keys allowed where ``path`` points, by walking the model's fields (of the union
+    member ``tags`` name, when the error says which: a ``contains`` check's keys, not
+    every check's)."""
     if model is None:
         return []
     models = [model]
@@ -255,6 +272,8 @@ def _allowed_keys(model: type[BaseModel] | None, path: Path_) -> list[str]:
         models = nxt
         if not models:
             return []
+    if tags:
+        models = _tagged(models, tags)
     keys: list[str] = []
     for m in models:
         for name, f in m.model_fields.items():
@@ -296,6 +315,7 @@ def config_error(
     loc = prefix + _clean_loc(first["loc"])
     # drop discriminator tags that are not real keys, keeping the deepest real path
     real: list[str | int] = []
+    tags: list[str] = []
     data = doc.data
     for part in loc:
         if isinstance(data, dict) and part in data or isinstance(data, list) and isinstance(part, int) and part < len(data):
@@ -303,12 +323,13 @@ def config_error(
             data = data[part]
         elif first["type"] in ("extra_forbidden", "missing") and part == loc[-1]:
             real.append(part)
-        # else: a tag such as the union member name; skip it
+        else:  # a tag such as the union member name: not a key, but it says which member
+            tags.append(str(part))
     path = tuple(real)
     kind = first["type"]
     if kind == "extra_forbidden":
         message = f"unknown key '{path[-1]}'" + (f" in {what}" if what else "")
-        allowed = _allowed_keys(model, path[len(prefix):-1])
+        allowed = _allowed_keys(model, path[len(prefix):-1], tags)
         close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
         hint = (f"Did you mean '{close[0]}'? " if close else "") + (
             "Allowed here: " + ", ".join(allowed) + "." if allowed else "Check the spelling."
@@ -321,7 +342,10 @@ def config_error(
         key = str(ctx.get("discriminator", "type")).strip("'")
         of = f"{path[-1]} {key}" if path and isinstance(path[-1], str) else key
         message = f"unknown {of} {ctx.get('tag')!r}"
-        hint = f"Use one of: {ctx.get('expected_tags', '')}."
+        expected = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",")]
+        close = difflib.get_close_matches(str(ctx.get("tag")), expected, n=1)
+        hint = (f"Did you mean '{close[0]}'? " if close else "") + (
+            f"Use one of: {ctx.get('expected_tags', '')}.")
     else:
         message = first["msg"].removeprefix("Value error, ")
         described = _describe(model, path[len(prefix):])

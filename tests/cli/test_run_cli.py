@@ -3,6 +3,7 @@
 import json
 import os
 import textwrap
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -343,3 +344,26 @@ def test_a_number_that_is_not_finite_is_refused_before_anything_runs(tmp_path, f
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", config, *flag])
     assert r.exit_code == 2 and flag[0] in r.output, r.output
     assert not (tmp_path / "s.db").exists()  # nothing was written, nothing was paid
+
+
+def test_a_check_key_or_type_typo_gets_the_right_did_you_mean(tmp_path, monkeypatch):
+    """Issue 33: ``type: contain`` got no did-you-mean, and ``value:`` on a contains check
+    said "Did you mean 'value'?" and listed every check type's keys."""
+    import shutil
+
+    quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+    for name in ("cases", "prompts", "cycle.yaml"):
+        src = quickstart / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "cycle.yaml"
+    good = config.read_text()
+    assert 'check: {type: contains, values: ["{{ order }}"]}' in good
+    config.write_text(good.replace('{type: contains, values: ["{{ order }}"]}',
+                                   '{type: contains, value: "{{ order }}"}'))
+    key = CliRunner().invoke(cli, ["run", "cycle.yaml"])
+    assert key.exit_code == 2 and "Did you mean 'values'?" in key.output
+    assert "Allowed here: values, case_sensitive, type." in key.output
+    config.write_text(good.replace("type: contains,", "type: contain,"))
+    tag = CliRunner().invoke(cli, ["run", "cycle.yaml"])
+    assert tag.exit_code == 2 and "Did you mean 'contains'?" in tag.output
