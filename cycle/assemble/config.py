@@ -302,6 +302,12 @@ def load_config(path: str | Path) -> LoadedConfig:
     p = Path(path)
     if p.is_dir():
         p = p / "cycle.yaml"
+    if not p.exists() and not p.is_symlink():
+        where = "this folder" if p.parent == Path(".") else str(p.parent)
+        raise ConfigError(
+            "file not found", file=str(p),
+            hint=f"No cycle.yaml in {where}: cd into your project, name its config "
+            "(cycle run path/to/cycle.yaml), or start one with cycle init.")
     doc = load_yaml(p)
     if not isinstance(doc.data, dict):
         raise ConfigError("expected a mapping of settings (prompt:, criteria:, cases:, ...)",

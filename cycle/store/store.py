@@ -143,10 +143,12 @@ class Store:
                                    hint="Give the path of the store file, e.g. .cycle/cycle.db.")
         if not p.exists():
             if not create:
+                # most often the command ran outside the project's folder
                 raise NotFoundError(
-                    f"no cycle store at {p}",
-                    hint="Import a prompt first (cycle prompt import FILE), "
-                    "or point --store / CYCLE_STORE at an existing store.",
+                    f"no cycle store at {p} (from {Path.cwd()})",
+                    hint="Run it in your project's folder (where cycle.yaml and .cycle/ "
+                    "are), or point --store / CYCLE_STORE at its store; a new project "
+                    "makes one with cycle prompt import FILE or cycle run.",
                 )
             p.parent.mkdir(parents=True, exist_ok=True)
         # autocommit (isolation_level None): a statement outside transaction() commits

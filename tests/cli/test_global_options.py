@@ -32,3 +32,19 @@ def test_debug_after_the_subcommand_shows_the_traceback(tmp_path):
     assert r.exit_code == 2 and "Traceback" not in r.output
     r = CliRunner().invoke(cli, ["run", str(tmp_path / "missing.yaml"), "--debug"])
     assert r.exit_code == 2 and "Traceback" in r.output
+
+
+def test_commands_outside_a_project_say_the_folder_is_the_cause(tmp_path, monkeypatch):
+    """Issue 33: `cycle diff` from the wrong folder said "Import a prompt first"; `cycle
+    run` on a missing config gave no hint."""
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    diff = CliRunner().invoke(cli, ["diff", "support-reply", "1.0.0", "head"])
+    assert diff.exit_code != 0 and "project's folder" in diff.output
+    assert "Import a prompt first" not in diff.output
+    run = CliRunner().invoke(cli, ["run"])
+    assert run.exit_code == 2 and "No cycle.yaml in this folder" in run.output
+    assert "cycle init" in run.output
