@@ -272,7 +272,8 @@ def init(directory: Path, provider: str | None, model: str | None) -> None:
         model = model or asked_model
     chosen = choose_provider(provider, model)
     written, kept = write_project(directory, project_files(chosen))
-    where = "" if directory.resolve() == Path.cwd().resolve() else f"cd {directory} && "
+    # the cd is said once, on a line of its own: the later lines run inside the folder
+    here = directory.resolve() == Path.cwd().resolve()
     click.echo(f"Created {len(written)} files in {directory}:")
     for path in written:
         click.echo(f"  {path.relative_to(directory)}")
@@ -283,6 +284,8 @@ def init(directory: Path, provider: str | None, model: str | None) -> None:
         click.echo(f"Put {chosen.key} in .env (see .env.example) or in the environment, then:")
     else:
         click.echo("Next" + (" (offline model: no key, no network):" if chosen.offline else ":"))
-    click.echo(f"  {where}cycle run                      # evaluate the prompt on its cases")
-    click.echo(f"  {where}cycle improve --headless --yes # improve it, approving every edit")
-    click.echo(f"  {where}cycle improve                  # the same, reviewing each edit in the TUI")
+    if not here:
+        click.echo(f"  cd {directory}")
+    click.echo("  cycle run                      # evaluate the prompt on its cases")
+    click.echo("  cycle improve --headless --yes # improve it, approving every edit")
+    click.echo("  cycle improve                  # the same, reviewing each edit in the TUI")

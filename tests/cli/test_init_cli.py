@@ -30,7 +30,9 @@ def test_offline_project_runs_and_improves_at_once(tmp_path, monkeypatch):
     r = invoke("init", "proj")  # no terminal, no --provider: asks nothing, offline
     assert r.exit_code == 0, r.output
     assert files_in(tmp_path / "proj") == FILES
-    assert "cd proj && cycle run" in r.output and "offline" in r.output
+    # the cd said once, on its own line, then the commands that run inside (issue 33)
+    assert "  cd proj\n  cycle run " in r.output and "offline" in r.output
+    assert "&&" not in r.output
     monkeypatch.chdir(tmp_path / "proj")
     r = invoke("run")
     assert r.exit_code == 1, r.output  # the starting prompt fails its cases, as it should
