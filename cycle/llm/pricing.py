@@ -211,7 +211,7 @@ def _override_key(name: str) -> str:
     from cycle.llm.providers import providers
 
     prefix, sep, rest = name.partition(":")
-    return (rest if sep and prefix in providers() else name).lower()
+    return (rest if sep and prefix in providers(internal=True) else name).lower()
 
 
 #: the table used when none is given

@@ -56,10 +56,15 @@ def _read_entry_points() -> None:
         _PROVIDERS.setdefault(ep.name, ep.value)
 
 
-def providers() -> list[str]:
-    """The registered provider names, sorted."""
+#: providers for cycle's own tests, registered like any other but not offered to users
+INTERNAL = frozenset({"scripted"})
+
+
+def providers(*, internal: bool = False) -> list[str]:
+    """The registered provider names, sorted (those for cycle's own tests only with
+    ``internal``: a user's list of choices does not name them)."""
     _read_entry_points()
-    return sorted(_PROVIDERS)
+    return sorted(p for p in _PROVIDERS if internal or p not in INTERNAL)
 
 
 def parse_model_name(name: str) -> tuple[str, str]:

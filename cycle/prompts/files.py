@@ -83,7 +83,7 @@ class PromptParams(BaseModel):
             provider, _ = parse_model_name(value)
         except ModelError as e:
             raise ValueError(e.message) from None
-        if provider not in providers():
+        if provider not in providers(internal=True):
             raise ValueError(
                 f"unknown model provider '{provider}'; known providers: {', '.join(providers())} "
                 "(e.g. openai:gpt-4o-mini, gemini:gemini-2.5-flash, offline:default)"

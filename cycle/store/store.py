@@ -348,7 +348,9 @@ class Store:
     def _require_prompt(self, prompt_id: str) -> None:
         if self.has_prompt(prompt_id):
             return
-        known = [r[0] for r in self._query("SELECT id FROM prompts ORDER BY id LIMIT 21")]
+        # cycle's own prompts (cycle-judge, cycle-improver) are not the user's to pick from
+        known = [r[0] for r in self._query(
+            "SELECT id FROM prompts WHERE id NOT LIKE 'cycle-%' ORDER BY id LIMIT 21")]
         if known:
             shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
             hint = f"Known prompts: {shown}."

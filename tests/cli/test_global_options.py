@@ -48,3 +48,32 @@ def test_commands_outside_a_project_say_the_folder_is_the_cause(tmp_path, monkey
     run = CliRunner().invoke(cli, ["run"])
     assert run.exit_code == 2 and "No cycle.yaml in this folder" in run.output
     assert "cycle init" in run.output
+
+
+def test_user_lists_do_not_show_cycle_s_internals(tmp_path, monkeypatch):
+    """Issue 33: 'Known providers: ... scripted' and 'Known prompts: cycle-improver,
+    cycle-judge, ...' showed internals in lists a user picks from."""
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.yaml").write_text("id: mine\nsystem: Hi.\nuser_template: '{{ q }}'\n")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["prompt", "import", "p.yaml"]).exit_code == 0
+    from cycle.store import Store
+
+    with Store.open(tmp_path / ".cycle" / "cycle.db") as store:  # cycle's own prompts stored
+        from cycle.improve.improver import default_improver_prompt
+
+        store.save_version(default_improver_prompt())
+    unknown = runner.invoke(cli, ["history", "nope"])
+    assert "Known prompts: mine." in unknown.output and "cycle-improver" not in unknown.output
+    import pytest
+
+    from cycle.errors import CycleError
+    from cycle.llm.providers import get_api
+
+    with pytest.raises(CycleError) as e:
+        get_api("nowhere:x")
+    assert "Known providers: gemini, offline, openai." in str(e.value)

@@ -49,8 +49,9 @@ def test_unknown_provider_lists_the_known_ones():
     with pytest.raises(UnknownProviderError) as info:
         get_model("anthropic:claude")
     text = str(info.value)
-    for name in ("openai", "gemini", "offline", "scripted"):
+    for name in ("openai", "gemini", "offline"):
         assert name in text
+    assert "scripted" not in text  # cycle's test provider is not offered (issue 33)
 
 
 def test_name_without_provider_shows_the_form():
@@ -96,5 +97,6 @@ def test_offline_and_scripted_come_from_entry_points_not_from_the_model_layer():
                         "scripted": "cycle.testing.scripted:ScriptedAPI"}
     source = "".join(p.read_text() for p in Path(registry.__file__).parent.glob("*.py"))
     assert "cycle.testing" not in source
-    assert {"offline", "scripted", "openai", "gemini"} <= set(registry.providers())
+    assert {"offline", "scripted", "openai", "gemini"} <= set(registry.providers(internal=True))
+    assert "scripted" not in registry.providers()  # a test provider, not offered to users
     assert registry.get_api("offline:default").offline
