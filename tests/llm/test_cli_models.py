@@ -17,7 +17,7 @@ def test_models_json_lists_providers_and_prices(monkeypatch):
     data = json.loads(result.output)
     by_name = {p["provider"]: p for p in data["providers"]}
     assert by_name["openai"]["key_set"] and not by_name["gemini"]["key_set"]
-    assert {"openai", "gemini", "offline", "scripted"} <= set(by_name)
+    assert {"openai", "gemini", "offline"} <= set(by_name) and "scripted" not in by_name
     prices = {row["model"]: row for row in data["prices"]}
     assert prices["gpt-4o-mini"]["input"] == 0.15
     assert secret not in result.output
