@@ -329,6 +329,30 @@ def load_config(path: str | Path) -> LoadedConfig:
     return LoadedConfig(config=config, path=p, base_dir=p.parent, doc=doc)
 
 
+def file_behind_head(loaded: LoadedConfig, store: Store) -> tuple[str, str, str, str] | None:
+    """``(file, prompt id, its version, head's version)`` when the prompt file cycle.yaml names holds
+    an older stored version than the store's ``head`` (a cycle moved head; the file in git
+    still has the version it started from); None otherwise, a file edited since included."""
+    ref = loaded.config.prompt
+    if ref.startswith(STORE_PREFIX):
+        return None
+    from cycle.prompts import semver
+    from cycle.prompts.files import load_prompt_file
+
+    path = loaded.resolve_path(ref)
+    if not path.is_file():
+        return None
+    prompt = load_prompt_file(path).prompt
+    if not store.has_prompt(prompt.id):
+        return None
+    head = store.resolve(f"{prompt.id}@head")
+    mine = store.find_version(prompt)
+    if mine is None or mine.version == head.version or semver.parse(
+            mine.version) > semver.parse(head.version):
+        return None
+    return ref, prompt.id, mine.version, head.version
+
+
 def load_prompt(loaded: LoadedConfig, store: Store | None = None) -> tuple[Prompt, str | None]:
     """The prompt the config names, and its stored version.
 

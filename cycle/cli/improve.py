@@ -211,7 +211,7 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     finally:
         if sink is not None:
             sink.close()
-    _report(outcome, store_path, report_dir or loaded.report_dir, config)
+    _report(outcome, store_path, report_dir or loaded.report_dir, config, loaded)
 
 
 def _reviewer(choice: str, priority: str) -> Reviewer:
@@ -297,7 +297,9 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
     return outcome.result
 
 
-def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Path) -> None:
+def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Path,
+            loaded: LoadedConfig) -> None:
+    from cycle.assemble.config import file_behind_head
     from cycle.records import HEAD
     from cycle.report.cycle_report import write_cycle_report
     from cycle.store import Store
@@ -305,6 +307,7 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     with Store.open(store_path) as store:
         paths = write_cycle_report(store, result.cycle_id, report_dir)
         head = store.labels(result.prompt_id).get(HEAD)
+        behind = file_behind_head(loaded, store)
     initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
     final = "—" if result.final_score is None else f"{result.final_score:.1f}"
     by_role = ", ".join(f"{k} ${v:.4f}" for k, v in sorted(result.cost_by_role.items()))
@@ -320,3 +323,17 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     if result.final_version != result.initial_version and head == result.final_version:
         click.echo(f"undo with: cycle rollback {result.prompt_id} --to {result.initial_version}"
                    f"{store_flag(store_path)}")
+    if behind is not None:  # the improved prompt back into the user's file (and git)
+        click.echo(f"{_shown_path(loaded, behind[0])} still holds {behind[2]}; cycle run and "
+                   f"pytest evaluate the file. Put {behind[3]} in it, comments kept:\n"
+                   f"  cycle prompt export {result.prompt_id} --write "
+                   f"{_shown_path(loaded, behind[0])}{store_flag(store_path)}")
+
+
+def _shown_path(loaded: LoadedConfig, ref: str) -> str:
+    """The prompt file's path as the user would type it from here."""
+    path = loaded.resolve_path(ref)
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

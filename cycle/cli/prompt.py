@@ -163,11 +163,23 @@ def import_(file: str, bump: str, message: str, no_head: bool, as_json: bool) ->
               help="Write to this file instead of stdout.")
 @click.option("--system", "system_only", is_flag=True,
               help="Only the system prompt, as plain text (an ADK agent's instruction).")
-def export(ref: str, output: str | None, system_only: bool) -> None:
+@click.option("--write", "write_to", type=click.Path(dir_okay=False, exists=True), default=None,
+              metavar="FILE", help="Rewrite this prompt file in place to hold the version, "
+              "keeping its comments and layout (the file cycle.yaml names: the improved "
+              "prompt back in git).")
+def export(ref: str, output: str | None, system_only: bool, write_to: str | None) -> None:
     """Write a version as a YAML prompt file (the head version by default)."""
     with open_store() as store:
         v = store.resolve(ref)
-    if system_only:
+    if write_to:
+        if output or system_only:
+            raise click.UsageError("--write rewrites a prompt file in place; it does not go "
+                                   "with -o or --system")
+        from cycle.prompts.files import write_back
+
+        write_back(write_to, v.prompt, v.version)
+        click.echo(f"{v.ref} written back to {write_to} (its comments and layout kept)", err=True)
+    elif system_only:
         if output:
             Path(output).write_text(v.prompt.system, encoding="utf-8")
             click.echo(f"{v.ref}'s system prompt written to {output}", err=True)

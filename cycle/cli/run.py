@@ -21,6 +21,7 @@ from cycle.cli import CliContext, FiniteFloat
 from cycle.words import plural
 
 if TYPE_CHECKING:
+    from cycle.store import Store
     from cycle.assemble import LoadedConfig
     from cycle.assemble.estimate import Estimate
     from cycle.assemble.evalfile import EvalOptions
@@ -179,6 +180,21 @@ def run(
     sys.exit(code)
 
 
+def _say_file_behind_head(loaded: LoadedConfig, store: Store) -> None:
+    """Say which version a run evaluates when the store's head is ahead of the prompt
+    file (a cycle improved it): the file, as cycle.yaml says; how to evaluate head, and
+    how to write it into the file."""
+    from cycle.assemble.config import file_behind_head
+
+    behind = file_behind_head(loaded, store)
+    if behind is None:
+        return
+    ref, prompt_id, mine, head = behind
+    click.echo(f"note: this run evaluates {ref} ({mine}); the store's head is {head}, ahead "
+               f"of it. Evaluate head with --prompt-version head; put it in the file with "
+               f"cycle prompt export {prompt_id} --write {ref}", err=True)
+
+
 @contextlib.contextmanager
 def stored_prompt(loaded: LoadedConfig) -> Iterator[Prompt]:
     """The prompt cycle.yaml names, read (a stored one from the store, which must exist);
@@ -245,6 +261,8 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
                 loaded, _ = apply_overrides(loaded, batch=True)
                 if not quiet and not as_json:
                     click.echo(f"run {resume} sent batch jobs: resumed in batch mode", err=True)
+        if not quiet and not as_json:
+            _say_file_behind_head(loaded, store)
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
         budget = run_budget(loaded)

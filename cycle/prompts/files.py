@@ -337,3 +337,70 @@ def save_prompt_file(path: str | Path, prompt: Prompt, version: str | None = Non
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(dump_prompt(prompt, version), encoding="utf-8")
+
+
+def write_back(path: str | Path, prompt: Prompt, version: str | None = None) -> None:
+    """Rewrite the prompt file at ``path`` to hold ``prompt`` (and its ``version``), keeping
+    its comments, key order and layout: only the values that changed are replaced
+    (ruamel.yaml's round trip; multi-line texts stay literal blocks). The text written is
+    read back and must load as ``prompt`` before it replaces the file (atomically)."""
+    import io
+    import os
+    import tempfile
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    from cycle.yamlload import read_text
+
+    p = Path(path)
+    rt = YAML()
+    rt.preserve_quotes = True
+    rt.width = 1 << 30
+    data = rt.load(read_text(p))
+    if not isinstance(data, CommentedMap):
+        raise ConfigError("expected a mapping (id:, system:, user_template:, ...)", file=str(p))
+    if data.get("id") != prompt.id:
+        raise ConfigError(f"this file holds prompt '{data.get('id')}', not '{prompt.id}'",
+                          file=str(p), field="id")
+
+    def styled(value: Any) -> Any:
+        return LiteralScalarString(value) if isinstance(value, str) and "\n" in value else value
+
+    new = prompt_document(prompt, version)
+    for key, value in new.items():
+        if key == "version" and "version" not in data:
+            data.insert(1, "version", value)  # the file says which version it holds
+        elif key == "params" and isinstance(data.get("params"), CommentedMap):
+            params = data["params"]
+            for name in [k for k in params if k not in value]:
+                del params[name]
+            for name, v in value.items():
+                if params.get(name) != v:
+                    params[name] = styled(v)
+        elif key == "tools" and isinstance(data.get("tools"), list) and [
+                t.get("name") for t in data["tools"]] == [t["name"] for t in value]:
+            for entry, tool in zip(data["tools"], value, strict=True):
+                for name, v in tool.items():
+                    if entry.get(name) != v:
+                        entry[name] = styled(v)
+        elif data.get(key) != value:
+            data[key] = styled(value)
+    for key in [k for k in data if k in KEYS and k not in new]:
+        del data[key]
+    out = io.StringIO()
+    rt.dump(data, out)
+    text = out.getvalue()
+    if parse_prompt(text, str(p)).prompt.content_hash != prompt.content_hash:
+        raise ConfigError("the rewritten file would not hold the version exactly; nothing "
+                          "was written", file=str(p),
+                          hint="Export it to a new file instead: cycle prompt export ID -o FILE")
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -76,4 +76,5 @@ def test_user_lists_do_not_show_cycle_s_internals(tmp_path, monkeypatch):
 
     with pytest.raises(CycleError) as e:
         get_api("nowhere:x")
-    assert "Known providers: gemini, offline, openai." in str(e.value)
+    assert "Known providers: gemini, offline, openai" in str(e.value)
+    assert "scripted" not in str(e.value)

@@ -299,12 +299,14 @@ def test_no_undo_hint_once_head_has_moved_away(quickstart: Path, capsys) -> None
         result = asyncio.run(loop.run())
     assert result.final_version != result.initial_version
     with click.Context(improve):  # _report runs inside the command
-        _report(result, store_path, quickstart / "reports", Path("cycle.yaml"))
+        _report(result, store_path, quickstart / "reports", Path("cycle.yaml"),
+                load_config("cycle.yaml"))
         out = capsys.readouterr().out
         assert f"undo with: cycle rollback support-reply --to {result.initial_version}" in out
         with Store.open(store_path) as store:
             store.rollback("support-reply", result.initial_version)
-        _report(result, store_path, quickstart / "reports", Path("cycle.yaml"))
+        _report(result, store_path, quickstart / "reports", Path("cycle.yaml"),
+                load_config("cycle.yaml"))
         assert "undo with" not in capsys.readouterr().out
 
 
