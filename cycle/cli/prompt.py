@@ -291,9 +291,12 @@ def show(ref: str, as_json: bool) -> None:
 @click.argument("a")
 @click.argument("b")
 @click.option("--color/--no-color", default=None, help="Colour the diff (default: when stdout is a terminal).")
+@click.option("--lines", "by_line", is_flag=True,
+              help="A plain unified diff, line by line (for patch), not word by word.")
 @json_option
-def diff(prompt_id: str, a: str, b: str, color: bool | None, as_json: bool) -> None:
-    """Unified diffs, field by field, from version A to version B (numbers, labels or hashes)."""
+def diff(prompt_id: str, a: str, b: str, color: bool | None, by_line: bool, as_json: bool) -> None:
+    """Diffs, field by field, from version A to version B (numbers, labels or hashes): a
+    changed line as its word changes, ``~ keep [-old-]{+new+}``; --lines for unified."""
     with open_store() as store:
         d = store.diff(prompt_id, a, b)
     if as_json:
@@ -304,9 +307,10 @@ def diff(prompt_id: str, a: str, b: str, color: bool | None, as_json: bool) -> N
     if color:  # made printable line by line, then coloured: written past the filter
         from cycle.safetext import raw
 
-        click.echo(d.render(color=True), nl=False, color=True, file=raw(sys.stdout))
+        click.echo(d.render(color=True, words=not by_line), nl=False, color=True,
+                   file=raw(sys.stdout))
     else:
-        click.echo(d.render(color=False), nl=False)
+        click.echo(d.render(color=False, words=not by_line), nl=False)
 
 
 # -- moving labels --------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import Any
 
 import click
@@ -79,16 +80,21 @@ class VersionDiff(Struct, frozen=True):
             "fields": {f.field: {"changed": f.changed, "diff": f.text} for f in self.fields},
         }
 
-    def render(self, *, color: bool = False) -> str:
-        """The diffs of the changed fields, one after another; coloured for a terminal."""
+    def render(self, *, color: bool = False, words: bool = False) -> str:
+        """The diffs of the changed fields, one after another; coloured for a terminal.
+        ``words``: a removed line and the added line that replaced it are shown as one
+        line of word changes (``~ keep [-old-]{+new+} keep``), as ``git diff
+        --word-diff`` does: a one-line system prompt edited by a word is one line, not a
+        red line and a green one."""
         if not self.changed:
             return f"{self.prompt_id}: {self.a} and {self.b} have the same content\n"
         out: list[str] = []
         for f in self.fields:
             if not f.changed:
                 continue
-            for line in f.text.splitlines(keepends=True):
-                out.append(_colour(line, color))
+            lines = f.text.splitlines(keepends=True)
+            for line in (word_level(lines, color=color) if words else lines):
+                out.append(line if line.startswith("~") else _colour(line, color))
         return "".join(out)
 
 
@@ -113,6 +119,53 @@ def _colour(line: str, color: bool) -> str:
     if body.startswith("\\"):
         return click.style(body, dim=True) + end
     return line
+
+
+def _changed_words(old: str, new: str, *, color: bool) -> str:
+    """``old`` -> ``new`` as one line: kept words plain, removed ``[-...-]``, added
+    ``{+...+}`` (struck red and green on a terminal)."""
+    from cycle.safetext import printable
+
+    a, b = re.split(r"(\s+)", old), re.split(r"(\s+)", new)
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(printable("".join(a[i1:i2])) if color else "".join(a[i1:i2]))
+            continue
+        gone, came = "".join(a[i1:i2]), "".join(b[j1:j2])
+        if color:
+            gone, came = printable(gone), printable(came)
+        if gone:
+            out.append(click.style(f"[-{gone}-]", fg="red") if color else f"[-{gone}-]")
+        if came:
+            out.append(click.style(f"{{+{came}+}}", fg="green") if color else f"{{+{came}+}}")
+    return "".join(out)
+
+
+def word_level(lines: list[str], *, color: bool = False) -> list[str]:
+    """A unified diff's lines with each run of removed lines followed by as many added
+    lines turned into word-change lines (``~``); other lines as they were."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        gone = []
+        while i < len(lines) and lines[i].startswith("-") and not lines[i].startswith("---"):
+            gone.append(lines[i])
+            i += 1
+        came = []
+        while i < len(lines) and lines[i].startswith("+") and not lines[i].startswith("+++"):
+            came.append(lines[i])
+            i += 1
+        if gone and len(gone) == len(came):
+            for old, new in zip(gone, came, strict=True):
+                out.append("~" + _changed_words(old[1:].rstrip("\n"), new[1:].rstrip("\n"),
+                                                color=color) + "\n")
+        else:
+            out += gone + came
+        if not gone and not came:
+            out.append(lines[i])
+            i += 1
+    return out
 
 
 def _unified(name: str, old: str, new: str, a: str, b: str) -> tuple[str, ...]:

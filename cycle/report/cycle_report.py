@@ -257,8 +257,11 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
     if not any_suggestion:
         out += ["No suggestions were made.", ""]
     out += ["## From the first prompt to the final one", ""]
-    if data["diff"]:
-        out += f.fenced(data["diff"].rstrip("\n"), "diff")
+    if data["diff"]:  # word by word: a one-line prompt edited by a word is one line
+        from cycle.prompts.diff import word_level
+
+        words = "".join(word_level(data["diff"].splitlines(keepends=True)))
+        out += f.fenced(words.rstrip("\n"), "diff")
     else:
         out += ["The final version is the one the cycle started from."]
     return "\n".join(out) + "\n"

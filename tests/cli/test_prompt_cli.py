@@ -97,8 +97,11 @@ def test_edit_import_history_diff_rollback_label(env):
     assert all(line[col - 2: col] == "  " for line in lines[2:])
 
     d = run("diff", "support-reply", "1.0.0", "1.0.1").stdout
-    assert "-Answer the customer's question in at most three sentences." in d
-    assert "+Answer the customer's question in at most two sentences." in d
+    # word by word (issue 33): the changed line once, its changed word marked
+    assert "~Answer the customer's question in at most [-three-]{+two+} sentences." in d
+    lines = run("diff", "support-reply", "1.0.0", "1.0.1", "--lines").stdout
+    assert "-Answer the customer's question in at most three sentences." in lines
+    assert "+Answer the customer's question in at most two sentences." in lines
     assert "\x1b[" not in d  # not a terminal: plain
     assert "\x1b[32m" in run("diff", "support-reply", "1.0.0", "1.0.1", "--color").stdout
     dj = json.loads(run("diff", "support-reply", "1.0.1", "head", "--json").stdout)
@@ -314,15 +317,14 @@ def test_diff_is_coloured_on_a_terminal_and_plain_in_a_file(env, tmp_path: Path)
     args = ["--store", str(store), "diff", "support-reply", "1.0.0", "1.0.1"]
 
     shown = _on_a_terminal(args, tmp_path)
-    assert "\x1b[31m-Answer the customer's question in at most three sentences." in shown
-    assert "\x1b[32m+Answer the customer's question in at most two sentences." in shown
+    assert "at most \x1b[31m[-three-]\x1b[0m\x1b[32m{+two+}\x1b[0m sentences." in shown
 
     out = tmp_path / "d.diff"
     with out.open("w") as f:
         subprocess.run([sys.executable, "-m", "cycle", *args], cwd=tmp_path, stdout=f, check=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     text = out.read_text()
-    assert "\x1b[" not in text and "+Answer the customer's question in at most two sentences." in text
+    assert "\x1b[" not in text and "at most [-three-]{+two+} sentences." in text
     assert "\x1b[" not in _on_a_terminal([*args, "--no-color"], tmp_path)
 
 
