@@ -145,7 +145,7 @@ def summarize(
     by_case = {k: sorted(tallies[k], key=lambda t: t.iteration) for k in order}
     cases = CaseTable(by_case, info, source)
     means: dict[str, float] = {}
-    passed = failed = errored = iterations = errors = terminated = 0
+    passed = failed = errored = iterations = errors = terminated = terminated_cases = 0
     latencies: list[float] = []
     total = 0.0
     for k, ts in by_case.items():
@@ -155,6 +155,7 @@ def summarize(
         passed += c.status == "passed"
         failed += c.status == "failed"
         errored += c.status == "error"
+        terminated_cases += c.status == "terminated"
         iterations += len(ts)
         errors += c.errors
         terminated += c.terminated
@@ -167,7 +168,7 @@ def summarize(
         pass_rate=(passed / (passed + failed)) if passed + failed else None,
         latency_p50=percentile(latencies, 50), latency_p90=percentile(latencies, 90),
         latency_p99=percentile(latencies, 99), latency_total=total, usage=dict(usage or {}),
-        terminated=terminated,
+        terminated=terminated, terminated_cases=terminated_cases,
     )
     return RunResult(run_id=run_id, status=status, threshold=threshold, cases=cases,
                      suite=suite, source=source, case_info=info, case_means=means, **meta)

@@ -118,6 +118,7 @@ class Runner:
         """Run (or resume) the suite. ``meta`` may give prompt_id, version, cycle_id,
         round, role ('eval', 'baseline', 'candidate') and config (stored with the run)."""
         meta = dict(meta or {})
+        began = now_iso()
         run_id = run_id or new_run_id()
         info = case_info(self.cases)
         tallies: dict[str, list[Tally]] = {}
@@ -240,9 +241,12 @@ class Runner:
         }
         role_usage = log.usage_by_role(run_id) if log is not None else usage.by_role()
         source = MemoryResults(kept) if kept is not None else StoredResults(log, run_id)
+        # the reports carry their times (a resumed run started when it first started)
+        started = (log.require(run_id).started_at if log is not None else None) or began
         result = summarize(
             run_id=run_id, status=status, threshold=self.judge.threshold, tallies=tallies,
             source=source, usage=role_usage, case_info=info, **run_meta,
+            started_at=started, finished_at=now_iso(),
         )
         if log is not None:
             log.finish(run_id, status=status, summary=result.summary())

@@ -202,6 +202,15 @@ class SuiteStats(BaseModel):
     usage: dict[str, RoleUsage] = Field(default_factory=dict)
     #: iterations a limit ended (never averaged, never errors)
     terminated: int = 0
+    #: cases every iteration of which a limit ended (neither passed, failed nor errored)
+    terminated_cases: int = 0
+
+    @property
+    def cases_line(self) -> str:
+        """"7: 2 passed, 4 failed, 0 errored, 1 terminated": every case counted once."""
+        ended = f", {self.terminated_cases} terminated" if self.terminated_cases else ""
+        return (f"{self.cases}: {self.passed} passed, {self.failed} failed, "
+                f"{self.errored} errored{ended}")
 
     @property
     def cost(self) -> float:
@@ -309,6 +318,7 @@ class RunResult(Struct, frozen=True, eq=False):
             "iterations": s.iterations,
             "errors": s.errors,
             "terminated": s.terminated,
+            "terminated_cases": s.terminated_cases,
             "latency_p50": s.latency_p50,
             "latency_p90": s.latency_p90,
             "latency_p99": s.latency_p99,

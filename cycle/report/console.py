@@ -46,7 +46,7 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
     agent, judge = s.role("agent"), s.role("judge")
     lines += [
         f"Score {f.score(s.score.mean)}  95% CI {f.interval(s.score)}  threshold {result.threshold:g}",
-        (f"Cases {s.cases}: {s.passed} passed, {s.failed} failed, {s.errored} errored   "
+        (f"Cases {s.cases_line}   "
         f"pass rate {f.pct(s.pass_rate)}   iterations {s.iterations} ({s.errors} errored)"),
         (f"Latency p50 {f.seconds(s.latency_p50)}  p90 {f.seconds(s.latency_p90)}  "
         f"p99 {f.seconds(s.latency_p99)}"),

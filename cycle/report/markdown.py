@@ -89,7 +89,7 @@ def _lines(result: RunResult) -> Iterator[str]:
         f"| Judge | {result.judge_model or '—'} (judge prompt {result.judge_version or '—'}) |",
         f"| Score | **{f.score(s.score.mean)}** (95% CI {f.interval(s.score)}) |",
         f"| Pass threshold | {result.threshold:g} |",
-        f"| Cases | {s.cases}: {s.passed} passed, {s.failed} failed, {s.errored} errored |",
+        f"| Cases | {s.cases_line} |",
         f"| Pass rate | {f.pct(s.pass_rate)} |",
         f"| Iterations | {s.iterations} ({s.errors} errored"
         + (f", {s.terminated} ended by a limit" if s.terminated else "") + ") |",

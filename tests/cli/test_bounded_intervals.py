@@ -44,3 +44,13 @@ def test_a_clipped_interval_is_flagged_and_differences_are_not_clipped():
     assert not inside.clipped and inside.half_width is not None
     diff = describe([-60.0, 90.0])
     assert diff.ci_low < -100 and not diff.clipped
+
+
+def test_a_run_s_reports_carry_its_times(loopback_project, server):
+    """Issue 33: the run reports' started_at and finished_at were empty."""
+    project = loopback_project(PROMPT, CASES, CONFIG)
+    result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--no-cache"])
+    assert result.exit_code in (0, 1), result.output
+    (report,) = (project / "reports").glob("*.json")
+    data = json.loads(report.read_text())
+    assert data["started_at"] and data["finished_at"] >= data["started_at"]

@@ -129,3 +129,20 @@ def test_markdown_fences_are_longer_than_any_backtick_run_inside():
             elif stripped == opened:
                 opened = None
     assert opened is not None and len(opened) > 5
+
+
+def test_a_terminated_case_is_counted_in_the_summary_and_the_report_has_its_times():
+    """Issue 33: 'Cases 7: 2 passed, 4 failed, 0 errored' left a terminated case out."""
+    ended = IterationResult(case_id="looped", iteration=0, status="terminated", score=None,
+                            passed=None, error="the step limit was reached", input={"q": "x"})
+    r = build_run_result(
+        run_id="r1", status="finished", threshold=70,
+        results=[it("good", 0, 90), it("bad", 0, 10), ended], usage={},
+        case_info={}, prompt_id="p", version="1.0.0", agent_model="openai:x",
+        judge_model="openai:y", started_at="2026-11-24T01:00:00", finished_at="2026-11-24T01:01:00")
+    s = r.suite
+    assert (s.passed, s.failed, s.errored, s.terminated_cases) == (1, 1, 0, 1)
+    assert "Cases 3: 1 passed, 1 failed, 0 errored, 1 terminated" in render_console(r)
+    assert "3: 1 passed, 1 failed, 0 errored, 1 terminated" in render_markdown(r)
+    data = json.loads(render_json(r))
+    assert data["summary"]["terminated_cases"] == 1 and data["started_at"] == "2026-11-24T01:00:00"
