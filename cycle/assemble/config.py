@@ -297,6 +297,34 @@ def apply_overrides(loaded: LoadedConfig, **flags: Any) -> tuple[LoadedConfig, l
     return replace(loaded, config=config, overrides=overridden), changes
 
 
+def overridden_values(loaded: LoadedConfig) -> dict[str, Any]:
+    """The command line's settings in force (key -> value), as stored with a cycle or run
+    so that ``--resume`` runs it as it was asked to run."""
+    out: dict[str, Any] = {}
+    for key in loaded.overrides:
+        if key not in OVERRIDABLE:
+            continue
+        node: Any = loaded.config
+        for part in OVERRIDABLE[key][1]:
+            node = getattr(node, part)
+        out[key] = _shown(node) if isinstance(node, AgentConfig) else node
+    return out
+
+
+def resumed_overrides(stored: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The overrides a resume runs with: those stored with the cycle or run; a resume that
+    passes different ones is refused, naming them (a cycle asked for 500 iterations does
+    not go on with 3)."""
+    differ = [f"{OVERRIDABLE[k][0]} {given[k]} (it ran with {stored.get(k, 'the config')})"
+              for k in given if k in OVERRIDABLE and stored.get(k) != given[k]]
+    if differ:
+        raise ConfigError(
+            "a resume continues with the settings it started with; this one differs: "
+            + "; ".join(differ),
+            hint="Resume without these flags, or start a new cycle or run with them.")
+    return {**stored}
+
+
 def load_config(path: str | Path) -> LoadedConfig:
     """Read and validate cycle.yaml; every error names file:line (field)."""
     p = Path(path)

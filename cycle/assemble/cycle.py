@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Sequence
 
 from cycle.agents import Agent, PromptAgent
-from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
+from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt, overridden_values
 from cycle.assemble.improve import ImproveConfig, load_improve_config
 from cycle.assemble.suite import (
     agent_model_name,
@@ -178,6 +178,7 @@ def build_loop(
             allowed_variables=frozenset(improve.allowed_variables),
         ),
         record={"config_file": str(loaded.path), "improve": improve.model_dump(mode="json"),
+                "overrides": overridden_values(loaded),
                 "agent": (f"adk:{c.agent_config.adk} on {agent_name}" if c.agent_config.adk
                           else agent_name), "judge": judge_name, "improver": improver_name},
         run_config=run_config,

@@ -24,6 +24,7 @@ from cycle.assemble.config import (
     ProviderSettings,
     RunOptions,
     load_prompt,
+    overridden_values,
 )
 from cycle.cases import (
     CaseList,
@@ -169,6 +170,8 @@ class Suite(Struct):
         """The run metadata to store: prompt id and version, and the config as run."""
         cfg = self.loaded.config.model_dump(mode="json", exclude={"improve"})
         cfg["config_path"] = str(self.loaded.path)
+        # the command line's settings: a --resume runs with them again
+        cfg["overrides"] = overridden_values(self.loaded)
         return {
             "prompt_id": self.prompt.id if self.prompt else None,
             "version": self.version,

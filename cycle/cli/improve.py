@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -158,9 +158,16 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     from cycle.cli import load_env
     from cycle.cli.run import say_overrides
 
-    loaded, changes = apply_overrides(
-        load_config(config), agent=agent_model, judge=judge_model, improver=improver_model,
-        budget=budget, iterations=iterations, concurrency=concurrency)
+    given = {k: v for k, v in dict(agent=agent_model, judge=judge_model, improver=improver_model,
+                                   budget=budget, iterations=iterations,
+                                   concurrency=concurrency).items() if v is not None}
+    if resume is not None:  # a resumed cycle runs with the flags it started with
+        stored = _stored_overrides(config, resume)
+        if stored is not None:
+            from cycle.assemble.config import resumed_overrides
+
+            given = resumed_overrides(stored, given)
+    loaded, changes = apply_overrides(load_config(config), **given)
     load_env(loaded.base_dir)
     improve_cfg = load_improve_config(loaded)
     choice = _choose_review(headless, yes, review, improve_cfg.review)
@@ -212,6 +219,35 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
         if sink is not None:
             sink.close()
     _report(outcome, store_path, report_dir or loaded.report_dir, config, loaded)
+
+
+def _stored_overrides(config: Path, resume: str) -> dict[str, Any] | None:
+    """The command-line settings stored with the cycle ``--resume`` names (or the latest
+    resumable one of the config's prompt); None when there is none to read (the loop then
+    says what is wrong) or it was stored before they were kept."""
+    from cycle.assemble.config import STORE_PREFIX, load_config
+    from cycle.errors import NotFoundError
+    from cycle.prompts.files import load_prompt_file
+    from cycle.store import Store
+
+    loaded = load_config(config)
+    path = _store_path(loaded.base_dir)
+    if not path.exists():
+        return None
+    ref = loaded.config.prompt
+    with Store.open(path, create=False) as store:
+        try:
+            if resume:
+                row = store.cycles.get(resume)
+            else:
+                prompt_id = (ref[len(STORE_PREFIX):].split("@")[0] if ref.startswith(STORE_PREFIX)
+                             else load_prompt_file(loaded.resolve_path(ref)).prompt.id)
+                row = store.cycles.latest_resumable(prompt_id)
+        except NotFoundError:
+            return None
+    if row is None or "overrides" not in (row.config or {}):
+        return None
+    return dict(row.config["overrides"])
 
 
 def _reviewer(choice: str, priority: str) -> Reviewer:

@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -146,10 +146,17 @@ def run(
                                 resume=resume, report_dir=report_dir, no_cache=no_cache,
                                 quiet=quiet, as_json=as_json))
 
-    loaded, changes = apply_overrides(
-        load_config(config), agent=agent_model, judge=judge_model, iterations=iterations,
-        concurrency=concurrency, timeout=timeout, stop_on_first_failure=stop_on_first_failure,
-        budget=budget, batch=batch)
+    given = {k: v for k, v in dict(
+        agent=agent_model, judge=judge_model, iterations=iterations, concurrency=concurrency,
+        timeout=timeout, stop_on_first_failure=stop_on_first_failure, budget=budget,
+        batch=batch).items() if v is not None}
+    if resume:  # a resumed run runs with the flags it started with
+        stored = _stored_overrides(config, resume)
+        if stored is not None:
+            from cycle.assemble.config import resumed_overrides
+
+            given = resumed_overrides(stored, given)
+    loaded, changes = apply_overrides(load_config(config), **given)
     load_env(loaded.base_dir)
     say_overrides(changes, quiet or as_json)
     if dry_run:
@@ -178,6 +185,25 @@ def run(
         no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json,
     ))
     sys.exit(code)
+
+
+def _stored_overrides(config: Path, resume: str) -> dict[str, Any] | None:
+    """The command-line settings stored with the run ``--resume`` names; None when there
+    is none to read (the run then says what is wrong) or it predates them."""
+    from cycle.assemble.config import load_config
+    from cycle.errors import NotFoundError
+    from cycle.store import Store
+
+    path = _store_path(load_config(config).base_dir)
+    if not path.exists():
+        return None
+    with Store.open(path, create=False) as store:
+        try:
+            row = store.runs.require(store.runs.resolve(resume))
+        except NotFoundError:
+            return None
+    overrides = (row.config or {}).get("overrides")
+    return dict(overrides) if isinstance(overrides, dict) else None
 
 
 def _say_file_behind_head(loaded: LoadedConfig, store: Store) -> None:

@@ -50,3 +50,17 @@ def test_a_resumed_run_carries_its_spend_against_the_same_cap(loopback_project, 
     assert again.exit_code != 0 or "budget" in again.output
     assert _paid(project) <= float(cap)  # both parts together, by what was billed
     assert server.request_count - asked <= 2  # at most what fit in what was left
+
+
+def test_a_resumed_run_keeps_its_flags_and_refuses_others(loopback_project, server):
+    """Issue 33: the overrides and options of a run are stored with it and reused on
+    --resume; a resume that passes different ones is refused, naming them."""
+    loopback_project(PROMPT, CASES, CONFIG)
+    runner = CliRunner()
+    first = runner.invoke(cli, ["run", "cycle.yaml", "--budget", "0.0012", "-c", "2", "--json",
+                                "--no-cache"])
+    run_id = json.loads(first.stdout)["run_id"]
+    refused = runner.invoke(cli, ["run", "cycle.yaml", "--resume", run_id, "--budget", "5"])
+    assert refused.exit_code == 2 and "--budget 5.0 (it ran with 0.0012)" in refused.output
+    kept = runner.invoke(cli, ["run", "cycle.yaml", "--resume", run_id, "--no-cache"])
+    assert "budget: (not set) -> 0.0012 (--budget)" in kept.output, kept.output

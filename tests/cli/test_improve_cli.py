@@ -331,3 +331,21 @@ def test_improve_without_a_terminal_and_without_headless_fails_at_once(quickstar
     assert done.returncode == 2
     assert "--headless --yes" in done.stderr and "\x1b[" not in done.stdout + done.stderr
     assert not (quickstart / ".cycle" / "cycle.db").exists()  # nothing ran
+
+
+def test_a_resume_keeps_the_flags_the_cycle_started_with(quickstart: Path) -> None:
+    """Issue 33: `cycle improve -n 500 -c 1`, interrupted, then `--resume` ran with 3
+    iterations: the flags are stored with the cycle, reused, and other ones refused."""
+    from cycle.store import Store
+
+    first = invoke("improve", "--headless", "--yes", "-n", "2", "-c", "1")
+    assert first.exit_code == 0, first.output
+    with Store.open(quickstart / ".cycle" / "cycle.db") as store:
+        (row,) = store.cycles.recent()
+        assert row.config["overrides"] == {"iterations": 2, "concurrency": 1}
+        store.cycles.set_status(row.id, "interrupted")  # as a kill leaves it to resume
+    refused = invoke("improve", "--headless", "--yes", "--resume", "-n", "3")
+    assert refused.exit_code == 2
+    assert "--iterations 3 (it ran with 2)" in refused.output
+    kept = invoke("improve", "--headless", "--yes", "--resume")
+    assert "run.iterations: 3 -> 2 (--iterations)" in kept.output, kept.output
