@@ -3,6 +3,11 @@
     {"session.refunded": true}                       equality on a dotted path
     {"session.amount": {"$gte": 10, "$lt": 100}}     operators on one path
     {"$or": [{"user.tier": "gold"}, {"session.vip": {"$exists": true}}]}
+    {"session": {"escalation": {"$exists": true}}}   the nested form: the same as the dotted
+
+A mapping whose keys are not operators descends, as seed 000's ``stateMatches`` writes
+it: ``{session: {refunded: true}}`` is ``{session.refunded: true}`` (the other keys of
+``session`` may be anything). To compare a whole mapping, use ``$eq``.
 
 Operators: ``$eq``, ``$ne``, ``$in``, ``$nin``, ``$gt``, ``$gte``, ``$lt``, ``$lte``,
 ``$exists``, ``$regex``, ``$not`` (on a path's operators), and at the top ``$and``,
@@ -41,7 +46,15 @@ def _compare(op: str, value: Any, arg: Any) -> bool:
         return False  # a text against a number: no match, as Mongo does
 
 
+def _nested(spec: Any) -> bool:
+    """A mapping of paths under this one (the nested form), not of operators."""
+    return isinstance(spec, dict) and bool(spec) and not any(
+        isinstance(k, str) and k.startswith("$") for k in spec)
+
+
 def _field(value: Any, spec: Any) -> bool:
+    if _nested(spec):  # {session: {refunded: true}} is {session.refunded: true}
+        return isinstance(value, dict) and matches(value, spec)
     if not (isinstance(spec, dict) and spec and all(k.startswith("$") for k in spec)):
         return value is not MISSING and value == spec
     for op, arg in spec.items():
@@ -97,6 +110,8 @@ def check_query(query: Any, where: str = "query") -> None:
         elif key.startswith("$"):
             raise ValueError(f"{where}: unknown operator {key!r} at the top "
                              f"(use {', '.join(TOP_OPS)})")
+        elif _nested(spec):
+            check_query(spec, f"{where}.{key}")
         elif isinstance(spec, dict) and any(k.startswith("$") for k in spec):
             _check_ops(spec, f"{where}.{key}")
 

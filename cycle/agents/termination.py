@@ -75,7 +75,16 @@ async def holds(cond: EndCondition, now: ConversationState, *,
         return bool(await call_user_function(fn, now, what=f"end_when.custom {cond.custom}"))
     if cond.not_ is not None:
         return not await holds(cond.not_, now, model=model, iteration=iteration, context=context)
-    parts = cond.all_of if cond.all_of is not None else cond.any_of
-    results = [await holds(p, now, model=model, iteration=iteration, context=context)
-               for p in parts or []]
-    return all(results) if cond.all_of is not None else any(results)
+    every = cond.all_of is not None
+    parts = cond.all_of if every else cond.any_of
+    # free conditions first, and stop at the first that decides: a paid natural-language
+    # condition is asked only when the state, the answer's fields and the functions
+    # could not settle it (an any: whose free part held asked the model every turn)
+    for part in sorted(parts or [], key=_asks_a_model):
+        if await holds(part, now, model=model, iteration=iteration, context=context) != every:
+            return not every
+    return every
+
+
+def _asks_a_model(cond: EndCondition) -> bool:
+    return any(c.natural_language is not None for c in cond.walk())

@@ -162,3 +162,43 @@ def test_bad_end_conditions_are_refused_before_any_call(tmp_path):
         assert r.exit_code == 2, (end_when, r.output)
         assert message in r.output and "cases.yaml" in r.output, (end_when, r.output)
         assert not (tmp_path / "s.db").exists()
+
+
+@pytest.mark.parametrize(("nested", "dotted"), [
+    ({"session": {"refunded": True}}, {"session.refunded": True}),
+    ({"session": {"escalation": {"$exists": True}}}, {"session.escalation": {"$exists": True}}),
+    ({"session": {"amount": {"$gte": 20}}, "user": {"tier": "gold"}},
+     {"session.amount": {"$gte": 20}, "user.tier": "gold"}),
+    ({"$or": [{"user": {"tier": "silver"}}, {"session": {"reason": {"$regex": "heel"}}}]},
+     {"$or": [{"user.tier": "silver"}, {"session.reason": {"$regex": "heel"}}]}),
+])
+def test_the_nested_state_matches_form_equals_the_dotted_one(nested, dotted):
+    """Issue 31: seed 000's nested stateMatches form was accepted and never matched."""
+    check_query(nested)
+    for state in (STATE, {"session": {"escalation": 1, "refunded": True, "amount": 5}}, {}):
+        assert matches(state, nested) is matches(state, dotted)
+    assert matches(STATE, nested) is matches(STATE, dotted)
+
+
+async def test_any_asks_a_paid_condition_only_when_the_free_ones_do_not_decide():
+    """Issue 31: `any:` ran its natural-language check every turn even when a free
+    condition already held."""
+    from cycle.agents.termination import ConversationState, holds
+
+    asked: list[str] = []
+
+    class Counting:
+        async def generate_structured(self, *args, **kwargs):
+            asked.append("model")
+            raise AssertionError("a free condition already decided")
+
+    cond = EndCondition.model_validate({"any": [
+        {"natural_language": {"condition": "the user is happy"}},
+        {"state_matches": {"session": {"refunded": True}}}]})
+    now = ConversationState("c", 1, "ok", STATE, ())
+    assert await holds(cond, now, model=lambda name: Counting(), iteration=0, context={})
+    both = EndCondition.model_validate({"all": [
+        {"natural_language": {"condition": "the user is happy"}},
+        {"state_matches": {"session.refunded": False}}]})
+    assert not await holds(both, now, model=lambda name: Counting(), iteration=0, context={})
+    assert asked == []
