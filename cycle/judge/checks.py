@@ -66,6 +66,27 @@ def _fill(value: str, ctx: CheckContext) -> str:
     return value
 
 
+_WHOLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+
+
+def fill_value(value: Any, ctx: CheckContext) -> Any:
+    """A value a check compares with, its templates filled from the case: strings rendered
+    (``"order {{ order }}"``), a string that is one placeholder replaced by the variable
+    itself (``"{{ order }}"`` is the number 1234 when the case says 1234), mappings and
+    lists filled inside. ``contains`` filled its values; ``tool_called`` args,
+    ``state_value`` and ``event_count`` compared the literal text."""
+    if isinstance(value, str):
+        whole = _WHOLE.match(value)
+        if whole and whole.group(1) in ctx.variables:
+            return ctx.variables[whole.group(1)]
+        return _fill(value, ctx)
+    if isinstance(value, dict):
+        return {k: fill_value(v, ctx) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill_value(v, ctx) for v in value]
+    return value
+
+
 def _norm(text: str, *, case_sensitive: bool, collapse_whitespace: bool = False) -> str:
     if collapse_whitespace:
         text = " ".join(text.split())

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from cycle.judge.checks import CheckOutcome, _Check
+from cycle.judge.checks import CheckOutcome, _Check, fill_value
 from cycle.query import MISSING, lookup
 from cycle.records.trace import KINDS, TraceEvent, called_tools, tool_events
 from cycle.words import plural
@@ -77,14 +77,15 @@ class ToolCalled(_Check):
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:
         calls = [c for c in called_tools(ctx.trace) if c.name == self.tool]
         if self.args is not None:
+            want = fill_value(self.args, ctx)
             matching = [c for c in calls if arguments_match(
-                c.arguments, self.args, match=self.match, tolerance=self.tolerance)]
+                c.arguments, want, match=self.match, tolerance=self.tolerance)]
             if len(matching) >= self.min_times:
                 return CheckOutcome(100.0, f"{self.tool} called {len(matching)}x with matching "
                                            "arguments")
             seen = "; ".join(_text(c.arguments) for c in calls[:3]) or "never called"
             return CheckOutcome(0.0, f"{self.tool} not called with arguments matching "
-                                     f"{_text(self.args)} ({self.match}); calls: {seen}"[:300])
+                                     f"{_text(want)} ({self.match}); calls: {seen}"[:300])
         if len(calls) >= self.min_times:
             return CheckOutcome(100.0, f"{self.tool} called {len(calls)}x")
         names = ", ".join(dict.fromkeys(c.name for c in called_tools(ctx.trace))) or "none"
@@ -126,8 +127,9 @@ class ToolNotCalled(_Check):
     match: Match = Field("subset", description="How arguments match.")
 
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        want = None if self.args is None else fill_value(self.args, ctx)
         calls = [c for c in called_tools(ctx.trace) if c.name == self.tool and (
-            self.args is None or arguments_match(c.arguments, self.args, match=self.match))]
+            want is None or arguments_match(c.arguments, want, match=self.match))]
         if calls:
             return CheckOutcome(0.0, f"{self.tool} was called {len(calls)}x: "
                                      f"{_text(calls[0].arguments)}"[:300])
@@ -209,8 +211,10 @@ class EventCount(_Bounded):
         return self
 
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:
+        where = fill_value(self.where, ctx)
+
         def matches(e: TraceEvent) -> bool:
-            return all(getattr(e, k, None) == v for k, v in self.where.items())
+            return all(getattr(e, k, None) == v for k, v in where.items())
 
         n = sum(1 for e in ctx.trace if e.kind == self.kind and matches(e))
         score, bound = self._within(n)
@@ -229,9 +233,10 @@ class StateValue(_Check):
         got = lookup(ctx.state, self.path)
         if got is MISSING:
             return CheckOutcome(0.0, f"state has no {self.path}")
-        if "equals" not in self.model_fields_set or _close(got, self.equals, 0.0):
+        want = fill_value(self.equals, ctx)
+        if "equals" not in self.model_fields_set or _close(got, want, 0.0):
             return CheckOutcome(100.0, f"{self.path} = {_text(got)}"[:200])
-        return CheckOutcome(0.0, f"{self.path} = {_text(got)}, expected {_text(self.equals)}"[:300])
+        return CheckOutcome(0.0, f"{self.path} = {_text(got)}, expected {_text(want)}"[:300])
 
 
 class TurnCount(_Bounded):

@@ -104,3 +104,23 @@ def test_a_clean_trace_has_no_tool_errors_and_bad_specs_are_refused():
     with pytest.raises(ValidationError, match="min, max or both"):
         SPEC.validate_python({"type": "event_count", "kind": "model"})
     assert set(CHECK_ALIASES.values()) <= set(CHECK_TYPES)
+
+
+@pytest.mark.parametrize(("spec", "passes"), [
+    ({"type": "tool_use", "tool": "refund", "args": {"order": "{{ order }}"}}, True),
+    ({"type": "tool_called", "tool": "refund", "args": {"amount": "{{ amount }}"}}, True),
+    ({"type": "tool_called", "tool": "refund", "args": {"order": "{{ other }}"}}, False),
+    ({"type": "tool_called", "tool": "lookup", "args": {"order": "{{ order[0] }}-1"}}, True),
+    ({"type": "tool_not_called", "tool": "refund", "args": {"order": "{{ order }}"}}, False),
+    ({"type": "state_value", "path": "session.refunded", "equals": "{{ order }}"}, True),
+    ({"type": "state_value", "path": "session.refunded", "equals": "{{ other }}"}, False),
+    ({"type": "event_count", "kind": "tool_error", "where": {"tool": "{{ tool }}"}, "min": 1},
+     True),
+])
+async def test_checks_fill_the_case_s_variables_where_they_compare(spec, passes):
+    """Issue 31: tool_use args and state_value equals compared the literal '{{ order }}'
+    while contains filled it. A lone placeholder is the variable itself (the number 20)."""
+    variables = {"order": "A-1", "amount": 20, "other": "Z-9", "tool": "refund"}
+    outcome = await SPEC.validate_python(spec).aevaluate(CheckContext(
+        case_id="c", input="", variables=variables, output="Done.", trace=TRACE, state=STATE))
+    assert (outcome.score == 100.0) is passes, outcome.reason
