@@ -175,7 +175,7 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
 
     # before the store is opened: bad input leaves nothing (a dry run asks for no key)
     cases = prepare(loaded, improve_cfg, keys=not dry_run)
-    say_overrides(changes, quiet=as_json)
+    say_overrides(changes, quiet=as_json, resumed=resume is not None)
     if dry_run:
         from cycle.assemble.estimate import estimate_cycle
         from cycle.cli.run import show_estimate, stored_prompt

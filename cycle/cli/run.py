@@ -158,7 +158,7 @@ def run(
             given = resumed_overrides(stored, given)
     loaded, changes = apply_overrides(load_config(config), **given)
     load_env(loaded.base_dir)
-    say_overrides(changes, quiet or as_json)
+    say_overrides(changes, quiet or as_json, resumed=resume is not None)
     if dry_run:
         from cycle.assemble.estimate import estimate_run
         from cycle.assemble.suite import open_cache, validate_suite
@@ -252,11 +252,12 @@ def show_estimate(estimate: Estimate, loaded: LoadedConfig, cases: Sequence[Test
                    "the cap rather than pass it.")
 
 
-def say_overrides(changes: list[str], quiet: bool) -> None:
-    """One line per setting a flag changed, on stderr (stdout may be --json)."""
+def say_overrides(changes: list[str], quiet: bool, *, resumed: bool = False) -> None:
+    """One line per setting a flag changed, on stderr (stdout may be --json); a resume
+    says it runs with the flags it started with."""
     if not quiet:
         for change in changes:
-            click.echo(f"override {change}", err=True)
+            click.echo(f"{'resumed with' if resumed else 'override'} {change}", err=True)
 
 
 async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[str, ...],

@@ -108,10 +108,10 @@ def test_a_batch_run_killed_while_its_job_runs_resumes_by_polling_it(project, se
     with sqlite3.connect(db) as conn:
         (job_id,) = conn.execute("SELECT id FROM batch_jobs").fetchone()
 
-    # resumed without --batch: its jobs were paid for, so it resumes in batch mode
+    # resumed without --batch: it started with --batch, so it resumes in batch mode
     resumed = CliRunner().invoke(cli, ["run", "cycle.yaml", "--no-cache", "--resume", run_id])
     assert resumed.exit_code == 0, resumed.output
-    assert f"run {run_id} sent batch jobs: resumed in batch mode" in resumed.output
+    assert "resumed with run.batch: False -> True (--batch)" in resumed.output
     assert f"batch {job_id} resumed" in resumed.output  # the progress says it
     assert "Cases 6: 6 passed" in resumed.output
     # the agent's job polled, not submitted again; then the judge's job
