@@ -25,6 +25,7 @@ from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from cycle.durations import parse_duration
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, merge, resolve
 from cycle.mocks import MockSpec, UserAgentSpec
@@ -33,6 +34,9 @@ from cycle.yamlload import LoadedYaml, iter_items, load_yaml, read_text, relocat
 
 #: user turns a conversation may take when its case sets no max_turns
 DEFAULT_MAX_TURNS = 20
+#: what a limit ending a conversation means: not judged, judged, or a verdict
+Outcome = Literal["terminated", "judged", "pass", "fail"]
+
 class FollowUp(BaseModel):
     """A scripted user turn: ``say`` (a template over the case's variables), ``turns``
     times in a row."""
@@ -45,7 +49,8 @@ class FollowUp(BaseModel):
 
 class SimulatedUser(BaseModel):
     """A simulated user: a model playing a persona with a goal, seeing the conversation
-    so far, saying when the goal is met (seed 003's aiUser)."""
+    so far, saying when the goal is met (seed 003's aiUser). Its persona, goal and
+    system prompt are templates over the case's variables."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -55,6 +60,13 @@ class SimulatedUser(BaseModel):
     facts: dict[str, Any] = Field(
         default_factory=dict, description="What the user knows and gives when asked "
         "(order number, reason...).")
+    system: str | None = Field(
+        None, description="The user model's system prompt, replacing cycle's (a template "
+        "over the case's variables, like persona and goal).")
+    format_history: str | None = Field(
+        None, description="package.module:function turning the conversation so far "
+        "([{role, text}], the user being 'user') into the text the user model reads "
+        "(seed 003's formatHistory).")
 
 
 class FieldValue(BaseModel):
@@ -140,12 +152,14 @@ class FunctionUser(BaseModel):
 class ConversationSpec(BaseModel):
     """A multi-turn case: the user turns after the first input, and how it may end.
 
-    With ``follow_ups`` used up (and the simulated ``user``, if any, saying its goal is
-    met) the conversation is *completed* and judged as a whole.
-    Reaching ``max_turns`` with turns still to say is a limit: ``on_max_turns`` says
-    what it means: ``terminated`` (reported apart, not judged; the default), ``judged``
-    (judged as it stands), ``pass`` or ``fail`` (whatever the judge says; the judge
-    still scores it).
+    What the way it ends means follows seed 003's outcome rules, each a setting:
+    an end condition holding -> ``on_condition_met`` (``pass``: the judge decides);
+    ``max_turns`` reached -> ``on_max_turns`` (``fail``); the script used up or the
+    simulated user done while an end condition never held -> ``on_inputs_exhausted``
+    (``fail``; without an end condition the conversation is simply complete and judged);
+    ``max_duration`` reached -> ``on_max_duration`` (``terminated``: reported apart with
+    its trace, not judged, as seed 000 counts it). ``pass`` never lifts a case over a
+    failed criterion: the case passes when the judge passes it too.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -157,12 +171,24 @@ class ConversationSpec(BaseModel):
         "met (or max_turns).")
     max_turns: int = Field(DEFAULT_MAX_TURNS, ge=1, le=1000,
                            description="User turns at most (the first input counts).")
-    on_max_turns: Literal["terminated", "judged", "pass", "fail"] = Field(
-        "terminated", description="What reaching max_turns means.")
+    on_max_turns: Outcome = Field("fail", description="What reaching max_turns means.")
+    max_duration: float | None = Field(
+        None, description="Wall time the conversation may take (seconds, or '90s', '2m'); "
+        "reaching it ends the conversation, keeping its trace.")
+    on_max_duration: Outcome = Field(
+        "terminated", description="What reaching max_duration means.")
     end_when: EndCondition | None = Field(
         None, description="Ends the conversation when it holds after an answer of the agent.")
     on_condition_met: Literal["judged", "pass", "fail"] = Field(
-        "judged", description="What the end condition holding means.")
+        "pass", description="What the end condition holding means (pass: the judge decides).")
+    on_inputs_exhausted: Literal["judged", "pass", "fail"] = Field(
+        "fail", description="What running out of turns to say means when an end condition "
+        "was given and never held.")
+
+    @field_validator("max_duration", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return None if value is None else parse_duration(value, "max_duration")
 
     def user_turns(self) -> list[str]:
         """The follow-up templates, one per turn, repeats expanded."""

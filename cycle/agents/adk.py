@@ -17,8 +17,9 @@ iteration, with three things of cycle's put in:
   ``passthrough``, and an unmocked tool is the same error as in cycle's own agents.
 
 Case state maps onto ADK's session state: ``session`` keys as they are, ``user`` and
-``app`` keys with ADK's ``user:`` and ``app:`` prefixes. Scripted follow-ups are said
-in the same session; a simulated user (``conversation.user``) is not supported yet.
+``app`` keys with ADK's ``user:`` and ``app:`` prefixes. Every user turn of a
+conversation (scripted or simulated) is said in the same session, one ADK invocation
+a turn (cycle.agents.conversation drives them).
 
 google-adk is an optional extra (``pip install 'cycle[adk]'``) imported only here, and
 this module only when a config names an ADK agent.
@@ -30,20 +31,20 @@ import contextvars
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
 from msgspec import Struct
 
-from cycle.agents.agent import _Run, generate_config, prompt_messages
-from cycle.agents.tools import Toolbox
+from cycle.agents.agent import generate_config, prompt_messages
+from cycle.agents.conversation import Iteration, TurnAgent
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig
 from cycle.llm.model import Model
-from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec
-from cycle.records import AgentResult, Message, Prompt, ToolCall, ToolDef, TraceEvent, Usage
+from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
+from cycle.records import Message, Prompt, ToolCall, ToolDef, TraceEvent
 
 #: ADK's session-state key prefixes, by cycle's scope name (``session`` has none)
 ADK_PREFIXES = {"user": "user:", "app": "app:"}
@@ -175,19 +176,8 @@ def _json_schema(decl: Any) -> dict[str, Any]:
 # -- the model: cycle's Model behind ADK's BaseLlm -----------------------------------------
 
 
-class _Iteration(Struct):
-    """What one case iteration's calls share (a context variable: ADK runs them in tasks)."""
-
-    iteration: int
-    context: dict[str, Any]
-    instruction: str
-    toolbox: Toolbox
-    trace: list[TraceEvent]
-    run: _Run
-    started: float
-
-
-_current: contextvars.ContextVar[_Iteration] = contextvars.ContextVar("cycle_adk_iteration")
+#: the iteration the agent runs for (a context variable: ADK runs its calls in tasks)
+_current: contextvars.ContextVar[Iteration] = contextvars.ContextVar("cycle_adk_iteration")
 
 
 def _messages(request: Any) -> list[Message]:
@@ -245,12 +235,13 @@ def _llm_class() -> type:
             self, llm_request: Any, stream: bool = False,
         ) -> AsyncGenerator[Any, None]:
             it = _current.get()
-            step = sum(1 for e in it.trace if e.kind == "model")
-            ctx = it.context if step == 0 else {**it.context, "step": step}
+            turn = max(i for i, e in enumerate(it.trace) if e.kind == "user")
+            step = sum(1 for e in it.trace[turn:] if e.kind == "model")
             out = await self._cycle.generate(
                 _messages(llm_request), tools=_tool_defs(llm_request, self._descriptions),
-                config=self._config, iteration=it.iteration, role="agent", context=ctx)
-            it.run.add(out, it.trace, it.started)
+                config=self._config, iteration=it.iteration, role="agent",
+                context=it.context_of_step(step))
+            it.tally.add(out, it.trace, it.started)
             parts = ([types.Part(text=out.text)] if out.text else []) + [
                 types.Part(function_call=types.FunctionCall(id=c.id, name=c.name,
                                                             args=dict(c.arguments)))
@@ -287,6 +278,7 @@ async def _before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> di
         return None  # ADK runs its own transfer
     call = ToolCall(id=call_id, name=tool.name, arguments=dict(args))
     before = dict(tool_context.state.to_dict())
+    assert it.toolbox is not None  # an ADK agent's iterations always have the tools
     events, _shown = await it.toolbox.call(call, tool_context=tool_context)
     after = tool_context.state.to_dict()
     written = {_dotted(k): v for k, v in after.items() if k not in before or before[k] != v}
@@ -302,12 +294,14 @@ async def _before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> di
     return outcome.result if isinstance(outcome.result, dict) else {"result": outcome.result}
 
 
-class AdkAgent:
+class AdkAgent(TurnAgent):
     """An ADK agent run by ADK's Runner, its model calls, instruction and tools cycle's."""
 
     def __init__(self, path: str, prompt: Prompt, model: Model, *, owns_model: bool = False,
                  mocks: Mapping[str, MockSpec] | None = None,
-                 max_steps: int = DEFAULT_MAX_STEPS, allow_code_execution: bool = False) -> None:
+                 max_steps: int = DEFAULT_MAX_STEPS, allow_code_execution: bool = False,
+                 user_model: Callable[[str], Model] | None = None,
+                 user_agents: Mapping[str, UserAgentSpec] | None = None) -> None:
         """``allow_code_execution``: run an agent with a code executor (refused otherwise)."""
         from google.adk.runners import Runner
         from google.adk.sessions import InMemorySessionService
@@ -318,16 +312,15 @@ class AdkAgent:
         self._owns_model = owns_model
         self.name = f"adk:{path} on {model.name}"
         self.offline = model.offline
-        self.mocks = dict(mocks or {})
-        self.max_steps = max_steps
         from google.adk.agents import LlmAgent
 
         original = load_adk_agent(path)
         if not allow_code_execution:
             refuse_code_execution(original, path)
         found = adk_tools(original)
-        self.tools = merged_tools(prompt.tools, found)
-        self._functions = {t.definition.name: t.function for t in found if t.function}
+        super().__init__(tools=merged_tools(prompt.tools, found), mocks=mocks,
+                         functions={t.definition.name: t.function for t in found if t.function},
+                         max_steps=max_steps, user_model=user_model, user_agents=user_agents)
         llm = _llm_class()(model=model.name)
         llm._cycle = model
         llm._config = generate_config(prompt.params)
@@ -342,37 +335,41 @@ class AdkAgent:
         self._sessions = InMemorySessionService()
         self._runner = Runner(agent=self.agent, app_name="cycle", session_service=self._sessions)
 
-    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+    def opening(self, case: TestCase) -> list[Message]:
+        return prompt_messages(self.prompt, case)
+
+    def wants_toolbox(self, case: TestCase) -> bool:
+        return True  # the before-tool callback answers every call, declared or not
+
+    def condition_model(self) -> str:
+        return self.model.name
+
+    async def begin(self, it: Iteration) -> None:
+        """A fresh ADK session for the iteration, holding the case's state; every user
+        turn is said in it."""
+        it.session = (_current.set(it), await self._sessions.create_session(
+            app_name="cycle", user_id="cycle", state=adk_state(it.case.state)))
+
+    async def end(self, it: Iteration) -> None:
+        token, session = it.session
+        _current.reset(token)
+        await self._sessions.delete_session(app_name="cycle", user_id="cycle",
+                                            session_id=session.id)
+
+    async def take_turn(self, it: Iteration) -> str | None:
         from google.adk.agents.run_config import RunConfig
         from google.genai import types
 
-        if case.conversation is not None and case.conversation.user is not None:
-            raise EvalError(f"case '{case.id}' has a simulated user, which cycle does not yet "
-                            "give an ADK agent; script its turns (conversation.follow_ups)")
-        started = time.monotonic()
-        messages = prompt_messages(self.prompt, case)
-        instruction = messages[0].content if messages[0].role == "system" else ""
-        turns = [messages[-1].content, *(case.conversation.user_turns() if case.conversation else ())]
-        it = _Iteration(iteration=iteration, context=context, instruction=instruction,
-                        toolbox=Toolbox(self.tools, {**self.mocks, **case.mocks}, case_id=case.id,
-                                        state=case.state, functions=self._functions,
-                                        started=started),
-                        trace=[], run=_Run(usage=Usage(), model=self.model.name), started=started)
-        token = _current.set(it)
-        session = await self._sessions.create_session(app_name="cycle", user_id="cycle",
-                                                      state=adk_state(case.state))
-        config = RunConfig(max_llm_calls=(case.max_steps or self.max_steps) * len(turns))
+        _token, session = it.session
         answer = ""
         try:
-            for text in turns:
-                it.trace.append(TraceEvent(kind="user", at=time.monotonic() - started, text=text))
-                answer = ""
-                async for event in self._runner.run_async(
-                        user_id="cycle", session_id=session.id, run_config=config,
-                        new_message=types.Content(role="user", parts=[types.Part(text=text)])):
-                    if event.is_final_response() and event.content and event.content.parts:
-                        answer = "".join(p.text or "" for p in event.content.parts
-                                         if p.text and not p.thought)
+            async for event in self._runner.run_async(
+                    user_id="cycle", session_id=session.id,
+                    run_config=RunConfig(max_llm_calls=it.max_steps),
+                    new_message=types.Content(role="user", parts=[types.Part(text=it.said)])):
+                if event.is_final_response() and event.content and event.content.parts:
+                    answer = "".join(p.text or "" for p in event.content.parts
+                                     if p.text and not p.thought)
         except Exception as e:
             from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 
@@ -380,20 +377,12 @@ class AdkAgent:
             if ours is not None:
                 raise ours from None
             if _cause(e, LlmCallsLimitExceededError) is not None:
-                return self._result(it, "", "terminated", "the step limit was reached: "
-                                    f"{case.max_steps or self.max_steps} model turns per user turn")
+                return None  # the step limit
             raise EvalError(f"ADK agent {self.path} raised {e.__class__.__name__}: {e}") from e
-        finally:
-            _current.reset(token)
-            await self._sessions.delete_session(app_name="cycle", user_id="cycle",
-                                                session_id=session.id)
-        it.trace.append(TraceEvent(kind="final", at=time.monotonic() - started, text=answer))
-        return self._result(it, answer, "completed", "")
-
-    def _result(self, it: _Iteration, output: str, ending: Any, note: str) -> AgentResult:
-        return it.run.result(it.trace, it.toolbox.state, it.started, output, ending, note)
+        return answer
 
     async def aclose(self) -> None:
+        await super().aclose()
         if self._owns_model:
             await self.model.aclose()
 
@@ -413,7 +402,8 @@ def _cause(error: BaseException, kind: type[BaseException]) -> BaseException | N
 def _instruction(_context: Any) -> str:
     """The root agent's instruction: the versioned prompt's system for this case (an
     instruction provider, so ADK does not template it again)."""
-    return _current.get().instruction
+    first = _current.get().messages[0]
+    return first.content if first.role == "system" else ""
 
 
 def merged_tools(prompt_tools: Sequence[ToolDef], agent_tools: Sequence[AdkTool]) -> list[ToolDef]:

@@ -19,6 +19,7 @@ from cycle.agents.tools import StateChange, no_user_agent
 from cycle.aio import call_user_function
 from cycle.imports import import_object
 from cycle.mocks import UserAgentSpec
+from cycle.prompts.template import render
 from cycle.records import Message, ToolCall, TraceEvent
 
 if TYPE_CHECKING:
@@ -80,24 +81,38 @@ class FunctionUserPlayer:
 
 
 class UserSimulator:
-    """Plays one ``SimulatedUser`` with a model."""
+    """Plays one ``SimulatedUser`` with a model, its templates filled from the case."""
 
-    def __init__(self, spec: SimulatedUser, model: Model) -> None:
+    def __init__(self, spec: SimulatedUser, model: Model,
+                 variables: Mapping[str, Any] | None = None) -> None:
         self.spec = spec
         self.model = model
+        filled = dict(variables or {})
+        self.persona = render(spec.persona, filled, field="conversation.user.persona")
+        self.goal = render(spec.goal, filled, field="conversation.user.goal")
+        self.system = (render(spec.system, filled, field="conversation.user.system")
+                       if spec.system else USER_SYSTEM)
+        self._format = (import_object(spec.format_history,
+                                      what="conversation.user.format_history")
+                        if spec.format_history else None)
 
-    def messages(self, conversation: Sequence[TraceEvent]) -> list[Message]:
+    async def messages(self, conversation: Sequence[TraceEvent]) -> list[Message]:
         said = said_so_far(conversation)
-        block = json.dumps({"persona": self.spec.persona, "goal": self.spec.goal,
-                            "facts": self.spec.facts, "conversation": said}, ensure_ascii=False)
+        if self._format is not None:
+            block = str(await call_user_function(
+                self._format, said, what=f"format_history {self.spec.format_history}"))
+        else:
+            block = json.dumps({"persona": self.persona, "goal": self.goal,
+                                "facts": self.spec.facts, "conversation": said},
+                               ensure_ascii=False)
         facts = json.dumps(self.spec.facts, ensure_ascii=False) if self.spec.facts else "nothing"
-        return [Message.system(USER_SYSTEM), Message.user(USER_MESSAGE.format(
-            persona=self.spec.persona, goal=self.spec.goal, facts=facts, block=block))]
+        return [Message.system(self.system), Message.user(USER_MESSAGE.format(
+            persona=self.persona, goal=self.goal, facts=facts, block=block))]
 
     async def next_turn(self, conversation: Sequence[TraceEvent], *, iteration: int,
                         context: dict[str, Any], state: dict[str, Any] | None = None) -> UserTurn:
         out = await self.model.generate_structured(
-            self.messages(conversation), UserTurn, name=SCHEMA_NAME, iteration=iteration,
+            await self.messages(conversation), UserTurn, name=SCHEMA_NAME, iteration=iteration,
             role="user_sim", context=context)
         parsed = out.parsed
         assert isinstance(parsed, UserTurn)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -52,8 +52,13 @@ class AgentConfig(BaseModel):
     )
     http: str | None = Field(
         None,
-        description="An HTTP endpoint: POST {message, input} returning {response, toolCalls}.",
+        description="An HTTP endpoint: POST {message, input, messages} returning "
+        "{response, toolCalls}, one POST a user turn.",
     )
+    protocol: Literal["plain", "tools"] = Field(
+        "plain", description="How an HTTP agent's tools run: plain (the endpoint runs its own; "
+        "cycle cannot mock them) or tools (the endpoint asks cycle to run them: it is sent "
+        "the declared tools and answers {tool_calls: [...]} until it answers {response}).")
     headers: dict[str, str] = Field(
         default_factory=dict,
         description="Extra HTTP headers; values like ${NAME} are read from the environment.",
@@ -64,6 +69,9 @@ class AgentConfig(BaseModel):
         "runner with the prompt's system as its instruction, its model calls through `model` "
         "(default: the prompt's params.model) and its tools answered by the mocks.",
     )
+    description: str = Field(
+        "", description="What the agent is for, in a sentence or two: shown to the LLM judge "
+        "with every case (seed 003: the judge knows what it judges).")
     allow_code_execution: bool = Field(
         False, description="Run an ADK agent that has a code executor (it runs model-written "
         "code on this machine during evaluation); refused unless true.")
@@ -75,6 +83,8 @@ class AgentConfig(BaseModel):
             return self  # the model an ADK agent's calls go through
         if len(given) > 1:
             raise ValueError(f"give one of model, function, http and adk, not {' and '.join(given)}")
+        if self.protocol != "plain" and not self.http:
+            raise ValueError("protocol is for an http agent: its tools run through cycle")
         return self
 
 

@@ -140,16 +140,15 @@ def build_loop(
         name = agent_model_name(loaded, version_prompt)
         if name is None:
             raise _not_a_model_agent(loaded)
+        shared = {"owns_model": True, "mocks": c.tools.mocks, "max_steps": c.tools.max_steps,
+                  "user_model": lambda user: model(user, "user_sim"),
+                  "user_agents": c.tools.user_agents}
         if c.agent_config.adk:
             from cycle.agents.adk import AdkAgent
 
             return AdkAgent(c.agent_config.adk, version_prompt, model(name, "agent"),
-                            owns_model=True, mocks=c.tools.mocks, max_steps=c.tools.max_steps,
-                            allow_code_execution=c.agent_config.allow_code_execution)
-        return PromptAgent(version_prompt, model(name, "agent"), owns_model=True,
-                           user_model=lambda user: model(user, "user_sim"),
-                           user_agents=c.tools.user_agents,
-                           mocks=c.tools.mocks, max_steps=c.tools.max_steps)
+                            allow_code_execution=c.agent_config.allow_code_execution, **shared)
+        return PromptAgent(version_prompt, model(name, "agent"), **shared)
 
     agent_name = agent_model_name(loaded, prompt)
     judge_name = judge_model_name(loaded, prompt)
@@ -165,7 +164,8 @@ def build_loop(
     concurrency, timeout = in_flight(c.run, batch=improve.batch)
     return Loop(
         start=starting_version, prompt_id=prompt.id, cases=cases, agent=agent_for,
-        judge=Judge(c.criteria, model=judge_model, threshold=c.pass_threshold),
+        judge=Judge(c.criteria, model=judge_model, threshold=c.pass_threshold,
+                    description=c.agent_config.description),
         improver=improver, reviewer=reviewer, store=store, stop=stop, budget=budget, bus=bus,
         settings=LoopSettings(
             acceptance=improve.acceptance,

@@ -306,6 +306,18 @@ def _check_imports_and_templates(
         if isinstance(user, FunctionUser):
             _importable(user.function, file=file, line=line,
                         field=f"case {case.id}: conversation.user.function")
+        if isinstance(user, SimulatedUser):
+            if user.format_history:
+                _importable(user.format_history, file=file, line=line,
+                            field=f"case {case.id}: conversation.user.format_history")
+            for key in ("persona", "goal", "system"):
+                text = getattr(user, key)
+                try:
+                    if text:
+                        render(text, case.variables, field=f"conversation.user.{key}")
+                except ConfigError as e:
+                    raise relocate(e, file=file, line=line,
+                                   field=f"case {case.id}: conversation.user.{key}") from None
         for cond in ending.walk() if ending else ():
             if cond.custom is not None:
                 _importable(cond.custom, file=file, line=line,
@@ -369,6 +381,43 @@ def declared_tools(loaded: LoadedConfig, prompt: Prompt) -> list[ToolDef]:
     from cycle.agents.adk import adk_tools, load_adk_agent, merged_tools
 
     return merged_tools(prompt.tools, adk_tools(load_adk_agent(adk)))
+
+
+def _check_agent_kind(loaded: LoadedConfig, cases: Sequence[TestCase]) -> None:
+    """What the agent kind cannot do is refused now, never silently skipped: mocks or user
+    agents for an HTTP endpoint that runs its own tools, a conversation for a Python
+    function that is not given the conversation."""
+    spec = loaded.config.agent_config
+    cfg = str(loaded.path)
+    if spec.http and spec.protocol == "plain":
+        given = [(cfg, loaded.doc.line_of(("tools", key)), f"tools.{key}")
+                 for key in ("mocks", "user_agents") if getattr(loaded.config.tools, key)]
+        for case in cases:
+            file, line = _case_where(case)
+            given += [(file, line, f"case {case.id}: {key}")
+                      for key in ("mocks", "user_agents") if getattr(case, key)]
+        if given:
+            file, line, field_ = given[0]
+            raise ConfigError(
+                "the HTTP agent runs its own tools, so cycle cannot answer them from "
+                "mocks or user agents", file=file, line=line, field=field_,
+                hint="Let the endpoint ask cycle to run its tools (protocol: tools under "
+                "agent:, README: HTTP agents), or remove the mocks and user agents.")
+    if spec.function:
+        from cycle.agents.agent import takes_conversation
+        from cycle.imports import import_object
+
+        if takes_conversation(import_object(spec.function, what="agent.function")):
+            return
+        for case in cases:
+            if case.conversation is not None:
+                file, line = _case_where(case)
+                raise ConfigError(
+                    f"case {case.id} is a conversation, and agent.function "
+                    f"{spec.function} is not given the conversation so far",
+                    file=file, line=line, field=f"case {case.id}: conversation",
+                    hint="Give the function a messages parameter (def agent(inp, tools, "
+                    "messages)): each user turn is one call with the conversation so far.")
 
 
 def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt) -> None:
@@ -507,6 +556,7 @@ def validate_suite(
     _check_size(loaded, cases)
     prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
     _check_imports_and_templates(loaded, cases, prompt, criteria)
+    _check_agent_kind(loaded, cases)
     if prompt is not None:
         _check_mocks(loaded, cases, prompt)
     _check_models(loaded, prompt, needs_judge=needs_judge(loaded, cases, criteria), improver=improver,
@@ -583,10 +633,16 @@ def build_suite(
         return m
 
     spec = loaded.config.agent_config
+
+    def user_model(name: str) -> Model:  # simulated users, user agents, conditions
+        return make_model(loaded, name, role="user_sim", bus=bus, budget=budget, cache=cache,
+                          journal=journal, **batching)
+
+    users = {"user_model": user_model, "user_agents": loaded.config.tools.user_agents}
     agent: Agent
     if spec.function:
         agent = CallableAgent(spec.function, tools=prompt.tools if prompt else (),
-                              mocks=loaded.config.tools.mocks)
+                              mocks=loaded.config.tools.mocks, **users)
     elif spec.adk:
         from cycle.agents.adk import AdkAgent
 
@@ -594,27 +650,24 @@ def build_suite(
         assert name is not None and prompt is not None
         agent = AdkAgent(spec.adk, prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
                          max_steps=loaded.config.tools.max_steps,
-                         allow_code_execution=spec.allow_code_execution)
+                         allow_code_execution=spec.allow_code_execution, **users)
     elif spec.http:
-        http = HttpAgent(spec.http, headers=spec.headers,
-                         timeout=loaded.config.run.timeout or 120.0, prompt=prompt)
-        closers.append(http.aclose)
-        agent = http
+        agent = HttpAgent(spec.http, headers=spec.headers,
+                          timeout=loaded.config.run.timeout or 120.0, prompt=prompt,
+                          protocol=spec.protocol, mocks=loaded.config.tools.mocks,
+                          max_steps=loaded.config.tools.max_steps, **users)
     else:
         name = agent_model_name(loaded, prompt)
         assert name is not None and prompt is not None
         agent = PromptAgent(prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
-                            user_model=lambda user: make_model(
-                                loaded, user, role="user_sim", bus=bus, budget=budget,
-                                cache=cache, journal=journal, **batching),
-                            max_steps=loaded.config.tools.max_steps,
-                            user_agents=loaded.config.tools.user_agents)
-        closers.append(agent.aclose)  # the simulated users' models
+                            max_steps=loaded.config.tools.max_steps, **users)
+    closers.append(agent.aclose)  # the endpoint's client, the simulated users' models
     judge_name = judge_model_name(loaded, prompt)
     c = loaded.config
     suite_criteria = judged_on(loaded, criteria)
     judge_llm = model(judge_name, "judge") if (
         judge_name and needs_judge(loaded, case_list, criteria)) else None
-    judge = Judge(suite_criteria, model=judge_llm, threshold=c.pass_threshold)
+    judge = Judge(suite_criteria, model=judge_llm, threshold=c.pass_threshold,
+                  description=spec.description)
     return Suite(loaded=loaded, prompt=prompt, version=version, cases=case_list, agent=agent,
                  judge=judge, _closers=closers)

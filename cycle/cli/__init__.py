@@ -16,9 +16,9 @@ import importlib
 import math
 import sys
 import traceback
-from typing import Any
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import click
 from msgspec import Struct
@@ -39,8 +39,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("cycle.cli.prompt:show",
              "Show one version: its number, labels, hash, source and content."),
     "diff": ("cycle.cli.prompt:diff",
-             "Diffs, field by field, from version A to version B (numbers, labels or hashes): a "
-             "changed line as its word changes, ``~ keep [-old-]{+new+}``; --lines for unified."),
+             ("Diffs, field by field, from version A to version B (numbers, labels or hashes): "
+              "a changed line as its word changes, ``~ keep [-old-]{+new+}``; --lines for "
+              "unified.")),
     "rollback": ("cycle.cli.prompt:rollback",
                  "Move the head label (or --label) of prompt ID back to an earlier version."),
     "label": ("cycle.cli.prompt:label",

@@ -158,9 +158,10 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     from cycle.cli import load_env
     from cycle.cli.run import say_overrides
 
-    given = {k: v for k, v in dict(agent=agent_model, judge=judge_model, improver=improver_model,
-                                   budget=budget, iterations=iterations,
-                                   concurrency=concurrency).items() if v is not None}
+    given = {k: v for k, v in {"agent": agent_model, "judge": judge_model,
+                               "improver": improver_model, "budget": budget,
+                               "iterations": iterations, "concurrency": concurrency}.items()
+             if v is not None}
     if resume is not None:  # a resumed cycle runs with the flags it started with
         stored = _stored_overrides(config, resume)
         if stored is not None:

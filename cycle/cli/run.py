@@ -21,12 +21,12 @@ from cycle.cli import CliContext, FiniteFloat
 from cycle.words import plural
 
 if TYPE_CHECKING:
-    from cycle.store import Store
     from cycle.assemble import LoadedConfig
     from cycle.assemble.estimate import Estimate
     from cycle.assemble.evalfile import EvalOptions
     from cycle.cases import TestCase
     from cycle.records import Prompt, RunResult
+    from cycle.store import Store
 
 
 def _store_path(config_dir: Path | None) -> Path:
@@ -146,10 +146,11 @@ def run(
                                 resume=resume, report_dir=report_dir, no_cache=no_cache,
                                 quiet=quiet, as_json=as_json))
 
-    given = {k: v for k, v in dict(
-        agent=agent_model, judge=judge_model, iterations=iterations, concurrency=concurrency,
-        timeout=timeout, stop_on_first_failure=stop_on_first_failure, budget=budget,
-        batch=batch).items() if v is not None}
+    given = {k: v for k, v in {
+        "agent": agent_model, "judge": judge_model, "iterations": iterations,
+        "concurrency": concurrency, "timeout": timeout,
+        "stop_on_first_failure": stop_on_first_failure, "budget": budget,
+        "batch": batch}.items() if v is not None}
     if resume:  # a resumed run runs with the flags it started with
         stored = _stored_overrides(config, resume)
         if stored is not None:

@@ -287,11 +287,14 @@ class Runner:
         a = agent_result
         passed, verdicts = verdict.passed, verdict.verdicts
         if a.verdict != "judged":
-            # a conversation's limit decides, whatever the judge said (the judge's scores stay)
-            passed = a.verdict == "pass"
+            # the way a conversation ended says pass or fail (seed 003): the case passes
+            # when that outcome and the judge both pass it; a pass lifts nothing over a
+            # failed criterion (the judge's scores stay)
+            outcome = a.verdict == "pass"
+            passed = passed and outcome
             verdicts = (*verdicts, Verdict(
-                criterion_id="conversation", kind="check", score=100.0 if passed else 0.0,
-                passed=passed, weight=0.0, required=True,
+                criterion_id="conversation", kind="check", score=100.0 if outcome else 0.0,
+                passed=outcome, weight=0.0, required=True,
                 reasoning=f"{a.note}; the case says that means {a.verdict}"))
         return IterationResult(
             case_id=case.id, iteration=iteration, status="passed" if passed else "failed",

@@ -26,7 +26,7 @@ from cycle.judge.criteria import (
     resolve,
     weighted_score,
 )
-from cycle.judge.llm_judge import JUDGE_PROMPT, LlmJudge, ensure_judge_version
+from cycle.judge.llm_judge import LlmJudge, judge_prompt_in
 from cycle.records import Usage, Verdict
 
 if TYPE_CHECKING:
@@ -101,14 +101,17 @@ class Judge:
         criteria: Sequence[CriterionConfig | Criterion],
         model: Model | None = None,
         threshold: float = 70.0,
+        *,
+        description: str = "",
     ) -> None:
+        """``description``: what the agent under test is for, shown to the LLM judge."""
         self.threshold = threshold
         self._configs = [c for c in criteria if isinstance(c, CriterionConfig)]
         resolved = [c if isinstance(c, Criterion) else resolve(c, threshold=threshold)
                     for c in criteria]
         self.criteria: tuple[Criterion, ...] = tuple(resolved)
         self.model = model
-        self._llm = LlmJudge(model) if model is not None else None
+        self._llm = LlmJudge(model, description=description) if model is not None else None
         self._per_case: dict[str, tuple[Criterion, ...]] = {}
         self.version: str | None = None
         if model is None and any(c.kind == "llm" for c in self.criteria):
@@ -127,8 +130,11 @@ class Judge:
         return self.model is not None and self.model.offline
 
     def register(self, store: Store) -> str:
-        """Save the judge prompt to the store (once) and remember its version."""
-        self.version = ensure_judge_version(store, JUDGE_PROMPT)
+        """Judge with the store's judge prompt (its ``cycle-judge`` head when a person
+        made one, else the built-in, saved once) and remember its version."""
+        prompt, self.version = judge_prompt_in(store)
+        if self._llm is not None and prompt is not self._llm.prompt:
+            self._llm = LlmJudge(self._llm.model, prompt, description=self._llm.description)
         return self.version
 
     def criteria_for(self, case: JudgedCase) -> tuple[Criterion, ...]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from cycle.errors import JudgeError, StructuredOutputError
+from cycle.errors import ConfigError, JudgeError, StructuredOutputError
 from cycle.judge.criteria import Criterion
 from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.llm.base import GenerateConfig
@@ -169,20 +169,45 @@ def verdict_model(ids: tuple[str, ...], tens: frozenset[str] = frozenset()) -> t
     )
 
 
+BUILT_IN = "built-in judge prompt"
+
+
 def ensure_judge_version(store: Store, prompt: Prompt = JUDGE_PROMPT) -> str:
     """Save the judge prompt on first use (content-addressed: once) and return its version."""
     found = store.find_version(prompt)
     if found is None:
-        found = store.save_version(prompt, source="initial", message="built-in judge prompt")
+        found = store.save_version(prompt, source="initial", message=BUILT_IN)
     return str(found.version)
+
+
+def judge_prompt_in(store: Store) -> tuple[Prompt, str]:
+    """The judge prompt a run uses, and its version: the stored ``cycle-judge`` head when a
+    person made it (``cycle prompt import`` of a file with ``id: cycle-judge``, a
+    rollback, an edit), else this release's built-in one (saved on first use)."""
+    if store.has_prompt(JUDGE_PROMPT_ID):
+        head = store.resolve(JUDGE_PROMPT_ID)
+        if head.message != BUILT_IN:
+            if "payload" not in head.prompt.user_template:
+                raise ConfigError(
+                    f"the judge prompt {head.ref} does not show the judge the case: its "
+                    "user_template has no {{ payload }}", field="cycle-judge",
+                    hint="Put {{ payload }} (the case as JSON) and {{ criteria }} (one line "
+                    "each) in its user_template and import it again, or roll it back: "
+                    "cycle prompt rollback cycle-judge.")
+            return head.prompt, head.version
+    return JUDGE_PROMPT, ensure_judge_version(store, JUDGE_PROMPT)
 
 
 class LlmJudge:
     """Scores the LLM criteria of one case in one call."""
 
-    def __init__(self, model: Model, prompt: Prompt = JUDGE_PROMPT) -> None:
+    def __init__(self, model: Model, prompt: Prompt = JUDGE_PROMPT, *,
+                 description: str = "") -> None:
+        """``description``: what the assistant under test is for (cycle.yaml's
+        ``agent.description``), shown to the judge with every case."""
         self.model = model
         self.prompt = prompt
+        self.description = description
         #: its generation options (the schema is added per call)
         self.config = GenerateConfig(temperature=prompt.params.get("temperature"))
         self._system = Message.system(prompt.system) if prompt.system else None
@@ -200,6 +225,8 @@ class LlmJudge:
         # cycle's own CPU per case, benchmarks/RESULTS.md)
         fields: dict[str, Any] = {"input": input, "output": output, "expected": expected,
                                   "criteria": crit}
+        if self.description:  # what the assistant is for (the payload's keys say it)
+            fields = {"what_the_assistant_is_for": self.description, **fields}
         if has_behaviour(trace):
             # what the assistant did, not only what it said: tool calls and results kept,
             # long texts cut with a marker

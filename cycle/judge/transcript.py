@@ -28,13 +28,14 @@ def _value(value: Any, limit: int) -> str:
 
 
 def transcript_lines(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT,
-                     durations: bool = False) -> list[str]:
+                     for_people: bool = False) -> list[str]:
     """One line per event: ``user: ...``, ``assistant -> lookup(order=A-1)``,
     ``tool lookup -> {...}``, ``tool refund FAILED: ...``, ``state: ...``.
 
-    ``durations`` adds each tool's time: for people only, since what a model is sent
-    must not change from run to run (the response cache, the offline world)."""
-    return [line for e in trace for line in event_lines(e, limit, durations)]
+    ``for_people`` adds each tool's time and why the conversation ended: people only,
+    since what a model is sent must not change from run to run (the response cache,
+    the offline world)."""
+    return [line for e in trace for line in event_lines(e, limit, for_people)]
 
 
 def tool_error_turns(trace: Sequence[TraceEvent]) -> list[int]:
@@ -48,7 +49,7 @@ def tool_error_turns(trace: Sequence[TraceEvent]) -> list[int]:
     return out
 
 
-def event_lines(e: TraceEvent, limit: int = DEFAULT_CUT, durations: bool = False) -> list[str]:
+def event_lines(e: TraceEvent, limit: int = DEFAULT_CUT, for_people: bool = False) -> list[str]:
     """The transcript lines of one event (a model turn may make several)."""
     if e.kind == "user":
         return [f"user: {cut(e.text, limit)}"]
@@ -59,13 +60,15 @@ def event_lines(e: TraceEvent, limit: int = DEFAULT_CUT, durations: bool = False
             out.append(f"assistant -> {c.name}({args})")
         return out
     if e.kind == "tool_result":
-        took = f" ({e.duration:.2f} s)" if durations else ""
+        took = f" ({e.duration:.2f} s)" if for_people else ""
         return [f"tool {e.tool} -> {_value(e.result, limit)}{took}"]
     if e.kind == "tool_error":
         return [f"tool {e.tool} FAILED: {cut(e.error or '', limit)}"]
     if e.kind == "state":
         changes = ", ".join(f"{k} = {_value(v, 80)}" for k, v in (e.changes or {}).items())
         return [f"state: {changes}"]
+    if e.kind == "final" and e.reason and for_people:
+        return [f"ended: {e.reason}"]
     return []
 
 

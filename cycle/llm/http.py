@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -42,7 +43,7 @@ def redact(text: str, *secrets: str | None) -> str:
 
 
 #: query parameters of a base URL that carry credentials (?api-key=..., ?token=...)
-_SECRET_PARAM = re.compile(r"key|token|secret|sig|pass|auth|credential", re.I)
+_SECRET_PARAM = re.compile(r"key|token|secret|sig|pass|auth|credential", re.IGNORECASE)
 
 
 def token_count(value: Any, *, field: str, where: str) -> int | None:
@@ -51,7 +52,7 @@ def token_count(value: Any, *, field: str, where: str) -> int | None:
     A negative or non-finite count is an error of the call: it would lower the spend."""
     if value is None or isinstance(value, bool):
         return None
-    if isinstance(value, int | float) and (value < 0 or value != value or value in (
+    if isinstance(value, int | float) and (value < 0 or math.isnan(value) or value in (
             float("inf"), float("-inf"))):
         from cycle.errors import MalformedResponseError
 

@@ -23,8 +23,8 @@ provider alike:
 from __future__ import annotations
 
 import asyncio
-import json
 import concurrent.futures
+import json
 import time
 import uuid
 import weakref

@@ -150,20 +150,10 @@ class OpenAIAPI(ModelAPI):
         reasoning = self.official and bool(_REASONING.match(self.model_name))
         request: dict[str, Any] = {
             "model": self.model_name,
-            "messages": [_message(m) for m in messages],
+            "messages": [m.as_chat() for m in messages],
         }
         if tools:
-            request["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    },
-                }
-                for t in tools
-            ]
+            request["tools"] = [t.as_chat() for t in tools]
         if config.temperature is not None and not reasoning:
             request["temperature"] = config.temperature
         if config.top_p is not None and not reasoning:
@@ -345,26 +335,3 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
     return ""
-
-
-def _message(message: Message) -> dict[str, Any]:
-    if message.role == "tool":
-        return {
-            "role": "tool",
-            "tool_call_id": message.tool_call_id or "",
-            "content": message.content,
-        }
-    if message.role == "assistant" and message.tool_calls:
-        return {
-            "role": "assistant",
-            "content": message.content or None,
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
-                }
-                for call in message.tool_calls
-            ],
-        }
-    return {"role": message.role, "content": message.content}

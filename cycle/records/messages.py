@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,6 +48,20 @@ class Message(BaseModel):
     def tool(cls, content: str, *, tool_call_id: str, name: str) -> Message:
         return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name)
 
+    def as_chat(self) -> dict[str, Any]:
+        """The message in OpenAI's chat shape (what OpenAI-compatible servers, and an HTTP
+        agent speaking cycle's tool protocol, read)."""
+        if self.role == "tool":
+            return {"role": "tool", "tool_call_id": self.tool_call_id or "",
+                    "content": self.content}
+        if self.role == "assistant" and self.tool_calls:
+            return {"role": "assistant", "content": self.content or None,
+                    "tool_calls": [{"id": c.id, "type": "function",
+                                    "function": {"name": c.name,
+                                                 "arguments": json.dumps(c.arguments)}}
+                                   for c in self.tool_calls]}
+        return {"role": self.role, "content": self.content}
+
 
 class ToolDef(BaseModel):
     """A tool the model may call: a name, a description and a JSON schema."""
@@ -59,6 +74,11 @@ class ToolDef(BaseModel):
     #: the real function (package.module:name), run only when a mock says passthrough;
     #: never sent to a model
     function: str | None = None
+
+    def as_chat(self) -> dict[str, Any]:
+        """The tool in OpenAI's chat shape."""
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters}}
 
 
 class Usage(BaseModel):

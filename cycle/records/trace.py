@@ -24,7 +24,7 @@ KINDS: dict[str, str] = {
     "tool_result": "a tool call that returned (tool, call_id, arguments, result, duration)",
     "tool_error": "a tool call that failed (tool, call_id, arguments, error, duration)",
     "state": "a change of the case's state (changes: {'scope.key': value})",
-    "final": "the final answer (text)",
+    "final": "the final answer (text; reason: why a conversation ended)",
 }
 
 
@@ -51,6 +51,8 @@ class TraceEvent(BaseModel):
     duration: float = 0.0
     #: a state change: dotted key ("session.refunded") -> new value
     changes: dict[str, Any] | None = None
+    #: the final event of a conversation: why it ended
+    reason: str | None = None
 
 
 Trace = tuple[TraceEvent, ...]

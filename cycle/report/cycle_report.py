@@ -171,7 +171,7 @@ def _transcripts(store: Store, run_id: str | None) -> dict[str, list[str]]:
     for case_id, stats in load_run(store.runs, run_id).cases.items():
         rep = stats.representative
         if rep is not None and has_behaviour(rep.trace):
-            out[case_id] = transcript_lines(rep.trace, durations=True)
+            out[case_id] = transcript_lines(rep.trace, for_people=True)
     return out
 
 

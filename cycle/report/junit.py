@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 from cycle.records import CaseStats, RunResult
 
-
 #: what XML 1.0 forbids even as a character reference (controls, lone surrogates, U+FFFE/F)
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 

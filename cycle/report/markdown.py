@@ -53,7 +53,7 @@ def _case_body(c: CaseStats, result: RunResult) -> list[str]:
         summary = (f"<summary>Transcript (iteration {rep.iteration}: "
                    f"{plural(turns, 'model turn')}, {plural(tools, 'tool call')})</summary>")
         out += ["<details>", summary, "",
-                *f.fenced("\n".join(transcript_lines(rep.trace, durations=True))), "",
+                *f.fenced("\n".join(transcript_lines(rep.trace, for_people=True))), "",
                 "</details>", ""]
     errors = [r for r in runs if r.status in ("error", "terminated")]
     if errors:

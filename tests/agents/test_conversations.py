@@ -74,6 +74,64 @@ async def test_max_turns_means_what_the_case_says(on_max, status, passed):
         assert result.cases["ret"].turns.mean == 3
 
 
+async def _judged(c, answers, *criteria):
+    script("agent", answers, repeat=True)
+    try:
+        agent = PromptAgent(PROMPT, get_model("scripted:agent"))
+        judge = Judge(list(criteria) or [
+            CriterionConfig(id="said", check={"type": "contains", "values": ["Sure"]})])
+        [r] = (await Runner(agent=agent, judge=judge, cases=[c]).run()).results
+    finally:
+        clear_scripts()
+    return r
+
+
+async def test_a_pass_outcome_never_lifts_a_case_over_a_failed_criterion():
+    # seed 003: passed = the way it ended AND the judge; the condition says pass, the
+    # required criterion fails: the case fails
+    c = case(follow_ups=["more"], end_when={"field_set": "status"}, on_condition_met="pass")
+    r = await _judged(c, ['{"status": "done"}'], CriterionConfig(
+        id="polite", required=True, check={"type": "contains", "values": ["please"]}))
+    assert r.status == "failed" and r.score == 0
+    assert [v.criterion_id for v in r.verdicts] == ["polite", "conversation"]
+    assert r.verdicts[-1].passed  # the outcome itself passed
+
+
+async def test_inputs_exhausted_without_the_condition_fails_by_default():
+    c = case(follow_ups=["more", "again"], end_when={"field_set": "nothing"})
+    r = await _judged(c, ["Sure."])
+    assert r.status == "failed" and r.score == 100  # the judge liked it; the outcome did not
+    assert r.trace[-1].reason == ("the scripted turns were all said and the end condition "
+                                  "never held")
+    judged = await _judged(case(follow_ups=["more"], end_when={"field_set": "nothing"},
+                                on_inputs_exhausted="judged"), ["Sure."])
+    assert judged.status == "passed"
+    # without an end condition, a script played out is a complete conversation
+    plain = await _judged(case(follow_ups=["more"]), ["Sure."])
+    assert plain.status == "passed"
+    assert plain.trace[-1].reason == "the scripted turns were all said"
+
+
+async def test_max_duration_ends_the_conversation_and_keeps_its_trace():
+    import asyncio
+
+    async def slow(messages, tools, config):
+        await asyncio.sleep(0.05)
+        return "Sure."
+
+    c = case(follow_ups=["more"] * 50, max_turns=100, max_duration="0.2s")
+    r = await _judged(c, slow)
+    assert r.status == "terminated"  # seed 000 counts it apart, not judged
+    said = sum(1 for e in r.trace if e.kind == "user")
+    assert 2 <= said < 10, said  # some turns were played, not all 50
+    assert r.trace[-1].kind == "final" and r.trace[-1].reason.startswith(
+        "max_duration reached: 0.2 s")
+    assert "max_duration reached" in r.error
+    fails = await _judged(case(follow_ups=["more"] * 50, max_turns=100, max_duration=0.2,
+                               on_max_duration="fail"), slow)
+    assert fails.status == "failed" and fails.score == 100
+
+
 async def test_the_judge_sees_every_turn_not_only_the_first_and_the_last():
     seen = []
 
@@ -143,6 +201,55 @@ async def test_a_simulated_user_speaks_after_the_script_until_its_goal_is_met():
         {"role": "user", "text": "I want to return shoes."}, {"role": "assistant", "text": "answer 1"},
         {"role": "user", "text": "Hello?"}, {"role": "assistant", "text": "answer 2"}]
     assert len(seen_by_user) == 2
+
+
+def history_as_lines(said):
+    return "\n".join(f"{turn['role'].upper()}: {turn['text']}" for turn in said)
+
+
+async def test_the_simulated_user_is_shaped_by_templates_over_the_case_and_a_history_hook():
+    seen = []
+
+    def user(messages, tools, config):
+        seen.append(messages)
+        return {"message": "bye", "done": True}
+
+    script("agent", ["Hello, how can I help?"], repeat=True)
+    script("user", user)
+    try:
+        agent = PromptAgent(PROMPT, get_model("scripted:agent"))
+        c = case(user={"model": "scripted:user", "persona": "a customer with order {{ order }}",
+                       "goal": "return {{ order }}",
+                       "system": "You are a terse customer of order {{ order }}.",
+                       "format_history": "tests.agents.test_conversations:history_as_lines"})
+        await agent.run(c, iteration=0, context={})
+        await agent.aclose()
+    finally:
+        clear_scripts()
+    system, message = seen[0]
+    assert system.content == "You are a terse customer of order A-7."
+    assert "Who you are: a customer with order A-7" in message.content
+    assert "Your goal: return A-7" in message.content
+    assert "USER: I want to return shoes.\nASSISTANT: Hello, how can I help?" in message.content
+
+
+def test_a_simulated_users_template_with_an_unknown_variable_is_refused(tmp_path):
+    (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ q }}'\n"
+                                     "params: {model: 'offline:default'}\n")
+    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""\
+        - id: c
+          input: {q: hi}
+          conversation:
+            user: {model: 'offline:default', persona: 'owner of {{ ordr }}', goal: G}
+        """))
+    (tmp_path / "cycle.yaml").write_text(
+        "prompt: p.yaml\ncases: [cases.yaml]\ncriteria: [{id: a, check: {type: contains, "
+        "values: [x]}}]\n")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                 str(tmp_path / "cycle.yaml")])
+    assert r.exit_code == 2, r.output
+    assert "cases.yaml:1" in r.output and "conversation.user.persona" in r.output
+    assert "ordr" in r.output
 
 
 def test_an_offline_conversation_with_a_simulated_user_through_the_cli(tmp_path):

@@ -118,8 +118,11 @@ def after_two(now):
 
 async def test_what_the_condition_holding_means():
     assert (await run_case({"field_set": "note"}, on_met="fail")).status == "failed"
+    # seed 003: max_turns reached means fail by default, the judge's scores kept
     never = await run_case({"field_set": "nothing"}, turns=4)
-    assert never.status == "terminated" and users(never) == 4
+    assert never.status == "failed" and users(never) == 4
+    assert "max_turns reached" in never.verdicts[-1].reasoning
+    assert never.trace[-1].reason.startswith("max_turns reached: 4 user turns")
 
 
 async def test_a_natural_language_condition_asks_a_model_offline():

@@ -70,13 +70,15 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
 
 
 #: how each transcript line starts -> its style
-_STYLES = (("assistant ->", "cyan"), ("tool ", "green"), ("state:", "magenta"))
+_STYLES = (("assistant ->", "cyan"), ("tool ", "green"), ("state:", "magenta"),
+           ("ended:", "yellow"))
 
 
 def _chat(r: IterationResult) -> RenderableType:
     """The conversation as a chat: what the user said on the left, the assistant's
     answers on the right, and between them what the assistant did (tool calls, their
-    results or errors, asks answered by the user, state changes), one line each."""
+    results or errors, asks answered by the user, state changes), one line each; last,
+    why the conversation ended."""
     parts: list[RenderableType] = []
     turn = 0
     for e in r.trace:
@@ -87,8 +89,8 @@ def _chat(r: IterationResult) -> RenderableType:
         elif e.kind == "model" and e.text:
             parts.append(Align.right(Panel(Text(e.text), title="assistant", title_align="right",
                                            border_style="green", expand=False, width=_BUBBLE)))
-        if e.kind in ("model", "tool_result", "tool_error", "state"):
-            for line in event_lines(e, durations=True):
+        if e.kind in ("model", "tool_result", "tool_error", "state", "final"):
+            for line in event_lines(e, for_people=True):
                 if line.startswith("assistant: "):
                     continue  # the answer's bubble above
                 style = "bold red" if " FAILED: " in line else next(
