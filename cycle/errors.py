@@ -23,6 +23,7 @@ names) and never a secret.
     │   └── BudgetExceededError      the cost cap would be crossed; no call was made
     ├── StoreError               the SQLite store
     │   ├── NotFoundError        an unknown prompt, version, label, run or cycle
+    │   ├── LockedError          another process runs the cycle or run to resume
     │   └── StoreFormatError     not a cycle store, or written by a newer release
     └── EvalError                running or judging a case went wrong (an *error*, never a score)
         └── JudgeError           the judge's verdict was missing or malformed after a repair
@@ -174,6 +175,10 @@ class BudgetExceededError(ModelError):
 
 class StoreError(CycleError):
     pass
+
+
+class LockedError(StoreError):
+    """Another process is running the cycle or run this one would resume."""
 
 
 class NotFoundError(StoreError):

@@ -123,6 +123,8 @@ def _choose_review(headless: bool, yes: bool, review: str | None, configured: st
               help="Auto review approves this priority and above (default: improve.min_priority, low).")
 @click.option("--resume", "resume", is_flag=False, flag_value="", default=None, metavar="[CYCLE_ID]",
               help="Resume CYCLE_ID, or without a value the latest interrupted cycle of this prompt.")
+@click.option("--take-over", is_flag=True,
+              help="With --resume: take over a cycle another machine's process holds (it is gone).")
 @click.option("--events", "events_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write every event as a JSON line to this file.")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -144,7 +146,7 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
             resume: str | None, events_file: Path | None, report_dir: Path | None,
             no_cache: bool, quiet: bool, dry_run: bool, as_json: bool, agent_model: str | None, judge_model: str | None,
             improver_model: str | None, budget: float | None, iterations: int | None,
-            concurrency: int | None) -> None:
+            concurrency: int | None, take_over: bool) -> None:
     """Improve the prompt of CONFIG (cycle.yaml) round by round.
 
     Round 0 evaluates the prompt's head version. Each round the improver
@@ -212,10 +214,11 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     try:
         if headless:
             outcome = _run_headless(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg,
-                                    quiet, use_cache=not no_cache, cases=cases)
+                                    quiet, use_cache=not no_cache, cases=cases,
+                                    take_over=take_over)
         else:
             outcome = _run_tui(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg,
-                               use_cache=not no_cache, cases=cases)
+                               use_cache=not no_cache, cases=cases, take_over=take_over)
     finally:
         if sink is not None:
             sink.close()
@@ -259,6 +262,7 @@ def _reviewer(choice: str, priority: str) -> Reviewer:
 
 def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus, store_path: Path, choice: str,
                   priority: str, resume: str | bool | None, quiet: bool, *, use_cache: bool,
+                  take_over: bool = False,
                   cases: list[TestCase] | None = None) -> CycleResult:
     from cycle.assemble import build_loop
     from cycle.assemble.suite import open_cache
@@ -277,7 +281,7 @@ def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.Even
         loop = build_loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority),
                     improve=improve_cfg, cache=cache, cases=cases)
         heap.settle()
-        return aio.run(loop.run(resume=resume))
+        return aio.run(loop.run(resume=resume, take_over=take_over))
     except KeyboardInterrupt:
         hint = f" --resume {started[-1]}" if started else " --resume"
         click.echo(f"\nInterrupted; the cycle is saved. Resume with: cycle improve {loaded.path}{hint}",
@@ -290,7 +294,8 @@ def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.Even
 
 
 def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus, store_path: Path, choice: str,
-             priority: str, resume: str | bool | None, *, use_cache: bool, cases: list[TestCase] | None = None) -> CycleResult:
+             priority: str, resume: str | bool | None, *, use_cache: bool, cases: list[TestCase] | None = None,
+             take_over: bool = False) -> CycleResult:
     try:
         from cycle.tui.app import run_cycle_app
         from cycle.tui.widgets.header import HeaderInfo
@@ -317,7 +322,7 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
             reviewer = tui_reviewer if choice == "tui" else _reviewer(choice, priority)
             loop = build_loop(loaded, store=store, bus=cycle_bus, reviewer=reviewer, improve=improve_cfg,
                         cache=cache, cases=cases)
-            return await loop.run(resume=resume)
+            return await loop.run(resume=resume, take_over=take_over)
         finally:
             store.close()
             if cache is not None:

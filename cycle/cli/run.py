@@ -54,6 +54,8 @@ def _store_path(config_dir: Path | None) -> Path:
               help="Send the calls as provider batch jobs (OpenAI Batch, Gemini batch mode) at "
               "half the price; answers take minutes to hours, and --resume picks up the jobs.")
 @click.option("--resume", "resume", metavar="RUN_ID", help="Resume a stored run; judged iterations are kept.")
+@click.option("--take-over", is_flag=True,
+              help="With --resume: take over a run another machine's process holds (it is gone).")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where to write the reports (default: reports/ beside cycle.yaml).")
 @click.option("--no-reports", is_flag=True, help="Write no report files.")
@@ -89,6 +91,7 @@ def run(
     dry_run: bool, eval_file: Path | None, agent_endpoint: str | None, seed_manifest: Path | None,
     snapshot: str | None, tool_registry: Path | None, output_dir: Path | None,
     baseline: str | None, timeout_ms: int | None, runner_config: Path | None,
+    take_over: bool,
 ) -> None:
     """Evaluate the prompt of CONFIG (cycle.yaml) on its cases and write reports.
 
@@ -184,6 +187,7 @@ def run(
     code = asyncio.run(_run(
         loaded, tags=tags, case_ids=case_ids, resume=resume, report_dir=report_dir,
         no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json,
+        take_over=take_over,
     ))
     sys.exit(code)
 
@@ -263,7 +267,7 @@ def say_overrides(changes: list[str], quiet: bool, *, resumed: bool = False) -> 
 
 async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[str, ...],
                resume: str | None, report_dir: Path | None, no_reports: bool, no_cache: bool,
-               quiet: bool, as_json: bool) -> int:
+               quiet: bool, as_json: bool, take_over: bool = False) -> int:
     from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import build_suite, open_cache, run_budget, validate_suite
     from cycle.events import EventBus
@@ -304,7 +308,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
             heap.settle()
-            result = await runner.run(run_id=resume, meta=suite.meta())
+            result = await runner.run(run_id=resume, meta=suite.meta(), take_over=take_over)
         finally:
             await suite.aclose()
         # the reports read the results from the store, a case at a time

@@ -114,12 +114,25 @@ class Runner:
     def offline(self) -> bool:
         return bool(getattr(self.agent, "offline", False)) or self.judge.offline
 
-    async def run(self, *, run_id: str | None = None, meta: dict[str, Any] | None = None) -> RunResult:
+    async def run(self, *, run_id: str | None = None, meta: dict[str, Any] | None = None,
+                  take_over: bool = False) -> RunResult:
         """Run (or resume) the suite. ``meta`` may give prompt_id, version, cycle_id,
-        round, role ('eval', 'baseline', 'candidate') and config (stored with the run)."""
+        round, role ('eval', 'baseline', 'candidate') and config (stored with the run).
+        A run of its own holds its lease (cycle.store.locks) while it runs: a second
+        process resuming it refuses (a cycle's runs are under the cycle's lease);
+        ``take_over``: take a lease another machine holds."""
         meta = dict(meta or {})
-        began = now_iso()
         run_id = run_id or new_run_id()
+        if self.store is None or meta.get("cycle_id") is not None:
+            return await self._run(run_id, meta)
+        from cycle.store.locks import held
+
+        with held(self.store, f"run:{run_id}", what=f"run {run_id}",
+                  resume_hint=f"cycle run cycle.yaml --resume {run_id}", take_over=take_over):
+            return await self._run(run_id, meta)
+
+    async def _run(self, run_id: str, meta: dict[str, Any]) -> RunResult:
+        began = now_iso()
         info = case_info(self.cases)
         tallies: dict[str, list[Tally]] = {}
         done: set[tuple[str, int]] = set()

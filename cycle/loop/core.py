@@ -83,7 +83,7 @@ from cycle.loop.acceptance import (
 from cycle.loop.review import Reviewer
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import Prompt, RejectedSuggestion, ReviewRequest, RunResult, Suggestion, Version
-from cycle.store import CallRecorder, Store
+from cycle.store import CallRecorder, Store, locks
 from cycle.store.cycles import CycleRecorder
 from cycle.words import plural
 
@@ -299,9 +299,12 @@ class Loop:
 
     # -- the cycle ------------------------------------------------------------
 
-    async def run(self, *, resume: str | bool | None = None) -> CycleResult:
+    async def run(self, *, resume: str | bool | None = None,
+                  take_over: bool = False) -> CycleResult:
         """Run a new cycle, or resume one (``resume``: a cycle id, or True for the latest
-        interrupted cycle of this prompt)."""
+        interrupted cycle of this prompt). The cycle's lease (cycle.store.locks) is held
+        while it runs: a second process resuming it refuses before it writes anything;
+        ``take_over``: take a lease another machine holds."""
         prompt_id = self.prompt_id
         stop_at: int | None = None
         incumbent: _Incumbent | None = None
@@ -313,6 +316,9 @@ class Loop:
                 start = self._starting_version()
                 self.cycle_id = self._unused_cycle_id()
                 next_round = 0
+            locks.acquire(self.store, f"cycle:{self.cycle_id}", what=f"cycle {self.cycle_id}",
+                          resume_hint=self._resume_command(), take_over=take_over)
+            self._leased = True
             self._unsubscribe = [
                 self.bus.subscribe(CycleRecorder(self.store.cycles)),
                 self.bus.subscribe(self._on_call),
@@ -364,6 +370,8 @@ class Loop:
                 unsubscribe()
             for close in self._closers:
                 await close()
+            if getattr(self, "_leased", False):
+                locks.release(self.store, f"cycle:{self.cycle_id}")
 
     def _unused_cycle_id(self) -> str:
         """A new id no stored cycle has: two cycles started in the same second (parallel

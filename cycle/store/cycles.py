@@ -25,7 +25,8 @@ from cycle.records import CycleRow, RejectedSuggestion, RoundRow, StoredSuggesti
 if TYPE_CHECKING:
     from cycle.store.store import Store
 
-RESUMABLE = ("running", "interrupted")
+#: a failed cycle resumes too: what failed (a provider down, a full disk) may be fixed
+RESUMABLE = ("running", "interrupted", "failed")
 
 
 def _now() -> str:
@@ -171,10 +172,12 @@ class CycleLog:
         return [_cycle(r) for r in self.store.db.execute(sql, params).fetchall()]
 
     def latest_resumable(self, prompt_id: str) -> CycleRow | None:
-        """The newest cycle of ``prompt_id`` that was interrupted (or killed: still 'running')."""
+        """The newest cycle of ``prompt_id`` that was interrupted (or killed: still 'running'),
+        or failed."""
         rows = self.store.db.execute(
             f"SELECT {', '.join(_CYCLE_COLUMNS)} FROM cycles WHERE prompt_id = ? "
-            "AND status IN ('running', 'interrupted') ORDER BY started_at DESC, rowid DESC LIMIT 1",
+            "AND status IN ('running', 'interrupted', 'failed') "
+            "ORDER BY started_at DESC, rowid DESC LIMIT 1",
             (prompt_id,),
         ).fetchall()
         return _cycle(rows[0]) if rows else None

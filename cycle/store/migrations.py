@@ -393,3 +393,20 @@ def m010_batch_jobs(db: Database) -> None:
         );
         """,
     )
+
+
+@migration
+def m011_locks(db: Database) -> None:
+    """Leases (cycle.store.locks): which process runs a cycle or a run, so that a second
+    resume of it refuses instead of writing the same results beside the first."""
+    _run(
+        db,
+        """
+        CREATE TABLE locks (
+            name TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            acquired_at TEXT NOT NULL
+        );
+        """,
+    )

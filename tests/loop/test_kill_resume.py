@@ -305,3 +305,39 @@ def test_a_killed_run_resumed_re_pays_only_the_calls_in_flight(tmp_path):
     _, err = resumed.communicate(timeout=120)
     assert resumed.returncode in (0, 1), err
     assert uncut <= _calls(cut) <= uncut + 2, (uncut, _calls(cut))
+
+
+def test_a_second_resume_of_a_running_cycle_refuses_and_the_first_finishes(project: Path) -> None:
+    """Two `cycle improve --resume` of one cycle: the second refuses before it writes
+    anything (exit 2, naming the process that runs it); the first finishes the cycle,
+    whose results are whole. The first resume takes over the lease of the killed one."""
+    db = project / ".cycle" / "cycle.db"
+    proc = start(project)
+    wait_for_candidate_results(db, proc)
+    proc.send_signal(signal.SIGKILL)  # its lease stays, held by a process that is gone
+    proc.wait(timeout=10)
+    keys, calls = snapshot(db)
+    with sqlite3.connect(db) as conn:
+        (cycle_id,) = conn.execute("SELECT id FROM cycles").fetchone()
+
+    first = start(project, "--resume", cycle_id)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until the first holds the lease
+        assert first.poll() is None, first.communicate()[1]
+        with sqlite3.connect(db, timeout=5) as conn:
+            held = conn.execute("SELECT pid FROM locks WHERE name = ?",
+                                [f"cycle:{cycle_id}"]).fetchone()
+        if held and held[0] == first.pid:
+            break
+        time.sleep(0.01)
+    second = start(project, "--resume", cycle_id)
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 2, err
+    assert f"cycle {cycle_id} is being run by process {first.pid} on this machine" in err
+    assert "Traceback" not in err
+
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert check_resumed(db, keys, calls) == cycle_id
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM locks").fetchone()[0] == 0  # given back

@@ -1,0 +1,220 @@
+"""Benchmark: what one conversation driver costs each agent kind (issue 31).
+
+Per agent kind, two suites through the Runner, checks only (no judge model):
+
+- plain: N one-turn cases, no tools;
+- 3 turns: N cases of 3 user turns (2 scripted follow-ups), no tools: the driver alone;
+- conversation: the same, each turn 2 mocked tool calls (one a step) before the answer.
+
+The figure is client CPU (``time.process_time()``) per agent call: a model call of the
+prompt and ADK agents (the scripted provider, in process: no SDK, so cycle's own cost
+shows), a call of the Python function, a POST to the HTTP endpoint (served by a
+subprocess, whose CPU is not counted). The conversation's CPU per call over the plain
+one's is the driver's, mocks' and trace's cost per call. Figures are medians of
+``--repeat`` runs, the kinds in rotation.
+
+    .venv/bin/python benchmarks/bench_conversation.py            # 1,000 cases (ADK 200)
+    .venv/bin/python benchmarks/bench_conversation.py --cases 200 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cycle.agents import PromptAgent  # noqa: E402
+from cycle.agents.agent import CallableAgent, HttpAgent  # noqa: E402
+from cycle.cases import ConversationSpec, TestCase  # noqa: E402
+from cycle.evals.runner import Runner  # noqa: E402
+from cycle.judge import Judge  # noqa: E402
+from cycle.judge.criteria import CriterionConfig  # noqa: E402
+from cycle.llm.base import ModelOutput  # noqa: E402
+from cycle.llm.registry import get_model  # noqa: E402
+from cycle.mocks import MockSpec  # noqa: E402
+from cycle.records import Prompt, ToolCall, ToolDef  # noqa: E402
+from cycle.testing import script  # noqa: E402
+
+TOOLS = (ToolDef(name="lookup", parameters={"type": "object", "properties": {"q": {"type": "string"}}}),
+         ToolDef(name="history", parameters={"type": "object", "properties": {"q": {"type": "string"}}}))
+PROMPT = Prompt(id="bench", system="You help.", user_template="{{ q }}", tools=TOOLS)
+MOCKS = {"lookup": MockSpec(value={"status": "shipped"}),
+         "history": MockSpec(value={"orders": 3})}
+CRITERIA = [CriterionConfig(id="said", check={"type": "contains", "values": ["done"]})]
+
+
+def cases(n: int, turns: bool) -> list[TestCase]:
+    spec = ConversationSpec(follow_ups=["and then?", "thanks"]) if turns else None
+    return [TestCase(id=f"c{i:05d}", input={"q": f"question {i}"}, conversation=spec)
+            for i in range(n)]
+
+
+def step(chat: list[dict[str, Any]], tools: bool) -> tuple[str, dict[str, Any]] | str:
+    """The agent's next move: after the user's last message, lookup, history, answer."""
+    last = max(i for i, m in enumerate(chat) if m["role"] == "user")
+    done = sum(1 for m in chat[last + 1:] if m["role"] == "tool")
+    if not tools or done >= 2:
+        return "done"
+    return ("lookup", {"q": "x"}) if done == 0 else ("history", {"q": "x"})
+
+
+def model_answer(tools: bool):
+    def answer(messages, _tools, _config) -> ModelOutput | str:
+        move = step([m.as_chat() for m in messages], tools)
+        if isinstance(move, str):
+            return move
+        n = sum(1 for m in messages if m.role == "tool")
+        return ModelOutput(tool_calls=(ToolCall(id=f"t{n}", name=move[0], arguments=move[1]),))
+    return answer
+
+
+def python_agent(inp, tools, messages):
+    if tools.names:  # the conversation suite's agent: two tool calls a turn
+        tools.call("lookup", q="x")
+        tools.call("history", q="x")
+    return "done"
+
+
+class _Endpoint(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real endpoint serves it
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        move = step(body["messages"], bool(body.get("tools")))
+        if isinstance(move, str):
+            answer: dict[str, Any] = {"response": move}
+        else:
+            n = sum(1 for m in body["messages"] if m["role"] == "tool")
+            answer = {"tool_calls": [{"id": f"h{n}", "name": move[0], "arguments": move[1]}]}
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def serve() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    server.request_queue_size = 128
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+def make_agent(kind: str, tools: bool, url: str) -> tuple[Any, str]:
+    """The agent, and what one of its calls is."""
+    prompt = PROMPT if tools else Prompt(id="bench", system="You help.", user_template="{{ q }}")
+    mocks = MOCKS if tools else {}
+    if kind in ("prompt", "adk"):
+        script("bench", model_answer(tools), repeat=True)
+        if kind == "prompt":
+            return PromptAgent(prompt, get_model("scripted:bench"), mocks=mocks), "model call"
+        from cycle.agents.adk import AdkAgent
+
+        return AdkAgent("benchmarks.bench_conversation:adk_agent" if tools else
+                        "benchmarks.bench_conversation:plain_adk_agent", prompt,
+                        get_model("scripted:bench"), mocks=mocks), "model call"
+    if kind == "python":
+        return CallableAgent(python_agent, tools=prompt.tools, mocks=mocks), "function call"
+    return HttpAgent(url, prompt=prompt, protocol="tools", mocks=mocks), "POST"
+
+
+def lookup(q: str) -> dict:
+    """Look something up (the ADK agent's tool; mocked)."""
+    return {}
+
+
+def history(q: str) -> dict:
+    """Order history (the ADK agent's tool; mocked)."""
+    return {}
+
+
+def __getattr__(name: str) -> Any:  # the ADK agents, built on first use (ADK imports slowly)
+    from google.adk.agents import Agent
+
+    if name == "adk_agent":
+        return Agent(name="bench", model="gemini-2.0-flash", tools=[lookup, history])
+    if name == "plain_adk_agent":
+        return Agent(name="bench", model="gemini-2.0-flash")
+    raise AttributeError(name)
+
+
+def calls_of(result: Any, kind: str) -> int:
+    """The agent calls a run made: model turns in the traces (a function's: its turns)."""
+    if kind == "python":
+        return sum(1 for r in result.results for e in r.trace if e.kind == "user")
+    return sum(1 for r in result.results for e in r.trace if e.kind == "model")
+
+
+#: the suites: (name, 3 user turns, 2 mocked tool calls a turn)
+SUITES = (("plain", False, False), ("turns", True, False), ("conversation", True, True))
+
+
+async def measure(kind: str, n: int, turns: bool, tools: bool, url: str) -> float:
+    agent, _ = make_agent(kind, tools, url)
+    runner = Runner(agent=agent, judge=Judge(CRITERIA), cases=cases(n, turns),
+                    concurrency=16)
+    started = time.process_time()
+    result = await runner.run()
+    took = time.process_time() - started
+    await agent.aclose()
+    bad = [r for r in result.results if r.status != "passed"]
+    assert not bad, bad[0].error
+    return took / calls_of(result, kind)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--adk-cases", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--kinds", default="prompt,python,http,adk")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve()
+        return 0
+    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        url = f"http://127.0.0.1:{server.stdout.readline().strip()}/agent"
+        kinds = args.kinds.split(",")
+        for kind in kinds:  # warm up: imports, first-use caches (ADK's above all)
+            for _name, turns, tools in SUITES:
+                asyncio.run(measure(kind, 5, turns, tools, url))
+        figures: dict[tuple[str, str], list[float]] = {}
+        for _ in range(args.repeat):
+            for kind in kinds:
+                n = args.adk_cases if kind == "adk" else args.cases
+                for name, turns, tools in SUITES:
+                    figures.setdefault((kind, name), []).append(
+                        asyncio.run(measure(kind, n, turns, tools, url)))
+        print("CPU per agent call (us), median; ratios against the plain one-turn case")
+        print(f"{'kind':8} {'cases':>6} {'plain':>7} {'3 turns':>8} {'ratio':>6} "
+              f"{'+2 tools/turn':>14} {'ratio':>6}")
+        for kind in kinds:
+            plain, turns, talk = (statistics.median(figures[(kind, name)]) * 1e6
+                                  for name, _, _ in SUITES)
+            n = args.adk_cases if kind == "adk" else args.cases
+            print(f"{kind:8} {n:>6} {plain:>7.0f} {turns:>8.0f} {turns / plain:>6.2f} "
+                  f"{talk:>14.0f} {talk / plain:>6.2f}")
+    finally:
+        server.terminate()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
