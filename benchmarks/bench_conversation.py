@@ -33,17 +33,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cycle.agents import PromptAgent  # noqa: E402
-from cycle.agents.agent import CallableAgent, HttpAgent  # noqa: E402
-from cycle.cases import ConversationSpec, TestCase  # noqa: E402
-from cycle.evals.runner import Runner  # noqa: E402
-from cycle.judge import Judge  # noqa: E402
-from cycle.judge.criteria import CriterionConfig  # noqa: E402
-from cycle.llm.base import ModelOutput  # noqa: E402
-from cycle.llm.registry import get_model  # noqa: E402
-from cycle.mocks import MockSpec  # noqa: E402
-from cycle.records import Prompt, ToolCall, ToolDef  # noqa: E402
-from cycle.testing import script  # noqa: E402
+from cycle.agents import PromptAgent
+from cycle.agents.agent import CallableAgent, HttpAgent
+from cycle.cases import ConversationSpec, TestCase
+from cycle.evals.runner import Runner
+from cycle.judge import Judge
+from cycle.judge.criteria import CriterionConfig
+from cycle.llm.base import ModelOutput
+from cycle.llm.registry import get_model
+from cycle.mocks import MockSpec
+from cycle.records import Prompt, ToolCall, ToolDef
+from cycle.testing import script
 
 TOOLS = (ToolDef(name="lookup", parameters={"type": "object", "properties": {"q": {"type": "string"}}}),
          ToolDef(name="history", parameters={"type": "object", "properties": {"q": {"type": "string"}}}))
