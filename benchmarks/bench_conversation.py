@@ -86,8 +86,6 @@ def python_agent(inp, tools, messages):
 
 
 class _Endpoint(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as a real endpoint serves it
-
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         move = step(body["messages"], bool(body.get("tools")))
@@ -107,9 +105,13 @@ class _Endpoint(BaseHTTPRequestHandler):
         pass
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # 16 cases in flight never find the backlog full
+    daemon_threads = True
+
+
 def serve() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
-    server.request_queue_size = 128
+    server = _Server(("127.0.0.1", 0), _Endpoint)
     print(server.server_address[1], flush=True)
     server.serve_forever()
 

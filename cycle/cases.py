@@ -434,6 +434,12 @@ def expand_patterns(patterns: Iterable[str], base_dir: str | Path) -> list[Path]
             raise ConfigError(f"case file '{pattern}' not found", file=str(base / pattern))
         for m in matches:
             p = Path(m)
+            if p.is_symlink() and not p.exists():
+                # a dangling link or a loop: a case file that cannot be read, not one to skip
+                raise ConfigError(
+                    f"the case file {p} is a symlink that leads nowhere (a loop, or its "
+                    "target is gone)", file=str(p),
+                    hint="Point the link at a case file, or remove it.")
             if p.is_file() and p not in seen:
                 seen.add(p)
                 files.append(p)

@@ -17,8 +17,9 @@ malformed query is refused when the case is loaded, not in the middle of a run.
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from cycle import patterns
 
 FIELD_OPS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$exists", "$regex", "$not")
 TOP_OPS = ("$and", "$or", "$not")
@@ -71,7 +72,7 @@ def _field(value: Any, spec: Any) -> bool:
         elif op == "$exists":
             ok = (value is not MISSING) == bool(arg)
         elif op == "$regex":
-            ok = isinstance(value, str) and re.search(arg, value) is not None
+            ok = isinstance(value, str) and patterns.search(arg, value) is not None
         else:  # $not
             ok = not _field(value, arg)
         if not ok:
@@ -124,8 +125,8 @@ def _check_ops(spec: dict[str, Any], where: str) -> None:
             raise ValueError(f"{where}.{op}: a list of values")
         if op == "$regex":
             try:
-                re.compile(arg)
-            except (re.error, TypeError) as e:
+                patterns.compile_pattern(arg)
+            except (patterns.error, TypeError) as e:
                 raise ValueError(f"{where}.$regex: not a regular expression ({e})") from None
         if op == "$not":
             if not isinstance(arg, dict):

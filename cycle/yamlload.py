@@ -76,12 +76,49 @@ def _record_lines(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: s
             _record_lines(item, path + (i,), lines, file)
 
 
+#: values a document may expand to through its aliases (``*a`` repeating ``&a``): a
+#: "billion laughs" of ten aliases of ten is 10^10 values, and every reader of the data
+#: (validation, a copy of the state, a report) would walk them all
+MAX_EXPANDED = 1_000_000
+
+
+def _bounded(node: yaml.Node, file: str) -> None:
+    """Refuse a document whose aliases expand it past ``MAX_EXPANDED`` values. Each node
+    is counted once with what it expands to (memoized by identity: an alias is the same
+    node object), so the check itself stays linear in the file."""
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(node, False)]
+    while stack:
+        current, children_done = stack.pop()
+        if id(current) in size:
+            continue
+        if isinstance(current, yaml.ScalarNode):
+            size[id(current)] = 1
+            continue
+        kids = ([v for pair in current.value for v in pair]
+                if isinstance(current, yaml.MappingNode) else list(current.value))
+        if not children_done:
+            stack.append((current, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+            continue
+        total = 1 + sum(size[id(k)] for k in kids)
+        if total > MAX_EXPANDED:
+            raise ConfigError(
+                f"the document expands to more than {MAX_EXPANDED:,} values through its "
+                "aliases (*name repeating &name)", file=file, line=current.start_mark.line + 1,
+                hint="Write the values out, or use fewer nested aliases: a few levels of ten "
+                "already make billions (the 'billion laughs' pattern).")
+        size[id(current)] = total
+
+
 def parse_yaml(text: str, file: str) -> LoadedYaml:
     """Parse YAML text; a syntax error becomes a ConfigError with its line."""
     try:
         loader = _Loader(text)
         try:
             node = loader.get_single_node()
+            if node is not None and "*" in text:
+                _bounded(node, file)
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
@@ -133,10 +170,10 @@ def iter_items(text: str, file: str, key: str | None = None
     except BaseException:
         loader.dispose()
         raise
-    return _items(loader, file, prefix, start.start_mark.line + 1)
+    return _items(loader, file, prefix, start.start_mark.line + 1, aliases="*" in text)
 
 
-def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int
+def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliases: bool
            ) -> Iterator[tuple[Path_, LoadedYaml]]:
     events = yaml.events
     try:
@@ -158,6 +195,8 @@ def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int
                                  "key 'cases'.")
                     return
                 node = loader.compose_node(None, None)
+                if aliases:  # (a file without '*' has none: no walk)
+                    _bounded(node, file)
                 data = loader.construct_document(node)
             except yaml.YAMLError as e:
                 raise _syntax_error(e, file) from e
@@ -203,6 +242,22 @@ def read_text(path: str | Path) -> str:
             file=str(p), line=raw.count(b"\n", 0, e.start) + 1,
             hint="Save the file as UTF-8 (most editors: 'Save with encoding').",
         ) from None
+
+
+def parse_json_text(text: str, file: str, *, hint: str | None = None) -> Any:
+    """JSON text of a user's file: a syntax error is a ConfigError with its line, and so
+    is nesting deeper than the parser can follow (a RecursionError otherwise)."""
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"not valid JSON: {e.msg} (column {e.colno})", file=file,
+                          line=e.lineno, hint=hint) from None
+    except RecursionError:
+        raise ConfigError(
+            "the JSON is nested deeper than cycle reads (about a thousand levels)", file=file,
+            hint="Flatten the data: no eval file or case needs that depth.") from None
 
 
 def load_yaml(path: str | Path) -> LoadedYaml:

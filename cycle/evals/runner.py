@@ -34,7 +34,8 @@ from cycle.errors import (
 from cycle.evals.results import MemoryResults, Tally, stored_tallies, summarize
 from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished, RunStarted
 from cycle.judge import Judge
-from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult, Verdict
+from cycle.judge.transcript import cut
+from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult, TraceEvent, Verdict
 from cycle.store import CallRecorder, Store
 from cycle.store.runs import FLUSH_EVERY, StoredResults, new_run_id, now_iso
 
@@ -311,11 +312,11 @@ class Runner:
                 reasoning=f"{a.note}; the case says that means {a.verdict}"))
         return IterationResult(
             case_id=case.id, iteration=iteration, status="passed" if passed else "failed",
-            score=verdict.score, passed=passed, input=case.input, output=a.output,
+            score=verdict.score, passed=passed, input=case.input, output=kept(a.output),
             tool_calls=a.tool_calls, latency=a.latency, agent_cost=a.cost, judge_cost=verdict.cost,
             input_tokens=a.usage.input_tokens, output_tokens=a.usage.output_tokens,
             started_at=started_at, finished_at=now_iso(), verdicts=verdicts,
-            trace=a.trace, state=a.state,
+            trace=kept_trace(a.trace), state=a.state,
         )
 
     def _errored(
@@ -329,9 +330,32 @@ class Runner:
         """An iteration that was not judged: an error, or a limit that ended it."""
         return IterationResult(
             case_id=case.id, iteration=iteration, status=status, score=None, passed=None,
-            error=why, input=case.input, output=a.output if a else "",
+            error=why, input=case.input, output=kept(a.output) if a else "",
             tool_calls=a.tool_calls if a else (), latency=a.latency if a else 0.0,
             agent_cost=a.cost if a else 0.0, input_tokens=a.usage.input_tokens if a else 0,
             output_tokens=a.usage.output_tokens if a else 0, started_at=started_at,
-            finished_at=now_iso(), trace=a.trace if a else (), state=a.state if a else {},
+            finished_at=now_iso(), trace=kept_trace(a.trace) if a else (),
+            state=a.state if a else {},
         )
+
+
+#: characters of one answer (or trace text) kept in the store and the reports; the
+#: checks and the judge saw all of it. A 50 MB answer would make a store of gigabytes
+#: and a report no one opens.
+KEPT_CHARS = 200_000
+
+
+def kept(text: str) -> str:
+    """``text`` as stored: cut past ``KEPT_CHARS`` with a marker saying how much."""
+    return text if len(text) <= KEPT_CHARS else cut(text, KEPT_CHARS)
+
+
+def kept_trace(trace: Sequence[TraceEvent]) -> tuple[TraceEvent, ...]:
+    """The trace as stored: each long text (a turn, a tool's text result or error) cut."""
+    if all(len(e.text) <= KEPT_CHARS and (not isinstance(e.result, str)
+                                          or len(e.result) <= KEPT_CHARS)
+           and len(e.error or "") <= KEPT_CHARS for e in trace):
+        return tuple(trace)
+    return tuple(e.model_copy(update={
+        "text": kept(e.text), "error": kept(e.error) if e.error else e.error,
+        "result": kept(e.result) if isinstance(e.result, str) else e.result}) for e in trace)

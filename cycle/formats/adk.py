@@ -128,14 +128,11 @@ class EvalSet(_Model):
 
 def load_evalset(path: str | Path) -> EvalSet:
     """An EvalSet file; a missing or malformed one is a ConfigError naming it."""
-    from cycle.yamlload import read_text
+    from cycle.yamlload import parse_json_text, read_text
 
     p = Path(path)
     text = read_text(p)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"not valid JSON: {e.msg}", file=str(p), line=e.lineno) from None
+    data = parse_json_text(text, str(p))
     try:
         return EvalSet.model_validate(data)
     except ValidationError as e:

@@ -48,7 +48,7 @@ from cycle.judge.toolforge import (
 )
 from cycle.mocks import MockSpec
 from cycle.records import IterationResult
-from cycle.yamlload import LoadedYaml, config_error, parse_yaml
+from cycle.yamlload import LoadedYaml, config_error, parse_json_text, parse_yaml
 
 #: where the contract's runner looks for the seed manifest, from the project root
 DEFAULT_SEED_MANIFEST = "evals/seed-manifest.json"
@@ -171,12 +171,8 @@ def _parse(p: Path) -> EvalFile | None:
     except UnicodeDecodeError as e:
         raise ConfigError(f"eval file is not UTF-8 text (byte {e.start})", file=str(p),
                           hint="Save it as UTF-8 JSON.") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"not valid JSON: {e.msg} (column {e.colno})", file=str(p),
-                          line=e.lineno, hint="An eval file is JSON: {\"metadata\": ..., "
-                          "\"cases\": [...]} or a bare array of cases.") from None
+    data = parse_json_text(text, str(p), hint="An eval file is JSON: {\"metadata\": ..., "
+                           "\"cases\": [...]} or a bare array of cases.")
     if isinstance(data, list):
         cases, prefix, metadata = data, (), None
     elif isinstance(data, dict) and isinstance(data.get("cases"), list):
@@ -369,7 +365,7 @@ def _strings(value: Any) -> list[str]:
 def load_json_data(path: Path, what: str, flag: str) -> Any:
     """A JSON data file (the seed manifest), with a clear error when it is missing or bad."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json_text(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         raise ConfigError(f"{what} '{path}' not found", file=str(path),
                           hint=f"Create it, or point {flag} at it.") from None
@@ -731,7 +727,7 @@ def load_baseline(output_dir: Path, run_id: str) -> dict[str, Any]:
     path = result_path(output_dir, run_id)
     if path.exists():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
         except (OSError, ValueError) as e:
             raise ConfigError(f"baseline result '{path}' cannot be read: {e}",
                               file=str(path)) from None

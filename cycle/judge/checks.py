@@ -21,6 +21,7 @@ from typing import Any, Literal
 from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from cycle import patterns
 from cycle.aio import call_user_function
 from cycle.errors import EvalError
 from cycle.imports import import_object
@@ -181,32 +182,35 @@ class NotContains(_Substrings):
 
 
 class Regex(_Check):
-    """100 when the pattern matches somewhere in the output (``re.search``)."""
+    """100 when the pattern matches somewhere in the output (``re.search``, with a time
+    limit: cycle.patterns)."""
 
     type: Literal["regex"] = "regex"
     pattern: str = Field(description="A Python regular expression.")
     ignore_case: bool = Field(False, description="Match case-insensitively.")
     multiline: bool = Field(False, description="^ and $ match at every line.")
 
-    _compiled: re.Pattern[str] | None = PrivateAttr(None)
+    _compiled: patterns.Pattern[str] | None = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _compile(self) -> Regex:
         # compiled once here, not per case; a templated pattern is compiled per case
         if "{{" not in self.pattern:
             try:
-                self._compiled = re.compile(self.pattern, self._flags)
-            except re.error as e:
+                self._compiled = patterns.compile_pattern(self.pattern, self._flags)
+            except patterns.error as e:
                 raise ValueError(f"invalid regular expression: {e}") from e
         return self
 
     @property
     def _flags(self) -> int:
-        return (re.IGNORECASE if self.ignore_case else 0) | (re.MULTILINE if self.multiline else 0)
+        return ((patterns.IGNORECASE if self.ignore_case else 0)
+                | (patterns.MULTILINE if self.multiline else 0))
 
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:
-        compiled = self._compiled or re.compile(_fill(self.pattern, ctx), self._flags)
-        m = compiled.search(ctx.output)
+        compiled = self._compiled or patterns.compile_pattern(_fill(self.pattern, ctx),
+                                                              self._flags)
+        m = patterns.search(compiled, ctx.output)
         if m:
             return CheckOutcome(100.0, f"matched {m.group(0)[:60]!r}")
         return CheckOutcome(0.0, f"no match for /{compiled.pattern}/")

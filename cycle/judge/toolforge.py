@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cycle import patterns
 from cycle.judge.checks import CheckOutcome, _Check
 from cycle.records.trace import TraceEvent, called_tools
 
@@ -90,13 +91,13 @@ class Expect(BaseModel):
 ASSERTION_KINDS: tuple[str, ...] = tuple(Expect.model_fields)
 
 
-def js_regex(pattern: str) -> re.Pattern[str]:
+def js_regex(pattern: str) -> patterns.Pattern[str]:
     """A JavaScript ``new RegExp(pattern)`` as a Python pattern: the syntax both share, with
     JS named groups ``(?<name>...)`` spelled as Python's. A bad pattern raises ValueError."""
     source = re.sub(r"\(\?<(?![=!])(\w+)>", r"(?P<\1>", pattern)
     try:
-        return re.compile(source)
-    except re.error as e:
+        return patterns.compile_pattern(source)
+    except patterns.error as e:
         raise ValueError(f"invalid regular expression {pattern!r}: {e}") from None
 
 
@@ -231,7 +232,7 @@ def assess(expect: Expect, *, response: str, calls: list[Call], duration_ms: flo
         elif p.assertion == "notExists":
             units.append((raw is _UNDEFINED, f"{where} expected not to exist but got {actual!r}"))
         else:
-            units.append((js_regex(str(p.value)).search(actual) is not None,
+            units.append((patterns.search(js_regex(str(p.value)), actual) is not None,
                           f"{where} expected to match /{p.value}/ but got {actual!r}"))
     if expect.noToolErrors:
         if stubs is not None:
@@ -252,7 +253,7 @@ def assess(expect: Expect, *, response: str, calls: list[Call], duration_ms: flo
     for value in expect.responseNotContains or ():
         units.append((value not in response, f"responseNotContains: found {value!r} in response"))
     for pattern in expect.responseMatches or ():
-        units.append((js_regex(pattern).search(response) is not None,
+        units.append((patterns.search(js_regex(pattern), response) is not None,
                       f"responseMatches: /{pattern}/ does not match the response"))
     if expect.maxLatencyMs is not None:
         units.append((duration_ms <= expect.maxLatencyMs,

@@ -15,11 +15,11 @@ compare within ``tolerance`` (absolute) in exact and subset matching.
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from cycle import patterns
 from cycle.judge.checks import CheckOutcome, _Check, fill_value
 from cycle.query import MISSING, lookup
 from cycle.records.trace import KINDS, TraceEvent, called_tools, tool_events
@@ -56,7 +56,7 @@ def arguments_match(actual: dict[str, Any], want: dict[str, Any], *, match: Matc
     if match == "subset":
         return all(k in actual and _close(actual[k], v, tolerance) for k, v in want.items())
     if match == "regex":
-        return all(k in actual and re.search(str(p), _text(actual[k])) is not None
+        return all(k in actual and patterns.search(str(p), _text(actual[k])) is not None
                    for k, p in want.items())
     import jsonschema
 

@@ -127,11 +127,16 @@ class _Endpoint(BaseHTTPRequestHandler):
         pass
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 64
+    daemon_threads = True
+
+
 class Endpoint:
     """The agent's endpoint on loopback (``speaks_protocol``: asks cycle to run tools)."""
 
     def __init__(self, speaks_protocol: bool = True) -> None:
-        self.server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+        self.server: Any = _Server(("127.0.0.1", 0), _Endpoint)
         self.server.bodies = []
         self.server.speaks_protocol = speaks_protocol
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/agent"

@@ -121,6 +121,19 @@ BAD = {
                      "number >= 1"), "Stop conditions"),
     "stop cost nan": (_append("cycle.yaml", "improve: {stop: {max_cost: .nan}}\n"), IMPROVE,
                       "(improve.stop): improve.stop.max_cost: expected a number >= 0", ""),
+    "billion laughs": (
+        lambda p: (p / "cases" / "laughs.yaml").write_text(
+            "- id: laughs\n  input: {question: a}\n  state:\n    a0: &a0 [lol, lol, lol, lol]\n"
+            + "".join(f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n"
+                      for i in range(1, 10))),
+        RUN, "laughs.yaml:10: the document expands to more than 1,000,000 values",
+        "billion laughs"),
+    "case file a symlink loop": (
+        lambda p: (p / "cases" / "loop.yaml").symlink_to(p / "cases" / "loop.yaml"), RUN,
+        "loop.yaml", "symlink"),
+    "eval file nested 100k deep": (
+        lambda p: (p / "deep.json").write_text("[" * 100_000 + "]" * 100_000),
+        ["run", "--eval", "deep.json"], "deep.json: the JSON is nested deeper", "Flatten"),
     "budget nan": (lambda p: None, [*RUN, "--budget", "nan"], "--budget", ""),
     "timeout inf": (lambda p: None, [*RUN, "--timeout", "inf"], "--timeout", ""),
 }
