@@ -21,6 +21,7 @@ names) and never a secret.
     │   ├── StructuredOutputError    the model's JSON did not validate, even after a repair
     │   ├── RetriesExhaustedError    every attempt failed; wraps the last error
     │   └── BudgetExceededError      the cost cap would be crossed; no call was made
+    ├── ReportError              a report could not be written (what it reports is stored)
     ├── StoreError               the SQLite store
     │   ├── NotFoundError        an unknown prompt, version, label, run or cycle
     │   ├── LockedError          another process runs the cycle or run to resume
@@ -175,6 +176,10 @@ class BudgetExceededError(ModelError):
 
 class StoreError(CycleError):
     pass
+
+
+class ReportError(CycleError):
+    """A report could not be written (the run or cycle it reports on is stored)."""
 
 
 class LockedError(StoreError):

@@ -8,6 +8,7 @@ JSON as they are (``event.to_dict()``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -317,10 +318,28 @@ class JsonlSink:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file: TextIO = self.path.open("a", encoding="utf-8")
+        self._written = 0
+        #: why the file stopped (a full disk): the events after it were not written, and
+        #: the cycle went on (its store has them); the command says so at its end
+        self.failed: str | None = None
 
     def __call__(self, event: Event) -> None:
-        self._file.write(json.dumps(event.to_dict(), default=str) + "\n")
-        self._file.flush()
+        if self.failed is not None:
+            return
+        try:
+            self._file.write(json.dumps(event.to_dict(), default=str) + "\n")
+            self._file.flush()
+            self._written += 1
+        except OSError as e:
+            self.failed = (f"the events file {self.path} stopped after {self._written} "
+                           f"events: {e.strerror or e} (the store has everything)")
+            with contextlib.suppress(OSError):  # its buffer cannot be written either
+                self._file.close()
 
     def close(self) -> None:
-        self._file.close()
+        if not self._file.closed:
+            try:
+                self._file.close()
+            except OSError as e:  # the last buffered line did not fit
+                self.failed = self.failed or (f"the events file {self.path}: {e.strerror or e} "
+                                              "(the store has everything)")

@@ -10,6 +10,7 @@ is exactly what would have failed, and says which setting or flag to fix.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,15 @@ from typing import Any
 from cycle.assemble.config import LoadedConfig
 from cycle.errors import ConfigError
 
+#: bytes a command needs free where it writes (the store's journal and log, the reports):
+#: below it, a run would fill the disk after it had paid for its calls
+MIN_FREE = 16 * 1024 * 1024
+
 
 def writable_folder(folder: Path, *, what: str, **where: Any) -> None:
-    """``folder`` exists (created now if missing) and a file can be written in it.
-    ``where``: the ConfigError's location (field=the flag, or file/line/field)."""
+    """``folder`` exists (created now if missing), a file can be written in it, and its
+    disk has ``MIN_FREE`` bytes free. ``where``: the ConfigError's location (field=the
+    flag, or file/line/field)."""
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"the {what} '{folder}' is a file, not a folder", **where,
                           hint="Remove or rename the file, or choose another folder.")
@@ -31,6 +37,12 @@ def writable_folder(folder: Path, *, what: str, **where: Any) -> None:
     except OSError as e:
         raise ConfigError(f"cannot write the {what} in '{folder}': {e.strerror or e}", **where,
                           hint="Choose a folder you can write to, or fix its permissions.") from None
+    free = shutil.disk_usage(folder).free
+    if free < MIN_FREE:
+        raise ConfigError(
+            f"only {free / 2**20:.1f} MB free on the disk of the {what} '{folder}'; a run "
+            f"needs {MIN_FREE // 2**20} MB there at least", **where,
+            hint="Free some space, or choose a folder on another disk.")
 
 
 def writable_file(path: Path, *, what: str, **where: Any) -> None:

@@ -222,6 +222,8 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     finally:
         if sink is not None:
             sink.close()
+            if sink.failed:
+                click.echo(f"warning: {sink.failed}", err=True)
     _report(outcome, store_path, report_dir or loaded.report_dir, config, loaded)
 
 

@@ -229,7 +229,18 @@ def write_project(root: Path, files: dict[str, str]) -> tuple[list[Path], list[P
     """
     targets = {root / rel: text for rel, text in files.items()}
     kept = [root / rel for rel in files if rel in OPTIONAL and (root / rel).exists()]
-    taken = [path for path in targets if path.exists() and path not in kept]
+    # a symlink (even one pointing nowhere) is taken: writing through it would write
+    # wherever it points, outside the project
+    taken = [path for path in targets if (path.exists() or path.is_symlink())
+             and path not in kept]
+    inside = root.resolve()
+    outside = [path for path in targets
+               if not path.parent.resolve().is_relative_to(inside)]
+    if outside:
+        raise ConfigError(
+            f"cycle init would write {outside[0]} outside {root}: "
+            f"{outside[0].parent} is a symlink to {outside[0].parent.resolve()}; "
+            "nothing was written", hint="Choose a folder without such links: cycle init NEW_FOLDER.")
     if taken:
         names = ", ".join(str(p) for p in taken)
         raise ConfigError(f"cycle init would overwrite {names}; nothing was written",

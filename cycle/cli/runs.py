@@ -137,3 +137,34 @@ def runs(prompt_id: str | None, version: str | None, since: str | None, until: s
         return
     for text in render_table(rows):
         click.echo(text)
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("reports"), show_default=True, help="Where to write the reports.")
+@click.option("--config", "config", type=click.Path(path_type=Path),
+              help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
+def report(run_id: str, report_dir: Path, config: Path | None) -> None:
+    """Write the reports of stored run (or cycle) RUN_ID (again).
+
+    For a run or cycle whose reports were not written (a full disk, --no-reports) or
+    were lost: a run's Markdown, JSON and JUnit reports, a cycle's (c-...) Markdown, HTML
+    and JSON. A run id may be a unique prefix or suffix, or @last.
+    """
+    from cycle.assemble.outputs import writable_folder
+    from cycle.evals.results import load_run
+    from cycle.report import write_reports
+    from cycle.report.cycle_report import write_cycle_report
+    from cycle.store import Store
+
+    obj = click.get_current_context().find_object(CliContext) or CliContext()
+    base = None if config is None else (config if config.is_dir() else config.parent)
+    writable_folder(report_dir, what="reports folder", field="--report-dir")
+    with Store.open(obj.store_path(base), create=False) as store:
+        if run_id.startswith("c-") and store.runs.get(run_id) is None:
+            paths = write_cycle_report(store, store.cycles.get(run_id).id, report_dir)
+        else:
+            paths = write_reports(load_run(store.runs, store.runs.resolve(run_id)), report_dir)
+    for kind, path in paths.items():
+        click.echo(f"{kind + ' report':16} {path}")

@@ -269,12 +269,14 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
 
 def write_cycle_report(store: Store, cycle_id: str, directory: str | Path) -> dict[str, Path]:
     """Write ``<cycle id>.md``, ``.html`` and ``.json`` into ``directory``; returns format -> path."""
+    from cycle.report import write_files
+
     data = cycle_report_dict(store, cycle_id)
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": d / f"{cycle_id}.md", "html": d / f"{cycle_id}.html",
              "json": d / f"{cycle_id}.json"}
-    paths["markdown"].write_text(render_cycle_markdown(data), encoding="utf-8")
-    paths["html"].write_text(render_cycle_html(data), encoding="utf-8")
-    paths["json"].write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    write_files(d, {paths["markdown"]: lambda: [render_cycle_markdown(data)],
+                    paths["html"]: lambda: [render_cycle_html(data)],
+                    paths["json"]: lambda: [json.dumps(data, indent=2, default=str) + "\n"]},
+                what=f"cycle {cycle_id}", again=f"cycle report {cycle_id}")
     return paths

@@ -54,6 +54,29 @@ def test_refuses_to_overwrite_and_writes_nothing(tmp_path):
     assert (tmp_path / "cycle.yaml").read_text() == "prompt: mine.yaml\n"
 
 
+def test_a_dangling_symlink_is_refused_and_nothing_is_written_where_it_points(tmp_path):
+    project, elsewhere = tmp_path / "p", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "cycle.yaml").symlink_to(elsewhere / "cycle.yaml")  # points nowhere yet
+    r = invoke("init", str(project))
+    assert r.exit_code == 2, r.output
+    assert "would overwrite" in r.output and "cycle.yaml" in r.output
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_folder_that_links_outside_is_refused(tmp_path):
+    project, elsewhere = tmp_path / "p", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "prompts").symlink_to(elsewhere, target_is_directory=True)
+    r = invoke("init", str(project))
+    assert r.exit_code == 2, r.output
+    assert "outside" in r.output and "prompts" in r.output and "nothing was written" in r.output
+    assert list(elsewhere.iterdir()) == [] and sorted(p.name for p in project.iterdir()) == [
+        "prompts"]
+
+
 def test_server_url_project_runs_through_the_openai_sdk(tmp_path, monkeypatch):
     with LoopbackServer() as srv:
         r = invoke("init", str(tmp_path), "--provider", srv.openai_base_url, "--model", "tiny")
