@@ -99,6 +99,9 @@ class ProviderSettings(BaseModel):
     api_version: str | None = Field(None, description="The provider's API version, if it has one.")
     timeout: float = Field(60.0, gt=0, description="Seconds before one HTTP call times out.")
     max_connections: int = Field(32, ge=1, description="Most calls in flight to this provider.")
+    max_response_mb: float = Field(
+        64.0, gt=0, description="The largest answer read, in MB once decompressed; a larger "
+        "one (a server gone wrong, a gzip bomb) fails the call with the reason.")
     max_retry_after: float = Field(
         120.0, ge=0, description="The longest Retry-After (seconds) obeyed; a provider asking "
         "for more fails the call at once, with the reason, instead of a silent wait.")

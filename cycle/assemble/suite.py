@@ -67,7 +67,8 @@ def provider_options(loaded: LoadedConfig, model_name: str) -> ProviderOptions |
     if settings is None:
         return None
     return ProviderOptions(base_url=settings.base_url, api_version=settings.api_version,
-                           timeout=settings.timeout, max_connections=settings.max_connections)
+                           timeout=settings.timeout, max_connections=settings.max_connections,
+                           max_response_mb=settings.max_response_mb)
 
 
 def price_table(loaded: LoadedConfig) -> PriceTable:

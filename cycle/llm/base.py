@@ -72,6 +72,8 @@ class ProviderOptions(Struct, frozen=True):
     api_version: str | None = None
     timeout: float = 60.0
     max_connections: int = 32
+    #: the largest answer read, in MB after decompression (cycle.llm.bodies)
+    max_response_mb: float = 64.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 

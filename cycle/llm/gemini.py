@@ -29,6 +29,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
+from cycle.llm.bodies import cap_client
 from cycle.llm.http import redact, safe_url, status_error, token_count, unsupported_when_missing
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
@@ -105,6 +106,9 @@ class GeminiAPI(ModelAPI):
                 # retry_options stays None: the SDK then makes exactly one attempt
             )
             client = genai.Client(api_key=self._api_key, http_options=http_options)
+            http = getattr(client._api_client, "_async_httpx_client", None)
+            if http is not None:  # every body read under a cap (cycle.llm.bodies)
+                cap_client(http, limit_mb=self.options.max_response_mb)
             self._clients[loop] = client
         return client
 

@@ -37,6 +37,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
+from cycle.llm.bodies import cap_client
 from cycle.llm.http import redact, safe_url, status_error, token_count, unsupported_when_missing
 from cycle.llm.structured import strict_schema
 from cycle.records import Message, ToolCall, ToolDef, Usage
@@ -93,7 +94,7 @@ class OpenAIAPI(ModelAPI):
         # models with equal keys share a client (see _client); the key stays in memory only
         headers = opts.extra.get("headers") or {}
         self._client_key: tuple[Any, ...] = (
-            key, self.base_url, opts.extra.get("organization"), opts.timeout,
+            key, self.base_url, opts.extra.get("organization"), opts.timeout, opts.max_response_mb,
             tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
         )
 
@@ -121,6 +122,10 @@ class OpenAIAPI(ModelAPI):
                     timeout=self.options.timeout,
                     max_retries=0,
                     default_headers=extra.get("headers"),
+                    # every body read under a cap, after decompression (cycle.llm.bodies)
+                    http_client=cap_client(openai.DefaultAsyncHttpxClient(
+                        timeout=self.options.timeout),
+                        limit_mb=self.options.max_response_mb),
                 ), 0]
             entry[1] += 1
             client = self._clients[loop] = entry[0]

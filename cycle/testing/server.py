@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import functools
 import itertools
 import json
 import re
@@ -44,6 +45,7 @@ import signal
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, Self
 
@@ -82,7 +84,7 @@ MAX_BODY = 32 * 1024 * 1024
 class Fault(Struct, frozen=True):
     """A failure the server produces for one request."""
 
-    kind: Literal["status", "malformed", "slow", "disconnect"]
+    kind: Literal["status", "malformed", "slow", "disconnect", "bomb"]
     #: the HTTP status (for kind "status")
     code: int = 500
     retry_after: float | None = None
@@ -115,6 +117,12 @@ class Fault(Struct, frozen=True):
     def disconnect(cls) -> Fault:
         """Close the connection without answering."""
         return cls("disconnect")
+
+    @classmethod
+    def bomb(cls, megabytes: int = 2048) -> Fault:
+        """Answer 200 with a gzip body of zeros that inflates to ``megabytes`` (a body of
+        about a thousandth of that size on the wire)."""
+        return cls("bomb", code=200, delay=float(megabytes))
 
 
 class Reply(Struct, frozen=True):
@@ -651,6 +659,8 @@ class LoopbackServer:
                 return None
             if item.kind == "malformed":
                 return 200, {}, (item.body or "").encode()
+            if item.kind == "bomb":
+                return 200, {"Content-Encoding": "gzip"}, _bomb(int(item.delay))
             if item.kind == "status":
                 return self._fault(api, item)
         if item is None:
@@ -811,3 +821,11 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@functools.cache
+def _bomb(megabytes: int) -> bytes:
+    """A gzip body of zeros inflating to ``megabytes`` MB (built once a size)."""
+    out = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = bytes(2**20)
+    return b"".join(out.compress(zeros) for _ in range(megabytes)) + out.flush()
