@@ -8,7 +8,8 @@ Per agent kind, two suites through the Runner, checks only (no judge model):
 
 The figure is client CPU (``time.process_time()``) per agent call: a model call of the
 prompt and ADK agents (the scripted provider, in process: no SDK, so cycle's own cost
-shows), a call of the Python function, a POST to the HTTP endpoint (served by a
+shows), a call of the Python function (sync, its tools called from its worker thread; and
+async, its tools awaited), a POST to the HTTP endpoint (served by a
 subprocess, whose CPU is not counted). The conversation's CPU per call over the plain
 one's is the driver's, mocks' and trace's cost per call. Figures are medians of
 ``--repeat`` runs, the kinds in rotation.
@@ -85,6 +86,13 @@ def python_agent(inp, tools, messages):
     return "done"
 
 
+async def async_python_agent(inp, tools, messages):
+    if tools.names:  # no thread hop: the tools are awaited on the event loop
+        await tools.acall("lookup", q="x")
+        await tools.acall("history", q="x")
+    return "done"
+
+
 class _Endpoint(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -129,8 +137,9 @@ def make_agent(kind: str, tools: bool, url: str) -> tuple[Any, str]:
         return AdkAgent("benchmarks.bench_conversation:adk_agent" if tools else
                         "benchmarks.bench_conversation:plain_adk_agent", prompt,
                         get_model("scripted:bench"), mocks=mocks), "model call"
-    if kind == "python":
-        return CallableAgent(python_agent, tools=prompt.tools, mocks=mocks), "function call"
+    if kind in ("python", "python-async"):
+        agent = python_agent if kind == "python" else async_python_agent
+        return CallableAgent(agent, tools=prompt.tools, mocks=mocks), "function call"
     return HttpAgent(url, prompt=prompt, protocol="tools", mocks=mocks), "POST"
 
 
@@ -156,7 +165,7 @@ def __getattr__(name: str) -> Any:  # the ADK agents, built on first use (ADK im
 
 def calls_of(result: Any, kind: str) -> int:
     """The agent calls a run made: model turns in the traces (a function's: its turns)."""
-    if kind == "python":
+    if kind.startswith("python"):
         return sum(1 for r in result.results for e in r.trace if e.kind == "user")
     return sum(1 for r in result.results for e in r.trace if e.kind == "model")
 
@@ -183,7 +192,7 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--adk-cases", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--kinds", default="prompt,python,http,adk")
+    parser.add_argument("--kinds", default="prompt,python,python-async,http,adk")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:

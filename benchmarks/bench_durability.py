@@ -12,8 +12,13 @@ budget: `cycle run --budget CAP -c 64` on 200 cases through the real openai SDK 
         the loopback server (50 ms a call), the cap about half the suite's cost: spend
         (the run's recorded calls, checked to be every request the server answered)
         against the cap.
+hostile: the same on 200 cases in Japanese against a server that bills one token a
+        character (cycle.testing.billing) and tells cycle its usage (told), nothing
+        (omitted), as text (strings), or answers 8x past max_tokens
+        (ignores_max_tokens): what the *server billed* against the cap, per mode.
 
     .venv/bin/python benchmarks/bench_durability.py [--kills 20] [--budgets 200]
+        [--hostile 200] [--only kill|budget|hostile]
 """
 
 from __future__ import annotations
@@ -187,17 +192,72 @@ def bench_budget(n: int, seed: int) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
+def bench_hostile(n: int, seed: int) -> None:
+    from cycle.llm.pricing import PriceTable
+    from cycle.testing import LoopbackServer
+    from cycle.testing.billing import MODES, Billing
+
+    rng = random.Random(seed)
+    work = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
+    (work / "prompts").mkdir()
+    (work / "cases").mkdir()
+    (work / "prompts" / "p.yaml").write_text(
+        "id: p\nsystem: 簡潔に答えてください。\nuser_template: '{{ question }}'\n"
+        "params: {model: openai:gpt-4o-mini, max_tokens: 64}\n")
+    (work / "cases" / "c.yaml").write_text("".join(
+        f"- id: c{i}\n  input: {{question: '注文番号{i}の返金はいつ届きますか。配送状況を教えてください。'}}\n"
+        for i in range(200)))
+    pricing = PriceTable()
+    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-0123456789", "PYTHONPATH": str(ROOT)}
+    env.pop("CYCLE_STORE", None)
+    print(f"{'mode':20} {'runs':>5} {'over':>5} {'median billed/cap':>18} {'max':>7}")
+    for mode in MODES:
+        bill = Billing(mode)
+        ratios = []
+        with LoopbackServer(latency=0.02) as srv:
+            srv.responder = bill
+            (work / "cycle.yaml").write_text(
+                "prompt: prompts/p.yaml\nagent: openai:gpt-4o-mini\n"
+                "criteria: [{id: any, check: {type: regex, pattern: '.'}}]\n"
+                "cases: [cases/*.yaml]\nrun: {iterations: 1}\ncache: {enabled: false}\n"
+                f"providers: {{openai: {{base_url: '{srv.openai_base_url}', "
+                "max_connections: 64}}\n")
+            full = None
+            for k in range(n + 1):
+                store = work / f"{mode}-{k}.db"
+                before = len(bill.tokens)
+                cap = None if full is None else round(full * rng.uniform(0.2, 0.8), 6)
+                args = [sys.executable, "-m", "cycle", "--store", str(store), "run",
+                        "cycle.yaml", "-c", "64", "-q", "--no-reports"]
+                subprocess.run(args + (["--budget", str(cap)] if cap else []), cwd=work,
+                               env=env, timeout=300, check=False, capture_output=True)
+                billed = bill.billed(pricing, "openai:gpt-4o-mini", since=before)
+                if full is None:
+                    full = billed
+                    continue
+                ratios.append(billed / cap)
+                store.unlink(missing_ok=True)
+        ratios.sort()
+        over = sum(r > 1 + 1e-9 for r in ratios)
+        print(f"{mode:20} {len(ratios):>5} {over:>5} {ratios[len(ratios) // 2]:>18.3f} "
+              f"{ratios[-1]:>7.3f}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--budgets", type=int, default=200)
     parser.add_argument("--seed", type=int, default=16)
-    parser.add_argument("--only", choices=["kill", "budget"])
+    parser.add_argument("--hostile", type=int, default=200)
+    parser.add_argument("--only", choices=["kill", "budget", "hostile"])
     a = parser.parse_args()
     if a.only in (None, "kill"):
         bench_kill(a.kills, a.seed)
     if a.only in (None, "budget"):
         bench_budget(a.budgets + 1, a.seed)
+    if a.only in (None, "hostile"):
+        bench_hostile(a.hostile, a.seed)
 
 
 if __name__ == "__main__":

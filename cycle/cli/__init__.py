@@ -54,7 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Compare two stored runs, paired by case: RUN_B against RUN_A (the baseline)."),
     "runs": ("cycle.cli.runs:runs", "List the stored runs (of PROMPT_ID, if given), newest first."),
     "report": ("cycle.cli.runs:report",
-               "Write the reports of stored run (or cycle) RUN_ID (again)."),
+               "Show stored run RUN_ID case by case, and write its reports (again)."),
     "improve": ("cycle.cli.improve:improve",
                 "Improve the prompt of CONFIG (cycle.yaml) round by round."),
     "cycles": ("cycle.cli.cycles:cycles",

@@ -143,16 +143,22 @@ def runs(prompt_id: str | None, version: str | None, since: str | None, until: s
 @click.argument("run_id")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("reports"), show_default=True, help="Where to write the reports.")
+@click.option("--no-write", is_flag=True, help="Only show the run; write no report.")
+@click.option("--json", "as_json", is_flag=True, help="The run's summary and cases as JSON.")
 @click.option("--config", "config", type=click.Path(path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
-def report(run_id: str, report_dir: Path, config: Path | None) -> None:
-    """Write the reports of stored run (or cycle) RUN_ID (again).
+def report(run_id: str, report_dir: Path, no_write: bool, as_json: bool,
+           config: Path | None) -> None:
+    """Show stored run RUN_ID case by case, and write its reports (again).
 
-    For a run or cycle whose reports were not written (a full disk, --no-reports) or
-    were lost: a run's Markdown, JSON and JUnit reports, a cycle's (c-...) Markdown, HTML
-    and JSON. A run id may be a unique prefix or suffix, or @last.
+    The summary a run prints at its end (every case: score, interval, pass rate,
+    errors; the failed ones expanded), and its Markdown, JSON and JUnit reports, for a
+    run whose reports were not written (a full disk, --no-reports) or were lost. A
+    cycle's id (c-...) writes the cycle's Markdown, HTML and JSON reports. A run id may
+    be a unique prefix or suffix, or @last.
     """
     from cycle.assemble.outputs import writable_folder
+    from cycle.cli.run import _show_run
     from cycle.evals.results import load_run
     from cycle.report import write_reports
     from cycle.report.cycle_report import write_cycle_report
@@ -160,11 +166,15 @@ def report(run_id: str, report_dir: Path, config: Path | None) -> None:
 
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     base = None if config is None else (config if config.is_dir() else config.parent)
-    writable_folder(report_dir, what="reports folder", field="--report-dir")
+    if not no_write:
+        writable_folder(report_dir, what="reports folder", field="--report-dir")
     with Store.open(obj.store_path(base), create=False) as store:
         if run_id.startswith("c-") and store.runs.get(run_id) is None:
-            paths = write_cycle_report(store, store.cycles.get(run_id).id, report_dir)
-        else:
-            paths = write_reports(load_run(store.runs, store.runs.resolve(run_id)), report_dir)
-    for kind, path in paths.items():
-        click.echo(f"{kind + ' report':16} {path}")
+            cycle_id = store.cycles.get(run_id).id
+            paths = {} if no_write else write_cycle_report(store, cycle_id, report_dir)
+            for kind, path in paths.items():
+                click.echo(f"{kind + ' report':16} {path}")
+            return
+        result = load_run(store.runs, store.runs.resolve(run_id))
+        paths = {} if no_write else write_reports(result, report_dir)
+        _show_run(result, paths, quiet=False, as_json=as_json)

@@ -56,7 +56,33 @@ CASES = """\
   input: {q: I want a refund}
   conversation: {follow_ups: [It is A-1.]}
   user_agents: {approve: {function: 'tests.agents.edgefns:broken_user'}}
+- id: asked
+  input: {q: I want a refund}
+  conversation:
+    follow_ups: [more, more, more]
+    end_when: {natural_language: {condition: the refund is under way, model: 'scripted:judge'}}
+- id: custom
+  input: {q: I want a refund}
+  conversation:
+    follow_ups: [more, more, more]
+    end_when: {custom: 'tests.agents.test_termination:after_two'}
+- id: slow
+  input: {q: I want a refund}
+  conversation: {follow_ups: [more, more, more, more], max_duration: 0.3}
+  mocks: {lookup_order: {function: 'tests.agents.test_every_kind:slow_lookup'}}
 """
+
+
+def slow_lookup(arguments, context):
+    import time
+
+    time.sleep(0.5)  # the first turn outlasts max_duration
+    return {"status": "shipped"}
+
+
+def condition(messages, tools, config):
+    """The natural-language condition's model: it holds once the agent refunds."""
+    return {"met": "; refunding" in messages[-1].content, "reason": "read the transcript"}
 
 TOOLS = """\
 tools:
@@ -73,6 +99,7 @@ def project(tmp_path: Path):
     kinds.RAN.clear()
     script("kinds", kinds.model, repeat=True)
     script("user", kinds.user, repeat=True)
+    script("judge", condition, repeat=True)
     (tmp_path / "p.yaml").write_text(PROMPT)
     (tmp_path / "cases.yaml").write_text(CASES)
     yield tmp_path
@@ -85,7 +112,7 @@ def run(project: Path, agent: str, tools: str = TOOLS) -> tuple[int, str]:
         %s
         criteria: [{id: clean, check: {type: no_tool_errors}}]
         cases: [cases.yaml]
-        run: {iterations: 1, concurrency: 5}
+        run: {iterations: 1, concurrency: 8}
         """) % agent + tools)
     r = CliRunner().invoke(cli, ["--store", str(project / "s.db"), "run",
                                  str(project / "cycle.yaml")])
@@ -145,6 +172,18 @@ def test_every_kind_holds_the_same_promises(project, agent):
     broken = got["broken-user"]
     assert broken["status"] == "error"
     assert "user agent function tests.agents.edgefns:broken_user" in broken["error"]
+
+    asked = got["asked"]  # natural_language: a model read the transcript after each turn
+    assert asked["status"] == "passed"
+    assert ended(asked).startswith("the end condition held after turn 2")
+
+    custom = got["custom"]
+    assert ended(custom).startswith("the end condition held after turn 2")
+
+    slow = got["slow"]  # max_duration: ended during turn 1, its trace kept, not judged
+    assert slow["status"] == "terminated"
+    assert ended(slow).startswith("max_duration reached: 0.3 s, during turn 1")
+    assert any(e["kind"] == "user" for e in slow["trace"])
 
     assert kinds.RAN == []  # no real tool ran, whatever the kind
 

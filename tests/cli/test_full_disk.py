@@ -103,3 +103,16 @@ def test_the_cycle_report_is_written_again_by_cycle_report(project):
     again = CliRunner().invoke(cli, ["report", cycle_md.stem])
     assert again.exit_code == 0, again.output
     assert cycle_md.exists() and cycle_md.stem in cycle_md.read_text()
+
+
+def test_cycle_report_shows_a_stored_run_case_by_case(project):
+    _config(project)
+    first = CliRunner().invoke(cli, ["run", "cycle.yaml", "--no-reports"])
+    assert first.exit_code in (0, 1), first.output
+    shown = CliRunner().invoke(cli, ["report", "@last", "--no-write", "--json"])
+    assert shown.exit_code == 0, shown.output
+    data = json.loads(shown.output)
+    assert [c["id"] for c in data["cases"]] == ["c"] and data["reports"] == {}
+    assert not (project / "reports").exists()
+    text = CliRunner().invoke(cli, ["report", "@last"])
+    assert "Cases 1:" in text.output and "json report" in text.output

@@ -6,46 +6,19 @@ told cycle) never passes the cap."""
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import pytest
 
 from cycle.errors import BudgetExceededError, CycleError
 from cycle.llm.base import GenerateConfig
 from cycle.llm.budget import Budget
-from cycle.records import Message, Usage
+from cycle.records import Message
 from cycle.testing import Reply
+from cycle.testing.billing import Billing
 
 MODEL = "openai:gpt-4o-mini"
 #: a case in Japanese: about one token a character for real tokenizers
 CJK = "注文番号の返金はいつ届きますか。配送状況を詳しく教えてください。" * 4
-
-
-class Billing:
-    """A server that bills one token a character (prompt and answer), and tells cycle
-    that, nothing, text or a lie, as ``mode`` says."""
-
-    def __init__(self, mode: str, answer_chars: int = 64) -> None:
-        self.mode = mode
-        self.answer = ("了" * answer_chars)
-        self.tokens: list[tuple[int, int]] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, request) -> Reply:
-        sent = sum(len(str(m.get("content") or "")) for m in request.messages)
-        said = len(self.answer)
-        with self._lock:
-            self.tokens.append((sent, said))
-        usage = {"prompt_tokens": sent, "completion_tokens": said, "total_tokens": sent + said}
-        if self.mode == "omitted":
-            return Reply(text=self.answer, no_usage=True)
-        if self.mode == "strings":
-            return Reply(text=self.answer, usage={k: str(v) for k, v in usage.items()})
-        return Reply(text=self.answer, usage=usage)
-
-    def billed(self, model) -> float:
-        return sum(model.pricing.cost(MODEL, Usage(input_tokens=i, output_tokens=o)).usd
-                   for i, o in self.tokens)
 
 
 @pytest.mark.parametrize("mode", ["told", "omitted", "strings"])
@@ -65,7 +38,7 @@ async def test_sixty_four_calls_racing_the_cap_never_pass_it(mode, make_model, s
             return False
 
     answered = await asyncio.gather(*(one(i) for i in range(600)))
-    billed = bill.billed(model)
+    billed = bill.billed(model.pricing, MODEL)
     assert sum(answered) >= 10  # the cap was reached by real calls, not refused at once
     assert not all(answered)  # and it did stop them
     assert billed <= cap, f"{mode}: billed ${billed:.6f} of a ${cap} cap"

@@ -67,7 +67,7 @@ async def test_switching_prompt_lists_its_versions(history_store: Store) -> None
         await pilot.pause()
         prompts = app.screen.query_one("#prompts")
         prompts.focus()
-        ids = [prompts.get_row_at(i)[0] for i in range(prompts.row_count)]
+        ids = [str(prompts.get_row_at(i)[0]) for i in range(prompts.row_count)]
         await pilot.press(*(["down"] * ids.index("greeter")))
         await pilot.pause()
         assert app.screen.prompt_id == "greeter"
@@ -125,3 +125,21 @@ def test_tui_opens_on_the_configs_prompt_else_the_last_used(history_store: Store
     assert config_prompt_id(folder) == "support-reply"
     (folder / "cycle.yaml").write_text("prompt: [broken\n")
     assert config_prompt_id(folder) is None  # browsing works whatever the config says
+
+
+async def test_text_from_outside_is_shown_literally_never_read_as_markup(history_store: Store) -> None:
+    """A version message (an improver's, say) with Rich markup in it: ``[/b]`` would stop
+    the app with a markup error, ``[link=...]`` make a link nobody wrote."""
+    from cycle.records import Prompt
+
+    head = history_store.resolve("support-reply")
+    history_store.save_version(
+        Prompt(**{**head.prompt.model_dump(), "system": head.prompt.system + " More."}),
+        source="improver", message="[/b] closes nothing [link=https://evil.example]here[/link]")
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#versions")
+        message = table.get_row_at(0)[5]
+        assert str(message) == "[/b] closes nothing [link=https://evil.example]here[/link]"
+        assert not any(span.style and "link" in str(span.style) for span in message.spans)

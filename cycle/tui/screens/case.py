@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from cycle.judge.transcript import event_lines, has_behaviour
+from cycle.tui.widgets import plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 from cycle.words import plural
 
@@ -64,7 +65,8 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
             table.add_column("reasoning", ratio=1)
             for v in r.verdicts:
                 mark = Text(f"{v.score:.0f}", style="green" if v.passed else "red")
-                table.add_row(v.criterion_id + (" *" if v.required else ""), mark, v.reasoning)
+                table.add_row(plain(v.criterion_id + (" *" if v.required else "")), mark,
+                              plain(v.reasoning))
             parts.append(table)
     return Group(*parts)
 
@@ -128,7 +130,7 @@ the judge's score and reasoning per criterion
 
     def compose(self) -> ComposeResult:
         yield CycleHeader(self.info)
-        yield Static(f"Case {self.case_id}", classes="summary")
+        yield Static(Text(f"Case {self.case_id}"), classes="summary")
         with VerticalScroll(id="case-body"):
             yield Static(Text("loading…", style="dim"), id="case-detail")
         yield Footer()

@@ -19,6 +19,7 @@ from textual.widgets.data_table import ColumnKey
 
 from cycle.records import BUILTIN_PROMPTS
 from cycle.tui.screens.confirm import ConfirmScreen
+from cycle.tui.widgets import plain
 from cycle.tui.widgets.diff_view import DiffView
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
@@ -142,7 +143,7 @@ you play its model and the session becomes a golden trace.
         summaries = [s for s in self.store.list_prompts()
                      if s.id not in BUILTIN_PROMPTS or s.id == self.prompt_id]
         for summary in summaries:
-            prompts.add_row(summary.id, key=summary.id)
+            prompts.add_row(plain(summary.id), key=summary.id)
         if not summaries:
             self.query_one("#history-summary", Static).update(
                 "The store holds no prompt yet: run `cycle improve` or `cycle prompt import FILE` first."
@@ -180,7 +181,7 @@ you play its model and the session becomes a golden trace.
                 Text(fit_labels(by_version.get(v.version, []), LABELS_WIDTH), style="bold cyan"),
                 score_cell,
                 v.source,
-                v.message.splitlines()[0] if v.message else "",
+                plain(v.message.splitlines()[0] if v.message else ""),
                 key=v.version,
             )
         offline = any(offline for _, offline in self._scores.values())

@@ -29,6 +29,7 @@ from cycle.improve.apply import (
 from cycle.loop.review import request_prompt
 from cycle.records import PRIORITY_ORDER, ReviewRequest, Suggestion
 from cycle.tui.screens.confirm import ConfirmScreen
+from cycle.tui.widgets import plain
 from cycle.tui.widgets.diff_view import DiffView
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 from cycle.words import plural
@@ -217,8 +218,8 @@ Undecided suggestions are rejected at submit.
         return [
             Text(label, style=style),
             Text(s.priority, style=priority_style),
-            TYPE_SHORT.get(s.type, s.type),
-            change_excerpt(s.current_value, s.value, self._change_width()),
+            plain(TYPE_SHORT.get(s.type, s.type)),
+            plain(change_excerpt(s.current_value, s.value, self._change_width())),
         ]
 
     # -- what is shown ------------------------------------------------------

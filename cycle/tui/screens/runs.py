@@ -14,6 +14,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from cycle.tui.widgets import plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ Escape goes back.
             s = row.summary or {}
             score = s.get("score")
             rate = s.get("pass_rate")
-            runs.add_row(row.id, run_subject(row), run_origin(row),
+            runs.add_row(plain(row.id), plain(run_subject(row)), plain(run_origin(row)),
                          "-" if score is None else f"{score:.1f}",
                          "-" if rate is None else f"{rate * 100:.0f}%",
                          f"${s.get('cost') or 0:.4f}", key=row.id)
@@ -124,7 +125,7 @@ Escape goes back.
         for c in result.cases.values():
             mean = "-" if c.stats.mean is None else f"{c.stats.mean:.1f}"
             rate = "-" if c.pass_rate is None else f"{c.pass_rate * 100:.0f}%"
-            table.add_row(c.case_id, Text(c.status, style=colours.get(c.status, "")), mean, rate,
+            table.add_row(plain(c.case_id), Text(c.status, style=colours.get(c.status, "")), mean, rate,
                           str(c.errors), key=c.case_id)
         table.border_title = f"Cases of {result.run_id}"
 
