@@ -13,7 +13,7 @@ the cache.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from msgspec import Struct, field
 
@@ -32,6 +32,7 @@ from cycle.llm.pricing import PriceTable
 from cycle.llm.providers import batch_price
 from cycle.loop.stop import StopCondition, max_rounds_of
 from cycle.records import Prompt
+from cycle.words import plural
 
 #: UTF-8 bytes a token, at the low and at the high end (the budget's worst case: 1)
 LOW_CHARS, HIGH_CHARS = 4, 1
@@ -52,17 +53,19 @@ class Line(Struct):
 
     role: str
     model: str
-    calls: list[int] = field(default_factory=lambda: [0, 0])
+    #: each figure at its three ends: low, high, likely (what a run most likely takes)
+    calls: list[int] = field(default_factory=lambda: [0, 0, 0])
     cached: int = 0
-    input_tokens: list[int] = field(default_factory=lambda: [0, 0])
-    output_tokens: list[int] = field(default_factory=lambda: [0, 0])
-    cost: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    input_tokens: list[int] = field(default_factory=lambda: [0, 0, 0])
+    output_tokens: list[int] = field(default_factory=lambda: [0, 0, 0])
+    cost: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     estimated_price: bool = False
 
     def add(self, prices: PriceTable, low: tuple[int, int, int], high: tuple[int, int, int],
-            times: int = 1) -> None:
-        """``times`` calls (low: (calls, input, output) tokens; high: the same)."""
-        for end, (calls, inp, out) in enumerate((low, high)):
+            times: int = 1, likely: tuple[int, int, int] | None = None) -> None:
+        """``times`` calls (low: (calls, input, output) tokens; high and likely: the
+        same; likely defaults to low)."""
+        for end, (calls, inp, out) in enumerate((low, high, likely or low)):
             self.calls[end] += calls * times
             self.input_tokens[end] += inp * times
             self.output_tokens[end] += out * times
@@ -84,16 +87,24 @@ class Estimate(Struct):
         return sum(x.cost[0] for x in self.lines), sum(x.cost[1] for x in self.lines)
 
     @property
+    def likely(self) -> float:
+        """The cost a run most likely has (typical answers, the prompts as sent)."""
+        return sum(x.cost[2] for x in self.lines)
+
+    @property
     def calls(self) -> tuple[int, int]:
         return sum(x.calls[0] for x in self.lines), sum(x.calls[1] for x in self.lines)
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "dry_run": True, "cost": list(self.cost), "calls": list(self.calls),
+            "dry_run": True, "cost": list(self.cost), "likely_cost": self.likely,
+            "calls": list(self.calls), "likely_basis": LIKELY,
             "cached": sum(x.cached for x in self.lines), "notes": self.notes,
-            "lines": [{"role": x.role, "model": x.model, "calls": x.calls, "cached": x.cached,
-                       "input_tokens": x.input_tokens, "output_tokens": x.output_tokens,
-                       "cost": x.cost, "estimated_price": x.estimated_price}
+            "lines": [{"role": x.role, "model": x.model, "calls": x.calls[:2],
+                       "cached": x.cached, "likely_calls": x.calls[2],
+                       "input_tokens": x.input_tokens[:2], "output_tokens": x.output_tokens[:2],
+                       "cost": x.cost[:2], "likely_cost": x.cost[2],
+                       "estimated_price": x.estimated_price}
                       for x in self.lines],
         }
 
@@ -103,29 +114,44 @@ class Estimate(Struct):
             shown = [f"${v:,.4f}" if money else f"{v:,.0f}" for v in pair]
             return shown[0] if shown[0] == shown[1] else f"{shown[0]}-{shown[1]}"
 
-        rows = [("role", "model", "calls", "cached", "input tokens", "output tokens", "cost (USD)")]
+        rows = [("role", "model", "calls", "cached", "input tokens", "output tokens",
+                 "cost (USD)", "likely")]
         for x in self.lines:
-            rows.append((x.role, x.model, span(x.calls), str(x.cached), span(x.input_tokens),
-                         span(x.output_tokens), span(x.cost, True) + (" (est.)" if x.estimated_price else "")))
+            rows.append((x.role, x.model, span(x.calls[:2]), str(x.cached),
+                         span(x.input_tokens[:2]), span(x.output_tokens[:2]),
+                         span(x.cost[:2], True) + (" (est.)" if x.estimated_price else ""),
+                         f"${x.cost[2]:,.4f}"))
         rows.append(("total", "", span(self.calls), str(sum(x.cached for x in self.lines)),
-                     "", "", span(self.cost, True)))
+                     "", "", span(self.cost, True), f"${self.likely:,.4f}"))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
         return "\n".join([*lines, "", LEGEND, *self.notes])
 
 
+#: what the likely figure assumes
+LIKELY = ("the prompts at 4 bytes a token, one call a turn, answers of typical length: "
+          "the store's mean for that role and model when it has one, else 250 tokens an "
+          "agent answer (at most max_tokens), 60 a criterion judged, 40 a simulated user's "
+          "turn, 800 an improver's answer")
+
 LEGEND = ("low: the prompts alone (4 bytes a token, no tool steps, empty answers); high: "
           "what the budget reserves (a token a byte, every tool step, every answer at "
-          "max_tokens or 4,096 tokens). Cached calls are free.")
+          "max_tokens or 4,096 tokens); likely: " + LIKELY + ". Cached calls are free.")
+
+#: typical answer lengths (tokens) when the store has none for the role and model
+TYPICAL = {"agent": 250, "judge": 60, "user": 40, "improver": 800}
 
 
 class _Evaluation:
     """One pass over the cases: the agent's, the simulated users' and the judge's calls."""
 
     def __init__(self, loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase],
-                 prices: PriceTable, cache: ResponseCache | None) -> None:
+                 prices: PriceTable, cache: ResponseCache | None,
+                 typical: Mapping[tuple[str, str], float] | None = None) -> None:
         self.loaded, self.prompt, self.cases, self.prices = loaded, prompt, cases, prices
         self.cache = cache
+        #: (role, model) -> mean output tokens of its earlier calls in the store
+        self.typical = dict(typical or {})
         self.agent_name = agent_model_name(loaded, prompt) or ""
         judge = judge_model_name(loaded, prompt)
         self.judge_name = judge or ""
@@ -167,8 +193,12 @@ class _Evaluation:
                     self._agent(line("agent", self.agent_name), chars, turns)
                 simulated = case.conversation.user if case.conversation else None
                 if isinstance(simulated, SimulatedUser):
-                    line("user", simulated.model).add(self.prices, (turns - 1, chars // LOW_CHARS, 0),
-                             (turns - 1, chars // HIGH_CHARS + turns * self.max_out, self.max_out))
+                    said = self.out("user", simulated.model)
+                    line("user", simulated.model).add(
+                        self.prices, (turns - 1, chars // LOW_CHARS, 0),
+                        (turns - 1, chars // HIGH_CHARS + turns * self.max_out, self.max_out),
+                        likely=(turns - 1, (turns - 1) * (chars // LOW_CHARS),
+                                (turns - 1) * said))
                 if not llm:
                     continue
                 judge = line("judge", self.judge_name)
@@ -179,9 +209,12 @@ class _Evaluation:
                                                 iteration, None)) is not None:
                         judge.cached += 1
                         continue
+                answer_tokens = self.out("agent", self.agent_name) * turns
                 judge.add(self.prices, (judged, empty // LOW_CHARS, 0),
                           (judged, empty // HIGH_CHARS + turns * self.steps * self.max_out,
-                           self.judge_out))
+                           self.judge_out),
+                          likely=(judged, judged * (empty // LOW_CHARS + answer_tokens),
+                                  judged * self.out("judge", self.judge_name, each=len(llm))))
 
     def _judge_config(self, llm: Sequence[Criterion]) -> GenerateConfig:
         """The judge's call config for these criteria, as its cache key sees it."""
@@ -191,19 +224,34 @@ class _Evaluation:
                                  verdict_model(ids, tens), SCHEMA_NAME)[0]
 
     def _agent(self, agent: Line, chars: int, turns: int) -> None:
-        """One iteration of a case: at least a call a turn, at most the step limit's."""
+        """One iteration of a case: at least a call a turn, at most the step limit's;
+        likely a call a turn, each carrying the answers before it."""
         calls = turns * self.steps
         # the k-th call carries everything answered before it
         grown = sum(k * self.max_out for k in range(calls))
+        said = self.out("agent", agent.model)
         agent.add(self.prices, (turns, turns * (chars // LOW_CHARS), 0),
-                  (calls, calls * (chars // HIGH_CHARS + 1) + grown, calls * self.max_out))
+                  (calls, calls * (chars // HIGH_CHARS + 1) + grown, calls * self.max_out),
+                  likely=(turns, turns * (chars // LOW_CHARS) + sum(k * said for k in range(turns)),
+                          turns * said))
+
+    def out(self, role: str, model: str, *, each: int = 1) -> int:
+        """Typical output tokens of one call: the store's mean for the role and model,
+        else ``TYPICAL`` (an agent's at most its max_tokens; a judge's per criterion)."""
+        known = self.typical.get(("user_sim" if role == "user" else role, model))
+        if known is not None:
+            return round(known)
+        typical = TYPICAL[role] * each
+        return min(typical, self.max_out) if role == "agent" else typical
 
 
 def estimate_run(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase], *,
-                 cache: ResponseCache | None) -> Estimate:
-    """A ``cycle run``: every case, run.iterations times; cached calls are free."""
+                 cache: ResponseCache | None,
+                 typical: Mapping[tuple[str, str], float] | None = None) -> Estimate:
+    """A ``cycle run``: every case, run.iterations times; cached calls are free.
+    ``typical``: (role, model) -> mean output tokens of the store's earlier calls."""
     lines: dict[tuple[str, str], Line] = {}
-    _Evaluation(loaded, prompt, cases, price_table(loaded), cache).add(
+    _Evaluation(loaded, prompt, cases, price_table(loaded), cache, typical).add(
         lines, loaded.config.run.iterations, fresh=False)
     return _batched(Estimate(list(lines.values())), batch=loaded.config.run.batch)
 
@@ -222,7 +270,8 @@ def _batched(estimate: Estimate, *, batch: bool) -> Estimate:
 
 
 def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase],
-                   improve: ImproveConfig, stop: StopCondition) -> Estimate:
+                   improve: ImproveConfig, stop: StopCondition,
+                   typical: Mapping[tuple[str, str], float] | None = None) -> Estimate:
     """A ``cycle improve``. Low: the baseline alone (the cycle may stop at once).
     High: the baseline; per round (improve.stop's max_rounds) the improver's call and the
     candidate's evaluation; the confirmation's two evaluations; and for each round and the
@@ -230,7 +279,7 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
     evaluation is a fresh sample: nothing is cached."""
     prices = price_table(loaded)
     iterations = loaded.config.run.iterations
-    evaluation = _Evaluation(loaded, prompt, cases, prices, None)
+    evaluation = _Evaluation(loaded, prompt, cases, prices, None, typical)
     notes = []
     rounds = max_rounds_of(stop)
     if rounds is None:
@@ -239,8 +288,10 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
                      "the other stop conditions bound the rest (max_cost caps the spend)")
     low: dict[tuple[str, str], Line] = {}
     high: dict[tuple[str, str], Line] = {}
+    likely: dict[tuple[str, str], Line] = {}  # the baseline and each round's candidate
     evaluation.add(low, iterations, fresh=True)
     evaluation.add(high, iterations * (1 + rounds + 2), fresh=True)
+    evaluation.add(likely, iterations * (1 + rounds), fresh=True)
     more = (improve.max_iterations or 2 * iterations) - iterations
     if more > 0:  # every comparison may look again, both versions grown
         evaluation.add(high, 2 * more * (rounds + 1), fresh=True)
@@ -253,15 +304,23 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
     high.setdefault(("improver", name), Line("improver", name)).add(
         prices, (0, 0, 0), (1, chars // HIGH_CHARS + improve.context_tokens, RESERVED_OUTPUT),
         times=rounds)
-    return _batched(Estimate(_ends(low, high), notes), batch=improve.batch)
+    likely.setdefault(("improver", name), Line("improver", name)).add(
+        prices, (0, 0, 0), (0, 0, 0), times=rounds,
+        likely=(1, chars // LOW_CHARS + improve.context_tokens // 2,
+                round(evaluation.typical.get(("improver", name), TYPICAL["improver"]))))
+    notes.append(f"likely: the baseline and {plural(rounds, 'round')}, each an improver call "
+                 "and its candidate's evaluation (no second look, no confirmation)")
+    return _batched(Estimate(_ends(low, high, likely), notes), batch=improve.batch)
 
 
-def _ends(low: dict[tuple[str, str], Line], high: dict[tuple[str, str], Line]) -> list[Line]:
-    """One line a role and model: the low end from ``low``, the high end from ``high``."""
+def _ends(low: dict[tuple[str, str], Line], high: dict[tuple[str, str], Line],
+          likely: dict[tuple[str, str], Line]) -> list[Line]:
+    """One line a role and model: the low end from ``low``, the high end from ``high``,
+    the likely figure from ``likely``."""
     out = []
-    for key in dict.fromkeys([*low, *high]):
+    for key in dict.fromkeys([*low, *high, *likely]):
         line = Line(*key)
-        for end, source in ((0, low.get(key)), (1, high.get(key))):
+        for end, source in ((0, low.get(key)), (1, high.get(key)), (2, likely.get(key))):
             if source is not None:
                 line.calls[end], line.cost[end] = source.calls[end], source.cost[end]
                 line.input_tokens[end] = source.input_tokens[end]

@@ -181,12 +181,13 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     say_overrides(changes, quiet=as_json, resumed=resume is not None)
     if dry_run:
         from cycle.assemble.estimate import estimate_cycle
-        from cycle.cli.run import show_estimate, stored_prompt
+        from cycle.cli.run import show_estimate, stored_prompt, typical_output
         from cycle.loop.stop import cost_cap
 
         stop = improve_cfg.stop_condition(str(loaded.base_dir))
         with stored_prompt(loaded) as prompt:
-            estimate = estimate_cycle(loaded, prompt, cases, improve_cfg, stop)
+            estimate = estimate_cycle(loaded, prompt, cases, improve_cfg, stop,
+                                      typical=typical_output(loaded))
         caps = [x for x in (cost_cap(stop), loaded.config.budget) if x is not None]
         show_estimate(estimate, loaded, cases, as_json=as_json, what="cycle",
                       cap=min(caps) if caps else None)

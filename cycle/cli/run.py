@@ -171,7 +171,8 @@ def run(
         cache = open_cache(loaded, enabled=not no_cache, create=False)  # a dry run creates nothing
         try:
             with stored_prompt(loaded) as prompt:
-                show_estimate(estimate_run(loaded, prompt, cases, cache=cache), loaded, cases,
+                show_estimate(estimate_run(loaded, prompt, cases, cache=cache,
+                                           typical=typical_output(loaded)), loaded, cases,
                               as_json=as_json, cap=loaded.config.budget)
         finally:
             if cache is not None:
@@ -241,6 +242,18 @@ def stored_prompt(loaded: LoadedConfig) -> Iterator[Prompt]:
         yield load_prompt(loaded, store)[0]
 
 
+def typical_output(loaded: LoadedConfig) -> dict[tuple[str, str], float]:
+    """What the store's earlier calls answered, on average, by role and model (none
+    when there is no store yet: a dry run creates nothing)."""
+    from cycle.store import Store
+
+    path = _store_path(loaded.base_dir)
+    if not path.exists():
+        return {}
+    with Store.open(path, create=False) as store:
+        return store.runs.typical_output()
+
+
 def show_estimate(estimate: Estimate, loaded: LoadedConfig, cases: Sequence[TestCase], *,
                   as_json: bool, what: str = "run", cap: float | None = None) -> None:
     """A dry run's figures: a table (or JSON), and the hard cap they would meet
@@ -252,6 +265,8 @@ def show_estimate(estimate: Estimate, loaded: LoadedConfig, cases: Sequence[Test
     click.echo(f"dry run: nothing was sent. A {what} of {plural(len(cases), 'case')} x "
                f"{plural(c.run.iterations, 'iteration')} ({c.prompt}) would make:\n")
     click.echo(estimate.table())
+    click.echo(f"\nLikely: ${estimate.likely:,.4f} (between ${estimate.cost[0]:,.4f} and "
+               f"${estimate.cost[1]:,.4f}).")
     if cap is not None and estimate.cost[1] > cap:
         click.echo(f"The high end passes the hard cap (${cap:g}): the {what} would stop at "
                    "the cap rather than pass it.")

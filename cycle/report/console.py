@@ -43,18 +43,26 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
     if len(order) > max_cases:
         lines.append(f"  ... and {len(order) - max_cases} more (see the reports)")
     lines.append("")
-    agent, judge = s.role("agent"), s.role("judge")
+    # every role that made calls (the simulated user's and the end conditions' too), the
+    # agent and the judge always: the split adds up to the total
+    roles = ["agent", "judge", *(r for r in s.usage if r not in ("agent", "judge"))]
+    said = {r: ROLE_NAMES.get(r, r) for r in roles}
     lines += [
         f"Score {f.score(s.score.mean)}  95% CI {f.interval(s.score)}  threshold {result.threshold:g}",
         (f"Cases {s.cases_line}   "
         f"pass rate {f.pct(s.pass_rate)}   iterations {s.iterations} ({s.errors} errored)"),
         (f"Latency p50 {f.seconds(s.latency_p50)}  p90 {f.seconds(s.latency_p90)}  "
         f"p99 {f.seconds(s.latency_p99)}"),
-        (f"Tokens agent {f.tokens(agent.input_tokens)} in / {f.tokens(agent.output_tokens)} out, "
-        f"judge {f.tokens(judge.input_tokens)} in / {f.tokens(judge.output_tokens)} out"),
-        f"Cost {f.money(s.cost, s.cost_estimated)} "
-        f"(agent {f.money(agent.cost, agent.cost_estimated)}, "
-        f"judge {f.money(judge.cost, judge.cost_estimated)})"
+        "Tokens " + ", ".join(
+            f"{said[r]} {f.tokens(s.role(r).input_tokens)} in / "
+            f"{f.tokens(s.role(r).output_tokens)} out" for r in roles),
+        f"Cost {f.money(s.cost, s.cost_estimated)} ("
+        + ", ".join(f"{said[r]} {f.money(s.role(r).cost, s.role(r).cost_estimated)}"
+                    for r in roles) + ")"
         + (f"   {plural(s.cache_hits, 'call')} served from the response cache" if s.cache_hits else ""),
     ]
     return "\n".join(lines)
+
+
+#: a call role as a person reads it
+ROLE_NAMES = {"user_sim": "simulated user", "condition": "end conditions"}

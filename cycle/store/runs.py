@@ -296,6 +296,13 @@ class RunLog:
             "SELECT role, coalesce(sum(cost), 0) FROM calls WHERE run_id = ? AND "
             "coalesce(cache_hit, 0) = 0 GROUP BY role", (run_id,)).fetchall()}
 
+    def typical_output(self) -> dict[tuple[str, str], float]:
+        """(role, model) -> the mean output tokens of the store's paid calls (what a dry
+        run's likely figure assumes an answer takes)."""
+        return {(r[0], r[1]): float(r[2]) for r in self.store.db.execute(
+            "SELECT role, model, avg(output_tokens) FROM calls WHERE error IS NULL AND "
+            "coalesce(cache_hit, 0) = 0 AND output_tokens > 0 GROUP BY role, model")}
+
     def usage_by_role(self, run_id: str) -> dict[str, RoleUsage]:
         """Calls, tokens and cost of a run, per role (agent, judge, ...)."""
         rows = self.store.db.execute(

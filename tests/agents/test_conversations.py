@@ -292,6 +292,12 @@ def test_an_offline_conversation_with_a_simulated_user_through_the_cli(tmp_path)
     assert users[1] == "I would like to get a refund."
     assert report["cases"][0]["turns"]["mean"] >= 2
     assert report["cases"][0]["results"][0]["verdicts"][0]["passed"] is True  # turn_count
+    # the console's cost split names every role that made calls, the simulated user too
+    console = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "report", "@last",
+                                       "--no-write"]).output
+    assert "(agent $0.0000, judge $0.0000, simulated user $0.0000)" in console
+    assert "simulated user " in next(line for line in console.splitlines()
+                                     if line.startswith("Tokens "))
 
 
 def test_a_simulated_user_on_an_unknown_provider_is_refused_before_any_call(tmp_path):

@@ -171,3 +171,25 @@ def test_an_offline_dry_run_is_free_and_a_dry_run_needs_no_key(tmp_path, monkeyp
         out = dry(command)  # no key in the environment: still priced, nothing refused
         assert out["cost"][1] > 0
     assert not (tmp_path / ".cycle").exists()
+
+
+def test_a_likely_figure_beside_the_range_learns_from_the_stores_earlier_calls(
+        project, server):
+    dry = CliRunner().invoke(cli, ["run", "cycle.yaml", "--dry-run", "--json"])
+    first = json.loads(dry.output)
+    low, high = first["cost"]
+    assert low <= first["likely_cost"] <= high and "typical length" in first["likely_basis"]
+    text = CliRunner().invoke(cli, ["run", "cycle.yaml", "--dry-run"]).output
+    assert "Likely: $" in text and "likely" in text.splitlines()[2]
+
+    server.responder = lambda request: Reply(text="word " * 400) if request.schema is None \
+        else None  # long agent answers: 400 words
+    done = CliRunner().invoke(cli, ["run", "cycle.yaml", "--no-cache"])
+    assert done.exit_code in (0, 1), done.output
+    again = json.loads(CliRunner().invoke(cli, ["run", "cycle.yaml", "--dry-run",
+                                                "--json"]).output)
+    agent = next(x for x in again["lines"] if x["role"] == "agent")
+    before = next(x for x in first["lines"] if x["role"] == "agent")
+    # the store's agent answers were longer than the default: the likely figure grew
+    assert agent["likely_cost"] > before["likely_cost"]
+    assert again["likely_cost"] <= again["cost"][1]
