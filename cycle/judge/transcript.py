@@ -9,8 +9,10 @@ from typing import Any
 
 from cycle.records.trace import TraceEvent
 
-#: characters kept of one text or value before it is cut
+#: characters kept of one text or value before it is cut (in what a model is sent)
 DEFAULT_CUT = 400
+#: what people read is not cut (the stored texts are already bounded: cycle.evals.runner)
+NO_CUT = 10**9
 
 
 def cut(text: str, limit: int = DEFAULT_CUT) -> str:
@@ -27,14 +29,15 @@ def _value(value: Any, limit: int) -> str:
     return cut(text, limit)
 
 
-def transcript_lines(trace: Sequence[TraceEvent], *, limit: int = DEFAULT_CUT,
+def transcript_lines(trace: Sequence[TraceEvent], *, limit: int | None = None,
                      for_people: bool = False) -> list[str]:
     """One line per event: ``user: ...``, ``assistant -> lookup(order=A-1)``,
     ``tool lookup -> {...}``, ``tool refund FAILED: ...``, ``state: ...``.
 
-    ``for_people`` adds each tool's time and why the conversation ended: people only,
-    since what a model is sent must not change from run to run (the response cache,
-    the offline world)."""
+    ``for_people`` adds each tool's time and why the conversation ended (people only,
+    since what a model is sent must not change from run to run: the response cache,
+    the offline world), and cuts nothing unless ``limit`` says so: a report or a screen
+    wraps a long answer, a model is sent at most ``DEFAULT_CUT`` characters of each."""
     return [line for e in trace for line in event_lines(e, limit, for_people)]
 
 
@@ -49,8 +52,10 @@ def tool_error_turns(trace: Sequence[TraceEvent]) -> list[int]:
     return out
 
 
-def event_lines(e: TraceEvent, limit: int = DEFAULT_CUT, for_people: bool = False) -> list[str]:
+def event_lines(e: TraceEvent, limit: int | None = None, for_people: bool = False) -> list[str]:
     """The transcript lines of one event (a model turn may make several)."""
+    if limit is None:
+        limit = NO_CUT if for_people else DEFAULT_CUT
     if e.kind == "user":
         return [f"user: {cut(e.text, limit)}"]
     if e.kind == "model":

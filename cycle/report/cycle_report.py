@@ -11,6 +11,7 @@ it can be written again for any cycle, also one that was resumed.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +79,18 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
              for k, v in (("initial", cycle.initial_version), ("final", final_version))}
 
     incumbent_score = initial["score"]
+    head_score = initial["score"]
+    # the rounds that moved head (a cycle's head moves are recorded with their round): an
+    # explored candidate the cycle kept without moving head yet is not head
+    moved = {int(m.group(1)) for move in store.label_moves(cycle.prompt_id, label="head",
+                                                           limit=10_000)
+             if (m := re.match(rf"cycle {re.escape(cycle.id)} round (\d+):", move.reason or ""))}
     round_items = []
     for r in rounds:
         if r.round == 0 or r.accepted:
             incumbent_score = r.score if r.score is not None else incumbent_score
+        if r.round in moved and r.score is not None:
+            head_score = r.score
         round_items.append({
             "round": r.round,
             "stage": r.stage,
@@ -99,6 +108,7 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
             "accepted": r.accepted,
             "reason": r.reason or "",
             "incumbent_score_after": incumbent_score,
+            "head_score_after": head_score,
             "cost": sum(costs.get(r.round, {}).values()),
             "cost_by_role": dict(sorted(costs.get(r.round, {}).items())),
             "baseline_run_id": r.baseline_run_id,
@@ -185,15 +195,20 @@ def _chart(data: dict[str, Any]) -> list[str]:
         return []
     evaluated = [r["score"] if r["score"] is not None else r["incumbent_score_after"] for r in rounds]
     kept = [r["incumbent_score_after"] if r["incumbent_score_after"] is not None else 0 for r in rounds]
-    low = max(0, int(min(evaluated + kept) // 10 * 10) - 10)
+    head = [r["head_score_after"] if r["head_score_after"] is not None else 0 for r in rounds]
+    low = max(0, int(min(evaluated + kept + head) // 10 * 10) - 10)
+    explored = kept != head  # a candidate was kept to explore from while head stayed
+    title = ("bars: version evaluated; first line: head after the round"
+             + ("; second line: the candidate kept to explore from" if explored else ""))
     return [
         "```mermaid",
         "xychart-beta",
-        '    title "Score by round (bar: version evaluated, line: head after the round)"',
+        f'    title "Score by round ({title})"',
         "    x-axis \"round\" [" + ", ".join(str(r["round"]) for r in rounds) + "]",
         f'    y-axis "score" {low} --> 100',
         "    bar [" + ", ".join(f"{x:.1f}" for x in evaluated) + "]",
-        "    line [" + ", ".join(f"{x:.1f}" for x in kept) + "]",
+        "    line [" + ", ".join(f"{x:.1f}" for x in head) + "]",
+        *(["    line [" + ", ".join(f"{x:.1f}" for x in kept) + "]"] if explored else []),
         "```",
     ]
 

@@ -71,13 +71,15 @@ def _axes(frame: Frame, labels: list[str], ticks: list[float],
 
 
 def score_chart(rounds: list[dict[str, Any]]) -> Markup:
-    """Each round's evaluated score with its 95% band, and head's score after the round."""
+    """Each round's evaluated score with its 95% band, head's score after the round, and
+    (when it differs) the score of the candidate kept to explore from."""
     shown = [r for r in rounds if r["score"] is not None]
     if not shown:
         return Markup("")
     lows = [r["ci_low"] if r["ci_low"] is not None else r["score"] for r in shown]
     highs = [r["ci_high"] if r["ci_high"] is not None else r["score"] for r in shown]
-    heads = [r["incumbent_score_after"] for r in shown if r["incumbent_score_after"] is not None]
+    heads = [r[k] for r in shown for k in ("incumbent_score_after", "head_score_after")
+             if r.get(k) is not None]
     floor = max(0.0, (min([*lows, *heads]) // 10) * 10 - 10)
     frame = Frame(y_min=floor, y_max=100.0)
     n = len(shown)
@@ -89,10 +91,17 @@ def score_chart(rounds: list[dict[str, Any]]) -> Markup:
                   [t for t in range(int(floor), 101, 10 if 100 - floor <= 60 else 20)])]
     out.append(f'<polygon class="band" points="{_points(band)}"><title>95% interval of each '
                f'evaluation</title></polygon>')
-    head_line = [(frame.x(i, n), frame.y(r["incumbent_score_after"])) for i, r in enumerate(shown)
-                 if r["incumbent_score_after"] is not None]
+    def line(key: str) -> list[tuple[float, float]]:
+        return [(frame.x(i, n), frame.y(r[key])) for i, r in enumerate(shown)
+                if r.get(key) is not None]
+
+    head_line, kept_line = line("head_score_after"), line("incumbent_score_after")
+    if kept_line and kept_line != head_line:  # a candidate kept to explore from, head stayed
+        out.append(f'<polyline class="explored" points="{_points(kept_line)}"><title>the '
+                   'candidate kept to explore from (head not moved yet)</title></polyline>')
     if head_line:
-        out.append(f'<polyline class="head" points="{_points(head_line)}"/>')
+        out.append(f'<polyline class="head" points="{_points(head_line)}"><title>head after '
+                   'the round</title></polyline>')
     for i, r in enumerate(shown):
         x, y = frame.x(i, n), frame.y(r["score"])
         kind = "baseline" if r["round"] == 0 else ("accepted" if r["accepted"] else "rejected")

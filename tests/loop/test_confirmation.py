@@ -69,6 +69,19 @@ def test_a_candidate_that_won_by_luck_is_not_promoted(world, store) -> None:
     rows = store.cycles.get_rounds(result.cycle_id)
     assert rows[2].reason.startswith("not confirmed on fresh samples") and rows[2].accepted is False
     assert [m.who for m in store.label_moves("support", label="head")] == ["user"]  # only the first save
+    # the report's chart keeps head apart from the candidate kept to explore from
+    from cycle.report.cycle_report import cycle_report_dict, render_cycle_markdown
+    from cycle.report.html import score_chart
+
+    data = cycle_report_dict(store, result.cycle_id)
+    head = [r["head_score_after"] for r in data["rounds"]]
+    kept = [r["incumbent_score_after"] for r in data["rounds"]]
+    assert head == [result.initial_score] * 3  # head never moved
+    assert kept[1] == result.initial_score + 20  # the lucky candidate, kept to explore from
+    chart = render_cycle_markdown(data)
+    assert "first line: head after the round; second line: the candidate kept" in chart
+    svg = str(score_chart(data["rounds"]))
+    assert 'class="head"' in svg and 'class="explored"' in svg
 
 
 def test_an_inconclusive_confirmation_runs_more_iterations_of_the_cases_that_varied(world, store) -> None:
