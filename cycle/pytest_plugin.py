@@ -131,8 +131,11 @@ def load_suite(path: Path, *, iterations: int | None, concurrency: int | None) -
     return loaded, validate_suite(loaded)
 
 
-async def run_loaded(loaded: Any, cases: list[Any]) -> RunResult:
-    """A run of a loaded cycle.yaml on ``cases``, stored like any ``cycle run``."""
+async def run_loaded(loaded: Any, cases: list[Any], notes: list[str] | None = None
+                     ) -> RunResult:
+    """A run of a loaded cycle.yaml on ``cases``, stored like any ``cycle run``;
+    ``notes`` gets what a person should know of it (the store's head ahead of the file)."""
+    from cycle.assemble.config import head_ahead_note
     from cycle.assemble.suite import build_suite, open_cache, run_budget
     from cycle.evals.results import detached
     from cycle.store import Store, default_path
@@ -140,6 +143,10 @@ async def run_loaded(loaded: Any, cases: list[Any]) -> RunResult:
     store = Store.open(default_path(loaded.base_dir))
     cache = open_cache(loaded)
     try:
+        note = head_ahead_note(loaded, store, evaluate_head=(
+            "prompt: store:{id}@head in " + loaded.path.name))
+        if note is not None and notes is not None:
+            notes.append(note)
         suite = build_suite(loaded, store=store, cases=cases, budget=run_budget(loaded),
                             cache=cache)
         try:
@@ -201,6 +208,13 @@ class SuiteFile(pytest.File):
 
     outcome: RunResult | None = None
     eval_result: dict[str, Any] | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """What the summary tells besides the figures (the store's head ahead of the file)."""
+        if "_notes" not in self.__dict__:
+            self._notes: list[str] = []
+        return self._notes
 
     def collect(self) -> list[CaseItem]:  # type: ignore[override]
         from cycle.errors import CycleError
@@ -269,7 +283,7 @@ class SuiteFile(pytest.File):
             return run
         from cycle.cases import select
 
-        return await run_loaded(self._loaded, select(self._all, ids=ids))
+        return await run_loaded(self._loaded, select(self._all, ids=ids), self.notes)
 
     def case(self, case_id: str) -> CaseStats | None:
         assert self.outcome is not None
@@ -299,6 +313,7 @@ class SuiteFile(pytest.File):
         lines = [(f"cycle {self.path.name}: run {r.run_id}{offline}: score {score}, "
                   f"{s.passed} passed, {s.failed} failed, {s.errored} errored, ${s.cost:.4f}")]
         lines += [f"cycle gate FAILED: {why}" for why in self.gate_failures()]
+        lines += [f"cycle note: {note}" for note in self.notes]
         return lines
 
 

@@ -394,6 +394,19 @@ def file_behind_head(loaded: LoadedConfig, store: Store) -> tuple[str, str, str,
     return ref, prompt.id, mine.version, head.version
 
 
+def head_ahead_note(loaded: LoadedConfig, store: Store, *, evaluate_head: str) -> str | None:
+    """What to tell a person whose run evaluates the prompt file while the store's head
+    is ahead of it (``evaluate_head``: how to evaluate head from where they are; ``{id}``
+    in it is the prompt's id)."""
+    behind = file_behind_head(loaded, store)
+    if behind is None:
+        return None
+    ref, prompt_id, mine, head = behind
+    return (f"this run evaluates {ref} ({mine}); the store's head is {head}, ahead of it. "
+            f"Evaluate head with {evaluate_head.format(id=prompt_id)}; put it in the file with "
+            f"cycle prompt export {prompt_id} --write {ref}")
+
+
 def load_prompt(loaded: LoadedConfig, store: Store | None = None) -> tuple[Prompt, str | None]:
     """The prompt the config names, and its stored version.
 

@@ -216,15 +216,11 @@ def _say_file_behind_head(loaded: LoadedConfig, store: Store) -> None:
     """Say which version a run evaluates when the store's head is ahead of the prompt
     file (a cycle improved it): the file, as cycle.yaml says; how to evaluate head, and
     how to write it into the file."""
-    from cycle.assemble.config import file_behind_head
+    from cycle.assemble.config import head_ahead_note
 
-    behind = file_behind_head(loaded, store)
-    if behind is None:
-        return
-    ref, prompt_id, mine, head = behind
-    click.echo(f"note: this run evaluates {ref} ({mine}); the store's head is {head}, ahead "
-               f"of it. Evaluate head with --prompt-version head; put it in the file with "
-               f"cycle prompt export {prompt_id} --write {ref}", err=True)
+    note = head_ahead_note(loaded, store, evaluate_head="--prompt-version head")
+    if note is not None:
+        click.echo(f"note: {note}", err=True)
 
 
 @contextlib.contextmanager

@@ -30,6 +30,19 @@ def test_the_improved_prompt_is_said_and_written_back_with_its_comments(tmp_path
     assert f"cycle prompt export support-reply --write {FILE}" in improved.output
     ran = runner.invoke(cli, ["run"])
     assert f"this run evaluates {FILE} (1.0.0); the store's head is 1.0.2" in ran.output
+    # and so does the pytest plugin, in its summary, with the way to evaluate head there
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(QUICKSTART.parents[1])}
+    env.pop("CYCLE_STORE", None)
+    tested = subprocess.run([sys.executable, "-m", "pytest", "--cycle", "cycle.yaml", "-q",
+                             "-p", "no:cacheprovider"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert (f"cycle note: this run evaluates {FILE} (1.0.0); the store's head is 1.0.2, "
+            "ahead of it. Evaluate head with prompt: store:support-reply@head in "
+            "cycle.yaml") in tested.stdout, tested.stdout + tested.stderr
     wrote = runner.invoke(cli, ["prompt", "export", "support-reply", "--write", FILE])
     assert wrote.exit_code == 0, wrote.output
     text = prompt.read_text()
