@@ -42,12 +42,15 @@ def write_files(directory: Path, files: dict[Path, Callable[[], Iterable[str]]],
 
 
 def write_reports(result: RunResult, directory: str | Path) -> dict[str, Path]:
-    """Write the Markdown, JSON and JUnit reports of a run; returns format -> path."""
+    """Write the Markdown, JSON, JUnit and HTML reports of a run; returns format -> path."""
     d = Path(directory)
+    from cycle.report.run_html import iter_run_html
+
     paths = {"markdown": d / f"{result.run_id}.md", "json": d / f"{result.run_id}.json",
-             "junit": d / f"{result.run_id}.junit.xml"}
+             "junit": d / f"{result.run_id}.junit.xml", "html": d / f"{result.run_id}.html"}
     write_files(d, {paths["markdown"]: lambda: iter_markdown(result),
                     paths["json"]: lambda: iter_json(result),
-                    paths["junit"]: lambda: iter_junit(result)},
+                    paths["junit"]: lambda: iter_junit(result),
+                    paths["html"]: lambda: iter_run_html(result)},
                 what=f"run {result.run_id}", again=f"cycle report {result.run_id}")
     return paths

@@ -12,62 +12,20 @@ transcripts where cases have them (tools, conversations).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
-from msgspec import Struct
 
 from cycle.report import format as f
+from cycle.report.page import BASE_CSS, Frame, axes, points
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 #: colours of the cost roles (the rest cycle through OTHER)
 ROLE_COLOURS = {"agent": "#4e79a7", "judge": "#f28e2b", "improver": "#59a14f", "user_sim": "#b07aa1"}
 OTHER = ("#76b7b2", "#edc948", "#ff9da7", "#9c755f")
-
-
-class Frame(Struct, frozen=True):
-    """A chart's plot area inside its SVG, and the scale of its y axis."""
-
-    width: int = 640
-    height: int = 240
-    left: int = 44
-    right: int = 32
-    top: int = 14
-    bottom: int = 32
-    y_min: float = 0.0
-    y_max: float = 100.0
-
-    def x(self, i: int, n: int) -> float:
-        span = self.width - self.left - self.right
-        return self.left + (span / 2 if n <= 1 else span * i / (n - 1))
-
-    def y(self, value: float) -> float:
-        span = self.height - self.top - self.bottom
-        share = (value - self.y_min) / ((self.y_max - self.y_min) or 1.0)
-        return self.top + span * (1 - min(max(share, 0.0), 1.0))
-
-
-def _points(pairs: list[tuple[float, float]]) -> str:
-    return " ".join(f"{x:.1f},{y:.1f}" for x, y in pairs)
-
-
-def _axes(frame: Frame, labels: list[str], ticks: list[float],
-          tick_label: Callable[[float], str] = "{:g}".format) -> list[str]:
-    out = [(f'<line class="axis" x1="{frame.left}" y1="{frame.y(frame.y_min):.1f}" '
-           f'x2="{frame.width - frame.right}" y2="{frame.y(frame.y_min):.1f}"/>')]
-    for t in ticks:
-        y = frame.y(t)
-        out.append(f'<line class="grid" x1="{frame.left}" y1="{y:.1f}" x2="{frame.width - frame.right}" '
-                   f'y2="{y:.1f}"/><text class="tick" x="{frame.left - 6}" y="{y + 4:.1f}" '
-                   f'text-anchor="end">{escape(tick_label(t))}</text>')
-    for i, label in enumerate(labels):
-        out.append(f'<text class="tick" x="{frame.x(i, len(labels)):.1f}" y="{frame.height - 10}" '
-                   f'text-anchor="middle">{escape(label)}</text>')
-    return out
 
 
 def score_chart(rounds: list[dict[str, Any]]) -> Markup:
@@ -87,9 +45,9 @@ def score_chart(rounds: list[dict[str, Any]]) -> Markup:
             + [(frame.x(i, n), frame.y(lo)) for i, lo in reversed(list(enumerate(lows)))])
     out = [(f'<svg class="chart" id="score-chart" viewBox="0 0 {frame.width} {frame.height}" '
            f'role="img" aria-label="Score by round">'),
-           *_axes(frame, [f"round {r['round']}" for r in shown],
+           *axes(frame, [f"round {r['round']}" for r in shown],
                   [t for t in range(int(floor), 101, 10 if 100 - floor <= 60 else 20)])]
-    out.append(f'<polygon class="band" points="{_points(band)}"><title>95% interval of each '
+    out.append(f'<polygon class="band" points="{points(band)}"><title>95% interval of each '
                f'evaluation</title></polygon>')
     def line(key: str) -> list[tuple[float, float]]:
         return [(frame.x(i, n), frame.y(r[key])) for i, r in enumerate(shown)
@@ -97,10 +55,10 @@ def score_chart(rounds: list[dict[str, Any]]) -> Markup:
 
     head_line, kept_line = line("head_score_after"), line("incumbent_score_after")
     if kept_line and kept_line != head_line:  # a candidate kept to explore from, head stayed
-        out.append(f'<polyline class="explored" points="{_points(kept_line)}"><title>the '
+        out.append(f'<polyline class="explored" points="{points(kept_line)}"><title>the '
                    'candidate kept to explore from (head not moved yet)</title></polyline>')
     if head_line:
-        out.append(f'<polyline class="head" points="{_points(head_line)}"><title>head after '
+        out.append(f'<polyline class="head" points="{points(head_line)}"><title>head after '
                    'the round</title></polyline>')
     for i, r in enumerate(shown):
         x, y = frame.x(i, n), frame.y(r["score"])
@@ -168,7 +126,7 @@ def cost_chart(rounds: list[dict[str, Any]]) -> Markup:
     ticks = [total * 1.1 * k / 4 for k in range(5)]
     out = [(f'<svg class="chart" id="cost-chart" viewBox="0 0 {frame.width} {frame.height}" '
            f'role="img" aria-label="Cost per round by role">')]
-    out += _axes(frame, [], ticks, tick_label=f.money)
+    out += axes(frame, [], ticks, tick_label=f.money)
     for i, r in enumerate(rounds):
         x = frame.left + slot * (i + 0.5) - width / 2
         base = 0.0
@@ -227,6 +185,6 @@ def render_cycle_html(data: dict[str, Any]) -> str:
     """The HTML cycle report from ``cycle_report_dict``."""
     template = _environment().get_template("cycle.html.j2")
     return template.render(
-        d=data, score_chart=score_chart(data["rounds"]),
+        d=data, base_css=BASE_CSS, score_chart=score_chart(data["rounds"]),
         heatmap=heatmap(data.get("cases", {}), data["rounds"]),
         cost_chart=cost_chart(data["rounds"]))

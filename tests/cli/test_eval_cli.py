@@ -339,7 +339,7 @@ def test_resume_pays_nothing_finished_and_report_dir_adds_cycle_reports(project,
     assert len(endpoint.requests) == asked  # every case was finished: none is sent again
     assert [r["runId"] for r in results(project)] == [run_id]
     assert "2/3 passed" in again.stdout
-    assert sorted(p.suffix for p in (project / "reports").iterdir()) == [".json", ".md", ".xml"]
+    assert sorted(p.suffix for p in (project / "reports").iterdir()) == [".html", ".json", ".md", ".xml"]
 
 
 def test_cycle_cases_written_as_json_stay_cycle_cases(tmp_path, monkeypatch):

@@ -55,7 +55,7 @@ def test_exit_0_all_passed_and_four_reports(tmp_path):
     assert r.exit_code == 0, r.output
     assert "[offline model]" in r.output and "2 passed" in r.output
     reports = sorted(p.suffixes[-1] for p in (tmp_path / "reports").iterdir())
-    assert reports == [".json", ".md", ".xml"]
+    assert reports == [".html", ".json", ".md", ".xml"]
     md = next((tmp_path / "reports").glob("*.md")).read_text()
     assert "Offline model" in md and "<details>" in md
 
@@ -240,7 +240,7 @@ def test_quiet_prints_nothing_and_json_prints_only_json(tmp_path):
     assert r.exit_code == 0 and r.stderr == ""  # no progress bar in the way of a script
     data = json.loads(r.stdout)
     assert data["summary"]["cases"] == 2 and data["summary"]["iterations"] == 4
-    assert set(data["reports"]) == {"markdown", "json", "junit"}
+    assert set(data["reports"]) == {"markdown", "json", "junit", "html"}
 
 
 # -- the HTTP agent, against a loopback server made here ------------------------------------------

@@ -136,3 +136,42 @@ def test_cost_chart_draws_each_role_of_each_round(tmp_path):
     assert seen["cost_bars"] == len(spent)
     assert seen["cost_chart"] and seen["cost_chart"]["height"] > 100
     assert "Offline model:" not in html.read_text()
+
+
+def test_a_runs_html_report_shows_every_case_in_a_real_browser(tmp_path, monkeypatch):
+    """`cycle run` writes an HTML report beside the others: per case the output, each
+    criterion's score and reasoning, the conversation where there is one."""
+    _browser_ready()
+    src = ROOT / "examples" / "conversation"
+    for name in ("cases", "prompts", "cycle.yaml"):
+        (shutil.copytree if (src / name).is_dir() else shutil.copy)(src / name, tmp_path / name)
+    r = CliRunner().invoke(cli, ["run", str(tmp_path / "cycle.yaml"), "-n", "1",
+                                 "--store", str(tmp_path / "s.db")])
+    assert r.exit_code in (0, 1), r.output
+    (html,) = (tmp_path / "reports").glob("run-*.html")
+    assert "html report" in r.output
+    data = json.loads(html.with_suffix(".json").read_text())
+    text = html.read_text()
+    assert "<script" not in text and not re.search(r'(src|href)="(?!#)', text)
+    from playwright.sync_api import sync_playwright
+
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 800})
+            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto(html.as_uri())
+            cases = page.locator("details.case").count()
+            bars = page.locator("#score-histogram rect").count()
+            box = page.locator("#score-histogram").bounding_box()
+            reasoning = page.locator("table.verdicts td").all_inner_texts()
+            transcripts = page.locator("pre.transcript").count()
+        finally:
+            browser.close()
+    assert problems == []
+    assert cases == len(data["cases"]) and bars == 10 and box and box["height"] > 100
+    first = data["cases"][0]["results"][0]["verdicts"][0]["reasoning"]
+    assert first in reasoning  # the judge's reasoning, per criterion
+    assert transcripts >= 1  # a conversation shows as its transcript
