@@ -214,7 +214,8 @@ def bench_hostile(n: int, seed: int) -> None:
     for mode in MODES:
         bill = Billing(mode)
         ratios = []
-        with LoopbackServer(latency=0.02) as srv:
+        # a model streams a token (here a character) a millisecond
+        with LoopbackServer(latency=0.02, stream_chars=1, stream_delay=0.001) as srv:
             srv.responder = bill
             (work / "cycle.yaml").write_text(
                 "prompt: prompts/p.yaml\nagent: openai:gpt-4o-mini\n"

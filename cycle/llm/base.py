@@ -111,6 +111,12 @@ class BatchUnsupported(Exception):
 PLACEHOLDER_KEY = "not-needed"
 
 
+#: tokens a call is reserved beyond its ``max_tokens`` when the provider streams it under
+#: a budget: what a server may still generate after cycle stops reading (it notices the
+#: closed connection a moment later)
+CUT_SLACK = 16
+
+
 class ModelAPI(abc.ABC):
     """One provider's model. Implement ``generate``; override the hooks if needed."""
 
@@ -118,6 +124,10 @@ class ModelAPI(abc.ABC):
     provider: str = ""
     #: the results are not a real model's (the offline and scripted providers)
     offline: bool = False
+    #: a budget caps this model's calls: a provider that can stream its answers stops
+    #: reading one that runs past ``max_tokens`` (a server that ignores it would bill
+    #: past the call's reservation); set by ``Model``
+    guard_max_tokens: bool = False
 
     def __init__(self, model_name: str, options: ProviderOptions | None = None) -> None:
         self.model_name = model_name

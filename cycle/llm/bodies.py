@@ -44,6 +44,8 @@ def _capped(httpx: Any, inner: Any, limit: int) -> Any:
         async def handle_async_request(self, request: Any) -> Any:
             request.headers["Accept-Encoding"] = _ASKED
             response = await inner.handle_async_request(request)
+            if response.headers.get("content-type", "").startswith("text/event-stream"):
+                return response  # a stream is read as it comes, and stopped, by its reader
             try:
                 body = await _read(response, limit, str(request.url.host))
             finally:

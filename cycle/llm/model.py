@@ -45,7 +45,7 @@ from cycle.errors import (
     describe,
 )
 from cycle.events import ConcurrencyChanged, EventBus, ModelCalled
-from cycle.llm.base import BatchRequest, GenerateConfig, ModelAPI, ModelOutput
+from cycle.llm.base import CUT_SLACK, BatchRequest, GenerateConfig, ModelAPI, ModelOutput
 from cycle.llm.batch import Batcher, BatchSettings, BatchUnavailable
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
@@ -244,6 +244,8 @@ class Model:
         self.cache = cache
         self.bus = bus
         self.budget = budget
+        if budget is not None and budget.limit is not None:
+            api.guard_max_tokens = True
         self.pricing = pricing or DEFAULT_TABLE
         self.config = config or GenerateConfig()
         self.role = role
@@ -569,8 +571,9 @@ class Model:
         tokens when it sets none."""
         if self.offline:
             return 0.0
+        slack = CUT_SLACK if self.api.guard_max_tokens else 0
         usage = Usage(input_tokens=message_bytes(messages, tools, config),
-                      output_tokens=config.max_tokens or RESERVED_OUTPUT)
+                      output_tokens=(config.max_tokens or RESERVED_OUTPUT) + slack)
         return self.pricing.cost(self.name, usage).usd
 
     @staticmethod

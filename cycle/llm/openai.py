@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 from cycle import heap
 from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
 from cycle.llm.base import (
+    CUT_SLACK,
     PLACEHOLDER_KEY,
     BatchRequest,
     GenerateConfig,
@@ -188,9 +189,76 @@ class OpenAIAPI(ModelAPI):
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> ModelOutput:
         request = self.build_request(messages, tools, config)
+        if self.guard_max_tokens and not self.official and config.max_tokens:
+            return await self._streamed(request, config.max_tokens)
         completion = await self._calling(
             self._client().post("/chat/completions", cast_to=object, body=request))
         return self._output(completion, request)
+
+    async def _streamed(self, request: dict[str, Any], max_tokens: int) -> ModelOutput:
+        """The call streamed, under a budget, from a server that is not OpenAI's own: the
+        answer is read as it comes and the stream is closed once it runs past
+        ``max_tokens`` (a chunk a token, as servers stream; at most ``_BYTES_A_TOKEN``
+        bytes a token for a server that sends many at once), so that a server ignoring
+        ``max_tokens`` stops generating, and billing, about where the call's reservation
+        ends. A cut answer is priced at that reservation."""
+        import openai
+
+        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
+        stream = await self._calling(self._client().post(
+            "/chat/completions", cast_to=object, body=body, stream=True,
+            stream_cls=openai.AsyncStream[object]))
+        parts: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        finish: str | None = None
+        usage: Any = None
+        model = self.model_name
+        tokens = size = 0
+        cut = False
+        try:
+            async for chunk in _chunks(stream, self):
+                usage = chunk.get("usage") or usage
+                model = chunk.get("model") or model
+                for choice in (chunk.get("choices") or [])[:1]:
+                    delta = choice.get("delta") if isinstance(choice, dict) else None
+                    if not isinstance(delta, dict):
+                        continue
+                    piece = _text(delta.get("content"))
+                    for call in delta.get("tool_calls") or ():
+                        entry = calls.setdefault(int(call.get("index") or 0),
+                                                 {"id": "", "name": "", "arguments": ""})
+                        function = call.get("function") or {}
+                        entry["id"] = call.get("id") or entry["id"]
+                        entry["name"] += function.get("name") or ""
+                        entry["arguments"] += function.get("arguments") or ""
+                        piece += str(function.get("arguments") or "")
+                    if piece:
+                        parts.append(_text(delta.get("content")))
+                        tokens += 1
+                        size += len(piece.encode())
+                    finish = choice.get("finish_reason") or finish
+                if tokens > max_tokens or size > max_tokens * _BYTES_A_TOKEN:
+                    cut = True
+                    break
+        finally:
+            await stream.close()  # a cut stream: the server sees the connection close
+        completion: dict[str, Any] = {
+            "model": model,
+            "choices": [{"finish_reason": "length" if cut else finish, "message": {
+                "content": "".join(parts),
+                "tool_calls": [{"id": c["id"], "type": "function", "function": {
+                    "name": c["name"], "arguments": c["arguments"] or "{}"}}
+                    for _, c in sorted(calls.items())] if not cut else []}}],
+        }
+        if cut:  # what it may have billed: the whole reservation
+            completion["usage"] = {"prompt_tokens": None, "completion_tokens": None}
+        elif usage is not None:
+            completion["usage"] = usage
+        output = self._output(completion, body)
+        if cut:
+            output = output.model_copy(update={"usage": output.usage.model_copy(update={
+                "output_tokens": max_tokens + CUT_SLACK}), "usage_estimated": True})
+        return output
 
     async def _calling(self, call: Any) -> Any:
         """Await an SDK call, its errors as ``cycle.errors``."""
@@ -340,3 +408,19 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
     return ""
+
+
+#: the most bytes a token is taken to hold when a server sends many tokens in one chunk
+_BYTES_A_TOKEN = 16
+
+
+async def _chunks(stream: Any, api: OpenAIAPI) -> Any:
+    """The stream's chunks as dicts, its errors as ``cycle.errors``."""
+    iterator = stream.__aiter__()
+    while True:
+        try:
+            chunk = await api._calling(iterator.__anext__())
+        except StopAsyncIteration:
+            return
+        if isinstance(chunk, dict):
+            yield chunk

@@ -5,6 +5,7 @@ told as it is, left out, sent as text, or its answer longer than ``max_tokens``.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from cycle.records import Usage
@@ -25,15 +26,30 @@ class Billing:
             raise ValueError(f"mode: one of {', '.join(MODES)}")
         self.mode = mode
         self.answer = "了" * (answer_chars * (8 if mode == "ignores_max_tokens" else 1))
-        #: (tokens billed in, tokens billed out) per answered request
-        self.tokens: list[tuple[int, int]] = []
+        #: (tokens billed in, tokens answered, the request) per answered request
+        self._answered: list[tuple[int, int, ChatRequest]] = []
         self._lock = threading.Lock()
+
+    @property
+    def tokens(self) -> list[tuple[int, int]]:
+        """(tokens billed in, tokens billed out) per answered request: a streamed answer
+        the client stopped reading is billed as far as it was written (waiting, a moment,
+        for the server to notice the streams whose client has gone)."""
+        with self._lock:
+            answered = list(self._answered)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(
+                r.streamed is None and isinstance(r.body, dict) and r.body.get("stream")
+                for _, _, r in answered):
+            time.sleep(0.01)
+        return [(sent, said if r.streamed is None else min(said, r.streamed))
+                for sent, said, r in answered]
 
     def __call__(self, request: ChatRequest) -> Reply:
         sent = sum(len(str(m.get("content") or "")) for m in request.messages)
         said = len(self.answer)
         with self._lock:
-            self.tokens.append((sent, said))
+            self._answered.append((sent, said, request))
         usage = {"prompt_tokens": sent, "completion_tokens": said, "total_tokens": sent + said}
         if self.mode == "omitted":
             return Reply(text=self.answer, no_usage=True)
@@ -43,7 +59,6 @@ class Billing:
 
     def billed(self, pricing: Any, model: str, since: int = 0) -> float:
         """USD billed for the requests answered from the ``since``-th on."""
-        with self._lock:
-            tokens = self.tokens[since:]
+        tokens = self.tokens[since:]
         return sum(pricing.cost(model, Usage(input_tokens=i, output_tokens=o)).usd
                    for i, o in tokens)

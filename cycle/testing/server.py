@@ -176,6 +176,9 @@ class ChatRequest(Struct):
     body: Any = None
     model: str = ""
     at: float = field(default_factory=time.time)
+    #: a streamed answer: the characters of its content written before the stream ended
+    #: (the client closing it early stops the rest); None when not streamed
+    streamed: int | None = None
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -361,9 +364,16 @@ class LoopbackServer:
         responder: Responder | None = None,
         record: bool = True,
         batch_delay: float = 0.0,
+        stream_chars: int = 4,
+        stream_delay: float = 0.0,
     ) -> None:
+        """``stream_chars``: characters of a streamed answer a chunk (a token);
+        ``stream_delay``: seconds between two chunks (a model's speed: a client that stops
+        reading is noticed within one)."""
         self.host = host
         self.port = port
+        self.stream_chars = stream_chars
+        self.stream_delay = stream_delay
         #: seconds every answer waits (a model's thinking time)
         self.latency = latency
         self.responder = responder
@@ -537,11 +547,16 @@ class LoopbackServer:
                     headers[name.strip().lower()] = value.strip()
                 body = await self._read_body(reader, headers)
                 keep_alive = headers.get("connection", "").lower() != "close"
+                asked: list[ChatRequest] = []
                 answer = await self._dispatch(method, target.split("?", 1)[0], headers, body,
-                                              arrived=arrived)
+                                              arrived=arrived, asked=asked)
                 if answer is None:  # a Fault.disconnect()
                     break
                 status, extra_headers, payload = answer
+                if asked and status == 200 and isinstance(asked[0].body, dict) \
+                        and asked[0].body.get("stream") and asked[0].api == "openai":
+                    await self._stream(reader, writer, asked[0], payload)
+                    break  # a stream ends with its connection
                 head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
                         "Content-Type: application/json",
                         f"Content-Length: {len(payload)}",
@@ -577,9 +592,55 @@ class LoopbackServer:
             raise ConnectionError("request body too large")
         return await reader.readexactly(length) if length else b""
 
+    async def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      request: ChatRequest, payload: bytes) -> None:
+        """An answer as OpenAI streams it (server-sent events, ``stream_chars`` of content a
+        chunk, ``stream_delay`` apart), stopped where the client closes the connection:
+        ``request.streamed`` says how much was written (what a provider bills)."""
+        completion = json.loads(payload)
+        message = completion["choices"][0]["message"]
+        content = message.get("content") or ""
+        base = {k: completion[k] for k in ("id", "created", "model")}
+        base["object"] = "chat.completion.chunk"
+
+        def event(data: Any) -> bytes:
+            return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            return event({**base, "choices": [{"index": 0, "delta": delta,
+                                               "finish_reason": finish}]})
+
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                     b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+                     + chunk({"role": "assistant", "content": ""}))
+        sent = 0
+        try:
+            for i in range(0, len(content), max(self.stream_chars, 1)):
+                await asyncio.sleep(self.stream_delay)  # and the loop sees a closed peer
+                if reader.at_eof() or writer.is_closing():
+                    return
+                piece = content[i:i + self.stream_chars]
+                writer.write(chunk({"content": piece}))
+                await writer.drain()
+                sent += len(piece)
+            tail = b""
+            for i, call in enumerate(message.get("tool_calls") or ()):
+                tail += chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                               "function": call["function"]}]})
+            tail += chunk({}, completion["choices"][0].get("finish_reason") or "stop")
+            include = (request.body.get("stream_options") or {}).get("include_usage")
+            if include and "usage" in completion:
+                tail += event({**base, "choices": [], "usage": completion["usage"]})
+            writer.write(tail + b"data: [DONE]\n\n")
+            await writer.drain()
+        except ConnectionError:
+            return
+        finally:
+            request.streamed = sent
+
     async def _dispatch(
         self, method: str, path: str, headers: dict[str, str], raw: bytes, *,
-        arrived: float | None = None,
+        arrived: float | None = None, asked: list[ChatRequest] | None = None,
     ) -> tuple[int, dict[str, str], bytes] | None:
         api: Api | None = None
         model = ""
@@ -598,6 +659,8 @@ class LoopbackServer:
             model = str(body.get("model", ""))
         request = ChatRequest(api=api, method=method, path=path, headers=headers, raw=raw,
                               body=body, model=model)
+        if asked is not None:
+            asked.append(request)
         if api is None:
             batch = self.batches.route(method, path, headers, raw)
             if batch is not None:  # the batch endpoints are not model calls: not counted

@@ -21,10 +21,13 @@ MODEL = "openai:gpt-4o-mini"
 CJK = "注文番号の返金はいつ届きますか。配送状況を詳しく教えてください。" * 4
 
 
-@pytest.mark.parametrize("mode", ["told", "omitted", "strings"])
+@pytest.mark.parametrize("mode", ["told", "omitted", "strings", "ignores_max_tokens"])
 async def test_sixty_four_calls_racing_the_cap_never_pass_it(mode, make_model, server):
     bill = Billing(mode)
     server.responder = bill
+    # a model streams a token (here a character) at a time; a server that ignores
+    # max_tokens goes on until the client stops reading
+    server.stream_chars, server.stream_delay = 1, 0.001
     cap = 0.002
     budget = Budget(cap)
     model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=64),
@@ -57,3 +60,22 @@ async def test_negative_usage_is_an_error_of_the_call_and_never_grows_the_budget
         await model.generate([Message.user("hi")])
     assert budget.spent == 0 and budget.reserved == 0
     assert server.request_count == 1  # not asked again: retrying pays for the same lie
+
+
+async def test_under_a_budget_a_compatible_servers_answer_is_streamed_whole(make_model, server):
+    """Streamed (a cap is set, the server is not OpenAI's own), an answer within max_tokens
+    comes back whole, its tool calls and the server's usage with it."""
+    from cycle.records import ToolDef
+
+    server.responder = lambda request: Reply(
+        text="Your parcel is on its way.", tool_calls=[("lookup", {"order": "A-1"})])
+    model = make_model(MODEL, budget=Budget(1.0), config=GenerateConfig(max_tokens=200))
+    out = await model.generate([Message.user("where?")],
+                               tools=[ToolDef(name="lookup")], iteration=0)
+    assert server.requests[-1].body["stream"] is True
+    assert out.text == "Your parcel is on its way." and out.finish_reason != "length"
+    assert [(c.name, c.arguments) for c in out.tool_calls] == [("lookup", {"order": "A-1"})]
+    assert not out.usage_estimated and out.usage.output_tokens > 0  # the server's own count
+    unbudgeted = make_model(MODEL, config=GenerateConfig(max_tokens=200))
+    await unbudgeted.generate([Message.user("where?")], iteration=1)
+    assert "stream" not in server.requests[-1].body  # no cap, nothing to guard: not streamed
