@@ -42,7 +42,8 @@ class AgentEndpoint(LoopbackServer):
             return list(self._bodies)
 
     async def _dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes, *,
-                        arrived: float | None = None) -> tuple[int, dict[str, str], bytes]:
+                        arrived: float | None = None, asked: list[Any] | None = None,
+                        ) -> tuple[int, dict[str, str], bytes]:
         if method != "POST" or path != self.path:
             return 404, {}, json.dumps({"error": f"no route {method} {path}"}).encode()
         try:

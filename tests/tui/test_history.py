@@ -143,3 +143,14 @@ async def test_text_from_outside_is_shown_literally_never_read_as_markup(history
         message = table.get_row_at(0)[5]
         assert str(message) == "[/b] closes nothing [link=https://evil.example]here[/link]"
         assert not any(span.style and "link" in str(span.style) for span in message.spans)
+
+
+async def test_marking_a_and_b_on_one_row_is_refused_with_a_hint(history_store: Store) -> None:
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("a", "b")  # the same row: a diff of a version with itself
+        await pilot.pause()
+        screen = app.screen
+        assert screen.marks == {"a": "1.0.2", "b": None}
+        assert any("marked A already" in str(n.message) for n in app._notifications)

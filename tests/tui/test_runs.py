@@ -53,7 +53,7 @@ async def test_a_store_of_endpoint_runs_opens_on_the_runs_and_reaches_a_case(end
             assert isinstance(app.screen, RunsScreen)
             runs = app.screen.query_one("#runs")
             assert runs.row_count == 1
-            _, subject, origin, _, rate, _ = cells(runs, 0)
+            _, rate, _, subject, origin, _ = cells(runs, 0)  # the figures first
             assert subject == url and origin == "eval file" and rate == "50%"
             await app.workers.wait_for_complete()
             await pilot.pause()

@@ -250,6 +250,11 @@ you play its model and the session becomes a golden trace.
         version = self.selected_version
         if version is None:
             return
+        other = "b" if which == "a" else "a"
+        if self.marks[other] == version.version:  # a diff of a version with itself
+            self.notify(f"{version.version} is marked {other.upper()} already: mark another "
+                        f"version {which.upper()}, then press d", severity="warning")
+            return
         table = self.query_one("#versions", DataTable)
         previous = self.marks[which]
         self.marks[which] = version.version

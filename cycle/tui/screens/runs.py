@@ -73,7 +73,8 @@ Escape goes back.
 
     def on_mount(self) -> None:
         runs = self.query_one("#runs", DataTable)
-        for label in ("run", "evaluated", "by", "score", "pass", "cost"):
+        # the figures first: at 80 columns the run's long id is what gets cut, not its score
+        for label in ("score", "pass", "cost", "evaluated", "by", "run"):
             runs.add_column(label, key=label)
         cases = self.query_one("#run-cases", DataTable)
         for label in ("case", "status", "mean", "pass", "err"):
@@ -83,10 +84,10 @@ Escape goes back.
             s = row.summary or {}
             score = s.get("score")
             rate = s.get("pass_rate")
-            runs.add_row(plain(row.id), plain(run_subject(row)), plain(run_origin(row)),
-                         "-" if score is None else f"{score:.1f}",
+            runs.add_row("-" if score is None else f"{score:.1f}",
                          "-" if rate is None else f"{rate * 100:.0f}%",
-                         f"${s.get('cost') or 0:.4f}", key=row.id)
+                         f"${s.get('cost') or 0:.4f}", plain(run_subject(row)),
+                         plain(run_origin(row)), plain(row.id), key=row.id)
         summary = self.query_one("#runs-summary", Static)
         if not self.rows:
             summary.update("The store holds no run yet: `cycle run` or `cycle run --eval FILE`.")
