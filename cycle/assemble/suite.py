@@ -403,7 +403,7 @@ def _check_agent_kind(loaded: LoadedConfig, cases: Sequence[TestCase]) -> None:
                 "the HTTP agent runs its own tools, so cycle cannot answer them from "
                 "mocks or user agents", file=file, line=line, field=field_,
                 hint="Let the endpoint ask cycle to run its tools (protocol: tools under "
-                "agent:, README: HTTP agents), or remove the mocks and user agents.")
+                "agent:, docs/agents-and-tools.md), or remove the mocks and user agents.")
     if spec.function:
         from cycle.agents.agent import takes_conversation
         from cycle.imports import import_object

@@ -11,7 +11,7 @@ first turn is the answer and its tool calls are never run (routing-only mode).
 Writing: the ``EvalSuiteResult`` JSON of a run, field for field, with the staleness warnings
 (description hash, registry size, tool version, against a tool registry file), and the
 baseline diff (regressions, new passes) against an earlier result file; and the console
-summary. Where the contract is ambiguous, the reading taken here is in the README's
+summary. Where the contract is ambiguous, the reading taken here is in docs/interop.md's
 "Conformance" section.
 """
 

@@ -582,7 +582,7 @@ class Model:
         """The usage of an answer that came without a usable one: what was sent and what
         came back, by the byte bound (never less than what the provider did report), the
         answer at most the ``max_tokens`` it was reserved for (a server that honours it
-        bills no more; one that ignores it is the limit README states)."""
+        bills no more; one that ignores it is cut off where it streams: docs/limits.md)."""
         usage = output.usage
         said = min(answer_bytes(output), config.max_tokens or RESERVED_OUTPUT)
         return Usage(input_tokens=max(usage.input_tokens, message_bytes(messages, tools, config)),

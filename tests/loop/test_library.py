@@ -26,7 +26,7 @@ from cycle.testing import clear_scripts, script
 
 from .conftest import agent_answer, judge_answer, suggestion
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "library.md"
 
 
 def test_a_whole_cycle_from_objects_with_the_scripted_model(tmp_path: Path) -> None:
@@ -70,14 +70,14 @@ def test_a_whole_cycle_from_objects_with_the_scripted_model(tmp_path: Path) -> N
 
 
 def test_the_readme_library_example_runs_as_written(tmp_path: Path, monkeypatch) -> None:
-    """The README's "cycle as a library" block, executed: offline, it improves the prompt."""
+    """The docs' "cycle as a library" block, executed: offline, it improves the prompt."""
     text = README.read_text()
     section = text[text.index("## cycle as a library"):]
     code = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert code is not None
     monkeypatch.chdir(tmp_path)
     scope: dict = {}
-    exec(compile(code.group(1), "README.md", "exec"), scope)  # noqa: S102 - our own README
+    exec(compile(code.group(1), "docs/library.md", "exec"), scope)  # noqa: S102 - our own docs
     result = scope["result"]
     assert result.final_score > result.initial_score
     assert result.final_version != result.initial_version
