@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import subprocess
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +43,7 @@ from cycle.llm.registry import get_model
 from cycle.mocks import MockSpec
 from cycle.records import Prompt, ToolCall, ToolDef
 from cycle.testing import script
+from cycle.testing.endpoint import AgentEndpoint
 
 TOOLS = (ToolDef(name="lookup", parameters={"type": "object", "properties": {"q": {"type": "string"}}}),
          ToolDef(name="history", parameters={"type": "object", "properties": {"q": {"type": "string"}}}))
@@ -93,35 +92,22 @@ async def async_python_agent(inp, tools, messages):
     return "done"
 
 
-class _Endpoint(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        move = step(body["messages"], bool(body.get("tools")))
-        if isinstance(move, str):
-            answer: dict[str, Any] = {"response": move}
-        else:
-            n = sum(1 for m in body["messages"] if m["role"] == "tool")
-            answer = {"tool_calls": [{"id": f"h{n}", "name": move[0], "arguments": move[1]}]}
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256  # 16 cases in flight never find the backlog full
-    daemon_threads = True
+def endpoint_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The HTTP agent (protocol: tools): the tool calls it asks for, then its answer."""
+    move = step(body["messages"], bool(body.get("tools")))
+    if isinstance(move, str):
+        return {"response": move}
+    n = sum(1 for m in body["messages"] if m["role"] == "tool")
+    return {"tool_calls": [{"id": f"h{n}", "name": move[0], "arguments": move[1]}]}
 
 
 def serve() -> None:
-    server = _Server(("127.0.0.1", 0), _Endpoint)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
+    """The endpoint in a process of its own (its CPU is not the client's)."""
+    import threading
+
+    with AgentEndpoint(endpoint_answer, path="/agent") as endpoint:
+        print(endpoint.port, flush=True)
+        threading.Event().wait()
 
 
 def make_agent(kind: str, tools: bool, url: str) -> tuple[Any, str]:

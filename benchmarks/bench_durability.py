@@ -138,19 +138,26 @@ def bench_kill(n: int, seed: int) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
+def budget_project(prefix: str, system: str, max_tokens: int, question: str) -> Path:
+    """A folder with a prompt (``system``, ``max_tokens``) and 200 cases asking
+    ``question`` (``{i}``: the case's number)."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    (work / "prompts").mkdir()
+    (work / "cases").mkdir()
+    (work / "prompts" / "p.yaml").write_text(
+        f"id: p\nsystem: {system}\nuser_template: '{{{{ question }}}}'\n"
+        f"params: {{model: openai:gpt-4o-mini, max_tokens: {max_tokens}}}\n")
+    (work / "cases" / "c.yaml").write_text("".join(
+        f"- id: c{i}\n  input: {{question: '{question.format(i=i)}'}}\n" for i in range(200)))
+    return work
+
+
 def bench_budget(n: int, seed: int) -> None:
     from cycle.testing import LoopbackServer
 
     rng = random.Random(seed)
-    work = Path(tempfile.mkdtemp(prefix="bench-budget-"))
-    (work / "prompts").mkdir()
-    (work / "cases").mkdir()
-    (work / "prompts" / "p.yaml").write_text(
-        "id: p\nsystem: Answer briefly.\nuser_template: '{{ question }}'\n"
-        "params: {model: openai:gpt-4o-mini, max_tokens: 200}\n")
-    (work / "cases" / "c.yaml").write_text("".join(
-        f"- id: c{i}\n  input: {{question: 'Question number {i}: where is my parcel?'}}\n"
-        for i in range(200)))
+    work = budget_project("bench-budget-", "Answer briefly.", 200,
+                          "Question number {i}: where is my parcel?")
     over = 0
     unrecorded = 0
     spends = []
@@ -198,15 +205,8 @@ def bench_hostile(n: int, seed: int) -> None:
     from cycle.testing.billing import MODES, Billing
 
     rng = random.Random(seed)
-    work = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
-    (work / "prompts").mkdir()
-    (work / "cases").mkdir()
-    (work / "prompts" / "p.yaml").write_text(
-        "id: p\nsystem: 簡潔に答えてください。\nuser_template: '{{ question }}'\n"
-        "params: {model: openai:gpt-4o-mini, max_tokens: 64}\n")
-    (work / "cases" / "c.yaml").write_text("".join(
-        f"- id: c{i}\n  input: {{question: '注文番号{i}の返金はいつ届きますか。配送状況を教えてください。'}}\n"
-        for i in range(200)))
+    work = budget_project("bench-hostile-", "簡潔に答えてください。", 64,
+                          "注文番号{i}の返金はいつ届きますか。配送状況を教えてください。")
     pricing = PriceTable()
     env = {**os.environ, "OPENAI_API_KEY": "sk-bench-0123456789", "PYTHONPATH": str(ROOT)}
     env.pop("CYCLE_STORE", None)

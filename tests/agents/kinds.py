@@ -12,14 +12,13 @@ agent. All of them behave alike, turn by turn, so one test checks every kind:
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
 from google.adk.agents import Agent
 
 from cycle.llm.base import ModelOutput
 from cycle.records import ToolCall
+from cycle.testing.endpoint import AgentEndpoint
 
 #: the real tools' side effects (none may happen under evaluation unless passed through)
 RAN: list[str] = []
@@ -101,58 +100,27 @@ def python_agent_without_messages(inp, tools):
 
 # -- an HTTP endpoint speaking cycle's tool protocol ------------------------------------
 
-class _Endpoint(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        server: Any = self.server
-        server.bodies.append(body)
+def endpoint_answer(speaks_protocol: bool = True):
+    """The endpoint's answer to one POST: its final answer, or (``speaks_protocol``) the
+    tool call it asks cycle to run; else it runs the tool itself and reports it."""
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
         step = next_step(body["messages"])
         if isinstance(step, str):
-            answer: dict[str, Any] = {"response": step}
-        elif server.speaks_protocol:
+            return {"response": step}
+        if speaks_protocol:
             n = sum(1 for m in body["messages"] if m["role"] == "tool")
-            answer = {"tool_calls": [{"id": f"h{n}", "type": "function", "function": {
+            return {"tool_calls": [{"id": f"h{n}", "type": "function", "function": {
                 "name": step[0], "arguments": json.dumps(step[1])}}]}
-        else:  # runs its own tools, and reports them
-            globals()[step[0]](**step[1])
-            answer = {"response": "ran it myself", "toolCalls": [{"name": step[0]}]}
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        globals()[step[0]](**step[1])
+        return {"response": "ran it myself", "toolCalls": [{"name": step[0]}]}
 
-    def log_message(self, *args: Any) -> None:
-        pass
+    return answer
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 64
-    daemon_threads = True
-
-
-class Endpoint:
-    """The agent's endpoint on loopback (``speaks_protocol``: asks cycle to run tools)."""
-
-    def __init__(self, speaks_protocol: bool = True) -> None:
-        self.server: Any = _Server(("127.0.0.1", 0), _Endpoint)
-        self.server.bodies = []
-        self.server.speaks_protocol = speaks_protocol
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/agent"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def bodies(self) -> list[dict[str, Any]]:
-        return self.server.bodies
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def Endpoint(speaks_protocol: bool = True) -> AgentEndpoint:
+    """The agent's endpoint on loopback."""
+    return AgentEndpoint(endpoint_answer(speaks_protocol), path="/agent")
 
 
 # -- an ADK agent ------------------------------------------------------------------------

@@ -200,13 +200,13 @@ def test_an_http_agent_that_runs_its_own_tools_is_refused_mocks(project):
         assert code == 2, output
         assert "cycle.yaml" in output and "tools.mocks" in output
         assert "protocol: tools" in output
-        assert endpoint.bodies == []  # refused before any call
+        assert endpoint.requests == []  # refused before any call
 
 
 def test_an_http_agent_gets_the_conversation_and_the_tools(project):
     with kinds.Endpoint() as endpoint:
         run(project, f"agent: {{http: '{endpoint.url}', protocol: tools}}")
-        bodies = endpoint.bodies
+        bodies = endpoint.requests
     assert all(b["tools"][0]["function"]["name"] == "lookup_order" for b in bodies)
     last = max(bodies, key=lambda b: len(b["messages"]))
     roles = [m["role"] for m in last["messages"]]
