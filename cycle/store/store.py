@@ -216,7 +216,7 @@ class Store:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 if isinstance(e, sqlite3.Error):
-                    raise StoreError(f"store write failed, nothing was saved: {e}") from e
+                    raise _write_failed(e) from e
                 raise
             else:
                 try:
@@ -224,7 +224,7 @@ class Store:
                 except sqlite3.Error as e:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
-                    raise StoreError(f"store write failed, nothing was saved: {e}") from e
+                    raise _write_failed(e) from e
 
     def _query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         return self.db.execute(sql, params).fetchall()
@@ -615,3 +615,12 @@ def _ordered(labels: dict[str, str]) -> dict[str, str]:
     rest = {k: labels[k] for k in sorted(labels) if k not in first}
     return first | rest
 
+
+def _write_failed(error: sqlite3.Error) -> StoreError:
+    """A write that did not happen; on a full disk, how to go on (nothing is lost: what
+    was committed stays, and a run or cycle resumes from it)."""
+    full = "full" in str(error).lower()
+    return StoreError(
+        f"store write failed, nothing was saved: {error}",
+        hint="Free some space on the store's disk, then resume: cycle improve cycle.yaml "
+        "--resume (a run: cycle run cycle.yaml --resume RUN_ID)." if full else None)

@@ -16,3 +16,19 @@ def fills_the_disk(inp) -> str:
         with open(filler, "wb") as f:
             f.write(b"\0" * max(free - 64 * 1024, 0))
     return "a long answer " * 20_000
+
+
+def fills_the_disk_once(ctx) -> bool:
+    """A check that fills the store's disk the first time it runs (round 0 of a cycle)."""
+    filler = os.path.join(DISK, "filler")
+    once = os.path.join(os.path.dirname(DISK), "filled-once")  # beside the disk, not on it
+    if not os.path.exists(once):
+        open(once, "w").close()
+        with open(filler, "wb") as f:  # to the last byte: no page is left to write
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+    return True

@@ -116,3 +116,29 @@ def test_cycle_report_shows_a_stored_run_case_by_case(project):
     assert not (project / "reports").exists()
     text = CliRunner().invoke(cli, ["report", "@last"])
     assert "Cases 1:" in text.output and "json report" in text.output
+
+
+def test_a_cycle_that_failed_on_a_full_disk_in_round_0_resumes_once_there_is_room(
+        project, disk):
+    """The store on a small disk that fills during round 0: the cycle fails with the
+    reason, and resumes once the space is back (it was left unresumable)."""
+    import shutil
+
+    quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+    for name in ("cases", "prompts"):
+        shutil.copytree(quickstart / name, project / name, dirs_exist_ok=True)
+    text = (quickstart / "cycle.yaml").read_text()
+    (project / "cycle.yaml").write_text(text.replace(
+        "criteria:\n", "criteria:\n  - id: room\n    check: {type: python, function: "
+        "'tests.cli.fillers:fills_the_disk_once'}\n", 1))
+    store = str(disk / "s.db")
+    failed = CliRunner().invoke(cli, ["--store", store, "improve", "cycle.yaml", "--headless",
+                                      "--yes", "-n", "1"])
+    assert failed.exit_code != 0, failed.output
+    assert "database or disk is full" in failed.output and "Free some space" in failed.output
+    assert "Traceback" not in failed.output
+    (disk / "filler").unlink()  # room again
+    resumed = CliRunner().invoke(cli, ["--store", store, "improve", "cycle.yaml", "--headless",
+                                       "--yes", "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert "resuming cycle" in resumed.output
