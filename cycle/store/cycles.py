@@ -25,9 +25,6 @@ from cycle.records import CycleRow, RejectedSuggestion, RoundRow, StoredSuggesti
 if TYPE_CHECKING:
     from cycle.store.store import Store
 
-#: a failed cycle resumes too: what failed (a provider down, a full disk) may be fixed
-RESUMABLE = ("running", "interrupted", "failed")
-
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")

@@ -196,3 +196,23 @@ async def test_a_rewrite_can_be_dropped(tmp_path: Path) -> None:
         await pilot.pause()
         assert screen.query_one("#suggestions").row_count == 3
         assert not [s for s in screen.suggestions if s.id.startswith("rewrite-")]
+
+
+async def test_at_80_columns_the_footer_shows_how_to_finish_and_help_the_rest(
+        tmp_path: Path) -> None:
+    from textual.widgets import Footer
+
+    from cycle.tui.screens.help import HelpScreen
+
+    app = reviewing_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _wait_for_review(pilot)
+        keys = [k for k in screen.query_one(Footer).query("FooterKey") if k.region.width > 0]
+        shown = " ".join(str(k.render()) for k in keys if k.region.right <= 80)
+        for word in ("Submit", "Approve", "Reject", "Quit"):
+            assert word in shown, shown
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        listed = str(app.screen._keys().columns[1]._cells)  # the rarer keys are in the help
+        assert "Rewrite whole" in listed and "Edit replaced text" in listed

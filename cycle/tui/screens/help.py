@@ -41,7 +41,11 @@ class HelpScreen(ModalScreen[None]):
         seen: set[str] = set()
         for active in self.topic.active_bindings.values():
             binding = active.binding
-            if not binding.show or not binding.description or binding.description in seen:
+            # the footer's keys, and the rarer keys of the screen it leaves out for room
+            # (not the hidden keys of its widgets: cursor moves are no news)
+            hidden_here = not binding.show and active.node is self.topic
+            if not (binding.show or hidden_here) or not binding.description \
+                    or binding.description in seen:
                 continue
             seen.add(binding.description)
             table.add_row(self.app.get_key_display(binding), binding.description)

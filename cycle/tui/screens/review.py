@@ -144,15 +144,17 @@ quoted the prompt inexactly). w rewrites the whole candidate system prompt as
 your decisions leave it: your text is what is evaluated (r on its row drops it).
 Undecided suggestions are rejected at submit.
 """
+    # the footer shows how to finish first (at 80 columns it cuts from the right); the
+    # rarer keys are in the help (?) only
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s,ctrl+s", "submit", "Submit"),
         Binding("a", "approve", "Approve"),
         Binding("r", "reject", "Reject"),
         Binding("e", "edit", "Edit"),
-        Binding("t", "edit_target", "Edit replaced text"),
-        Binding("w", "edit_whole", "Rewrite whole"),
-        Binding("A", "approve_all", "Approve all"),
+        Binding("A", "approve_all", "All"),
+        Binding("t", "edit_target", "Edit replaced text", show=False),
+        Binding("w", "edit_whole", "Rewrite whole", show=False),
         Binding("u", "undo", "Undo", show=False),
-        Binding("s,ctrl+s", "submit", "Submit"),
     ]
 
     def __init__(self, request: ReviewRequest, info: HeaderInfo | None = None) -> None:
