@@ -227,7 +227,7 @@ async def run_eval(prepared: Prepared, *, store: Store | None = None,
     meta["config"] = {**meta.get("config", {}), "eval_file": str(ef.path),
                       "eval_file_hash": ef.file_hash, "tool": ef.tool_name, "tier": ef.tier,
                       "agent_endpoint": o.endpoint}
-    run_id = resume or toolforge.new_run_id()
+    run_id = resume or toolforge.contract_run_id()
     started, clock = datetime.now(UTC), time.monotonic()
     try:
         runner = Runner(agent=agent, judge=judge, cases=prepared.cases, iterations=o.iterations,

@@ -625,7 +625,7 @@ def staleness(ef: EvalFile, registry: Mapping[str, RegistryTool] | None) -> Stal
 # -- the result file ---------------------------------------------------------------------
 
 
-def new_run_id() -> str:
+def contract_run_id() -> str:
     """The contract's ``{{uuid}}`` run id (also the cycle run's id)."""
     return str(uuid.uuid4())
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
@@ -58,6 +57,7 @@ from cycle.errors import (
 )
 from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
+from cycle.ids import new_cycle_id
 from cycle.improve.apply import apply_suggestions, prompt_diff
 from cycle.improve.guard import copies, leaks, repeats
 from cycle.improve.improver import (
@@ -91,11 +91,6 @@ Bump = Literal["patch", "minor", "major"]
 
 #: cases carrying this tag must not go from pass to fail (like improve.required_cases)
 REQUIRED_TAG = "required"
-
-
-def new_cycle_id() -> str:
-    """A sortable, readable id: ``c-20250101-120000-ab12cd``."""
-    return time.strftime("c-%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
 
 
 def run_id_for(cycle_id: str, round_no: int) -> str:

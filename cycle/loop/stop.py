@@ -20,7 +20,6 @@ baseline evaluation and after every round.
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 import sys
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from msgspec import Struct
 
 from cycle.durations import parse_duration
 from cycle.errors import ConfigError
+from cycle.imports import import_object
 from cycle.words import plural
 
 DEFAULT_STOP: dict[str, Any] = {"max_rounds": 5}
@@ -163,19 +163,17 @@ class Custom(Struct, frozen=True):
 @functools.cache
 def _predicate(path: str, base_dir: str | None) -> Callable[[CycleState], Any]:
     """The function a custom stop condition names, imported once."""
-    module_name, _, attr = path.partition(":")
-    if not attr:
+    if ":" not in path:  # package.module.function, as written before the colon form
         module_name, _, attr = path.rpartition(".")
+        path = f"{module_name}:{attr}"
     if base_dir and base_dir not in sys.path:
         sys.path.insert(0, base_dir)
     try:
-        fn = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError, ValueError) as e:
-        raise ConfigError(
-            f"cannot import the custom stop condition {path!r}: {e}",
-            field="improve.stop.custom",
-            hint="Write it as package.module:function, importable from the config's folder.",
-        ) from e
+        fn = import_object(path, what="improve.stop.custom")
+    except ConfigError as e:
+        e.hint = e.hint or ("Write it as package.module:function, importable from the "
+                            "config's folder.")
+        raise
     if not callable(fn):
         raise ConfigError(f"{path!r} is not callable", field="improve.stop.custom")
     return fn

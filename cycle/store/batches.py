@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cycle.store.runs import now_iso
+from cycle.ids import now_iso
 
 if TYPE_CHECKING:
     from cycle.store.store import Store

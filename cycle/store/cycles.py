@@ -15,19 +15,15 @@ from __future__ import annotations
 import json
 import os
 import socket
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cycle import events as ev
 from cycle.errors import NotFoundError
+from cycle.ids import now_iso
 from cycle.records import CycleRow, RejectedSuggestion, RoundRow, StoredSuggestion, Suggestion
 
 if TYPE_CHECKING:
     from cycle.store.store import Store
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def _owner() -> str:
@@ -80,7 +76,7 @@ class CycleLog:
                 "INSERT INTO cycles (id, prompt_id, status, config, started_at, initial_version, "
                 "total_cost, owner) VALUES (?, ?, 'running', ?, ?, ?, 0, ?) "
                 "ON CONFLICT (id) DO NOTHING",
-                (cycle_id, prompt_id, json.dumps(config, default=str), _now(), initial_version,
+                (cycle_id, prompt_id, json.dumps(config, default=str), now_iso(), initial_version,
                  _owner()),
             )
 
@@ -100,7 +96,7 @@ class CycleLog:
             db.execute(
                 "UPDATE cycles SET status = ?, stop_reason = ?, final_version = ?, total_cost = ?, "
                 "finished_at = ? WHERE id = ?",
-                (status, stop_reason, final_version, total_cost, _now(), cycle_id),
+                (status, stop_reason, final_version, total_cost, now_iso(), cycle_id),
             )
 
     def update_round(self, cycle_id: str, round_no: int, **fields: Any) -> None:
@@ -113,7 +109,7 @@ class CycleLog:
             db.execute(
                 "INSERT INTO rounds (cycle_id, round, status, started_at) VALUES (?, ?, 'running', ?) "
                 "ON CONFLICT (cycle_id, round) DO NOTHING",
-                (cycle_id, round_no, _now()),
+                (cycle_id, round_no, now_iso()),
             )
             if values:
                 sets = ", ".join(f"{k} = ?" for k in values)
@@ -312,7 +308,7 @@ class CycleRecorder:
         elif isinstance(event, ev.RoundFinished):
             fields = {"status": "finished", "score": event.score, "ci_low": event.ci_low,
                       "ci_high": event.ci_high, "pass_rate": event.pass_rate, "cost": event.cost,
-                      "incumbent_score": event.incumbent_score, "finished_at": _now()}
+                      "incumbent_score": event.incumbent_score, "finished_at": now_iso()}
             if event.round == 0:
                 fields["accepted"] = None
             log.update_round(event.cycle_id, event.round, **fields)

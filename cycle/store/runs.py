@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from pydantic import TypeAdapter
 
 from cycle.errors import NotFoundError
 from cycle.events import Event, ModelCalled
+from cycle.ids import now_iso
 from cycle.records import IterationResult, RoleUsage, RunRow, ToolCall, TraceEvent, Verdict
 
 if TYPE_CHECKING:
@@ -32,15 +32,6 @@ _TRACE: TypeAdapter[tuple[TraceEvent, ...]] = TypeAdapter(tuple[TraceEvent, ...]
 
 #: seconds between two result writes of a running suite (see the module docstring)
 FLUSH_EVERY = 0.25
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def new_run_id() -> str:
-    """A short, sortable, unique run id: run-YYYYmmdd-HHMMSS-xxxxxx."""
-    return "run-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
 _RUN_COLUMNS = (

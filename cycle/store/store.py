@@ -21,12 +21,13 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from cycle.errors import NotFoundError, StoreError, StoreFormatError
+from cycle.ids import now_iso
 from cycle.prompts import semver
 from cycle.prompts.diff import VersionDiff, diff_prompts
 from cycle.prompts.template import check_templates
@@ -70,10 +71,6 @@ _VERSION_COLUMNS = (
     "prompt_id, seq, version, hash, parent, source, message, created_at, "
     "system, user_template, params, metadata, tools"
 )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
@@ -277,7 +274,7 @@ class Store:
             )
             if existing:
                 return _row_to_version(existing[0])
-            now = _now()
+            now = now_iso()
             latest = self._query(
                 "SELECT seq, version FROM versions WHERE prompt_id = ? ORDER BY seq DESC LIMIT 1",
                 (prompt.id,),
@@ -505,7 +502,7 @@ class Store:
         with self.transaction():
             target = self._resolve_in(prompt_id, version)
             return self._move(prompt_id, label, target.version, action="label", reason=reason,
-                              who=who, now=_now())
+                              who=who, now=now_iso())
 
     def rollback(
         self, prompt_id: str, to_version: str, *, label: str = HEAD, reason: str = "", who: str = "user"
@@ -525,7 +522,7 @@ class Store:
                 )
             target = self._resolve_in(prompt_id, to_version)
             self._move(prompt_id, label, target.version, action="rollback",
-                       reason=reason or f"rollback to {target.version}", who=who, now=_now())
+                       reason=reason or f"rollback to {target.version}", who=who, now=now_iso())
         return target
 
     def label_moves(
