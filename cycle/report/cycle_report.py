@@ -57,16 +57,12 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     rounds = store.cycles.get_rounds(cycle_id)
     suggestions = store.cycles.get_suggestions(cycle_id)
     costs = store.cycles.round_costs(cycle_id)
-    offline = bool(store.db.execute(
-        "SELECT max(coalesce(offline, 0)) FROM runs WHERE cycle_id = ?", (cycle_id,)).fetchone()[0])
+    offline = store.cycles.offline(cycle_id)
     by_role: dict[str, float] = {}
     for c in costs.values():
         for role, usd in c.items():
             by_role[role] = by_role.get(role, 0.0) + usd
-    estimated = bool(store.db.execute(
-        "SELECT max(coalesce(c.cost_estimated, 0)) FROM calls c LEFT JOIN runs r ON r.id = c.run_id "
-        "WHERE r.cycle_id = ? OR (c.run_id IS NULL AND c.cycle_id = ?)", (cycle_id, cycle_id),
-    ).fetchone()[0])
+    estimated = store.cycles.cost_estimated(cycle_id)
 
     initial, final = initial_and_final(cycle, rounds)
     final_version = final["version"]

@@ -212,6 +212,19 @@ class CycleLog:
             ))
         return out
 
+    def offline(self, cycle_id: str) -> bool:
+        """Whether any of the cycle's runs came from the offline (or scripted) model."""
+        return bool(self.store.db.execute(
+            "SELECT max(coalesce(offline, 0)) FROM runs WHERE cycle_id = ?",
+            (cycle_id,)).fetchone()[0])
+
+    def cost_estimated(self, cycle_id: str) -> bool:
+        """Whether any call of the cycle was priced by an estimate."""
+        return bool(self.store.db.execute(
+            "SELECT max(coalesce(c.cost_estimated, 0)) FROM calls c LEFT JOIN runs r "
+            "ON r.id = c.run_id WHERE r.cycle_id = ? OR (c.run_id IS NULL AND c.cycle_id = ?)",
+            (cycle_id, cycle_id)).fetchone()[0])
+
     def round_costs(self, cycle_id: str) -> dict[int, dict[str, float]]:
         """Round -> role -> dollars, from the calls rows.
 

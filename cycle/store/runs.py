@@ -287,6 +287,13 @@ class RunLog:
             "SELECT role, coalesce(sum(cost), 0) FROM calls WHERE run_id = ? AND "
             "coalesce(cache_hit, 0) = 0 GROUP BY role", (run_id,)).fetchall()}
 
+    def offline_versions(self, prompt_id: str) -> set[str]:
+        """Versions of ``prompt_id`` whose evaluations came from the offline (or scripted)
+        model."""
+        return {v for (v,) in self.store.db.execute(
+            "SELECT DISTINCT version FROM runs WHERE prompt_id = ? AND offline = 1",
+            [prompt_id])}
+
     def typical_output(self) -> dict[tuple[str, str], float]:
         """(role, model) -> the mean output tokens of the store's paid calls (what a dry
         run's likely figure assumes an answer takes)."""

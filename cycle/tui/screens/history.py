@@ -46,14 +46,6 @@ def _when(value: datetime | str | float | None) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def offline_versions(store: Store, prompt_id: str) -> set[str]:
-    """Versions whose evaluations came from the offline (or scripted) model."""
-    rows = store.db.execute(
-        "select distinct version from runs where prompt_id = ? and offline = 1", [prompt_id]
-    ).fetchall()
-    return {version for (version,) in rows}
-
-
 #: the labels column; what does not fit is abbreviated or counted, never cut mid-word
 LABELS_WIDTH = 14
 SHORT_LABELS = {"production": "prod"}
@@ -159,7 +151,7 @@ you play its model and the session becomes a golden trace.
         assert self.prompt_id is not None
         history = self.store.history(self.prompt_id, limit=200)
         self.versions = {v.version: v for v in history}
-        offline = offline_versions(self.store, self.prompt_id)
+        offline = self.store.runs.offline_versions(self.prompt_id)
         self._scores = {
             version: (score, version in offline)
             for version, score in self.store.latest_scores(self.prompt_id).items()
