@@ -81,11 +81,6 @@ def version_json(v: Version, labels: dict[str, str]) -> dict[str, Any]:
     return data
 
 
-def _split_ref(ref: str) -> tuple[str, str]:
-    prompt_id, _, spec = ref.partition("@")
-    return prompt_id, spec or HEAD
-
-
 # -- cycle prompt ... --------------------------------------------------------
 
 

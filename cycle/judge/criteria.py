@@ -59,17 +59,6 @@ CheckSpec = Annotated[
     Field(discriminator="type"),
 ]
 
-CHECK_TYPES: tuple[str, ...] = (
-    "exact", "contains", "contains_any", "not_contains", "regex", "json_schema",
-    "max_latency", "max_tokens", "cost_within", "completed_within", "python",
-    "tool_called", "tools_called", "only_tools", "tool_not_called", "tool_order",
-    "no_tool_errors", "event_count", "state_value", "turn_count", "toolforge",
-)
-
-#: other names a check is known by (seed 004's GoGrid names) -> the name used here
-CHECK_ALIASES: dict[str, str] = {"exact_match": "exact", "tool_use": "tool_called"}
-
-
 #: built-in LLM criteria and their rubrics (what the judge is told to look for)
 BUILTIN_CRITERIA: dict[str, str] = {
     "accuracy": (

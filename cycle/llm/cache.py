@@ -114,15 +114,6 @@ class ResponseCache:
                 (key, output.model, now, expires, stored.model_dump_json()),
             )
 
-    def purge_expired(self) -> int:
-        """Delete expired entries; returns how many."""
-        with self._lock:
-            cur = self._conn.execute(
-                "delete from responses where expires_at is not null and expires_at <= ?",
-                (time.time(),),
-            )
-        return cur.rowcount
-
     def clear(self) -> None:
         """Delete every entry."""
         with self._lock:

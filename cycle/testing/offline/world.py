@@ -379,11 +379,6 @@ def requested(system_prompt: str) -> list[Feature]:
     return [f for f in FEATURES if f.requested_by(system_prompt)]
 
 
-def exhibited(text: str) -> set[str]:
-    """Names of the features a reply text has."""
-    return {f.name for f in FEATURES if f.detect(text or "")}
-
-
 def answer(system_prompt: str, facts: Facts) -> tuple[str, list[str]]:
     """The agent's reply to ``facts`` under ``system_prompt``, and the features it applied."""
     draft = Draft.base(facts)
