@@ -11,10 +11,10 @@ from pydantic import BaseModel, Field
 
 from cycle.aio import call_user_function
 from cycle.imports import import_object
-from cycle.judge.checks import json_in
-from cycle.judge.transcript import transcript_lines
 from cycle.query import MISSING, lookup, matches
 from cycle.records import Message, TraceEvent
+from cycle.records.reading import json_in
+from cycle.records.transcript import transcript_lines
 
 if TYPE_CHECKING:
     from cycle.cases import EndCondition

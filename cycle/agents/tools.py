@@ -232,7 +232,7 @@ class Toolbox:
                 return value.value
             return value
         if kind == "match":
-            from cycle.judge.trace_checks import arguments_match
+            from cycle.records.reading import arguments_match
 
             assert mock.match is not None
             for rule in mock.match:

@@ -35,8 +35,8 @@ from cycle.evals.results import MemoryResults, Tally, stored_tallies, summarize
 from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished, RunStarted
 from cycle.ids import new_run_id, now_iso
 from cycle.judge import Judge
-from cycle.judge.transcript import cut
 from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult, TraceEvent, Verdict
+from cycle.records.transcript import cut
 from cycle.store import CallRecorder, Store
 from cycle.store.runs import FLUSH_EVERY, StoredResults
 

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from cycle.errors import NotFoundError, StructuredOutputError
-from cycle.judge.transcript import cut, has_behaviour, tool_error_turns, transcript_lines
 from cycle.prompts.template import render_system, render_user
 from cycle.records import (
     IMPROVER_PROMPT_ID,
@@ -33,6 +32,7 @@ from cycle.records import (
     Suggestion,
     SuggestionType,
 )
+from cycle.records.transcript import cut, has_behaviour, tool_error_turns, transcript_lines
 
 if TYPE_CHECKING:
     from cycle.llm.model import Model

@@ -27,6 +27,7 @@ from cycle.errors import EvalError
 from cycle.imports import import_object
 from cycle.prompts import render
 from cycle.records import ToolCall, TraceEvent, Usage
+from cycle.records.reading import json_in
 
 
 class CheckContext(Struct, frozen=True):
@@ -214,16 +215,6 @@ class Regex(_Check):
         if m:
             return CheckOutcome(100.0, f"matched {m.group(0)[:60]!r}")
         return CheckOutcome(0.0, f"no match for /{compiled.pattern}/")
-
-
-def json_in(answer: str) -> Any:
-    """The JSON an answer holds: the whole text, or its first ```json fence.
-    Raises ValueError (json.JSONDecodeError) when there is none."""
-    text = answer.strip()
-    fence = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.DOTALL)
-    if fence:
-        text = fence.group(1)
-    return json.loads(text)
 
 
 def _parse_json_output(ctx: CheckContext) -> Any:

@@ -23,10 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from cycle.errors import ConfigError, JudgeError, StructuredOutputError
 from cycle.judge.criteria import Criterion
-from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.llm.base import GenerateConfig
 from cycle.prompts.template import render_user
 from cycle.records import JUDGE_PROMPT_ID, Message, Prompt, TraceEvent, Usage
+from cycle.records.transcript import has_behaviour, transcript_lines
 
 if TYPE_CHECKING:
     from cycle.llm.model import Model

@@ -14,54 +14,18 @@ compare within ``tolerance`` (absolute) in exact and subset matching.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from cycle import patterns
 from cycle.judge.checks import CheckOutcome, _Check, fill_value
 from cycle.query import MISSING, lookup
+from cycle.records.reading import Match, arguments_match, close_enough, value_text
 from cycle.records.trace import KINDS, TraceEvent, called_tools, tool_events
 from cycle.words import plural
 
 if TYPE_CHECKING:
     from cycle.judge.checks import CheckContext
-
-Match = Literal["exact", "subset", "regex", "schema"]
-
-
-def _close(a: Any, b: Any, tolerance: float) -> bool:
-    """Equal, with numbers equal within ``tolerance`` (recursively in lists and dicts)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return abs(a - b) <= tolerance
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k], tolerance) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_close(x, y, tolerance) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-
-
-def arguments_match(actual: dict[str, Any], want: dict[str, Any], *, match: Match = "subset",
-                    tolerance: float = 0.0) -> bool:
-    """Whether a call's arguments satisfy ``want`` under ``match`` (see the module docstring)."""
-    if match == "exact":
-        return _close(actual, want, tolerance)
-    if match == "subset":
-        return all(k in actual and _close(actual[k], v, tolerance) for k, v in want.items())
-    if match == "regex":
-        return all(k in actual and patterns.search(str(p), _text(actual[k])) is not None
-                   for k, p in want.items())
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(want).is_valid(actual)
-
 
 class ToolCalled(_Check):
     """The agent called ``tool`` (at least ``min_times``; with ``args``, with matching
@@ -83,9 +47,9 @@ class ToolCalled(_Check):
             if len(matching) >= self.min_times:
                 return CheckOutcome(100.0, f"{self.tool} called {len(matching)}x with matching "
                                            "arguments")
-            seen = "; ".join(_text(c.arguments) for c in calls[:3]) or "never called"
+            seen = "; ".join(value_text(c.arguments) for c in calls[:3]) or "never called"
             return CheckOutcome(0.0, f"{self.tool} not called with arguments matching "
-                                     f"{_text(want)} ({self.match}); calls: {seen}"[:300])
+                                     f"{value_text(want)} ({self.match}); calls: {seen}"[:300])
         if len(calls) >= self.min_times:
             return CheckOutcome(100.0, f"{self.tool} called {len(calls)}x")
         names = ", ".join(dict.fromkeys(c.name for c in called_tools(ctx.trace))) or "none"
@@ -132,7 +96,7 @@ class ToolNotCalled(_Check):
             want is None or arguments_match(c.arguments, want, match=self.match))]
         if calls:
             return CheckOutcome(0.0, f"{self.tool} was called {len(calls)}x: "
-                                     f"{_text(calls[0].arguments)}"[:300])
+                                     f"{value_text(calls[0].arguments)}"[:300])
         return CheckOutcome(100.0, f"{self.tool} not called")
 
 
@@ -234,9 +198,9 @@ class StateValue(_Check):
         if got is MISSING:
             return CheckOutcome(0.0, f"state has no {self.path}")
         want = fill_value(self.equals, ctx)
-        if "equals" not in self.model_fields_set or _close(got, want, 0.0):
-            return CheckOutcome(100.0, f"{self.path} = {_text(got)}"[:200])
-        return CheckOutcome(0.0, f"{self.path} = {_text(got)}, expected {_text(want)}"[:300])
+        if "equals" not in self.model_fields_set or close_enough(got, want, 0.0):
+            return CheckOutcome(100.0, f"{self.path} = {value_text(got)}"[:200])
+        return CheckOutcome(0.0, f"{self.path} = {value_text(got)}, expected {value_text(want)}"[:300])
 
 
 class TurnCount(_Bounded):

@@ -169,7 +169,7 @@ def _transcripts(store: Store, run_id: str | None) -> dict[str, list[str]]:
     """Case id -> the transcript of its representative iteration in ``run_id``, for the
     cases whose runs did more than answer once (tools, conversations)."""
     from cycle.evals.results import load_run
-    from cycle.judge.transcript import has_behaviour, transcript_lines
+    from cycle.records.transcript import has_behaviour, transcript_lines
 
     if run_id is None:
         return {}

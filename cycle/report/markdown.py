@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.records import CaseStats, IterationResult, RunResult
+from cycle.records.transcript import has_behaviour, transcript_lines
 from cycle.report import format as f
 from cycle.report.json import OFFLINE_NOTE
 from cycle.words import plural

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 from markupsafe import Markup, escape
 
-from cycle.judge.transcript import has_behaviour, transcript_lines
 from cycle.records import CaseStats, RunResult
+from cycle.records.transcript import has_behaviour, transcript_lines
 from cycle.report import format as f
 from cycle.report.console import ROLE_NAMES
 from cycle.report.json import OFFLINE_NOTE

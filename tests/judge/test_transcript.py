@@ -3,8 +3,8 @@ sent cuts each long text with a marker."""
 
 from __future__ import annotations
 
-from cycle.judge.transcript import transcript_lines
 from cycle.records import TraceEvent
+from cycle.records.transcript import transcript_lines
 
 LONG = "The refund for order A-17 was approved. " * 30  # 1,200 characters, one answer
 

@@ -18,7 +18,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from cycle.judge.transcript import event_lines, has_behaviour
+from cycle.records.transcript import event_lines, has_behaviour
 from cycle.tui.widgets import plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 from cycle.words import plural
