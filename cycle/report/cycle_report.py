@@ -148,6 +148,8 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "cases": per_case,
         "diff": diff,
         "transcripts": _transcripts(store, run_of_round.get(final_round)),
+        "outputs": _outputs(store, run_of_round.get(0),
+                            run_of_round.get(final_round) if final_round else None),
     }
 
 
@@ -178,6 +180,28 @@ def _transcripts(store: Store, run_id: str | None) -> dict[str, list[str]]:
         rep = stats.representative
         if rep is not None and has_behaviour(rep.trace):
             out[case_id] = transcript_lines(rep.trace, for_people=True)
+    return out
+
+
+def _outputs(store: Store, first: str | None, final: str | None
+             ) -> dict[str, dict[str, Any]]:
+    """Case id -> its representative output (and score) under the first version and
+    under the final one, for the cases that only answered (a plain prompt: what changed
+    is the answer itself; a case with tools or turns has its transcript instead)."""
+    from cycle.evals.results import load_run
+    from cycle.records.transcript import has_behaviour
+
+    if first is None or final is None:
+        return {}
+    before, after = load_run(store.runs, first), load_run(store.runs, final)
+    out: dict[str, dict[str, Any]] = {}
+    for case_id, stats in before.cases.items():
+        old, new = stats.representative, after.cases.get(case_id)
+        rep = new.representative if new is not None else None
+        if old is None or rep is None or has_behaviour(old.trace) or has_behaviour(rep.trace):
+            continue
+        out[case_id] = {"first": old.output, "first_score": old.score,
+                        "final": rep.output, "final_score": rep.score}
     return out
 
 

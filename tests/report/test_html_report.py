@@ -175,3 +175,13 @@ def test_a_runs_html_report_shows_every_case_in_a_real_browser(tmp_path, monkeyp
     first = data["cases"][0]["results"][0]["verdicts"][0]["reasoning"]
     assert first in reasoning  # the judge's reasoning, per criterion
     assert transcripts >= 1  # a conversation shows as its transcript
+
+
+def test_a_plain_prompt_cycle_report_shows_first_and_final_outputs_side_by_side(tmp_path):
+    html, data = improve("quickstart", tmp_path, "-n", "1")
+    assert data["final"]["version"] != data["initial"]["version"]  # the cycle moved head
+    assert set(data["outputs"]) == set(data["cases"])  # every case only answered
+    first = next(iter(data["outputs"].values()))
+    assert first["first"] != first["final"]  # the answer itself changed
+    text = html.read_text()
+    assert 'id="outputs"' in text and f"<th>{data['final']['version']}</th>" in text
