@@ -173,6 +173,10 @@ class CycleStarted(Event, frozen=True, kw_only=True):
     resumed: bool = False
     #: the cycle's configuration (the improve section and models), stored with it
     config: dict[str, Any] = field(default_factory=dict)
+    #: a resumed cycle's finished rounds, as stored (round, version, stage, score,
+    #: ci_low, ci_high, pass_rate, delta, accepted, cost): what a view shows before
+    #: the rounds still to come
+    restored: tuple[dict[str, Any], ...] = ()
 
 
 class RoundStarted(Event, frozen=True, kw_only=True):

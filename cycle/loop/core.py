@@ -318,9 +318,14 @@ class Loop:
                 self.bus.subscribe(CycleRecorder(self.store.cycles)),
                 self.bus.subscribe(self._on_call),
             ]
+            restored = tuple(
+                {k: getattr(r, k) for k in ("round", "stage", "score", "ci_low", "ci_high",
+                                            "pass_rate", "delta", "accepted", "cost")}
+                | {"version": r.version} for r in self.store.cycles.get_rounds(self.cycle_id)
+                if r.status == "finished") if resume else ()
             self.bus.emit(ev.CycleStarted(
                 cycle_id=self.cycle_id, prompt_id=prompt_id, version=start.version,
-                resumed=bool(resume), config=self._config_record(),
+                resumed=bool(resume), config=self._config_record(), restored=restored,
             ))
             self._initial = start
             try:

@@ -187,6 +187,15 @@ def _cycle_started(s: DashboardState, e: ev.CycleStarted) -> None:
     s.cycle_id, s.prompt_id, s.version, s.status = e.cycle_id, e.prompt_id, e.version, "running"
     s.cycle_started_at, s.cycle_finished_at = e.at, None
     s.log(e, f"cycle {'resumed' if e.resumed else 'started'} on {e.prompt_id} v{e.version}")
+    for done in e.restored:  # a resumed cycle's rounds so far, the baseline first
+        row = s._round(int(done["round"]))
+        row.version, row.stage, row.status = done.get("version") or "", done.get("stage") or \
+            ("baseline" if done["round"] == 0 else "improve"), "finished"
+        row.score, row.ci_low, row.ci_high = done.get("score"), done.get("ci_low"), \
+            done.get("ci_high")
+        row.pass_rate, row.delta, row.accepted = done.get("pass_rate"), done.get("delta"), \
+            done.get("accepted")
+        row.cost = done.get("cost") or 0.0
 
 
 def _round_started(s: DashboardState, e: ev.RoundStarted) -> None:

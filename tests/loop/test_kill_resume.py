@@ -142,12 +142,25 @@ def test_sigkill_mid_round_then_resume(project: Path) -> None:
     assert f"resume with: cycle improve cycle.yaml --resume {row['id']}" \
         in row["stop_reason"]
 
-    resumed = start(project, "--resume")
+    resumed = start(project, "--resume", "--events", "resumed.jsonl")
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err
     assert "resuming cycle" in out and "report: reports/" in out
     cycle_id = check_resumed(db, keys, calls)
     assert (project / "reports" / f"{cycle_id}.md").exists()
+    # the resumed cycle tells its views the rounds it had: the dashboard keeps round 0
+    from cycle import events as ev
+    from cycle.tui.state import DashboardState
+
+    state = DashboardState()
+    lines = (project / "resumed.jsonl").read_text().splitlines()
+    started = json.loads(lines[0])
+    assert started["kind"] == "cycle_started" and started["resumed"]
+    assert [r["round"] for r in started["restored"]][:1] == [0]
+    state.apply(ev.CycleStarted(cycle_id=started["cycle_id"], prompt_id=started["prompt_id"],
+                                version=started["version"], resumed=True,
+                                restored=tuple(started["restored"])))
+    assert state.rounds[0].score is not None and state.scores[0] == state.rounds[0].score
 
 
 def test_ctrl_c_marks_the_cycle_interrupted_and_resume_continues(project: Path) -> None:
