@@ -18,7 +18,7 @@ import sys
 import traceback
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 from msgspec import Struct
@@ -28,49 +28,61 @@ from cycle.environment import load_env
 from cycle.errors import CycleError
 from cycle.safetext import TerminalStream
 
-#: command name -> ("module:attribute", the first sentence of its help). A module adds
-#: its commands here. The sentence is what ``cycle --help`` lists, so that listing the
-#: commands imports none of them (tests/cli/test_startup.py holds it to the docstring)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "prompt": ("cycle.cli.prompt:prompt",
+
+class Command(NamedTuple):
+    """A command's one entry: where it is, the first sentence of its help (what
+    ``cycle --help`` lists, so that listing the commands imports none of them;
+    tests/cli/test_startup.py holds it to the docstring), and whether it loads a suite
+    and calls ``heap.settle`` itself (every path that runs models does, which turns the
+    collector back on; any other command turns it on as it is looked up)."""
+
+    target: str
+    help: str
+    settles: bool = False
+
+
+#: command name -> its entry. A module adds its commands here, and only here.
+COMMANDS: dict[str, Command] = {
+    "prompt": Command("cycle.cli.prompt:prompt",
                "Prompts in the store: list them, import and export prompt files."),
-    "history": ("cycle.cli.prompt:history",
+    "history": Command("cycle.cli.prompt:history",
                 "The versions of prompt ID, newest first, with labels, source, score and message."),
-    "show": ("cycle.cli.prompt:show",
+    "show": Command("cycle.cli.prompt:show",
              "Show one version: its number, labels, hash, source and content."),
-    "diff": ("cycle.cli.prompt:diff",
+    "diff": Command("cycle.cli.prompt:diff",
              ("Diffs, field by field, from version A to version B (numbers, labels or hashes): "
               "a changed line as its word changes, ``~ keep [-old-]{+new+}``; --lines for "
               "unified.")),
-    "rollback": ("cycle.cli.prompt:rollback",
+    "rollback": Command("cycle.cli.prompt:rollback",
                  "Move the head label (or --label) of prompt ID back to an earlier version."),
-    "label": ("cycle.cli.prompt:label",
+    "label": Command("cycle.cli.prompt:label",
               "Point label NAME of prompt ID at VERSION (creating the label if new)."),
-    "promote": ("cycle.cli.prompt:promote",
+    "promote": Command("cycle.cli.prompt:promote",
                 "Point the production label of prompt ID at VERSION (default: head)."),
-    "run": ("cycle.cli.run:run",
-            "Evaluate the prompt of CONFIG (cycle.yaml) on its cases and write reports."),
-    "compare": ("cycle.cli.run:compare",
+    "run": Command("cycle.cli.run:run",
+            "Evaluate the prompt of CONFIG (cycle.yaml) on its cases and write reports.",
+            settles=True),
+    "compare": Command("cycle.cli.run:compare",
                 "Compare two stored runs, paired by case: RUN_B against RUN_A (the baseline)."),
-    "runs": ("cycle.cli.runs:runs", "List the stored runs (of PROMPT_ID, if given), newest first."),
-    "report": ("cycle.cli.runs:report",
+    "runs": Command("cycle.cli.runs:runs", "List the stored runs (of PROMPT_ID, if given), newest first."),
+    "report": Command("cycle.cli.runs:report",
                "Show stored run RUN_ID case by case, and write its reports (again)."),
-    "improve": ("cycle.cli.improve:improve",
-                "Improve the prompt of CONFIG (cycle.yaml) round by round."),
-    "cycles": ("cycle.cli.cycles:cycles",
+    "improve": Command("cycle.cli.improve:improve",
+                "Improve the prompt of CONFIG (cycle.yaml) round by round.", settles=True),
+    "cycles": Command("cycle.cli.cycles:cycles",
                "List the improvement cycles in the store (of PROMPT_ID, if given), newest first."),
-    "tui": ("cycle.cli.tui:tui",
+    "tui": Command("cycle.cli.tui:tui",
             ("Open the History screen on the store: on PROMPT_ID, else the prompt of "
              "./cycle.yaml, else the prompt used last.")),
-    "models": ("cycle.cli.models:models",
+    "models": Command("cycle.cli.models:models",
                "List model providers and the price table (USD per million tokens)."),
-    "init": ("cycle.cli.init:init",
+    "init": Command("cycle.cli.init:init",
              "Create a working project in DIRECTORY (default: here): cycle.yaml, a prompt, cases."),
-    "simulate": ("cycle.cli.simulate:simulate",
+    "simulate": Command("cycle.cli.simulate:simulate",
                  ("Play the agent's model in a Textual screen; each finished session becomes a "
                  "golden trace appended to an ADK EvalSet.")),
-    "import": ("cycle.cli.adk:import_group", "Turn other tools' eval files into cycle case files."),
-    "export": ("cycle.cli.adk:export_group",
+    "import": Command("cycle.cli.adk:import_group", "Turn other tools' eval files into cycle case files."),
+    "export": Command("cycle.cli.adk:export_group",
                "Write cycle's cases, or a run's recorded traces, in other tools' formats."),
 }
 
@@ -153,14 +165,14 @@ class CycleGroup(click.Group):
         target = COMMANDS.get(name)
         if target is None:
             return None
-        module_name, attr = target[0].split(":")
+        module_name, attr = target.target.split(":")
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as e:
             if e.name == module_name:
                 return None
             raise
-        if name not in SETTLING:
+        if not target.settles:
             heap.resume()  # main() turned it off for loading; this command is loaded
         return _with_global_options(getattr(module, attr))
 
@@ -168,7 +180,7 @@ class CycleGroup(click.Group):
         """The command list from COMMANDS, importing no command (click's own would import
         every command module, the SDKs and the TUI with them, to read one line of help)."""
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        rows = [(name, click.utils.make_default_short_help(COMMANDS[name][1], limit))
+        rows = [(name, click.utils.make_default_short_help(COMMANDS[name].help, limit))
                 for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
@@ -238,12 +250,6 @@ def cli(ctx: click.Context, debug: bool, store: str | None) -> None:
     """
     load_env(Path.cwd())
     ctx.obj = CliContext(debug=debug, store=store)
-
-
-#: the commands that load a suite and then call ``heap.settle`` (every path that runs
-#: models does), which turns the collector back on; any other command turns it on as
-#: it is looked up
-SETTLING = frozenset({"run", "improve", "matrix"})
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ def imported_by(args: list[str], cwd: Path, env: dict[str, str] | None = None) -
 
 def test_help_lists_every_command_importing_none(tmp_path: Path) -> None:
     modules = imported_by(["--help"], tmp_path)
-    commands = {target.split(":")[0] for target, _ in COMMANDS.values()}
+    commands = {c.target.split(":")[0] for c in COMMANDS.values()}
     assert not modules & commands
     assert not [m for m in modules if m.startswith(HEAVY) or m in ("asyncio", "pydantic")]
 
@@ -51,7 +51,7 @@ def test_the_listed_help_is_the_commands_own(name: str) -> None:
     it must say what the command's own docstring says."""
     command = cli.get_command(click.Context(cli), name)
     assert command is not None
-    assert COMMANDS[name][1] == command.get_short_help_str(limit=10**6)
+    assert COMMANDS[name].help == command.get_short_help_str(limit=10**6)
 
 
 def test_reading_the_store_imports_no_sdk_and_no_tui(tmp_path: Path) -> None:
