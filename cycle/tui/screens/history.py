@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -112,6 +113,10 @@ you play its model and the session becomes a golden trace.
                     yield Static(id="version-meta")
                     yield DiffView(id="version-diff")
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # at 80 columns the versions' messages need the room more than the prompt names
+        self.query_one("#prompts", DataTable).styles.width = 14 if event.size.width < 100 else 20
 
     def on_mount(self) -> None:
         versions = self.query_one("#versions", DataTable)
