@@ -123,7 +123,7 @@ async def test_max_duration_ends_the_conversation_and_keeps_its_trace():
     r = await _judged(c, slow)
     assert r.status == "terminated"  # seed 000 counts it apart, not judged
     said = sum(1 for e in r.trace if e.kind == "user")
-    assert 2 <= said < 10, said  # some turns were played, not all 50
+    assert 1 <= said < 50, said  # some turns were played, not all 50
     assert r.trace[-1].kind == "final" and r.trace[-1].reason.startswith(
         "max_duration reached: 0.2 s")
     assert "max_duration reached" in r.error

@@ -27,7 +27,7 @@ async def test_sixty_four_calls_racing_the_cap_never_pass_it(mode, make_model, s
     server.responder = bill
     # a model streams a token (here a character) at a time; a server that ignores
     # max_tokens goes on until the client stops reading
-    server.stream_chars, server.stream_delay = 1, 0.003
+    server.stream_chars, server.stream_delay = 1, 0.01  # a model at 100 tokens a second
     cap = 0.002
     budget = Budget(cap)
     model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=64),
