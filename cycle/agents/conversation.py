@@ -215,7 +215,8 @@ class TurnAgent:
                         None if deadline is None else max(deadline - it.now(), 0.0)):
                     said = await self.take_turn(it)
             except TimeoutError:
-                assert conversation is not None and deadline is not None
+                if conversation is None or deadline is None:
+                    raise  # not ours: the turn's own (an agent's, a tool's) timeout
                 return self._limit(conversation.on_max_duration, answer,
                                    f"max_duration reached: {deadline:g} s, during turn {it.turn}")
             if said is None:
