@@ -210,12 +210,12 @@ class TurnAgent:
         deadline = conversation.max_duration if conversation else None
         answer = ""
         while True:
+            timer = asyncio.timeout(None if deadline is None else max(deadline - it.now(), 0.0))
             try:
-                async with asyncio.timeout(
-                        None if deadline is None else max(deadline - it.now(), 0.0)):
+                async with timer:
                     said = await self.take_turn(it)
             except TimeoutError:
-                if conversation is None or deadline is None:
+                if not timer.expired() or conversation is None or deadline is None:
                     raise  # not ours: the turn's own (an agent's, a tool's) timeout
                 return self._limit(conversation.on_max_duration, answer,
                                    f"max_duration reached: {deadline:g} s, during turn {it.turn}")
