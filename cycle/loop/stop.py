@@ -171,9 +171,12 @@ def _predicate(path: str, base_dir: str | None) -> Callable[[CycleState], Any]:
     try:
         fn = import_object(path, what="improve.stop.custom")
     except ConfigError as e:
-        e.hint = e.hint or ("Write it as package.module:function, importable from the "
-                            "config's folder.")
-        raise
+        detail = e.message.split(": ", 1)[-1] if e.field else e.message
+        raise ConfigError(
+            f"cannot import the custom stop condition {path!r}: {detail}",
+            field="improve.stop.custom",
+            hint="Write it as package.module:function, importable from the config's folder.",
+        ) from None
     if not callable(fn):
         raise ConfigError(f"{path!r} is not callable", field="improve.stop.custom")
     return fn

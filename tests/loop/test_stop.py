@@ -64,7 +64,8 @@ def test_custom_predicate_by_import_path(tmp_path) -> None:
     cond = parse_stop({"custom": "mystops:two_rounds"}, base_dir=tmp_path)
     assert cond.check(state((1, None), (2, False))) is None
     assert cond.check(state((1, None), (2, False), (3, False))) == "custom: two rounds are enough"
-    with pytest.raises(ConfigError, match="improve.stop.custom: module 'mystops' has no 'nope'"):
+    with pytest.raises(ConfigError, match="cannot import the custom stop condition "
+                       "'mystops:nope': module 'mystops' has no 'nope'"):
         parse_stop({"custom": "mystops:nope"}, base_dir=tmp_path).check(state((1, None)))
 
 
