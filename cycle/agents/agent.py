@@ -377,11 +377,9 @@ class HttpAgent(TurnAgent):
         self._httpx = httpx
 
     def opening(self, case: TestCase) -> list[Message]:
-        if isinstance(case.input, str):
-            return [Message.user(case.input)]
-        if self.prompt is not None:
+        if self.prompt is not None and not isinstance(case.input, str):
             return [Message.user(render_user(self.prompt, case.variables))]
-        return [Message.user(json.dumps(case.input, ensure_ascii=False))]
+        return [Message.user(_sent(case))]
 
     def wants_toolbox(self, case: TestCase) -> bool:
         return self.protocol == "tools" and bool(self.tools)

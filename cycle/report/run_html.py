@@ -62,7 +62,8 @@ def histogram(means: list[float], threshold: float) -> Markup:
 
 
 def _pre(text: str, cls: str = "") -> str:
-    return f'<pre{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>{escape(text)}</pre>'
+    attribute = f' class="{cls}"' if cls else ""
+    return f"<pre{attribute}>{escape(text)}</pre>"
 
 
 def _case(n: int, c: CaseStats, result: RunResult) -> str:
