@@ -11,7 +11,10 @@ prompt and ADK agents (the scripted provider, in process: no SDK, so cycle's own
 shows), a call of the Python function (sync, its tools called from its worker thread; and
 async, its tools awaited), a POST to the HTTP endpoint (served by a
 subprocess, whose CPU is not counted). The conversation's CPU per call over the plain
-one's is the driver's, mocks' and trace's cost per call. Figures are medians of
+one's is the driver's, mocks' and trace's cost per call. A Python function makes its
+tool calls inside one call, where the other kinds make a model call or a POST for each:
+its rows "per step" count a function call or a tool call as one step, the unit the other
+kinds are measured in. Figures are medians of
 ``--repeat`` runs, the kinds in rotation.
 
     .venv/bin/python benchmarks/bench_conversation.py            # 1,000 cases (ADK 200)
@@ -59,10 +62,11 @@ def cases(n: int, turns: bool) -> list[TestCase]:
             for i in range(n)]
 
 
-def step(chat: list[dict[str, Any]], tools: bool) -> tuple[str, dict[str, Any]] | str:
-    """The agent's next move: after the user's last message, lookup, history, answer."""
-    last = max(i for i, m in enumerate(chat) if m["role"] == "user")
-    done = sum(1 for m in chat[last + 1:] if m["role"] == "tool")
+def step(roles: list[str], tools: bool) -> tuple[str, dict[str, Any]] | str:
+    """The agent's next move: after the user's last message, lookup, history, answer.
+    It reads only the messages' roles: the fake model's own CPU counts as the client's."""
+    last = max(i for i, role in enumerate(roles) if role == "user")
+    done = sum(1 for role in roles[last + 1:] if role == "tool")
     if not tools or done >= 2:
         return "done"
     return ("lookup", {"q": "x"}) if done == 0 else ("history", {"q": "x"})
@@ -70,7 +74,7 @@ def step(chat: list[dict[str, Any]], tools: bool) -> tuple[str, dict[str, Any]] 
 
 def model_answer(tools: bool):
     def answer(messages, _tools, _config) -> ModelOutput | str:
-        move = step([m.as_chat() for m in messages], tools)
+        move = step([m.role for m in messages], tools)
         if isinstance(move, str):
             return move
         n = sum(1 for m in messages if m.role == "tool")
@@ -94,7 +98,7 @@ async def async_python_agent(inp, tools, messages):
 
 def endpoint_answer(body: dict[str, Any]) -> dict[str, Any]:
     """The HTTP agent (protocol: tools): the tool calls it asks for, then its answer."""
-    move = step(body["messages"], bool(body.get("tools")))
+    move = step([m["role"] for m in body["messages"]], bool(body.get("tools")))
     if isinstance(move, str):
         return {"response": move}
     n = sum(1 for m in body["messages"] if m["role"] == "tool")
@@ -149,18 +153,25 @@ def __getattr__(name: str) -> Any:  # the ADK agents, built on first use (ADK im
     raise AttributeError(name)
 
 
-def calls_of(result: Any, kind: str) -> int:
-    """The agent calls a run made: model turns in the traces (a function's: its turns)."""
+def calls_of(result: Any, kind: str) -> tuple[int, int]:
+    """The agent calls a run made (model turns in the traces; a function's: its turns), and
+    its steps: the same, but a Python function's tool calls count too, as they do for the
+    other kinds, whose every tool call is a model call or a POST of its own."""
     if kind.startswith("python"):
-        return sum(1 for r in result.results for e in r.trace if e.kind == "user")
-    return sum(1 for r in result.results for e in r.trace if e.kind == "model")
+        turns = sum(1 for r in result.results for e in r.trace if e.kind == "user")
+        tools = sum(1 for r in result.results for e in r.trace
+                    if e.kind in ("tool_result", "tool_error"))
+        return turns, turns + tools
+    calls = sum(1 for r in result.results for e in r.trace if e.kind == "model")
+    return calls, calls
 
 
 #: the suites: (name, 3 user turns, 2 mocked tool calls a turn)
 SUITES = (("plain", False, False), ("turns", True, False), ("conversation", True, True))
 
 
-async def measure(kind: str, n: int, turns: bool, tools: bool, url: str) -> float:
+async def measure(kind: str, n: int, turns: bool, tools: bool, url: str
+                  ) -> tuple[float, float]:
     agent, _ = make_agent(kind, tools, url)
     runner = Runner(agent=agent, judge=Judge(CRITERIA), cases=cases(n, turns),
                     concurrency=16)
@@ -170,7 +181,8 @@ async def measure(kind: str, n: int, turns: bool, tools: bool, url: str) -> floa
     await agent.aclose()
     bad = [r for r in result.results if r.status != "passed"]
     assert not bad, bad[0].error
-    return took / calls_of(result, kind)
+    calls, steps = calls_of(result, kind)
+    return took / calls, took / steps
 
 
 def main() -> int:
@@ -192,7 +204,7 @@ def main() -> int:
         for kind in kinds:  # warm up: imports, first-use caches (ADK's above all)
             for _name, turns, tools in SUITES:
                 asyncio.run(measure(kind, 5, turns, tools, url))
-        figures: dict[tuple[str, str], list[float]] = {}
+        figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for _ in range(args.repeat):
             for kind in kinds:
                 n = args.adk_cases if kind == "adk" else args.cases
@@ -203,11 +215,14 @@ def main() -> int:
         print(f"{'kind':8} {'cases':>6} {'plain':>7} {'3 turns':>8} {'ratio':>6} "
               f"{'+2 tools/turn':>14} {'ratio':>6}")
         for kind in kinds:
-            plain, turns, talk = (statistics.median(figures[(kind, name)]) * 1e6
-                                  for name, _, _ in SUITES)
             n = args.adk_cases if kind == "adk" else args.cases
-            print(f"{kind:8} {n:>6} {plain:>7.0f} {turns:>8.0f} {turns / plain:>6.2f} "
-                  f"{talk:>14.0f} {talk / plain:>6.2f}")
+            units = ((0, ""), (1, " per step")) if kind.startswith("python") else ((0, ""),)
+            for unit, label in units:
+                plain, turns, talk = (
+                    statistics.median(f[unit] for f in figures[(kind, name)]) * 1e6
+                    for name, _, _ in SUITES)
+                print(f"{kind + label:8} {n:>6} {plain:>7.0f} {turns:>8.0f} "
+                      f"{turns / plain:>6.2f} {talk:>14.0f} {talk / plain:>6.2f}")
     finally:
         server.terminate()
     return 0

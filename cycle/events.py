@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
-from msgspec import Struct, field
-from msgspec.structs import asdict
+from msgspec import Struct, field, to_builtins
+
+from cycle.records.scope import NO_SCOPE, CallScope
 
 Subscriber = Callable[["Event"], None]
 
@@ -28,8 +29,8 @@ class Event(Struct, frozen=True, kw_only=True):
     at: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        return {"kind": self.kind, **data}
+        """The event as JSON values (nested structs, a call's scope, as objects)."""
+        return {"kind": self.kind, **to_builtins(self, enc_hook=str)}
 
 
 # -- model calls -----------------------------------------------------------
@@ -51,8 +52,8 @@ class ModelCalled(Event, frozen=True, kw_only=True):
     cache_hit: bool = False
     attempts: int = 1
     error: str | None = None
-    #: free context set by the caller (run id, case id, iteration, round)
-    context: dict[str, Any] = field(default_factory=dict)
+    #: where the call belongs (its run, round, case, iteration): its cost's attribution
+    scope: CallScope = NO_SCOPE
     #: the call journal already holds this call's row (cycle.llm.journal): a paid call
     #: recorded when it arrived, or a replay of one paid before a kill
     journaled: bool = False

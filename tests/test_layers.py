@@ -151,3 +151,29 @@ def test_the_rules_see_a_violation(tmp_path):
     sample.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                       "    from cycle.loop import Loop\n\ndef f():\n    from ..tui import app\n")
     assert imports_of("cycle.store.m", sample) >= {"cycle.loop", "cycle.tui"}
+
+
+def untyped_contexts(path: Path) -> list[str]:
+    """Parameters named ``context`` typed as a free dict (``dict[str, Any]``): a call's
+    scope is a CallScope, whose fields a reader and a type checker can see."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                hint = ast.unparse(a.annotation) if a.annotation is not None else ""
+                if a.arg == "context" and hint.replace(" ", "").startswith("dict[str,Any]"):
+                    found.append(f"{path.name}:{node.lineno} {node.name}({a.arg}: {hint})")
+    return found
+
+
+def test_no_untyped_call_context():
+    assert [hit for path in ALL.values() for hit in untyped_contexts(path)] == []
+
+
+def test_the_context_rule_sees_one(tmp_path):
+    sample = tmp_path / "m.py"
+    sample.write_text("async def call(x, *, context: dict[str, Any] | None = None): ...\n")
+    assert untyped_contexts(sample) == [
+        "m.py:1 call(context: dict[str, Any] | None)"]

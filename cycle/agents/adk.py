@@ -240,7 +240,7 @@ def _llm_class() -> type:
             out = await self._cycle.generate(
                 _messages(llm_request), tools=_tool_defs(llm_request, self._descriptions),
                 config=self._config, iteration=it.iteration, role="agent",
-                context=it.context_of_step(step))
+                scope=it.scope_of_step(step))
             it.tally.add(out, it.trace, it.started)
             parts = ([types.Part(text=out.text)] if out.text else []) + [
                 types.Part(function_call=types.FunctionCall(id=c.id, name=c.name,

@@ -32,6 +32,7 @@ from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.prompts.template import render_system, render_user
 from cycle.records import AgentResult, Message, Prompt, ToolCall, ToolDef, TraceEvent
+from cycle.records.scope import NO_SCOPE, CallScope
 
 
 class Agent(Protocol):
@@ -42,7 +43,8 @@ class Agent(Protocol):
     #: the answers do not come from a real model (offline/scripted)
     offline: bool
 
-    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+    async def run(self, case: TestCase, *, iteration: int, scope: CallScope = NO_SCOPE
+                  ) -> AgentResult:
         ...
 
     async def aclose(self) -> None:
@@ -127,7 +129,7 @@ class PromptAgent(TurnAgent):
         for step in range(it.max_steps):
             out = await self.model.generate(it.messages, tools=self.tools, config=self._config,
                                             iteration=it.iteration, role="agent",
-                                            context=it.context_of_step(step))
+                                            scope=it.scope_of_step(step))
             it.tally.add(out, it.trace, it.started)
             if not out.tool_calls or toolbox is None:
                 return out.text

@@ -31,6 +31,7 @@ from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.prompts.template import render
 from cycle.records import AgentResult, Message, ToolCall, ToolDef, TraceEvent, Usage
+from cycle.records.scope import NO_SCOPE, CallScope
 
 Verdict = Literal["judged", "pass", "fail"]
 
@@ -61,7 +62,7 @@ class Iteration(Struct):
 
     case: TestCase
     iteration: int
-    context: dict[str, Any]
+    scope: CallScope
     started: float
     #: the conversation in chat form: the first messages, then each turn's answer and
     #: tool messages, and the user's next message (the last one when a turn starts)
@@ -83,13 +84,12 @@ class Iteration(Struct):
         """What the user said last."""
         return self.messages[-1].content
 
-    def context_of_step(self, step: int) -> dict[str, Any]:
-        """The call context of a model call: the first call of the first turn keeps the
-        iteration's own (its cache and journal key stay what they were), later ones add
-        the turn and step."""
+    def scope_of_step(self, step: int) -> CallScope:
+        """The scope of a model call: the first call of the first turn keeps the
+        iteration's own, later ones add the turn and step."""
         if step == 0 and self.turn == 1:
-            return self.context
-        return {**self.context, "turn": self.turn, "step": step}
+            return self.scope
+        return self.scope.at(turn=self.turn, step=step)
 
     def now(self) -> float:
         return time.monotonic() - self.started
@@ -171,14 +171,15 @@ class TurnAgent:
 
     # --- the driver ------------------------------------------------------------------
 
-    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+    async def run(self, case: TestCase, *, iteration: int, scope: CallScope = NO_SCOPE
+                  ) -> AgentResult:
         """Each user turn: the agent answers (with its tool calls). A conversation then
         goes on with its next scripted turn or its simulated user, until an end
         condition holds, the script is used up or the user is done, or a limit
         (``max_turns``, ``max_duration``, the step limit) ends it."""
         started = time.monotonic()
         messages = self.opening(case)
-        it = Iteration(case=case, iteration=iteration, context=context, started=started,
+        it = Iteration(case=case, iteration=iteration, scope=scope, started=started,
                        messages=messages, trace=[TraceEvent(kind="user", text=messages[-1].content)],
                        tally=Tally(usage=Usage(), model=self.name),
                        max_steps=case.max_steps or self.max_steps)
@@ -187,7 +188,7 @@ class TurnAgent:
                 self.tools, {**self.mocks, **case.mocks}, case_id=case.id, state=case.state,
                 functions=self._functions, started=started,
                 ask=UserAgents({**self.user_agents, **case.user_agents}, model=self._user,
-                               case_id=case.id, iteration=iteration, context=context))
+                               case_id=case.id, iteration=iteration, scope=scope))
         await self.begin(it)
         try:
             ended = await self._converse(it)
@@ -229,7 +230,7 @@ class TurnAgent:
                     conversation.end_when,
                     ConversationState(case.id, it.turn, answer, it.state, it.trace),
                     model=lambda name: self._user(name or self._condition_model(conversation)),
-                    iteration=it.iteration, context={**it.context, "turn": it.turn}):
+                    iteration=it.iteration, scope=it.scope.at(turn=it.turn)):
                 return _Ended("completed", f"the end condition held after turn {it.turn}: "
                               f"{conversation.end_when.describe()}",
                               conversation.on_condition_met, answer)
@@ -250,7 +251,7 @@ class TurnAgent:
                 assert simulator is not None
                 turn = await simulator.next_turn(
                     it.trace, iteration=it.iteration,
-                    context={**it.context, "turn": it.turn + 1}, state=it.state)
+                    scope=it.scope.at(turn=it.turn + 1), state=it.state)
                 if turn.done:
                     return self._exhausted(conversation, answer,
                                            f"the simulated user was done after turn {it.turn}")

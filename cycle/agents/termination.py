@@ -14,6 +14,7 @@ from cycle.imports import import_object
 from cycle.query import MISSING, lookup, matches
 from cycle.records import Message, TraceEvent
 from cycle.records.reading import json_in
+from cycle.records.scope import NO_SCOPE, CallScope
 from cycle.records.transcript import transcript_lines
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def _structured(answer: str) -> Any:
 
 async def holds(cond: EndCondition, now: ConversationState, *,
                 model: Callable[[str | None], Model], iteration: int,
-                context: dict[str, Any]) -> bool:
+                scope: CallScope = NO_SCOPE) -> bool:
     """Whether ``cond`` holds now. ``model(name)`` gives the model a natural-language
     condition asks (its own, or the default)."""
     if cond.state_matches is not None:
@@ -68,20 +69,20 @@ async def holds(cond: EndCondition, now: ConversationState, *,
                           + json.dumps({"condition": nl.condition, "transcript": said.splitlines()},
                                        ensure_ascii=False) + "\n```")],
             ConditionAnswer, name=SCHEMA_NAME, iteration=iteration, role="condition",
-            context=context)
+            scope=scope)
         return bool(out.parsed.met)
     if cond.custom is not None:
         fn = import_object(cond.custom, what="end_when.custom")
         return bool(await call_user_function(fn, now, what=f"end_when.custom {cond.custom}"))
     if cond.not_ is not None:
-        return not await holds(cond.not_, now, model=model, iteration=iteration, context=context)
+        return not await holds(cond.not_, now, model=model, iteration=iteration, scope=scope)
     every = cond.all_of is not None
     parts = cond.all_of if every else cond.any_of
     # free conditions first, and stop at the first that decides: a paid natural-language
     # condition is asked only when the state, the answer's fields and the functions
     # could not settle it (an any: whose free part held asked the model every turn)
     for part in sorted(parts or [], key=_asks_a_model):
-        if await holds(part, now, model=model, iteration=iteration, context=context) != every:
+        if await holds(part, now, model=model, iteration=iteration, scope=scope) != every:
             return not every
     return every
 

@@ -159,6 +159,14 @@ class Toolbox:
     def _now(self) -> float:
         return time.monotonic() - self._started
 
+    def answers_inline(self, name: str) -> bool:
+        """Whether a call of ``name`` is answered without awaiting anything (its mock is a
+        value, a sequence, a table of rows or an error; or the call fails validation)."""
+        mock = self.mocks.get(name)
+        if mock is None:
+            return name not in self.tools  # an unknown tool fails at once; else it may ask
+        return mock.kind in _INLINE_KINDS
+
     async def call(self, call: ToolCall, *, tool_context: Any = None
                    ) -> tuple[list[TraceEvent], str]:
         """Answer one call: (its trace events, the text the model is shown).
@@ -284,6 +292,8 @@ class Toolbox:
 
 
 _ASK = MockSpec(ask_user=True)
+#: the mock kinds whose answer awaits nothing (see Toolbox.answers_inline)
+_INLINE_KINDS = frozenset({"value", "sequence", "error", "match"})
 
 
 class ToolFailure(Exception):
@@ -349,7 +359,23 @@ class AgentTools:
             running = None
         if running is self._loop:
             raise RuntimeError("an async agent awaits tools.acall(...); call() is for sync agents")
+        if self._toolbox.answers_inline(name):
+            # a mock that never awaits (a value, a sequence, a row, an error) is answered in
+            # this thread: the two thread hops to the event loop and back would cost four
+            # times the answer. The event loop only awaits this thread meanwhile, so nothing
+            # else touches the case's toolbox.
+            return _finish(self.acall(name, arguments, **kw))
         return asyncio.run_coroutine_threadsafe(self.acall(name, arguments, **kw), self._loop).result()
+
+
+def _finish(coroutine: Any) -> Any:
+    """Run a coroutine that never suspends to its end, here, without an event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("a tool answered inline suspended (a bug in cycle: please report it)")
 
 
 async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: Any) -> Any:

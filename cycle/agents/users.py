@@ -21,6 +21,7 @@ from cycle.imports import import_object
 from cycle.mocks import UserAgentSpec
 from cycle.prompts.template import render
 from cycle.records import Message, ToolCall, TraceEvent
+from cycle.records.scope import NO_SCOPE, CallScope
 
 if TYPE_CHECKING:
     from cycle.cases import SimulatedUser
@@ -68,7 +69,7 @@ class FunctionUserPlayer:
         self.function = import_object(function, what="conversation.user.function")
 
     async def next_turn(self, conversation: Sequence[TraceEvent], *, iteration: int,
-                        context: dict[str, Any], state: dict[str, Any] | None = None) -> UserTurn:
+                        scope: CallScope = NO_SCOPE, state: dict[str, Any] | None = None) -> UserTurn:
         value = await call_user_function(self.function, said_so_far(conversation),
                                          dict(state or {}),
                                          what=f"conversation user function {self.path}")
@@ -110,10 +111,10 @@ class UserSimulator:
             persona=self.persona, goal=self.goal, facts=facts, block=block))]
 
     async def next_turn(self, conversation: Sequence[TraceEvent], *, iteration: int,
-                        context: dict[str, Any], state: dict[str, Any] | None = None) -> UserTurn:
+                        scope: CallScope = NO_SCOPE, state: dict[str, Any] | None = None) -> UserTurn:
         out = await self.model.generate_structured(
             await self.messages(conversation), UserTurn, name=SCHEMA_NAME, iteration=iteration,
-            role="user_sim", context=context)
+            role="user_sim", scope=scope)
         parsed = out.parsed
         assert isinstance(parsed, UserTurn)
         return parsed
@@ -130,12 +131,12 @@ class UserAgents:
     and answered so far), so the simulated person stays consistent."""
 
     def __init__(self, specs: Mapping[str, UserAgentSpec], *, model: Callable[[str], Model],
-                 case_id: str, iteration: int, context: dict[str, Any]) -> None:
+                 case_id: str, iteration: int, scope: CallScope) -> None:
         self.specs = dict(specs)
         self._model = model
         self.case_id = case_id
         self.iteration = iteration
-        self.context = context
+        self.scope = scope
         self._asked: dict[str, int] = {}
         #: (tool, what was asked, what was answered), in order
         self.session: list[tuple[str, str, Any]] = []
@@ -182,12 +183,12 @@ class UserAgents:
         messages = [Message.system(ASK_SYSTEM.format(instructions=extra)),
                     Message.user(f"{earlier}The tool {call.name} asks: {prompt}")]
         model = self._model(str(spec.model))
-        context = {**self.context, "tool": call.name}
+        scope = self.scope.at(tool=call.name)
         if spec.schema_ is not None:
             out = await model.generate_structured(messages, spec.schema_, name="cycle_ask",
                                                   iteration=self.iteration, role="user_sim",
-                                                  context=context)
+                                                  scope=scope)
             return out.parsed
         out = await model.generate(messages, iteration=self.iteration, role="user_sim",
-                                   context=context)
+                                   scope=scope)
         return out.text

@@ -36,6 +36,7 @@ from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished
 from cycle.ids import new_run_id, now_iso
 from cycle.judge import Judge
 from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult, TraceEvent, Verdict
+from cycle.records.scope import CallScope
 from cycle.records.transcript import cut
 from cycle.store import CallRecorder, Store
 from cycle.store.runs import FLUSH_EVERY, StoredResults
@@ -49,7 +50,7 @@ class _Usage:
         self.totals: dict[str, list[Any]] = {}
 
     def __call__(self, event: Event) -> None:
-        if not isinstance(event, ModelCalled) or event.context.get("run_id") != self.run_id:
+        if not isinstance(event, ModelCalled) or event.scope.run_id != self.run_id:
             return
         t = self.totals.setdefault(event.role, [0, 0, 0, 0.0, False, 0])
         t[0] += 1
@@ -159,14 +160,12 @@ class Runner:
                     offline=self.offline, cycle_id=meta.get("cycle_id"), round=meta.get("round"),
                     role=meta.get("role", "eval"),
                 )
-        base_context = {"run_id": run_id}
-        for key in ("cycle_id", "round"):
-            if meta.get(key) is not None:
-                base_context[key] = meta[key]
-        if meta.get("fresh"):
-            # an evaluation that must be independent of every other (a cycle's): its calls
-            # are cached under its own run, so a resume replays them and nothing else does
-            base_context["sample"] = run_id
+        # an evaluation that must be independent of every other (a cycle's, "fresh") is
+        # its own sample: its calls are cached under its run, so a resume replays them and
+        # nothing else does
+        run_scope = CallScope(run_id=run_id, cycle_id=meta.get("cycle_id"),
+                              round=meta.get("round"),
+                              sample=run_id if meta.get("fresh") else None)
 
         usage = _Usage(run_id)
         unsubscribe = [self.bus.subscribe(usage)]
@@ -207,7 +206,7 @@ class Runner:
             for case, iteration in jobs:
                 if self._stop_reason is not None:
                     return
-                result = await self._run_one(case, iteration, base_context)
+                result = await self._run_one(case, iteration, run_scope)
                 tallies.setdefault(case.id, []).append(Tally.of(result))
                 if kept is not None:
                     kept.append(result)
@@ -271,21 +270,21 @@ class Runner:
         return result
 
     async def _run_one(
-        self, case: TestCase, iteration: int, base_context: dict[str, Any]
+        self, case: TestCase, iteration: int, run_scope: CallScope
     ) -> IterationResult:
-        context = {**base_context, "case_id": case.id, "iteration": iteration}
+        scope = run_scope.at(case_id=case.id, iteration=iteration)
         started_at = now_iso()
         agent_result: AgentResult | None = None
         stage = "agent"
         try:
             async with asyncio.timeout(self.timeout):
-                agent_result = await self.agent.run(case, iteration=iteration, context=context)
+                agent_result = await self.agent.run(case, iteration=iteration, scope=scope)
                 if agent_result.ending == "terminated":
                     return self._ended(case, iteration, agent_result, started_at, "terminated",
                                        f"terminated: {agent_result.note}")
                 stage = "judge"
                 verdict = await self.judge.judge(case, agent_result, iteration=iteration,
-                                                 context=context)
+                                                 scope=scope)
         except TimeoutError:
             error = f"timeout: the case took longer than {self.timeout:g} s ({stage})"
             return self._errored(case, iteration, error, agent_result, started_at)

@@ -32,6 +32,7 @@ from cycle.records import (
     Suggestion,
     SuggestionType,
 )
+from cycle.records.scope import NO_SCOPE, CallScope
 from cycle.records.transcript import cut, has_behaviour, tool_error_turns, transcript_lines
 
 if TYPE_CHECKING:
@@ -332,10 +333,11 @@ class Improver:
         user = f"{instructions}\n\n```json\n{block}\n```"
         return [Message.system(system), Message.user(user)]
 
-    async def propose(self, inp: ImproverInput, *, context: dict[str, Any] | None = None) -> list[Suggestion]:
+    async def propose(self, inp: ImproverInput, *, scope: CallScope = NO_SCOPE
+                      ) -> list[Suggestion]:
         """One structured call; suggestions sorted by priority, at most ``max_suggestions``."""
         out = await self.model.generate_structured(
-            self.messages(inp), ImproverOutput, name=SCHEMA_NAME, role="improver", context=context or {},
+            self.messages(inp), ImproverOutput, name=SCHEMA_NAME, role="improver", scope=scope,
         )
         parsed = out.parsed
         try:

@@ -28,6 +28,7 @@ from cycle.judge.criteria import (
 )
 from cycle.judge.llm_judge import LlmJudge, judge_prompt_in
 from cycle.records import Usage, Verdict
+from cycle.records.scope import NO_SCOPE, CallScope
 
 if TYPE_CHECKING:
     from cycle.llm.model import Model
@@ -159,7 +160,7 @@ class Judge:
         result: AgentResult,
         *,
         iteration: int = 0,
-        context: dict[str, Any] | None = None,
+        scope: CallScope = NO_SCOPE,
     ) -> JudgeResult:
         """Score one result. Raises EvalError/JudgeError/ModelError when it cannot."""
         criteria = self.criteria_for(case)
@@ -186,7 +187,7 @@ class Judge:
             assert self._llm is not None
             judgement = await self._llm.score(
                 llm, input=case.input, output=result.output, expected=case.expected,
-                iteration=iteration, context=context, trace=result.trace,
+                iteration=iteration, scope=scope, trace=result.trace,
             )
             usage, cost = judgement.usage, judgement.cost
             for c in llm:
@@ -203,7 +204,7 @@ class Judge:
             for n, said, answer, end in turns:
                 j = await self._llm.score(
                     each, input=said, output=answer, expected=None, iteration=iteration,
-                    context={**(context or {}), "turn": n}, trace=result.trace[:end])
+                    scope=scope.at(turn=n), trace=result.trace[:end])
                 usage, cost = usage + j.usage, cost + j.cost
                 for c in each:
                     scores[c.id].append(j.verdicts[c.id].score)

@@ -26,6 +26,7 @@ from cycle.judge.criteria import Criterion
 from cycle.llm.base import GenerateConfig
 from cycle.prompts.template import render_user
 from cycle.records import JUDGE_PROMPT_ID, Message, Prompt, TraceEvent, Usage
+from cycle.records.scope import NO_SCOPE, CallScope
 from cycle.records.transcript import has_behaviour, transcript_lines
 
 if TYPE_CHECKING:
@@ -266,7 +267,7 @@ class LlmJudge:
         output: str,
         expected: Any,
         iteration: int = 0,
-        context: dict[str, Any] | None = None,
+        scope: CallScope = NO_SCOPE,
         trace: Sequence[TraceEvent] = (),
     ) -> LlmJudgement:
         ids = tuple(c.id for c in criteria)
@@ -276,7 +277,7 @@ class LlmJudge:
         try:
             out = await self.model.generate_structured(
                 messages, verdict_model(ids, tens), name=SCHEMA_NAME, config=self.config, iteration=iteration,
-                role="judge", context=context,
+                role="judge", scope=scope,
             )
         except StructuredOutputError as e:
             raise JudgeError(f"the judge's verdict was malformed after a repair: {e.message}") from e

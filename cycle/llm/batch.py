@@ -28,6 +28,7 @@ from msgspec import Struct
 from cycle.errors import describe
 from cycle.events import BatchProgress
 from cycle.llm.base import BatchRequest, BatchUnsupported, ModelAPI, ModelOutput
+from cycle.records.scope import CallScope
 
 if TYPE_CHECKING:
     from cycle.events import EventBus
@@ -42,7 +43,7 @@ class BatchLedger(Protocol):
         again rather than paying again."""
 
     def submitted(self, job_id: str, *, model: str, keys: Sequence[str],
-                  context: dict[str, Any]) -> None:
+                  scope: CallScope) -> None:
         """Keep a job and its calls' keys, durably, before anything waits on it."""
 
     def ended(self, job_id: str, state: str) -> None:
@@ -137,7 +138,7 @@ class Batcher:
         self.name = name
         self.bus = bus
         #: the calls gathered for the next job, each with the future of the job it goes in
-        self._waiting: list[tuple[BatchRequest, asyncio.Future[_Job], dict[str, Any]]] = []
+        self._waiting: list[tuple[BatchRequest, asyncio.Future[_Job], CallScope]] = []
         self._last = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._jobs: dict[str, _Job] = {}
@@ -149,7 +150,7 @@ class Batcher:
         if self.bus is not None:
             self.bus.emit(BatchProgress(model=self.name, **fields))
 
-    async def call(self, request: BatchRequest, context: dict[str, Any]) -> ModelOutput:
+    async def call(self, request: BatchRequest, scope: CallScope) -> ModelOutput:
         """The call's answer from a batch job; ``BatchUnavailable`` when it must go live."""
         if self.unavailable is not None:
             raise BatchUnavailable(self.unavailable)
@@ -162,7 +163,7 @@ class Batcher:
             return await job.answer(request.key)
         loop = asyncio.get_running_loop()
         submitted: asyncio.Future[_Job] = loop.create_future()
-        self._waiting.append((request, submitted, context))
+        self._waiting.append((request, submitted, scope))
         self._last = loop.time()
         if len(self._waiting) >= self.settings.max_requests:
             self._send()
@@ -193,7 +194,7 @@ class Batcher:
             task.add_done_callback(self._tasks.discard)
 
     async def _submit(
-        self, calls: list[tuple[BatchRequest, asyncio.Future[_Job], dict[str, Any]]],
+        self, calls: list[tuple[BatchRequest, asyncio.Future[_Job], CallScope]],
     ) -> None:
         requests = [r for r, _, _ in calls]
         try:
@@ -201,7 +202,7 @@ class Batcher:
             if self.settings.ledger is not None:
                 self.settings.ledger.submitted(job_id, model=self.name,
                                                keys=[r.key for r in requests],
-                                               context=calls[0][2])
+                                               scope=calls[0][2])
         except Exception as e:  # noqa: BLE001 - the calls go live, with the reason told
             why = e.args[0] if isinstance(e, BatchUnsupported) else describe(e)
             if isinstance(e, BatchUnsupported):

@@ -15,9 +15,10 @@ even when the process died before the result that used it was written.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Protocol
+from typing import Protocol
 
 from cycle.llm.base import ModelOutput
+from cycle.records.scope import CallScope
 
 
 class CallJournal(Protocol):
@@ -25,17 +26,8 @@ class CallJournal(Protocol):
         """The recorded answer of the call ``key``, or None."""
 
     async def record(self, key: str, output: ModelOutput, *, role: str,
-                     context: dict[str, Any], attempts: int) -> None:
+                     scope: CallScope, attempts: int) -> None:
         """Keep a paid call's answer (and its cost) durably before it is used."""
-
-
-def journal_scope(context: dict[str, Any]) -> str | None:
-    """The run (or the cycle's round) and the case a call belongs to, or None outside any
-    run. Two cases that send the same messages are two samples, not one call replayed."""
-    scope = [context.get(k) for k in ("run_id", "cycle_id", "round")]
-    if all(x is None for x in scope):
-        return None
-    return repr([*scope, context.get("case_id")])
 
 
 def journal_key(scope: str, cache_key: str) -> str:

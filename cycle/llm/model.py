@@ -50,11 +50,12 @@ from cycle.llm.batch import Batcher, BatchSettings, BatchUnavailable
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
 from cycle.llm.http import maskable, scrub
-from cycle.llm.journal import CallJournal, journal_key, journal_scope
+from cycle.llm.journal import CallJournal, journal_key
 from cycle.llm.limit import AdaptiveLimit
 from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
 from cycle.llm.structured import Validator, parse_json, schema_of
 from cycle.records import Message, ToolDef, Usage
+from cycle.records.scope import NO_SCOPE, CallScope
 
 if TYPE_CHECKING:
     import tenacity
@@ -266,12 +267,13 @@ class Model:
         config: GenerateConfig | None = None,
         iteration: int = 0,
         role: str | None = None,
-        context: dict[str, Any] | None = None,
+        scope: CallScope = NO_SCOPE,
     ) -> ModelOutput:
-        """One call: text and/or tool calls, with usage and cost filled in."""
+        """One call: text and/or tool calls, with usage and cost filled in. ``scope``: where
+        the call belongs (its run, round, case): its journal, cache salt and cost's home."""
         return await self._call(
             list(messages), list(tools or []), self.config.merged(config),
-            iteration=iteration, role=role or self.role, context=dict(context or {}),
+            iteration=iteration, role=role or self.role, scope=scope,
         )
 
     async def generate_structured(
@@ -283,7 +285,7 @@ class Model:
         config: GenerateConfig | None = None,
         iteration: int = 0,
         role: str | None = None,
-        context: dict[str, Any] | None = None,
+        scope: CallScope = NO_SCOPE,
     ) -> ModelOutput:
         """A call whose answer must follow ``schema``; ``.parsed`` holds the validated
         object (a model instance for a pydantic schema, a dict for a JSON schema).
@@ -294,11 +296,10 @@ class Model:
         """
         cfg, validator = structured_config(self.config.merged(config), schema, name)
         role = role or self.role
-        ctx = dict(context or {})
         messages = list(messages)
         try:
             return await self._call(messages, [], cfg, iteration=iteration, role=role,
-                                    context=ctx, accept=validator)
+                                    scope=scope, accept=validator)
         except _InvalidStructured as first:
             repair = messages + [
                 Message.assistant(first.output.text),
@@ -310,7 +311,7 @@ class Model:
             ]
             try:
                 second = await self._call(repair, [], cfg, iteration=iteration, role=role,
-                                          context=ctx, accept=validator)
+                                          scope=scope, accept=validator)
             except _InvalidStructured as again:
                 raise StructuredOutputError(
                     f"{self.name} answered with output that does not follow the schema "
@@ -367,19 +368,19 @@ class Model:
         *,
         iteration: int,
         role: str,
-        context: dict[str, Any],
+        scope: CallScope,
         accept: Validator | None = None,
     ) -> ModelOutput:
-        scope = journal_scope(context) if self.journal is not None else None
+        kept = scope.journal() if self.journal is not None else None
         key = (
-            cache_key(self.name, messages, tools, config, iteration, context.get("sample"))
-            if self.cache is not None or scope is not None else None
+            cache_key(self.name, messages, tools, config, iteration, scope.sample)
+            if self.cache is not None or kept is not None else None
         )
-        jkey = journal_key(scope, key) if scope is not None and key is not None else None
+        jkey = journal_key(kept, key) if kept is not None and key is not None else None
         if jkey is not None and self.journal is not None:
             paid = self.journal.replay(jkey)
             if paid is not None:  # paid before a kill: counted then, not charged again
-                return self._replayed(paid, role=role, context=context, accept=accept)
+                return self._replayed(paid, role=role, scope=scope, accept=accept)
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -392,7 +393,7 @@ class Model:
                     except ValueError:
                         hit = None  # the schema changed since: ask again
             if hit is not None:
-                self._emit(hit, role=role, context=context, attempts=0)
+                self._emit(hit, role=role, scope=scope, attempts=0)
                 return hit
 
         started = time.monotonic()
@@ -404,7 +405,7 @@ class Model:
         try:
             try:
                 # the fast path: a call that succeeds first time needs no retry machinery
-                output = await self._attempt(messages, tools, config, role, batched, context)
+                output = await self._attempt(messages, tools, config, role, batched, scope)
             except BaseException as first:
                 if self.retry.attempts <= 1 or not self._should_retry(first):
                     raise
@@ -425,7 +426,7 @@ class Model:
         except BudgetExceededError:
             raise  # no call was made: nothing to report
         except BaseException as e:
-            self._emit_failure(e, role=role, context=context, attempts=attempts,
+            self._emit_failure(e, role=role, scope=scope, attempts=attempts,
                                latency=time.monotonic() - started)
             too_long = self._waits_too_long(e)
             if too_long is not None:
@@ -444,23 +445,23 @@ class Model:
 
         if jkey is not None and self.journal is not None:
             # kept before anything uses it: a kill from here on re-pays nothing
-            await self.journal.record(jkey, output, role=role, context=context, attempts=attempts)
+            await self.journal.record(jkey, output, role=role, scope=scope, attempts=attempts)
         journaled = jkey is not None
         if accept is not None:
             try:
                 parsed = accept(parse_json(output.text))
             except ValueError as e:  # json.JSONDecodeError is a ValueError too
                 reason = str(e) or e.__class__.__name__
-                self._emit(output, role=role, context=context, attempts=attempts,
+                self._emit(output, role=role, scope=scope, attempts=attempts,
                            error=f"StructuredOutputError: {reason}", journaled=journaled)
                 raise _InvalidStructured(output, reason) from e
             output = output.model_copy(update={"parsed": parsed})
-        self._emit(output, role=role, context=context, attempts=attempts, journaled=journaled)
+        self._emit(output, role=role, scope=scope, attempts=attempts, journaled=journaled)
         if key is not None and self.cache is not None:
             self.cache.put(key, output.model_copy(update={"parsed": None}))
         return output
 
-    def _replayed(self, paid: ModelOutput, *, role: str, context: dict[str, Any],
+    def _replayed(self, paid: ModelOutput, *, role: str, scope: CallScope,
                   accept: Validator | None) -> ModelOutput:
         """A journaled answer, used as it was: its cost is the cost paid for it (already in
         the stored totals and, on resume, in the budget), so it is not charged again."""
@@ -470,15 +471,15 @@ class Model:
                 paid = paid.model_copy(update={"parsed": accept(parse_json(paid.text))})
             except ValueError as e:
                 reason = str(e) or e.__class__.__name__
-                self._emit(paid, role=role, context=context, attempts=0,
+                self._emit(paid, role=role, scope=scope, attempts=0,
                            error=f"StructuredOutputError: {reason}", journaled=True)
                 raise _InvalidStructured(paid, reason) from e
-        self._emit(paid, role=role, context=context, attempts=0, journaled=True)
+        self._emit(paid, role=role, scope=scope, attempts=0, journaled=True)
         return paid
 
     async def _attempt(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig, role: str,
-        batched: BatchRequest | None = None, context: dict[str, Any] | None = None,
+        batched: BatchRequest | None = None, scope: CallScope = NO_SCOPE,
     ) -> ModelOutput:
         """One call, within the process's limit and its provider's: a rate-limited answer
         cuts the provider's limit, an answer grows it back (cycle.llm.limit). A call in a
@@ -486,7 +487,7 @@ class Model:
         answer goes live (retries are live calls too)."""
         if batched is not None:
             try:
-                return await self._send(messages, tools, config, role, batched, context)
+                return await self._send(messages, tools, config, role, batched, scope)
             except BatchUnavailable:
                 pass
         global_sem = _loop_semaphore(_global_semaphores, _max_concurrency)
@@ -514,7 +515,7 @@ class Model:
 
     async def _send(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig, role: str,
-        batched: BatchRequest | None = None, context: dict[str, Any] | None = None,
+        batched: BatchRequest | None = None, scope: CallScope = NO_SCOPE,
     ) -> ModelOutput:
         """The call itself, its worst case reserved against the budget and settled."""
         share = self.api.batch_price if batched is not None else 1.0
@@ -524,7 +525,7 @@ class Model:
         started = time.monotonic()
         try:
             if batched is not None:  # a job takes hours, not the call's timeout
-                output = await self._batcher().call(batched, context or {})
+                output = await self._batcher().call(batched, scope)
             elif config.timeout:
                 async with asyncio.timeout(config.timeout):
                     output = await self.api.generate(messages, tools, config)
@@ -628,7 +629,7 @@ class Model:
         output: ModelOutput,
         *,
         role: str,
-        context: dict[str, Any],
+        scope: CallScope,
         attempts: int,
         error: str | None = None,
         journaled: bool = False,
@@ -647,19 +648,19 @@ class Model:
             cache_hit=output.cache_hit,
             attempts=attempts,
             error=error,
-            context=dict(context),
+            scope=scope,
             journaled=journaled,
         ))
 
     def _emit_failure(
-        self, error: BaseException, *, role: str, context: dict[str, Any], attempts: int,
+        self, error: BaseException, *, role: str, scope: CallScope, attempts: int,
         latency: float,
     ) -> None:
         if self.bus is None:
             return
         self.bus.emit(ModelCalled(
             model=self.name, role=role, latency=latency, attempts=attempts,
-            error=describe(error), context=dict(context),
+            error=describe(error), scope=scope,
         ))
 
 

@@ -83,6 +83,7 @@ from cycle.loop.acceptance import (
 from cycle.loop.review import Reviewer
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import Prompt, RejectedSuggestion, ReviewRequest, RunResult, Suggestion, Version
+from cycle.records.scope import CallScope
 from cycle.store import CallRecorder, Store, locks
 from cycle.store.cycles import CycleRecorder
 from cycle.words import plural
@@ -438,12 +439,12 @@ class Loop:
     def _on_call(self, event: ev.Event) -> None:
         if not isinstance(event, ev.ModelCalled):
             return
-        round_no = event.context.get("round")
-        if event.context.get("cycle_id") != self.cycle_id or round_no is None:
+        round_no = event.scope.round
+        if event.scope.cycle_id != self.cycle_id or round_no is None:
             return
         costs = self._cost_by_round.setdefault(int(round_no), {})
         costs[event.role] = costs.get(event.role, 0.0) + event.cost
-        if event.context.get("run_id") is None:
+        if event.scope.run_id is None:
             # calls outside a run (the improver's) are recorded here; the runner records its own
             recorder = CallRecorder(self.store.runs)
             recorder(event)
@@ -529,7 +530,8 @@ class Loop:
             low_cases=fit_cases(low, max_tokens=self.settings.context_tokens),
             rejected=refused, low_score=self.low_score,
         )
-        suggestions = await self.improver.propose(inp, context={"cycle_id": self.cycle_id, "round": round_no})
+        suggestions = await self.improver.propose(
+            inp, scope=CallScope(cycle_id=self.cycle_id, round=round_no))
         self.bus.emit(ev.SuggestionsProposed(cycle_id=self.cycle_id, round=round_no,
                                              suggestions=[s.model_dump() for s in suggestions]))
         return suggestions

@@ -46,6 +46,7 @@ _HOMES: dict[str, str] = {
             "Suggestion",
             "SuggestionType",
         ),
+        "scope": ("NO_SCOPE", "CallScope"),
         "trace": ("KINDS", "EventKind", "Trace", "TraceEvent"),
         "versions": (
             "BUILTIN_PROMPTS",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from cycle.ids import now_iso
 
 if TYPE_CHECKING:
+    from cycle.records.scope import CallScope
     from cycle.store.store import Store
 
 
@@ -26,12 +27,12 @@ class StoreBatches:
         return row[0] if row else None
 
     def submitted(self, job_id: str, *, model: str, keys: Sequence[str],
-                  context: dict[str, Any]) -> None:
+                  scope: CallScope) -> None:
         with self.store.transaction() as db:
             db.execute(
                 "INSERT OR REPLACE INTO batch_jobs (id, model, run_id, calls, state, submitted_at)"
                 " VALUES (?, ?, ?, ?, 'submitted', ?)",
-                [job_id, model, context.get("run_id"), len(keys), now_iso()])
+                [job_id, model, scope.run_id, len(keys), now_iso()])
             db.executemany("INSERT OR REPLACE INTO batch_calls (key, job_id) VALUES (?, ?)",
                                 [(k, job_id) for k in keys])
 

@@ -14,6 +14,7 @@ from cycle.llm.base import ModelOutput
 from cycle.store.runs import INSERT_CALL, call_row
 
 if TYPE_CHECKING:
+    from cycle.records.scope import CallScope
     from cycle.store.store import Store
 
 
@@ -42,13 +43,13 @@ class StoreJournal:
             return None  # written by an incompatible release: ask again
 
     async def record(self, key: str, output: ModelOutput, *, role: str,
-                     context: dict[str, Any], attempts: int) -> None:
+                     scope: CallScope, attempts: int) -> None:
         usage = output.usage
         row = call_row(ModelCalled(
             model=output.model, role=role, input_tokens=usage.input_tokens,
             cached_input_tokens=usage.cached_input_tokens, output_tokens=usage.output_tokens,
             cost=output.cost, cost_estimated=output.cost_estimated, latency=output.latency,
-            attempts=attempts, context=context,
+            attempts=attempts, scope=scope,
         ), key=key, output=output.model_dump_json(exclude=_NOT_KEPT, exclude_defaults=True))
         loop = asyncio.get_running_loop()
         batch = self._batches.get(loop)

@@ -44,11 +44,10 @@ def call_row(event: ModelCalled, *, key: str | None = None,
              output: str | None = None) -> tuple[Any, ...]:
     """The ``calls`` row of a call (``INSERT_CALL``'s values); the call journal adds the
     call's key and its answer."""
-    ctx = event.context
+    scope = event.scope
     return (
         datetime.fromtimestamp(event.at, UTC).isoformat(timespec="microseconds"),
-        ctx.get("run_id"), ctx.get("cycle_id"), ctx.get("round"), ctx.get("case_id"),
-        ctx.get("iteration"), event.role, event.model, event.input_tokens,
+        scope.run_id, scope.cycle_id, scope.round, scope.case_id, scope.iteration, event.role, event.model, event.input_tokens,
         event.cached_input_tokens, event.output_tokens, event.cost, int(event.cost_estimated),
         event.latency, int(event.cache_hit), event.attempts, event.error, key, output,
     )
@@ -349,7 +348,7 @@ class CallRecorder:
     def __call__(self, event: Event) -> None:
         if not isinstance(event, ModelCalled) or event.journaled:
             return  # the journal wrote the row of a journaled call
-        if self.run_id is not None and event.context.get("run_id") != self.run_id:
+        if self.run_id is not None and event.scope.run_id != self.run_id:
             return
         self._pending.append(call_row(event))
 

@@ -123,7 +123,7 @@ async def test_a_python_agent_reports_its_tool_calls_and_the_trajectory_checks_r
             {"name": "refund", "arguments": '{"order": "A-1"}'}]}
 
     result = await CallableAgent(answer).run(TestCase(id="c", input={"order": "A-1"}),
-                                             iteration=0, context={})
+                                             iteration=0)
     assert [e.kind for e in result.trace] == ["user", "model", "final"]
     judge = Judge([CriterionConfig(id="order", check={
         "type": "tool_order", "tools": ["lookup_order", "refund"]}),
@@ -162,7 +162,7 @@ async def test_a_python_agent_handed_the_tools_goes_through_the_mocks():
 
     case = TestCase(id="c", input={"order": "A-1"})
     agent = CallableAgent(python_agent, tools=[LOOKUP, REFUND], mocks=agent_mocks())
-    result = await agent.run(case, iteration=0, context={})
+    result = await agent.run(case, iteration=0)
     assert result.output == "Order A-1 was shipped; refunded."
     assert [e.kind for e in result.trace] == [
         "user", "model", "tool_result", "tool_result", "state", "model", "final"]
@@ -172,7 +172,7 @@ async def test_a_python_agent_handed_the_tools_goes_through_the_mocks():
     assert (await judge.judge(case, result)).passed
 
     sync = CallableAgent(sync_python_agent, tools=[LOOKUP, REFUND], mocks=agent_mocks())
-    out = await sync.run(case, iteration=0, context={})
+    out = await sync.run(case, iteration=0)
     assert out.output.startswith("shipped, but ToolError: the arguments do not match")
     assert [e.kind for e in out.trace if e.kind.startswith("tool")] == ["tool_result", "tool_error"]
 
@@ -184,7 +184,7 @@ async def test_a_python_agent_cannot_reach_an_unmocked_tool():
     agent = CallableAgent(python_agent, tools=[LOOKUP, REFUND],
                           mocks={"lookup": MockSpec(value={"status": "shipped"})})
     try:
-        await agent.run(TestCase(id="c", input={"order": "A-1"}), iteration=0, context={})
+        await agent.run(TestCase(id="c", input={"order": "A-1"}), iteration=0)
     except EvalError as e:
         assert "called tool 'refund', which has no mock" in str(e)
         assert "refund: {value: ...}" in (e.hint or "")

@@ -38,7 +38,7 @@ async def test_scripted_follow_ups_make_one_conversation_on_the_real_sdk(server)
     agent = PromptAgent(PROMPT, get_model("openai:gpt-4o-mini", options=server.openai_options()))
     result = await agent.run(case(follow_ups=["It is order {{ order }}.",
                                               {"say": "Yes, go ahead.", "turns": 2}]),
-                             iteration=0, context={})
+                             iteration=0)
     await agent.model.aclose()
     assert [e.kind for e in result.trace] == [
         "user", "model", "user", "model", "user", "model", "user", "model", "final"]
@@ -189,7 +189,7 @@ async def test_a_simulated_user_speaks_after_the_script_until_its_goal_is_met():
         c = case(follow_ups=["Hello?"], user={"model": "scripted:user", "persona": "Ana",
                                               "goal": "return the shoes",
                                               "facts": {"order": "A-7"}})
-        result = await agent.run(c, iteration=0, context={})
+        result = await agent.run(c, iteration=0)
         await agent.aclose()
     finally:
         clear_scripts()
@@ -222,7 +222,7 @@ async def test_the_simulated_user_is_shaped_by_templates_over_the_case_and_a_his
                        "goal": "return {{ order }}",
                        "system": "You are a terse customer of order {{ order }}.",
                        "format_history": "tests.agents.test_conversations:history_as_lines"})
-        await agent.run(c, iteration=0, context={})
+        await agent.run(c, iteration=0)
         await agent.aclose()
     finally:
         clear_scripts()
@@ -332,7 +332,7 @@ async def test_a_python_function_can_play_the_user():
     try:
         agent = PromptAgent(PROMPT, get_model("scripted:agent"))
         c = case(user={"function": "tests.agents.test_conversations:function_user"})
-        result = await agent.run(c, iteration=0, context={})
+        result = await agent.run(c, iteration=0)
     finally:
         clear_scripts()
     assert [e.text for e in result.trace if e.kind == "user"] == [

@@ -134,7 +134,7 @@ async def test_a_natural_language_condition_asks_a_model_offline():
             follow_ups=["any news?", "and now?"], end_when=EndCondition.model_validate(
                 {"natural_language": {"condition": "the refund has been approved",
                                       "model": "offline:default"}})))
-        r = await agent.run(case, iteration=0, context={})
+        r = await agent.run(case, iteration=0)
         await agent.aclose()
     finally:
         clear_scripts()
@@ -199,9 +199,9 @@ async def test_any_asks_a_paid_condition_only_when_the_free_ones_do_not_decide()
         {"natural_language": {"condition": "the user is happy"}},
         {"state_matches": {"session": {"refunded": True}}}]})
     now = ConversationState("c", 1, "ok", STATE, ())
-    assert await holds(cond, now, model=lambda name: Counting(), iteration=0, context={})
+    assert await holds(cond, now, model=lambda name: Counting(), iteration=0)
     both = EndCondition.model_validate({"all": [
         {"natural_language": {"condition": "the user is happy"}},
         {"state_matches": {"session.refunded": False}}]})
-    assert not await holds(both, now, model=lambda name: Counting(), iteration=0, context={})
+    assert not await holds(both, now, model=lambda name: Counting(), iteration=0)
     assert asked == []

@@ -59,7 +59,7 @@ async def test_parallel_tool_calls_through_mocks_then_an_answer(server, name):
     agent = PromptAgent(PROMPT, model_on(server, name), mocks=mocks(
         lookup_order={"value": {"status": "shipped"}},
         refund={"function": "tests.agents.mockfns:refund"}))
-    result = await agent.run(CASE, iteration=0, context={})
+    result = await agent.run(CASE, iteration=0)
     await agent.model.aclose()
 
     assert result.output == "Your order A-1 was refunded." and result.ending == "completed"
@@ -88,7 +88,7 @@ async def test_an_unmocked_tool_is_an_error_that_says_how_to_mock_it(server):
     agent = PromptAgent(PROMPT, model_on(server, "openai:gpt-4o-mini"),
                         mocks=mocks(lookup_order={"value": 1}))
     with pytest.raises(EvalError) as e:
-        await agent.run(CASE, iteration=0, context={})
+        await agent.run(CASE, iteration=0)
     text = str(e.value) + (e.value.hint or "")
     assert "case 'late'" in text and "'refund'" in text and "no mock" in text
     assert "refund: {value: ...}" in e.value.hint and "passthrough" in e.value.hint
@@ -106,7 +106,7 @@ async def test_mock_kinds_sequence_match_error_and_bad_arguments(server):
         lookup_order={"match": [{"args": {"order": "^A-"}, "match": "regex", "value": "an A order"},
                                 {"value": "other"}]},
         refund={"error": "the bank is down"}))
-    result = await agent.run(CASE, iteration=0, context={})
+    result = await agent.run(CASE, iteration=0)
     events = [e for e in result.trace if e.kind in ("tool_result", "tool_error")]
     assert [(e.kind, e.result if e.kind == "tool_result" else e.error) for e in events] == [
         ("tool_result", "an A order"),
@@ -125,7 +125,7 @@ async def test_sequence_then_the_last_value_repeats(server):
     server.enqueue(*[Reply(tool_calls=[("lookup_order", {"order": "A-1"})])] * 3, "ok")
     agent = PromptAgent(PROMPT, model_on(server, "openai:gpt-4o-mini"),
                         mocks=mocks(lookup_order={"sequence": ["pending", "shipped"]}))
-    result = await agent.run(CASE, iteration=0, context={})
+    result = await agent.run(CASE, iteration=0)
     assert [e.result for e in result.trace if e.kind == "tool_result"] == [
         "pending", "shipped", "shipped"]
     await agent.model.aclose()
@@ -139,11 +139,11 @@ async def test_passthrough_runs_the_real_function_and_nothing_else_does(server):
     server.enqueue(Reply(tool_calls=[("lookup_order", {"order": "A-9"})]), "fine")
     agent = PromptAgent(prompt, model_on(server, "openai:gpt-4o-mini"),
                         mocks=mocks(lookup_order={"value": "mocked"}))
-    result = await agent.run(CASE, iteration=0, context={})
+    result = await agent.run(CASE, iteration=0)
     assert mockfns.CALLS == [] and result.trace[2].result == "mocked"
     server.enqueue(Reply(tool_calls=[("lookup_order", {"order": "A-9"})]), "fine")
     agent.mocks = mocks(lookup_order={"passthrough": True})
-    result = await agent.run(CASE, iteration=1, context={})
+    result = await agent.run(CASE, iteration=1)
     assert mockfns.CALLS == ["A-9"]
     assert result.trace[2].result == {"order": "A-9", "status": "shipped"}
     await agent.model.aclose()
@@ -154,7 +154,7 @@ async def test_an_unserialisable_tool_result_is_a_clear_error(server):
     agent = PromptAgent(PROMPT, model_on(server, "openai:gpt-4o-mini"),
                         mocks=mocks(refund={"function": "tests.agents.mockfns:unserialisable"}))
     with pytest.raises(EvalError, match="cannot be serialised to JSON"):
-        await agent.run(CASE, iteration=0, context={})
+        await agent.run(CASE, iteration=0)
     await agent.model.aclose()
 
 

@@ -42,7 +42,7 @@ async def run(user_agents: dict, mocks: dict | None = None):
         agent = PromptAgent(PROMPT, get_model("scripted:agent"), mocks=mocks or {},
                             user_agents={k: UserAgentSpec.model_validate(v)
                                          for k, v in user_agents.items()})
-        result = await agent.run(CASE, iteration=0, context={})
+        result = await agent.run(CASE, iteration=0)
         await agent.aclose()
         return result
     finally:

@@ -118,10 +118,10 @@ async def test_a_blocking_mock_slows_only_its_own_case():
     fast = [TestCase(id=f"fast{i}", input="A-1?", mocks={
         "lookup_order": MockSpec(function="tests.agents.edgefns:fast_mock")}) for i in range(3)]
     try:
-        slow_task = asyncio.create_task(agent.run(slow, iteration=0, context={}))
+        slow_task = asyncio.create_task(agent.run(slow, iteration=0))
         # were the slow mock on the event loop, nothing else could run until it is released
         done = await asyncio.wait_for(asyncio.gather(
-            *(agent.run(c, iteration=0, context={}) for c in fast)), timeout=10)
+            *(agent.run(c, iteration=0) for c in fast)), timeout=10)
         assert not slow_task.done()  # still waiting on its mock while the others finished
         assert all(r.output == 'done: {"status": "shipped"}' for r in done)
         assert max(r.duration for r in done) < 2.0

@@ -19,6 +19,7 @@ from cycle.improve.improver import (
 )
 from cycle.llm.registry import get_model
 from cycle.records import Prompt, RejectedSuggestion
+from cycle.records.scope import CallScope
 from cycle.store import Store
 from cycle.testing import script
 
@@ -51,7 +52,7 @@ def test_propose_returns_sorted_suggestions_from_one_structured_call() -> None:
          "suggested_value": "You help, citing dates.", "target_cases": ["c1"]},
     ]}])
     with s:
-        out = asyncio.run(Improver(get_model("scripted:imp")).propose(INPUT, context={"round": 1}))
+        out = asyncio.run(Improver(get_model("scripted:imp")).propose(INPUT, scope=CallScope(round=1)))
     assert [x.priority for x in out] == ["high", "low"] and out[0].target_cases == ["c1"]
     assert all(x.decision == "pending" for x in out)
     assert len(s.calls) == 1 and s.calls[0].config.response_schema_name == "cycle_improver"

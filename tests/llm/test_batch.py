@@ -12,6 +12,7 @@ import pytest
 from cycle.events import BatchProgress, EventBus, ModelCalled
 from cycle.llm.batch import BatchSettings
 from cycle.records import Message
+from cycle.records.scope import CallScope
 from cycle.store import Store
 from cycle.testing import Fault, Reply
 
@@ -112,10 +113,10 @@ async def test_a_job_submitted_before_a_kill_is_polled_not_resubmitted(name, mak
     run, killed while the job runs, resumes by polling that job."""
     server.batches.delay = 0.5
     store = Store.open(tmp_path / "s.db")
-    context = {"run_id": "run-1", "case_id": "c"}
+    scope = CallScope(run_id="run-1", case_id="c")
     settings = BatchSettings(poll=0.05, window=0.05, ledger=store.batches)
     first = make_model(name, batch=settings, journal=store.journal)
-    calls = [asyncio.ensure_future(first.generate(m, context=context)) for m in _asks(4)]
+    calls = [asyncio.ensure_future(first.generate(m, scope=scope)) for m in _asks(4)]
     while not store.batches.jobs():
         await asyncio.sleep(0.01)
     for c in calls:  # the kill: nothing was answered yet
@@ -125,7 +126,7 @@ async def test_a_job_submitted_before_a_kill_is_polled_not_resubmitted(name, mak
     assert server.batches.created == 1 and server.request_count == 0
 
     resumed = make_model(name, batch=settings, journal=store.journal)
-    outs = await asyncio.gather(*[resumed.generate(m, context=context) for m in _asks(4)])
+    outs = await asyncio.gather(*[resumed.generate(m, scope=scope) for m in _asks(4)])
     assert [o.text for o in outs] == [f"echo: question {i}" for i in range(4)]
     assert server.batches.created == 1  # not submitted again
     assert server.request_count == 4
@@ -134,6 +135,6 @@ async def test_a_job_submitted_before_a_kill_is_polled_not_resubmitted(name, mak
 
     # once journaled, a third run's calls are replayed: no job, no call
     third = make_model(name, batch=settings, journal=store.journal)
-    await asyncio.gather(*[third.generate(m, context=context) for m in _asks(4)])
+    await asyncio.gather(*[third.generate(m, scope=scope) for m in _asks(4)])
     assert server.batches.created == 1 and server.request_count == 4
     store.close()

@@ -14,6 +14,7 @@ from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model, RetryPolicy, max_concurrency, set_max_concurrency
 from cycle.llm.pricing import PriceTable
 from cycle.records import Message, ToolDef, Usage
+from cycle.records.scope import CallScope
 from cycle.testing import Fault, Reply, ScriptedAPI
 
 HI = [Message.user("hi")]
@@ -58,9 +59,9 @@ async def test_a_fresh_sample_is_never_answered_from_another(make_model, server,
     model = make_model("openai:gpt-4o-mini", cache=ResponseCache(tmp_path / "c.db"))
     server.enqueue("plain", "first sample", "second sample")
     assert (await model.generate(HI)).text == "plain"
-    a = await model.generate(HI, context={"sample": "c-1-r0"})
-    b = await model.generate(HI, context={"sample": "c-2-r0"})
-    again = await model.generate(HI, context={"sample": "c-1-r0"})
+    a = await model.generate(HI, scope=CallScope(sample="c-1-r0"))
+    b = await model.generate(HI, scope=CallScope(sample="c-2-r0"))
+    again = await model.generate(HI, scope=CallScope(sample="c-1-r0"))
     assert (a.text, b.text, again.text) == ("first sample", "second sample", "first sample")
     assert not a.cache_hit and not b.cache_hit and again.cache_hit
     assert server.request_count == 3
@@ -161,7 +162,7 @@ async def test_cost_from_usage_with_cached_tokens(make_model, server, recorder):
     model = make_model("openai:gpt-4o-mini-2024-07-18", bus=recorder.bus, role="judge")
     server.enqueue(Reply(text="x", input_tokens=1_000_000, cached_tokens=400_000,
                          output_tokens=500_000))
-    out = await model.generate(HI, context={"run_id": "r1", "case_id": "c", "iteration": 0})
+    out = await model.generate(HI, scope=CallScope(run_id="r1", case_id="c", iteration=0))
     # gpt-4o-mini: 0.15 in, 0.075 cached, 0.60 out per 1M
     expected = 0.6 * 0.15 + 0.4 * 0.075 + 0.5 * 0.60
     assert out.cost == pytest.approx(expected)
@@ -169,7 +170,7 @@ async def test_cost_from_usage_with_cached_tokens(make_model, server, recorder):
     assert event.cost == pytest.approx(expected)
     assert (event.input_tokens, event.cached_input_tokens, event.output_tokens) == (
         1_000_000, 400_000, 500_000)
-    assert event.role == "judge" and event.context["run_id"] == "r1"
+    assert event.role == "judge" and event.scope.run_id == "r1"
     assert event.model == "openai:gpt-4o-mini-2024-07-18" and event.latency > 0
 
 
@@ -236,10 +237,10 @@ async def test_failure_after_retries_is_reported_once_with_attempts(recorder):
     model = Model(api, bus=recorder.bus, retry=RetryPolicy(attempts=3, initial_wait=0.001,
                                                             max_wait=0.001, jitter=0))
     with pytest.raises(RetriesExhaustedError, match="429"):
-        await model.generate(HI, role="judge", context={"case_id": "c9"})
+        await model.generate(HI, role="judge", scope=CallScope(case_id="c9"))
     [event] = recorder.calls
     assert event.attempts == 3 and "RateLimitError" in event.error
-    assert event.role == "judge" and event.context == {"case_id": "c9"}
+    assert event.role == "judge" and event.scope == CallScope(case_id="c9")
 
 
 async def test_scripted_models_are_offline_and_free(recorder):

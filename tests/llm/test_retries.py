@@ -19,6 +19,7 @@ from cycle.llm.base import GenerateConfig, ProviderOptions
 from cycle.llm.model import RetryPolicy
 from cycle.llm.registry import get_model
 from cycle.records import Message
+from cycle.records.scope import CallScope
 from cycle.testing import Fault
 
 PROVIDERS = ["openai:gpt-4o-mini", "gemini:gemini-2.5-flash"]
@@ -64,7 +65,7 @@ async def test_exhausted_attempts_say_what_happened(name, make_model, server, re
     server.enqueue(*[Fault.status(503, message="overloaded")] * 3)
 
     with pytest.raises(RetriesExhaustedError) as info:
-        await model.generate(HI, context={"case_id": "c1"})
+        await model.generate(HI, scope=CallScope(case_id="c1"))
 
     message = str(info.value)
     assert "3 attempts" in message and "503" in message and name in message
@@ -72,7 +73,7 @@ async def test_exhausted_attempts_say_what_happened(name, make_model, server, re
     assert server.request_count == 3
     # the failure is reported, with its context
     [event] = recorder.calls
-    assert event.error and event.attempts == 3 and event.context == {"case_id": "c1"}
+    assert event.error and event.attempts == 3 and event.scope == CallScope(case_id="c1")
     assert event.cost == 0
 
 
