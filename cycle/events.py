@@ -275,6 +275,10 @@ class RoundFinished(Event, frozen=True, kw_only=True):
     delta: float | None = None
     #: cost of the round split by role: agent, judge, improver
     cost_by_role: dict[str, float] = field(default_factory=dict)
+    #: why the round ended as it did (kept or not, head moved or not)
+    reason: str = ""
+    #: "baseline", "improve" or "confirm"
+    stage: str = "improve"
     #: round 0: the smallest true gain this suite detects 80% of the time (points), with
     #: the cases and iterations it is for
     detectable: float | None = None

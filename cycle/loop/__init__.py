@@ -8,7 +8,7 @@
 """
 
 from cycle.loop.acceptance import AcceptanceDecision, Evaluation, decide
-from cycle.loop.core import AgentFactory, CycleResult, Loop, LoopSettings, RoundSummary
+from cycle.loop.core import AgentFactory, CycleResult, Loop, LoopSettings
 from cycle.loop.review import AutoReviewer, PromptReviewer
 from cycle.loop.stop import CycleState, RoundRecord, parse_stop
 
@@ -23,7 +23,6 @@ __all__ = [
     "LoopSettings",
     "PromptReviewer",
     "RoundRecord",
-    "RoundSummary",
     "decide",
     "parse_stop",
 ]

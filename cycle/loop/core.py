@@ -39,7 +39,6 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Literal
 
 from msgspec import Struct, field
@@ -52,12 +51,10 @@ from cycle.errors import (
     ConfigError,
     CycleError,
     EvalError,
-    NotFoundError,
     describe,
 )
 from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
-from cycle.ids import new_cycle_id
 from cycle.improve.apply import apply_suggestions, prompt_diff
 from cycle.improve.guard import copies, leaks, repeats
 from cycle.improve.improver import (
@@ -80,12 +77,12 @@ from cycle.loop.acceptance import (
     decide,
     detectable_gain,
 )
+from cycle.loop.ledger import Ledger
 from cycle.loop.review import Reviewer
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import Prompt, RejectedSuggestion, ReviewRequest, RunResult, Suggestion, Version
 from cycle.records.scope import CallScope
-from cycle.store import CallRecorder, Store, locks
-from cycle.store.cycles import CycleRecorder
+from cycle.store import Store, locks
 from cycle.words import plural
 
 Bump = Literal["patch", "minor", "major"]
@@ -99,20 +96,6 @@ def run_id_for(cycle_id: str, round_no: int) -> str:
     return f"{cycle_id}-r{round_no}"
 
 
-class RoundSummary(Struct, frozen=True):
-    """One round as the CLI shows it."""
-
-    round: int
-    version: str
-    score: float | None
-    accepted: bool | None
-    delta: float | None = None
-    reason: str = ""
-    cost: float = 0.0
-    #: "baseline", "improve" or "confirm"
-    stage: str = "improve"
-
-
 class CycleResult(Struct, frozen=True):
     """How a cycle ended. The full record is in the store (cycle report)."""
 
@@ -124,7 +107,7 @@ class CycleResult(Struct, frozen=True):
     final_version: str
     initial_score: float | None
     final_score: float | None
-    rounds: tuple[RoundSummary, ...] = ()
+    rounds: tuple[RoundRecord, ...] = ()
     total_cost: float = 0.0
     cost_by_role: dict[str, float] = field(default_factory=dict)
     offline: bool = False
@@ -167,15 +150,6 @@ def evaluation_of(result: RunResult, version: str) -> Evaluation:
         errors=result.suite.errors,
         cost=result.suite.cost,
     )
-
-
-def _seconds_between(start: str | None, end: str | None) -> float:
-    if not start or not end:
-        return 0.0
-    try:
-        return max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
-    except ValueError:
-        return 0.0
 
 
 AgentFactory = Callable[[Prompt], Agent]
@@ -277,13 +251,15 @@ class Loop:
         self._confirms = self.settings.acceptance != "always"
         #: the version head points at, with its evaluation (set by round 0)
         self._head: _Incumbent | None = None
-        self.cycle_id = ""
+        #: the cycle's rows and the state derived from them: the loop writes and reads
+        #: nothing of the store but through it (and the runner's runs)
+        self.ledger = Ledger(store, self.bus, prompt_id=prompt_id, budget=self.budget)
         self._offline = False
-        self._records: list[RoundRecord] = []
-        self._summaries: list[RoundSummary] = []
-        self._cost_by_round: dict[int, dict[str, float]] = {}
-        self._elapsed_before = 0.0
         self._started = time.monotonic()
+
+    @property
+    def cycle_id(self) -> str:
+        return self.ledger.cycle_id
 
     @property
     def required_cases(self) -> frozenset[str]:
@@ -310,20 +286,13 @@ class Loop:
                 start, incumbent, next_round, confirming = await self._restore(resume)
             else:
                 start = self._starting_version()
-                self.cycle_id = self._unused_cycle_id()
+                self.ledger.new_cycle()
                 next_round = 0
             locks.acquire(self.store, f"cycle:{self.cycle_id}", what=f"cycle {self.cycle_id}",
                           resume_hint=self._resume_command(), take_over=take_over)
             self._leased = True
-            self._unsubscribe = [
-                self.bus.subscribe(CycleRecorder(self.store.cycles)),
-                self.bus.subscribe(self._on_call),
-            ]
-            restored = tuple(
-                {k: getattr(r, k) for k in ("round", "stage", "score", "ci_low", "ci_high",
-                                            "pass_rate", "delta", "accepted", "cost")}
-                | {"version": r.version} for r in self.store.cycles.get_rounds(self.cycle_id)
-                if r.status == "finished") if resume else ()
+            self._unsubscribe = [self.ledger.subscribe()]
+            restored = self.ledger.restored() if resume else ()
             self.bus.emit(ev.CycleStarted(
                 cycle_id=self.cycle_id, prompt_id=prompt_id, version=start.version,
                 resumed=bool(resume), config=self._config_record(), restored=restored,
@@ -349,10 +318,10 @@ class Loop:
                     reason = await self._confirm(round_no, incumbent, confirming)
             except _Stop as s:
                 reason = s.reason + self._unconfirmed(incumbent)
-                self._mark_stopped()
+                self.ledger.mark_stopped()
             except BudgetExceededError as e:
                 reason = self._budget_reason(stop_at, e) + self._unconfirmed(incumbent)
-                self._mark_stopped()
+                self.ledger.mark_stopped()
             return self._finish(reason, status="finished")
         except (asyncio.CancelledError, KeyboardInterrupt):
             if self.cycle_id:
@@ -374,16 +343,6 @@ class Loop:
             if getattr(self, "_leased", False):
                 locks.release(self.store, f"cycle:{self.cycle_id}")
 
-    def _unused_cycle_id(self) -> str:
-        """A new id no stored cycle has: two cycles started in the same second (parallel
-        jobs on one store) must not share rounds and runs, whose ids derive from it."""
-        while True:
-            cycle_id = new_cycle_id()
-            try:
-                self.store.cycles.get(cycle_id)
-            except NotFoundError:
-                return cycle_id
-
     def _config_record(self) -> dict[str, Any]:
         return {
             **self.record,
@@ -402,27 +361,19 @@ class Loop:
             status=status, total_cost=self.budget.spent,
         ))
 
-    def _mark_stopped(self) -> None:
-        """A round cut short (cost cap) is kept as 'stopped', with what it had stored."""
-        for r in self.store.cycles.get_rounds(self.cycle_id):
-            if r.status == "running":
-                self.store.cycles.update_round(self.cycle_id, r.round, status="stopped")
-
     def _finish(self, reason: str, *, status: str) -> CycleResult:
         head = self._head
         final = head.version if head else self._initial
         final_score = head.evaluation.score if head else None
         self._emit_end(status=status, reason=reason, final=final.version, score=final_score)
-        by_role: dict[str, float] = {}
-        for costs in self._cost_by_round.values():
-            for role, cost in costs.items():
-                by_role[role] = by_role.get(role, 0.0) + cost
-        initial = next((r for r in self._summaries if r.round == 0), None)
+        rounds = self.ledger.rounds
+        initial = next((r for r in rounds if r.round == 0), None)
         return CycleResult(
             cycle_id=self.cycle_id, prompt_id=self.prompt_id, status=status, stop_reason=reason,
             initial_version=self._initial.version, final_version=final.version,
             initial_score=initial.score if initial else None, final_score=final_score,
-            rounds=tuple(self._summaries), total_cost=self.budget.spent, cost_by_role=by_role,
+            rounds=tuple(rounds), total_cost=self.budget.spent,
+            cost_by_role=self.ledger.cost_by_role(),
             offline=self._offline or self.improver.offline,
         )
 
@@ -434,36 +385,14 @@ class Loop:
                       "what was left (set max_tokens in the prompt's params to reserve less per call)")
         return f"max_cost: ${self.budget.spent:.4f} spent of the ${limit:g} cap{where}"
 
-    # -- cost accounting --------------------------------------------------------
-
-    def _on_call(self, event: ev.Event) -> None:
-        if not isinstance(event, ev.ModelCalled):
-            return
-        round_no = event.scope.round
-        if event.scope.cycle_id != self.cycle_id or round_no is None:
-            return
-        costs = self._cost_by_round.setdefault(int(round_no), {})
-        costs[event.role] = costs.get(event.role, 0.0) + event.cost
-        if event.scope.run_id is None:
-            # calls outside a run (the improver's) are recorded here; the runner records its own
-            recorder = CallRecorder(self.store.runs)
-            recorder(event)
-            recorder.flush()
-        self.bus.emit(ev.CostUpdated(total=self.budget.spent, by_role=dict(self.budget.by_role),
-                                     limit=self.budget.limit, estimated=self.budget.estimated))
-
-    def _round_cost(self, round_no: int) -> dict[str, float]:
-        stored = self.store.cycles.round_costs(self.cycle_id).get(round_no)
-        return stored if stored is not None else dict(self._cost_by_round.get(round_no, {}))
-
     # -- stop conditions ---------------------------------------------------------
 
     def _state(self, incumbent: _Incumbent) -> CycleState:
         return CycleState(
-            rounds=tuple(self._records),
+            rounds=tuple(self.ledger.rounds),
             incumbent_score=incumbent.evaluation.score,
             total_cost=self.budget.spent,
-            elapsed=self._elapsed_before + time.monotonic() - self._started,
+            elapsed=self.ledger.elapsed_before + time.monotonic() - self._started,
             budget_exhausted=self.budget.exceeded,
         )
 
@@ -501,7 +430,7 @@ class Loop:
                                       stage="baseline"))
         result = await self._evaluate(start, 0, "baseline")
         inc = self._head = _Incumbent(start, result, evaluation_of(result, start.version))
-        cost = self._round_cost(0)
+        cost = self.ledger.round_cost(0)
         judged = [c for c in result.cases.values() if c.stats.mean is not None]
         iterations = self.settings.iterations
         self.bus.emit(ev.RoundFinished(
@@ -510,19 +439,15 @@ class Loop:
             pass_rate=result.suite.pass_rate, cost=sum(cost.values()), cost_by_role=cost,
             incumbent_score=result.score,
             detectable=detectable_gain([c.stats.sd or 0.0 for c in judged], len(judged), iterations),
-            cases=len(judged), iterations=iterations,
+            cases=len(judged), iterations=iterations, stage="baseline",
         ))
-        self._records.append(RoundRecord(0, start.version, result.score, None, None, sum(cost.values()),
-                                         stage="baseline"))
-        self._summaries.append(RoundSummary(0, start.version, result.score, None, cost=sum(cost.values()),
-                                            stage="baseline"))
         return inc
 
     # -- one round -------------------------------------------------------------------
 
     async def _suggestions(self, round_no: int, inc: _Incumbent, low: list[LowCase],
                            refused: list[RejectedSuggestion]) -> list[Suggestion]:
-        stored = self.store.cycles.get_suggestions(self.cycle_id, round_no)
+        stored = self.ledger.suggestions(round_no)
         if stored:  # resumed: the improver was already paid for this round
             return [Suggestion(**s.model_dump(include=set(Suggestion.model_fields))) for s in stored]
         inp = ImproverInput(
@@ -604,7 +529,7 @@ class Loop:
         self.bus.emit(ev.RoundStarted(cycle_id=cid, round=round_no, version=inc.version.version))
         self.bus.emit(ev.EvaluationStarted(cycle_id=cid, round=round_no, role="baseline",
                                            version=inc.version.version, run_id=inc.result.run_id))
-        refused = self.store.cycles.rejected_suggestions(cid)
+        refused = self.ledger.refused()
         suggestions = self._guard(await self._suggestions(round_no, inc, low, refused), refused,
                                   inc.version.prompt)
         suggestions = await self._review(round_no, inc, suggestions)
@@ -628,10 +553,9 @@ class Loop:
             return self._end_round(round_no, inc, inc, accepted=False, delta=None, reason=reason,
                                    evaluated=None)
         parent = inc.version
-        earlier = self._evaluated_versions(before=round_no)
-        candidate = self.store.save_version(
-            applied.prompt, bump=self.settings.bump, source="improver", parent=parent.version,
-            move_head=False, who="cycle",
+        earlier = self.ledger.evaluated_versions(self._initial.version, before=round_no)
+        candidate = self.ledger.save_candidate(
+            applied.prompt, parent=parent.version, bump=self.settings.bump,
             message=f"cycle {cid} round {round_no}: {plural(len(applied.applied), 'suggestion')} applied",
         )
         if candidate.version in earlier:  # the same prompt as one already evaluated
@@ -676,15 +600,6 @@ class Loop:
             raise _Stop(kept)
         return nxt
 
-    def _evaluated_versions(self, *, before: int) -> dict[str, int]:
-        """Versions this cycle evaluated before round ``before`` (the start and every
-        candidate) -> the round (a resumed round's own candidate is not one)."""
-        out = {self._initial.version: 0}
-        for r in self.store.cycles.get_rounds(self.cycle_id):
-            if r.improves and r.round < before and r.candidate_version and r.candidate_run_id:
-                out.setdefault(r.candidate_version, r.round)
-        return out
-
     def _decided(self, round_no: int, version: str, d: AcceptanceDecision, reason: str) -> None:
         self.bus.emit(ev.CandidateDecided(
             cycle_id=self.cycle_id, round=round_no, version=version, accepted=d.accepted,
@@ -697,13 +612,13 @@ class Loop:
         set it (a person's ``cycle rollback``, another cycle), leave it and say why (None:
         moved). A person's choice is never silently overridden."""
         assert self._head is not None
-        now = self.store.resolve(f"{self.prompt_id}@head").version
         target = to.version.version
-        if now not in (self._head.version.version, target):
+        now = self.ledger.move_head(expected=self._head.version.version, target=target,
+                                    reason=reason)
+        if now is not None:
             return (f"head was moved to {now} outside this cycle (the cycle had it at "
                     f"{self._head.version.version}): left there; to use {target} instead: "
                     f"cycle rollback {self.prompt_id} --to {target}")
-        self.store.set_label(self.prompt_id, "head", target, who="cycle", reason=reason)
         self._head = to
         return None
 
@@ -776,18 +691,14 @@ class Loop:
                    delta: float | None, reason: str, evaluated: _Incumbent | None,
                    stage: str = "improve") -> _Incumbent:
         shown = evaluated or inc
-        cost = self._round_cost(round_no)
-        total = sum(cost.values())
+        cost = self.ledger.round_cost(round_no)
         self.bus.emit(ev.RoundFinished(
             cycle_id=self.cycle_id, round=round_no, version=shown.version.version,
             score=shown.evaluation.score, ci_low=shown.evaluation.ci_low, ci_high=shown.evaluation.ci_high,
-            pass_rate=shown.evaluation.pass_rate, accepted=accepted, cost=total, cost_by_role=cost,
-            incumbent_score=inc.evaluation.score, delta=delta,
+            pass_rate=shown.evaluation.pass_rate, accepted=accepted, cost=sum(cost.values()),
+            cost_by_role=cost, incumbent_score=inc.evaluation.score, delta=delta, reason=reason,
+            stage=stage,
         ))
-        self._records.append(RoundRecord(round_no, shown.version.version, shown.evaluation.score,
-                                         accepted, delta, total, stage=stage))
-        self._summaries.append(RoundSummary(round_no, shown.version.version, shown.evaluation.score,
-                                            accepted, delta, reason, total, stage))
         return cand if accepted else inc
 
     # -- resuming -----------------------------------------------------------------------
@@ -795,69 +706,30 @@ class Loop:
     async def _restore(self, resume: str | bool
                        ) -> tuple[Version, _Incumbent | None, int, str | None]:
         """The starting version, the incumbent, the round to continue from, and, when the
-        confirmation was under way, why exploring had stopped (else None)."""
-        if resume is True or resume == "":
-            row = self.store.cycles.latest_resumable(self.prompt_id)
-            if row is None:
-                raise NotFoundError(
-                    f"no interrupted cycle of '{self.prompt_id}' to resume",
-                    hint="Start a new one: cycle improve cycle.yaml",
-                )
-        else:
-            row = self.store.cycles.get(str(resume))
-            if row.prompt_id != self.prompt_id:
-                raise ConfigError(
-                    f"cycle {row.id} improved '{row.prompt_id}', but this config's prompt is "
-                    f"'{self.prompt_id}'", field="prompt",
-                    hint="Resume it with the cycle.yaml it was started with.",
-                )
-            if row.status == "finished":
-                raise CycleError(
-                    f"cycle {row.id} already finished ({row.stop_reason}); nothing to resume",
-                    hint="Start a new cycle: cycle improve cycle.yaml",
-                )
-        self.cycle_id = row.id
+        confirmation was under way, why exploring had stopped (else None): the ledger
+        loads the cycle; its finished rounds' runs give back the incumbents."""
+        row, rounds = self.ledger.resume(resume)
         assert row.initial_version is not None
-        start = self.store.get_version(self.prompt_id, row.initial_version)
+        start = self.ledger.version(row.initial_version)
         incumbent: _Incumbent | None = None
         next_round = 0
         confirming: str | None = None
-        for r in self.store.cycles.get_rounds(row.id):
+        for r in rounds:
             if r.status != "finished":
                 next_round = r.round
                 if r.stage == "confirm":  # its decision, if stored, is made again from its runs
                     confirming = r.reason if r.accepted is None else ""
                 break
-            self._elapsed_before += _seconds_between(r.started_at, r.finished_at)
-            cost = self.store.cycles.round_costs(row.id).get(r.round, {})
-            self._cost_by_round[r.round] = dict(cost)
             if r.round == 0:
                 result = load_run(self.store.runs, r.baseline_run_id or run_id_for(row.id, 0))
                 incumbent = self._head = _Incumbent(start, result, evaluation_of(result, start.version))
-                self._summaries.append(RoundSummary(0, start.version, r.score, None, cost=r.cost or 0.0,
-                                                    stage="baseline"))
-            else:
-                self._summaries.append(RoundSummary(r.round, r.version or "", r.score, r.accepted,
-                                                    r.delta, r.reason or "", r.cost or 0.0,
-                                                    r.stage or "improve"))
-                if r.accepted and r.candidate_version and r.candidate_run_id:
-                    v = self.store.get_version(self.prompt_id, r.candidate_version)
-                    result = load_run(self.store.runs, r.candidate_run_id)
-                    incumbent = _Incumbent(v, result, evaluation_of(result, v.version))
-                    if not self._confirms:  # 'always' moved head every round
-                        self._head = incumbent
-            self._records.append(RoundRecord(r.round, r.version or "", r.score, r.accepted, r.delta,
-                                             r.cost or 0.0, stage=r.stage or "improve"))
+            elif r.accepted and r.candidate_version and r.candidate_run_id:
+                v = self.ledger.version(r.candidate_version)
+                result = load_run(self.store.runs, r.candidate_run_id)
+                incumbent = _Incumbent(v, result, evaluation_of(result, v.version))
+                if not self._confirms:  # 'always' moved head every round
+                    self._head = incumbent
             next_round = r.round + 1
-        # what was spent before counts against the cap
-        spent: dict[str, float] = {}
-        for costs in self.store.cycles.round_costs(row.id).values():
-            for role, c in costs.items():
-                spent[role] = spent.get(role, 0.0) + c
-        for role, c in spent.items():
-            self.budget.add(c, role)
-        self._cost_by_round.update({k: dict(v) for k, v in self.store.cycles.round_costs(row.id).items()
-                                    if k not in self._cost_by_round})
         if incumbent is None and next_round > 0:
             next_round, confirming = 0, None
         return start, incumbent, next_round, confirming

@@ -36,14 +36,18 @@ from cycle.words import plural
 DEFAULT_STOP: dict[str, Any] = {"max_rounds": 5}
 
 
-class RoundRecord(Struct, frozen=True):
-    """One finished round as the stop conditions see it (round 0 is the baseline)."""
+class RoundRecord(Struct, frozen=True, kw_only=True):
+    """One finished round (round 0 is the baseline): what the stop conditions check, the
+    cycle's result lists and a resume loads (cycle.loop.ledger)."""
 
     round: int
+    #: the version the round evaluated (its candidate; the incumbent when there was none)
     version: str
     score: float | None
     accepted: bool | None = None
     delta: float | None = None
+    #: why the candidate was kept or not
+    reason: str = ""
     cost: float = 0.0
     #: "baseline", "improve" or "confirm"
     stage: str = "improve"

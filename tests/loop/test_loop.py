@@ -208,10 +208,10 @@ def test_a_cycle_never_takes_the_id_of_a_stored_one(world, store, monkeypatch) -
     """Two cycles started in the same second with the same random suffix (found by the
     acceptance benchmark, 5,000 cycles in a few minutes): the second would have resumed the
     first's runs as its own. It draws again instead."""
-    from cycle.loop import core
+    from cycle.loop import ledger
 
     ids = iter(["c-20260101-000000-aaaaaa", "c-20260101-000000-aaaaaa", "c-20260101-000000-bbbbbb"])
-    monkeypatch.setattr(core, "new_cycle_id", lambda: next(ids))
+    monkeypatch.setattr(ledger, "new_cycle_id", lambda: next(ids))
     loaded = world([{"suggestions": [suggestion("Always say sorry.")]}] * 2,
                    improve={"stop": {"max_rounds": 1}})
     first = run_loop(loaded, store)
