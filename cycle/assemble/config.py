@@ -139,6 +139,18 @@ class CacheOptions(BaseModel):
         return parse_duration(value, "ttl")
 
 
+class ReportOptions(BaseModel):
+    """Where reports go and which are written (``reports: reports`` is the folder alone)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dir: str = Field("reports", description="Folder for reports, relative to this file.")
+    formats: list[str] | None = Field(
+        None, min_length=1,
+        description="The reports to write: markdown, json, junit, html (all by default; a "
+        "cycle writes those of them it has: markdown, html, json).")
+
+
 class RunOptions(BaseModel):
     """How a suite is run."""
 
@@ -216,7 +228,9 @@ class CycleConfig(BaseModel):
     budget: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="A hard cap in USD on one run's model calls (none by default)."
     )
-    reports: str = Field("reports", description="Folder for reports, relative to this file.")
+    reports: str | ReportOptions = Field(
+        "reports", description="Folder for reports, relative to this file; or "
+        "{dir: reports, formats: [markdown, json, junit, html]} to choose which are written.")
     tools: ToolsConfig = Field(
         default_factory=ToolsConfig,
         description="How the prompt's tools answer during evaluation (mocks) and the step limit.",
@@ -257,7 +271,14 @@ class LoadedConfig(Struct, frozen=True):
 
     @property
     def report_dir(self) -> Path:
-        return self.resolve_path(self.config.reports)
+        reports = self.config.reports
+        return self.resolve_path(reports if isinstance(reports, str) else reports.dir)
+
+    @property
+    def report_formats(self) -> list[str] | None:
+        """The reports to write (None: every one)."""
+        reports = self.config.reports
+        return None if isinstance(reports, str) else reports.formats
 
     @property
     def prompt_is_stored(self) -> bool:

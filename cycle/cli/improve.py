@@ -203,7 +203,9 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     priority = min_priority or improve_cfg.min_priority
     store_path = _store_path(loaded.base_dir)
     from cycle.assemble.outputs import check_outputs
+    from cycle.cli.run import chosen_reports
 
+    chosen_reports(loaded)  # an unknown one is refused before any call
     check_outputs(loaded, store=store_path, cache=not no_cache, events=events_file,
                   reports=report_dir or loaded.report_dir, reports_flag=report_dir is not None)
     resume_arg: str | bool | None = None if resume is None else (resume or True)
@@ -350,7 +352,7 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     from cycle.store import Store
 
     with Store.open(store_path) as store:
-        paths = write_cycle_report(store, result.cycle_id, report_dir)
+        paths = write_cycle_report(store, result.cycle_id, report_dir, loaded.report_formats)
         head = store.labels(result.prompt_id).get(HEAD)
         behind = file_behind_head(loaded, store)
     initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
@@ -361,9 +363,8 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     click.echo(f"{result.prompt_id}: {result.initial_version} ({initial}) -> {result.final_version} ({final})"
                + ("  [offline model]" if result.offline else ""))
     click.echo(f"total cost ${result.total_cost:.4f}" + (f" ({by_role})" if by_role else ""))
-    click.echo(f"report: {paths['markdown']}")
-    click.echo(f"        {paths['html']}")
-    click.echo(f"        {paths['json']}")
+    for n, path in enumerate(paths.values()):
+        click.echo(f"{'report:' if n == 0 else '':8}{path}")
     # only while head is still where the cycle left it (the TUI may have rolled it back)
     if result.final_version != result.initial_version and head == result.final_version:
         click.echo(f"undo with: cycle rollback {result.prompt_id} --to {result.initial_version}"

@@ -289,6 +289,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
     # every input is checked before the store (or the cache) is opened: a bad file
     # leaves nothing behind
     cases = validate_suite(loaded, tags=tags, ids=case_ids)
+    formats = chosen_reports(loaded)
     check_outputs(loaded, store=_store_path(loaded.base_dir), cache=not no_cache,
                   reports=None if no_reports else report_dir or loaded.report_dir,
                   reports_flag=report_dir is not None)
@@ -325,7 +326,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
         # the reports read the results from the store, a case at a time
         paths: dict[str, Path] = {}
         if not no_reports:
-            paths = write_reports(result, report_dir or loaded.report_dir)
+            paths = write_reports(result, report_dir or loaded.report_dir, formats)
         _show_run(result, paths, quiet=quiet, as_json=as_json)
     finally:
         store.close()
@@ -447,3 +448,12 @@ def compare(run_a: str, run_b: str, config: Path | None, as_json: bool) -> None:
     finally:
         store.close()
     click.echo(render_compare_json(comparison) if as_json else render_compare(comparison))
+
+
+def chosen_reports(loaded: LoadedConfig) -> list[str]:
+    """The config's ``reports.formats``, checked: an unknown one is refused (naming the
+    file and line) before anything runs."""
+    from cycle.report import report_formats
+
+    return report_formats(loaded.report_formats, file=str(loaded.path),
+                          line=loaded.doc.line_of(("reports", "formats")))

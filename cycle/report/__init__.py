@@ -3,17 +3,57 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
-from cycle.errors import ReportError
+from cycle.errors import ConfigError, ReportError
 from cycle.records import RunResult
 from cycle.report.console import render_console
 from cycle.report.json import iter_json, render_json
 from cycle.report.junit import iter_junit, render_junit
 from cycle.report.markdown import iter_markdown, render_markdown
 
-__all__ = ["render_console", "render_json", "render_junit", "render_markdown", "write_reports"]
+__all__ = ["RUN_REPORTS", "ReportFormat", "render_console", "render_json", "render_junit",
+           "render_markdown", "report_formats", "write_reports"]
+
+
+class ReportFormat(NamedTuple):
+    """A report a run writes: its file's suffix (after the run id) and its text, in pieces."""
+
+    suffix: str
+    pieces: Callable[[RunResult], Iterable[str]]
+
+
+def _html(result: RunResult) -> Iterable[str]:
+    from cycle.report.run_html import iter_run_html  # its page helpers load only when asked
+
+    return iter_run_html(result)
+
+
+#: the reports of a run, by the name ``reports.formats`` gives them: a new format is one
+#: entry here (``RUN_REPORTS["csv"] = ReportFormat(".csv", iter_csv)``)
+RUN_REPORTS: dict[str, ReportFormat] = {
+    "markdown": ReportFormat(".md", iter_markdown),
+    "json": ReportFormat(".json", iter_json),
+    "junit": ReportFormat(".junit.xml", iter_junit),
+    "html": ReportFormat(".html", _html),
+}
+
+
+def report_formats(names: Sequence[str] | None, *, file: str | None = None,
+                   line: int | None = None) -> list[str]:
+    """The formats to write, in the registry's order: all of them when ``names`` is None;
+    an unknown name is a ConfigError naming ``reports.formats`` (in ``file`` at ``line``)
+    and the known ones."""
+    every = list(RUN_REPORTS)
+    if names is None:
+        return every
+    unknown = [n for n in names if n not in every]
+    if unknown:
+        raise ConfigError(f"unknown report format {unknown[0]!r}", file=file, line=line,
+                          field="reports.formats", hint=f"Known formats: {', '.join(every)}.")
+    return [n for n in every if n in names]
 
 
 def write_files(directory: Path, files: dict[Path, Callable[[], Iterable[str]]], *,
@@ -41,16 +81,13 @@ def write_files(directory: Path, files: dict[Path, Callable[[], Iterable[str]]],
             hint=f"Free some space (or fix the folder), then: {again}{flag}") from None
 
 
-def write_reports(result: RunResult, directory: str | Path) -> dict[str, Path]:
-    """Write the Markdown, JSON, JUnit and HTML reports of a run; returns format -> path."""
+def write_reports(result: RunResult, directory: str | Path,
+                  formats: Sequence[str] | None = None) -> dict[str, Path]:
+    """Write a run's reports (``formats``: names of ``RUN_REPORTS``; all by default);
+    returns format -> path."""
     d = Path(directory)
-    from cycle.report.run_html import iter_run_html
-
-    paths = {"markdown": d / f"{result.run_id}.md", "json": d / f"{result.run_id}.json",
-             "junit": d / f"{result.run_id}.junit.xml", "html": d / f"{result.run_id}.html"}
-    write_files(d, {paths["markdown"]: lambda: iter_markdown(result),
-                    paths["json"]: lambda: iter_json(result),
-                    paths["junit"]: lambda: iter_junit(result),
-                    paths["html"]: lambda: iter_run_html(result)},
+    chosen = {name: RUN_REPORTS[name] for name in report_formats(formats)}
+    paths = {name: d / f"{result.run_id}{f.suffix}" for name, f in chosen.items()}
+    write_files(d, {paths[name]: (lambda f=f: f.pieces(result)) for name, f in chosen.items()},
                 what=f"run {result.run_id}", again=f"cycle report {result.run_id}")
     return paths

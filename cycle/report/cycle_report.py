@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -302,16 +303,26 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_cycle_report(store: Store, cycle_id: str, directory: str | Path) -> dict[str, Path]:
-    """Write ``<cycle id>.md``, ``.html`` and ``.json`` into ``directory``; returns format -> path."""
-    from cycle.report import write_files
+#: the reports of a cycle, by format name (those of ``reports.formats`` a cycle has)
+CYCLE_REPORTS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
+    "markdown": (".md", lambda data: render_cycle_markdown(data)),
+    "html": (".html", lambda data: render_cycle_html(data)),
+    "json": (".json", lambda data: json.dumps(data, indent=2, default=str) + "\n"),
+}
+
+
+def write_cycle_report(store: Store, cycle_id: str, directory: str | Path,
+                       formats: Sequence[str] | None = None) -> dict[str, Path]:
+    """Write ``<cycle id>.md``, ``.html`` and ``.json`` into ``directory`` (those of
+    ``formats`` a cycle has; all by default); returns format -> path."""
+    from cycle.report import report_formats, write_files
 
     data = cycle_report_dict(store, cycle_id)
     d = Path(directory)
-    paths = {"markdown": d / f"{cycle_id}.md", "html": d / f"{cycle_id}.html",
-             "json": d / f"{cycle_id}.json"}
-    write_files(d, {paths["markdown"]: lambda: [render_cycle_markdown(data)],
-                    paths["html"]: lambda: [render_cycle_html(data)],
-                    paths["json"]: lambda: [json.dumps(data, indent=2, default=str) + "\n"]},
+    wanted = report_formats(formats)
+    chosen = {name: f for name, f in CYCLE_REPORTS.items() if name in wanted}
+    paths = {name: d / f"{cycle_id}{suffix}" for name, (suffix, _) in chosen.items()}
+    write_files(d, {paths[name]: (lambda render=render: [render(data)])
+                    for name, (_, render) in chosen.items()},
                 what=f"cycle {cycle_id}", again=f"cycle report {cycle_id}")
     return paths

@@ -367,3 +367,41 @@ def test_a_check_key_or_type_typo_gets_the_right_did_you_mean(tmp_path, monkeypa
     config.write_text(good.replace("type: contains,", "type: contain,"))
     tag = CliRunner().invoke(cli, ["run", "cycle.yaml"])
     assert tag.exit_code == 2 and "Did you mean 'contains'?" in tag.output
+
+
+def test_reports_formats_choose_the_reports_written(tmp_path):
+    """`reports: {dir, formats}`: a CI job that wants only JUnit gets only JUnit, in the
+    folder it names; a cycle writes those of them it has."""
+    cfg = project(tmp_path, """
+        criteria:
+          - id: no_guarantees
+            check: {type: not_contains, values: [guarantee]}
+        reports: {dir: out/ci, formats: [junit]}
+        improve: {stop: {max_rounds: 1}}
+    """)
+    r = invoke(tmp_path, "run", cfg)
+    assert r.exit_code == 0, r.output
+    assert [p.name.split(".", 1)[1] for p in (tmp_path / "out" / "ci").iterdir()] == ["junit.xml"]
+    assert not (tmp_path / "reports").exists()
+
+    Path(cfg).write_text(Path(cfg).read_text().replace("[junit]", "[json, markdown]"))
+    r = invoke(tmp_path, "improve", cfg, "--headless", "--yes")
+    assert r.exit_code == 0, r.output
+    cycle_files = {p.suffix for p in (tmp_path / "out" / "ci").glob("c-*")}
+    assert cycle_files == {".json", ".md"}
+
+
+def test_an_unknown_report_format_is_refused_before_any_call(tmp_path):
+    cfg = project(tmp_path, """
+        criteria:
+          - id: no_guarantees
+            check: {type: not_contains, values: [guarantee]}
+        reports:
+          formats: [junit, pdf]
+    """)
+    for command in (["run", cfg], ["improve", cfg, "--headless", "--yes"]):
+        r = invoke(tmp_path, *command)
+        assert r.exit_code == 2, r.output
+        assert "cycle.yaml:7 (reports.formats): unknown report format 'pdf'" in r.output
+        assert "Known formats: markdown, json, junit, html" in r.output
+    assert not (tmp_path / "store.db").exists()
