@@ -24,7 +24,7 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from msgspec import Struct
 
@@ -77,8 +77,23 @@ class StopCondition(Protocol):
     def describe(self) -> str: ...
 
 
+class Leaf(StopCondition, Protocol):
+    """A condition written ``{key: value}`` in ``improve.stop``."""
+
+    key: ClassVar[str]
+
+    @classmethod
+    def parse(cls, value: Any, here: str, base_dir: str | None) -> StopCondition:
+        """The condition of ``value``; ValueError naming ``here`` when it is wrong."""
+
+
 class TargetScore(Struct, frozen=True):
     value: float
+    key: ClassVar[str] = "target_score"
+
+    @classmethod
+    def parse(cls, value: Any, here: str, base_dir: str | None) -> TargetScore:
+        return cls(float(_number(value, here)))
 
     def check(self, state: CycleState) -> str | None:
         s = state.incumbent_score
@@ -92,6 +107,12 @@ class TargetScore(Struct, frozen=True):
 
 class MaxRounds(Struct, frozen=True):
     value: int
+    key: ClassVar[str] = "max_rounds"
+
+    @classmethod
+    def parse(cls, value: Any, here: str, base_dir: str | None) -> MaxRounds:
+        # zero rounds would only pay for the baseline: that is `cycle run`
+        return cls(int(_number(value, here, integer=True, least=1)))
 
     def check(self, state: CycleState) -> str | None:
         if state.improvement_rounds >= self.value:
@@ -104,6 +125,11 @@ class MaxRounds(Struct, frozen=True):
 
 class MaxCost(Struct, frozen=True):
     value: float
+    key: ClassVar[str] = "max_cost"
+
+    @classmethod
+    def parse(cls, value: Any, here: str, base_dir: str | None) -> MaxCost:
+        return cls(float(_number(value, here)))
 
     def check(self, state: CycleState) -> str | None:
         if state.budget_exhausted or state.total_cost >= self.value:
@@ -116,6 +142,11 @@ class MaxCost(Struct, frozen=True):
 
 class MaxDuration(Struct, frozen=True):
     seconds: float
+    key: ClassVar[str] = "max_duration"
+
+    @classmethod
+    def parse(cls, value: Any, here: str, base_dir: str | None) -> MaxDuration:
+        return cls(parse_duration(value, here))
 
     def check(self, state: CycleState) -> str | None:
         if state.elapsed >= self.seconds:
@@ -129,6 +160,17 @@ class MaxDuration(Struct, frozen=True):
 class NoImprovement(Struct, frozen=True):
     rounds: int
     min_delta: float = 0.0
+    key: ClassVar[str] = "no_improvement"
+
+    @classmethod
+    def parse(cls, value: Any, here: str, base_dir: str | None) -> NoImprovement:
+        if isinstance(value, dict):
+            unknown = set(value) - {"rounds", "min_delta"}
+            if unknown or "rounds" not in value:
+                raise ValueError(f"{here}: expected {{rounds: K, min_delta: D}}, got {value!r}")
+            return cls(int(_number(value["rounds"], f"{here}.rounds", integer=True)) or 1,
+                       float(_number(value.get("min_delta", 0.0), f"{here}.min_delta")))
+        return cls(int(_number(value, here, integer=True)) or 1)
 
     def check(self, state: CycleState) -> str | None:
         done = [r for r in state.rounds if r.round >= 1 and r.stage == "improve"]
@@ -150,6 +192,13 @@ class Custom(Struct, frozen=True):
     path: str
     #: the directory the config lives in, put on sys.path to import from
     base_dir: str | None = None
+    key: ClassVar[str] = "custom"
+
+    @classmethod
+    def parse(cls, value: Any, here: str, base_dir: str | None) -> Custom:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{here}: expected an import path such as mypkg.stops:enough")
+        return cls(value.strip(), base_dir)
 
     def resolve(self) -> Callable[[CycleState], Any]:
         return _predicate(self.path, self.base_dir)
@@ -227,7 +276,10 @@ class Not(Struct, frozen=True):
 
 # -- parsing ---------------------------------------------------------------------
 
-LEAVES = ("target_score", "max_rounds", "max_cost", "max_duration", "no_improvement", "custom")
+#: the conditions by their YAML key: a new one is a class with a ``key``, a ``parse``
+#: classmethod, ``check`` and ``describe``, added here
+LEAVES: dict[str, type[Leaf]] = {
+    c.key: c for c in (TargetScore, MaxRounds, MaxCost, MaxDuration, NoImprovement, Custom)}
 COMBINATORS = ("any", "all", "not")
 
 
@@ -252,7 +304,7 @@ def parse_stop(spec: Any, *, where: str = "improve.stop", base_dir: str | Path |
     if not isinstance(spec, dict) or len(spec) != 1:
         raise ValueError(
             f"{where}: each condition is a mapping with one key, one of "
-            f"{', '.join(LEAVES + COMBINATORS)}; got {spec!r}"
+            f"{', '.join([*LEAVES, *COMBINATORS])}; got {spec!r}"
         )
     ((key, value),) = spec.items()
     here = f"{where}.{key}"
@@ -263,30 +315,10 @@ def parse_stop(spec: Any, *, where: str = "improve.stop", base_dir: str | Path |
         return AnyOf(parts) if key == "any" else AllOf(parts)
     if key == "not":
         return Not(parse_stop(value, where=here, base_dir=base_dir))
-    if key == "target_score":
-        return TargetScore(float(_number(value, here)))
-    if key == "max_rounds":
-        # zero rounds would only pay for the baseline: that is `cycle run`
-        return MaxRounds(int(_number(value, here, integer=True, least=1)))
-    if key == "max_cost":
-        return MaxCost(float(_number(value, here)))
-    if key == "max_duration":
-        return MaxDuration(parse_duration(value, here))
-    if key == "no_improvement":
-        if isinstance(value, dict):
-            unknown = set(value) - {"rounds", "min_delta"}
-            if unknown or "rounds" not in value:
-                raise ValueError(f"{here}: expected {{rounds: K, min_delta: D}}, got {value!r}")
-            return NoImprovement(
-                int(_number(value["rounds"], f"{here}.rounds", integer=True)) or 1,
-                float(_number(value.get("min_delta", 0.0), f"{here}.min_delta")),
-            )
-        return NoImprovement(int(_number(value, here, integer=True)) or 1)
-    if key == "custom":
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{here}: expected an import path such as mypkg.stops:enough")
-        return Custom(value.strip(), str(base_dir) if base_dir else None)
-    raise ValueError(f"{where}: unknown condition {key!r}; known: {', '.join(LEAVES + COMBINATORS)}")
+    leaf = LEAVES.get(key)
+    if leaf is None:
+        raise ValueError(f"{where}: unknown condition {key!r}; known: {', '.join([*LEAVES, *COMBINATORS])}")
+    return leaf.parse(value, here, str(base_dir) if base_dir else None)
 
 
 def resolve_custom(condition: StopCondition) -> None:

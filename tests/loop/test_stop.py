@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import textwrap
+from typing import ClassVar
 
 import pytest
+from msgspec import Struct
 
 from cycle.errors import ConfigError
 from cycle.loop.stop import CycleState, RoundRecord, cost_cap, has_limit, parse_stop
@@ -87,3 +89,36 @@ def test_cost_cap_and_limits() -> None:
 def test_bad_conditions_name_the_node(spec, message) -> None:
     with pytest.raises(ValueError, match=message):
         parse_stop(spec)
+
+
+class MinScoreRounds(Struct, frozen=True):
+    """A condition a user adds (the registry's test)."""
+
+    value: int
+    key: ClassVar[str] = "min_score_rounds"
+
+    @classmethod
+    def parse(cls, value, here, base_dir):
+        if not isinstance(value, int):
+            raise ValueError(f"{here}: expected a whole number")  # noqa: TRY004 - parse_stop reports ValueError
+        return cls(value)
+
+    def check(self, state):
+        return "enough" if len(state.rounds) >= self.value else None
+
+    def describe(self):
+        return f"min_score_rounds {self.value}"
+
+
+def test_a_new_condition_is_one_class_in_the_registry(monkeypatch):
+    """The extension point: a condition declares its key and parses its own value."""
+    from cycle.loop import stop
+
+    monkeypatch.setitem(stop.LEAVES, MinScoreRounds.key, MinScoreRounds)
+    cond = parse_stop({"any": [{"min_score_rounds": 2}, {"max_rounds": 5}]})
+    assert cond.describe() == "any(min_score_rounds 2, max_rounds 5)"
+    assert cond.check(CycleState(rounds=(RoundRecord(round=0, version="1", score=1.0),) * 2)) == "enough"
+    with pytest.raises(ValueError, match=r"improve.stop.any\[0\].min_score_rounds: expected a whole"):
+        parse_stop({"any": [{"min_score_rounds": "x"}]})
+    with pytest.raises(ValueError, match="known: target_score, .*custom, min_score_rounds, any"):
+        parse_stop({"nope": 1})
