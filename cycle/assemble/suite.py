@@ -251,15 +251,6 @@ def user_code_importable(loaded: LoadedConfig) -> None:
         sys.path.insert(0, base)
 
 
-def _templated(value: Any) -> list[str]:
-    """The template strings in a check's fields (``values: ["{{ order }}"]``)."""
-    if isinstance(value, str):
-        return [value] if "{{" in value or "{%" in value else []
-    if isinstance(value, list | tuple):
-        return [s for v in value for s in _templated(v)]
-    return []
-
-
 def _check_imports_and_templates(
     loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt | None,
     suite_criteria: Sequence[CriterionConfig] | None = None,
@@ -267,7 +258,6 @@ def _check_imports_and_templates(
     """Import every callable the run will need and render every template with every
     case's variables, so that a typo fails now, with its file and line, not as an
     error in each case after the models were paid for."""
-    from cycle.judge.checks import JsonSchema, PythonCheck
     from cycle.judge.criteria import merge
 
     c = loaded.config
@@ -275,15 +265,8 @@ def _check_imports_and_templates(
     user_code_importable(loaded)
     cfg = str(loaded.path)
 
-    def imports(check: Any) -> list[tuple[str, str]]:
-        if isinstance(check, PythonCheck):
-            return [(check.function, "function")]
-        if isinstance(check, JsonSchema) and check.model:
-            return [(check.model, "model")]
-        return []
-
     for i, crit in enumerate(crits):
-        for path, key in imports(crit.check):
+        for key, path in crit.check.imports() if crit.check else ():
             _importable(path, file=cfg, line=loaded.doc.line_of(("criteria", i, "check", key)),
                         field=f"criteria[{i}].check.{key}")
     spec = c.agent_config
@@ -338,28 +321,27 @@ def _check_imports_and_templates(
             if crit.check is None:
                 continue
             if crit.id in own:
-                for path, key in imports(crit.check):
+                for key, path in crit.check.imports():
                     _importable(path, file=file, line=line,
                                 field=f"case {case.id}: criteria ({crit.id}).check.{key}")
-            for name in type(crit.check).model_fields:
-                for source in _templated(getattr(crit.check, name)):
-                    try:
-                        render(source, case.variables, field=name)
-                    except ConfigError as e:
-                        if crit.id in own:
-                            where_file, where_line = file, line
-                            field_ = f"case {case.id}: criteria ({crit.id}).check.{name}"
-                        else:
-                            i = next(n for n, x in enumerate(crits) if x.id == crit.id)
-                            where_file = cfg
-                            where_line = loaded.doc.line_of(("criteria", i, "check", name))
-                            field_ = f"criteria[{i}].check.{name}"
-                        raise ConfigError(
-                            f"case '{case.id}' ({case.source}): " + e.message.split(": ", 1)[-1],
-                            file=where_file, line=where_line, field=field_,
-                            hint=(e.hint or "") + " Add the variable to every case's input, or "
-                            "use only variables every case has.",
-                        ) from None
+            for name, source in crit.check.templates():
+                try:
+                    render(source, case.variables, field=name)
+                except ConfigError as e:
+                    if crit.id in own:
+                        where_file, where_line = file, line
+                        field_ = f"case {case.id}: criteria ({crit.id}).check.{name}"
+                    else:
+                        i = next(n for n, x in enumerate(crits) if x.id == crit.id)
+                        where_file = cfg
+                        where_line = loaded.doc.line_of(("criteria", i, "check", name))
+                        field_ = f"criteria[{i}].check.{name}"
+                    raise ConfigError(
+                        f"case '{case.id}' ({case.source}): " + e.message.split(": ", 1)[-1],
+                        file=where_file, line=where_line, field=field_,
+                        hint=(e.hint or "") + " Add the variable to every case's input, or "
+                        "use only variables every case has.",
+                    ) from None
         if prompt is not None and not spec.function and not (spec.http and isinstance(case.input, str)):
             for name, source in (("system", prompt.system), ("user_template", prompt.user_template)):
                 try:

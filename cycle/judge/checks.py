@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
@@ -71,6 +71,17 @@ def _fill(value: str, ctx: CheckContext) -> str:
 _WHOLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 
 
+def _templates_in(value: Any) -> list[str]:
+    """The template strings in a field's value (nested in lists and mappings too)."""
+    if isinstance(value, str):
+        return [value] if "{{" in value or "{%" in value else []
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _templates_in(v)]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _templates_in(v)]
+    return []
+
+
 def fill_value(value: Any, ctx: CheckContext) -> Any:
     """A value a check compares with, its templates filled from the case: strings rendered
     (``"order {{ order }}"``), a string that is one placeholder replaced by the variable
@@ -96,7 +107,23 @@ def _norm(text: str, *, case_sensitive: bool, collapse_whitespace: bool = False)
 
 
 class _Check(BaseModel):
+    """A check kind: its fields, ``evaluate``, and what a run's preflight must try first
+    (its own declaration: a new check kind touches nothing else)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    #: the fields filled from the case's variables when it is evaluated (``{{ order }}``)
+    rendered: ClassVar[tuple[str, ...]] = ()
+    #: the fields naming Python objects by import path, loaded when it is evaluated
+    imported: ClassVar[tuple[str, ...]] = ()
+
+    def templates(self) -> list[tuple[str, str]]:
+        """(field, template) of each template the check renders: the preflight renders
+        them with every case's variables before any call is paid for."""
+        return [(name, t) for name in self.rendered for t in _templates_in(getattr(self, name))]
+
+    def imports(self) -> list[tuple[str, str]]:
+        """(field, import path) of each object the check loads: imported before the run."""
+        return [(name, path) for name in self.imported if (path := getattr(self, name))]
 
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -110,6 +137,7 @@ class ExactMatch(_Check):
     """The output equals a value (the case's ``expected`` when no value is given)."""
 
     type: Literal["exact", "exact_match"] = "exact"
+    rendered: ClassVar[tuple[str, ...]] = ("value",)
     value: str | None = Field(None, description="The text to match; default: the case's expected.")
     case_sensitive: bool = Field(True, description="Compare case-sensitively.")
     normalize_whitespace: bool = Field(
@@ -132,6 +160,7 @@ class ExactMatch(_Check):
 
 
 class _Substrings(_Check):
+    rendered: ClassVar[tuple[str, ...]] = ("values",)
     values: list[str] = Field(min_length=1, description="Substrings to look for.")
     case_sensitive: bool = Field(False, description="Match case-sensitively.")
 
@@ -187,6 +216,7 @@ class Regex(_Check):
     limit: cycle.patterns)."""
 
     type: Literal["regex"] = "regex"
+    rendered: ClassVar[tuple[str, ...]] = ("pattern",)
     pattern: str = Field(description="A Python regular expression.")
     ignore_case: bool = Field(False, description="Match case-insensitively.")
     multiline: bool = Field(False, description="^ and $ match at every line.")
@@ -225,6 +255,7 @@ class JsonSchema(_Check):
     """100 when the output is JSON valid against a JSON schema or a pydantic model."""
 
     type: Literal["json_schema"] = "json_schema"
+    imported: ClassVar[tuple[str, ...]] = ("model",)
     json_schema: dict[str, Any] | None = Field(
         None, alias="schema", description="A JSON schema the output must satisfy."
     )
@@ -330,6 +361,7 @@ class PythonCheck(_Check):
     """
 
     type: Literal["python"] = "python"
+    imported: ClassVar[tuple[str, ...]] = ("function",)
     function: str = Field(description="package.module:function taking a CheckContext.")
 
     def evaluate(self, ctx: CheckContext) -> CheckOutcome:  # pragma: no cover - use aevaluate

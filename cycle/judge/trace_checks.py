@@ -32,6 +32,7 @@ class ToolCalled(_Check):
     arguments). ``tool_use`` is the same check by its GoGrid name."""
 
     type: Literal["tool_called", "tool_use"] = "tool_called"
+    rendered: ClassVar[tuple[str, ...]] = ("args",)
     tool: str = Field(description="The tool's name.")
     args: dict[str, Any] | None = Field(None, description="Arguments a call must match.")
     match: Match = Field("subset", description="How arguments match: exact, subset, regex, schema.")
@@ -86,6 +87,7 @@ class ToolNotCalled(_Check):
     """``tool`` was never called (with ``args``: never with matching arguments)."""
 
     type: Literal["tool_not_called"] = "tool_not_called"
+    rendered: ClassVar[tuple[str, ...]] = ("args",)
     tool: str = Field(description="The tool that must not be called.")
     args: dict[str, Any] | None = Field(None, description="Only calls matching these count.")
     match: Match = Field("subset", description="How arguments match.")
@@ -163,6 +165,7 @@ class EventCount(_Bounded):
     [``min``, ``max``]. ``where`` compares event fields: ``{tool: refund}``."""
 
     type: Literal["event_count"] = "event_count"
+    rendered: ClassVar[tuple[str, ...]] = ("where",)
     kind: str = Field(description="user, model, tool_result, tool_error, state or final.")
     where: dict[str, Any] = Field(default_factory=dict, description="Field values an event must have.")
     min: int | None = Field(None, ge=0, description="At least this many.")
@@ -190,6 +193,7 @@ class StateValue(_Check):
     without ``equals``, the path only has to exist."""
 
     type: Literal["state_value"] = "state_value"
+    rendered: ClassVar[tuple[str, ...]] = ("equals",)
     path: str = Field(min_length=1, description="Dotted path in the state: scope.key[.key...].")
     equals: Any = Field(None, description="The value expected there (left out: the path exists).")
 

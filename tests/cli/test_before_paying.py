@@ -134,6 +134,14 @@ BAD = {
     "eval file nested 100k deep": (
         lambda p: (p / "deep.json").write_text("[" * 100_000 + "]" * 100_000),
         ["run", "--eval", "deep.json"], "deep.json: the JSON is nested deeper", "Flatten"),
+    "tool args template typo": (
+        _replace("cycle.yaml", "  - id: short\n",
+                 "  - id: asked\n    check: {type: tool_called, tool: lookup, "
+                 "args: {q: '{{ questoin }}'}}\n  - id: short\n"), RUN,
+        "cycle.yaml:4 (criteria[0].check.args): case 'late'", "every case's input"),
+    "report format unknown": (_append("cycle.yaml", "reports: {formats: [pdf]}\n"), RUN,
+                              "cycle.yaml:8 (reports.formats): unknown report format 'pdf'",
+                              "Known formats"),
     "budget nan": (lambda p: None, [*RUN, "--budget", "nan"], "--budget", ""),
     "timeout inf": (lambda p: None, [*RUN, "--timeout", "inf"], "--timeout", ""),
 }
