@@ -10,11 +10,9 @@ caller. SDK errors become ``cycle.errors`` here.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import os
-import weakref
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -30,6 +28,7 @@ from cycle.llm.base import (
     ProviderOptions,
 )
 from cycle.llm.bodies import cap_client
+from cycle.llm.clients import SharedClients
 from cycle.llm.http import redact, safe_url, status_error, token_count, unsupported_when_missing
 from cycle.records import Message, ToolCall, ToolDef, Usage
 
@@ -64,6 +63,10 @@ def _is_google(base_url: str | None) -> bool:
     return host.endswith("googleapis.com")
 
 
+#: the genai clients, one per event loop and endpoint settings
+_clients: SharedClients[genai.Client] = SharedClients(lambda client: client.aio.aclose())
+
+
 class GeminiAPI(ModelAPI):
     """``gemini:<model>``: the Gemini Developer API."""
 
@@ -85,41 +88,36 @@ class GeminiAPI(ModelAPI):
                 )
             key = PLACEHOLDER_KEY
         self._api_key = key
-        self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, genai.Client
-        ] = weakref.WeakKeyDictionary()
+        headers = opts.extra.get("headers") or {}
+        # models with equal keys share a client (cycle.llm.clients)
+        self._client_key: tuple[Any, ...] = (
+            key, self.base_url, opts.api_version, opts.timeout, opts.max_response_mb,
+            tuple(sorted((str(k), str(v)) for k, v in dict(headers).items())),
+        )
 
     def __repr__(self) -> str:
         return f"GeminiAPI({self.model_name!r}, base_url={safe_url(self.base_url)!r})"
 
     def _client(self) -> genai.Client:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            genai = heap.import_module("google.genai")
-            types = genai.types
-            http_options = types.HttpOptions(
-                base_url=self.base_url,
-                api_version=self.options.api_version,
-                timeout=int(self.options.timeout * 1000),
-                headers=self.options.extra.get("headers"),
-                # retry_options stays None: the SDK then makes exactly one attempt
-            )
-            client = genai.Client(api_key=self._api_key, http_options=http_options)
-            http = getattr(client._api_client, "_async_httpx_client", None)
-            if http is not None:  # every body read under a cap (cycle.llm.bodies)
-                cap_client(http, limit_mb=self.options.max_response_mb)
-            self._clients[loop] = client
+        return _clients.get(self, self._client_key, self._new_client)
+
+    def _new_client(self) -> genai.Client:
+        genai = heap.import_module("google.genai")
+        http_options = genai.types.HttpOptions(
+            base_url=self.base_url,
+            api_version=self.options.api_version,
+            timeout=int(self.options.timeout * 1000),
+            headers=self.options.extra.get("headers"),
+            # retry_options stays None: the SDK then makes exactly one attempt
+        )
+        client = genai.Client(api_key=self._api_key, http_options=http_options)
+        http = getattr(client._api_client, "_async_httpx_client", None)
+        if http is not None:  # every body read under a cap (cycle.llm.bodies)
+            cap_client(http, limit_mb=self.options.max_response_mb)
         return client
 
     async def aclose(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        client = self._clients.pop(loop, None)
-        if client is not None:
-            await client.aio.aclose()
+        await _clients.release(self)
 
     # -- the call -------------------------------------------------------------
 

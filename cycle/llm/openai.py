@@ -18,11 +18,9 @@ answer, about a third of the client's CPU per call (benchmarks/RESULTS.md).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
-import weakref
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -39,6 +37,7 @@ from cycle.llm.base import (
     ProviderOptions,
 )
 from cycle.llm.bodies import cap_client
+from cycle.llm.clients import SharedClients
 from cycle.llm.http import redact, safe_url, status_error, token_count, unsupported_when_missing
 from cycle.llm.structured import strict_schema
 from cycle.records import Message, ToolCall, ToolDef, Usage
@@ -55,10 +54,8 @@ _REASONING = re.compile(r"^(o\d|gpt-5(?!-chat))")
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 
-#: per event loop: client key -> [AsyncOpenAI, number of OpenAIAPI using it]
-_shared_clients: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[Any, ...], list[Any]]
-] = weakref.WeakKeyDictionary()
+#: the AsyncOpenAI clients, one per event loop and endpoint settings
+_clients: SharedClients[openai.AsyncOpenAI] = SharedClients(lambda client: client.close())
 
 
 def _is_official(base_url: str | None) -> bool:
@@ -89,9 +86,6 @@ class OpenAIAPI(ModelAPI):
             key = PLACEHOLDER_KEY
         # kept private and out of every message; see redact()
         self._api_key = key
-        self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, openai.AsyncOpenAI
-        ] = weakref.WeakKeyDictionary()
         # models with equal keys share a client (see _client); the key stays in memory only
         headers = opts.extra.get("headers") or {}
         self._client_key: tuple[Any, ...] = (
@@ -105,47 +99,25 @@ class OpenAIAPI(ModelAPI):
     # -- client ---------------------------------------------------------------
 
     def _client(self) -> openai.AsyncOpenAI:
-        # an httpx connection pool belongs to one event loop: one client per loop,
-        # shared by every model with the same endpoint and settings (the agent and the
-        # judge on one server use one pool: a second pool costs ~9% more CPU per call)
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            shared = _shared_clients.setdefault(loop, {})
-            entry = shared.get(self._client_key)
-            if entry is None:
-                openai = heap.import_module("openai")
-                extra = self.options.extra
-                entry = shared[self._client_key] = [openai.AsyncOpenAI(
-                    api_key=self._api_key,
-                    base_url=self.base_url,
-                    organization=extra.get("organization"),
-                    timeout=self.options.timeout,
-                    max_retries=0,
-                    default_headers=extra.get("headers"),
-                    # every body read under a cap, after decompression (cycle.llm.bodies)
-                    http_client=cap_client(openai.DefaultAsyncHttpxClient(
-                        timeout=self.options.timeout),
-                        limit_mb=self.options.max_response_mb),
-                ), 0]
-            entry[1] += 1
-            client = self._clients[loop] = entry[0]
-        return client
+        return _clients.get(self, self._client_key, self._new_client)
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        openai = heap.import_module("openai")
+        extra = self.options.extra
+        return openai.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            organization=extra.get("organization"),
+            timeout=self.options.timeout,
+            max_retries=0,
+            default_headers=extra.get("headers"),
+            # every body read under a cap, after decompression (cycle.llm.bodies)
+            http_client=cap_client(openai.DefaultAsyncHttpxClient(timeout=self.options.timeout),
+                                   limit_mb=self.options.max_response_mb),
+        )
 
     async def aclose(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        if self._clients.pop(loop, None) is None:
-            return
-        shared = _shared_clients.get(loop, {})
-        entry = shared.get(self._client_key)
-        if entry is not None:
-            entry[1] -= 1
-            if entry[1] <= 0:  # the last model using it: close the pool
-                del shared[self._client_key]
-                await entry[0].close()
+        await _clients.release(self)
 
     # -- the call -------------------------------------------------------------
 

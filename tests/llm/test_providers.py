@@ -163,3 +163,22 @@ def test_sync_facade(name, make_model, server):
     assert (call.name, call.arguments) == ("get_weather", {"city": "Oslo"})
     # a second event loop gets its own client and semaphores
     assert model.generate_sync([Message.user("again")]).text == "echo: again"
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_models_on_one_endpoint_share_one_sdk_client(name, make_model, server):
+    """The agent and the judge on one server use one SDK client (one connection pool);
+    other settings get their own; the last model closed closes it."""
+    agent, judge = make_model(name, role="agent"), make_model(name, role="judge")
+    other = make_model(name, options={"timeout": 7.0})
+    for m in (agent, judge, other):
+        await m.generate([Message.user("hi")])
+    assert agent.api._client() is judge.api._client()
+    assert other.api._client() is not agent.api._client()
+    shared = agent.api._client()
+    await agent.aclose()
+    assert judge.api._client() is shared  # still held by the judge
+    await judge.aclose()
+    await judge.generate([Message.user("again")])  # a new client, made on use
+    assert judge.api._client() is not shared
+    assert len(server.requests) == 4
