@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
     {"cycle.improve"},
     {"cycle.loop"},
     {"cycle.formats"},
+    {"cycle.simulate"},  # cycle simulate's session: agents' tools, cases, ADK EvalSets
     {"cycle.assemble"},
     {"cycle.report", "cycle.progress"},
     {"cycle.tui"},

@@ -1,5 +1,5 @@
 """``cycle simulate``: play the agent's model; each finished session becomes a golden trace
-(``cycle.assemble.simulate`` says how)."""
+(``cycle.simulate`` says how)."""
 
 from __future__ import annotations
 
@@ -34,13 +34,8 @@ def simulate(ctx: click.Context, config: Path | None, adk_paths: tuple[str, ...]
     tools, and every --adk agent. Tools answer through CONFIG's mocks; nothing runs real
     code unless a mock (or --passthrough) says so.
     """
-    from cycle.assemble.simulate import (
-        Simulation,
-        adk_agent,
-        check_passthrough,
-        check_targets,
-        config_agent,
-    )
+    from cycle.assemble.simulate import config_agent
+    from cycle.simulate import Simulation, adk_agent, check_passthrough, check_targets
     from cycle.tui.app import SimulateApp
 
     obj = ctx.find_object(CliContext) or CliContext()

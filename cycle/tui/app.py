@@ -42,7 +42,7 @@ from cycle.tui.state import DashboardState
 from cycle.tui.widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
-    from cycle.assemble.simulate import Simulation
+    from cycle.simulate import Simulation
     from cycle.store import Store
 
 #: a frame that brings more events than this is part of a fast run: the heavy
@@ -170,8 +170,9 @@ class CycleApp(App[CycleOutcome | None]):
     def action_simulate(self) -> None:
         """Play the agent of ./cycle.yaml (its golden traces go where cycle simulate puts
         them by default: <prompt id>.evalset.json here)."""
-        from cycle.assemble.simulate import Simulation, config_agent
+        from cycle.assemble.simulate import config_agent
         from cycle.errors import CycleError
+        from cycle.simulate import Simulation
         from cycle.tui.screens.simulate import SimulateScreen
 
         config = Path.cwd() / "cycle.yaml"

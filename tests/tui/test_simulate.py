@@ -11,8 +11,9 @@ import pytest
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from textual.widgets import Checkbox, Input, OptionList, TextArea
 
-from cycle.assemble.simulate import SessionState, Simulation, config_agent
+from cycle.assemble.simulate import config_agent
 from cycle.cases import load_case_file
+from cycle.simulate import SessionState, Simulation
 from cycle.tui.app import SimulateApp
 from cycle.tui.screens.confirm import ConfirmScreen
 from tests.tui import simtools
@@ -220,7 +221,7 @@ async def test_quitting_mid_session_asks_and_exports_nothing(project):
 async def test_two_agents_an_adk_one_chosen_from_the_list(project, monkeypatch):
     """With a config's agent and an ADK agent, the session starts by choosing; the ADK
     agent's tools are its own, answered by the config's mocks and --passthrough."""
-    from cycle.assemble.simulate import adk_agent
+    from cycle.simulate import adk_agent
     from tests.agents import adk_agents
 
     adk_agents.CALLS.clear()

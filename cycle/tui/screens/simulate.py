@@ -1,6 +1,6 @@
 """Simulate: a person plays the agent's model; the session becomes a golden trace.
 
-The screen draws and collects; ``cycle.assemble.simulate.Simulation`` holds the session
+The screen draws and collects; ``cycle.simulate.Simulation`` holds the session
 (its states, history, validation, the tools' mocks and the export). The right panel
 shows what the state allows: choose an agent, type the query, pick a tool (or the final
 response), fill the tool's form. The left panel is the history as it grows.
@@ -32,7 +32,8 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from cycle.assemble.simulate import (
+from cycle.errors import CycleError
+from cycle.simulate import (
     FinalResponse,
     HistoryEntry,
     SessionState,
@@ -46,7 +47,6 @@ from cycle.assemble.simulate import (
     form_fields,
     parse_form,
 )
-from cycle.errors import CycleError
 from cycle.tui.screens.confirm import ConfirmScreen
 
 #: the option that ends the session, among the tools
