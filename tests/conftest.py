@@ -15,3 +15,14 @@ _PROVIDER_VARS = (
 def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in _PROVIDER_VARS:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_compat():
+    """What compatible servers were found to accept is learned per process: each test
+    starts from nothing (a loopback server's address is shared by a module's tests)."""
+    from cycle.llm import compat
+
+    compat.forget()
+    yield
+    compat.forget()

@@ -110,6 +110,9 @@ class ProviderSettings(BaseModel):
     batch_window: float = Field(
         1.0, gt=0, description="A pause this long in new calls sends the gathered ones as a "
         "batch job (run.batch).")
+    structured: Literal["auto", "json_schema", "json_object", "prompt"] = Field(
+        "auto", description="How an OpenAI-compatible server is asked for JSON: auto (learn "
+        "it: json_schema, else json_object, else the schema in the prompt), or one of them.")
 
 
 class PriceOverride(BaseModel):
@@ -238,6 +241,16 @@ class CycleConfig(BaseModel):
     improve: dict[str, Any] = Field(
         default_factory=dict, description="The improvement loop's options (see cycle improve)."
     )
+
+    @field_validator("providers")
+    @classmethod
+    def _structured_only_for_openai(cls, providers: dict[str, ProviderSettings]
+                                    ) -> dict[str, ProviderSettings]:
+        for name, settings in providers.items():
+            if settings.structured != "auto" and name != "openai":
+                raise ValueError(f"providers.{name}.structured: only OpenAI-compatible servers "
+                                 f"(providers.openai) take it; {name} has one form")
+        return providers
 
     @model_validator(mode="before")
     @classmethod

@@ -68,7 +68,8 @@ def provider_options(loaded: LoadedConfig, model_name: str) -> ProviderOptions |
         return None
     return ProviderOptions(base_url=settings.base_url, api_version=settings.api_version,
                            timeout=settings.timeout, max_connections=settings.max_connections,
-                           max_response_mb=settings.max_response_mb)
+                           max_response_mb=settings.max_response_mb,
+                           extra={"structured": settings.structured})
 
 
 def price_table(loaded: LoadedConfig) -> PriceTable:

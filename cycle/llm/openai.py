@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from cycle import heap
-from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
+from cycle.errors import (
+    BadRequestError,
+    MalformedResponseError,
+    MissingCredentialsError,
+    ProviderConnectionError,
+)
+from cycle.llm import compat
 from cycle.llm.base import (
     CUT_SLACK,
     PLACEHOLDER_KEY,
@@ -122,16 +128,23 @@ class OpenAIAPI(ModelAPI):
     # -- the call -------------------------------------------------------------
 
     def build_request(
-        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
+        self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig,
+        *, form: compat.Accepted | None = None,
     ) -> dict[str, Any]:
-        """The JSON body of this call to ``/chat/completions``."""
+        """The JSON body of this call to ``/chat/completions``; ``form``: what to send
+        (cycle.llm.compat; default: what this server is known to accept)."""
         reasoning = self.official and bool(_REASONING.match(self.model_name))
-        request: dict[str, Any] = {
-            "model": self.model_name,
-            "messages": [m.as_chat() for m in messages],
-        }
+        form = form or self._form()
+        chat = ([m.as_chat() for m in messages] if form.tool_role is not False
+                else compat.tool_text(messages))
+        if not self.official:
+            # llama.cpp's server answers 500 to an assistant message whose content is null
+            chat = [{**m, "content": ""} if m.get("content") is None else m for m in chat]
+        request: dict[str, Any] = {"model": self.model_name, "messages": chat}
         if tools:
             request["tools"] = [t.as_chat() for t in tools]
+            if not self.official:  # some servers ignore tools unless tool_choice is set
+                request["tool_choice"] = "auto"
         if config.temperature is not None and not reasoning:
             request["temperature"] = config.temperature
         if config.top_p is not None and not reasoning:
@@ -143,24 +156,109 @@ class OpenAIAPI(ModelAPI):
         if config.max_tokens is not None:
             # OpenAI deprecated max_tokens (reasoning models reject it); compatible
             # servers often know only max_tokens
-            default_field = "max_completion_tokens" if self.official else "max_tokens"
-            request[self.options.extra.get("max_tokens_field", default_field)] = config.max_tokens
+            request[str(form.max_tokens_field)] = config.max_tokens
         if config.response_schema is not None:
-            strict = strict_schema(config.response_schema)
-            request["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": _SCHEMA_NAME.sub("_", config.response_schema_name)[:64] or "output",
-                    "schema": strict if strict is not None else config.response_schema,
-                    "strict": strict is not None,
-                },
-            }
+            schema, mode = config.response_schema, str(form.structured)
+            shape = compat.response_format(
+                mode, schema, strict_schema(schema) if mode == "json_schema" else None,
+                _SCHEMA_NAME.sub("_", config.response_schema_name)[:64] or "output")
+            if shape is not None:
+                request["response_format"] = shape
+            if mode in compat.PROMPT_MODES:
+                request["messages"] = compat.with_schema_in_prompt(
+                    request["messages"], schema, config.response_schema_name or "output")
         return request
+
+    def _form(self) -> compat.Accepted:
+        """What this call sends: the settings, else what the server was found to accept,
+        else OpenAI's own forms (OpenAI deprecated max_tokens, and its reasoning models
+        refuse it; compatible servers often know only max_tokens)."""
+        learned = compat.accepted(self.base_url, self.model_name)
+        setting = self._structured_setting()
+        return compat.Accepted(
+            structured=setting if setting != "auto" else (
+                "json_schema" if self.official else learned.structured or "json_schema"),
+            max_tokens_field=self.options.extra.get("max_tokens_field") or learned.max_tokens_field
+            or ("max_completion_tokens" if self.official else "max_tokens"),
+            tool_role=learned.tool_role, probed=learned.probed)
+
+    def _structured_setting(self) -> str:
+        return str(self.options.extra.get("structured") or "auto")
 
     async def generate(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> ModelOutput:
-        request = self.build_request(messages, tools, config)
+        """One call; to a server that is not OpenAI's own, adapted to what it accepts
+        (cycle.llm.compat), learning it from a refusal (or from a structured answer that
+        is not JSON) once. The usage of a wasted answer is added to the call's."""
+        if self.official:  # OpenAI's own API takes OpenAI's forms: nothing to learn
+            return await self._send(self.build_request(messages, tools, config), config)
+        steps = self._structured_setting() == "auto" and config.response_schema is not None
+        with_tools = any(m.role == "tool" for m in messages)
+
+        def unknown() -> bool:
+            learned = compat.accepted(self.base_url, self.model_name)
+            return ((steps and learned.structured is None)
+                    or (with_tools and learned.tool_role is None))
+
+        if unknown():
+            # the first calls that need something learned go one at a time: the others
+            # wait, then send the form that worked (one refused call per server, not one
+            # per call in flight)
+            async with compat.learning(self.base_url, self.model_name):
+                if unknown():
+                    return await self._adapted(messages, tools, config, steps)
+        return await self._adapted(messages, tools, config, steps)
+
+    async def _adapted(self, messages: list[Message], tools: list[ToolDef],
+                       config: GenerateConfig, steps: bool) -> ModelOutput:
+        form = self._form()
+        field_set = bool(self.options.extra.get("max_tokens_field"))
+        wasted = Usage()
+        tried: set[str] = set()
+        while True:
+            request = self.build_request(messages, tools, config, form=form)
+            try:
+                output = await self._send(request, config)
+            except BadRequestError as e:
+                said = f"{e.message} {e.body or ''}"
+                field = str(form.max_tokens_field)
+                if (field in request and not field_set and "field" not in tried
+                        and compat.refuses(said, field)):
+                    tried.add("field")
+                    form.max_tokens_field = ("max_tokens" if field == "max_completion_tokens"
+                                             else "max_completion_tokens")
+                    continue
+                if (form.tool_role is None and compat.refuses(said, "tool")
+                        and any(m.role == "tool" for m in messages)):
+                    form.tool_role = False
+                    continue
+                nxt = compat.next_mode(str(form.structured))
+                if steps and "response_format" in request and nxt is not None:
+                    form.structured = nxt
+                    continue
+                raise
+            if (steps and not form.probed and form.structured != "prompt"
+                    and not output.tool_calls and not compat.is_json_object(output.text)):
+                # the format was ignored: asked again with the schema in the prompt (the
+                # answer is paid); kept only if that answer is JSON (else the model, not
+                # the server, is at fault: the Model's repair follows, in this form)
+                asked = form.structured
+                wasted = wasted + output.usage
+                form.structured, form.probed = "prompt", True
+                request = self.build_request(messages, tools, config, form=form)
+                output = await self._send(request, config)
+                if not compat.is_json_object(output.text):
+                    form.structured = asked
+            break
+        if form.tool_role is None and any(m.role == "tool" for m in messages):
+            form.tool_role = True  # it took them
+        compat.learn(self.base_url, self.model_name, form, structured=steps)
+        if wasted.total_tokens:
+            output = output.model_copy(update={"usage": output.usage + wasted})
+        return output
+
+    async def _send(self, request: dict[str, Any], config: GenerateConfig) -> ModelOutput:
         if self.guard_max_tokens and not self.official and config.max_tokens:
             return await self._streamed(request, config.max_tokens)
         completion = await self._calling(

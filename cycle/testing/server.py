@@ -53,6 +53,8 @@ from msgspec import Struct, field
 from msgspec.structs import force_setattr
 
 from cycle.llm.base import ProviderOptions
+from cycle.llm.compat import schema_in_prompt
+from cycle.testing import compat as _compat
 from cycle.testing.batches import BatchEngine
 from cycle.testing.examples import example_for
 
@@ -62,7 +64,8 @@ _GEMINI_PATH = re.compile(r"^/(?P<version>[^/]+)/models/(?P<model>[^/:]+):genera
 _OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
 _REASONS = {
     200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    408: "Request Timeout", 413: "Payload Too Large", 429: "Too Many Requests",
+    408: "Request Timeout", 413: "Payload Too Large", 422: "Unprocessable Entity",
+    429: "Too Many Requests",
     500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
     504: "Gateway Timeout",
 }
@@ -239,8 +242,13 @@ class ChatRequest(Struct):
             fmt = body.get("response_format") or {}
             if fmt.get("type") == "json_schema":
                 return (fmt.get("json_schema") or {}).get("schema") or {}
+            # a schema in the prompt (cycle.llm.compat) is followed, as a model would
+            found = schema_in_prompt(self.system)
+            asked = found[1] if found else None
             if fmt.get("type") == "json_object":
-                return {"type": "object"}
+                return fmt.get("schema") or asked or {"type": "object"}
+            if asked is not None:
+                return asked
         elif self.api == "gemini":
             gen = body.get("generationConfig") or {}
             schema = gen.get("responseJsonSchema") or gen.get("responseSchema")
@@ -254,7 +262,13 @@ class ChatRequest(Struct):
     def schema_name(self) -> str | None:
         body = self.body if isinstance(self.body, dict) else {}
         if self.api == "openai":
-            return ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+            fmt = body.get("response_format") or {}
+            if fmt.get("type") == "json_schema":
+                return (fmt.get("json_schema") or {}).get("name")
+            if isinstance(fmt.get("schema"), dict) and fmt["schema"].get("title"):
+                return str(fmt["schema"]["title"])
+            found = schema_in_prompt(self.system)
+            return found[0] if found else None
         return None
 
     @property
@@ -366,10 +380,16 @@ class LoopbackServer:
         batch_delay: float = 0.0,
         stream_chars: int = 4,
         stream_delay: float = 0.0,
+        compat: str | None = None,
     ) -> None:
         """``stream_chars``: characters of a streamed answer a chunk (a token);
         ``stream_delay``: seconds between two chunks (a model's speed: a client that stops
-        reading is noticed within one)."""
+        reading is noticed within one); ``compat``: behave as a real OpenAI-compatible
+        server does (cycle.testing.compat: llamacpp, text-only, no-tool-role)."""
+        if compat is not None and compat not in _compat.MODES:
+            raise ValueError(f"compat: one of {', '.join(_compat.MODES)}, not {compat!r}")
+        #: the OpenAI-compatible server this one behaves as (None: OpenAI itself)
+        self.compat = compat
         self.host = host
         self.port = port
         self.stream_chars = stream_chars
@@ -655,12 +675,21 @@ class LoopbackServer:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
+        refused = None
         if api == "openai" and isinstance(body, dict):
             model = str(body.get("model", ""))
+            refused = _compat.refusal(self.compat, body)
+            body = _compat.understood(self.compat, body)
         request = ChatRequest(api=api, method=method, path=path, headers=headers, raw=raw,
                               body=body, model=model)
         if asked is not None:
             asked.append(request)
+        if refused is not None:  # counted, but it takes nothing from the queue
+            with self._lock:
+                self._count += 1
+                if self.record:
+                    self._requests.append(request)
+            return refused[0], {}, refused[1]
         if api is None:
             batch = self.batches.route(method, path, headers, raw)
             if batch is not None:  # the batch endpoints are not model calls: not counted
@@ -851,9 +880,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="the Retry-After of a 429, seconds")
     parser.add_argument("--batch-delay", type=float, default=0.0,
                         help="seconds a batch job takes to finish")
+    parser.add_argument("--compat", choices=_compat.MODES, default=None,
+                        help="behave as a real OpenAI-compatible server (cycle.testing.compat)")
     args = parser.parse_args(argv)
     server = LoopbackServer(host=args.host, port=args.port, latency=args.latency, record=False,
-                            batch_delay=args.batch_delay)
+                            batch_delay=args.batch_delay, compat=args.compat)
     if args.tool_calls:
         server.responder = tool_loop(args.tool_calls)
     if args.rate_limit:

@@ -104,9 +104,12 @@ def test_exit_3_when_the_judge_answers_garbage_through_the_openai_sdk(tmp_path):
             criteria:
               - id: accuracy
             agent: openai:gpt-4o-mini
-        """, f"providers:\n  openai: {{base_url: '{srv.openai_base_url}'}}\n")
+        """, f"providers:\n  openai: {{base_url: '{srv.openai_base_url}', "
+            "structured: json_schema}\n")
         r = invoke(tmp_path, "run", cfg, "-n", "1", "--json")
-        # one agent call and two judge calls (answer + repair) per case
+        # one agent call and two judge calls (answer + repair) per case (a server known to
+        # take json_schema: in auto mode a text answer would first be asked again with the
+        # schema in the prompt, cycle.llm.compat)
         assert srv.request_count == 6
     assert r.exit_code == 3, r.output
     data = json.loads(r.output)

@@ -28,6 +28,7 @@ def server(_server: LoopbackServer) -> Iterator[LoopbackServer]:
     _server.latency = 0.0
     _server.responder = None
     _server.stream_chars, _server.stream_delay = 4, 0.0
+    _server.compat = None
     yield _server
     _server.reset()
 

@@ -121,7 +121,10 @@ async def test_structured_output_with_dict_schema_default_answer(name, make_mode
 
 @pytest.mark.parametrize("name", PROVIDERS)
 async def test_invalid_json_is_repaired_once(name, make_model, server, recorder):
-    model = make_model(name, bus=recorder.bus)
+    """A server that takes the schema (OpenAI's json_schema; the setting says so for a
+    compatible one: in auto mode, cycle.llm.compat) and still answers badly."""
+    fixed = {"options": {"extra": {"structured": "json_schema"}}} if "openai" in name else {}
+    model = make_model(name, bus=recorder.bus, **fixed)
     server.enqueue("Sure! here it is: {score: 70}", {"score": 70, "reasoning": "fixed"})
 
     out = await model.generate_structured([Message.user("Judge")], Verdict)

@@ -1,0 +1,178 @@
+"""What an OpenAI-compatible server accepts, learned from its answers.
+
+Servers that speak OpenAI's chat completions differ from OpenAI where cycle leans on it:
+
+- **structured output**: llama.cpp's server answers ``response_format: json_schema`` with
+  422 (it knows ``json_object``, which may carry a ``schema``); older Ollama, LM Studio and
+  some gateways know only ``json_object``, or ignore the format and answer text. cycle
+  tries, in order: ``json_schema`` (strict when the schema allows), ``json_object`` with
+  the schema, ``json_object`` with the schema in the prompt, and plain text with the
+  schema in the prompt (``PROMPT_MODES``). A 400 or 422 to a request carrying a format
+  steps down; an answer that is not JSON at all (the format ignored) goes to the prompt.
+  Each answer is still validated against the schema and repaired once, as for OpenAI.
+- **the output cap**: OpenAI's reasoning models refuse ``max_tokens`` and want
+  ``max_completion_tokens``; many servers know only ``max_tokens``. A 4xx naming the
+  field cycle sent is tried once with the other.
+- **tool results**: a server whose chat template refuses the ``tool`` role gets the
+  conversation's tool calls and results as text (``tool_text``, below).
+
+What one server and model accept is learned once per process (the first call that
+needs it pays at most one refused or wasted call a step) and kept here; the setting
+``providers.openai.structured`` (``auto``, the default, or a fixed mode) skips the
+learning. OpenAI's own API is never stepped down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import weakref
+from typing import Any
+
+from msgspec import Struct
+
+from cycle.records import Message
+
+#: the user's choices for ``providers.NAME.structured``
+STRUCTURED_SETTINGS = ("auto", "json_schema", "json_object", "prompt")
+#: the forms tried, best first: json_schema; json_object carrying the schema (llama.cpp);
+#: json_object with the schema in the prompt; the schema in the prompt alone
+LADDER = ("json_schema", "json_object_schema", "json_object", "prompt")
+#: the forms whose schema is written into the prompt
+PROMPT_MODES = ("json_object", "prompt")
+
+#: the instruction a prompt-mode call carries (the loopback server reads it back)
+SCHEMA_INSTRUCTION = ("Answer with one JSON object, and nothing else, that follows the JSON "
+                      "schema {name}:\n```json\n{schema}\n```")
+_SCHEMA_HEAD = re.compile(r"follows the JSON schema (\S+):\n```json\n")
+
+
+class Accepted(Struct):
+    """What one server and model were found to accept."""
+
+    #: the structured-output form that worked (None: not learned yet)
+    structured: str | None = None
+    #: the output cap's field that worked (None: the default for the server)
+    max_tokens_field: str | None = None
+    #: whether the server takes the ``tool`` role (None: not known yet)
+    tool_role: bool | None = None
+    #: a text answer to a format was asked again with the schema in the prompt (once:
+    #: after that, a text answer is the model's fault, repaired as usual)
+    probed: bool = False
+
+
+#: (base URL, model) -> what it accepts, for this process
+_LEARNED: dict[tuple[str, str], Accepted] = {}
+
+
+def accepted(base_url: str | None, model: str) -> Accepted:
+    return _LEARNED.setdefault((base_url or "", model), Accepted())
+
+
+#: per event loop and server: the lock the first structured call learns under, so that
+#: the calls in flight with it wait and pay no refused call of their own
+_LEARNING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]] = (
+    weakref.WeakKeyDictionary())
+
+
+def learning(base_url: str | None, model: str) -> asyncio.Lock:
+    locks = _LEARNING.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault((base_url or "", model), asyncio.Lock())
+
+
+def learn(base_url: str | None, model: str, worked: Accepted, *, structured: bool) -> None:
+    """Keep what a call that worked sent (its structured form only when it was tried)."""
+    learned = accepted(base_url, model)
+    if structured:
+        learned.structured = worked.structured
+        learned.probed = learned.probed or worked.probed
+    learned.max_tokens_field = worked.max_tokens_field
+    learned.tool_role = worked.tool_role
+
+
+def forget() -> None:
+    """Forget what was learned (a test starting over)."""
+    _LEARNED.clear()
+
+
+def next_mode(mode: str) -> str | None:
+    """The form to try after ``mode`` was refused (None: none left)."""
+    i = LADDER.index(mode)
+    return LADDER[i + 1] if i + 1 < len(LADDER) else None
+
+
+def with_schema_in_prompt(chat: list[dict[str, Any]], schema: dict[str, Any],
+                          name: str) -> list[dict[str, Any]]:
+    """The messages (chat form) with the schema instruction added to the first system
+    message, or a system message first (a chat template may refuse a system message
+    anywhere but first)."""
+    text = SCHEMA_INSTRUCTION.format(name=name, schema=json.dumps(schema, ensure_ascii=False))
+    if chat and chat[0].get("role") == "system":
+        first = {**chat[0], "content": f"{chat[0].get('content') or ''}\n\n{text}".lstrip()}
+        return [first, *chat[1:]]
+    return [{"role": "system", "content": text}, *chat]
+
+
+def schema_in_prompt(text: str) -> tuple[str, dict[str, Any]] | None:
+    """The schema's name and the schema a prompt-mode instruction in ``text`` carries."""
+    head = _SCHEMA_HEAD.search(text)
+    if head is None:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, head.end())
+    except ValueError:
+        return None
+    return (head.group(1), value) if isinstance(value, dict) else None
+
+
+def response_format(mode: str, schema: dict[str, Any], strict: dict[str, Any] | None,
+                    name: str) -> dict[str, Any] | None:
+    """The ``response_format`` of ``mode`` (None: the prompt alone asks for JSON)."""
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {
+            "name": name, "schema": strict if strict is not None else schema,
+            "strict": strict is not None}}
+    if mode == "json_object_schema":  # the name rides as the schema's title (an annotation)
+        return {"type": "json_object", "schema": {**schema, "title": name}}
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def tool_text(messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation in chat form for a server that refuses the ``tool`` role: an
+    assistant's tool calls become its text (``[tool call ID] name({...})``), each tool
+    result a user message (``[tool result ID] name: ...``)."""
+    names = {c.id: c.name for m in messages for c in m.tool_calls}
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            name = names.get(m.tool_call_id or "", "tool")
+            out.append({"role": "user",
+                        "content": f"[tool result {m.tool_call_id}] {name}: {m.content}"})
+        elif m.role == "assistant" and m.tool_calls:
+            calls = "\n".join(f"[tool call {c.id}] {c.name}({json.dumps(c.arguments)})"
+                              for c in m.tool_calls)
+            out.append({"role": "assistant",
+                        "content": f"{m.content}\n{calls}".strip()})
+        else:
+            out.append(m.as_chat())
+    return out
+
+
+def refuses(error_text: str, *words: str) -> bool:
+    """Whether a 4xx's text names every one of ``words`` (case-insensitive)."""
+    low = error_text.lower()
+    return all(w.lower() in low for w in words)
+
+
+def is_json_object(text: str) -> bool:
+    """Whether ``text`` holds a JSON object (in a code fence too): an answer that does
+    not was written by a server that ignored the format."""
+    from cycle.llm.structured import parse_json
+
+    try:
+        return isinstance(parse_json(text.strip()), dict)
+    except ValueError:
+        return False

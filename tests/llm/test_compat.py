@@ -1,0 +1,149 @@
+"""Compatible servers as they really are (issue 39): the openai SDK against the loopback
+server behaving as llama.cpp's server, a text-only server and one that refuses the tool
+role. cycle learns what each accepts, once, and the answers are what they would be."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from cycle.errors import BadRequestError
+from cycle.llm import compat
+from cycle.llm.base import GenerateConfig
+from cycle.records import Message, ToolCall, ToolDef
+from cycle.testing import Fault, Reply
+
+NAME = "openai:local-model"
+LOOKUP = ToolDef(name="lookup", description="Look an order up.",
+                 parameters={"type": "object", "properties": {"order": {"type": "string"}}})
+
+
+class Verdict(BaseModel):
+    score: int
+    reasoning: str
+
+
+def formats(server) -> list[str | None]:
+    return [(r.body.get("response_format") or {}).get("type") if r.body else None
+            for r in server.requests]
+
+
+async def test_llamacpp_json_schema_refused_then_json_object_with_the_schema(make_model, server):
+    server.compat = "llamacpp"
+    model = make_model(NAME)
+    first = await model.generate_structured([Message.user("Judge")], Verdict, name="verdict")
+    again = await model.generate_structured([Message.user("Judge again")], Verdict)
+    assert isinstance(first.parsed, Verdict) and isinstance(again.parsed, Verdict)
+    # one refused call (422, FastAPI's body), then json_object carrying the schema, learned
+    assert formats(server) == ["json_schema", "json_object", "json_object"]
+    assert server.requests[1].body["response_format"]["schema"]["required"] == [
+        "score", "reasoning"]
+    assert compat.accepted(server.openai_base_url, "local-model").structured == "json_object_schema"
+
+
+async def test_a_text_only_server_gets_the_schema_in_the_prompt_and_the_waste_is_counted(
+        make_model, server):
+    server.compat = "text-only"
+    model = make_model(NAME)
+    out = await model.generate_structured([Message.system("You judge."), Message.user("Judge")],
+                                           Verdict, name="verdict")
+    assert isinstance(out.parsed, Verdict)
+    first, second = server.requests
+    assert "verdict" not in first.system  # asked with a format the server ignored: echoed text
+    assert "follows the JSON schema verdict" in second.system  # then the schema in the prompt
+    assert second.body.get("response_format") is None
+    assert second.body["messages"][0]["content"].startswith("You judge.")  # one system message
+    wasted = len(first.body["messages"][-1]["content"]) // 4  # the echo's usage, estimated
+    assert out.usage.output_tokens >= wasted  # the ignored answer was paid: it is counted
+    await model.generate_structured([Message.user("Judge again")], Verdict, name="verdict")
+    assert server.request_count == 3  # learned: the third call goes straight to the prompt
+    assert "follows the JSON schema verdict" in server.requests[2].system
+
+
+async def test_first_calls_in_flight_learn_once(make_model, server):
+    server.compat = "llamacpp"
+    server.latency = 0.05
+    model = make_model(NAME)
+    outs = await asyncio.gather(*(model.generate_structured([Message.user(f"q{i}")], Verdict)
+                                  for i in range(8)))
+    assert all(isinstance(o.parsed, Verdict) for o in outs)
+    assert server.request_count == 9  # eight answers and one refused call, not eight
+
+
+@pytest.mark.parametrize("setting, sent", [("json_schema", "json_schema"),
+                                           ("json_object", "json_object"), ("prompt", None)])
+async def test_the_setting_fixes_the_form(make_model, server, setting, sent):
+    model = make_model(NAME, options={"extra": {"structured": setting}})
+    out = await model.generate_structured([Message.user("Judge")], Verdict, name="verdict")
+    assert isinstance(out.parsed, Verdict)
+    assert formats(server) == [sent]
+    assert ("follows the JSON schema verdict" in server.requests[0].system) == (
+        setting in ("json_object", "prompt"))
+
+
+async def test_a_fixed_form_the_server_refuses_is_an_error_not_a_silent_step(make_model, server):
+    server.compat = "llamacpp"
+    model = make_model(NAME, options={"extra": {"structured": "json_schema"}})
+    with pytest.raises(BadRequestError, match="422"):
+        await model.generate_structured([Message.user("Judge")], Verdict)
+    assert server.request_count == 1
+
+
+async def test_an_unrelated_refusal_is_raised_and_nothing_is_learned(make_model, server):
+    server.enqueue(*[Fault.status(400, message="context length exceeded")] * 4)
+    model = make_model(NAME)
+    with pytest.raises(BadRequestError, match="context length exceeded"):
+        await model.generate_structured([Message.user("Judge")], Verdict)
+    assert formats(server) == ["json_schema", "json_object", "json_object", None]
+    assert compat.accepted(server.openai_base_url, "local-model").structured is None
+
+
+async def test_llamacpp_tools_need_tool_choice_and_no_null_content(make_model, server):
+    server.compat = "llamacpp"
+    server.enqueue(Reply(tool_calls=[("lookup", {"order": "A-1"})]), "It shipped.")
+    model = make_model(NAME)
+    first = await model.generate([Message.user("Where is A-1?")], tools=[LOOKUP])
+    assert first.tool_calls[0].name == "lookup"  # seen: tool_choice was sent
+    call = first.tool_calls[0]
+    out = await model.generate([Message.user("Where is A-1?"),
+                                Message.assistant("", tool_calls=(call,)),
+                                Message.tool('{"status": "shipped"}', tool_call_id=call.id,
+                                             name="lookup")], tools=[LOOKUP])
+    assert out.text == "It shipped."  # no 500: the assistant's content is "" not null
+    assert server.requests[0].body["tool_choice"] == "auto"
+    assert server.requests[1].body["messages"][1]["content"] == ""
+
+
+async def test_a_server_refusing_the_tool_role_gets_tool_results_as_text(make_model, server):
+    server.compat = "no-tool-role"
+    model = make_model(NAME)
+    call = ToolCall(id="c1", name="lookup", arguments={"order": "A-1"})
+    conversation = [Message.user("Where is A-1?"), Message.assistant("", tool_calls=(call,)),
+                    Message.tool('{"status": "shipped"}', tool_call_id="c1", name="lookup")]
+    await model.generate(conversation, tools=[LOOKUP])
+    await model.generate(conversation, tools=[LOOKUP], config=GenerateConfig(temperature=0.5))
+    assert server.request_count == 3  # one refusal, then learned
+    sent = server.requests[1].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[1]["content"] == '[tool call c1] lookup({"order": "A-1"})'
+    assert sent[2]["content"] == '[tool result c1] lookup: {"status": "shipped"}'
+
+
+@pytest.mark.parametrize("refused, then", [("max_tokens", "max_completion_tokens"),
+                                           ("max_completion_tokens", "max_tokens")])
+async def test_the_output_cap_field_a_server_refuses_is_swapped_once(make_model, server,
+                                                                     refused, then):
+    server.enqueue(Fault.status(400, message=f"Unsupported parameter: '{refused}' is not "
+                                f"supported with this model. Use '{then}' instead."))
+    model = make_model(NAME, options={"extra": {"max_tokens_field": refused}}
+                       if refused == "max_completion_tokens" else None)
+    if refused == "max_completion_tokens":  # a configured field is the user's: never swapped
+        with pytest.raises(BadRequestError):
+            await model.generate([Message.user("hi")], config=GenerateConfig(max_tokens=20))
+        return
+    await model.generate([Message.user("hi")], config=GenerateConfig(max_tokens=20))
+    await model.generate([Message.user("again")], config=GenerateConfig(max_tokens=20))
+    assert [refused in r.body for r in server.requests] == [True, False, False]
+    assert all(r.body.get(then) == 20 for r in server.requests[1:])
