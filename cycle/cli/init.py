@@ -71,6 +71,22 @@ def choose_provider(provider: str, model: str | None) -> Provider:
     return Provider("server", name, name, name, key="OPENAI_API_KEY", base_url=provider.rstrip("/"))
 
 
+def _is_local(base_url: str | None) -> bool:
+    """A server on this machine or the local network (a local model: slow, few at a time)."""
+    if not base_url:
+        return False
+    import ipaddress
+
+    host = (urlparse(base_url).hostname or "").lower()
+    if host in ("localhost", "host.docker.internal") or host.endswith(".local"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_unspecified
+
+
 def _config(p: Provider) -> str:
     header = {
         "offline": "# Runs on the offline model: deterministic, no key, no network; every\n"
@@ -82,11 +98,16 @@ def _config(p: Provider) -> str:
                   "# what the server calls it. A server other than api.openai.com may need no key.\n",
     }[p.name]
     providers = ""
+    local = _is_local(p.base_url)
+    run = ("  concurrency: 8\n" if not local else
+           "  concurrency: 2             # a local model answers a few calls at a time\n"
+           "  timeout: 600               # seconds a case may take: a local model is slow\n")
     if p.base_url:
         model = p.agent.split(":", 1)[1]
         providers = (
             "\nproviders:\n"
-            f"  openai: {{base_url: \"{p.base_url}\", timeout: 120, max_connections: 4}}\n"
+            f"  openai: {{base_url: \"{p.base_url}\", timeout: {300 if local else 120}, "
+            f"max_connections: {2 if local else 4}}}\n"
             "# a local server costs nothing; for a paid gateway put its prices here\n"
             "pricing:\n"
             f"  \"openai:{model}\": {{input: 0, output: 0}}\n"
@@ -115,8 +136,7 @@ cases: [cases/*.yaml]
 
 run:
   iterations: 3             # models vary: each case runs three times
-  concurrency: 8
-
+{run}
 budget: {p.max_cost:.2f}               # USD: a hard cap on one `cycle run`
 {providers}
 # `cycle improve`: each round the improver reads the low-scoring cases and

@@ -19,6 +19,7 @@ made for it are written to the store as it is judged (in batches, at most
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -52,13 +53,20 @@ class _Usage:
     def __call__(self, event: Event) -> None:
         if not isinstance(event, ModelCalled) or event.scope.run_id != self.run_id:
             return
-        t = self.totals.setdefault(event.role, [0, 0, 0, 0.0, False, 0])
+        t = self.totals.setdefault(event.role, [0, 0, 0, 0.0, False, 0, 0.0, 0])
         t[0] += 1
         t[1] += event.input_tokens
         t[2] += event.output_tokens
         t[3] += event.cost
         t[4] = t[4] or event.cost_estimated
         t[5] += event.cache_hit
+        if event.error is None and event.latency > 0 and not event.cache_hit:
+            t[6] += event.latency
+            t[7] += 1
+
+    def latencies(self) -> dict[str, tuple[float, int]]:
+        """Role -> (mean seconds of its answered calls in this run, their number)."""
+        return {k: (v[6] / v[7], v[7]) for k, v in self.totals.items() if v[7]}
 
     def by_role(self) -> dict[str, RoleUsage]:
         return {k: RoleUsage(calls=v[0], input_tokens=v[1], output_tokens=v[2], cost=v[3],
@@ -167,7 +175,8 @@ class Runner:
                               round=meta.get("round"),
                               sample=run_id if meta.get("fresh") else None)
 
-        usage = _Usage(run_id)
+        usage = self._usage = _Usage(run_id)
+        self._finished = 0
         unsubscribe = [self.bus.subscribe(usage)]
         recorder = CallRecorder(log, run_id=run_id) if log is not None else None
         if recorder is not None:
@@ -207,6 +216,7 @@ class Runner:
                 if self._stop_reason is not None:
                     return
                 result = await self._run_one(case, iteration, run_scope)
+                self._finished += 1
                 tallies.setdefault(case.id, []).append(Tally.of(result))
                 if kept is not None:
                     kept.append(result)
@@ -269,6 +279,28 @@ class Runner:
                                   cost=result.suite.cost, status=status))
         return result
 
+    def _timed_out(self, stage: str) -> str:
+        """Why a case ran out of time: with the latency this run's calls measured, a slow
+        server (a local model on a small machine) is told apart from a slow case."""
+        said = f"timeout: the case took longer than {self.timeout:g} s ({stage})"
+        usage = getattr(self, "_usage", None)
+        seen = usage.latencies() if usage is not None else {}
+        if not seen:
+            return (f"{said}; no model call of this run had been answered yet: if the server "
+                    "is slow (a local model), raise run.timeout or lower run.concurrency")
+        calls = {role: usage.totals[role][0] for role in seen}
+        done = max(1, getattr(self, "_finished", 0))
+        # what one case needs: each role's mean latency times its calls a case (one at least)
+        need = sum(mean * max(1.0, calls[role] / done) for role, (mean, _) in seen.items())
+        shown = ", ".join(f"{role} {mean:.1f} s" for role, (mean, _) in
+                          sorted(seen.items(), key=lambda kv: -kv[1][0]))
+        said += f"; a model call of this run takes {shown} on average"
+        fit = math.ceil(2 * need / 10) * 10
+        if fit > self.timeout:
+            said += (f": the server is slower than the timeout allows; set run.timeout: {fit} "
+                     "(or lower run.concurrency: calls in flight slow a local server)")
+        return said
+
     async def _run_one(
         self, case: TestCase, iteration: int, run_scope: CallScope
     ) -> IterationResult:
@@ -286,8 +318,7 @@ class Runner:
                 verdict = await self.judge.judge(case, agent_result, iteration=iteration,
                                                  scope=scope)
         except TimeoutError:
-            error = f"timeout: the case took longer than {self.timeout:g} s ({stage})"
-            return self._errored(case, iteration, error, agent_result, started_at)
+            return self._errored(case, iteration, self._timed_out(stage), agent_result, started_at)
         except BudgetExceededError as e:
             # no further call can be made: stop scheduling, keep what was judged
             self._stop_reason = e.message

@@ -7,6 +7,7 @@ server (issue 39)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -69,3 +70,23 @@ def test_every_compatible_server_gives_the_same_results(server, example, tmp_pat
         assert got["cycle calls"] == like_openai["cycle calls"], mode
         assert (got["score"], got["rounds"], got["final"]) == (
             like_openai["score"], like_openai["rounds"], like_openai["final"]), mode
+
+
+def test_a_timeout_on_a_slow_server_names_the_latency_and_a_timeout_that_fits(tmp_path):
+    """A slow local model: the case's timeout names the calls' measured latency and the
+    run.timeout that would fit, instead of blaming the case."""
+    project = tmp_path / "slow"
+    shutil.copytree(EXAMPLES / "quickstart", project, ignore=shutil.ignore_patterns(".cycle", "reports"))
+    config = project / "cycle.yaml"
+    with LoopbackServer(responder=offline_world, latency=1.0) as srv:
+        config.write_text(config.read_text().replace("offline:default", "openai:local-model")
+                          .replace("timeout: 60", "timeout: 1.5").replace("concurrency: 8", "concurrency: 1")
+                          + f"\nproviders:\n  openai: {{base_url: '{srv.openai_base_url}'}}\n")
+        r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", str(config),
+                                     "--no-cache", "--json", "-n", "1", "--case", "late-delivery"])
+    report = json.loads(next((project / "reports").glob("*.json")).read_text())
+    errors = [x["error"] for c in report["cases"] for x in c["results"] if x["error"]]
+    assert errors, r.output
+    assert re.match(r"timeout: the case took longer than 1.5 s \(judge\); a model call of "
+                    r"this run takes agent 1\.\d s on average: the server is slower than the "
+                    r"timeout allows; set run.timeout: 10 ", errors[0]), errors[0]

@@ -84,11 +84,21 @@ def test_server_url_project_runs_through_the_openai_sdk(tmp_path, monkeypatch):
         config = yaml.safe_load((tmp_path / "cycle.yaml").read_text())
         assert config["agent"] == config["judge"] == config["improver"] == "openai:tiny"
         assert config["providers"]["openai"]["base_url"] == srv.openai_base_url
+        # a model on this machine is slow and answers a few calls at a time
+        assert config["run"]["concurrency"] == 2 and config["run"]["timeout"] == 600
+        assert config["providers"]["openai"]["timeout"] == 300
         monkeypatch.chdir(tmp_path)
         r = invoke("run", "-n", "1")
         assert r.exit_code in (0, 1), r.output
         assert srv.request_count >= 3  # the agent (and the judge) really were asked
         assert "[offline model]" not in r.output and "(est.)" not in r.output  # priced at 0 as set
+
+
+def test_a_remote_server_keeps_the_usual_concurrency(tmp_path):
+    r = invoke("init", str(tmp_path), "--provider", "https://openrouter.ai/api/v1", "--model", "x")
+    assert r.exit_code == 0, r.output
+    config = yaml.safe_load((tmp_path / "cycle.yaml").read_text())
+    assert config["run"]["concurrency"] == 8 and "timeout" not in config["run"]
 
 
 def test_openai_project_names_the_key_it_needs(tmp_path, monkeypatch):
