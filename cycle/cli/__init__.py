@@ -74,6 +74,8 @@ COMMANDS: dict[str, Command] = {
     "tui": Command("cycle.cli.tui:tui",
             ("Open the History screen on the store: on PROMPT_ID, else the prompt of "
              "./cycle.yaml, else the prompt used last.")),
+    "doctor": Command("cycle.cli.doctor:doctor",
+                      "Probe a model's endpoint: what works, and the settings that fit it."),
     "models": Command("cycle.cli.models:models",
                "List model providers and the price table (USD per million tokens)."),
     "init": Command("cycle.cli.init:init",
