@@ -47,6 +47,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Literal, Self
 
 from msgspec import Struct, field
@@ -390,6 +391,9 @@ class LoopbackServer:
             raise ValueError(f"compat: one of {', '.join(_compat.MODES)}, not {compat!r}")
         #: the OpenAI-compatible server this one behaves as (None: OpenAI itself)
         self.compat = compat
+        #: when a list: each request's (arrival, answer written) on the loop's clock, for
+        #: a benchmark's look at the calls in flight over time (``--timeline``)
+        self.timeline: list[tuple[float, float]] | None = None
         self.host = host
         self.port = port
         self.stream_chars = stream_chars
@@ -584,6 +588,8 @@ class LoopbackServer:
                 head += [f"{k}: {v}" for k, v in extra_headers.items()]
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
                 await writer.drain()
+                if self.timeline is not None:
+                    self.timeline.append((arrived, asyncio.get_running_loop().time()))
                 if not keep_alive:
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -882,6 +888,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds a batch job takes to finish")
     parser.add_argument("--compat", choices=_compat.MODES, default=None,
                         help="behave as a real OpenAI-compatible server (cycle.testing.compat)")
+    parser.add_argument("--timeline", default=None, metavar="FILE",
+                        help="on exit, write each request's arrival and answer times (JSON)")
     args = parser.parse_args(argv)
     server = LoopbackServer(host=args.host, port=args.port, latency=args.latency, record=False,
                             batch_delay=args.batch_delay, compat=args.compat)
@@ -891,6 +899,8 @@ def main(argv: list[str] | None = None) -> None:
         server.responder = rate_limit(args.rate_limit, retry_after=args.retry_after)
     if args.every:
         server.responder = every(args.every, retry_after=args.retry_after)
+    if args.timeline:
+        server.timeline = []
 
     async def run() -> None:
         await server.start_async()
@@ -902,6 +912,8 @@ def main(argv: list[str] | None = None) -> None:
                 pass
         print(f"LISTENING {server.base_url}", flush=True)
         await server.serve_forever()
+        if args.timeline:  # the server is done: nothing waits on this write
+            Path(args.timeline).write_text(json.dumps(server.timeline))
 
     # select() times out to the microsecond; epoll and poll round every timeout up to
     # the next whole millisecond, which made each answer ~0.5 ms late on average

@@ -1,0 +1,158 @@
+"""Benchmark (issue 40): a latency-bound `cycle run` against the bare SDK's floor.
+
+Workload: N cases, each one agent call then one LLM-judge call (one custom rubric
+criterion, a strict ``json_schema`` answer), on the loopback server (its own process)
+answering every request after L ms. cycle: ``cycle run -n 1 -c C --no-cache -q`` in its own
+process, ``providers.openai.max_connections: C``, every report written. The floor: one
+``AsyncOpenAI`` client in its own process, C cases in flight, the same two
+``chat.completions.create`` calls a case (the judge's with the same strict schema), no
+store, no report. The two alternate, each pair in turn order.
+
+Per run: the wall (the process, start-up included), its CPU (rusage), and from the
+server's timeline (each request's arrival and answer): the serving span (first arrival to
+last answer), the mean calls in flight over it, and the median gap in a case between the
+agent's answer and the judge's request.
+
+    .venv/bin/python benchmarks/bench_latency.py                       # the three workloads
+    .venv/bin/python benchmarks/bench_latency.py --only 2000/16/100 --pairs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ("2000/16/100", "500/64/100", "500/16/250")
+
+PROMPT = ("id: bench\nsystem: You are a support agent. Answer the customer's question in two "
+          "sentences.\nuser_template: 'Customer: {{ customer }} Question: {{ question }}'\n")
+CONFIG = """prompt: prompts/p.yaml
+agent: openai:bench-agent
+judge: openai:bench-judge
+criteria:
+  - {{id: helpful, rubric: Solves the customer's problem.}}
+cases: [cases/*.yaml]
+run: {{iterations: 1, concurrency: {c}, timeout: 600}}
+cache: {{enabled: false}}
+providers: {{openai: {{base_url: '{url}', max_connections: {c}}}}}
+"""
+
+FLOOR = r'''
+import asyncio, json, sys, time
+import openai
+n, c, url = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+SCHEMA = {"type": "object", "properties": {"helpful": {"type": "object", "properties": {
+    "reasoning": {"type": "string"}, "score": {"type": "integer"}},
+    "required": ["reasoning", "score"], "additionalProperties": False}},
+    "required": ["helpful"], "additionalProperties": False}
+async def main():
+    client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0, timeout=60)
+    sem = asyncio.Semaphore(c)
+    async def one(i):
+        async with sem:
+            a = await client.chat.completions.create(model="bench-agent", messages=[
+                {"role": "system", "content": "You are a support agent."},
+                {"role": "user", "content": f"Customer: C{i} Question: where is parcel {i}?"}])
+            await client.chat.completions.create(model="bench-judge", temperature=0, messages=[
+                {"role": "system", "content": "You judge answers."},
+                {"role": "user", "content": "Judge: " + (a.choices[0].message.content or "")}],
+                response_format={"type": "json_schema", "json_schema": {
+                    "name": "cycle_judge", "schema": SCHEMA, "strict": True}})
+    await asyncio.gather(*(one(i) for i in range(n)))
+    await client.close()
+asyncio.run(main())
+'''
+
+
+def server(latency: float, timeline: Path) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "cycle.testing.server", "--latency",
+                             str(latency), "--timeline", str(timeline)],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("LISTENING "):
+        raise RuntimeError(f"server did not start: {line!r}")
+    return proc, line.split(" ", 1)[1] + "/v1"
+
+
+def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-0123456789", "PYTHONPATH": str(ROOT)}
+    env.pop("CYCLE_STORE", None)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise RuntimeError(f"{cmd[:4]} failed: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def one(kind: str, n: int, c: int, latency: float, work: Path) -> dict:
+    timeline = work / f"{kind}-timeline.json"
+    proc, url = server(latency, timeline)
+    try:
+        if kind == "cycle":
+            project = work / "project"
+            if not project.exists():
+                (project / "prompts").mkdir(parents=True)
+                (project / "cases").mkdir()
+                (project / "prompts" / "p.yaml").write_text(PROMPT)
+                (project / "cases" / "c.yaml").write_text("".join(
+                    f"- id: c{i:05d}\n  input: {{customer: C{i}, question: 'where is parcel {i}?'}}\n"
+                    for i in range(n)))
+            (project / "cycle.yaml").write_text(CONFIG.format(c=c, url=url))
+            (project / "s.db").unlink(missing_ok=True)
+            wall, cpu = timed([sys.executable, "-m", "cycle", "--store", str(project / "s.db"),
+                               "run", "cycle.yaml", "-n", "1", "-c", str(c), "--no-cache", "-q"],
+                              project)
+        else:
+            wall, cpu = timed([sys.executable, "-c", FLOOR, str(n), str(c), url], work)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    spans = json.loads(timeline.read_text())
+    first, last = min(a for a, _ in spans), max(b for _, b in spans)
+    busy = sum(b - a for a, b in spans)
+    return {"wall": wall, "cpu": cpu, "calls": len(spans), "span": last - first,
+            "in_flight": busy / (last - first)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="+", default=list(WORKLOADS), metavar="N/C/L")
+    parser.add_argument("--pairs", type=int, default=3)
+    args = parser.parse_args()
+    print(f"{'N/C/L ms':>12} {'run':>6} {'wall s':>7} {'span s':>7} {'ideal':>6} {'in flight':>9} "
+          f"{'CPU s':>6}")
+    for spec in args.only:
+        n, c, ms = (int(x) for x in spec.split("/"))
+        ideal = n * 2 * ms / 1000 / c
+        got: dict[str, list[dict]] = {"cycle": [], "floor": []}
+        with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
+            for i in range(args.pairs):
+                for kind in (("cycle", "floor") if i % 2 == 0 else ("floor", "cycle")):
+                    r = one(kind, n, c, ms / 1000, Path(tmp))
+                    got[kind].append(r)
+                    print(f"{spec:>12} {kind:>6} {r['wall']:>7.2f} {r['span']:>7.2f} {ideal:>6.1f} "
+                          f"{r['in_flight']:>9.1f} {r['cpu']:>6.2f}", flush=True)
+        med = {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in got.items()}
+        cy, fl = med["cycle"], med["floor"]
+        print(f"{spec:>12} median: wall cycle {cy['wall']:.2f} s / floor {fl['wall']:.2f} s "
+              f"= {cy['wall'] / fl['wall']:.3f}x; span {cy['span']:.2f} / {fl['span']:.2f} = "
+              f"{cy['span'] / fl['span']:.3f}x; CPU per call {cy['cpu'] / cy['calls'] * 1000:.2f} / "
+              f"{fl['cpu'] / fl['calls'] * 1000:.2f} ms = "
+              f"{(cy['cpu'] / cy['calls']) / (fl['cpu'] / fl['calls']):.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
