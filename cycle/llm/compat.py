@@ -161,6 +161,15 @@ def tool_text(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def refusal(status: int | None, error_text: str) -> bool:
+    """Whether an error status is the server refusing the request's form (what cycle may
+    change and send again), not a failure to retry: a 400 or 422, or a 500 that names
+    ``response_format`` (llama-cpp-python 0.3 answers its own validation error so)."""
+    if status in (400, 422):
+        return True
+    return status == 500 and "response_format" in error_text
+
+
 def refuses(error_text: str, *words: str) -> bool:
     """Whether a 4xx's text names every one of ``words`` (case-insensitive)."""
     low = error_text.lower()

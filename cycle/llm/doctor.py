@@ -109,7 +109,8 @@ async def diagnose(name: str, options: ProviderOptions | None, *, budget: Budget
         if first.ok:
             reported = first.detail != "no usage reported"
             out.probes.append(Probe("usage", reported, "reported" if reported else
-                                    "no token counts in the answer"))
+                                    "none in a streamed answer (how cycle asks a server "
+                                    "under a budget)" if compatible else "none in the answer"))
         forms = list(FORMS) if compatible else ["json_schema"]
         for form in forms:
             m = model({"structured": form} if compatible else None)
@@ -160,7 +161,7 @@ def _advise(out: Diagnosis, compatible: bool) -> None:
                          "tools will not work on it")
     usage = by.get("usage")
     if usage is not None and not usage.ok:
-        out.notes.append("usage: the server reports no token counts: cycle estimates them "
+        out.notes.append("usage: the answers carry no token counts: cycle estimates them "
                          "(costs are marked estimated)")
     latencies = [p.latency for p in out.probes if p.ok and p.latency]
     if latencies:

@@ -26,10 +26,10 @@ from urllib.parse import urlparse
 
 from cycle import heap
 from cycle.errors import (
-    BadRequestError,
     MalformedResponseError,
     MissingCredentialsError,
     ProviderConnectionError,
+    ProviderError,
 )
 from cycle.llm import compat
 from cycle.llm.base import (
@@ -220,8 +220,10 @@ class OpenAIAPI(ModelAPI):
             request = self.build_request(messages, tools, config, form=form)
             try:
                 output = await self._send(request, config)
-            except BadRequestError as e:
+            except ProviderError as e:
                 said = f"{e.message} {e.body or ''}"
+                if not compat.refusal(e.status, said):
+                    raise
                 field = str(form.max_tokens_field)
                 if (field in request and not field_set and "field" not in tried
                         and compat.refuses(said, field)):
@@ -237,6 +239,7 @@ class OpenAIAPI(ModelAPI):
                 if steps and "response_format" in request and nxt is not None:
                     form.structured = nxt
                     continue
+                e.retryable = False  # the server refuses this form: asking again cannot help
                 raise
             if (steps and not form.probed and form.structured != "prompt"
                     and not output.tool_calls and not compat.is_json_object(output.text)):

@@ -45,7 +45,7 @@ def test_doctor_says_what_works_and_the_setting_that_fits(tmp_path, server, mode
     assert got["json_schema"]["ok"] == (mode is None)
     assert got["schema in prompt"]["ok"]
     if mode == "llamacpp":
-        assert got["json_schema"]["detail"] == "refused (HTTP 422)"
+        assert got["json_schema"]["detail"] == "refused (HTTP 500)"
         assert got["json_object + schema"]["ok"]
         assert any("json_schema does not work here" in n for n in data["notes"])
     if mode == "text-only":
