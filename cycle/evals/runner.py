@@ -341,14 +341,9 @@ class Runner:
                 criterion_id="conversation", kind="check", score=100.0 if outcome else 0.0,
                 passed=outcome, weight=0.0, required=True,
                 reasoning=f"{a.note}; the case says that means {a.verdict}"))
-        return IterationResult(
-            case_id=case.id, iteration=iteration, status="passed" if passed else "failed",
-            score=verdict.score, passed=passed, input=case.input, output=kept(a.output),
-            tool_calls=a.tool_calls, latency=a.latency, agent_cost=a.cost, judge_cost=verdict.cost,
-            input_tokens=a.usage.input_tokens, output_tokens=a.usage.output_tokens,
-            started_at=started_at, finished_at=now_iso(), verdicts=verdicts,
-            trace=kept_trace(a.trace), state=a.state,
-        )
+        return _record(case, iteration, a, started_at, status="passed" if passed else "failed",
+                       score=verdict.score, passed=passed, judge_cost=verdict.cost,
+                       verdicts=verdicts)
 
     def _errored(
         self, case: TestCase, iteration: int, error: str, a: AgentResult | None, started_at: str
@@ -359,15 +354,20 @@ class Runner:
     def _ended(case: TestCase, iteration: int, a: AgentResult | None, started_at: str,
                status: Literal["error", "terminated"], why: str) -> IterationResult:
         """An iteration that was not judged: an error, or a limit that ended it."""
-        return IterationResult(
-            case_id=case.id, iteration=iteration, status=status, score=None, passed=None,
-            error=why, input=case.input, output=kept(a.output) if a else "",
-            tool_calls=a.tool_calls if a else (), latency=a.latency if a else 0.0,
-            agent_cost=a.cost if a else 0.0, input_tokens=a.usage.input_tokens if a else 0,
-            output_tokens=a.usage.output_tokens if a else 0, started_at=started_at,
-            finished_at=now_iso(), trace=kept_trace(a.trace) if a else (),
-            state=a.state if a else {},
-        )
+        return _record(case, iteration, a, started_at, status=status, score=None, passed=None,
+                       error=why)
+
+
+def _record(case: TestCase, iteration: int, a: AgentResult | None, started_at: str,
+            **outcome: Any) -> IterationResult:
+    """The stored record of an iteration: the case's, the agent's answer as kept (the one
+    place its fields are read into a row), and ``outcome`` (status, score, verdicts...)."""
+    answer: dict[str, Any] = {} if a is None else {
+        "output": kept(a.output), "tool_calls": a.tool_calls, "latency": a.latency,
+        "agent_cost": a.cost, "input_tokens": a.usage.input_tokens,
+        "output_tokens": a.usage.output_tokens, "trace": kept_trace(a.trace), "state": a.state}
+    return IterationResult(case_id=case.id, iteration=iteration, input=case.input,
+                           started_at=started_at, finished_at=now_iso(), **answer, **outcome)
 
 
 #: characters of one answer (or trace text) kept in the store and the reports; the

@@ -167,12 +167,7 @@ class Judge:
         verdicts: dict[str, Verdict] = {}
         checks = [c for c in criteria if c.kind == "check"]
         if checks:
-            ctx = CheckContext(
-                case_id=case.id, input=case.input, variables=case.variables,
-                output=result.output, expected=case.expected, structured=result.structured,
-                tool_calls=result.tool_calls, latency=result.latency, duration=result.duration,
-                usage=result.usage, cost=result.cost, trace=result.trace, state=result.state,
-            )
+            ctx = CheckContext.of(case, result)
             for c in checks:
                 assert c.check is not None
                 outcome = await c.check.aevaluate(ctx)

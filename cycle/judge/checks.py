@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
@@ -26,8 +26,21 @@ from cycle.aio import call_user_function
 from cycle.errors import EvalError
 from cycle.imports import import_object
 from cycle.prompts import render
-from cycle.records import ToolCall, TraceEvent, Usage
+from cycle.records import AgentResult, ToolCall, TraceEvent, Usage
 from cycle.records.reading import json_in
+
+
+class CaseView(Protocol):
+    """What a check knows of a case (a ``cycle.cases.TestCase``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def input(self) -> Any: ...
+    @property
+    def variables(self) -> dict[str, Any]: ...
+    @property
+    def expected(self) -> Any: ...
 
 
 class CheckContext(Struct, frozen=True):
@@ -52,6 +65,15 @@ class CheckContext(Struct, frozen=True):
     #: what happened, in order (cycle.records.trace), and the case's state at the end
     trace: tuple[TraceEvent, ...] = ()
     state: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, case: CaseView, answer: AgentResult) -> CheckContext:
+        """What the checks see of ``case`` and the agent's ``answer``."""
+        return cls(
+            case_id=case.id, input=case.input, variables=case.variables, output=answer.output,
+            expected=case.expected, structured=answer.structured, tool_calls=answer.tool_calls,
+            latency=answer.latency, duration=answer.duration, usage=answer.usage,
+            cost=answer.cost, trace=answer.trace, state=answer.state)
 
 
 class CheckOutcome(Struct, frozen=True):
