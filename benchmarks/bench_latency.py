@@ -9,9 +9,9 @@ process, ``providers.openai.max_connections: C``, every report written. The floo
 store, no report. The two alternate, each pair in turn order.
 
 Per run: the wall (the process, start-up included), its CPU (rusage), and from the
-server's timeline (each request's arrival and answer): the serving span (first arrival to
-last answer), the mean calls in flight over it, and the median gap in a case between the
-agent's answer and the judge's request.
+server's timeline (each request's arrival and answer): the time before the first request
+(start-up), the serving span (first arrival to last answer), the time after the last
+answer (results, reports, exit), and the mean calls in flight over the span.
 
     .venv/bin/python benchmarks/bench_latency.py                       # the three workloads
     .venv/bin/python benchmarks/bench_latency.py --only 2000/16/100 --pairs 3
@@ -84,17 +84,17 @@ def server(latency: float, timeline: Path) -> tuple[subprocess.Popen, str]:
     return proc, line.split(" ", 1)[1] + "/v1"
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
+def timed(cmd: list[str], cwd: Path) -> tuple[float, float, float, float]:
     env = {**os.environ, "OPENAI_API_KEY": "sk-bench-0123456789", "PYTHONPATH": str(ROOT)}
     env.pop("CYCLE_STORE", None)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
+    t1 = time.perf_counter()
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise RuntimeError(f"{cmd[:4]} failed: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
-    return wall, usage.ru_utime + usage.ru_stime
+    return t1 - t0, usage.ru_utime + usage.ru_stime, t0, t1
 
 
 def one(kind: str, n: int, c: int, latency: float, work: Path) -> dict:
@@ -112,19 +112,20 @@ def one(kind: str, n: int, c: int, latency: float, work: Path) -> dict:
                     for i in range(n)))
             (project / "cycle.yaml").write_text(CONFIG.format(c=c, url=url))
             (project / "s.db").unlink(missing_ok=True)
-            wall, cpu = timed([sys.executable, "-m", "cycle", "--store", str(project / "s.db"),
+            wall, cpu, t0, t1 = timed([sys.executable, "-m", "cycle", "--store", str(project / "s.db"),
                                "run", "cycle.yaml", "-n", "1", "-c", str(c), "--no-cache", "-q"],
                               project)
         else:
-            wall, cpu = timed([sys.executable, "-c", FLOOR, str(n), str(c), url], work)
+            wall, cpu, t0, t1 = timed([sys.executable, "-c", FLOOR, str(n), str(c), url], work)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     spans = json.loads(timeline.read_text())
     first, last = min(a for a, _ in spans), max(b for _, b in spans)
     busy = sum(b - a for a, b in spans)
+    # the server's clock is the loop's (CLOCK_MONOTONIC), as perf_counter's is here
     return {"wall": wall, "cpu": cpu, "calls": len(spans), "span": last - first,
-            "in_flight": busy / (last - first)}
+            "in_flight": busy / (last - first), "before": first - t0, "after": t1 - last}
 
 
 def main() -> None:
@@ -132,8 +133,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", default=list(WORKLOADS), metavar="N/C/L")
     parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
-    print(f"{'N/C/L ms':>12} {'run':>6} {'wall s':>7} {'span s':>7} {'ideal':>6} {'in flight':>9} "
-          f"{'CPU s':>6}")
+    print(f"{'N/C/L ms':>12} {'run':>6} {'wall s':>7} {'before':>7} {'span s':>7} {'after':>6} "
+          f"{'ideal':>6} {'in flight':>9} {'CPU s':>6}")
     for spec in args.only:
         n, c, ms = (int(x) for x in spec.split("/"))
         ideal = n * 2 * ms / 1000 / c
@@ -143,7 +144,8 @@ def main() -> None:
                 for kind in (("cycle", "floor") if i % 2 == 0 else ("floor", "cycle")):
                     r = one(kind, n, c, ms / 1000, Path(tmp))
                     got[kind].append(r)
-                    print(f"{spec:>12} {kind:>6} {r['wall']:>7.2f} {r['span']:>7.2f} {ideal:>6.1f} "
+                    print(f"{spec:>12} {kind:>6} {r['wall']:>7.2f} {r['before']:>7.2f} "
+                          f"{r['span']:>7.2f} {r['after']:>6.2f} {ideal:>6.1f} "
                           f"{r['in_flight']:>9.1f} {r['cpu']:>6.2f}", flush=True)
         med = {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in got.items()}
         cy, fl = med["cycle"], med["floor"]
