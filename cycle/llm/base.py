@@ -157,6 +157,15 @@ class ModelAPI(abc.ABC):
     #: the share of the list price a batch job's tokens cost (OpenAI and Gemini: half)
     batch_price: float = 0.5
 
+    def learned(self) -> tuple[str, str] | None:
+        """(the endpoint, what it was found to accept, as JSON), for a provider that adapts
+        to its server (cycle.llm.compat); None for the others."""
+        return None
+
+    def relearn(self, accepted: str) -> None:
+        """Take back what ``learned`` gave (kept in the response cache by an earlier
+        process)."""
+
     async def batch_submit(self, requests: list[BatchRequest]) -> str:
         """Submit ``requests`` as one batch job; its id. Raise ``BatchUnsupported`` when the
         provider has none (the default)."""

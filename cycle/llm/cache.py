@@ -39,6 +39,11 @@ create table if not exists responses (
     output text not null
 );
 create index if not exists responses_expires on responses(expires_at);
+create table if not exists servers (
+    endpoint text primary key,
+    accepted text not null,
+    learned_at real not null
+);
 """
 
 
@@ -113,6 +118,20 @@ class ResponseCache:
                 "values (?, ?, ?, ?, ?)",
                 (key, output.model, now, expires, stored.model_dump_json()),
             )
+
+    def server(self, endpoint: str) -> str | None:
+        """What a compatible server was found to accept (cycle.llm.compat), as kept."""
+        with self._lock:
+            row = self._conn.execute(
+                "select accepted from servers where endpoint = ?", (endpoint,)).fetchone()
+        return row[0] if row else None
+
+    def remember_server(self, endpoint: str, accepted: str) -> None:
+        """Keep what a compatible server accepts: a later process asks it right away."""
+        with self._lock:
+            self._conn.execute(
+                "insert or replace into servers(endpoint, accepted, learned_at) values (?, ?, ?)",
+                (endpoint, accepted, time.time()))
 
     def clear(self) -> None:
         """Delete every entry."""

@@ -16,8 +16,9 @@ Servers that speak OpenAI's chat completions differ from OpenAI where cycle lean
 - **tool results**: a server whose chat template refuses the ``tool`` role gets the
   conversation's tool calls and results as text (``tool_text``, below).
 
-What one server and model accept is learned once per process (the first call that
-needs it pays at most one refused or wasted call a step) and kept here; the setting
+What one server and model accept is learned once (the first call that needs it pays at
+most one refused or wasted call a step, the calls in flight with it wait), kept for the
+process and in the response cache (a later process asks right away); the setting
 ``providers.openai.structured`` (``auto``, the default, or a fixed mode) skips the
 learning. OpenAI's own API is never stepped down.
 """
@@ -30,6 +31,7 @@ import re
 import weakref
 from typing import Any
 
+import msgspec
 from msgspec import Struct
 
 from cycle.records import Message
@@ -89,6 +91,24 @@ def learn(base_url: str | None, model: str, worked: Accepted, *, structured: boo
         learned.probed = learned.probed or worked.probed
     learned.max_tokens_field = worked.max_tokens_field
     learned.tool_role = worked.tool_role
+
+
+def kept(base_url: str | None, model: str) -> str | None:
+    """What was learned of a server, as JSON to keep (None: nothing yet)."""
+    learned = _LEARNED.get((base_url or "", model))
+    if learned is None or learned == Accepted():
+        return None
+    return msgspec.json.encode(learned).decode()
+
+
+def restore(base_url: str | None, model: str, kept_json: str) -> None:
+    """Take back what an earlier process learned (what this one learned wins)."""
+    if (base_url or "", model) in _LEARNED:
+        return
+    try:
+        _LEARNED[(base_url or "", model)] = msgspec.json.decode(kept_json, type=Accepted)
+    except msgspec.ValidationError:
+        return  # kept by another release: learned again
 
 
 def forget() -> None:

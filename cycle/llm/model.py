@@ -243,6 +243,13 @@ class Model:
         #: True for offline/scripted: reports must say so
         self.offline: bool = api.offline
         self.cache = cache
+        #: what the server was found to accept, as last kept in the cache (cycle.llm.compat)
+        self._kept_form: tuple[str, str] | None = None
+        if cache is not None and (endpoint := _endpoint(api)) is not None:
+            stored = cache.server(endpoint)
+            if stored is not None:
+                api.relearn(stored)
+                self._kept_form = (endpoint, stored)
         self.bus = bus
         self.budget = budget
         if budget is not None and budget.limit is not None:
@@ -459,7 +466,17 @@ class Model:
         self._emit(output, role=role, scope=scope, attempts=attempts, journaled=journaled)
         if key is not None and self.cache is not None:
             self.cache.put(key, output.model_copy(update={"parsed": None}))
+        if self.cache is not None:
+            self._keep_form()
         return output
+
+    def _keep_form(self) -> None:
+        """Keep in the cache what the server was found to accept, when it changed: the
+        next process asks it right away, without a refused call."""
+        learned = self.api.learned()
+        if learned is not None and learned != self._kept_form and self.cache is not None:
+            self.cache.remember_server(*learned)
+            self._kept_form = learned
 
     def _replayed(self, paid: ModelOutput, *, role: str, scope: CallScope,
                   accept: Validator | None) -> ModelOutput:
@@ -662,6 +679,13 @@ class Model:
             model=self.name, role=role, latency=latency, attempts=attempts,
             error=describe(error), scope=scope,
         ))
+
+
+def _endpoint(api: ModelAPI) -> str | None:
+    """The key a provider that adapts to its server keeps what it learned under."""
+    if getattr(api, "official", True) or not hasattr(api, "base_url"):
+        return None
+    return f"{api.base_url}|{api.model_name}"
 
 
 def _what(error: BaseException) -> str:

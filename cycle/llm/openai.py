@@ -182,6 +182,16 @@ class OpenAIAPI(ModelAPI):
             or ("max_completion_tokens" if self.official else "max_tokens"),
             tool_role=learned.tool_role, probed=learned.probed)
 
+    def learned(self) -> tuple[str, str] | None:
+        if self.official:
+            return None
+        kept = compat.kept(self.base_url, self.model_name)
+        return None if kept is None else (f"{self.base_url}|{self.model_name}", kept)
+
+    def relearn(self, accepted: str) -> None:
+        if not self.official:
+            compat.restore(self.base_url, self.model_name, accepted)
+
     def _structured_setting(self) -> str:
         return str(self.options.extra.get("structured") or "auto")
 

@@ -148,3 +148,19 @@ async def test_the_output_cap_field_a_server_refuses_is_swapped_once(make_model,
     await model.generate([Message.user("again")], config=GenerateConfig(max_tokens=20))
     assert [refused in r.body for r in server.requests] == [True, False, False]
     assert all(r.body.get(then) == 20 for r in server.requests[1:])
+
+
+async def test_what_was_learned_is_kept_in_the_cache_for_the_next_process(make_model, server,
+                                                                          tmp_path):
+    from cycle.llm.cache import ResponseCache
+
+    server.compat = "llamacpp"
+    with ResponseCache(tmp_path / "cache.db") as cache:
+        first = make_model(NAME, cache=cache)
+        await first.generate_structured([Message.user("Judge")], Verdict)
+    assert formats(server) == ["json_schema", "json_object"]
+    compat.forget()  # a new process: nothing learned in memory
+    with ResponseCache(tmp_path / "cache.db") as cache:
+        later = make_model(NAME, cache=cache)
+        await later.generate_structured([Message.user("Judge this too")], Verdict)
+    assert formats(server) == ["json_schema", "json_object", "json_object"]  # no refusal
