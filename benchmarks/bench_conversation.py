@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import subprocess
 import sys
@@ -173,6 +174,7 @@ SUITES = (("plain", False, False), ("turns", True, False), ("conversation", True
 async def measure(kind: str, n: int, turns: bool, tools: bool, url: str
                   ) -> tuple[float, float]:
     agent, _ = make_agent(kind, tools, url)
+    gc.collect()  # every suite starts from the same heap: the last one's garbage is not its
     runner = Runner(agent=agent, judge=Judge(CRITERIA), cases=cases(n, turns),
                     concurrency=16)
     started = time.process_time()
