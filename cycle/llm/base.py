@@ -157,6 +157,11 @@ class ModelAPI(abc.ABC):
     #: the share of the list price a batch job's tokens cost (OpenAI and Gemini: half)
     batch_price: float = 0.5
 
+    def paid_calls(self, config: GenerateConfig) -> int:
+        """The most answers one ``generate`` may pay for (a budget reserves for each): one,
+        but for a provider that may ask again in another form (cycle.llm.compat)."""
+        return 1
+
     def learned(self) -> tuple[str, str] | None:
         """(the endpoint, what it was found to accept, as JSON), for a provider that adapts
         to its server (cycle.llm.compat); None for the others."""

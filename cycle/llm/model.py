@@ -538,7 +538,8 @@ class Model:
         share = self.api.batch_price if batched is not None else 1.0
         held = 0.0
         if self.budget is not None and self.budget.limit is not None:
-            held = await self.budget.reserve(self._worst_case(messages, tools, config) * share)
+            held = await self.budget.reserve(self._worst_case(messages, tools, config) * share
+                                             * self.api.paid_calls(config))
         started = time.monotonic()
         try:
             if batched is not None:  # a job takes hours, not the call's timeout

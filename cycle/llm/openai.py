@@ -182,6 +182,13 @@ class OpenAIAPI(ModelAPI):
             or ("max_completion_tokens" if self.official else "max_tokens"),
             tool_role=learned.tool_role, probed=learned.probed)
 
+    def paid_calls(self, config: GenerateConfig) -> int:
+        # a text answer to a format is asked again with the schema in the prompt, once
+        probing = (not self.official and config.response_schema is not None
+                   and self._structured_setting() == "auto"
+                   and not compat.accepted(self.base_url, self.model_name).probed)
+        return 2 if probing else 1
+
     def learned(self) -> tuple[str, str] | None:
         if self.official:
             return None
@@ -225,6 +232,7 @@ class OpenAIAPI(ModelAPI):
         form = self._form()
         field_set = bool(self.options.extra.get("max_tokens_field"))
         wasted = Usage()
+        estimated = False
         tried: set[str] = set()
         while True:
             request = self.build_request(messages, tools, config, form=form)
@@ -257,7 +265,10 @@ class OpenAIAPI(ModelAPI):
                 # answer is paid); kept only if that answer is JSON (else the model, not
                 # the server, is at fault: the Model's repair follows, in this form)
                 asked = form.structured
-                wasted = wasted + output.usage
+                estimated = estimated or output.usage_estimated
+                wasted = wasted + (output.usage if not output.usage_estimated else Usage(
+                    input_tokens=len(json.dumps(request["messages"]).encode()),
+                    output_tokens=len(output.text.encode())))  # the byte bound, as Model's
                 form.structured, form.probed = "prompt", True
                 request = self.build_request(messages, tools, config, form=form)
                 output = await self._send(request, config)
@@ -268,7 +279,9 @@ class OpenAIAPI(ModelAPI):
             form.tool_role = True  # it took them
         compat.learn(self.base_url, self.model_name, form, structured=steps)
         if wasted.total_tokens:
-            output = output.model_copy(update={"usage": output.usage + wasted})
+            output = output.model_copy(update={"usage": output.usage + wasted,
+                                               "usage_estimated": output.usage_estimated
+                                               or estimated})
         return output
 
     async def _send(self, request: dict[str, Any], config: GenerateConfig) -> ModelOutput:

@@ -164,3 +164,25 @@ async def test_what_was_learned_is_kept_in_the_cache_for_the_next_process(make_m
         later = make_model(NAME, cache=cache)
         await later.generate_structured([Message.user("Judge this too")], Verdict)
     assert formats(server) == ["json_schema", "json_object", "json_object"]  # no refusal
+
+
+async def test_the_budget_reserves_for_the_call_asked_again(make_model, server):
+    """A text answer to a format is asked again with the schema in the prompt: both
+    answers are paid, so the budget reserves for both before the first is sent."""
+    from cycle.llm.budget import Budget
+
+    held: list[float] = []
+
+    class Watched(Budget):
+        async def reserve(self, amount: float) -> float:
+            held.append(amount)
+            return await super().reserve(amount)
+
+    server.compat = "text-only"
+    budget = Watched(1.0)
+    model = make_model(NAME, budget=budget)
+    for _ in range(2):
+        await model.generate_structured([Message.user("Judge")], Verdict)
+    first, second = held
+    assert first == pytest.approx(2 * second)  # the first may be asked twice: reserved twice
+    assert server.request_count == 3 and 0 < budget.spent <= 1.0
