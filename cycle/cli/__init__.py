@@ -76,6 +76,8 @@ COMMANDS: dict[str, Command] = {
              "./cycle.yaml, else the prompt used last.")),
     "doctor": Command("cycle.cli.doctor:doctor",
                       "Probe a model's endpoint: what works, and the settings that fit it."),
+    "judge": Command("cycle.cli.judge:judge_group",
+                     "People's labels of stored outputs, and the judge's agreement with them."),
     "models": Command("cycle.cli.models:models",
                "List model providers and the price table (USD per million tokens)."),
     "init": Command("cycle.cli.init:init",

@@ -410,3 +410,28 @@ def m011_locks(db: Database) -> None:
         );
         """,
     )
+
+
+@migration
+def m012_labels(db: Database) -> None:
+    """People's labels of stored outputs (cycle.store.human_labels): a criterion's score or
+    pass/fail for one iteration's result, by a labeler; the judge's agreement is measured
+    against them."""
+    _run(
+        db,
+        """
+        CREATE TABLE human_labels (
+            id INTEGER PRIMARY KEY,
+            result_id INTEGER NOT NULL REFERENCES results(id),
+            criterion_id TEXT NOT NULL,
+            score REAL CHECK (score IS NULL OR (score >= 0 AND score <= 100)),
+            passed INTEGER,
+            labeler TEXT NOT NULL DEFAULT '',
+            note TEXT,
+            labeled_at TEXT NOT NULL,
+            CHECK (score IS NOT NULL OR passed IS NOT NULL),
+            UNIQUE (result_id, criterion_id, labeler)
+        );
+        CREATE INDEX human_labels_by_result ON human_labels(result_id)
+        """,
+    )

@@ -48,6 +48,7 @@ from cycle.store.migrations import apply_migrations, check_format
 
 if TYPE_CHECKING:
     from cycle.store.cycles import CycleLog
+    from cycle.store.human_labels import HumanLabels
 
 
 def default_path(config_dir: str | Path | None = None) -> Path:
@@ -123,6 +124,13 @@ class Store:
         from cycle.store.cycles import CycleLog
 
         return CycleLog(self)
+
+    @cached_property
+    def human_labels(self) -> HumanLabels:
+        """People's labels of stored outputs (loaded when first used)."""
+        from cycle.store.human_labels import HumanLabels
+
+        return HumanLabels(self)
 
     # -- opening -----------------------------------------------------------
 

@@ -1,0 +1,266 @@
+"""``cycle judge``: people's labels of stored outputs, and how far the judge agrees with them.
+
+    cycle judge sample RUN_ID --n 50        # outputs to label, as JSONL (the judge's scores hidden)
+    cycle judge labels import labels.jsonl  # the labels, into the store
+    cycle judge labels export RUN_ID        # the stored labels, as JSONL
+    cycle judge agreement RUN_ID [--json]   # per criterion: agreement, kappa, alpha, bias
+
+A label line: ``run``, ``case``, ``iteration``, ``criterion``, then ``score`` (0-100) or
+``pass`` (true/false), optional ``labeler`` and ``note`` (a line of ``cycle judge sample``
+also carries the ``output``, which is ignored). A line with neither score nor pass is not
+labelled yet and is skipped. A score without ``pass`` passes at 70, the LLM criteria's
+default pass mark.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cycle.errors import ConfigError
+
+#: a label with a score only passes at this (the LLM criteria's default pass mark)
+PASS_AT = 70.0
+_KEYS = {"run", "case", "iteration", "criterion", "score", "pass", "labeler", "note", "output"}
+
+
+@click.group("judge")
+def judge_group() -> None:
+    """People's labels of stored outputs, and the judge's agreement with them."""
+
+
+def _store() -> Any:
+    from cycle.cli import CliContext
+    from cycle.store import Store
+
+    obj = click.get_current_context().find_object(CliContext) or CliContext()
+    return Store.open(obj.store_path(None), create=False)
+
+
+@judge_group.command("sample")
+@click.argument("run_id")
+@click.option("--n", "count", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Outputs to pick.")
+@click.option("--criterion", "criteria", multiple=True,
+              help="Criteria to label (default: every LLM criterion of the run).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The JSONL file to write (default: labels-RUN_ID.jsonl).")
+@click.option("--labeler", default="", help="Who labels (written into each line).")
+def sample(run_id: str, count: int, criteria: tuple[str, ...], out: Path | None,
+           labeler: str) -> None:
+    """Pick outputs of RUN_ID to label, stratified over cases and over the judge's scores."""
+    with _store() as store:
+        run_id = store.runs.resolve(run_id)
+        outputs = store.human_labels.outputs(run_id)
+    judged = {c for o in outputs for c, v in o["verdicts"].items()
+              if v["kind"] == "llm" or c in criteria}
+    wanted = [c for c in criteria] or sorted(judged)
+    unknown = [c for c in wanted if c not in judged]
+    if unknown:
+        raise ConfigError(f"run {run_id} has no verdicts of criterion {unknown[0]!r}",
+                          field="--criterion", hint=f"Its criteria: {', '.join(sorted(judged))}.")
+    if not wanted:
+        raise ConfigError(f"run {run_id} has no LLM criterion to label",
+                          field="--criterion", hint="Name a check's criterion with --criterion.")
+    chosen = _stratified(outputs, wanted, count)
+    path = out or Path(f"labels-{run_id}.jsonl")
+    lines = [json.dumps({"run": run_id, "case": o["case"], "iteration": o["iteration"],
+                         "criterion": c, "output": o["output"], "score": None, "pass": None,
+                         "labeler": labeler, "note": ""}, ensure_ascii=False)
+             for o in chosen for c in wanted if c in o["verdicts"]]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    click.echo(f"{len(chosen)} outputs of run {run_id} ({len(lines)} labels to give) written to "
+               f"{path}: fill in score (0-100) or pass, then: cycle judge labels import {path}")
+
+
+def _stratified(outputs: list[dict[str, Any]], criteria: list[str], count: int
+                ) -> list[dict[str, Any]]:
+    """``count`` outputs spread over the cases and, within them, over the judge's score
+    range (quartiles of its mean score over ``criteria``); fixed seed, same pick each time."""
+    rng = random.Random(0)
+
+    def band(o: dict[str, Any]) -> int:
+        scores = [o["verdicts"][c]["score"] for c in criteria
+                  if c in o["verdicts"] and o["verdicts"][c]["score"] is not None]
+        return min(3, int((sum(scores) / len(scores)) // 25)) if scores else 0
+
+    strata: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for o in outputs:
+        strata.setdefault((band(o), o["case"]), []).append(o)
+    for group in strata.values():
+        rng.shuffle(group)
+    # the strata in turn, bands interleaved and the cases of a band in a shuffled order,
+    # one output a stratum a pass: every (band, case) gives one before any gives two
+    rank: dict[tuple[int, str], int] = {}
+    for b in {k[0] for k in strata}:
+        cases = sorted(k for k in strata if k[0] == b)
+        rng.shuffle(cases)
+        rank.update({k: i for i, k in enumerate(cases)})
+    keys = sorted(strata, key=lambda k: (rank[k], k[0]))
+    chosen: list[dict[str, Any]] = []
+    while len(chosen) < count and any(strata.values()):
+        for key in keys:
+            if strata[key] and len(chosen) < count:
+                chosen.append(strata[key].pop())
+    return chosen
+
+
+@judge_group.group("labels")
+def labels_group() -> None:
+    """Import and export people's labels (JSONL)."""
+
+
+def read_labels(path: Path) -> tuple[list[Any], int]:
+    """The labels of a JSONL file, and the lines not labelled yet; a bad line is a
+    ConfigError naming the file, the line and the field."""
+    from cycle.store.human_labels import Label
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path} not found", field="FILE") from None
+    except UnicodeDecodeError:
+        raise ConfigError("not UTF-8 text", file=str(path), hint="Save it as UTF-8.") from None
+    labels, open_lines = [], 0
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+
+        def bad(message: str, field: str | None = None, n: int = n) -> ConfigError:
+            return ConfigError(message, file=str(path), line=n, field=field,
+                               hint="A line: {\"run\", \"case\", \"iteration\", \"criterion\", "
+                               "\"score\": 0-100 or \"pass\": true/false}.")
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise bad(f"not JSON: {e}") from None
+        if not isinstance(row, dict):
+            raise bad("a line is one JSON object")
+        extra = sorted(set(row) - _KEYS)
+        if extra:
+            raise bad(f"unknown key {extra[0]!r}", extra[0])
+        for key in ("run", "case", "criterion"):
+            if not isinstance(row.get(key), str) or not row[key]:
+                raise bad(f"{key} must be a non-empty string", key)
+        if isinstance(row.get("iteration"), bool) or not isinstance(row.get("iteration"), int):
+            raise bad("iteration must be a whole number", "iteration")
+        score, passed = row.get("score"), row.get("pass")
+        if score is None and passed is None:
+            open_lines += 1
+            continue
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
+                                  or not 0 <= score <= 100):
+            raise bad(f"score must be a number from 0 to 100, not {score!r}", "score")
+        if passed is not None and not isinstance(passed, bool):
+            raise bad(f"pass must be true or false, not {passed!r}", "pass")
+        labels.append(Label(
+            run=row["run"], case=row["case"], iteration=row["iteration"],
+            criterion=row["criterion"], score=None if score is None else float(score),
+            passed=passed if passed is not None else float(score) >= PASS_AT,
+            labeler=str(row.get("labeler") or ""), note=row.get("note") or None))
+    return labels, open_lines
+
+
+@labels_group.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--labeler", default=None, help="Who labelled (for lines that do not say).")
+def import_labels(file: Path, labeler: str | None) -> None:
+    """Store the labels of FILE (JSONL), all or none; a labeler's earlier label of the same
+    output and criterion is replaced."""
+    from msgspec.structs import replace
+
+    labels, open_lines = read_labels(file)
+    if labeler:
+        labels = [replace(x, labeler=x.labeler or labeler) for x in labels]
+    with _store() as store:
+        stored = store.human_labels.add(labels)
+    rest = f"; {open_lines} lines not labelled yet" if open_lines else ""
+    click.echo(f"{stored} labels stored from {file}{rest}")
+
+
+@labels_group.command("export")
+@click.argument("run_id")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The JSONL file (default: standard output).")
+def export_labels(run_id: str, out: Path | None) -> None:
+    """Write the stored labels of RUN_ID as JSONL."""
+    with _store() as store:
+        rows = store.human_labels.of_run(store.runs.resolve(run_id))
+    text = "".join(json.dumps({
+        "run": r.label.run, "case": r.label.case, "iteration": r.label.iteration,
+        "criterion": r.label.criterion, "score": r.label.score, "pass": r.label.passed,
+        "labeler": r.label.labeler, "note": r.label.note}, ensure_ascii=False) + "\n"
+        for r in rows)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        click.echo(f"{len(rows)} labels written to {out}")
+
+
+@judge_group.command("agreement")
+@click.argument("run_id")
+@click.option("--labels", "labels_file", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Labels in a JSONL file, beside those in the store.")
+@click.option("--json", "as_json", is_flag=True, help="Print only the JSON.")
+def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
+    """How far the judge of RUN_ID agrees with people's labels, per criterion."""
+    from cycle.judge.agreement import Rating, measure
+    from cycle.store.human_labels import Labelled
+
+    with _store() as store:
+        run_id = store.runs.resolve(run_id)
+        run = store.runs.get(run_id)
+        labelled = store.human_labels.of_run(run_id)
+        if labels_file is not None:
+            extra, _ = read_labels(labels_file)
+            verdicts = {(o["case"], o["iteration"], c): v
+                        for o in store.human_labels.outputs(run_id)
+                        for c, v in o["verdicts"].items()}
+            for x in extra:
+                if x.run != run_id:
+                    continue
+                v = verdicts.get((x.case, x.iteration, x.criterion))
+                labelled.append(Labelled(label=x, judge_score=v and v["score"],
+                                         judge_passed=v and v["passed"]))
+    assert run is not None
+    by_criterion: dict[str, list[Rating]] = {}
+    for x in labelled:
+        by_criterion.setdefault(x.label.criterion, []).append(Rating(
+            output=(x.label.case, x.label.iteration), labeler=x.label.labeler,
+            person_score=x.label.score, person_passed=x.label.passed,
+            judge_score=x.judge_score, judge_passed=x.judge_passed))
+    figures = {c: measure(r) for c, r in sorted(by_criterion.items())}
+    judge = f"{run.judge_model} cycle-judge@{run.judge_version}"
+    data = {"run": run_id, "judge": judge, "labels": len(labelled), "criteria": {
+        c: {"n": a.n, "outputs": a.outputs, "agreement": a.agreement, "kappa": a.kappa,
+            "kappa_ci": a.kappa_ci, "base_rate": a.base_rate, "alpha": a.alpha,
+            "alpha_ci": a.alpha_ci, "bias": a.bias, "bias_ci": a.bias_ci,
+            "correlation": a.correlation, "correlation_ci": a.correlation_ci,
+            "labelers": a.labelers}
+        for c, a in figures.items()}}
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"judge {judge} on run {run_id}: {len(labelled)} labels")
+    if not figures:
+        click.echo("no labels: the judge is uncalibrated (cycle judge sample "
+                   f"{run_id}, then cycle judge labels import FILE)")
+        return
+
+    def fmt(value: float | None, ci: tuple[float, float] | None, digits: int = 2) -> str:
+        if value is None:
+            return "—"
+        shown = f"{value:.{digits}f}"
+        return shown + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+
+    click.echo(f"{'criterion':<16} {'n':>4} {'agree':>6} {'kappa (95% CI)':<22} {'base':>5} "
+               f"{'alpha (95% CI)':<22} {'bias, points (95% CI)':<24}")
+    for c, a in figures.items():
+        click.echo(f"{c:<16} {a.n:>4} {fmt(a.agreement, None):>6} {fmt(a.kappa, a.kappa_ci):<22} "
+                   f"{fmt(a.base_rate, None):>5} {fmt(a.alpha, a.alpha_ci):<22} "
+                   f"{fmt(a.bias, a.bias_ci, 1):<24}")

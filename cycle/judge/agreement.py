@@ -1,0 +1,176 @@
+"""How far a judge agrees with people: per criterion, over the outputs people labelled.
+
+- *agreement*: the share of labels whose pass/fail the judge's verdict matches;
+- *kappa*: Cohen's kappa of the judge and the people on pass/fail (each label a pair with
+  the judge's verdict), beside the *base rate* (the people's pass share): a kappa near 0
+  with a base rate near 0 or 1 says the labels cannot tell much yet;
+- *alpha*: Krippendorff's alpha over every rater of each output (the judge and each
+  labeler, labels missing where a labeler did not label), on the 0-100 scores with the
+  interval metric when every rating has a score, else on pass/fail (nominal);
+- *bias*: judge minus person, in points of the 0-100 scale, averaged over labels with a
+  score; *correlation*: Pearson's r of the two scores.
+
+Each comes with a bootstrap 95% interval (outputs resampled with their labels, 1,000
+times, a fixed seed: the same labels give the same figures). A figure the labels leave
+undefined (kappa when everyone said pass) is None.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable, Sequence
+
+from msgspec import Struct, field
+
+#: bootstrap resamples for each interval
+RESAMPLES = 1000
+
+
+class Rating(Struct, frozen=True):
+    """One label of one output, beside the judge's verdict on it."""
+
+    output: tuple[str, int]  # (case, iteration)
+    labeler: str
+    person_score: float | None
+    person_passed: bool | None
+    judge_score: float | None
+    judge_passed: bool | None
+
+
+class Agreement(Struct):
+    n: int
+    outputs: int
+    agreement: float | None = None
+    kappa: float | None = None
+    kappa_ci: tuple[float, float] | None = None
+    base_rate: float | None = None
+    alpha: float | None = None
+    alpha_ci: tuple[float, float] | None = None
+    bias: float | None = None
+    bias_ci: tuple[float, float] | None = None
+    correlation: float | None = None
+    correlation_ci: tuple[float, float] | None = None
+    labelers: list[str] = field(default_factory=list)
+
+
+def _pass_pairs(ratings: Sequence[Rating]) -> list[tuple[bool, bool]]:
+    return [(r.judge_passed, r.person_passed) for r in ratings
+            if r.judge_passed is not None and r.person_passed is not None]
+
+
+def raw_agreement(ratings: Sequence[Rating]) -> float | None:
+    pairs = _pass_pairs(ratings)
+    return sum(j == p for j, p in pairs) / len(pairs) if pairs else None
+
+
+def kappa(ratings: Sequence[Rating]) -> float | None:
+    """Cohen's kappa of judge and person on pass/fail."""
+    pairs = _pass_pairs(ratings)
+    if not pairs:
+        return None
+    n = len(pairs)
+    observed = sum(j == p for j, p in pairs) / n
+    judge_yes = sum(j for j, _ in pairs) / n
+    person_yes = sum(p for _, p in pairs) / n
+    expected = judge_yes * person_yes + (1 - judge_yes) * (1 - person_yes)
+    if expected >= 1.0:
+        return None  # one answer only, from both: chance explains everything
+    return (observed - expected) / (1 - expected)
+
+
+def bias(ratings: Sequence[Rating]) -> float | None:
+    diffs = [r.judge_score - r.person_score for r in ratings
+             if r.judge_score is not None and r.person_score is not None]
+    return statistics.fmean(diffs) if diffs else None
+
+
+def correlation(ratings: Sequence[Rating]) -> float | None:
+    pairs = [(r.judge_score, r.person_score) for r in ratings
+             if r.judge_score is not None and r.person_score is not None]
+    if len(pairs) < 3:
+        return None
+    xs, ys = zip(*pairs, strict=True)
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:  # a constant: no correlation to speak of
+        return None
+
+
+def alpha(ratings: Sequence[Rating]) -> float | None:
+    """Krippendorff's alpha over the judge and every labeler, per output."""
+    scored = all(r.person_score is not None and r.judge_score is not None for r in ratings)
+    units: dict[tuple[str, int], dict[str, float]] = {}
+    for r in ratings:
+        values = units.setdefault(r.output, {})
+        if scored:
+            judge, person = r.judge_score, r.person_score
+        else:
+            judge = None if r.judge_passed is None else float(r.judge_passed)
+            person = None if r.person_passed is None else float(r.person_passed)
+        if judge is not None:
+            values["\0judge"] = judge
+        if person is not None:
+            values[f"person {r.labeler}"] = person
+    pairable = [list(v.values()) for v in units.values() if len(v) >= 2]
+    n = sum(len(v) for v in pairable)
+    if n < 2:
+        return None
+
+    def delta(a: float, b: float) -> float:
+        return (a - b) ** 2 if scored else float(a != b)
+
+    observed = sum(sum(delta(a, b) for i, a in enumerate(v) for j, b in enumerate(v) if i != j)
+                   / (len(v) - 1) for v in pairable) / n
+    every = [x for v in pairable for x in v]
+    if scored:  # sum over ordered pairs of (a - b)^2 = 2 n sum((x - mean)^2)
+        mean = statistics.fmean(every)
+        spread = 2 * n * sum((x - mean) ** 2 for x in every)
+    else:
+        counts = {x: every.count(x) for x in set(every)}
+        spread = n * n - sum(c * c for c in counts.values())
+    expected = spread / (n * (n - 1))
+    if expected == 0:
+        return None
+    return 1 - observed / expected
+
+
+def _interval(ratings: Sequence[Rating], stat: Callable[[Sequence[Rating]], float | None],
+              rng: random.Random) -> tuple[float, float] | None:
+    """The bootstrap 95% interval of ``stat``, resampling outputs (their labels together)."""
+    by_output: dict[tuple[str, int], list[Rating]] = {}
+    for r in ratings:
+        by_output.setdefault(r.output, []).append(r)
+    groups = list(by_output.values())
+    if len(groups) < 2:
+        return None
+    values = []
+    for _ in range(RESAMPLES):
+        sample = [r for _ in groups for r in groups[rng.randrange(len(groups))]]
+        value = stat(sample)
+        if value is not None and not math.isnan(value):
+            values.append(value)
+    if len(values) < RESAMPLES // 2:
+        return None
+    values.sort()
+    return (values[int(0.025 * len(values))], values[min(len(values) - 1,
+                                                          int(0.975 * len(values)))])
+
+
+def measure(ratings: Sequence[Rating]) -> Agreement:
+    """Every figure of one criterion's labels, with its interval."""
+    rng = random.Random(0)
+    people = [r.person_passed for r in ratings if r.person_passed is not None]
+    out = Agreement(
+        n=len(ratings), outputs=len({r.output for r in ratings}),
+        agreement=raw_agreement(ratings), kappa=kappa(ratings),
+        base_rate=sum(people) / len(people) if people else None, alpha=alpha(ratings),
+        bias=bias(ratings), correlation=correlation(ratings),
+        labelers=sorted({r.labeler for r in ratings}))
+    out.kappa_ci = _interval(ratings, kappa, rng) if out.kappa is not None else None
+    out.alpha_ci = _interval(ratings, alpha, rng) if out.alpha is not None else None
+    out.bias_ci = _interval(ratings, bias, rng) if out.bias is not None else None
+    out.correlation_ci = (_interval(ratings, correlation, rng)
+                          if out.correlation is not None else None)
+    return out

@@ -1,0 +1,97 @@
+"""People's labels of stored outputs: one criterion of one iteration's result, scored 0-100
+or passed/failed by a labeler. A label is tied to the exact output it judges (its result
+row); several labelers may label one output; a labeler labelling it again replaces their
+label. The judge's agreement with people is measured against them (cycle.judge.agreement). Not the labels of prompt versions (head, production).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
+
+from cycle.errors import NotFoundError
+from cycle.ids import now_iso
+
+if TYPE_CHECKING:
+    from cycle.store.store import Store
+
+
+class Label(Struct, frozen=True, kw_only=True):
+    """One label, with where its output is (the JSONL line's keys)."""
+
+    run: str
+    case: str
+    iteration: int
+    criterion: str
+    score: float | None = None
+    passed: bool | None = None
+    labeler: str = ""
+    note: str | None = None
+
+
+class Labelled(Struct, frozen=True, kw_only=True):
+    """A label beside the judge's verdict on the same output and criterion."""
+
+    label: Label
+    #: the judge's (or check's) score and pass of that criterion, None when not judged
+    judge_score: float | None
+    judge_passed: bool | None
+
+
+class HumanLabels:
+    """The ``human_labels`` table."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def add(self, labels: list[Label]) -> int:
+        """Store ``labels`` (a labeler's earlier label of the same output replaced), all or
+        none: NotFoundError names the first whose output is not stored."""
+        with self.store.transaction() as db:
+            for label in labels:
+                row = db.execute(
+                    "SELECT id FROM results WHERE run_id = ? AND case_id = ? AND iteration = ?",
+                    (label.run, label.case, label.iteration)).fetchone()
+                if row is None:
+                    raise NotFoundError(
+                        f"no stored output for run {label.run}, case {label.case}, iteration "
+                        f"{label.iteration}: nothing was stored",
+                        hint="Label the outputs of a stored run (cycle judge sample RUN_ID).")
+                db.execute(
+                    "INSERT OR REPLACE INTO human_labels (result_id, criterion_id, score, passed, "
+                    "labeler, note, labeled_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (row[0], label.criterion, label.score,
+                     None if label.passed is None else int(label.passed), label.labeler,
+                     label.note, now_iso()))
+        return len(labels)
+
+    def of_run(self, run_id: str) -> list[Labelled]:
+        """The run's labels, each beside the judge's verdict on the same output."""
+        rows = self.store.db.execute(
+            "SELECT r.run_id, r.case_id, r.iteration, l.criterion_id, l.score, l.passed, "
+            "l.labeler, l.note, v.score, v.passed FROM human_labels l "
+            "JOIN results r ON r.id = l.result_id "
+            "LEFT JOIN verdicts v ON v.result_id = l.result_id AND v.criterion_id = l.criterion_id "
+            "WHERE r.run_id = ? ORDER BY r.case_id, r.iteration, l.criterion_id, l.labeler",
+            (run_id,)).fetchall()
+        return [Labelled(label=Label(run=r[0], case=r[1], iteration=r[2], criterion=r[3],
+                                     score=r[4], passed=None if r[5] is None else bool(r[5]),
+                                     labeler=r[6], note=r[7]),
+                         judge_score=r[8], judge_passed=None if r[9] is None else bool(r[9]))
+                for r in rows]
+
+    def outputs(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's judged outputs: case, iteration, output and each criterion's verdict
+        (what ``cycle judge sample`` chooses from)."""
+        rows = self.store.db.execute(
+            "SELECT r.case_id, r.iteration, r.output, v.criterion_id, v.score, v.passed, v.kind "
+            "FROM results r JOIN verdicts v ON v.result_id = r.id "
+            "WHERE r.run_id = ? AND r.status != 'error' ORDER BY r.case_id, r.iteration",
+            (run_id,)).fetchall()
+        out: dict[tuple[str, int], dict[str, Any]] = {}
+        for case, iteration, output, criterion, score, passed, kind in rows:
+            entry = out.setdefault((case, iteration), {"case": case, "iteration": iteration,
+                                                       "output": output, "verdicts": {}})
+            entry["verdicts"][criterion] = {"score": score, "passed": bool(passed), "kind": kind}
+        return list(out.values())
