@@ -78,3 +78,50 @@ def export_adk(ctx: click.Context, config: Path, out: Path, run_id: str | None) 
     evalset = append_cases(out, cases, name=name)
     click.echo(f"appended {len(cases)} eval case{'s' * (len(cases) != 1)} to {out} "
                f"({evalset.eval_set_id}: {len(evalset.eval_cases)} in all)")
+
+
+@import_group.command("openai-evals")
+@click.argument("items", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--graders", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The eval's graders (its testing_criteria, as JSON).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The project folder to write (it must not hold a cycle.yaml).")
+@click.option("--model", default="openai:gpt-4o-mini", show_default=True,
+              help="The agent's, judge's and improver's model.")
+@click.option("--name", default=None, help="The prompt's id (default: the items file's name).")
+def import_openai_evals(items: Path, graders: Path | None, out: Path, model: str,
+                        name: str | None) -> None:
+    """Write a cycle project from an OpenAI Evals items file (JSONL) and its graders: the
+    prompt, the cases, the criteria; what cannot be converted is listed."""
+    import re
+
+    import yaml
+
+    from cycle.cases import append_to_case_file
+    from cycle.formats.openai_evals import convert, read_graders, read_items
+
+    if (out / "cycle.yaml").exists():
+        raise ConfigError(f"{out / 'cycle.yaml'} exists; cycle does not overwrite a project",
+                          field="--out", hint="Choose a new folder.")
+    prompt_id = name or re.sub(r"[^a-z0-9-]+", "-", items.stem.lower()).strip("-") or "imported"
+    done = convert(read_items(items), read_graders(graders) if graders else None,
+                   name=prompt_id, source=str(items))
+    (out / "prompts").mkdir(parents=True, exist_ok=True)
+    (out / "cases").mkdir(exist_ok=True)
+    prompt = {"id": prompt_id, "system": done.system, "user_template": "{{ question }}"}
+    (out / "prompts" / f"{prompt_id}.yaml").write_text(
+        f"# converted from {items.name} by cycle import openai-evals\n"
+        + yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    append_to_case_file(out / "cases" / f"{prompt_id}.yaml", done.cases)
+    config = {"prompt": f"prompts/{prompt_id}.yaml", "agent": model, "judge": model,
+              "improver": model, "criteria": done.criteria, "cases": ["cases/*.yaml"]}
+    notes = "".join(f"#   - {gap}\n" for gap in done.gaps)
+    (out / "cycle.yaml").write_text(
+        f"# converted from {items.name}"
+        + (f" and {graders.name}" if graders else "") + " by cycle import openai-evals\n"
+        + (f"# not converted:\n{notes}" if notes else "")
+        + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    click.echo(f"wrote {out}: {len(done.cases)} cases, {len(done.criteria)} criteria "
+               f"(prompt {prompt_id}); run it: cycle run {out / 'cycle.yaml'}")
+    for gap in done.gaps:
+        click.echo(f"not converted: {gap}")

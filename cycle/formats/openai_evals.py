@@ -1,0 +1,212 @@
+"""OpenAI Evals files in: a JSONL of items and, optionally, the graders (``testing_criteria``)
+become a cycle project (``cycle import openai-evals``).
+
+Items: one JSON object a line, the hosted Evals' ``{"item": {...}}`` or the item itself
+(openai/evals' registry lines). Its ``input`` (a string, or chat messages) or ``messages``
+is what the agent is asked: a shared system message becomes the prompt's system, one that
+varies a case variable; the last user message is the case's ``question``. Every other
+scalar field of the item is a case variable (``{{item.ideal}}`` in a grader is ``{{ ideal
+}}``), and ``ideal`` (or ``reference``, ``expected``, ``answer``; the first of a list) is
+the case's ``expected``.
+
+Graders: ``string_check`` (``eq`` an exact match, ``like``/``ilike`` a contains check) on
+``{{sample.output_text}}``; ``score_model`` and ``label_model`` become LLM criteria whose
+rubric is the grader's prompt (its pass threshold the pass mark, on 0-100). Without
+graders, the classic Match eval: the output equals ``ideal``. What cannot be converted
+(``text_similarity``, ``python``, ``multi``, a ``ne`` string check, earlier turns of a
+multi-turn input, a list of ideal answers) is listed, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from msgspec import Struct, field
+
+from cycle.errors import ConfigError
+
+_REFERENCE_FIELDS = ("ideal", "reference", "expected", "answer")
+_ITEM = re.compile(r"\{\{\s*item\.([A-Za-z_]\w*)\s*\}\}")
+_SAMPLE = re.compile(r"\{\{\s*sample\.output_text\s*\}\}")
+
+
+class Converted(Struct):
+    """A project's parts: the prompt, the cases, the criteria, and what was left out."""
+
+    name: str
+    system: str
+    cases: list[dict[str, Any]] = field(default_factory=list)
+    criteria: list[dict[str, Any]] = field(default_factory=list)
+    gaps: list[str] = field(default_factory=list)
+    #: the system message differs between items: it is a case variable
+    system_varies: bool = False
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def read_items(path: Path) -> list[dict[str, Any]]:
+    """The items of a JSONL file; a bad line is a ConfigError naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path} not found", field="ITEMS") from None
+    except UnicodeDecodeError:
+        raise ConfigError("not UTF-8 text", file=str(path), hint="Save it as UTF-8.") from None
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise ConfigError(f"not JSON: {e}", file=str(path), line=n) from None
+        item = row.get("item", row) if isinstance(row, dict) else None
+        if not isinstance(item, dict):
+            raise ConfigError("a line is one JSON object (an item, or {\"item\": {...}})",
+                              file=str(path), line=n)
+        items.append({**item, "\0line": n})
+    if not items:
+        raise ConfigError("no items in the file", file=str(path))
+    return items
+
+
+def read_graders(path: Path) -> list[dict[str, Any]]:
+    """The graders of a JSON file: a list, or an eval's ``testing_criteria``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path} not found", field="--graders") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigError(f"not JSON: {e}", file=str(path)) from None
+    graders = data.get("testing_criteria", data.get("graders")) if isinstance(data, dict) else data
+    if not isinstance(graders, list) or not all(isinstance(g, dict) for g in graders):
+        raise ConfigError("expected a list of graders (or an eval with testing_criteria)",
+                          file=str(path))
+    return graders
+
+
+def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *,
+            name: str, source: str) -> Converted:
+    systems, lines = [], []
+    multi_turn = ideal_lists = 0
+    for item in items:
+        n = item["\0line"]
+        messages = item.get("input", item.get("messages"))
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        if not isinstance(messages, list) or not messages:
+            raise ConfigError("the item has no input (a string, or chat messages) or messages",
+                              file=source, line=n, field="input")
+        system = "\n\n".join(_text(m.get("content")) for m in messages
+                             if isinstance(m, dict) and m.get("role") in ("system", "developer"))
+        users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+        if not users:
+            raise ConfigError("the item's input has no user message", file=source, line=n,
+                              field="input")
+        if any(m.get("role") in ("user", "assistant") for m in messages[:users[-1]]
+               if isinstance(m, dict)):
+            multi_turn += 1
+        systems.append(system)
+        lines.append((item, _text(messages[users[-1]].get("content")), system))
+    varies = len(set(systems)) > 1
+    out = Converted(name=name, system="{{ system }}" if varies else systems[0],
+                    system_varies=varies)
+    seen: set[str] = set()
+    for i, (item, question, system) in enumerate(lines):
+        case_id = str(item.get("id") or f"item-{i + 1:04d}")
+        if case_id in seen:
+            case_id = f"{case_id}-{i + 1}"
+        seen.add(case_id)
+        variables: dict[str, Any] = {
+            k: v for k, v in item.items()
+            if k not in ("input", "messages", "id", "\0line") and isinstance(v, (str, int, float, bool))}
+        variables["question"] = question
+        if varies:
+            variables["system"] = system
+        case: dict[str, Any] = {"id": case_id, "input": variables}
+        reference = next((item[k] for k in _REFERENCE_FIELDS if item.get(k) is not None), None)
+        if isinstance(reference, list):
+            ideal_lists += 1
+            reference = reference[0] if reference else None
+        if reference is not None:
+            case["expected"] = str(reference)
+            variables.setdefault("ideal", str(reference))
+        out.cases.append(case)
+    if multi_turn:
+        out.gaps.append(f"{multi_turn} items have earlier turns in their input: only the last "
+                        "user message is asked (the earlier ones are not sent)")
+    if ideal_lists:
+        out.gaps.append(f"{ideal_lists} items give a list of ideal answers: the first is the "
+                        "expected one")
+    if graders is None:
+        if all("expected" in c for c in out.cases):
+            out.criteria.append({"id": "match", "description": "The answer equals the ideal "
+                                 "answer (OpenAI evals' Match)", "check": {
+                                     "type": "exact", "normalize_whitespace": True}})
+        else:
+            out.gaps.append("no graders and not every item has an ideal answer: add criteria")
+    else:
+        for n, grader in enumerate(graders):
+            _grader(grader, n, out)
+    if not out.criteria:
+        out.gaps.append("no criterion could be made: cycle.yaml has none; add one")
+    return out
+
+
+def _template(text: str) -> str:
+    """A grader's template in cycle's terms: ``{{item.x}}`` -> ``{{ x }}``."""
+    return _ITEM.sub(lambda m: "{{ " + m[1] + " }}", text)
+
+
+def _words(text: str) -> str:
+    """A grader's prompt as a rubric the judge reads (it sees the answer and the case)."""
+    text = _SAMPLE.sub("the answer", text)
+    return _ITEM.sub(lambda m: f"the case's {m[1]}", text).strip()
+
+
+def _grader(grader: dict[str, Any], n: int, out: Converted) -> None:
+    kind = grader.get("type")
+    gid = re.sub(r"[^A-Za-z0-9_-]+", "_", str(grader.get("name") or f"{kind}_{n + 1}")).strip("_")
+    gid = gid or f"grader_{n + 1}"
+    if kind == "string_check":
+        source, reference = str(grader.get("input", "")), str(grader.get("reference", ""))
+        operation = grader.get("operation")
+        if not _SAMPLE.fullmatch(source.strip()):
+            out.gaps.append(f"grader {gid}: a string_check of {source!r}, not of the answer")
+            return
+        if operation == "eq":
+            check: dict[str, Any] = {"type": "exact", "value": _template(reference)}
+        elif operation in ("like", "ilike"):
+            check = {"type": "contains", "values": [_template(reference)],
+                     "case_sensitive": operation == "like"}
+        else:
+            out.gaps.append(f"grader {gid}: string_check operation {operation!r} (cycle has "
+                            "no not-equal check)")
+            return
+        out.criteria.append({"id": gid, "check": check})
+    elif kind in ("score_model", "label_model"):
+        messages = grader.get("input") or []
+        prompt = "\n\n".join(_words(_text(m.get("content"))) for m in messages
+                             if isinstance(m, dict))
+        criterion: dict[str, Any] = {"id": gid}
+        if kind == "label_model":
+            labels, passing = grader.get("labels") or [], grader.get("passing_labels") or []
+            prompt += (f"\n\nLabel the answer as one of: {', '.join(map(str, labels))}. It "
+                       f"passes when the label is one of: {', '.join(map(str, passing))}.")
+        else:
+            low, high = (grader.get("range") or [0, 1])[:2]
+            threshold = grader.get("pass_threshold")
+            if threshold is not None and high > low:
+                criterion["pass_mark"] = round(100 * (float(threshold) - low) / (high - low), 2)
+        criterion["rubric"] = prompt.strip() or f"The {gid} grader's judgement."
+        out.criteria.append(criterion)
+    else:
+        out.gaps.append(f"grader {gid}: type {kind!r} is not converted (cycle has no "
+                        f"{'similarity' if kind == 'text_similarity' else str(kind)} check)")

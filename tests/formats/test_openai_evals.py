@@ -1,0 +1,104 @@
+"""`cycle import openai-evals` (issue 37): OpenAI Evals items and graders, written from the
+documented examples (the hosted Evals' data source items and testing_criteria; the
+openai/evals registry's chat items), become a project that runs offline, with every
+grader it cannot convert listed."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from click.testing import CliRunner
+
+from cycle.cli import cli
+
+HOSTED_ITEMS = [
+    {"item": {"id": "capital-fr", "input": "What is the capital of France?", "ideal": "Paris"}},
+    {"item": {"id": "capital-jp", "input": "What is the capital of Japan?", "ideal": "Tokyo"}},
+    {"item": {"input": [{"role": "developer", "content": "Answer in one word."},
+                        {"role": "user", "content": "Largest planet?"}], "ideal": "Jupiter"}},
+]
+GRADERS = {"testing_criteria": [
+    {"type": "string_check", "name": "Exact answer", "input": "{{sample.output_text}}",
+     "reference": "{{item.ideal}}", "operation": "eq"},
+    {"type": "string_check", "name": "mentions", "input": "{{sample.output_text}}",
+     "reference": "{{item.ideal}}", "operation": "ilike"},
+    {"type": "score_model", "name": "correct", "model": "gpt-4o-mini", "range": [0, 1],
+     "pass_threshold": 0.7, "input": [
+         {"role": "system", "content": "Score 1 if the answer matches {{item.ideal}}, else 0."},
+         {"role": "user", "content": "Answer: {{sample.output_text}}"}]},
+    {"type": "label_model", "name": "tone", "model": "gpt-4o-mini",
+     "labels": ["polite", "rude"], "passing_labels": ["polite"],
+     "input": [{"role": "user", "content": "Is {{sample.output_text}} polite?"}]},
+    {"type": "text_similarity", "name": "close", "input": "{{sample.output_text}}",
+     "reference": "{{item.ideal}}", "evaluation_metric": "fuzzy_match", "pass_threshold": 0.8},
+    {"type": "string_check", "name": "differs", "input": "{{sample.output_text}}",
+     "reference": "x", "operation": "ne"},
+]}
+REGISTRY_ITEMS = [  # openai/evals' Match eval: a system prompt, one user turn, ideal answers
+    {"input": [{"role": "system", "content": "You are a helpful assistant."},
+               {"role": "user", "content": "Spell 'cat' backwards."}], "ideal": ["tac", "TAC"]},
+    {"input": [{"role": "system", "content": "You are a helpful assistant."},
+               {"role": "user", "content": "Say hi."}, {"role": "assistant", "content": "hi"},
+               {"role": "user", "content": "Again."}], "ideal": "hi"},
+]
+
+
+def write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_hosted_items_and_graders_become_a_project_that_runs(tmp_path):
+    items = write(tmp_path / "capitals.jsonl", HOSTED_ITEMS)
+    graders = tmp_path / "graders.json"
+    graders.write_text(json.dumps(GRADERS))
+    out = tmp_path / "project"
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--graders", str(graders),
+                                 "--out", str(out), "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    assert "wrote" in r.output and "3 cases, 4 criteria" in r.output
+    assert "grader close: type 'text_similarity' is not converted" in r.output
+    assert "grader differs: string_check operation 'ne'" in r.output
+    config = yaml.safe_load((out / "cycle.yaml").read_text())
+    by_id = {c["id"]: c for c in config["criteria"]}
+    assert by_id["Exact_answer"]["check"] == {"type": "exact", "value": "{{ ideal }}"}
+    assert by_id["mentions"]["check"]["case_sensitive"] is False
+    assert by_id["correct"]["pass_mark"] == 70 and "the case's ideal" in by_id["correct"]["rubric"]
+    assert "passes when the label is one of: polite" in by_id["tone"]["rubric"]
+    prompt = yaml.safe_load((out / "prompts" / "capitals.yaml").read_text())
+    assert prompt["system"] == "{{ system }}"  # it varies: one item has a developer message
+    cases = yaml.safe_load((out / "cases" / "capitals.yaml").read_text())
+    assert [c["id"] for c in cases] == ["capital-fr", "capital-jp", "item-0003"]
+    assert cases[0]["expected"] == "Paris" and cases[0]["input"]["question"].startswith("What")
+    run = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                   str(out / "cycle.yaml"), "-n", "1", "--json", "--no-reports"])
+    assert run.exit_code in (0, 1), run.output
+    summary = json.loads(run.output)["summary"]
+    assert summary["errors"] == 0 and summary["score"] is not None  # every case judged
+
+
+def test_registry_items_without_graders_are_judged_by_match(tmp_path):
+    items = write(tmp_path / "reverse.jsonl", REGISTRY_ITEMS)
+    out = tmp_path / "project"
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(out),
+                                 "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    assert "1 items have earlier turns" in r.output and "list of ideal answers" in r.output
+    config = yaml.safe_load((out / "cycle.yaml").read_text())
+    assert config["criteria"][0]["check"]["type"] == "exact"
+    assert yaml.safe_load((out / "prompts" / "reverse.yaml").read_text())["system"] == (
+        "You are a helpful assistant.")
+    assert "# not converted:" in (out / "cycle.yaml").read_text()
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(out)])
+    assert r.exit_code == 2 and "cycle does not overwrite a project" in r.output
+
+
+def test_a_bad_items_line_is_named(tmp_path):
+    items = tmp_path / "bad.jsonl"
+    items.write_text(json.dumps({"input": "ok", "ideal": "x"}) + "\n{not json\n")
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(tmp_path / "p")])
+    assert r.exit_code == 2 and "bad.jsonl:2" in r.output and "not JSON" in r.output
+    items.write_text(json.dumps({"ideal": "x"}) + "\n")
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(tmp_path / "p")])
+    assert r.exit_code == 2 and "bad.jsonl:1 (input): the item has no input" in r.output
