@@ -162,9 +162,13 @@ class ModelAPI(abc.ABC):
         but for a provider that may ask again in another form (cycle.llm.compat)."""
         return 1
 
-    def learned(self) -> tuple[str, str] | None:
-        """(the endpoint, what it was found to accept, as JSON), for a provider that adapts
-        to its server (cycle.llm.compat); None for the others."""
+    def server_key(self) -> str | None:
+        """The key what a provider that adapts to its server (cycle.llm.compat) learned is
+        kept under in the response cache (no credential in it); None for the others."""
+        return None
+
+    def learned(self) -> str | None:
+        """What the server was found to accept, as JSON (None: nothing yet)."""
         return None
 
     def relearn(self, accepted: str) -> None:

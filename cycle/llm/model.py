@@ -245,7 +245,7 @@ class Model:
         self.cache = cache
         #: what the server was found to accept, as last kept in the cache (cycle.llm.compat)
         self._kept_form: tuple[str, str] | None = None
-        if cache is not None and (endpoint := _endpoint(api)) is not None:
+        if cache is not None and (endpoint := api.server_key()) is not None:
             stored = cache.server(endpoint)
             if stored is not None:
                 api.relearn(stored)
@@ -473,10 +473,11 @@ class Model:
     def _keep_form(self) -> None:
         """Keep in the cache what the server was found to accept, when it changed: the
         next process asks it right away, without a refused call."""
-        learned = self.api.learned()
-        if learned is not None and learned != self._kept_form and self.cache is not None:
-            self.cache.remember_server(*learned)
-            self._kept_form = learned
+        endpoint, learned = self.api.server_key(), self.api.learned()
+        if (endpoint is not None and learned is not None and self.cache is not None
+                and (endpoint, learned) != self._kept_form):
+            self.cache.remember_server(endpoint, learned)
+            self._kept_form = (endpoint, learned)
 
     def _replayed(self, paid: ModelOutput, *, role: str, scope: CallScope,
                   accept: Validator | None) -> ModelOutput:
@@ -680,13 +681,6 @@ class Model:
             model=self.name, role=role, latency=latency, attempts=attempts,
             error=describe(error), scope=scope,
         ))
-
-
-def _endpoint(api: ModelAPI) -> str | None:
-    """The key a provider that adapts to its server keeps what it learned under."""
-    if getattr(api, "official", True) or not hasattr(api, "base_url"):
-        return None
-    return f"{api.base_url}|{api.model_name}"
 
 
 def _what(error: BaseException) -> str:

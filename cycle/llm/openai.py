@@ -189,11 +189,12 @@ class OpenAIAPI(ModelAPI):
                    and not compat.accepted(self.base_url, self.model_name).probed)
         return 2 if probing else 1
 
-    def learned(self) -> tuple[str, str] | None:
-        if self.official:
-            return None
-        kept = compat.kept(self.base_url, self.model_name)
-        return None if kept is None else (f"{self.base_url}|{self.model_name}", kept)
+    def server_key(self) -> str | None:
+        # the URL as shown: a key or password in it never reaches the cache file
+        return None if self.official else f"{safe_url(self.base_url)}|{self.model_name}"
+
+    def learned(self) -> str | None:
+        return None if self.official else compat.kept(self.base_url, self.model_name)
 
     def relearn(self, accepted: str) -> None:
         if not self.official:
