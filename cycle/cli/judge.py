@@ -118,13 +118,9 @@ def read_labels(path: Path) -> tuple[list[Any], int]:
     """The labels of a JSONL file, and the lines not labelled yet; a bad line is a
     ConfigError naming the file, the line and the field."""
     from cycle.store.human_labels import Label
+    from cycle.yamlload import read_text
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path} not found", field="FILE") from None
-    except UnicodeDecodeError:
-        raise ConfigError("not UTF-8 text", file=str(path), hint="Save it as UTF-8.") from None
+    text = read_text(path)
     labels, open_lines = [], 0
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():

@@ -27,6 +27,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from cycle.errors import ConfigError
+from cycle.yamlload import parse_json_text, read_text
 
 _REFERENCE_FIELDS = ("ideal", "reference", "expected", "answer")
 _ITEM = re.compile(r"\{\{\s*item\.([A-Za-z_]\w*)\s*\}\}")
@@ -53,12 +54,7 @@ def _text(content: Any) -> str:
 
 def read_items(path: Path) -> list[dict[str, Any]]:
     """The items of a JSONL file; a bad line is a ConfigError naming it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path} not found", field="ITEMS") from None
-    except UnicodeDecodeError:
-        raise ConfigError("not UTF-8 text", file=str(path), hint="Save it as UTF-8.") from None
+    text = read_text(path)
     items = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -79,12 +75,7 @@ def read_items(path: Path) -> list[dict[str, Any]]:
 
 def read_graders(path: Path) -> list[dict[str, Any]]:
     """The graders of a JSON file: a list, or an eval's ``testing_criteria``."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path} not found", field="--graders") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ConfigError(f"not JSON: {e}", file=str(path)) from None
+    data = parse_json_text(read_text(path), str(path))
     graders = data.get("testing_criteria", data.get("graders")) if isinstance(data, dict) else data
     if not isinstance(graders, list) or not all(isinstance(g, dict) for g in graders):
         raise ConfigError("expected a list of graders (or an eval with testing_criteria)",
