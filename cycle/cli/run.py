@@ -425,17 +425,31 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
 @click.option("--config", "config", type=click.Path(path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-def compare(run_a: str, run_b: str, config: Path | None, as_json: bool) -> None:
+@click.option("--markdown", "markdown", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Write the comparison as Markdown (a pull request comment).")
+@click.option("--fail-on", type=click.Choice(["regression", "case", "never"]), default="never",
+              show_default=True, help="Exit 1 on a credible score regression (its 95%% CI "
+              "below zero), on that or any case turning from pass to fail, or never.")
+def compare(run_a: str, run_b: str, config: Path | None, as_json: bool, markdown: Path | None,
+            fail_on: str) -> None:
     """Compare two stored runs, paired by case: RUN_B against RUN_A (the baseline).
 
     A run is its id (`cycle runs` lists them), a unique prefix or suffix of
     one, `@last` or `@prev`: `cycle compare @prev @last`.
 
     Shows the score and pass-rate deltas with 95% intervals, the cases that
-    regressed and those that newly pass.
+    regressed and those that newly pass. As a CI gate: `--markdown FILE` writes the
+    summary for a pull request comment, `--fail-on regression` exits 1 on a credible drop.
     """
     from cycle.evals.results import load_run
-    from cycle.report.compare import compare_runs, render_compare, render_compare_json
+    from cycle.report import write_files
+    from cycle.report.compare import (
+        compare_runs,
+        failing,
+        render_compare,
+        render_compare_json,
+        render_compare_markdown,
+    )
     from cycle.store import Store
 
     base = None
@@ -448,6 +462,16 @@ def compare(run_a: str, run_b: str, config: Path | None, as_json: bool) -> None:
     finally:
         store.close()
     click.echo(render_compare_json(comparison) if as_json else render_compare(comparison))
+    if markdown is not None:
+        text = render_compare_markdown(comparison, fail_on)
+        write_files(markdown.parent, {markdown: lambda: [text]}, what="comparison summary",
+                    again=f"cycle compare {run_a} {run_b} --markdown {markdown}")
+        if not as_json:
+            click.echo(f"markdown summary  {markdown}")
+    why = failing(comparison, fail_on)
+    if why is not None:
+        click.echo(f"gate: {why}", err=True)
+        raise SystemExit(1)
 
 
 def chosen_reports(loaded: LoadedConfig) -> list[str]:

@@ -122,3 +122,64 @@ def compare_dict(c: Comparison) -> dict[str, Any]:
 
 def render_compare_json(c: Comparison) -> str:
     return json.dumps(compare_dict(c), indent=2, default=str)
+
+
+#: what ``cycle compare --fail-on`` fails on
+FAIL_ON = ("regression", "case", "never")
+
+
+def failing(c: Comparison, fail_on: str) -> str | None:
+    """Why the comparison fails a CI gate (None: it passes). ``regression``: the paired
+    score change's 95% interval lies wholly below zero, a drop the sample cannot explain;
+    ``case``: a case that passed in A fails in B; ``never``: report only."""
+    s = c.score_delta
+    if fail_on in ("regression", "case") and s.ci_high is not None and s.ci_high < 0:
+        return (f"a credible regression: the score changed by {s.mean:+.1f} points, 95% CI "
+                f"[{s.ci_low:+.1f}, {s.ci_high:+.1f}] over {s.n} paired cases")
+    if fail_on == "case" and c.regressed:
+        return f"{len(c.regressed)} case(s) regressed from passing to failing: {', '.join(c.regressed)}"
+    return None
+
+
+def render_compare_markdown(c: Comparison, fail_on: str = "regression") -> str:
+    """The comparison as a pull request comment: the table, the verdict, the cases."""
+
+    def change(s: Stats, unit: str = "") -> str:
+        if s.mean is None:
+            return "— (no case judged in both)"
+        ci = "" if s.ci_low is None else f" [{s.ci_low:+.1f}, {s.ci_high:+.1f}]"
+        return f"{s.mean:+.1f}{unit}{ci} ({s.n} paired)"
+
+    def cost(r: RunResult) -> str:
+        return f"${r.suite.cost:.4f}" + (" (est.)" if r.suite.cost_estimated else "")
+
+    why = failing(c, fail_on)
+    head = (f"**Fails the gate**: {why}." if why else
+            "**Passes the gate**: no credible regression" + (
+                "" if fail_on != "case" else " and no case regressed") + ".")
+    lines = [f"### cycle: `{c.b.run_id}` against `{c.a.run_id}`", ""]
+    if c.offline:
+        lines += ["> Offline model: at least one run's results do not come from a real model.", ""]
+    lines += [head, "",
+              "| | base (A) | head (B) | change, 95% CI |", "| --- | ---: | ---: | --- |",
+              f"| Score | {f.score(c.a.score)} | {f.score(c.b.score)} | {change(c.score_delta)} |",
+              (f"| Pass rate | {f.pct(c.a.suite.pass_rate)} | {f.pct(c.b.suite.pass_rate)} | "
+              f"{change(c.pass_rate_delta, ' pts')} |"),
+              f"| Errors | {c.a.suite.errors} | {c.b.suite.errors} | |",
+              f"| Cost | {cost(c.a)} | {cost(c.b)} | |", ""]
+    if c.regressed:
+        lines.append("Regressed (passed in A, fail in B): " + ", ".join(f"`{k}`" for k in c.regressed))
+    if c.newly_passing:
+        lines.append("Newly passing: " + ", ".join(f"`{k}`" for k in c.newly_passing))
+    if c.only_in_a or c.only_in_b:
+        lines.append(f"Not paired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B.")
+    moved = sorted((d for d in c.cases if d.delta is not None and abs(d.delta) >= 0.05),
+                   key=lambda d: d.delta or 0.0)
+    if moved:
+        lines += ["", "<details><summary>Largest changes by case</summary>", "",
+                  "| case | A | B | change |", "| --- | ---: | ---: | ---: |"]
+        for d in moved[:10] + [x for x in moved[-10:] if x not in moved[:10]]:
+            lines.append(f"| `{d.case_id}` | {f.score(d.score_a)} | {f.score(d.score_b)} | "
+                         f"{d.delta:+.1f} |")
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
