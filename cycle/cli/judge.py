@@ -205,7 +205,7 @@ def export_labels(run_id: str, out: Path | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON.")
 def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
     """How far the judge of RUN_ID agrees with people's labels, per criterion."""
-    from cycle.judge.agreement import Rating, measure
+    from cycle.judge.agreement import measure
     from cycle.store.human_labels import Labelled
 
     with _store() as store:
@@ -224,13 +224,7 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
                 labelled.append(Labelled(label=x, judge_score=v and v["score"],
                                          judge_passed=v and v["passed"]))
     assert run is not None
-    by_criterion: dict[str, list[Rating]] = {}
-    for x in labelled:
-        by_criterion.setdefault(x.label.criterion, []).append(Rating(
-            output=(x.label.case, x.label.iteration), labeler=x.label.labeler,
-            person_score=x.label.score, person_passed=x.label.passed,
-            judge_score=x.judge_score, judge_passed=x.judge_passed))
-    figures = {c: measure(r) for c, r in sorted(by_criterion.items())}
+    figures = {c: measure(r) for c, r in ratings_of(labelled).items()}
     judge = f"{run.judge_model} cycle-judge@{run.judge_version}"
     data = {"run": run_id, "judge": judge, "labels": len(labelled), "criteria": {
         c: {"n": a.n, "outputs": a.outputs, "agreement": a.agreement, "kappa": a.kappa,
@@ -260,3 +254,39 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
         click.echo(f"{c:<16} {a.n:>4} {fmt(a.agreement, None):>6} {fmt(a.kappa, a.kappa_ci):<22} "
                    f"{fmt(a.base_rate, None):>5} {fmt(a.alpha, a.alpha_ci):<22} "
                    f"{fmt(a.bias, a.bias_ci, 1):<24}")
+
+
+def ratings_of(labelled: list[Any]) -> dict[str, list[Any]]:
+    """Labels beside the judge's verdicts (``Labelled``) as ratings, by criterion."""
+    from cycle.judge.agreement import Rating
+
+    out: dict[str, list[Rating]] = {}
+    for x in labelled:
+        out.setdefault(x.label.criterion, []).append(Rating(
+            output=(x.label.run, x.label.case, x.label.iteration), labeler=x.label.labeler,
+            person_score=x.label.score, person_passed=x.label.passed,
+            judge_score=x.judge_score, judge_passed=x.judge_passed))
+    return dict(sorted(out.items()))
+
+
+def judge_line(store: Any, result: Any) -> str | None:
+    """What a run's console says of its judge: its agreement with people, measured on the
+    labels of every run it judged, or that it has none (None: no LLM criterion ran)."""
+    from cycle.judge.agreement import measure
+
+    judged = result.suite.usage.get("judge")
+    if judged is None or not judged.calls:
+        return None
+    judge = f"{result.judge_model} cycle-judge@{result.judge_version}"
+    labelled = store.human_labels.of_judge(result.judge_model, result.judge_version)
+    if not labelled:
+        return (f"Judge {judge}: uncalibrated, no human labels yet (to measure it: "
+                f"cycle judge sample {result.run_id})")
+    parts = []
+    for criterion, ratings in ratings_of(labelled).items():
+        a = measure(ratings)
+        kappa = "kappa —" if a.kappa is None else f"kappa {a.kappa:.2f}" + (
+            f" [{a.kappa_ci[0]:.2f}, {a.kappa_ci[1]:.2f}]" if a.kappa_ci else "")
+        bias = "" if a.bias is None else f", bias {a.bias:+.1f}"
+        parts.append(f"{criterion} {kappa}{bias} (n {a.n})")
+    return f"Judge {judge}, against {len(labelled)} human labels: " + "; ".join(parts)

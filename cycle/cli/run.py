@@ -327,7 +327,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
         paths: dict[str, Path] = {}
         if not no_reports:
             paths = write_reports(result, report_dir or loaded.report_dir, formats)
-        _show_run(result, paths, quiet=quiet, as_json=as_json)
+        _show_run(result, paths, quiet=quiet, as_json=as_json, store=store)
     finally:
         store.close()
         if cache is not None:
@@ -335,14 +335,18 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
     return result.exit_code
 
 
-def _show_run(result: RunResult, paths: dict[str, Path], *, quiet: bool, as_json: bool) -> None:
+def _show_run(result: RunResult, paths: dict[str, Path], *, quiet: bool, as_json: bool,
+              store: Store | None = None) -> None:
+    from cycle.cli.judge import judge_line
     from cycle.report import render_console
 
+    judge = judge_line(store, result) if store is not None else None
     if as_json:
         click.echo(json.dumps({
             "run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
             "offline": result.offline, "prompt": result.prompt_id, "version": result.version,
             "summary": result.summary(), "reports": {k: str(v) for k, v in paths.items()},
+            "judge": judge,
             "cases": [{"id": c.case_id, "status": c.status, "mean": c.stats.mean,
                        "ci_low": c.stats.ci_low, "ci_high": c.stats.ci_high,
                        "pass_rate": c.pass_rate, "errors": c.errors}
@@ -350,6 +354,8 @@ def _show_run(result: RunResult, paths: dict[str, Path], *, quiet: bool, as_json
         }, indent=2, default=str))
     elif not quiet:
         click.echo(render_console(result, color=sys.stdout.isatty()))
+        if judge:
+            click.echo(judge)
         for kind, p in paths.items():
             click.echo(f"{kind + ' report':16} {p}")
 

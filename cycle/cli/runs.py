@@ -177,4 +177,4 @@ def report(run_id: str, report_dir: Path, no_write: bool, as_json: bool,
             return
         result = load_run(store.runs, store.runs.resolve(run_id))
         paths = {} if no_write else write_reports(result, report_dir)
-        _show_run(result, paths, quiet=False, as_json=as_json)
+        _show_run(result, paths, quiet=False, as_json=as_json, store=store)

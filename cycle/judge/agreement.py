@@ -31,7 +31,8 @@ RESAMPLES = 1000
 class Rating(Struct, frozen=True):
     """One label of one output, beside the judge's verdict on it."""
 
-    output: tuple[str, int]  # (case, iteration)
+    #: the output labelled: (run, case, iteration)
+    output: tuple[str, str, int]
     labeler: str
     person_score: float | None
     person_passed: bool | None
@@ -101,7 +102,7 @@ def correlation(ratings: Sequence[Rating]) -> float | None:
 def alpha(ratings: Sequence[Rating]) -> float | None:
     """Krippendorff's alpha over the judge and every labeler, per output."""
     scored = all(r.person_score is not None and r.judge_score is not None for r in ratings)
-    units: dict[tuple[str, int], dict[str, float]] = {}
+    units: dict[tuple[str, str, int], dict[str, float]] = {}
     for r in ratings:
         values = units.setdefault(r.output, {})
         if scored:
@@ -139,7 +140,7 @@ def alpha(ratings: Sequence[Rating]) -> float | None:
 def _interval(ratings: Sequence[Rating], stat: Callable[[Sequence[Rating]], float | None],
               rng: random.Random) -> tuple[float, float] | None:
     """The bootstrap 95% interval of ``stat``, resampling outputs (their labels together)."""
-    by_output: dict[tuple[str, int], list[Rating]] = {}
+    by_output: dict[tuple[str, str, int], list[Rating]] = {}
     for r in ratings:
         by_output.setdefault(r.output, []).append(r)
     groups = list(by_output.values())

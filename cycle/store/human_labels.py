@@ -68,13 +68,22 @@ class HumanLabels:
 
     def of_run(self, run_id: str) -> list[Labelled]:
         """The run's labels, each beside the judge's verdict on the same output."""
+        return self._labelled("r.run_id = ?", (run_id,))
+
+    def of_judge(self, model: str | None, version: str | None) -> list[Labelled]:
+        """The labels of every run this judge (its model and prompt version) judged: what
+        its agreement with people is measured on."""
+        return self._labelled("r.run_id IN (SELECT id FROM runs WHERE judge_model IS ? AND "
+                              "judge_version IS ?)", (model, version))
+
+    def _labelled(self, where: str, args: tuple[Any, ...]) -> list[Labelled]:
         rows = self.store.db.execute(
             "SELECT r.run_id, r.case_id, r.iteration, l.criterion_id, l.score, l.passed, "
             "l.labeler, l.note, v.score, v.passed FROM human_labels l "
             "JOIN results r ON r.id = l.result_id "
             "LEFT JOIN verdicts v ON v.result_id = l.result_id AND v.criterion_id = l.criterion_id "
-            "WHERE r.run_id = ? ORDER BY r.case_id, r.iteration, l.criterion_id, l.labeler",
-            (run_id,)).fetchall()
+            f"WHERE {where} ORDER BY r.run_id, r.case_id, r.iteration, l.criterion_id, l.labeler",
+            args).fetchall()
         return [Labelled(label=Label(run=r[0], case=r[1], iteration=r[2], criterion=r[3],
                                      score=r[4], passed=None if r[5] is None else bool(r[5]),
                                      labeler=r[6], note=r[7]),

@@ -35,6 +35,9 @@ def invoke(store: Path, *args: str):
 
 def test_sample_label_import_and_agreement(judged, tmp_path):
     store, run_id = judged
+    shown = CliRunner().invoke(cli, ["--store", str(store), "report", run_id, "--no-write"])
+    assert (f"Judge offline:default cycle-judge@1.0.0: uncalibrated, no human labels yet (to "
+            f"measure it: cycle judge sample {run_id})") in shown.output, shown.output
     out = tmp_path / "to-label.jsonl"
     r = invoke(store, "sample", run_id, "--n", "8", "--out", str(out), "--labeler", "ann")
     assert r.exit_code == 0, r.output
@@ -64,6 +67,10 @@ def test_sample_label_import_and_agreement(judged, tmp_path):
     assert 0 < tone["bias"] <= 10 and tone["n"] >= 7  # the judge is up to 10 points high
     r = invoke(store, "agreement", run_id)
     assert "judge offline:default cycle-judge@" in r.output and "bias, points" in r.output
+    # the run (and any later run of the same judge) now shows its agreement
+    shown = CliRunner().invoke(cli, ["--store", str(store), "report", run_id, "--no-write"])
+    assert "Judge offline:default cycle-judge@1.0.0, against" in shown.output
+    assert "tone kappa" in shown.output and "bias -" not in shown.output
     # export gives back what was imported
     r = invoke(store, "labels", "export", run_id)
     exported = [json.loads(x) for x in r.output.splitlines()]

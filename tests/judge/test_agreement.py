@@ -18,9 +18,9 @@ def seeded() -> list[Rating]:
         j = truth + rng.gauss(5, 10)
         a = truth + rng.gauss(0, 8)
         b = truth + rng.gauss(0, 8) if i % 3 else None
-        ratings.append(Rating(("c", i), "a", a, a > 50, j, j > 50))
+        ratings.append(Rating(("r", "c", i), "a", a, a > 50, j, j > 50))
         if b is not None:
-            ratings.append(Rating(("c", i), "b", b, b > 50, j, j > 50))
+            ratings.append(Rating(("r", "c", i), "b", b, b > 50, j, j > 50))
     return ratings
 
 
@@ -37,9 +37,9 @@ def test_alpha_is_krippendorffs():
 def test_kappa_against_a_hand_count():
     # judge/person: (T,T) x4, (T,F) x1, (F,T) x1, (F,F) x4: po 0.8, pe 0.5, kappa 0.6
     pairs = [(True, True)] * 4 + [(True, False), (False, True)] + [(False, False)] * 4
-    ratings = [Rating(("c", i), "a", None, p, None, j) for i, (j, p) in enumerate(pairs)]
+    ratings = [Rating(("r", "c", i), "a", None, p, None, j) for i, (j, p) in enumerate(pairs)]
     assert kappa(ratings) == pytest.approx(0.6)
-    assert kappa([Rating(("c", 0), "a", None, True, None, True)] * 3) is None  # no variation
+    assert kappa([Rating(("r", "c", 0), "a", None, True, None, True)] * 3) is None  # no variation
 
 
 def test_a_biased_judge_is_measured_biased_with_an_interval_that_covers_it():
@@ -48,7 +48,7 @@ def test_a_biased_judge_is_measured_biased_with_an_interval_that_covers_it():
     for i in range(80):
         truth = rng.uniform(0, 100)
         judge = truth + 8 + rng.gauss(0, 6)  # 8 points high
-        ratings.append(Rating(("c", i), "", truth, truth >= 70, judge, judge >= 70))
+        ratings.append(Rating(("r", "c", i), "", truth, truth >= 70, judge, judge >= 70))
     got = measure(ratings)
     assert got.bias_ci is not None and got.bias_ci[0] < 8 < got.bias_ci[1]
     assert 6 < got.bias < 10 and got.n == 80 and got.outputs == 80
