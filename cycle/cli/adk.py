@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -80,6 +81,46 @@ def export_adk(ctx: click.Context, config: Path, out: Path, run_id: str | None) 
                f"({evalset.eval_set_id}: {len(evalset.eval_cases)} in all)")
 
 
+def write_project(out: Path, *, prompt_id: str, system: str, user_template: str,
+                  cases: list[dict[str, Any]], criteria: list[dict[str, Any]], model: str,
+                  gaps: list[str], source: str) -> None:
+    """A converted project in ``out``: cycle.yaml (what was not converted listed at its top),
+    the prompt file and the case file; the case file must read back as valid cases."""
+    import yaml
+
+    from cycle.cases import append_to_case_file
+
+    (out / "prompts").mkdir(parents=True, exist_ok=True)
+    (out / "cases").mkdir(exist_ok=True)
+    prompt = {"id": prompt_id, "system": system, "user_template": user_template}
+    (out / "prompts" / f"{prompt_id}.yaml").write_text(
+        f"# converted from {source}\n" + yaml.safe_dump(prompt, sort_keys=False,
+                                                       allow_unicode=True), encoding="utf-8")
+    append_to_case_file(out / "cases" / f"{prompt_id}.yaml", cases)
+    config = {"prompt": f"prompts/{prompt_id}.yaml", "agent": model, "judge": model,
+              "improver": model, "criteria": criteria, "cases": ["cases/*.yaml"]}
+    notes = "".join(f"#   - {gap}\n" for gap in gaps)
+    (out / "cycle.yaml").write_text(
+        f"# converted from {source}\n" + (f"# not converted:\n{notes}" if notes else "")
+        + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    click.echo(f"wrote {out}: {len(cases)} cases, {len(criteria)} criteria (prompt "
+               f"{prompt_id}); run it: cycle run {out / 'cycle.yaml'}")
+    for gap in gaps:
+        click.echo(f"not converted: {gap}")
+
+
+def _fresh(out: Path) -> None:
+    if (out / "cycle.yaml").exists():
+        raise ConfigError(f"{out / 'cycle.yaml'} exists; cycle does not overwrite a project",
+                          field="--out", hint="Choose a new folder.")
+
+
+def _prompt_id(name: str | None, stem: str) -> str:
+    import re
+
+    return name or re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-") or "imported"
+
+
 @import_group.command("openai-evals")
 @click.argument("items", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--graders", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -93,35 +134,44 @@ def import_openai_evals(items: Path, graders: Path | None, out: Path, model: str
                         name: str | None) -> None:
     """Write a cycle project from an OpenAI Evals items file (JSONL) and its graders: the
     prompt, the cases, the criteria; what cannot be converted is listed."""
-    import re
-
-    import yaml
-
-    from cycle.cases import append_to_case_file
     from cycle.formats.openai_evals import convert, read_graders, read_items
 
-    if (out / "cycle.yaml").exists():
-        raise ConfigError(f"{out / 'cycle.yaml'} exists; cycle does not overwrite a project",
-                          field="--out", hint="Choose a new folder.")
-    prompt_id = name or re.sub(r"[^a-z0-9-]+", "-", items.stem.lower()).strip("-") or "imported"
+    _fresh(out)
+    prompt_id = _prompt_id(name, items.stem)
     done = convert(read_items(items), read_graders(graders) if graders else None,
                    name=prompt_id, source=str(items))
-    (out / "prompts").mkdir(parents=True, exist_ok=True)
-    (out / "cases").mkdir(exist_ok=True)
-    prompt = {"id": prompt_id, "system": done.system, "user_template": "{{ question }}"}
-    (out / "prompts" / f"{prompt_id}.yaml").write_text(
-        f"# converted from {items.name} by cycle import openai-evals\n"
-        + yaml.safe_dump(prompt, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    append_to_case_file(out / "cases" / f"{prompt_id}.yaml", done.cases)
-    config = {"prompt": f"prompts/{prompt_id}.yaml", "agent": model, "judge": model,
-              "improver": model, "criteria": done.criteria, "cases": ["cases/*.yaml"]}
-    notes = "".join(f"#   - {gap}\n" for gap in done.gaps)
-    (out / "cycle.yaml").write_text(
-        f"# converted from {items.name}"
-        + (f" and {graders.name}" if graders else "") + " by cycle import openai-evals\n"
-        + (f"# not converted:\n{notes}" if notes else "")
-        + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    click.echo(f"wrote {out}: {len(done.cases)} cases, {len(done.criteria)} criteria "
-               f"(prompt {prompt_id}); run it: cycle run {out / 'cycle.yaml'}")
-    for gap in done.gaps:
-        click.echo(f"not converted: {gap}")
+    write_project(out, prompt_id=prompt_id, system=done.system, user_template="{{ question }}",
+                  cases=done.cases, criteria=done.criteria, model=model, gaps=done.gaps,
+                  source=items.name + (f" and {graders.name}" if graders else "")
+                  + " by cycle import openai-evals")
+
+
+@import_group.command("promptfoo")
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The project folder to write (it must not hold a cycle.yaml).")
+@click.option("--model", default="openai:gpt-4o-mini", show_default=True,
+              help="The judge's and improver's model, and the agent's when the config's "
+              "first provider is not one cycle has.")
+@click.option("--prompt", "prompt_number", type=click.IntRange(min=1), default=1,
+              show_default=True, help="Which of the config's prompts to import.")
+@click.option("--name", default=None, help="The prompt's id (default: the config's folder).")
+def import_promptfoo(config: Path, out: Path, model: str, prompt_number: int,
+                     name: str | None) -> None:
+    """Write a cycle project from a promptfoo config: a prompt, its first provider, the
+    tests as cases, the assertions as criteria; what cannot be converted is listed."""
+    from cycle.formats.promptfoo import convert
+    from cycle.yamlload import parse_yaml, read_text
+
+    _fresh(out)
+    loaded = parse_yaml(read_text(config), str(config))
+    doc = loaded.data
+    if not isinstance(doc, dict):
+        raise ConfigError("a promptfoo config is a mapping (prompts, providers, tests)",
+                          file=str(config))
+    prompt_id = _prompt_id(name, config.resolve().parent.name)
+    done = convert(doc, config.parent, name=prompt_id, prompt_index=prompt_number - 1,
+                   source=str(config), line=loaded.line_of(("prompts",)))
+    write_project(out, prompt_id=prompt_id, system=done.system, user_template=done.prompt,
+                  cases=done.cases, criteria=done.criteria, model=done.model or model,
+                  gaps=done.gaps, source=f"{config.name} by cycle import promptfoo")

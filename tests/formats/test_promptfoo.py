@@ -1,0 +1,139 @@
+"""`cycle import promptfoo` (issue 37): configs written from promptfoo's documented examples
+become projects that run offline; every assertion, prompt or provider not converted is
+listed."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import yaml
+from click.testing import CliRunner
+
+from cycle.cli import cli
+
+TRANSLATION = """\
+# promptfoo's getting-started example, as its configuration guide writes it
+prompts:
+  - 'Convert this English to {{language}}: {{input}}'
+  - 'Translate to {{language}}: {{input}}'
+providers:
+  - openai:chat:gpt-4o-mini
+  - vertex:gemini-2.0-flash-exp
+defaultTest:
+  assert:
+    - type: llm-rubric
+      value: does not describe itself as an AI, model, or chatbot
+    - type: javascript
+      value: output.length < 500
+tests:
+  - vars: {language: French, input: Hello world}
+    assert:
+      - type: contains-json
+  - description: German greeting
+    vars: {language: German, input: How's it going?}
+    assert:
+      - type: icontains
+        value: wie
+      - type: similar
+        value: Wie geht's?
+        threshold: 0.6
+"""
+FILES = """\
+prompts: [file://prompt.txt]
+providers: [echo]
+defaultTest:
+  vars: {customer: Ann}
+  assert:
+    - {type: not-icontains, value: guarantee}
+    - {type: latency, threshold: 5000}
+    - {type: cost, threshold: 0.01}
+tests: file://tests.yaml
+"""
+TESTS = """\
+- vars: {order: A-1042, question: "Where is my parcel?"}
+  assert:
+    - {type: icontains-any, value: [order, parcel]}
+    - {type: regex, value: "\\\\w+"}
+    - {type: starts-with, value: Hi}
+    - {type: llm-rubric, value: Polite and helpful, threshold: 0.7, metric: tone}
+    - {type: is-json}
+- vars: {order: B-2210, question: "When do I get my refund?"}
+"""
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_the_getting_started_example_converts_with_its_gaps_listed(tmp_path):
+    (tmp_path / "promptfooconfig.yaml").write_text(TRANSLATION)
+    out = tmp_path / "project"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    assert "2 cases, 1 criteria" in r.output
+    for gap in ("1 other prompt(s)", "1 other provider(s)", ("defaultTest: assertion "
+                "'javascript' is not converted (it runs code)"), ("test 1: assertion "
+                "'contains-json' is not converted"), "test 2: assertion 'similar' is not converted"):
+        assert gap in r.output, gap
+    config = yaml.safe_load((out / "cycle.yaml").read_text())
+    assert config["agent"] == "openai:gpt-4o-mini"  # openai:chat:gpt-4o-mini, cycle's name
+    assert config["criteria"][0]["rubric"].startswith("does not describe itself")
+    prompt = yaml.safe_load(next((out / "prompts").glob("*.yaml")).read_text())
+    assert prompt["user_template"] == "Convert this English to {{language}}: {{input}}"
+    cases = yaml.safe_load(next((out / "cases").glob("*.yaml")).read_text())
+    assert cases[1]["name"] == "German greeting" and cases[1]["input"]["language"] == "German"
+    assert cases[1]["criteria"][0]["check"] == {"type": "contains", "values": ["wie"],
+                                                "case_sensitive": False}
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--prompt", "2")
+    assert r.exit_code == 2 and "cycle does not overwrite a project" in r.output
+
+
+def test_files_and_every_check_convert_and_the_project_runs_offline(tmp_path):
+    (tmp_path / "promptfooconfig.yaml").write_text(FILES)
+    (tmp_path / "prompt.txt").write_text("Customer: {{customer}}\nOrder: {{order}}\n"
+                                         "Question: {{question}}\n")
+    (tmp_path / "tests.yaml").write_text(TESTS)
+    out = tmp_path / "project"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "support")
+    assert r.exit_code == 0, r.output
+    assert "provider 'echo': not one cycle has" in r.output
+    config = yaml.safe_load((out / "cycle.yaml").read_text())
+    assert config["agent"] == "offline:default"
+    checks = [c["check"] for c in config["criteria"]]
+    assert {"type": "max_latency", "seconds": 5.0} in checks
+    assert {"type": "cost_within", "usd": 0.01} in checks
+    cases = yaml.safe_load((out / "cases" / "support.yaml").read_text())
+    assert cases[0]["input"] == {"customer": "Ann", "order": "A-1042",
+                                 "question": "Where is my parcel?"}
+    own = {c["id"]: c for c in cases[0]["criteria"]}
+    assert own["tone"]["pass_mark"] == 70 and own["test_1_3"]["check"]["pattern"] == "^Hi"
+    assert own["test_1_5"]["check"] == {"type": "json_schema", "schema": {}}
+    (tmp_path / "tests.yaml").write_text("- vars: {a: [1,\n")
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
+               str(tmp_path / "other"))
+    assert r.exit_code == 2 and "tests.yaml:" in r.output and "not valid YAML" in r.output
+    run = invoke("--store", str(tmp_path / "s.db"), "run", str(out / "cycle.yaml"), "-n", "1",
+                 "--json", "--no-reports")
+    assert run.exit_code in (0, 1), run.output
+    summary = json.loads(run.output)["summary"]
+    assert summary["errors"] == 0 and summary["score"] is not None
+
+
+def test_a_prompt_that_is_not_text_is_refused_with_the_fix(tmp_path):
+    (tmp_path / "promptfooconfig.yaml").write_text(textwrap.dedent("""\
+        prompts:
+          - file://chat.json
+          - 'Answer: {{question}}'
+        tests: [{vars: {question: hi}}]
+    """))
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
+               str(tmp_path / "p"))
+    assert r.exit_code == 2, r.output
+    assert "promptfooconfig.yaml:1 (prompts): prompt 1 ('file://chat.json') is not text" in r.output
+    assert "--prompt N" in r.output
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
+               str(tmp_path / "p"), "--prompt", "2")
+    assert r.exit_code == 0, r.output
