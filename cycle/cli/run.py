@@ -324,10 +324,11 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
         finally:
             await suite.aclose()
         # the reports read the results from the store, a case at a time
+        result = with_judge_note(result, store)
         paths: dict[str, Path] = {}
         if not no_reports:
             paths = write_reports(result, report_dir or loaded.report_dir, formats)
-        _show_run(result, paths, quiet=quiet, as_json=as_json, store=store)
+        _show_run(result, paths, quiet=quiet, as_json=as_json)
     finally:
         store.close()
         if cache is not None:
@@ -335,12 +336,20 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
     return result.exit_code
 
 
-def _show_run(result: RunResult, paths: dict[str, Path], *, quiet: bool, as_json: bool,
-              store: Store | None = None) -> None:
+def with_judge_note(result: RunResult, store: Store) -> RunResult:
+    """The run with its judge's agreement with people (or that it has none) for its
+    console and reports."""
+    from msgspec.structs import replace
+
     from cycle.cli.judge import judge_line
+
+    return replace(result, judge_note=judge_line(store, result))
+
+
+def _show_run(result: RunResult, paths: dict[str, Path], *, quiet: bool, as_json: bool) -> None:
     from cycle.report import render_console
 
-    judge = judge_line(store, result) if store is not None else None
+    judge = result.judge_note
     if as_json:
         click.echo(json.dumps({
             "run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,

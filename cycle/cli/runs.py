@@ -158,7 +158,7 @@ def report(run_id: str, report_dir: Path, no_write: bool, as_json: bool,
     be a unique prefix or suffix, or @last.
     """
     from cycle.assemble.outputs import writable_folder
-    from cycle.cli.run import _show_run
+    from cycle.cli.run import _show_run, with_judge_note
     from cycle.evals.results import load_run
     from cycle.report import write_reports
     from cycle.report.cycle_report import write_cycle_report
@@ -175,6 +175,6 @@ def report(run_id: str, report_dir: Path, no_write: bool, as_json: bool,
             for kind, path in paths.items():
                 click.echo(f"{kind + ' report':16} {path}")
             return
-        result = load_run(store.runs, store.runs.resolve(run_id))
+        result = with_judge_note(load_run(store.runs, store.runs.resolve(run_id)), store)
         paths = {} if no_write else write_reports(result, report_dir)
-        _show_run(result, paths, quiet=False, as_json=as_json, store=store)
+        _show_run(result, paths, quiet=False, as_json=as_json)

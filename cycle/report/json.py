@@ -50,6 +50,7 @@ def _head(result: RunResult) -> dict[str, Any]:
         "prompt": {"id": result.prompt_id, "version": result.version},
         "models": {"agent": result.agent_model, "judge": result.judge_model,
                    "judge_version": result.judge_version},
+        "judge_agreement": result.judge_note,
         "threshold": result.threshold,
         "started_at": result.started_at,
         "finished_at": result.finished_at,

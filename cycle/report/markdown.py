@@ -87,6 +87,7 @@ def _lines(result: RunResult) -> Iterator[str]:
         f"| Run | `{result.run_id}` ({result.status}) |",
         f"| Agent | {result.agent_model or '—'} |",
         f"| Judge | {result.judge_model or '—'} (judge prompt {result.judge_version or '—'}) |",
+        *([f"| Judge's agreement | {result.judge_note} |"] if result.judge_note else []),
         f"| Score | **{f.score(s.score.mean)}** (95% CI {f.interval(s.score)}) |",
         f"| Pass threshold | {result.threshold:g} |",
         f"| Cases | {s.cases_line} |",

@@ -133,6 +133,8 @@ def iter_run_html(result: RunResult) -> Iterator[str]:
     if result.offline:
         head.append(f'<p class="offline"><strong>Offline model:</strong> '
                     f'{escape(OFFLINE_NOTE.split(": ", 1)[-1])}</p>')
+    if result.judge_note:
+        head.append(f'<p class="muted">{escape(result.judge_note)}</p>')
     if result.status != "finished":
         head.append(f'<p class="offline"><strong>Run {escape(result.status)}.</strong> '
                     f"{escape(result.stop_reason or '')}</p>")

@@ -68,9 +68,16 @@ def test_sample_label_import_and_agreement(judged, tmp_path):
     r = invoke(store, "agreement", run_id)
     assert "judge offline:default cycle-judge@" in r.output and "bias, points" in r.output
     # the run (and any later run of the same judge) now shows its agreement
-    shown = CliRunner().invoke(cli, ["--store", str(store), "report", run_id, "--no-write"])
+    reports = tmp_path / "reports"
+    shown = CliRunner().invoke(cli, ["--store", str(store), "report", run_id, "--report-dir",
+                                     str(reports)])
     assert "Judge offline:default cycle-judge@1.0.0, against" in shown.output
     assert "tone kappa" in shown.output and "bias -" not in shown.output
+    markdown = (reports / f"{run_id}.md").read_text()
+    assert "| Judge's agreement | Judge offline:default cycle-judge@1.0.0, against" in markdown
+    report = json.loads((reports / f"{run_id}.json").read_text())
+    assert "tone kappa" in report["judge_agreement"]
+    assert "tone kappa" in (reports / f"{run_id}.html").read_text()
     # export gives back what was imported
     r = invoke(store, "labels", "export", run_id)
     exported = [json.loads(x) for x in r.output.splitlines()]
