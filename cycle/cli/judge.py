@@ -290,3 +290,87 @@ def judge_line(store: Any, result: Any) -> str | None:
         bias = "" if a.bias is None else f", bias {a.bias:+.1f}"
         parts.append(f"{criterion} {kappa}{bias} (n {a.n})")
     return f"Judge {judge}, against {len(labelled)} human labels: " + "; ".join(parts)
+
+
+@judge_group.command("consistency")
+@click.argument("run_id")
+@click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("cycle.yaml"), show_default=True,
+              help="The cycle.yaml whose judge and criteria judge again.")
+@click.option("--repeats", type=click.IntRange(min=2), default=3, show_default=True,
+              help="Fresh judgements of each output.")
+@click.option("--max-flips", type=click.FloatRange(0, 1), default=0.1, show_default=True,
+              help="The share of outputs whose pass/fail may change between repeats before a "
+              "criterion is flagged (exit 1).")
+@click.option("--json", "as_json", is_flag=True, help="Print only the JSON.")
+def consistency(run_id: str, config: Path, repeats: int, max_flips: float,
+                as_json: bool) -> None:
+    """Judge RUN_ID's stored outputs again, REPEATS times each on fresh samples: per LLM
+    criterion, the spread of its scores and the share of verdicts that flip."""
+    import asyncio
+    import statistics
+
+    from cycle import aio
+    from cycle.assemble.config import load_config
+    from cycle.assemble.suite import build_suite, run_budget
+    from cycle.records import AgentResult, Usage
+    from cycle.records.scope import CallScope
+
+    loaded = load_config(config)
+    with _store() as store:
+        run_id = store.runs.resolve(run_id)
+        results = [r for r in store.runs.load_results(run_id) if r.status != "error"]
+        suite = build_suite(loaded, store=store, budget=run_budget(loaded))
+    llm = [c.id for c in suite.judge.criteria if c.kind == "llm"]
+    cases = {c.id: c for c in suite.cases}
+    outputs = [r for r in results if r.case_id in cases]
+    if not llm or not outputs:
+        raise ConfigError(f"nothing to judge again: run {run_id} has "
+                          f"{'no stored output of these cases' if llm else 'no LLM criterion'}",
+                          field="RUN_ID")
+    if not as_json:
+        click.echo(f"{len(outputs)} outputs x {repeats} repeats = {len(outputs) * repeats} "
+                   f"judge calls ({suite.judge.name})")
+
+    async def judge_all() -> list[list[Any]]:
+        gate = asyncio.Semaphore(max(1, loaded.config.run.concurrency))
+
+        async def again(r: Any, k: int) -> Any:
+            answer = AgentResult(output=r.output, tool_calls=r.tool_calls, trace=r.trace,
+                                 state=r.state, latency=r.latency, cost=r.agent_cost,
+                                 usage=Usage(input_tokens=r.input_tokens,
+                                             output_tokens=r.output_tokens))
+            async with gate:  # a fresh sample each: the cache never answers for another
+                return await suite.judge.judge(cases[r.case_id], answer, iteration=r.iteration,
+                                               scope=CallScope(case_id=r.case_id,
+                                                               iteration=r.iteration,
+                                                               sample=f"{run_id}:again:{k}"))
+        try:
+            return [list(x) for x in zip(*[await asyncio.gather(*(again(r, k) for r in outputs))
+                                           for k in range(repeats)], strict=True)]
+        finally:
+            await suite.aclose()
+
+    judged = aio.run(judge_all())
+    figures: dict[str, dict[str, Any]] = {}
+    for criterion in llm:
+        spreads, flips = [], 0
+        for verdicts in judged:
+            got = [next(v for v in j.verdicts if v.criterion_id == criterion) for j in verdicts]
+            spreads.append(statistics.pstdev(v.score for v in got))
+            flips += len({v.passed for v in got}) > 1
+        share = flips / len(judged)
+        figures[criterion] = {"outputs": len(judged), "repeats": repeats,
+                              "spread": statistics.fmean(spreads), "flip_share": share,
+                              "flagged": share > max_flips}
+    data = {"run": run_id, "judge": suite.judge.name, "max_flips": max_flips,
+            "criteria": figures}
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(f"{'criterion':<16} {'spread (points, SD)':>20} {'verdicts that flip':>19}")
+        for c, x in figures.items():
+            flag = "  FLAGGED: over --max-flips" if x["flagged"] else ""
+            click.echo(f"{c:<16} {x['spread']:>20.1f} {x['flip_share']:>18.0%}{flag}")
+    if any(x["flagged"] for x in figures.values()):
+        raise SystemExit(1)

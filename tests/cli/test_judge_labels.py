@@ -101,3 +101,55 @@ def test_a_bad_label_file_names_the_line_and_stores_nothing(judged, tmp_path):
     assert r.exit_code == 2 and "no stored output for run" in r.output
     with Store.open(store) as s:  # all or none: the good first line was not kept either
         assert not [x for x in s.human_labels.of_run(run_id) if x.label.labeler == "bo"]
+
+
+def test_consistency_of_a_deterministic_judge_is_perfect(judged):
+    store, run_id = judged
+    config = store.parent / "cycle.yaml"
+    r = invoke(store, "consistency", run_id, "--config", str(config), "--repeats", "2", "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert set(data["criteria"]) == {"accuracy", "tone", "actionable"}
+    assert all(x["spread"] == 0 and x["flip_share"] == 0 for x in data["criteria"].values())
+
+
+def test_a_judge_whose_verdicts_flip_is_flagged(tmp_path):
+    """A judge on the loopback server that scores the same answer 40 then 90: every
+    verdict flips between repeats; the criterion is flagged and the command exits 1."""
+    from itertools import count
+
+    from cycle.testing import LoopbackServer, Reply
+
+    calls = count()
+
+    def responder(request):
+        if request.schema_name == "cycle_judge":
+            block = json.loads(request.last_user.rsplit("```json", 1)[1].rsplit("```", 1)[0])
+            score = 40 if next(calls) // 2 % 2 == 0 else 90  # by twos: by repeat
+            return Reply(json={"verdicts": {c["id"]: {"reasoning": "ok", "score": score}
+                                            for c in block["criteria"]}})
+        return Reply(text="Your order ships today.")
+
+    project = tmp_path / "p"
+    (project / "prompts").mkdir(parents=True)
+    (project / "cases").mkdir()
+    (project / "prompts" / "p.yaml").write_text("id: p\nsystem: Help.\nuser_template: '{{ q }}'\n")
+    (project / "cases" / "c.yaml").write_text("- {id: a, input: {q: one}}\n- {id: b, input: {q: two}}\n")
+    with LoopbackServer(responder=responder) as srv:
+        (project / "cycle.yaml").write_text(
+            "prompt: prompts/p.yaml\nagent: openai:gpt-4o-mini\njudge: openai:gpt-4o-mini\n"
+            "criteria: [{id: helpful, rubric: Helps.}]\ncases: [cases/*.yaml]\n"
+            "run: {concurrency: 1}\n"
+            f"providers:\n  openai: {{base_url: '{srv.openai_base_url}'}}\n")
+        store = tmp_path / "s.db"
+        r = CliRunner().invoke(cli, ["--store", str(store), "run", str(project / "cycle.yaml"),
+                                     "-n", "1", "--no-reports", "-q"])
+        assert r.exit_code in (0, 1), r.output
+        with Store.open(store) as s:
+            run_id = s.runs.recent(limit=1)[0].id
+        r = invoke(store, "consistency", run_id, "--config", str(project / "cycle.yaml"),
+                   "--repeats", "2")
+    assert r.exit_code == 1, r.output
+    assert "2 outputs x 2 repeats = 4 judge calls" in r.output
+    assert "helpful" in r.output and "25.0" in r.output and "100%" in r.output
+    assert "FLAGGED: over --max-flips" in r.output
