@@ -81,6 +81,43 @@ def export_adk(ctx: click.Context, config: Path, out: Path, run_id: str | None) 
                f"({evalset.eval_set_id}: {len(evalset.eval_cases)} in all)")
 
 
+@export_group.command("otel")
+@click.argument("run_id")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the traces as OTLP JSON to this file.")
+@click.option("--endpoint", default=None, metavar="URL",
+              help="Send them to an OpenTelemetry collector over OTLP/HTTP (e.g. "
+              "http://localhost:4318).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds the collector has to take them (retries included).")
+def export_otel(run_id: str, out: Path | None, endpoint: str | None, timeout: float) -> None:
+    """A stored run as OpenTelemetry traces (GenAI conventions): one trace per iteration,
+    spans for model turns and tool calls, the verdicts as evaluation events."""
+    import json
+
+    from cycle.errors import CycleError
+    from cycle.evals.results import load_run
+    from cycle.formats.otel import otlp_json, send, spans_of
+    from cycle.store import Store
+
+    if out is None and endpoint is None:
+        raise click.UsageError("say where: --out FILE (OTLP JSON) or --endpoint URL (OTLP/HTTP)")
+    obj = click.get_current_context().find_object(CliContext) or CliContext()
+    with Store.open(obj.store_path(None), create=False) as store:
+        run = load_run(store.runs, store.runs.resolve(run_id))
+        spans = spans_of(run)
+    traces = len({s.context.trace_id for s in spans})
+    if out is not None:
+        out.write_text(json.dumps(otlp_json(spans)), encoding="utf-8")
+        click.echo(f"{traces} traces ({len(spans)} spans) of run {run.run_id} written to {out}")
+    if endpoint is not None:
+        if not send(spans, endpoint, timeout=timeout):
+            raise CycleError(f"the collector at {endpoint} did not take the traces",
+                             hint="Check the URL (an OTLP/HTTP receiver, e.g. port 4318) and "
+                             "that the collector runs.")
+        click.echo(f"{traces} traces ({len(spans)} spans) of run {run.run_id} sent to {endpoint}")
+
+
 def write_project(out: Path, *, prompt_id: str, system: str, user_template: str,
                   cases: list[dict[str, Any]], criteria: list[dict[str, Any]], model: str,
                   gaps: list[str], source: str) -> None:

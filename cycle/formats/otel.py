@@ -1,0 +1,146 @@
+"""A stored run as OpenTelemetry traces, after the GenAI semantic conventions
+(``cycle export otel``).
+
+One trace per iteration: a root span for the case's iteration (``invoke_agent``, the
+case, its status and score), a child span per model turn (``chat {model}``: the system,
+the request model, the tokens) and per tool call (``execute_tool {tool}``: the tool, the
+call id; an error status when it failed), and on the root, one ``gen_ai.evaluation.result``
+event per criterion's verdict (its name, score, pass or fail label, and reasoning). Times
+come from the iteration's start and each trace event's offset. The spans are built and
+encoded by the OpenTelemetry SDK and its OTLP exporter, written as OTLP JSON or sent to a
+collector over OTLP/HTTP.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from cycle.records import IterationResult, RunResult
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+_NS = 1_000_000_000
+
+
+def _ns(iso: str) -> int | None:
+    try:
+        return int(datetime.fromisoformat(iso).timestamp() * _NS)
+    except (TypeError, ValueError):
+        return None
+
+
+def _system(model: str | None) -> str:
+    return (model or "unknown").partition(":")[0] or "unknown"
+
+
+def spans_of(run: RunResult) -> list[ReadableSpan]:
+    """Every iteration of ``run`` as spans, made by the SDK (nothing leaves the process)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    kept = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({
+        "service.name": "cycle", "cycle.run.id": run.run_id,
+        "cycle.prompt.id": run.prompt_id or "", "cycle.prompt.version": run.version or ""}))
+    provider.add_span_processor(SimpleSpanProcessor(kept))
+    tracer = provider.get_tracer("cycle")
+    for case_id in run.cases:
+        for result in run.results_of(case_id):
+            _iteration(tracer, trace, run, result)
+    provider.shutdown()
+    return list(kept.get_finished_spans())
+
+
+def _iteration(tracer: Any, trace: Any, run: RunResult, r: IterationResult) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    start = _ns(r.started_at) or _ns(run.started_at) or 0
+    end = max(_ns(r.finished_at) or start, start)
+    root = tracer.start_span(f"invoke_agent {run.prompt_id or 'agent'}", start_time=start,
+                             attributes={
+                                 "gen_ai.operation.name": "invoke_agent",
+                                 "gen_ai.agent.name": run.prompt_id or "",
+                                 "gen_ai.request.model": run.agent_model or "",
+                                 "cycle.case.id": r.case_id, "cycle.iteration": r.iteration,
+                                 "cycle.status": r.status,
+                                 **({"cycle.score": r.score} if r.score is not None else {})})
+    if r.status == "error":
+        root.set_status(Status(StatusCode.ERROR, r.error or "error"))
+    parent = trace.set_span_in_context(root)
+    previous = 0.0
+    for event in r.trace:
+        at = start + int(event.at * _NS)
+        if event.kind == "model":
+            model = event.model or run.agent_model or ""
+            attributes: dict[str, Any] = {
+                "gen_ai.operation.name": "chat", "gen_ai.system": _system(model),
+                "gen_ai.request.model": model.partition(":")[2] or model}
+            if event.usage is not None:
+                attributes["gen_ai.usage.input_tokens"] = event.usage.input_tokens
+                attributes["gen_ai.usage.output_tokens"] = event.usage.output_tokens
+            if event.tool_calls:
+                attributes["cycle.tool_calls"] = [c.name for c in event.tool_calls]
+            span = tracer.start_span(f"chat {attributes['gen_ai.request.model']}", context=parent,
+                                     start_time=start + int(previous * _NS), attributes=attributes)
+            span.end(end_time=at)
+        elif event.kind in ("tool_result", "tool_error"):
+            span = tracer.start_span(f"execute_tool {event.tool}", context=parent,
+                                     start_time=at - int(event.duration * _NS), attributes={
+                                         "gen_ai.operation.name": "execute_tool",
+                                         "gen_ai.tool.name": event.tool or "",
+                                         "gen_ai.tool.call.id": event.call_id or ""})
+            if event.kind == "tool_error":
+                span.set_status(Status(StatusCode.ERROR, event.error or "error"))
+                span.set_attribute("error.type", "tool_error")
+            span.end(end_time=at)
+        previous = event.at
+    for v in r.verdicts:
+        root.add_event("gen_ai.evaluation.result", timestamp=end, attributes={
+            "gen_ai.evaluation.name": v.criterion_id,
+            **({"gen_ai.evaluation.score.value": v.score} if v.score is not None else {}),
+            "gen_ai.evaluation.score.label": "pass" if v.passed else "fail",
+            "gen_ai.evaluation.explanation": v.reasoning or ""})
+    root.end(end_time=end)
+
+
+def otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """The spans as an OTLP/JSON export request (the exporter's own protobuf encoding, in
+    the OTLP JSON mapping: ids in hex, enums as numbers)."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    data = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for span in _walk_spans(data):
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if span.get(key):
+                span[key] = base64.b64decode(span[key]).hex()
+    return data
+
+
+def _walk_spans(data: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    for resource in data.get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            yield from scope.get("spans", [])
+
+
+def send(spans: Sequence[ReadableSpan], endpoint: str, *, timeout: float = 30.0) -> bool:
+    """Send the spans to a collector over OTLP/HTTP (``endpoint``: its base URL, or the
+    full ``.../v1/traces``); whether it took them."""
+    from urllib.parse import urlparse
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    url = endpoint if urlparse(endpoint).path.rstrip("/") else endpoint.rstrip("/") + "/v1/traces"
+    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    try:
+        return exporter.export(spans) == SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
