@@ -70,11 +70,22 @@ def compare_runs(a: RunResult, b: RunResult) -> Comparison:
     )
 
 
-def _delta(s: Stats, unit: str = "") -> str:
+def _delta(s: Stats, unit: str = "", *, short: bool = False) -> str:
+    """A paired change with its interval; ``short``: for a table cell."""
     if s.mean is None:
-        return "— (no case judged in both runs)"
+        return "— (no case judged in both)" if short else "— (no case judged in both runs)"
+    if short:
+        ci = "" if s.ci_low is None else f" [{s.ci_low:+.1f}, {s.ci_high:+.1f}]"
+        return f"{s.mean:+.1f}{unit}{ci} ({s.n} paired)"
     ci = "" if s.ci_low is None else f"  95% CI [{s.ci_low:+.1f}, {s.ci_high:+.1f}]{unit}"
     return f"{s.mean:+.1f}{unit}{ci}  over {s.n} paired cases"
+
+
+def _moved(c: Comparison, most: int) -> list[CaseDelta]:
+    """The cases whose score changed most: the ``most`` largest drops, then gains."""
+    moved = sorted((d for d in c.cases if d.delta is not None and abs(d.delta) >= 0.05),
+                   key=lambda d: d.delta or 0.0)
+    return moved[:most] + [x for x in moved[-most:] if x not in moved[:most]]
 
 
 def render_compare(c: Comparison) -> str:
@@ -95,12 +106,11 @@ def render_compare(c: Comparison) -> str:
         lines.append("No case changed between passing and failing.")
     if c.only_in_a or c.only_in_b:
         lines.append(f"Not paired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
-    moved = sorted((d for d in c.cases if d.delta is not None and abs(d.delta) >= 0.05),
-                   key=lambda d: d.delta or 0.0)
+    moved = _moved(c, 5)
     if moved:
         lines.append("")
         lines.append("Largest changes:")
-        for d in moved[:5] + [x for x in moved[-5:] if x not in moved[:5]]:
+        for d in moved:
             lines.append(f"  {d.case_id:<30} {f.score(d.score_a):>6} -> {f.score(d.score_b):>6}  "
                          f"({d.delta:+.1f})")
     return "\n".join(lines)
@@ -144,12 +154,6 @@ def failing(c: Comparison, fail_on: str) -> str | None:
 def render_compare_markdown(c: Comparison, fail_on: str = "regression") -> str:
     """The comparison as a pull request comment: the table, the verdict, the cases."""
 
-    def change(s: Stats, unit: str = "") -> str:
-        if s.mean is None:
-            return "— (no case judged in both)"
-        ci = "" if s.ci_low is None else f" [{s.ci_low:+.1f}, {s.ci_high:+.1f}]"
-        return f"{s.mean:+.1f}{unit}{ci} ({s.n} paired)"
-
     def cost(r: RunResult) -> str:
         return f"${r.suite.cost:.4f}" + (" (est.)" if r.suite.cost_estimated else "")
 
@@ -162,9 +166,9 @@ def render_compare_markdown(c: Comparison, fail_on: str = "regression") -> str:
         lines += ["> Offline model: at least one run's results do not come from a real model.", ""]
     lines += [head, "",
               "| | base (A) | head (B) | change, 95% CI |", "| --- | ---: | ---: | --- |",
-              f"| Score | {f.score(c.a.score)} | {f.score(c.b.score)} | {change(c.score_delta)} |",
+              f"| Score | {f.score(c.a.score)} | {f.score(c.b.score)} | {_delta(c.score_delta, short=True)} |",
               (f"| Pass rate | {f.pct(c.a.suite.pass_rate)} | {f.pct(c.b.suite.pass_rate)} | "
-              f"{change(c.pass_rate_delta, ' pts')} |"),
+              f"{_delta(c.pass_rate_delta, ' pts', short=True)} |"),
               f"| Errors | {c.a.suite.errors} | {c.b.suite.errors} | |",
               f"| Cost | {cost(c.a)} | {cost(c.b)} | |", ""]
     if c.regressed:
@@ -173,12 +177,11 @@ def render_compare_markdown(c: Comparison, fail_on: str = "regression") -> str:
         lines.append("Newly passing: " + ", ".join(f"`{k}`" for k in c.newly_passing))
     if c.only_in_a or c.only_in_b:
         lines.append(f"Not paired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B.")
-    moved = sorted((d for d in c.cases if d.delta is not None and abs(d.delta) >= 0.05),
-                   key=lambda d: d.delta or 0.0)
+    moved = _moved(c, 10)
     if moved:
         lines += ["", "<details><summary>Largest changes by case</summary>", "",
                   "| case | A | B | change |", "| --- | ---: | ---: | ---: |"]
-        for d in moved[:10] + [x for x in moved[-10:] if x not in moved[:10]]:
+        for d in moved:
             lines.append(f"| `{d.case_id}` | {f.score(d.score_a)} | {f.score(d.score_b)} | "
                          f"{d.delta:+.1f} |")
         lines += ["", "</details>"]
