@@ -59,6 +59,8 @@ class Accepted(Struct):
     max_tokens_field: str | None = None
     #: whether the server takes the ``tool`` role (None: not known yet)
     tool_role: bool | None = None
+    #: False once the server refused ``tool_choice`` (vLLM without auto tool choice)
+    tool_choice: bool = True
     #: a text answer to a format was asked again with the schema in the prompt (once:
     #: after that, a text answer is the model's fault, repaired as usual)
     probed: bool = False
@@ -91,6 +93,7 @@ def learn(base_url: str | None, model: str, worked: Accepted, *, structured: boo
         learned.probed = learned.probed or worked.probed
     learned.max_tokens_field = worked.max_tokens_field
     learned.tool_role = worked.tool_role
+    learned.tool_choice = worked.tool_choice
 
 
 def kept(base_url: str | None, model: str) -> str | None:
@@ -188,6 +191,13 @@ def refusal(status: int | None, error_text: str) -> bool:
     if status in (400, 422):
         return True
     return status == 500 and "response_format" in error_text
+
+
+def names_tool_choice(error_text: str) -> bool:
+    """Whether a 4xx is about ``tool_choice`` (vLLM: '"auto" tool choice requires
+    --enable-auto-tool-choice ...')."""
+    low = error_text.lower()
+    return any(w in low for w in ("tool_choice", "tool choice", "tool-choice"))
 
 
 def refuses(error_text: str, *words: str) -> bool:

@@ -143,7 +143,9 @@ class OpenAIAPI(ModelAPI):
         request: dict[str, Any] = {"model": self.model_name, "messages": chat}
         if tools:
             request["tools"] = [t.as_chat() for t in tools]
-            if not self.official:  # some servers ignore tools unless tool_choice is set
+            if not self.official and form.tool_choice:
+                # some servers ignore tools unless tool_choice is set (llama.cpp's); one that
+                # refuses it (vLLM without auto tool choice) is asked again without it
                 request["tool_choice"] = "auto"
         if config.temperature is not None and not reasoning:
             request["temperature"] = config.temperature
@@ -180,7 +182,7 @@ class OpenAIAPI(ModelAPI):
                 "json_schema" if self.official else learned.structured or "json_schema"),
             max_tokens_field=self.options.extra.get("max_tokens_field") or learned.max_tokens_field
             or ("max_completion_tokens" if self.official else "max_tokens"),
-            tool_role=learned.tool_role, probed=learned.probed)
+            tool_role=learned.tool_role, probed=learned.probed, tool_choice=learned.tool_choice)
 
     def paid_calls(self, config: GenerateConfig) -> int:
         # a text answer to a format is asked again with the schema in the prompt, once
@@ -249,6 +251,9 @@ class OpenAIAPI(ModelAPI):
                     tried.add("field")
                     form.max_tokens_field = ("max_tokens" if field == "max_completion_tokens"
                                              else "max_completion_tokens")
+                    continue
+                if "tool_choice" in request and compat.names_tool_choice(said):
+                    form.tool_choice = False
                     continue
                 if (form.tool_role is None and compat.refuses(said, "tool")
                         and any(m.role == "tool" for m in messages)):

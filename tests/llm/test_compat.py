@@ -186,3 +186,15 @@ async def test_the_budget_reserves_for_the_call_asked_again(make_model, server):
     first, second = held
     assert first == pytest.approx(2 * second)  # the first may be asked twice: reserved twice
     assert server.request_count == 3 and 0 < budget.spent <= 1.0
+
+
+async def test_a_server_refusing_tool_choice_is_asked_without_it(make_model, server):
+    """vLLM without --enable-auto-tool-choice refuses tool_choice "auto" (400)."""
+    server.enqueue(Fault.status(400, message='"auto" tool choice requires '
+                                '--enable-auto-tool-choice and --tool-call-parser to be set'),
+                   Reply(tool_calls=[("lookup", {"order": "A-1"})]), "again")
+    model = make_model(NAME)
+    out = await model.generate([Message.user("Where is A-1?")], tools=[LOOKUP])
+    assert out.tool_calls[0].name == "lookup"
+    await model.generate([Message.user("Again?")], tools=[LOOKUP])
+    assert ["tool_choice" in r.body for r in server.requests] == [True, False, False]
