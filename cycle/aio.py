@@ -31,6 +31,17 @@ from cycle.errors import EvalError
 T = TypeVar("T")
 
 
+def at_once(coro: Coroutine[Any, Any, T], what: str) -> T:
+    """Run a coroutine that never suspends (it awaits nothing that waits) to its end, here,
+    without an event loop; ``what`` names it if it does suspend (a bug)."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError(f"{what} suspended (a bug in cycle: please report it)")
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coro)``, with the result handed back beside the task, not as its result.
 

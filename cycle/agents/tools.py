@@ -41,7 +41,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from cycle.aio import UserFunctionError, call_user_function, in_thread
+from cycle.aio import UserFunctionError, at_once, call_user_function, in_thread
 from cycle.errors import (
     AuthenticationError,
     BudgetExceededError,
@@ -364,18 +364,8 @@ class AgentTools:
             # this thread: the two thread hops to the event loop and back would cost four
             # times the answer. The event loop only awaits this thread meanwhile, so nothing
             # else touches the case's toolbox.
-            return _finish(self.acall(name, arguments, **kw))
+            return at_once(self.acall(name, arguments, **kw), "a tool answered inline")
         return asyncio.run_coroutine_threadsafe(self.acall(name, arguments, **kw), self._loop).result()
-
-
-def _finish(coroutine: Any) -> Any:
-    """Run a coroutine that never suspends to its end, here, without an event loop."""
-    try:
-        coroutine.send(None)
-    except StopIteration as done:
-        return done.value
-    coroutine.close()
-    raise RuntimeError("a tool answered inline suspended (a bug in cycle: please report it)")
 
 
 async def _call(fn: Callable[..., Any], arguments: dict[str, Any], ctx: Any) -> Any:

@@ -95,15 +95,14 @@ def export_otel(run_id: str, out: Path | None, endpoint: str | None, timeout: fl
     spans for model turns and tool calls, the verdicts as evaluation events."""
     import json
 
+    from cycle.cli.prompt import open_store
     from cycle.errors import CycleError
     from cycle.evals.results import load_run
     from cycle.formats.otel import otlp_json, send, spans_of
-    from cycle.store import Store
 
     if out is None and endpoint is None:
         raise click.UsageError("say where: --out FILE (OTLP JSON) or --endpoint URL (OTLP/HTTP)")
-    obj = click.get_current_context().find_object(CliContext) or CliContext()
-    with Store.open(obj.store_path(None), create=False) as store:
+    with open_store() as store:
         run = load_run(store.runs, store.runs.resolve(run_id))
         spans = spans_of(run)
     traces = len({s.context.trace_id for s in spans})

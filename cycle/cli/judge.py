@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 
+from cycle.cli.prompt import open_store
 from cycle.errors import ConfigError
 
 #: a label with a score only passes at this (the LLM criteria's default pass mark)
@@ -31,14 +32,6 @@ _KEYS = {"run", "case", "iteration", "criterion", "score", "pass", "labeler", "n
 @click.group("judge")
 def judge_group() -> None:
     """People's labels of stored outputs, and the judge's agreement with them."""
-
-
-def _store() -> Any:
-    from cycle.cli import CliContext
-    from cycle.store import Store
-
-    obj = click.get_current_context().find_object(CliContext) or CliContext()
-    return Store.open(obj.store_path(None), create=False)
 
 
 @judge_group.command("sample")
@@ -53,12 +46,12 @@ def _store() -> Any:
 def sample(run_id: str, count: int, criteria: tuple[str, ...], out: Path | None,
            labeler: str) -> None:
     """Pick outputs of RUN_ID to label, stratified over cases and over the judge's scores."""
-    with _store() as store:
+    with open_store() as store:
         run_id = store.runs.resolve(run_id)
         outputs = store.human_labels.outputs(run_id)
     judged = {c for o in outputs for c, v in o["verdicts"].items()
               if v["kind"] == "llm" or c in criteria}
-    wanted = [c for c in criteria] or sorted(judged)
+    wanted = list(criteria) or sorted(judged)
     unknown = [c for c in wanted if c not in judged]
     if unknown:
         raise ConfigError(f"run {run_id} has no verdicts of criterion {unknown[0]!r}",
@@ -172,7 +165,7 @@ def import_labels(file: Path, labeler: str | None) -> None:
     labels, open_lines = read_labels(file)
     if labeler:
         labels = [replace(x, labeler=x.labeler or labeler) for x in labels]
-    with _store() as store:
+    with open_store() as store:
         stored = store.human_labels.add(labels)
     rest = f"; {open_lines} lines not labelled yet" if open_lines else ""
     click.echo(f"{stored} labels stored from {file}{rest}")
@@ -184,7 +177,7 @@ def import_labels(file: Path, labeler: str | None) -> None:
               help="The JSONL file (default: standard output).")
 def export_labels(run_id: str, out: Path | None) -> None:
     """Write the stored labels of RUN_ID as JSONL."""
-    with _store() as store:
+    with open_store() as store:
         rows = store.human_labels.of_run(store.runs.resolve(run_id))
     text = "".join(json.dumps({
         "run": r.label.run, "case": r.label.case, "iteration": r.label.iteration,
@@ -208,7 +201,7 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
     from cycle.judge.agreement import measure
     from cycle.store.human_labels import Labelled
 
-    with _store() as store:
+    with open_store() as store:
         run_id = store.runs.resolve(run_id)
         run = store.runs.get(run_id)
         labelled = store.human_labels.of_run(run_id)
@@ -317,7 +310,7 @@ def consistency(run_id: str, config: Path, repeats: int, max_flips: float,
     from cycle.records.scope import CallScope
 
     loaded = load_config(config)
-    with _store() as store:
+    with open_store() as store:
         run_id = store.runs.resolve(run_id)
         results = [r for r in store.runs.load_results(run_id) if r.status != "error"]
         suite = build_suite(loaded, store=store, budget=run_budget(loaded))

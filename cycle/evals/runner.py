@@ -120,6 +120,9 @@ class Runner:
         self.bus = bus or EventBus()
         self.stop_on_first_failure = stop_on_first_failure
         self._stop_reason: str | None = None
+        #: this run's calls by role and its finished iterations (what a timeout reports)
+        self._usage: _Usage | None = None
+        self._finished = 0
 
     @property
     def offline(self) -> bool:
@@ -283,13 +286,14 @@ class Runner:
         """Why a case ran out of time: with the latency this run's calls measured, a slow
         server (a local model on a small machine) is told apart from a slow case."""
         said = f"timeout: the case took longer than {self.timeout:g} s ({stage})"
-        usage = getattr(self, "_usage", None)
+        usage = self._usage
         seen = usage.latencies() if usage is not None else {}
         if not seen:
             return (f"{said}; no model call of this run had been answered yet: if the server "
                     "is slow (a local model), raise run.timeout or lower run.concurrency")
+        assert usage is not None
         calls = {role: usage.totals[role][0] for role in seen}
-        done = max(1, getattr(self, "_finished", 0))
+        done = max(1, self._finished)
         # what one case needs: each role's mean latency times its calls a case (one at least)
         need = sum(mean * max(1.0, calls[role] / done) for role, (mean, _) in seen.items())
         shown = ", ".join(f"{role} {mean:.1f} s" for role, (mean, _) in

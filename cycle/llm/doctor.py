@@ -15,6 +15,7 @@ import statistics
 from typing import Any
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from cycle.errors import BudgetExceededError, CycleError, ProviderError, StructuredOutputError
 from cycle.llm import compat
@@ -80,8 +81,7 @@ async def diagnose(name: str, options: ProviderOptions | None, *, budget: Budget
     retry = RetryPolicy(attempts=1)
 
     def model(extra: dict[str, Any] | None = None) -> Model:
-        opts = ProviderOptions(**{**{f: getattr(options, f) for f in options.__struct_fields__},
-                                  "extra": {**options.extra, **(extra or {})}})
+        opts = replace(options, extra={**options.extra, **(extra or {})})
         return Model(get_api(name, opts), budget=budget, pricing=pricing, retry=retry,
                      config=GenerateConfig(max_tokens=PROBE_TOKENS, temperature=0))
 

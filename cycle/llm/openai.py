@@ -92,6 +92,9 @@ class OpenAIAPI(ModelAPI):
             key = PLACEHOLDER_KEY
         # kept private and out of every message; see redact()
         self._api_key = key
+        #: what the response cache keeps this server's forms under: the URL as shown (a
+        #: key or password in it never reaches the cache file); asked after every call
+        self._server_key = None if self.official else f"{safe_url(self.base_url)}|{model_name}"
         # models with equal keys share a client (see _client); the key stays in memory only
         headers = opts.extra.get("headers") or {}
         self._client_key: tuple[Any, ...] = (
@@ -192,8 +195,7 @@ class OpenAIAPI(ModelAPI):
         return 2 if probing else 1
 
     def server_key(self) -> str | None:
-        # the URL as shown: a key or password in it never reaches the cache file
-        return None if self.official else f"{safe_url(self.base_url)}|{self.model_name}"
+        return self._server_key
 
     def learned(self) -> str | None:
         return None if self.official else compat.kept(self.base_url, self.model_name)
@@ -236,7 +238,7 @@ class OpenAIAPI(ModelAPI):
         field_set = bool(self.options.extra.get("max_tokens_field"))
         wasted = Usage()
         estimated = False
-        tried: set[str] = set()
+        swapped = False  # the output cap's field, tried the other way once
         while True:
             request = self.build_request(messages, tools, config, form=form)
             try:
@@ -246,9 +248,9 @@ class OpenAIAPI(ModelAPI):
                 if not compat.refusal(e.status, said):
                     raise
                 field = str(form.max_tokens_field)
-                if (field in request and not field_set and "field" not in tried
+                if (field in request and not field_set and not swapped
                         and compat.refuses(said, field)):
-                    tried.add("field")
+                    swapped = True
                     form.max_tokens_field = ("max_tokens" if field == "max_completion_tokens"
                                              else "max_completion_tokens")
                     continue

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from cycle.aio import at_once
 from cycle.llm.base import GenerateConfig
 from cycle.records import Message, ToolCall, ToolDef
 from cycle.testing.offline.provider import OfflineAPI
@@ -66,13 +67,7 @@ def offline_world(request: ChatRequest) -> Reply | None:
     config = GenerateConfig(
         response_schema=schema, response_schema_name=request.schema_name or "output",
         max_tokens=body.get("max_tokens") or body.get("max_completion_tokens"))
-    answering = _API.generate(_messages(body), tools, config)
-    try:  # the offline model awaits nothing: run it here, in the server's thread
-        answering.send(None)
-    except StopIteration as done:
-        out = done.value
-    else:  # pragma: no cover - it never suspends
-        answering.close()
-        raise RuntimeError("the offline model suspended")
+    # the offline model awaits nothing: run it here, in the server's thread
+    out = at_once(_API.generate(_messages(body), tools, config), "the offline model")
     return Reply(text=out.text, tool_calls=tuple((c.name, c.arguments) for c in out.tool_calls),
                  input_tokens=out.usage.input_tokens, output_tokens=out.usage.output_tokens)
