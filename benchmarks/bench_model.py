@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from cycle.events import EventBus
 from cycle.llm.base import ProviderOptions
 from cycle.llm.cache import ResponseCache
-from cycle.llm.model import Model, RetryPolicy
+from cycle.llm.model import Model, ModelServices, RetryPolicy
 from cycle.llm.registry import get_api
 from cycle.records import Message
 
@@ -72,11 +72,12 @@ async def run_calls(call: Callable[[int], Awaitable[Any]], count: int, concurren
     return time.perf_counter() - started
 
 
-def make_model(name: str, base_url: str, **kwargs: Any) -> Model:
+def make_model(name: str, base_url: str, cache: ResponseCache | None = None) -> Model:
     options = ProviderOptions(base_url=base_url, max_connections=64)
     bus = EventBus()
     bus.subscribe(lambda event: None)  # a subscriber, as the store recorder would be
-    return Model(get_api(name, options), bus=bus, retry=RetryPolicy(attempts=3), **kwargs)
+    return Model(get_api(name, options), ModelServices(bus=bus, cache=cache),
+                 retry=RetryPolicy(attempts=3))
 
 
 async def overhead(base_url: str, count: int, concurrency: int, repeat: int) -> dict[str, float]:

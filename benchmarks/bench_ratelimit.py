@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from cycle import events as ev
 from cycle.llm.base import ProviderOptions
 from cycle.llm.limit import AdaptiveLimit
-from cycle.llm.model import Model
+from cycle.llm.model import Model, ModelServices
 from cycle.llm.registry import get_api
 from cycle.records import Message
 
@@ -59,7 +59,7 @@ async def fire(url: str, calls: int, concurrency: int) -> dict:
 
     bus.subscribe(seen)
     options = ProviderOptions(base_url=url, api_key="bench", max_connections=concurrency)
-    model = Model(get_api("openai:bench", options), bus=bus)
+    model = Model(get_api("openai:bench", options), ModelServices(bus=bus))
     started = time.perf_counter()
     outcomes = await asyncio.gather(*(model.generate([Message.user(f"call {i}")])
                                       for i in range(calls)), return_exceptions=True)

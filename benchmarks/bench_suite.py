@@ -55,6 +55,7 @@ from cycle.judge import Judge
 from cycle.judge.criteria import CriterionConfig
 from cycle.judge.llm_judge import LlmJudge, verdict_schema
 from cycle.llm.base import ProviderOptions
+from cycle.llm.model import ModelServices
 from cycle.llm.registry import get_model
 from cycle.mocks import MockSpec
 from cycle.prompts.template import render_user
@@ -118,10 +119,9 @@ async def run_cycle(url: str, cases: list[TestCase], concurrency: int, store_pat
     store = Store.open(store_path)
     # the call journal as the CLI has it: every paid call kept the moment it arrives
     journal = None if os.environ.get("BENCH_NO_JOURNAL") else store.journal
-    agent_model = get_model("openai:bench-agent", options=options, bus=bus, role="agent",
-                            journal=journal)
-    judge_model = get_model("openai:bench-judge", options=options, bus=bus, role="judge",
-                            journal=journal)
+    services = ModelServices(bus=bus, journal=journal)
+    agent_model = get_model("openai:bench-agent", services, options=options, role="agent")
+    judge_model = get_model("openai:bench-judge", services, options=options, role="judge")
     agent = (PromptAgent(TOOL_PROMPT, agent_model, mocks=TOOL_MOCKS) if tools
              else PromptAgent(PROMPT, agent_model))
     runner = Runner(agent=agent,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from cycle.llm.base import GenerateConfig, ModelAPI, ModelOutput
     from cycle.llm.budget import Budget
     from cycle.llm.cache import ResponseCache
-    from cycle.llm.model import Model, RetryPolicy
+    from cycle.llm.model import Model, ModelServices, RetryPolicy
     from cycle.llm.pricing import PriceTable
     from cycle.llm.registry import get_model, register_provider
     from cycle.loop import AutoReviewer, CycleResult, Loop, LoopSettings, PromptReviewer
@@ -79,6 +79,7 @@ _WHERE: dict[str, str] = {
     "LoopSettings": "cycle.loop",
     "Message": "cycle.records",
     "Model": "cycle.llm.model",
+    "ModelServices": "cycle.llm.model",
     "ModelAPI": "cycle.llm.base",
     "ModelOutput": "cycle.llm.base",
     "PriceTable": "cycle.llm.pricing",
@@ -135,6 +136,7 @@ __all__ = [
     "LoopSettings",
     "Message",
     "Model",
+    "ModelServices",
     "ModelAPI",
     "ModelOutput",
     "PriceTable",

@@ -15,10 +15,10 @@ from cycle.agents import Agent, PromptAgent
 from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt, overridden_values
 from cycle.assemble.improve import ImproveConfig, load_improve_config
 from cycle.assemble.suite import (
+    Models,
     agent_model_name,
     in_flight,
     judge_model_name,
-    make_model,
     needs_judge,
     validate_suite,
 )
@@ -130,11 +130,12 @@ def build_loop(
             return store.get_version(p.id, version or "head")
         return store.resolve(f"{p.id}@head")
 
+    models = Models(loaded, bus=bus, budget=budget, cache=cache, store=store,
+                    batch=improve.batch)
+
     def model(name: str, role: str) -> Model:
         # the evaluations' calls may go in batch jobs; the improver's one call stays live
-        batch = improve.batch and role != "improver"
-        return make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache,
-                          journal=store.journal, batch=batch, ledger=store.batches)
+        return models(name, role, live=role == "improver")
 
     def agent_for(version_prompt: Prompt) -> Agent:
         name = agent_model_name(loaded, version_prompt)

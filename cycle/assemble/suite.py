@@ -41,11 +41,10 @@ from cycle.events import EventBus
 from cycle.judge import Judge
 from cycle.judge.criteria import CriterionConfig
 from cycle.llm.base import ProviderOptions
-from cycle.llm.batch import BatchLedger, BatchSettings
+from cycle.llm.batch import BatchSettings
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
-from cycle.llm.journal import CallJournal
-from cycle.llm.model import Model, RetryPolicy
+from cycle.llm.model import Model, ModelServices, RetryPolicy
 from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
 from cycle.llm.providers import known_provider
 from cycle.llm.registry import get_api, get_model
@@ -95,30 +94,36 @@ def run_budget(loaded: LoadedConfig) -> Budget | None:
     return Budget(limit) if limit is not None else None
 
 
-def make_model(
-    loaded: LoadedConfig,
-    name: str,
-    *,
-    role: str,
-    bus: EventBus | None = None,
-    budget: Budget | None = None,
-    cache: ResponseCache | None = None,
-    journal: CallJournal | None = None,
-    batch: bool = False,
-    ledger: BatchLedger | None = None,
-) -> Model:
-    """A model as cycle.yaml configures it: provider options, prices, cache, journal,
-    budget, events; with ``batch``, its calls go in provider batch jobs kept in ``ledger``."""
-    settings = provider_settings(loaded, name)
-    retry = RetryPolicy(max_retry_after=settings.max_retry_after) if settings else None
-    # without a providers: section the settings are the defaults (a Struct's class attribute
-    # is its field descriptor, not the default: reading it there broke every batch call)
-    timing = {"poll": settings.batch_poll, "window": settings.batch_window} if settings else {}
-    batching = BatchSettings(**timing, max_requests=loaded.config.run.batch_size,
-                             ledger=ledger) if batch else None
-    return get_model(name, options=provider_options(loaded, name), bus=bus, budget=budget,
-                     cache=cache, pricing=price_table(loaded), role=role, journal=journal,
-                     retry=retry, batch=batching)
+class Models:
+    """The models of one run or cycle, as cycle.yaml configures each (provider options,
+    retries, batch timing) around the services they share (cache, events, budget, prices,
+    the store's journal). With ``batch``, their calls go in provider batch jobs kept in
+    the store's batch ledger."""
+
+    def __init__(self, loaded: LoadedConfig, *, bus: EventBus | None = None,
+                 budget: Budget | None = None, cache: ResponseCache | None = None,
+                 store: Store | None = None, batch: bool = False) -> None:
+        self.loaded = loaded
+        self.services = ModelServices(
+            cache=cache, bus=bus, budget=budget, pricing=price_table(loaded),
+            journal=store.journal if store is not None else None)
+        self.batch = batch
+        self.ledger = store.batches if store is not None else None
+
+    def __call__(self, name: str, role: str, *, live: bool = False) -> Model:
+        """``name``'s model for ``role``; ``live``: never in a batch job."""
+        settings = provider_settings(self.loaded, name)
+        retry = RetryPolicy(max_retry_after=settings.max_retry_after) if settings else None
+        batching = None
+        if self.batch and not live:
+            # without a providers: section the settings are the defaults (a Struct's class
+            # attribute is its field descriptor, not the default: reading it broke batches)
+            timing = {"poll": settings.batch_poll,
+                      "window": settings.batch_window} if settings else {}
+            batching = BatchSettings(**timing, max_requests=self.loaded.config.run.batch_size,
+                                     ledger=self.ledger)
+        return get_model(name, self.services, options=provider_options(self.loaded, name),
+                         role=role, retry=retry, batch=batching)
 
 
 def agent_model_name(loaded: LoadedConfig, prompt: Prompt | None) -> str | None:
@@ -606,21 +611,18 @@ def build_suite(
     case_list = CaseList.of(cases) if cases is not None else load_suite_cases(
         loaded, tags=tags, ids=ids)
     closers: list[Callable[[], Awaitable[None]]] = []
-    journal = store.journal if store is not None else None
-    batching = {"batch": loaded.config.run.batch,
-                "ledger": store.batches if store is not None else None}
+    models = Models(loaded, bus=bus, budget=budget, cache=cache, store=store,
+                    batch=loaded.config.run.batch)
 
     def model(name: str, role: str) -> Model:
-        m = make_model(loaded, name, role=role, bus=bus, budget=budget, cache=cache,
-                       journal=journal, **batching)
+        m = models(name, role)
         closers.append(m.aclose)
         return m
 
     spec = loaded.config.agent_config
 
     def user_model(name: str) -> Model:  # simulated users, user agents, conditions
-        return make_model(loaded, name, role="user_sim", bus=bus, budget=budget, cache=cache,
-                          journal=journal, **batching)
+        return models(name, "user_sim")
 
     users = {"user_model": user_model, "user_agents": loaded.config.tools.user_agents}
     agent: Agent

@@ -21,7 +21,7 @@ from cycle.errors import BudgetExceededError, CycleError, ProviderError, Structu
 from cycle.llm import compat
 from cycle.llm.base import GenerateConfig, ProviderOptions
 from cycle.llm.budget import Budget
-from cycle.llm.model import Model, RetryPolicy
+from cycle.llm.model import Model, ModelServices, RetryPolicy
 from cycle.llm.pricing import PriceTable
 from cycle.llm.providers import get_api
 from cycle.records import Message, ToolDef
@@ -79,10 +79,11 @@ async def diagnose(name: str, options: ProviderOptions | None, *, budget: Budget
     endpoint = str(getattr(api, "base_url", None) or "the provider's API")
     out = Diagnosis(model=name, endpoint=endpoint)
     retry = RetryPolicy(attempts=1)
+    services = ModelServices(budget=budget, pricing=pricing)
 
     def model(extra: dict[str, Any] | None = None) -> Model:
         opts = replace(options, extra={**options.extra, **(extra or {})})
-        return Model(get_api(name, opts), budget=budget, pricing=pricing, retry=retry,
+        return Model(get_api(name, opts), services, retry=retry,
                      config=GenerateConfig(max_tokens=PROBE_TOKENS, temperature=0))
 
     async def probe(label: str, call: Any) -> Probe:

@@ -78,6 +78,22 @@ class RetryPolicy(Struct, frozen=True):
     max_retry_after: float = 120.0
 
 
+class ModelServices(Struct, frozen=True):
+    """What the models of one run or cycle share around their providers: the response
+    cache, the event bus, the budget, the price table and the call journal. Given once
+    to each model (``Model(api, services)``), not one keyword at a time."""
+
+    cache: ResponseCache | None = None
+    bus: EventBus | None = None
+    budget: Budget | None = None
+    pricing: PriceTable | None = None
+    journal: CallJournal | None = None
+
+
+#: a model on its own: no cache, no events, no budget, the default prices, no journal
+NO_SERVICES = ModelServices()
+
+
 # -- process-wide concurrency -------------------------------------------------
 
 _DEFAULT_MAX_CONCURRENCY = 256
@@ -221,24 +237,24 @@ class Model:
     def __init__(
         self,
         api: ModelAPI,
+        services: ModelServices = NO_SERVICES,
         *,
-        cache: ResponseCache | None = None,
-        bus: EventBus | None = None,
-        budget: Budget | None = None,
-        pricing: PriceTable | None = None,
         config: GenerateConfig | None = None,
         role: str = "agent",
         retry: RetryPolicy | None = None,
-        journal: CallJournal | None = None,
         batch: BatchSettings | None = None,
     ) -> None:
+        """``services``: what this model shares with the others of its run; ``retry`` and
+        ``batch``: its own provider's policies (cycle.yaml's ``providers:`` section)."""
         self.api = api
         #: send calls in provider batch jobs (None: live); a model that is not a real
         #: provider's answers at once and has no batch price
         self.batch = batch if not api.offline else None
         self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Batcher] = (
             weakref.WeakKeyDictionary())
-        self.journal = journal
+        self.services = services
+        cache, budget = services.cache, services.budget
+        self.journal = services.journal
         self.name: str = api.name
         #: True for offline/scripted: reports must say so
         self.offline: bool = api.offline
@@ -250,11 +266,11 @@ class Model:
             if stored is not None:
                 api.relearn(stored)
                 self._kept_form = (endpoint, stored)
-        self.bus = bus
+        self.bus = services.bus
         self.budget = budget
         if budget is not None and budget.limit is not None:
             api.guard_max_tokens = True
-        self.pricing = pricing or DEFAULT_TABLE
+        self.pricing = services.pricing or DEFAULT_TABLE
         self.config = config or GenerateConfig()
         self.role = role
         self.retry = retry or RetryPolicy()

@@ -12,6 +12,7 @@ from cycle.evals.runner import Runner
 from cycle.events import CaseFinished, EventBus, RunFinished
 from cycle.judge import Judge
 from cycle.judge.criteria import CriterionConfig
+from cycle.llm.model import ModelServices
 from cycle.llm.registry import get_model
 from cycle.records import Prompt
 from cycle.store import Store
@@ -57,9 +58,9 @@ async def test_errors_are_counted_apart_and_never_averaged(store):
     seen = []
     bus.subscribe(seen.append)
     with script("agent", echo_agent), script("judge", judge_with(lambda text: 80)) as judge_script:
-        agent = PromptAgent(PROMPT, get_model("scripted:agent", bus=bus))
+        agent = PromptAgent(PROMPT, get_model("scripted:agent", ModelServices(bus=bus)))
         judge = Judge([ORDER_CHECK, CriterionConfig(id="accuracy")],
-                      model=get_model("scripted:judge", bus=bus, role="judge"))
+                      model=get_model("scripted:judge", ModelServices(bus=bus), role="judge"))
         result = await Runner(agent=agent, judge=judge, cases=CASES, iterations=2, concurrency=3,
                               store=store, bus=bus).run()
     s = result.suite
@@ -160,8 +161,8 @@ async def test_a_subscriber_that_cannot_record_stops_the_run_and_the_store_says_
     bus.subscribe(recorder)
     bus.subscribe(after.append)
     with script("agent", "Your order A-0 ships."), script("judge", judge_with(lambda t: 80)):
-        agent = PromptAgent(PROMPT, get_model("scripted:agent", bus=bus))
-        judge = Judge([ORDER_CHECK], model=get_model("scripted:judge", bus=bus, role="judge"))
+        agent = PromptAgent(PROMPT, get_model("scripted:agent", ModelServices(bus=bus)))
+        judge = Judge([ORDER_CHECK], model=get_model("scripted:judge", ModelServices(bus=bus), role="judge"))
         runner = Runner(agent=agent, judge=judge, cases=CASES, iterations=1, concurrency=1,
                         store=store, bus=bus)
         with pytest.raises(DiskFull):

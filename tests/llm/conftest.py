@@ -9,7 +9,7 @@ import pytest
 
 from cycle.events import Event, EventBus, ModelCalled
 from cycle.llm.base import ProviderOptions
-from cycle.llm.model import Model, RetryPolicy
+from cycle.llm.model import Model, ModelServices, RetryPolicy
 from cycle.llm.registry import get_model
 from cycle.testing import LoopbackServer, clear_scripts
 
@@ -39,6 +39,10 @@ def _no_scripts() -> Iterator[None]:
     clear_scripts()
 
 
+#: the keywords that are ModelServices' fields
+SERVICES = ("cache", "bus", "budget", "pricing", "journal")
+
+
 def options_for(name: str, server: LoopbackServer, **kwargs: Any) -> ProviderOptions:
     """ProviderOptions that point ``name``'s provider at the loopback server."""
     if name.startswith("openai:"):
@@ -48,13 +52,16 @@ def options_for(name: str, server: LoopbackServer, **kwargs: Any) -> ProviderOpt
 
 @pytest.fixture
 async def make_model(server: LoopbackServer) -> AsyncIterator[Callable[..., Model]]:
-    """``make_model(name, **get_model_kwargs)``: a real provider on the loopback server,
-    with fast retries unless ``retry=`` is given. Closed after the test."""
+    """``make_model(name, **kwargs)``: a real provider on the loopback server, with fast
+    retries unless ``retry=`` is given; the services (``cache=``, ``bus=``, ``budget=``,
+    ``pricing=``, ``journal=``) by keyword too. Closed after the test."""
     made: list[Model] = []
 
     def make(name: str, *, options: dict[str, Any] | None = None, **kwargs: Any) -> Model:
         kwargs.setdefault("retry", FAST_RETRY)
-        model = get_model(name, options=options_for(name, server, **(options or {})), **kwargs)
+        shared = {k: kwargs.pop(k) for k in SERVICES if k in kwargs}
+        model = get_model(name, ModelServices(**shared),
+                          options=options_for(name, server, **(options or {})), **kwargs)
         made.append(model)
         return model
 

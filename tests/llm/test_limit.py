@@ -11,7 +11,7 @@ import pytest
 
 from cycle import events as ev
 from cycle.llm.limit import AdaptiveLimit
-from cycle.llm.model import Model, RetryPolicy, provider_limit
+from cycle.llm.model import Model, ModelServices, RetryPolicy, provider_limit
 from cycle.llm.registry import get_api
 from cycle.progress import Progress
 from cycle.records import Message
@@ -68,7 +68,8 @@ async def test_waiters_get_the_slots_a_grown_limit_opens_and_a_cancelled_one_han
 
 async def fire(srv: LoopbackServer, calls: int, bus: ev.EventBus, *, ceiling: int = 16) -> None:
     model = Model(get_api("openai:gpt-4o-mini", srv.openai_options(max_connections=ceiling)),
-                  bus=bus, retry=RetryPolicy(attempts=30, initial_wait=0.02, max_wait=0.1,
+                  ModelServices(bus=bus),
+                  retry=RetryPolicy(attempts=30, initial_wait=0.02, max_wait=0.1,
                                              jitter=0.02))
     try:
         await asyncio.gather(*(model.generate([Message.user(str(i))]) for i in range(calls)))

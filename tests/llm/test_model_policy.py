@@ -11,7 +11,7 @@ from cycle.errors import BudgetExceededError, RateLimitError, RetriesExhaustedEr
 from cycle.llm.base import GenerateConfig, ModelOutput
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
-from cycle.llm.model import Model, RetryPolicy, max_concurrency, set_max_concurrency
+from cycle.llm.model import Model, ModelServices, RetryPolicy, max_concurrency, set_max_concurrency
 from cycle.llm.pricing import PriceTable
 from cycle.records import Message, ToolDef, Usage
 from cycle.records.scope import CallScope
@@ -234,7 +234,7 @@ async def test_process_concurrency_limit_is_settable():
 
 async def test_failure_after_retries_is_reported_once_with_attempts(recorder):
     api = ScriptedAPI("flaky", outputs=[RateLimitError("slow down", status=429)] * 3)
-    model = Model(api, bus=recorder.bus, retry=RetryPolicy(attempts=3, initial_wait=0.001,
+    model = Model(api, ModelServices(bus=recorder.bus), retry=RetryPolicy(attempts=3, initial_wait=0.001,
                                                             max_wait=0.001, jitter=0))
     with pytest.raises(RetriesExhaustedError, match="429"):
         await model.generate(HI, role="judge", scope=CallScope(case_id="c9"))
@@ -245,7 +245,7 @@ async def test_failure_after_retries_is_reported_once_with_attempts(recorder):
 
 async def test_scripted_models_are_offline_and_free(recorder):
     model = Model(ScriptedAPI("s", outputs=[ModelOutput(text="x", usage=Usage(input_tokens=10**6))]),
-                  bus=recorder.bus)
+                  ModelServices(bus=recorder.bus))
     out = await model.generate(HI)
     assert model.offline and out.cost == 0 and not out.cost_estimated
     assert recorder.calls[-1].cost == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cycle.errors import ConfigError
+from cycle.llm.model import ModelServices
 from cycle.llm.pricing import Price, PriceTable
 from cycle.records import Usage
 
@@ -55,7 +56,8 @@ def test_offline_and_scripted_are_free_and_exact():
     try:
         for name in ("offline:default", "scripted:free"):
             # a price table that would charge a fortune for anything it does not know
-            model = get_model(name, pricing=TABLE.with_overrides({"*": {"input": 1e6, "output": 1e6}}))
+            model = get_model(name, ModelServices(
+                pricing=TABLE.with_overrides({"*": {"input": 1e6, "output": 1e6}})))
             out = model.generate_sync([Message.user("hello")])
             assert out.cost == 0 and not out.cost_estimated, name
             assert out.usage.input_tokens > 0
