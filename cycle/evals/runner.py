@@ -4,7 +4,8 @@
                     concurrency=8, timeout=120, store=store, bus=bus)
 
 With a store, the judge's prompt is saved as a version and every result goes
-to the store's run log (``store.runs``); without one, nothing is written.
+to the store's run log (``store.runs``) through the run's recorder
+(``cycle.evals.recording``); without one, nothing is written.
     result = await runner.run()                  # a new run
     result = await runner.run(run_id="run-...")  # resume: judged iterations are kept
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -32,45 +32,15 @@ from cycle.errors import (
     MissingCredentialsError,
     describe,
 )
-from cycle.evals.results import MemoryResults, Tally, stored_tallies, summarize
-from cycle.events import CaseFinished, Event, EventBus, ModelCalled, RunFinished, RunStarted
+from cycle.evals.recording import RunRecorder, StoredRunRecorder
+from cycle.evals.results import Tally, summarize
+from cycle.events import CaseFinished, EventBus, RunFinished, RunStarted
 from cycle.ids import new_run_id, now_iso
 from cycle.judge import Judge
-from cycle.records import AgentResult, IterationResult, RoleUsage, RunResult, TraceEvent, Verdict
+from cycle.records import AgentResult, IterationResult, RunResult, TraceEvent, Verdict
 from cycle.records.scope import CallScope
 from cycle.records.transcript import cut
-from cycle.store import CallRecorder, Store
-from cycle.store.runs import FLUSH_EVERY, StoredResults
-
-
-class _Usage:
-    """Per-role totals from ModelCalled events (used when there is no store)."""
-
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-        self.totals: dict[str, list[Any]] = {}
-
-    def __call__(self, event: Event) -> None:
-        if not isinstance(event, ModelCalled) or event.scope.run_id != self.run_id:
-            return
-        t = self.totals.setdefault(event.role, [0, 0, 0, 0.0, False, 0, 0.0, 0])
-        t[0] += 1
-        t[1] += event.input_tokens
-        t[2] += event.output_tokens
-        t[3] += event.cost
-        t[4] = t[4] or event.cost_estimated
-        t[5] += event.cache_hit
-        if event.error is None and event.latency > 0 and not event.cache_hit:
-            t[6] += event.latency
-            t[7] += 1
-
-    def latencies(self) -> dict[str, tuple[float, int]]:
-        """Role -> (mean seconds of its answered calls in this run, their number)."""
-        return {k: (v[6] / v[7], v[7]) for k, v in self.totals.items() if v[7]}
-
-    def by_role(self) -> dict[str, RoleUsage]:
-        return {k: RoleUsage(calls=v[0], input_tokens=v[1], output_tokens=v[2], cost=v[3],
-                             cost_estimated=v[4], cache_hits=v[5]) for k, v in self.totals.items()}
+from cycle.store import Store
 
 
 def case_info(cases: Sequence[TestCase]) -> dict[str, dict[str, Any]]:
@@ -120,8 +90,9 @@ class Runner:
         self.bus = bus or EventBus()
         self.stop_on_first_failure = stop_on_first_failure
         self._stop_reason: str | None = None
-        #: this run's calls by role and its finished iterations (what a timeout reports)
-        self._usage: _Usage | None = None
+        #: where this run's results go, and its finished iterations (a timeout reports
+        #: the latencies its recorder saw)
+        self._recorder: RunRecorder | None = None
         self._finished = 0
 
     @property
@@ -148,42 +119,68 @@ class Runner:
     async def _run(self, run_id: str, meta: dict[str, Any]) -> RunResult:
         began = now_iso()
         info = case_info(self.cases)
-        tallies: dict[str, list[Tally]] = {}
-        done: set[tuple[str, int]] = set()
         log = self.store.runs if self.store is not None else None
-        if self.store is not None and log is not None:
-            judge_version = self.judge.register(self.store)
-            existing = log.get(run_id)
-            if existing is not None:
-                log.delete_errors(run_id)
-                tallies = stored_tallies(log, run_id)
-                done = {(k, t.iteration) for k, ts in tallies.items() for t in ts}
-                log.mark_running(run_id)
-            else:
-                config = dict(meta.get("config") or {})
-                config.setdefault("pass_threshold", self.judge.threshold)
-                config.setdefault("iterations", self.iterations)
-                config["case_info"] = info
-                log.create(
-                    run_id=run_id, prompt_id=meta.get("prompt_id"),
-                    version=meta.get("version"), config=config, agent_model=self.agent.name,
-                    judge_model=self.judge.name, judge_version=judge_version,
-                    offline=self.offline, cycle_id=meta.get("cycle_id"), round=meta.get("round"),
-                    role=meta.get("role", "eval"),
-                )
+        recorder = (StoredRunRecorder(run_id, self.bus, log) if log is not None
+                    else RunRecorder(run_id, self.bus))
+        self._recorder = recorder
+        self._finished = 0
+        self._stop_reason = None
+        if self.store is not None:
+            # a new run and a resumed one judge with the store's judge prompt
+            self.judge.register(self.store)
+        try:
+            tallies = recorder.begin(lambda: self._new_row(meta, info))
+        except BaseException:
+            recorder.close()
+            raise
+        done = {(k, t.iteration) for k, ts in tallies.items() for t in ts}
+        try:
+            status = await self._work(run_id, meta, tallies, done, recorder)
+        except BaseException:
+            recorder.interrupted()
+            raise
+        finally:
+            recorder.close()
+        recorder.flush()
+
+        result = summarize(
+            run_id=run_id, status=status, threshold=self.judge.threshold, tallies=tallies,
+            source=recorder.results(), usage=recorder.role_usage(), case_info=info,
+            prompt_id=meta.get("prompt_id"), version=meta.get("version"),
+            agent_model=self.agent.name, judge_model=self.judge.name,
+            judge_version=self.judge.version, offline=self.offline,
+            stop_reason=self._stop_reason,
+            # the reports carry their times (a resumed run started when it first started)
+            started_at=recorder.started_at(began), finished_at=now_iso(),
+        )
+        recorder.finish(status, result.summary())
+        self.bus.emit(RunFinished(run_id=run_id, score=result.score,
+                                  pass_rate=result.suite.pass_rate, errors=result.suite.errors,
+                                  cost=result.suite.cost, status=status))
+        return result
+
+    def _new_row(self, meta: dict[str, Any], info: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """What a new run's row holds."""
+        config = dict(meta.get("config") or {})
+        config.setdefault("pass_threshold", self.judge.threshold)
+        config.setdefault("iterations", self.iterations)
+        config["case_info"] = info
+        return {"prompt_id": meta.get("prompt_id"), "version": meta.get("version"),
+                "config": config, "agent_model": self.agent.name, "judge_model": self.judge.name,
+                "judge_version": self.judge.version, "offline": self.offline,
+                "cycle_id": meta.get("cycle_id"), "round": meta.get("round"),
+                "role": meta.get("role", "eval")}
+
+    async def _work(self, run_id: str, meta: dict[str, Any], tallies: dict[str, list[Tally]],
+                    done: set[tuple[str, int]], recorder: RunRecorder) -> str:
+        """Run every iteration not ``done`` with ``concurrency`` workers; each result goes
+        to ``recorder`` and its tally to ``tallies``. The run's status."""
         # an evaluation that must be independent of every other (a cycle's, "fresh") is
         # its own sample: its calls are cached under its run, so a resume replays them and
         # nothing else does
         run_scope = CallScope(run_id=run_id, cycle_id=meta.get("cycle_id"),
                               round=meta.get("round"),
                               sample=run_id if meta.get("fresh") else None)
-
-        usage = self._usage = _Usage(run_id)
-        self._finished = 0
-        unsubscribe = [self.bus.subscribe(usage)]
-        recorder = CallRecorder(log, run_id=run_id) if log is not None else None
-        if recorder is not None:
-            unsubscribe.append(self.bus.subscribe(recorder))
 
         def iterations(case_id: str) -> int:
             return self.iterations_for.get(case_id, self.iterations)
@@ -195,24 +192,6 @@ class Runner:
         self.bus.emit(RunStarted(run_id=run_id, prompt_id=meta.get("prompt_id"),
                                  version=meta.get("version"), cases=len(self.cases),
                                  iterations=self.iterations))
-        # without a store the results are kept here; with one, only their tallies: the
-        # results are in the store, read back a case at a time by whoever asks
-        kept: list[IterationResult] | None = [] if log is None else None
-        status = "finished"
-        self._stop_reason = None
-        unwritten: list[IterationResult] = []
-        last_write = [time.monotonic()]
-
-        def write(force: bool = False) -> None:
-            # batched: one transaction per FLUSH_EVERY seconds, not per result
-            if log is None or recorder is None or not (unwritten or force):
-                return
-            now = time.monotonic()
-            if force or now - last_write[0] >= FLUSH_EVERY:
-                batch = list(unwritten)
-                unwritten.clear()
-                log.write_results(run_id, batch, calls=recorder.take())
-                last_write[0] = now
 
         async def worker() -> None:
             for case, iteration in jobs:
@@ -221,11 +200,7 @@ class Runner:
                 result = await self._run_one(case, iteration, run_scope)
                 self._finished += 1
                 tallies.setdefault(case.id, []).append(Tally.of(result))
-                if kept is not None:
-                    kept.append(result)
-                if recorder is not None:
-                    unwritten.append(result)
-                    write()
+                recorder.add(result)
                 self.bus.emit(CaseFinished(
                     run_id=run_id, case_id=case.id, iteration=iteration, score=result.score,
                     passed=result.passed, error=result.error,
@@ -237,56 +212,21 @@ class Runner:
                         and self._stop_reason is None:
                     self._stop_reason = f"case '{case.id}' failed (--stop-on-first-failure)"
 
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, todo))]
         try:
-            workers = [asyncio.ensure_future(worker())
-                       for _ in range(min(self.concurrency, todo))]
-            try:
-                await asyncio.gather(*workers)
-            except BaseException:
-                for w in workers:
-                    w.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
-                raise
+            await asyncio.gather(*workers)
         except BaseException:
-            status = "interrupted"
-            if log is not None:
-                write(force=True)
-                log.finish(run_id, status=status, summary=None)
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
             raise
-        finally:
-            for u in unsubscribe:
-                u()
-        write(force=True)
-        if self._stop_reason is not None:
-            status = "interrupted"
-
-        run_meta = {
-            "prompt_id": meta.get("prompt_id"), "version": meta.get("version"),
-            "agent_model": self.agent.name, "judge_model": self.judge.name,
-            "judge_version": self.judge.version, "offline": self.offline,
-            "stop_reason": self._stop_reason,
-        }
-        role_usage = log.usage_by_role(run_id) if log is not None else usage.by_role()
-        source = MemoryResults(kept) if kept is not None else StoredResults(log, run_id)
-        # the reports carry their times (a resumed run started when it first started)
-        started = (log.require(run_id).started_at if log is not None else None) or began
-        result = summarize(
-            run_id=run_id, status=status, threshold=self.judge.threshold, tallies=tallies,
-            source=source, usage=role_usage, case_info=info, **run_meta,
-            started_at=started, finished_at=now_iso(),
-        )
-        if log is not None:
-            log.finish(run_id, status=status, summary=result.summary())
-        self.bus.emit(RunFinished(run_id=run_id, score=result.score,
-                                  pass_rate=result.suite.pass_rate, errors=result.suite.errors,
-                                  cost=result.suite.cost, status=status))
-        return result
+        return "interrupted" if self._stop_reason is not None else "finished"
 
     def _timed_out(self, stage: str) -> str:
         """Why a case ran out of time: with the latency this run's calls measured, a slow
         server (a local model on a small machine) is told apart from a slow case."""
         said = f"timeout: the case took longer than {self.timeout:g} s ({stage})"
-        usage = self._usage
+        usage = self._recorder.usage if self._recorder is not None else None
         seen = usage.latencies() if usage is not None else {}
         if not seen:
             return (f"{said}; no model call of this run had been answered yet: if the server "
