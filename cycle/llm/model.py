@@ -394,6 +394,8 @@ class Model:
         scope: CallScope,
         accept: Validator | None = None,
     ) -> ModelOutput:
+        """One call: replayed from the journal, answered from the cache, or sent (with
+        retries) and then kept in both."""
         kept = scope.journal() if self.journal is not None else None
         key = (
             cache_key(self.name, messages, tools, config, iteration, scope.sample)
@@ -404,68 +406,15 @@ class Model:
             paid = self.journal.replay(jkey)
             if paid is not None:  # paid before a kill: counted then, not charged again
                 return self._replayed(paid, role=role, scope=scope, accept=accept)
-        if key is not None and self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                hit = hit.model_copy(update={
-                    "cache_hit": True, "cost": 0.0, "cost_estimated": False, "latency": 0.0,
-                })
-                if accept is not None:
-                    try:
-                        hit = hit.model_copy(update={"parsed": accept(parse_json(hit.text))})
-                    except ValueError:
-                        hit = None  # the schema changed since: ask again
-            if hit is not None:
-                self._emit(hit, role=role, scope=scope, attempts=0)
-                return hit
-
-        started = time.monotonic()
-        attempts = 1
+        hit = self._cached(key, accept)
+        if hit is not None:
+            self._emit(hit, role=role, scope=scope, attempts=0)
+            return hit
         batched = None
         if self.batch is not None:
             batched = BatchRequest(key=jkey or uuid.uuid4().hex, messages=messages,
                                    tools=tools, config=config)
-        try:
-            try:
-                # the fast path: a call that succeeds first time needs no retry machinery
-                output = await self._attempt(messages, tools, config, role, batched, scope)
-            except BaseException as first:
-                if self.retry.attempts <= 1 or not self._should_retry(first):
-                    raise
-                # tenacity's first attempt replays this failure, so that it counts
-                # it and waits before the second call
-                replay = [first]
-
-                async def again() -> ModelOutput:
-                    if replay:
-                        raise replay.pop()
-                    return await self._attempt(messages, tools, config, role)
-
-                retrying = self._retrying()
-                try:
-                    output = await retrying(again)
-                finally:
-                    attempts = retrying.statistics.get("attempt_number", attempts)
-        except BudgetExceededError:
-            raise  # no call was made: nothing to report
-        except BaseException as e:
-            self._emit_failure(e, role=role, scope=scope, attempts=attempts,
-                               latency=time.monotonic() - started)
-            too_long = self._waits_too_long(e)
-            if too_long is not None:
-                raise RetriesExhaustedError(
-                    f"{self.name}: the provider asked to wait {too_long:g} s before trying "
-                    f"again, more than the {self.retry.max_retry_after:g} s cycle waits at "
-                    f"most (providers.{self.name.partition(':')[0]}.max_retry_after in "
-                    f"cycle.yaml); last: {_what(e)}", attempts=attempts, last=e,
-                ) from e
-            if attempts > 1 and self._should_retry(e):
-                raise RetriesExhaustedError(
-                    f"{self.name}: all {attempts} attempts failed; last: {_what(e)}",
-                    attempts=attempts, last=e,
-                ) from e
-            raise
-
+        output, attempts = await self._sent(messages, tools, config, role, batched, scope)
         if jkey is not None and self.journal is not None:
             # kept before anything uses it: a kill from here on re-pays nothing
             await self.journal.record(jkey, output, role=role, scope=scope, attempts=attempts)
@@ -485,6 +434,73 @@ class Model:
         if self.cache is not None:
             self._keep_form()
         return output
+
+    def _cached(self, key: str | None, accept: Validator | None) -> ModelOutput | None:
+        """The cache's answer under ``key``, free and instant; None when there is none or
+        it no longer follows the schema asked for (the schema changed since: ask again)."""
+        if key is None or self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        hit = hit.model_copy(update={
+            "cache_hit": True, "cost": 0.0, "cost_estimated": False, "latency": 0.0,
+        })
+        if accept is None:
+            return hit
+        try:
+            return hit.model_copy(update={"parsed": accept(parse_json(hit.text))})
+        except ValueError:
+            return None
+
+    async def _sent(self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig,
+                    role: str, batched: BatchRequest | None,
+                    scope: CallScope) -> tuple[ModelOutput, int]:
+        """The provider's answer and the attempts it took, retried as the policy says; a
+        failure is reported once (with its attempts) and raised as what the user reads."""
+        started = time.monotonic()
+        attempts = 1
+        try:
+            try:
+                # the fast path: a call that succeeds first time needs no retry machinery
+                return await self._attempt(messages, tools, config, role, batched, scope), 1
+            except BaseException as first:
+                if self.retry.attempts <= 1 or not self._should_retry(first):
+                    raise
+                # tenacity's first attempt replays this failure, so that it counts
+                # it and waits before the second call
+                replay = [first]
+
+                async def again() -> ModelOutput:
+                    if replay:
+                        raise replay.pop()
+                    return await self._attempt(messages, tools, config, role)
+
+                retrying = self._retrying()
+                try:
+                    output = await retrying(again)
+                finally:
+                    attempts = retrying.statistics.get("attempt_number", attempts)
+                return output, attempts
+        except BudgetExceededError:
+            raise  # no call was made: nothing to report
+        except BaseException as e:
+            self._emit_failure(e, role=role, scope=scope, attempts=attempts,
+                               latency=time.monotonic() - started)
+            too_long = self._waits_too_long(e)
+            if too_long is not None:
+                raise RetriesExhaustedError(
+                    f"{self.name}: the provider asked to wait {too_long:g} s before trying "
+                    f"again, more than the {self.retry.max_retry_after:g} s cycle waits at "
+                    f"most (providers.{self.name.partition(':')[0]}.max_retry_after in "
+                    f"cycle.yaml); last: {_what(e)}", attempts=attempts, last=e,
+                ) from e
+            if attempts > 1 and self._should_retry(e):
+                raise RetriesExhaustedError(
+                    f"{self.name}: all {attempts} attempts failed; last: {_what(e)}",
+                    attempts=attempts, last=e,
+                ) from e
+            raise
 
     def _keep_form(self) -> None:
         """Keep in the cache what the server was found to accept, when it changed: the
