@@ -97,6 +97,23 @@ def held_out(loaded: LoadedConfig, improve: ImproveConfig, cases: Sequence[TestC
                        line=loaded.doc.line_of(("improve", "validation"))) from None
 
 
+def loop_settings(loaded: LoadedConfig, improve: ImproveConfig,
+                  cases: Sequence[TestCase]) -> LoopSettings:
+    """How the loop evaluates and accepts, as cycle.yaml's ``run:`` and ``improve:`` say."""
+    c = loaded.config
+    concurrency, timeout = in_flight(c.run, batch=improve.batch)
+    return LoopSettings(
+        acceptance=improve.acceptance,
+        low_score=improve.low_score if improve.low_score is not None else c.pass_threshold,
+        context_tokens=improve.context_tokens, bump=improve.bump,
+        required_cases=frozenset(improve.required_cases), iterations=c.run.iterations,
+        concurrency=concurrency, timeout=timeout,
+        stop_on_first_failure=c.run.stop_on_first_failure,
+        held_out=held_out(loaded, improve, cases), max_iterations=improve.max_iterations,
+        allowed_variables=frozenset(improve.allowed_variables),
+    )
+
+
 def build_loop(
     loaded: LoadedConfig,
     *,
@@ -162,22 +179,12 @@ def build_loop(
                         max_suggestions=improve.max_suggestions)
     run_config = c.model_dump(mode="json", exclude={"improve"})
     run_config["config_path"] = str(loaded.path)
-    concurrency, timeout = in_flight(c.run, batch=improve.batch)
     return Loop(
         start=starting_version, prompt_id=prompt.id, cases=cases, agent=agent_for,
         judge=Judge(c.criteria, model=judge_model, threshold=c.pass_threshold,
                     description=c.agent_config.description),
         improver=improver, reviewer=reviewer, store=store, stop=stop, budget=budget, bus=bus,
-        settings=LoopSettings(
-            acceptance=improve.acceptance,
-            low_score=improve.low_score if improve.low_score is not None else c.pass_threshold,
-            context_tokens=improve.context_tokens, bump=improve.bump,
-            required_cases=frozenset(improve.required_cases), iterations=c.run.iterations,
-            concurrency=concurrency, timeout=timeout,
-            stop_on_first_failure=c.run.stop_on_first_failure,
-            held_out=held_out(loaded, improve, cases), max_iterations=improve.max_iterations,
-            allowed_variables=frozenset(improve.allowed_variables),
-        ),
+        settings=loop_settings(loaded, improve, cases),
         record={"config_file": str(loaded.path), "improve": improve.model_dump(mode="json"),
                 "overrides": overridden_values(loaded),
                 "agent": (f"adk:{c.agent_config.adk} on {agent_name}" if c.agent_config.adk

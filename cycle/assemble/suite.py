@@ -264,18 +264,36 @@ def _check_imports_and_templates(
     """Import every callable the run will need and render every template with every
     case's variables, so that a typo fails now, with its file and line, not as an
     error in each case after the models were paid for."""
-    from cycle.judge.criteria import merge
-
-    c = loaded.config
     crits = judged_on(loaded, suite_criteria)
     user_code_importable(loaded)
-    cfg = str(loaded.path)
+    _check_suite_code(loaded, crits)
+    spec = loaded.config.agent_config
+    for case in cases:
+        file, line = _case_where(case)
+        _check_conversation(case, file, line)
+        _check_case_criteria(loaded, case, crits, file, line)
+        if prompt is not None and not spec.function and not (spec.http and isinstance(case.input, str)):
+            for name, source in (("system", prompt.system), ("user_template", prompt.user_template)):
+                try:
+                    render(source, case.variables, field=name)
+                except ConfigError as e:
+                    raise ConfigError(
+                        f"case '{case.id}': the prompt's {name} "
+                        + e.message.split(": ", 1)[-1], file=file, line=line, field="input",
+                        hint=(e.hint or "") + " Add the variable to the case's input, or change "
+                        "the prompt's template.",
+                    ) from None
 
+
+def _check_suite_code(loaded: LoadedConfig, crits: Sequence[CriterionConfig]) -> None:
+    """The suite's checks and its agent import (an ADK agent: and runs no model-written
+    code unless allowed)."""
+    cfg = str(loaded.path)
     for i, crit in enumerate(crits):
         for key, path in crit.check.imports() if crit.check else ():
             _importable(path, file=cfg, line=loaded.doc.line_of(("criteria", i, "check", key)),
                         field=f"criteria[{i}].check.{key}")
-    spec = c.agent_config
+    spec = loaded.config.agent_config
     if spec.function:
         _importable(spec.function, file=cfg, line=loaded.doc.line_of(("agent", "function")),
                     field="agent.function")
@@ -289,76 +307,77 @@ def _check_imports_and_templates(
         except ConfigError as e:
             raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", "adk")),
                            field="agent.adk") from None
-    for case in cases:
-        ending = case.conversation.end_when if case.conversation else None
-        user = case.conversation.user if case.conversation else None
-        file, line = _case_where(case)
-        if isinstance(user, FunctionUser):
-            _importable(user.function, file=file, line=line,
-                        field=f"case {case.id}: conversation.user.function")
-        if isinstance(user, SimulatedUser):
-            if user.format_history:
-                _importable(user.format_history, file=file, line=line,
-                            field=f"case {case.id}: conversation.user.format_history")
-            for key in ("persona", "goal", "system"):
-                text = getattr(user, key)
-                try:
-                    if text:
-                        render(text, case.variables, field=f"conversation.user.{key}")
-                except ConfigError as e:
-                    raise relocate(e, file=file, line=line,
-                                   field=f"case {case.id}: conversation.user.{key}") from None
-        for cond in ending.walk() if ending else ():
-            if cond.custom is not None:
-                _importable(cond.custom, file=file, line=line,
-                            field=f"case {case.id}: conversation.end_when.custom")
-        for n, say in enumerate(case.conversation.user_turns() if case.conversation else ()):
+
+
+def _check_conversation(case: TestCase, file: str, line: int | None) -> None:
+    """A conversation case's user, end conditions and follow-ups import and render."""
+    if case.conversation is None:
+        return
+    ending, user = case.conversation.end_when, case.conversation.user
+    if isinstance(user, FunctionUser):
+        _importable(user.function, file=file, line=line,
+                    field=f"case {case.id}: conversation.user.function")
+    if isinstance(user, SimulatedUser):
+        if user.format_history:
+            _importable(user.format_history, file=file, line=line,
+                        field=f"case {case.id}: conversation.user.format_history")
+        for key in ("persona", "goal", "system"):
+            text = getattr(user, key)
             try:
-                render(say, case.variables, field="conversation.follow_ups")
+                if text:
+                    render(text, case.variables, field=f"conversation.user.{key}")
             except ConfigError as e:
+                raise relocate(e, file=file, line=line,
+                               field=f"case {case.id}: conversation.user.{key}") from None
+    for cond in ending.walk() if ending else ():
+        if cond.custom is not None:
+            _importable(cond.custom, file=file, line=line,
+                        field=f"case {case.id}: conversation.end_when.custom")
+    for n, say in enumerate(case.conversation.user_turns()):
+        try:
+            render(say, case.variables, field="conversation.follow_ups")
+        except ConfigError as e:
+            raise ConfigError(
+                f"case '{case.id}': follow-up turn {n + 2} " + e.message.split(": ", 1)[-1],
+                file=file, line=line, field="conversation.follow_ups",
+                hint=(e.hint or "") + " A follow-up may use the case's input variables.",
+            ) from None
+
+
+def _check_case_criteria(loaded: LoadedConfig, case: TestCase,
+                         crits: Sequence[CriterionConfig], file: str,
+                         line: int | None) -> None:
+    """The checks ``case`` is judged on import (its own) and render with its variables
+    (the suite's too: an error names the line of the check it is in)."""
+    from cycle.judge.criteria import merge
+
+    criteria = merge(crits, case.criteria) if case.criteria else crits
+    own = {x.id for x in case.criteria}
+    for crit in criteria:
+        if crit.check is None:
+            continue
+        if crit.id in own:
+            for key, path in crit.check.imports():
+                _importable(path, file=file, line=line,
+                            field=f"case {case.id}: criteria ({crit.id}).check.{key}")
+        for name, source in crit.check.templates():
+            try:
+                render(source, case.variables, field=name)
+            except ConfigError as e:
+                if crit.id in own:
+                    where_file, where_line = file, line
+                    field_ = f"case {case.id}: criteria ({crit.id}).check.{name}"
+                else:
+                    i = next(n for n, x in enumerate(crits) if x.id == crit.id)
+                    where_file = str(loaded.path)
+                    where_line = loaded.doc.line_of(("criteria", i, "check", name))
+                    field_ = f"criteria[{i}].check.{name}"
                 raise ConfigError(
-                    f"case '{case.id}': follow-up turn {n + 2} " + e.message.split(": ", 1)[-1],
-                    file=file, line=line, field="conversation.follow_ups",
-                    hint=(e.hint or "") + " A follow-up may use the case's input variables.",
+                    f"case '{case.id}' ({case.source}): " + e.message.split(": ", 1)[-1],
+                    file=where_file, line=where_line, field=field_,
+                    hint=(e.hint or "") + " Add the variable to every case's input, or "
+                    "use only variables every case has.",
                 ) from None
-        criteria = merge(crits, case.criteria) if case.criteria else crits
-        own = {x.id for x in case.criteria}
-        for crit in criteria:
-            if crit.check is None:
-                continue
-            if crit.id in own:
-                for key, path in crit.check.imports():
-                    _importable(path, file=file, line=line,
-                                field=f"case {case.id}: criteria ({crit.id}).check.{key}")
-            for name, source in crit.check.templates():
-                try:
-                    render(source, case.variables, field=name)
-                except ConfigError as e:
-                    if crit.id in own:
-                        where_file, where_line = file, line
-                        field_ = f"case {case.id}: criteria ({crit.id}).check.{name}"
-                    else:
-                        i = next(n for n, x in enumerate(crits) if x.id == crit.id)
-                        where_file = cfg
-                        where_line = loaded.doc.line_of(("criteria", i, "check", name))
-                        field_ = f"criteria[{i}].check.{name}"
-                    raise ConfigError(
-                        f"case '{case.id}' ({case.source}): " + e.message.split(": ", 1)[-1],
-                        file=where_file, line=where_line, field=field_,
-                        hint=(e.hint or "") + " Add the variable to every case's input, or "
-                        "use only variables every case has.",
-                    ) from None
-        if prompt is not None and not spec.function and not (spec.http and isinstance(case.input, str)):
-            for name, source in (("system", prompt.system), ("user_template", prompt.user_template)):
-                try:
-                    render(source, case.variables, field=name)
-                except ConfigError as e:
-                    raise ConfigError(
-                        f"case '{case.id}': the prompt's {name} "
-                        + e.message.split(": ", 1)[-1], file=file, line=line, field="input",
-                        hint=(e.hint or "") + " Add the variable to the case's input, or change "
-                        "the prompt's template.",
-                    ) from None
 
 
 def declared_tools(loaded: LoadedConfig, prompt: Prompt) -> list[ToolDef]:

@@ -115,39 +115,22 @@ def run(
     if matrix and (resume or eval_file):
         raise click.UsageError("several --agent or --prompt-version make a matrix, which "
                                f"cannot go with {'--resume' if resume else '--eval'}")
-    eval_only = {"--agent-endpoint": agent_endpoint, "--seed-manifest": seed_manifest,
-                 "--snapshot": snapshot, "--tool-registry": tool_registry,
-                 "--output-dir": output_dir, "--baseline": baseline, "--timeout-ms": timeout_ms,
-                 "--runner-config": runner_config}
-    if eval_file is None:
-        given = [k for k, v in eval_only.items() if v is not None]
-        if given:
-            raise click.UsageError(f"{given[0]} goes with --eval FILE.json")
-    else:
-        for flag, value in (("--judge", judge_model), ("--timeout", timeout),
-                            ("--stop-on-first-failure", stop_on_first_failure),
-                            ("--batch", batch)):
-            if value:
-                raise click.UsageError(f"{flag} does not apply to --eval (use --timeout-ms; "
-                                       "the eval file's assertions are the judge)")
-        ctx = click.get_current_context()
-        default_config = ctx.get_parameter_source("config") == click.core.ParameterSource.DEFAULT
-        loaded_eval = None
-        if agent_endpoint and agent_model:
-            raise click.UsageError("--agent names a model for cycle.yaml's prompt; with "
-                                   "--agent-endpoint the endpoint is the agent")
-        if not (default_config and (agent_endpoint or not config.exists())):
-            loaded_eval, changes = apply_overrides(load_config(config), agent=agent_model)
-            load_env(loaded_eval.base_dir)
-            say_overrides(changes, quiet or as_json)
-        settings = _eval_options(
-            eval_file, runner_config, endpoint=agent_endpoint, seed_manifest=seed_manifest,
+    _refuse_flags_of_the_other_mode(
+        eval_file, agent_model=agent_model,
+        eval_only={"--agent-endpoint": agent_endpoint, "--seed-manifest": seed_manifest,
+                   "--snapshot": snapshot, "--tool-registry": tool_registry,
+                   "--output-dir": output_dir, "--baseline": baseline,
+                   "--timeout-ms": timeout_ms, "--runner-config": runner_config},
+        suite_only={"--judge": judge_model, "--timeout": timeout,
+                    "--stop-on-first-failure": stop_on_first_failure, "--batch": batch})
+    if eval_file is not None:
+        sys.exit(_eval_command(
+            config, eval_file, agent_model=agent_model, budget=budget, resume=resume,
+            report_dir=report_dir, no_cache=no_cache, quiet=quiet, as_json=as_json,
+            runner_config=runner_config, endpoint=agent_endpoint, seed_manifest=seed_manifest,
             snapshot=snapshot, tool_registry=tool_registry, output_dir=output_dir,
             baseline=baseline, concurrency=concurrency, timeout_ms=timeout_ms,
-            iterations=iterations, tags=tags, case_ids=case_ids)
-        sys.exit(_run_eval_file(settings, loaded_eval, budget=budget,
-                                resume=resume, report_dir=report_dir, no_cache=no_cache,
-                                quiet=quiet, as_json=as_json))
+            iterations=iterations, tags=tags, case_ids=case_ids))
 
     given = {k: v for k, v in {
         "agent": agent_model, "judge": judge_model, "iterations": iterations,
@@ -164,19 +147,7 @@ def run(
     load_env(loaded.base_dir)
     say_overrides(changes, quiet or as_json, resumed=resume is not None)
     if dry_run:
-        from cycle.assemble.estimate import estimate_run
-        from cycle.assemble.suite import open_cache, validate_suite
-
-        cases = validate_suite(loaded, tags=tags, ids=case_ids, keys=False)
-        cache = open_cache(loaded, enabled=not no_cache, create=False)  # a dry run creates nothing
-        try:
-            with stored_prompt(loaded) as prompt:
-                show_estimate(estimate_run(loaded, prompt, cases, cache=cache,
-                                           typical=typical_output(loaded)), loaded, cases,
-                              as_json=as_json, cap=loaded.config.budget)
-        finally:
-            if cache is not None:
-                cache.close()
+        _dry_run(loaded, tags=tags, case_ids=case_ids, no_cache=no_cache, as_json=as_json)
         return
     if matrix:
         from cycle.cli.matrix import run_matrix_command
@@ -191,6 +162,64 @@ def run(
         take_over=take_over,
     ))
     sys.exit(code)
+
+
+def _refuse_flags_of_the_other_mode(eval_file: Path | None, *, agent_model: str | None,
+                                   eval_only: dict[str, Any],
+                                   suite_only: dict[str, Any]) -> None:
+    """A flag of ``--eval`` without it, or one of a suite run with it, is a usage error."""
+    if eval_file is None:
+        given = [k for k, v in eval_only.items() if v is not None]
+        if given:
+            raise click.UsageError(f"{given[0]} goes with --eval FILE.json")
+        return
+    for flag, value in suite_only.items():
+        if value:
+            raise click.UsageError(f"{flag} does not apply to --eval (use --timeout-ms; "
+                                   "the eval file's assertions are the judge)")
+    if eval_only["--agent-endpoint"] and agent_model:
+        raise click.UsageError("--agent names a model for cycle.yaml's prompt; with "
+                               "--agent-endpoint the endpoint is the agent")
+
+
+def _eval_command(config: Path, eval_file: Path, *, agent_model: str | None,
+                  budget: float | None, resume: str | None, report_dir: Path | None,
+                  no_cache: bool, quiet: bool, as_json: bool, runner_config: Path | None,
+                  **eval_options: Any) -> int:
+    """``cycle run --eval FILE.json``: a tool-forge eval file's cases against its agent,
+    with cycle.yaml's settings when there is one to read."""
+    from cycle.assemble.config import apply_overrides, load_config
+    from cycle.cli import load_env
+
+    ctx = click.get_current_context()
+    default_config = ctx.get_parameter_source("config") == click.core.ParameterSource.DEFAULT
+    loaded_eval = None
+    if not (default_config and (eval_options["endpoint"] or not config.exists())):
+        loaded_eval, changes = apply_overrides(load_config(config), agent=agent_model)
+        load_env(loaded_eval.base_dir)
+        say_overrides(changes, quiet or as_json)
+    settings = _eval_options(eval_file, runner_config, **eval_options)
+    return _run_eval_file(settings, loaded_eval, budget=budget, resume=resume,
+                          report_dir=report_dir, no_cache=no_cache, quiet=quiet,
+                          as_json=as_json)
+
+
+def _dry_run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[str, ...],
+             no_cache: bool, as_json: bool) -> None:
+    """``cycle run --dry-run``: what the run would cost, with nothing called or created."""
+    from cycle.assemble.estimate import estimate_run
+    from cycle.assemble.suite import open_cache, validate_suite
+
+    cases = validate_suite(loaded, tags=tags, ids=case_ids, keys=False)
+    cache = open_cache(loaded, enabled=not no_cache, create=False)  # a dry run creates nothing
+    try:
+        with stored_prompt(loaded) as prompt:
+            show_estimate(estimate_run(loaded, prompt, cases, cache=cache,
+                                       typical=typical_output(loaded)), loaded, cases,
+                          as_json=as_json, cap=loaded.config.budget)
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 def _stored_overrides(config: Path, resume: str) -> dict[str, Any] | None:
