@@ -24,6 +24,8 @@ from cycle.errors import CycleError
 from cycle.words import plural
 
 if TYPE_CHECKING:  # the commands import what they need when they run (start-up stays light)
+    from collections.abc import Sequence
+
     from cycle.assemble import ImproveConfig, LoadedConfig
     from cycle.cases import TestCase
     from cycle.loop import CycleResult
@@ -180,17 +182,7 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     cases = prepare(loaded, improve_cfg, keys=not dry_run)
     say_overrides(changes, quiet=as_json, resumed=resume is not None)
     if dry_run:
-        from cycle.assemble.estimate import estimate_cycle
-        from cycle.cli.run import show_estimate, stored_prompt, typical_output
-        from cycle.loop.stop import cost_cap
-
-        stop = improve_cfg.stop_condition(str(loaded.base_dir))
-        with stored_prompt(loaded) as prompt:
-            estimate = estimate_cycle(loaded, prompt, cases, improve_cfg, stop,
-                                      typical=typical_output(loaded))
-        caps = [x for x in (cost_cap(stop), loaded.config.budget) if x is not None]
-        show_estimate(estimate, loaded, cases, as_json=as_json, what="cycle",
-                      cap=min(caps) if caps else None)
+        _dry_run(loaded, improve_cfg, cases, as_json=as_json)
         return
     if as_json:
         raise click.UsageError("--json goes with --dry-run (a cycle's results are in its "
@@ -228,6 +220,22 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
             if sink.failed:
                 click.echo(f"warning: {sink.failed}", err=True)
     _report(outcome, store_path, report_dir or loaded.report_dir, config, loaded)
+
+
+def _dry_run(loaded: LoadedConfig, improve_cfg: ImproveConfig, cases: Sequence[TestCase], *,
+             as_json: bool) -> None:
+    """``cycle improve --dry-run``: what the cycle would cost, with nothing called."""
+    from cycle.assemble.estimate import estimate_cycle
+    from cycle.cli.run import show_estimate, stored_prompt, typical_output
+    from cycle.loop.stop import cost_cap
+
+    stop = improve_cfg.stop_condition(str(loaded.base_dir))
+    with stored_prompt(loaded) as prompt:
+        estimate = estimate_cycle(loaded, prompt, cases, improve_cfg, stop,
+                                  typical=typical_output(loaded))
+    caps = [x for x in (cost_cap(stop), loaded.config.budget) if x is not None]
+    show_estimate(estimate, loaded, cases, as_json=as_json, what="cycle",
+                  cap=min(caps) if caps else None)
 
 
 def _stored_overrides(config: Path, resume: str) -> dict[str, Any] | None:

@@ -56,7 +56,6 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     """Everything the cycle report shows, JSON-ready."""
     cycle = store.cycles.get(cycle_id)
     rounds = store.cycles.get_rounds(cycle_id)
-    suggestions = store.cycles.get_suggestions(cycle_id)
     costs = store.cycles.round_costs(cycle_id)
     offline = store.cycles.offline(cycle_id)
     by_role: dict[str, float] = {}
@@ -75,8 +74,54 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     words = {k: store.get_version(cycle.prompt_id, v).prompt.words if v else None
              for k, v in (("initial", cycle.initial_version), ("final", final_version))}
 
-    incumbent_score = initial["score"]
-    head_score = initial["score"]
+    round_items = _round_items(store, cycle, rounds, costs, initial["score"])
+    # per case, its mean in each round's evaluation (the heatmap of the HTML report)
+    per_case: dict[str, dict[int, float | None]] = {}
+    run_of_round: dict[int, str] = {}
+    for run in reversed(store.runs.recent(cycle_id=cycle_id, limit=None)):  # oldest first
+        if run.round is not None:
+            run_of_round[run.round] = run.id
+            for case_id, mean in store.runs.case_means(run.id).items():
+                per_case.setdefault(case_id, {})[run.round] = mean
+    final_round = max((r.round for r in rounds if r.accepted and r.candidate_version == final_version),
+                      default=0)
+    return {
+        "kind": "cycle_report",
+        "cycle_id": cycle.id,
+        "prompt_id": cycle.prompt_id,
+        "status": cycle.status,
+        "stop_reason": cycle.stop_reason,
+        "started_at": cycle.started_at,
+        "finished_at": cycle.finished_at,
+        "offline": offline,
+        "note": OFFLINE_NOTE if offline else None,
+        "rounds_run": sum(1 for r in rounds if r.improves),
+        "held_out": len(cycle.config.get("held_out") or ()),
+        "initial": initial,
+        "final": final,
+        "improvement": improvement,
+        "words": words,
+        "total_cost": sum(by_role.values()),
+        "cost_by_role": {k: v for k, v in sorted(by_role.items())},
+        "cost_estimated": estimated,
+        "config": cycle.config,
+        "rounds": round_items,
+        "cases": per_case,
+        "diff": diff,
+        "transcripts": _transcripts(store, run_of_round.get(final_round)),
+        "outputs": _outputs(store, run_of_round.get(0),
+                            run_of_round.get(final_round) if final_round else None),
+    }
+
+
+def _round_items(store: Store, cycle: CycleRow, rounds: list[RoundRow],
+                 costs: dict[int, dict[str, float]], initial_score: float | None
+                 ) -> list[dict[str, Any]]:
+    """Each round as the report shows it: its figures, cost, suggestions, and the scores of
+    the incumbent and of head after it."""
+    suggestions = store.cycles.get_suggestions(cycle.id)
+    incumbent_score = initial_score
+    head_score = initial_score
     # the rounds that moved head (a cycle's head moves are recorded with their round): an
     # explored candidate the cycle kept without moving head yet is not head
     moved = {int(m.group(1)) for move in store.label_moves(cycle.prompt_id, label="head",
@@ -115,43 +160,7 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
                 for s in suggestions if s.round == r.round
             ],
         })
-    # per case, its mean in each round's evaluation (the heatmap of the HTML report)
-    per_case: dict[str, dict[int, float | None]] = {}
-    run_of_round: dict[int, str] = {}
-    for run in reversed(store.runs.recent(cycle_id=cycle_id, limit=None)):  # oldest first
-        if run.round is not None:
-            run_of_round[run.round] = run.id
-            for case_id, mean in store.runs.case_means(run.id).items():
-                per_case.setdefault(case_id, {})[run.round] = mean
-    final_round = max((r.round for r in rounds if r.accepted and r.candidate_version == final_version),
-                      default=0)
-    return {
-        "kind": "cycle_report",
-        "cycle_id": cycle.id,
-        "prompt_id": cycle.prompt_id,
-        "status": cycle.status,
-        "stop_reason": cycle.stop_reason,
-        "started_at": cycle.started_at,
-        "finished_at": cycle.finished_at,
-        "offline": offline,
-        "note": OFFLINE_NOTE if offline else None,
-        "rounds_run": sum(1 for r in rounds if r.improves),
-        "held_out": len(cycle.config.get("held_out") or ()),
-        "initial": initial,
-        "final": final,
-        "improvement": improvement,
-        "words": words,
-        "total_cost": sum(by_role.values()),
-        "cost_by_role": {k: v for k, v in sorted(by_role.items())},
-        "cost_estimated": estimated,
-        "config": cycle.config,
-        "rounds": round_items,
-        "cases": per_case,
-        "diff": diff,
-        "transcripts": _transcripts(store, run_of_round.get(final_round)),
-        "outputs": _outputs(store, run_of_round.get(0),
-                            run_of_round.get(final_round) if final_round else None),
-    }
+    return round_items
 
 
 def _verdict(r: RoundRow) -> str:

@@ -103,6 +103,27 @@ def check_label_name(name: str) -> str:
     return name
 
 
+def _checked_save(prompt: Prompt, *, bump: str, source: str, version: str | None) -> str | None:
+    """Refuse what cannot be saved (a bad id, bump or source, a template that does not
+    compile); the version number asked for, normalized, if any."""
+    if not _PROMPT_ID.match(prompt.id):
+        raise StoreError(
+            f"'{prompt.id}' cannot be a prompt id",
+            hint="Use letters, digits, '.', '_', '-' or '/', starting with a letter or digit.",
+        )
+    if bump not in semver.BUMPS:
+        raise StoreError(f"unknown bump '{bump}'", hint=f"Use one of: {', '.join(semver.BUMPS)}.")
+    if source not in SOURCES:
+        raise StoreError(f"unknown source '{source}'", hint=f"Use one of: {', '.join(SOURCES)}.")
+    check_templates(prompt)  # a template that does not compile never becomes a version
+    if version is None:
+        return None
+    try:
+        return semver.normalize(version)
+    except ValueError as e:
+        raise StoreError(str(e)) from None
+
+
 class Store:
     """The SQLite store. Open it with ``Store.open(path)``; close it (or use ``with``)."""
 
@@ -258,22 +279,7 @@ class Store:
         version ``head`` points at. ``move_head`` moves ``head`` to the new
         version. Identical content writes nothing and moves no label.
         """
-        if not _PROMPT_ID.match(prompt.id):
-            raise StoreError(
-                f"'{prompt.id}' cannot be a prompt id",
-                hint="Use letters, digits, '.', '_', '-' or '/', starting with a letter or digit.",
-            )
-        if bump not in semver.BUMPS:
-            raise StoreError(f"unknown bump '{bump}'", hint=f"Use one of: {', '.join(semver.BUMPS)}.")
-        if source not in SOURCES:
-            raise StoreError(f"unknown source '{source}'", hint=f"Use one of: {', '.join(SOURCES)}.")
-        wanted = None
-        if version is not None:
-            try:
-                wanted = semver.normalize(version)
-            except ValueError as e:
-                raise StoreError(str(e)) from None
-        check_templates(prompt)  # a template that does not compile never becomes a version
+        wanted = _checked_save(prompt, bump=bump, source=source, version=version)
         digest = prompt.content_hash
         with self.transaction() as db:
             existing = self._query(

@@ -4,6 +4,7 @@ tokens resolved (or the value skipped with a warning), its stubs as mocks."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,6 @@ def to_cases(ef: EvalFile, tokens: Tokens) -> Loaded:
         if "noToolErrors" in raw and "noToolErrors" not in expect:
             expect["noToolErrors"] = raw["noToolErrors"]  # the contract lists it as a case field
         skipped_tokens: list[str] = []
-        skipped = 0
 
         def warn(token: list[str], what: str, *, cid: str = cid,
                  skipped_tokens: list[str] = skipped_tokens) -> None:
@@ -142,52 +142,8 @@ def to_cases(ef: EvalFile, tokens: Tokens) -> Loaded:
                                 f"{what} skipped")
             skipped_tokens.extend(token)
 
-        for key in ("responseContains", "responseNotContains"):
-            if isinstance(expect.get(key), list):
-                kept = []
-                for v in expect[key]:
-                    text, missing = tokens.resolve(v)
-                    if text is UNRESOLVED:
-                        skipped += 1
-                        warn(missing, f"a {key} value")
-                    else:
-                        kept.append(text)
-                expect[key] = kept
-        if isinstance(expect.get("responseContainsAny"), list):
-            groups = []
-            for group in expect["responseContainsAny"]:
-                kept = []
-                for v in group if isinstance(group, list) else [group]:
-                    text, missing = tokens.resolve(v)
-                    if text is UNRESOLVED:
-                        warn(missing, "a responseContainsAny value")
-                    else:
-                        kept.append(text)
-                if kept:
-                    groups.append(kept)
-                else:
-                    skipped += 1
-                    out.warnings.append(f"{cid}: a responseContainsAny group lost every value; "
-                                        "the group is skipped")
-            expect["responseContainsAny"] = groups
-        if isinstance(expect.get("toolParams"), list):
-            params = []
-            for p in expect["toolParams"]:
-                if isinstance(p, dict) and "value" in p and p["value"] is not None:
-                    values = p["value"] if isinstance(p["value"], list) else [p["value"]]
-                    resolved = [tokens.resolve(v) for v in values]
-                    lost = [t for text, missing in resolved if text is UNRESOLVED for t in missing]
-                    kept = [text for text, _ in resolved if text is not UNRESOLVED]
-                    if lost and (not isinstance(p["value"], list) or not kept):
-                        skipped += 1
-                        warn(lost, f"the toolParams assertion on {p.get('tool')}."
-                                   f"{p.get('paramName')}")
-                        continue
-                    if lost:
-                        warn(lost, f"a oneOf value of {p.get('tool')}.{p.get('paramName')}")
-                    p = {**p, "value": kept if isinstance(p["value"], list) else kept[0]}
-                params.append(p)
-            expect["toolParams"] = params
+        skipped = _resolve_tokens(expect, tokens, warn,
+                                  lambda said, cid=cid: out.warnings.append(f"{cid}: {said}"))
         try:
             checked = Expect.model_validate(expect)
         except ValidationError as e:
@@ -210,6 +166,60 @@ def to_cases(ef: EvalFile, tokens: Tokens) -> Loaded:
         case._source = f"{ef.path}:{ef.case_lines.get(cid, 1)}"
         out.cases.append(case)
     return out
+
+
+def _resolve_tokens(expect: dict[str, Any], tokens: Tokens,
+                    warn: Callable[[list[str], str], None],
+                    note: Callable[[str], None]) -> int:
+    """Resolve the tokens in ``expect``'s values in place; a value whose token does not
+    resolve is dropped with a warning. The assertions skipped."""
+    skipped = 0
+    for key in ("responseContains", "responseNotContains"):
+        if isinstance(expect.get(key), list):
+            kept = []
+            for v in expect[key]:
+                text, missing = tokens.resolve(v)
+                if text is UNRESOLVED:
+                    skipped += 1
+                    warn(missing, f"a {key} value")
+                else:
+                    kept.append(text)
+            expect[key] = kept
+    if isinstance(expect.get("responseContainsAny"), list):
+        groups = []
+        for group in expect["responseContainsAny"]:
+            kept = []
+            for v in group if isinstance(group, list) else [group]:
+                text, missing = tokens.resolve(v)
+                if text is UNRESOLVED:
+                    warn(missing, "a responseContainsAny value")
+                else:
+                    kept.append(text)
+            if kept:
+                groups.append(kept)
+            else:
+                skipped += 1
+                note("a responseContainsAny group lost every value; the group is skipped")
+        expect["responseContainsAny"] = groups
+    if isinstance(expect.get("toolParams"), list):
+        params = []
+        for p in expect["toolParams"]:
+            if isinstance(p, dict) and "value" in p and p["value"] is not None:
+                values = p["value"] if isinstance(p["value"], list) else [p["value"]]
+                resolved = [tokens.resolve(v) for v in values]
+                lost = [t for text, missing in resolved if text is UNRESOLVED for t in missing]
+                kept = [text for text, _ in resolved if text is not UNRESOLVED]
+                if lost and (not isinstance(p["value"], list) or not kept):
+                    skipped += 1
+                    warn(lost, f"the toolParams assertion on {p.get('tool')}."
+                               f"{p.get('paramName')}")
+                    continue
+                if lost:
+                    warn(lost, f"a oneOf value of {p.get('tool')}.{p.get('paramName')}")
+                p = {**p, "value": kept if isinstance(p["value"], list) else kept[0]}
+            params.append(p)
+        expect["toolParams"] = params
+    return skipped
 
 
 def load(path: str | Path, *, seed_manifest: str | Path | None = None) -> Loaded:
