@@ -167,7 +167,7 @@ class Judge:
         verdicts: dict[str, Verdict] = {}
         checks = [c for c in criteria if c.kind == "check"]
         if checks:
-            ctx = CheckContext.of(case, result)
+            ctx = CheckContext(case, result)
             for c in checks:
                 assert c.check is not None
                 outcome = await c.check.aevaluate(ctx)

@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any, ClassVar, Literal, Protocol
 
-from msgspec import Struct, field
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from cycle import patterns
@@ -43,37 +43,76 @@ class CaseView(Protocol):
     def expected(self) -> Any: ...
 
 
-class CheckContext(Struct, frozen=True):
-    """Everything a check may look at for one iteration of one case."""
+class CheckContext:
+    """Everything a check may look at for one iteration of one case: a view of the case
+    and of the agent's answer as they are (nothing copied; ``ctx.output``, ``ctx.trace``,
+    ``ctx.variables``... read through)."""
 
-    case_id: str
-    input: Any
-    #: the template variables of the case (its input dict, plus ``input`` and ``expected``)
-    variables: dict[str, Any]
-    output: str
-    expected: Any = None
-    #: a structured answer (dict) when the agent returned one
-    structured: Any = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    #: seconds the agent's model calls took (provider latency)
-    latency: float = 0.0
-    #: wall seconds of the whole agent step
-    duration: float = 0.0
-    usage: Usage = field(default_factory=Usage)
-    #: the agent's cost in USD
-    cost: float = 0.0
-    #: what happened, in order (cycle.records.trace), and the case's state at the end
-    trace: tuple[TraceEvent, ...] = ()
-    state: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("answer", "case")
 
-    @classmethod
-    def of(cls, case: CaseView, answer: AgentResult) -> CheckContext:
-        """What the checks see of ``case`` and the agent's ``answer``."""
-        return cls(
-            case_id=case.id, input=case.input, variables=case.variables, output=answer.output,
-            expected=case.expected, structured=answer.structured, tool_calls=answer.tool_calls,
-            latency=answer.latency, duration=answer.duration, usage=answer.usage,
-            cost=answer.cost, trace=answer.trace, state=answer.state)
+    def __init__(self, case: CaseView, answer: AgentResult) -> None:
+        self.case = case
+        self.answer = answer
+
+    @property
+    def case_id(self) -> str:
+        return self.case.id
+
+    @property
+    def input(self) -> Any:
+        return self.case.input
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """The template variables of the case (its input dict, plus ``input`` and
+        ``expected``)."""
+        return self.case.variables
+
+    @property
+    def expected(self) -> Any:
+        return self.case.expected
+
+    @property
+    def output(self) -> str:
+        return self.answer.output
+
+    @property
+    def structured(self) -> Any:
+        """A structured answer (dict) when the agent returned one."""
+        return self.answer.structured
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return self.answer.tool_calls
+
+    @property
+    def latency(self) -> float:
+        """Seconds the agent's model calls took (provider latency)."""
+        return self.answer.latency
+
+    @property
+    def duration(self) -> float:
+        """Wall seconds of the whole agent step."""
+        return self.answer.duration
+
+    @property
+    def usage(self) -> Usage:
+        return self.answer.usage
+
+    @property
+    def cost(self) -> float:
+        """The agent's cost in USD."""
+        return self.answer.cost
+
+    @property
+    def trace(self) -> tuple[TraceEvent, ...]:
+        """What happened, in order (cycle.records.trace)."""
+        return self.answer.trace
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The case's state at the end."""
+        return self.answer.state
 
 
 class CheckOutcome(Struct, frozen=True):

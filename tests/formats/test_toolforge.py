@@ -11,9 +11,9 @@ import pytest
 
 from cycle.errors import ConfigError
 from cycle.formats import toolforge
-from cycle.judge.checks import CheckContext
 from cycle.judge.toolforge import Call, Expect, ToolforgeCheck, assess, js_string
 from cycle.records import ToolCall, TraceEvent
+from cycle.testing.checks import check_context
 
 WEATHER = Call("get_weather", {"city": "Tokyo", "days": 3, "units": None}, True)
 
@@ -125,8 +125,7 @@ def test_the_check_reads_the_trace_and_scores_the_share_that_holds():
              TraceEvent(kind="tool_error", at=0.2, tool="get_weather", call_id="c1", error="down"),
              TraceEvent(kind="model", at=0.3, text="Sorry"),
              TraceEvent(kind="final", at=0.45, text="Sorry"))
-    ctx = CheckContext(case_id="c", input="weather?", variables={}, output="Sorry", trace=trace,
-                       duration=9.0)
+    ctx = check_context("Sorry", input="weather?", trace=trace, duration=9.0)
     c = ToolforgeCheck(expect=Expect(toolsCalled=["get_weather"], noToolErrors=True,
                                      responseContains=["Sorry"], maxLatencyMs=450))
     out = c.evaluate(ctx)

@@ -7,13 +7,14 @@ from cycle.errors import ConfigError, EvalError
 from cycle.judge.checks import CheckContext
 from cycle.judge.criteria import CheckSpec
 from cycle.records import Usage
+from cycle.testing.checks import check_context
 
 SPEC = TypeAdapter(CheckSpec)
 
 
 def ctx(output: str = "", **kw) -> CheckContext:
     variables = kw.pop("variables", {"order": "A-1042", "name": "Ann"})
-    return CheckContext(case_id="c1", input=variables, variables=variables, output=output, **kw)
+    return check_context(output, case_id="c1", input=variables, variables=variables, **kw)
 
 
 async def score(spec: dict, c: CheckContext) -> float:

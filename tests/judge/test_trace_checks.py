@@ -3,9 +3,9 @@
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from cycle.judge.checks import CheckContext
 from cycle.judge.criteria import CheckSpec
 from cycle.records import ToolCall, TraceEvent
+from cycle.testing.checks import check_context
 
 SPEC = TypeAdapter(CheckSpec)
 
@@ -35,7 +35,7 @@ STATE = {"session": {"refunded": "A-1", "refund": {"status": "sent"}}, "user": {
 
 async def check(spec: dict) -> tuple[float, str]:
     outcome = await SPEC.validate_python(spec).aevaluate(
-        CheckContext(case_id="c", input="", variables={}, output="Done.", trace=TRACE, state=STATE))
+        check_context("Done.", trace=TRACE, state=STATE))
     return outcome.score, outcome.reason
 
 
@@ -120,6 +120,6 @@ async def test_checks_fill_the_case_s_variables_where_they_compare(spec, passes)
     """Issue 31: tool_use args and state_value equals compared the literal '{{ order }}'
     while contains filled it. A lone placeholder is the variable itself (the number 20)."""
     variables = {"order": "A-1", "amount": 20, "other": "Z-9", "tool": "refund"}
-    outcome = await SPEC.validate_python(spec).aevaluate(CheckContext(
-        case_id="c", input="", variables=variables, output="Done.", trace=TRACE, state=STATE))
+    outcome = await SPEC.validate_python(spec).aevaluate(check_context(
+        "Done.", variables=variables, trace=TRACE, state=STATE))
     assert (outcome.score == 100.0) is passes, outcome.reason
