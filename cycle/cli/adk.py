@@ -90,7 +90,12 @@ def export_adk(ctx: click.Context, config: Path, out: Path, run_id: str | None) 
               "http://localhost:4318).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds the collector has to take them (retries included).")
-def export_otel(run_id: str, out: Path | None, endpoint: str | None, timeout: float) -> None:
+@click.option("--content", is_flag=True,
+              help="Include what was said: the messages, tool arguments and results, and each "
+              "case's input (the conventions' opt-in content attributes; what cycle import "
+              "otel reads back into cases).")
+def export_otel(run_id: str, out: Path | None, endpoint: str | None, timeout: float,
+                content: bool) -> None:
     """A stored run as OpenTelemetry traces (GenAI conventions): one trace per iteration,
     spans for model turns and tool calls, the verdicts as evaluation events."""
     import json
@@ -104,7 +109,7 @@ def export_otel(run_id: str, out: Path | None, endpoint: str | None, timeout: fl
         raise click.UsageError("say where: --out FILE (OTLP JSON) or --endpoint URL (OTLP/HTTP)")
     with open_store() as store:
         run = load_run(store.runs, store.runs.resolve(run_id))
-        spans = spans_of(run)
+        spans = spans_of(run, content=content)
     traces = len({s.context.trace_id for s in spans})
     if out is not None:
         out.write_text(json.dumps(otlp_json(spans)), encoding="utf-8")
@@ -115,6 +120,44 @@ def export_otel(run_id: str, out: Path | None, endpoint: str | None, timeout: fl
                              hint="Check the URL (an OTLP/HTTP receiver, e.g. port 4318) and "
                              "that the collector runs.")
         click.echo(f"{traces} traces ({len(spans)} spans) of run {run.run_id} sent to {endpoint}")
+
+
+@import_group.command("otel")
+@click.argument("traces", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The case file to write (YAML); it must not exist.")
+@click.option("--where", "where", multiple=True, metavar="KEY=VALUE",
+              help="Only traces with a span whose attribute KEY is VALUE (KEY!=VALUE: none "
+              "is; KEY alone: some span has it). Repeat: all must hold.")
+@click.option("--sample", type=click.IntRange(min=1), default=None, metavar="N",
+              help="At most N of the matching traces, drawn at random (--seed).")
+@click.option("--seed", type=int, default=0, show_default=True, help="The sample's seed.")
+@click.option("--no-expected", is_flag=True,
+              help="Leave the final answers out (by default each is the case's expected).")
+def import_otel(traces: Path, out: Path, where: tuple[str, ...], sample: int | None,
+                seed: int, no_expected: bool) -> None:
+    """Turn the GenAI traces of an OTLP JSON file (an agent in production, Phoenix, cycle
+    export otel --content) into cases: the user turns as input, the tools mocked from what
+    they returned, the final answer as expected."""
+    from cycle.cases import append_to_case_file
+    from cycle.formats.otel_cases import import_traces
+
+    if out.exists():
+        raise ConfigError(f"{out} exists; cycle does not overwrite a case file",
+                          field="--out", hint="Choose a new file, or remove that one.")
+    done = import_traces(traces, where=where, sample=sample, seed=seed,
+                         expected=not no_expected)
+    for note in done.notes:
+        click.echo(f"note: {note}", err=True)
+    if not done.cases:
+        raise ConfigError(f"no case in {traces}: {done.traces} traces, none matched and held "
+                          "a user message", file=str(traces),
+                          hint="Loosen --where, or export the traces with their content.")
+    append_to_case_file(out, done.cases)  # a new file, which must read back as valid cases
+    mocked = sum(1 for c in done.cases if c.get("mocks"))
+    click.echo(f"wrote {len(done.cases)} case{'s' * (len(done.cases) != 1)} to {out} from "
+               f"{done.traces} traces ({mocked} with their tools mocked from the trace); "
+               "add it to cases: in cycle.yaml")
 
 
 def write_project(out: Path, *, prompt_id: str, system: str, user_template: str,

@@ -6,7 +6,13 @@ case, its status and score), a child span per model turn (``chat {model}``: the 
 the request model, the tokens) and per tool call (``execute_tool {tool}``: the tool, the
 call id; an error status when it failed), and on the root, one ``gen_ai.evaluation.result``
 event per criterion's verdict (its name, score, pass or fail label, and reasoning). Times
-come from the iteration's start and each trace event's offset. The spans are built and
+come from the iteration's start and each trace event's offset.
+
+With ``content``, the spans also carry what was said, as the conventions' opt-in content
+attributes: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` on every model turn
+and on the root (the user turns and the final answer), ``gen_ai.tool.call.arguments`` /
+``gen_ai.tool.call.result`` on every tool call (and the state it changed as
+``cycle.tool.state``), and the case's input as ``cycle.case.input``: what ``cycle import otel`` turns back into cases. The spans are built and
 encoded by the OpenTelemetry SDK and its OTLP exporter, written as OTLP JSON or sent to a
 collector over OTLP/HTTP.
 """
@@ -14,6 +20,7 @@ collector over OTLP/HTTP.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -37,8 +44,9 @@ def _system(model: str | None) -> str:
     return (model or "unknown").partition(":")[0] or "unknown"
 
 
-def spans_of(run: RunResult) -> list[ReadableSpan]:
-    """Every iteration of ``run`` as spans, made by the SDK (nothing leaves the process)."""
+def spans_of(run: RunResult, *, content: bool = False) -> list[ReadableSpan]:
+    """Every iteration of ``run`` as spans, made by the SDK (nothing leaves the process);
+    ``content``: with the messages, tool arguments and results."""
     from opentelemetry import trace
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -53,12 +61,21 @@ def spans_of(run: RunResult) -> list[ReadableSpan]:
     tracer = provider.get_tracer("cycle")
     for case_id in run.cases:
         for result in run.results_of(case_id):
-            _iteration(tracer, trace, run, result)
+            _iteration(tracer, trace, run, result, content)
     provider.shutdown()
     return list(kept.get_finished_spans())
 
 
-def _iteration(tracer: Any, trace: Any, run: RunResult, r: IterationResult) -> None:
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _text(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+
+def _iteration(tracer: Any, trace: Any, run: RunResult, r: IterationResult,
+               content: bool) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     start = _ns(r.started_at) or _ns(run.started_at) or 0
@@ -73,10 +90,18 @@ def _iteration(tracer: Any, trace: Any, run: RunResult, r: IterationResult) -> N
                                  **({"cycle.score": r.score} if r.score is not None else {})})
     if r.status == "error":
         root.set_status(Status(StatusCode.ERROR, r.error or "error"))
+    if content:
+        users = [_text("user", e.text) for e in r.trace if e.kind == "user"]
+        root.set_attributes({"cycle.case.input": _json(r.input),
+                             "gen_ai.input.messages": _json(users),
+                             "gen_ai.output.messages": _json([_text("assistant", r.output)])})
     parent = trace.set_span_in_context(root)
     previous = 0.0
-    for event in r.trace:
+    history: list[dict[str, Any]] = []  # the conversation so far, as a model turn saw it
+    for n, event in enumerate(r.trace):
         at = start + int(event.at * _NS)
+        if content and event.kind == "user":
+            history.append(_text("user", event.text))
         if event.kind == "model":
             model = event.model or run.agent_model or ""
             attributes: dict[str, Any] = {
@@ -87,6 +112,14 @@ def _iteration(tracer: Any, trace: Any, run: RunResult, r: IterationResult) -> N
                 attributes["gen_ai.usage.output_tokens"] = event.usage.output_tokens
             if event.tool_calls:
                 attributes["cycle.tool_calls"] = [c.name for c in event.tool_calls]
+            if content:
+                said = {"role": "assistant", "parts": (
+                    [{"type": "text", "content": event.text}] if event.text else []) + [
+                    {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+                    for c in event.tool_calls]}
+                attributes["gen_ai.input.messages"] = _json(history)
+                attributes["gen_ai.output.messages"] = _json([said])
+                history.append(said)
             span = tracer.start_span(f"chat {attributes['gen_ai.request.model']}", context=parent,
                                      start_time=start + int(previous * _NS), attributes=attributes)
             span.end(end_time=at)
@@ -99,6 +132,16 @@ def _iteration(tracer: Any, trace: Any, run: RunResult, r: IterationResult) -> N
             if event.kind == "tool_error":
                 span.set_status(Status(StatusCode.ERROR, event.error or "error"))
                 span.set_attribute("error.type", "tool_error")
+            if content:
+                answer = event.result if event.kind == "tool_result" else {"error": event.error}
+                span.set_attributes({"gen_ai.tool.call.arguments": _json(event.arguments or {}),
+                                     "gen_ai.tool.call.result": _json(answer)})
+                after = r.trace[n + 1] if n + 1 < len(r.trace) else None
+                if after is not None and after.kind == "state" and after.changes:
+                    # what the call changed in the case's state (a mock's side effect)
+                    span.set_attribute("cycle.tool.state", _json(after.changes))
+                history.append({"role": "tool", "parts": [{
+                    "type": "tool_call_response", "id": event.call_id, "response": answer}]})
             span.end(end_time=at)
         previous = event.at
     for v in r.verdicts:

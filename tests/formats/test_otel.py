@@ -110,3 +110,162 @@ def test_a_collector_that_is_not_there_is_a_clear_error(stored_run):
     assert "Traceback" not in r.output
     r = CliRunner().invoke(cli, ["--store", str(store), "export", "otel", run_id])
     assert r.exit_code == 2 and "--out FILE" in r.output
+
+
+# -- traces in: cycle import otel ------------------------------------------------
+
+def exported_with_content(store: Path, run_id: str, out: Path) -> Path:
+    r = CliRunner().invoke(cli, ["--store", str(store), "export", "otel", run_id, "--content",
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def case_scores(store: Path, run_id: str) -> dict[str, tuple]:
+    """Each case's representative score and its verdicts, criterion by criterion."""
+    from cycle.evals.results import load_run
+
+    with Store.open(store) as s:
+        run = load_run(s.runs, run_id)
+        return {k: (c.representative.score, sorted((v.criterion_id, v.score, v.passed)
+                                                   for v in c.representative.verdicts))
+                for k, c in run.cases.items()}
+
+
+def test_a_run_round_trips_through_otlp_into_cases_that_score_the_same(stored_run, tmp_path):
+    """cycle run -> OTLP JSON (with content) -> cycle import otel -> cases that run offline
+    with no mock in cycle.yaml (each tool answers, and changes the state, as the trace
+    says) and score as the original run's iterations did."""
+    import yaml
+
+    store, run_id = stored_run
+    traces = exported_with_content(store, run_id, tmp_path / "traces.json")
+    project = tmp_path / "replay"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".cycle", "reports", "cases"))
+    r = CliRunner().invoke(cli, ["import", "otel", str(traces), "--out",
+                                 str(project / "cases" / "from-traces.yaml"), "--no-expected"])
+    assert r.exit_code == 0, r.output
+    assert "wrote 5 cases" in r.output and "5 with their tools mocked" in r.output
+    config = yaml.safe_load((project / "cycle.yaml").read_text())
+    del config["tools"]["mocks"]  # the trace's answers are the only mocks
+    (project / "cycle.yaml").write_text(yaml.safe_dump(config))
+    cases = yaml.safe_load((project / "cases" / "from-traces.yaml").read_text())
+    late = next(c for c in cases if c["id"] == "late-parcel-0")
+    assert late["input"] == {"customer": "Ann", "order": "A-1042",
+                             "question": "My parcel came two weeks late, please refund it."}
+    assert late["mocks"]["refund"] == {"value": {"refunded": True},
+                                       "state": {"session.refunded": True}}
+    assert "expected" not in late
+
+    replay_store = tmp_path / "replay.db"
+    r = CliRunner().invoke(cli, ["--store", str(replay_store), "run", str(project / "cycle.yaml"),
+                                 "-n", "1", "--no-reports", "-q"])
+    assert r.exit_code in (0, 1), r.output
+    with Store.open(replay_store) as s:
+        replay_id = s.runs.recent(limit=1)[0].id
+    before = case_scores(store, run_id)
+    after = case_scores(replay_store, replay_id)
+    # judged, and the mocked side effect happened (it changed the state as the trace says)
+    assert all(score is not None and ("refunded", 100.0, True) in verdicts
+               for score, verdicts in before.values())
+    assert after == {f"{k}-0": v for k, v in before.items()}
+
+
+def test_import_reads_genai_and_openinference_traces_as_other_tools_write_them(tmp_path):
+    """A production agent's traces: GenAI content attributes (a conversation of two user
+    turns, a tool answering per argument, a tool failing), and a Phoenix (OpenInference)
+    trace; --where and --sample choose; the final answer becomes expected."""
+    import yaml
+
+    def attr(key, value):
+        kind = {bool: "boolValue", int: "intValue", float: "doubleValue"}.get(type(value), "stringValue")
+        return {"key": key, "value": {kind: value}}
+
+    def span(trace, sid, name, attrs, parent=None, start=1, error=None):
+        out = {"traceId": trace, "spanId": sid, "name": name, "startTimeUnixNano": str(start),
+               "endTimeUnixNano": str(start + 1), "attributes": [attr(k, v) for k, v in attrs.items()]}
+        if parent:
+            out["parentSpanId"] = parent
+        if error:
+            out["status"] = {"code": 2, "message": error}
+        return out
+
+    msg = lambda role, text: {"role": role, "parts": [{"type": "text", "content": text}]}
+    t1, t2, t3 = "a" * 32, "b" * 32, "c" * 32
+    spans = [
+        span(t1, "1" * 16, "invoke_agent support", {"gen_ai.operation.name": "invoke_agent",
+                                                    "app.outcome": "complaint"}),
+        span(t1, "2" * 16, "chat gpt-4o", {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([msg("system", "Be kind."), msg("user", "Where is A-1?"),
+                                                 msg("assistant", "Checking."), msg("user", "And B-2?")]),
+            "gen_ai.output.messages": json.dumps([msg("assistant", "A-1 shipped; B-2 is late.")])},
+            parent="1" * 16, start=5),
+        span(t1, "3" * 16, "execute_tool lookup", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+            "gen_ai.tool.call.arguments": json.dumps({"order": "A-1"}),
+            "gen_ai.tool.call.result": json.dumps({"status": "shipped"})}, parent="1" * 16, start=2),
+        span(t1, "4" * 16, "execute_tool lookup", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+            "gen_ai.tool.call.arguments": json.dumps({"order": "B-2"}),
+            "gen_ai.tool.call.result": json.dumps({"status": "late"})}, parent="1" * 16, start=3),
+        span(t1, "5" * 16, "execute_tool notify", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "notify",
+            "gen_ai.tool.call.arguments": "{}"}, parent="1" * 16, start=4, error="mail server down"),
+        span(t2, "6" * 16, "ChatCompletion", {
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": "Cancel C-3",
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.content": "Cancelled."}, start=10),
+        span(t3, "7" * 16, "chat gpt-4o", {"gen_ai.operation.name": "chat"}, start=20),  # no content
+    ]
+    path = tmp_path / "prod.json"
+    path.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": [
+        attr("service.name", "support")]}, "scopeSpans": [{"spans": spans}]}]}))
+
+    out = tmp_path / "cases.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert f"trace {t3}: skipped, no user message" in r.output
+    first, phoenix = yaml.safe_load(out.read_text())
+    assert first["input"] == "Where is A-1?"
+    assert first["conversation"] == {"follow_ups": ["And B-2?"]}
+    assert first["expected"] == "A-1 shipped; B-2 is late."
+    assert first["mocks"]["lookup"] == {"match": [
+        {"args": {"order": "A-1"}, "match": "exact", "value": {"status": "shipped"}},
+        {"args": {"order": "B-2"}, "match": "exact", "value": {"status": "late"}}]}
+    assert first["mocks"]["notify"] == {"error": "mail server down"}
+    assert phoenix["input"] == "Cancel C-3" and phoenix["expected"] == "Cancelled."
+    assert "mocks" not in phoenix
+
+    where = tmp_path / "where.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(where),
+                                 "--where", "app.outcome=complaint", "--no-expected"])
+    assert r.exit_code == 0, r.output
+    [only] = yaml.safe_load(where.read_text())
+    assert only["input"] == "Where is A-1?" and "expected" not in only
+    sampled = tmp_path / "sampled.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(sampled),
+                                 "--where", "service.name=support", "--sample", "1"])
+    assert r.exit_code == 0, r.output
+    assert len(yaml.safe_load(sampled.read_text())) == 1
+
+
+def test_import_otel_refuses_what_it_cannot_read_and_writes_nothing(tmp_path):
+    out = tmp_path / "cases.yaml"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"resourceSpans": [')
+    r = CliRunner().invoke(cli, ["import", "otel", str(bad), "--out", str(out)])
+    assert r.exit_code != 0 and "bad.json" in r.output and "Traceback" not in r.output
+    other = tmp_path / "other.json"
+    other.write_text('{"spans": []}')
+    r = CliRunner().invoke(cli, ["import", "otel", str(other), "--out", str(out)])
+    assert r.exit_code != 0 and "resourceSpans" in r.output
+    r = CliRunner().invoke(cli, ["import", "otel", str(tmp_path / "missing.json"), "--out", str(out)])
+    assert r.exit_code != 0 and "does not exist" in r.output
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"resourceSpans": []}')
+    r = CliRunner().invoke(cli, ["import", "otel", str(empty), "--out", str(out)])
+    assert r.exit_code != 0 and "no case" in r.output
+    assert not out.exists()

@@ -1,0 +1,368 @@
+"""Production traces to cases (``cycle import otel``): OTLP JSON traces of an LLM agent
+become cycle cases that run offline at once.
+
+Read: an OTLP/JSON export (``{"resourceSpans": [...]}``, as the OpenTelemetry SDK, the
+collector's file exporter, ``cycle export otel`` and Phoenix write them; one request per
+line in a ``.jsonl`` file works too). One trace is one case:
+
+- **input**: the case's own input when the trace is cycle's (``cycle.case.input``), else
+  the user turns: from the GenAI conventions' ``gen_ai.input.messages`` (the turn that saw
+  the most of the conversation), OpenInference's ``llm.input_messages.N.message.*`` or the
+  older ``gen_ai.prompt.N.*``; several user turns make a conversation (the first as the
+  input, the rest as ``conversation.follow_ups``);
+- **mocks**: what each tool returned, from the ``execute_tool`` spans
+  (``gen_ai.tool.call.arguments`` / ``.result``; OpenInference's ``tool.parameters`` and
+  ``output.value``) or else from the messages' tool calls and their responses: one answer
+  becomes ``value``, answers by argument a ``match`` table (exact arguments), repeated
+  calls with the same arguments a ``sequence``; a failed call an ``error``;
+- **expected**: the final answer (the root's output messages, else the last model turn's
+  text), unless asked to leave it out.
+
+State stays out (traces carry no initial state). What could not be read is said, never
+dropped silently: a trace without a user message is skipped with a note.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from msgspec import Struct, field
+
+from cycle.errors import ConfigError
+
+
+class Span(Struct):
+    """One span as read: ids, name, start time, attributes (decoded, the resource's
+    underneath), its status."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str
+    name: str
+    start: int
+    attributes: dict[str, Any]
+    error: str | None = None
+
+
+class Imported(Struct):
+    """The cases read from the traces, and what could not be read."""
+
+    cases: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    traces: int = 0
+
+
+# -- reading OTLP JSON ---------------------------------------------------------
+
+def _value(v: dict[str, Any]) -> Any:
+    """An OTLP AnyValue as Python."""
+    if "stringValue" in v:
+        return v["stringValue"]
+    if "boolValue" in v:
+        return bool(v["boolValue"])
+    if "intValue" in v:
+        return int(v["intValue"])
+    if "doubleValue" in v:
+        return float(v["doubleValue"])
+    if "arrayValue" in v:
+        return [_value(x) for x in v["arrayValue"].get("values", [])]
+    if "kvlistValue" in v:
+        return _attributes(v["kvlistValue"].get("values", []))
+    if "bytesValue" in v:
+        return v["bytesValue"]
+    return None
+
+
+def _attributes(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    return {a["key"]: _value(a.get("value") or {}) for a in items if "key" in a}
+
+
+def _id(value: Any) -> str:
+    """A trace or span id as hex (OTLP JSON writes hex; a protobuf dump writes base64)."""
+    text = str(value or "")
+    if re.fullmatch(r"[0-9a-fA-F]+", text):
+        return text.lower()
+    try:
+        return base64.b64decode(text).hex()
+    except ValueError:
+        return text
+
+
+def _requests(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist", file=str(path),
+                          hint="Give the OTLP JSON file the traces were exported to.") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not text: OTLP JSON is expected (not OTLP protobuf)",
+                          file=str(path)) from None
+    try:
+        whole = json.loads(text)
+        return whole if isinstance(whole, list) else [whole]
+    except json.JSONDecodeError as first:
+        requests = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                requests.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"{path} is neither one JSON document nor JSON lines: "
+                                  f"line {n}: {e.msg}", file=str(path),
+                                  line=n if requests else first.lineno) from None
+        return requests
+
+
+def read_spans(path: Path) -> list[Span]:
+    """Every span of an OTLP JSON file (one export request, a list of them, or one a line)."""
+    spans = []
+    for request in _requests(path):
+        if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
+            raise ConfigError(f"{path} is not an OTLP JSON trace export: it needs "
+                              "'resourceSpans'", file=str(path),
+                              hint="Export with the OTLP JSON format (e.g. cycle export otel "
+                              "--content, or the collector's file exporter).")
+        for resource in request["resourceSpans"]:
+            base = _attributes((resource.get("resource") or {}).get("attributes", []))
+            for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []:
+                for s in scope.get("spans", []):
+                    status = s.get("status") or {}
+                    failed = status.get("code") in (2, "STATUS_CODE_ERROR")
+                    spans.append(Span(
+                        trace_id=_id(s.get("traceId")), span_id=_id(s.get("spanId")),
+                        parent_id=_id(s.get("parentSpanId")), name=str(s.get("name") or ""),
+                        start=int(s.get("startTimeUnixNano") or 0),
+                        attributes={**base, **_attributes(s.get("attributes", []))},
+                        error=(status.get("message") or "error") if failed else None))
+    return spans
+
+
+# -- what the spans say --------------------------------------------------------
+
+def _loads(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _operation(span: Span) -> str:
+    a = span.attributes
+    op = a.get("gen_ai.operation.name")
+    if op:
+        return str(op)
+    kind = str(a.get("openinference.span.kind") or "").upper()
+    if kind == "LLM":
+        return "chat"
+    if kind == "TOOL":
+        return "execute_tool"
+    return span.name.partition(" ")[0]
+
+
+def _parts_text(parts: Any) -> str:
+    if isinstance(parts, str):
+        return parts
+    return "".join(str(p.get("content", "")) for p in parts or ()
+                   if isinstance(p, dict) and p.get("type", "text") == "text")
+
+
+def _messages(span: Span, direction: str) -> list[dict[str, Any]]:
+    """A span's input or output messages as ``{role, parts}``, from whichever convention
+    it follows (GenAI, OpenInference, the older flattened ``gen_ai.prompt.N``)."""
+    a = span.attributes
+    found = _loads(a.get(f"gen_ai.{direction}.messages"))
+    if isinstance(found, list):
+        return [m for m in found if isinstance(m, dict)]
+    prefix = {"input": ("llm.input_messages.", "gen_ai.prompt."),
+              "output": ("llm.output_messages.", "gen_ai.completion.")}[direction]
+    rows: dict[int, dict[str, Any]] = {}
+    for key, value in a.items():
+        for p in prefix:
+            if key.startswith(p):
+                index, _, rest = key[len(p):].partition(".")
+                if index.isdigit():
+                    rows.setdefault(int(index), {})[rest.removeprefix("message.")] = value
+    return [{"role": row.get("role", "user" if direction == "input" else "assistant"),
+             "parts": [{"type": "text", "content": str(row.get("content", ""))}]}
+            for _, row in sorted(rows.items())]
+
+
+def _user_turns(messages: Sequence[dict[str, Any]]) -> list[str]:
+    return [_parts_text(m.get("parts", m.get("content"))) for m in messages
+            if m.get("role") == "user"]
+
+
+Call = tuple[str, Any, Any, "str | None", dict[str, Any]]
+"""A tool call as the trace shows it: tool, arguments, result, error, state it changed."""
+
+
+def _tool_calls_in(messages: Sequence[dict[str, Any]]) -> list[Call]:
+    """(tool, arguments, result, error) of each tool call in ``messages`` that has a
+    response."""
+    calls: dict[str, tuple[str, Any]] = {}
+    out = []
+    for m in messages:
+        for part in m.get("parts") or ():
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "tool_call" and part.get("id"):
+                calls[str(part["id"])] = (str(part.get("name") or ""), _loads(part.get("arguments")))
+            elif part.get("type") == "tool_call_response" and str(part.get("id")) in calls:
+                name, args = calls.pop(str(part["id"]))
+                response = _loads(part.get("response"))
+                error = response.get("error") if isinstance(response, dict) and \
+                    set(response) == {"error"} else None
+                out.append((name, args, None if error else response, error, {}))
+    return out
+
+
+def _tool_spans(spans: Sequence[Span]) -> list[Call]:
+    out = []
+    for s in spans:
+        if _operation(s) != "execute_tool":
+            continue
+        a = s.attributes
+        name = a.get("gen_ai.tool.name") or a.get("tool.name") or s.name.partition(" ")[2]
+        if "gen_ai.tool.call.result" not in a and "output.value" not in a and s.error is None:
+            continue  # no content captured: the messages may have it
+        args = _loads(a.get("gen_ai.tool.call.arguments", a.get("tool.parameters")))
+        result = _loads(a.get("gen_ai.tool.call.result", a.get("output.value")))
+        state = _loads(a.get("cycle.tool.state"))
+        state = state if isinstance(state, dict) else {}
+        if s.error is not None:
+            error = result.get("error") if isinstance(result, dict) and "error" in result else None
+            out.append((str(name), args, None, str(error or s.error), state))
+        else:
+            out.append((str(name), args, result, None, state))
+    return out
+
+
+def mocks_of(calls: Sequence[Call]) -> dict[str, dict[str, Any]]:
+    """Mocks that answer each tool as it answered in the trace (and change the state as
+    it did)."""
+    by_tool: dict[str, list[tuple[dict[str, Any], Any, str | None, dict[str, Any]]]] = {}
+    for name, args, result, error, state in calls:
+        by_tool.setdefault(name, []).append(
+            (args if isinstance(args, dict) else {}, result, error, state))
+    mocks: dict[str, dict[str, Any]] = {}
+    for name, seen in by_tool.items():
+        def answer(result: Any, error: str | None, state: dict[str, Any]) -> dict[str, Any]:
+            return {"error": error} if error else {"value": result, **(
+                {"state": state} if state else {})}
+
+        outcomes = {json.dumps([r, e, st], sort_keys=True, default=str) for _, r, e, st in seen}
+        if len(outcomes) == 1:
+            _, result, error, state = seen[0]
+            mocks[name] = answer(result, error, state)
+            continue
+        by_args: dict[str, tuple[dict[str, Any], Any, str | None, dict[str, Any]]] = {}
+        for args, result, error, state in seen:
+            key = json.dumps(args, sort_keys=True, default=str)
+            if key in by_args and by_args[key][1:] != (result, error, state):
+                by_args = {}
+                break
+            by_args[key] = (args, result, error, state)
+        if by_args:
+            mocks[name] = {"match": [{"args": args, "match": "exact", **answer(r, e, st)}
+                                     for args, r, e, st in by_args.values()]}
+        else:  # the same arguments answered differently: in call order
+            mocks[name] = {"sequence": [r if e is None else {"error": e}
+                                        for _, r, e, _ in seen]}
+    return mocks
+
+
+def case_of(trace_id: str, spans: Sequence[Span], *, expected: bool) -> dict[str, Any] | str:
+    """The case a trace makes, or why it makes none."""
+    spans = sorted(spans, key=lambda s: s.start)
+    ids = {s.span_id for s in spans}
+    root = next((s for s in spans if not s.parent_id or s.parent_id not in ids), spans[0])
+    chats = [s for s in spans if _operation(s) == "chat"]
+    inputs = [_messages(s, "input") for s in chats] + [_messages(root, "input")]
+    seen = max(inputs, key=lambda ms: len(_user_turns(ms)))
+    turns = [t for t in _user_turns(seen) if t]
+    if not turns and isinstance(root.attributes.get("input.value"), str):
+        turns = [root.attributes["input.value"]]
+    stored = root.attributes.get("cycle.case.input")
+    if not turns and stored is None:
+        return "no user message (capture content: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_" \
+               "CONTENT=true, or cycle export otel --content)"
+    case_id = root.attributes.get("cycle.case.id")
+    iteration = root.attributes.get("cycle.iteration")
+    name = f"{case_id}-{iteration}" if case_id is not None and iteration is not None else (
+        str(case_id) if case_id is not None else f"trace-{trace_id[:12]}")
+    case: dict[str, Any] = {"id": name, "tags": ["otel"],
+                            "input": _loads(stored) if stored is not None else turns[0]}
+    if len(turns) > 1:
+        case["conversation"] = {"follow_ups": turns[1:]}
+    calls = _tool_spans(spans) or [c for s in chats[-1:] for c in _tool_calls_in(_messages(s, "input"))]
+    mocks = mocks_of(calls)
+    if mocks:
+        case["mocks"] = mocks
+    if expected:
+        final = _parts_text(next((m.get("parts") for m in _messages(root, "output")), None))
+        if not final and chats:
+            final = "".join(_parts_text(m.get("parts")) for m in _messages(chats[-1], "output"))
+        if not final and isinstance(root.attributes.get("output.value"), str):
+            final = root.attributes["output.value"]
+        if final:
+            case["expected"] = final
+    return case
+
+
+def _where(rule: str) -> tuple[str, str, str | None]:
+    for op in ("!=", "="):
+        key, sep, value = rule.partition(op)
+        if sep:
+            return key.strip(), op, value.strip()
+    return rule.strip(), "has", None
+
+
+def matches(spans: Sequence[Span], rules: Sequence[str]) -> bool:
+    """Every ``--where`` rule holds on some span of the trace: ``key=value``,
+    ``key!=value`` (no span has it), or ``key`` (some span has the attribute)."""
+    for rule in rules:
+        key, op, value = _where(rule)
+        values = [str(s.attributes[key]) for s in spans if key in s.attributes]
+        if op == "has" and not values:
+            return False
+        if op == "=" and value not in values:
+            return False
+        if op == "!=" and value in values:
+            return False
+    return True
+
+
+def import_traces(path: Path, *, where: Sequence[str] = (), sample: int | None = None,
+                  seed: int = 0, expected: bool = True) -> Imported:
+    """The cases of the traces in ``path`` that match ``where`` (``sample``: at most that
+    many, drawn with ``seed``), in the order the traces started."""
+    by_trace: dict[str, list[Span]] = {}
+    for s in read_spans(path):
+        by_trace.setdefault(s.trace_id, []).append(s)
+    chosen = [(t, spans) for t, spans in by_trace.items() if matches(spans, where)]
+    chosen.sort(key=lambda item: min(s.start for s in item[1]))
+    if sample is not None and sample < len(chosen):
+        picked = set(random.Random(seed).sample(range(len(chosen)), sample))
+        chosen = [item for n, item in enumerate(chosen) if n in picked]
+    out = Imported(traces=len(by_trace))
+    used: set[str] = set()
+    for trace_id, spans in chosen:
+        case = case_of(trace_id, spans, expected=expected)
+        if isinstance(case, str):
+            out.notes.append(f"trace {trace_id}: skipped, {case}")
+            continue
+        base, n = case["id"], 2
+        while case["id"] in used:
+            case["id"], n = f"{base}-{n}", n + 1
+        used.add(case["id"])
+        out.cases.append(case)
+    return out
