@@ -54,7 +54,7 @@ class Tally(Struct):
         self.calls += out.tool_calls
         trace.append(TraceEvent(kind="model", at=time.monotonic() - started, text=out.text,
                                 tool_calls=out.tool_calls, usage=out.usage, cost=out.cost,
-                                model=out.model or None))
+                                model=out.model or None, finish_reason=out.finish_reason or None))
 
 
 class Iteration(Struct):

@@ -3,7 +3,7 @@
 
 One trace per iteration: a root span for the case's iteration (``invoke_agent``, the
 case, its status and score), a child span per model turn (``chat {model}``: the system,
-the request model, the tokens) and per tool call (``execute_tool {tool}``: the tool, the
+the request model, the tokens, the finish reason) and per tool call (``execute_tool {tool}``: the tool, the
 call id; an error status when it failed), and on the root, one ``gen_ai.evaluation.result``
 event per criterion's verdict (its name, score, pass or fail label, and reasoning). Times
 come from the iteration's start and each trace event's offset.
@@ -107,6 +107,8 @@ def _iteration(tracer: Any, trace: Any, run: RunResult, r: IterationResult,
             attributes: dict[str, Any] = {
                 "gen_ai.operation.name": "chat", "gen_ai.system": _system(model),
                 "gen_ai.request.model": model.partition(":")[2] or model}
+            if event.finish_reason:
+                attributes["gen_ai.response.finish_reasons"] = [event.finish_reason]
             if event.usage is not None:
                 attributes["gen_ai.usage.input_tokens"] = event.usage.input_tokens
                 attributes["gen_ai.usage.output_tokens"] = event.usage.output_tokens

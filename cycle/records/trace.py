@@ -20,7 +20,7 @@ EventKind = Literal["user", "model", "tool_result", "tool_error", "state", "fina
 #: the kinds a user may name in a check, and what each holds
 KINDS: dict[str, str] = {
     "user": "a user message (text)",
-    "model": "a model turn (text, tool_calls, usage, cost)",
+    "model": "a model turn (text, tool_calls, usage, cost, finish_reason)",
     "tool_result": "a tool call that returned (tool, call_id, arguments, result, duration)",
     "tool_error": "a tool call that failed (tool, call_id, arguments, error, duration)",
     "state": "a change of the case's state (changes: {'scope.key': value})",
@@ -42,6 +42,8 @@ class TraceEvent(BaseModel):
     usage: Usage | None = None
     cost: float = 0.0
     model: str | None = None
+    #: why the model stopped (the provider's word: "stop", "tool_calls", "length"...)
+    finish_reason: str | None = None
     #: a tool call's outcome
     tool: str | None = None
     call_id: str | None = None
