@@ -111,6 +111,7 @@ def loop_settings(loaded: LoadedConfig, improve: ImproveConfig,
         stop_on_first_failure=c.run.stop_on_first_failure,
         held_out=held_out(loaded, improve, cases), max_iterations=improve.max_iterations,
         allowed_variables=frozenset(improve.allowed_variables),
+        min_agreement=improve.judge.min_agreement if improve.judge else None,
     )
 
 

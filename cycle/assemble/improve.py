@@ -25,6 +25,16 @@ from cycle.records import Priority
 from cycle.yamlload import LoadedYaml, validate
 
 
+class JudgeGateConfig(BaseModel):
+    """``improve.judge``: what the judge must have shown before a cycle trusts it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_agreement: float = Field(
+        ge=-1, le=1, description="head moves only while every LLM criterion's kappa with "
+        "people's labels has its 95% lower bound at or over this (cycle judge agreement).")
+
+
 class ImproveConfig(BaseModel):
     """Options of the improvement cycle."""
 
@@ -75,6 +85,10 @@ class ImproveConfig(BaseModel):
         "inputs' own (ones production gives the prompt); an edit reading any other, such as "
         "{{ expected }}, is refused before review.",
     )
+    judge: JudgeGateConfig | None = Field(
+        None, description="What the judge's measured agreement with people must be before "
+        "head moves: {min_agreement: 0.6} (default: no gate; reports say when the judge is "
+        "uncalibrated).")
     max_iterations: int | None = Field(
         None, ge=1, description="Iterations per case an inconclusive comparison (a round's or the "
         "confirmation's) may grow the cases that decide it to (default: twice run.iterations).",

@@ -199,6 +199,7 @@ def export_labels(run_id: str, out: Path | None) -> None:
 def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
     """How far the judge of RUN_ID agrees with people's labels, per criterion."""
     from cycle.judge.agreement import measure
+    from cycle.judge.calibration import corrected_mean, ratings_of
     from cycle.store.human_labels import Labelled
 
     with open_store() as store:
@@ -216,15 +217,25 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
                 v = verdicts.get((x.case, x.iteration, x.criterion))
                 labelled.append(Labelled(label=x, judge_score=v and v["score"],
                                          judge_passed=v and v["passed"]))
+        judged: dict[str, list[float]] = {}
+        for o in store.human_labels.outputs(run_id):
+            for c, v in o["verdicts"].items():
+                if v["score"] is not None:
+                    judged.setdefault(c, []).append(v["score"])
     assert run is not None
-    figures = {c: measure(r) for c, r in ratings_of(labelled).items()}
+    by_criterion = ratings_of(labelled)
+    figures = {c: measure(r) for c, r in by_criterion.items()}
+    fixed = {c: corrected_mean(judged.get(c, []), r) for c, r in by_criterion.items()}
     judge = f"{run.judge_model} cycle-judge@{run.judge_version}"
     data = {"run": run_id, "judge": judge, "labels": len(labelled), "criteria": {
         c: {"n": a.n, "outputs": a.outputs, "agreement": a.agreement, "kappa": a.kappa,
             "kappa_ci": a.kappa_ci, "base_rate": a.base_rate, "alpha": a.alpha,
             "alpha_ci": a.alpha_ci, "bias": a.bias, "bias_ci": a.bias_ci,
             "correlation": a.correlation, "correlation_ci": a.correlation_ci,
-            "labelers": a.labelers}
+            "labelers": a.labelers,
+            "judged_mean": fixed[c].judged if fixed[c] else None,
+            "corrected_mean": fixed[c].corrected if fixed[c] else None,
+            "corrected_ci": fixed[c].ci if fixed[c] else None}
         for c, a in figures.items()}}
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -247,25 +258,17 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
         click.echo(f"{c:<16} {a.n:>4} {fmt(a.agreement, None):>6} {fmt(a.kappa, a.kappa_ci):<22} "
                    f"{fmt(a.base_rate, None):>5} {fmt(a.alpha, a.alpha_ci):<22} "
                    f"{fmt(a.bias, a.bias_ci, 1):<24}")
-
-
-def ratings_of(labelled: list[Any]) -> dict[str, list[Any]]:
-    """Labels beside the judge's verdicts (``Labelled``) as ratings, by criterion."""
-    from cycle.judge.agreement import Rating
-
-    out: dict[str, list[Rating]] = {}
-    for x in labelled:
-        out.setdefault(x.label.criterion, []).append(Rating(
-            output=(x.label.run, x.label.case, x.label.iteration), labeler=x.label.labeler,
-            person_score=x.label.score, person_passed=x.label.passed,
-            judge_score=x.judge_score, judge_passed=x.judge_passed))
-    return dict(sorted(out.items()))
+    for c, k in fixed.items():
+        if k is not None:
+            click.echo(f"{c}: judged {k.judged:.1f}, corrected with {k.n_labelled} labels "
+                       f"{fmt(k.corrected, k.ci, 1)} (the interval holds the judge's error)")
 
 
 def judge_line(store: Any, result: Any) -> str | None:
     """What a run's console says of its judge: its agreement with people, measured on the
     labels of every run it judged, or that it has none (None: no LLM criterion ran)."""
     from cycle.judge.agreement import measure
+    from cycle.judge.calibration import ratings_of
 
     judged = result.suite.usage.get("judge")
     if judged is None or not judged.calls:

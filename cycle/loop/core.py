@@ -183,6 +183,9 @@ class LoopSettings(Struct, frozen=True):
     #: variables an edit may make the prompt read besides the case inputs' (production
     #: gives them); ``expected`` only if named here (cycle.improve.guard.leaks)
     allowed_variables: frozenset[str] = frozenset()
+    #: head moves only while the judge's kappa with people (its 95% lower bound, each LLM
+    #: criterion) is at least this (cycle.judge.calibration.gate); None: no gate
+    min_agreement: float | None = None
 
 
 class Loop:
@@ -613,6 +616,11 @@ class Loop:
         moved). A person's choice is never silently overridden."""
         assert self._head is not None
         target = to.version.version
+        unproven = self._judge_unproven()
+        if unproven is not None:
+            return (f"head stays at {self._head.version.version}: the judge's agreement with "
+                    f"people is not established (improve.judge.min_agreement "
+                    f"{self.settings.min_agreement:g}): {unproven}")
         now = self.ledger.move_head(expected=self._head.version.version, target=target,
                                     reason=reason)
         if now is not None:
@@ -621,6 +629,16 @@ class Loop:
                     f"cycle rollback {self.prompt_id} --to {target}")
         self._head = to
         return None
+
+    def _judge_unproven(self) -> str | None:
+        """Why the judge's labels do not yet let it move head (None: they do, or no gate)."""
+        floor = self.settings.min_agreement
+        llm = [c.id for c in self.judge.criteria if c.kind == "llm"]
+        if floor is None or not llm:
+            return None
+        from cycle.judge.calibration import gate
+
+        return gate(self.ledger.judge_labels(self.judge.name, self.judge.version), llm, floor)
 
     # -- confirming ---------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from cycle.records import Prompt, RejectedSuggestion, StoredSuggestion, Version
 from cycle.records.cycles import CycleRow, RoundRow
 from cycle.store import CallRecorder, Store
 from cycle.store.cycles import CycleRecorder
+from cycle.store.human_labels import Labelled
 
 
 class Ledger:
@@ -189,6 +190,10 @@ class Ledger:
             return now
         self.store.set_label(self.prompt_id, "head", target, who="cycle", reason=reason)
         return None
+
+    def judge_labels(self, model: str | None, version: str | None) -> list[Labelled]:
+        """People's labels of the outputs this judge (model and prompt version) judged."""
+        return self.store.human_labels.of_judge(model, version)
 
     def mark_stopped(self) -> None:
         """A round cut short (cost cap) is kept as 'stopped', with what it had stored."""
