@@ -15,7 +15,6 @@ default pass mark.
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ from cycle.cli.prompt import open_store
 from cycle.errors import ConfigError
 
 #: a label with a score only passes at this (the LLM criteria's default pass mark)
-PASS_AT = 70.0
 _KEYS = {"run", "case", "iteration", "criterion", "score", "pass", "labeler", "note", "output"}
 
 
@@ -46,20 +44,12 @@ def judge_group() -> None:
 def sample(run_id: str, count: int, criteria: tuple[str, ...], out: Path | None,
            labeler: str) -> None:
     """Pick outputs of RUN_ID to label, stratified over cases and over the judge's scores."""
+    from cycle.judge.calibration import to_label
+
     with open_store() as store:
         run_id = store.runs.resolve(run_id)
-        outputs = store.human_labels.outputs(run_id)
-    judged = {c for o in outputs for c, v in o["verdicts"].items()
-              if v["kind"] == "llm" or c in criteria}
-    wanted = list(criteria) or sorted(judged)
-    unknown = [c for c in wanted if c not in judged]
-    if unknown:
-        raise ConfigError(f"run {run_id} has no verdicts of criterion {unknown[0]!r}",
-                          field="--criterion", hint=f"Its criteria: {', '.join(sorted(judged))}.")
-    if not wanted:
-        raise ConfigError(f"run {run_id} has no LLM criterion to label",
-                          field="--criterion", hint="Name a check's criterion with --criterion.")
-    chosen = _stratified(outputs, wanted, count)
+        chosen, rubrics = to_label(store, run_id, count, criteria)
+    wanted = [c for c, _ in rubrics]
     path = out or Path(f"labels-{run_id}.jsonl")
     lines = [json.dumps({"run": run_id, "case": o["case"], "iteration": o["iteration"],
                          "criterion": c, "output": o["output"], "score": None, "pass": None,
@@ -70,36 +60,36 @@ def sample(run_id: str, count: int, criteria: tuple[str, ...], out: Path | None,
                f"{path}: fill in score (0-100) or pass, then: cycle judge labels import {path}")
 
 
-def _stratified(outputs: list[dict[str, Any]], criteria: list[str], count: int
-                ) -> list[dict[str, Any]]:
-    """``count`` outputs spread over the cases and, within them, over the judge's score
-    range (quartiles of its mean score over ``criteria``); fixed seed, same pick each time."""
-    rng = random.Random(0)
+@judge_group.command("label")
+@click.argument("run_id")
+@click.option("--n", "count", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Outputs to label (the same pick as cycle judge sample).")
+@click.option("--criterion", "criteria", multiple=True,
+              help="Criteria to label (default: every LLM criterion of the run).")
+@click.option("--labeler", default=None,
+              help="Who labels (default: the USER environment variable).")
+def label(run_id: str, count: int, criteria: tuple[str, ...], labeler: str | None) -> None:
+    """Label outputs of RUN_ID in the TUI: the input, the output or conversation, each
+    criterion with its rubric; the judge's score shows once you have scored. Each label is
+    stored as it is given."""
+    import os
+    import sys
 
-    def band(o: dict[str, Any]) -> int:
-        scores = [o["verdicts"][c]["score"] for c in criteria
-                  if c in o["verdicts"] and o["verdicts"][c]["score"] is not None]
-        return min(3, int((sum(scores) / len(scores)) // 25)) if scores else 0
+    from cycle.judge.calibration import to_label
 
-    strata: dict[tuple[int, str], list[dict[str, Any]]] = {}
-    for o in outputs:
-        strata.setdefault((band(o), o["case"]), []).append(o)
-    for group in strata.values():
-        rng.shuffle(group)
-    # the strata in turn, bands interleaved and the cases of a band in a shuffled order,
-    # one output a stratum a pass: every (band, case) gives one before any gives two
-    rank: dict[tuple[int, str], int] = {}
-    for b in {k[0] for k in strata}:
-        cases = sorted(k for k in strata if k[0] == b)
-        rng.shuffle(cases)
-        rank.update({k: i for i, k in enumerate(cases)})
-    keys = sorted(strata, key=lambda k: (rank[k], k[0]))
-    chosen: list[dict[str, Any]] = []
-    while len(chosen) < count and any(strata.values()):
-        for key in keys:
-            if strata[key] and len(chosen) < count:
-                chosen.append(strata[key].pop())
-    return chosen
+    if not (sys.stdin.isatty() and sys.__stdout__.isatty()):
+        raise click.UsageError("no terminal for the TUI: label from a file instead (cycle "
+                               "judge sample RUN_ID, then cycle judge labels import FILE)")
+    from cycle.tui.app import LabelApp
+
+    who = labeler if labeler is not None else os.environ.get("USER", "")
+    with open_store() as store:
+        run_id = store.runs.resolve(run_id)
+        outputs, rubrics = to_label(store, run_id, count, criteria)
+        LabelApp(store, run_id, outputs, rubrics, labeler=who).run()
+        given = sum(1 for x in store.human_labels.of_run(run_id) if x.label.labeler == who)
+    click.echo(f"{given} labels by {who or 'you'} on run {run_id}; the judge's agreement: "
+               f"cycle judge agreement {run_id}")
 
 
 @judge_group.group("labels")
@@ -110,6 +100,7 @@ def labels_group() -> None:
 def read_labels(path: Path) -> tuple[list[Any], int]:
     """The labels of a JSONL file, and the lines not labelled yet; a bad line is a
     ConfigError naming the file, the line and the field."""
+    from cycle.judge.calibration import PASS_AT
     from cycle.store.human_labels import Label
     from cycle.yamlload import read_text
 
@@ -262,30 +253,6 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
         if k is not None:
             click.echo(f"{c}: judged {k.judged:.1f}, corrected with {k.n_labelled} labels "
                        f"{fmt(k.corrected, k.ci, 1)} (the interval holds the judge's error)")
-
-
-def judge_line(store: Any, result: Any) -> str | None:
-    """What a run's console says of its judge: its agreement with people, measured on the
-    labels of every run it judged, or that it has none (None: no LLM criterion ran)."""
-    from cycle.judge.agreement import measure
-    from cycle.judge.calibration import ratings_of
-
-    judged = result.suite.usage.get("judge")
-    if judged is None or not judged.calls:
-        return None
-    judge = f"{result.judge_model} cycle-judge@{result.judge_version}"
-    labelled = store.human_labels.of_judge(result.judge_model, result.judge_version)
-    if not labelled:
-        return (f"Judge {judge}: uncalibrated, no human labels yet (to measure it: "
-                f"cycle judge sample {result.run_id})")
-    parts = []
-    for criterion, ratings in ratings_of(labelled).items():
-        a = measure(ratings)
-        kappa = "kappa —" if a.kappa is None else f"kappa {a.kappa:.2f}" + (
-            f" [{a.kappa_ci[0]:.2f}, {a.kappa_ci[1]:.2f}]" if a.kappa_ci else "")
-        bias = "" if a.bias is None else f", bias {a.bias:+.1f}"
-        parts.append(f"{criterion} {kappa}{bias} (n {a.n})")
-    return f"Judge {judge}, against {len(labelled)} human labels: " + "; ".join(parts)
 
 
 @judge_group.command("consistency")

@@ -370,7 +370,7 @@ def with_judge_note(result: RunResult, store: Store) -> RunResult:
     console and reports."""
     from msgspec.structs import replace
 
-    from cycle.cli.judge import judge_line
+    from cycle.judge.calibration import judge_line
 
     return replace(result, judge_note=judge_line(store, result))
 

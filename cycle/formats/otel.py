@@ -105,7 +105,9 @@ def _iteration(tracer: Any, trace: Any, run: RunResult, r: IterationResult,
         if event.kind == "model":
             model = event.model or run.agent_model or ""
             attributes: dict[str, Any] = {
+                # gen_ai.system is the older name of gen_ai.provider.name: readers know one or the other
                 "gen_ai.operation.name": "chat", "gen_ai.system": _system(model),
+                "gen_ai.provider.name": _system(model),
                 "gen_ai.request.model": model.partition(":")[2] or model}
             if event.finish_reason:
                 attributes["gen_ai.response.finish_reasons"] = [event.finish_reason]

@@ -137,7 +137,7 @@ def alpha(ratings: Sequence[Rating]) -> float | None:
     return 1 - observed / expected
 
 
-def _interval(ratings: Sequence[Rating], stat: Callable[[Sequence[Rating]], float | None],
+def interval(ratings: Sequence[Rating], stat: Callable[[Sequence[Rating]], float | None],
               rng: random.Random) -> tuple[float, float] | None:
     """The bootstrap 95% interval of ``stat``, resampling outputs (their labels together)."""
     by_output: dict[tuple[str, str, int], list[Rating]] = {}
@@ -169,9 +169,9 @@ def measure(ratings: Sequence[Rating]) -> Agreement:
         base_rate=sum(people) / len(people) if people else None, alpha=alpha(ratings),
         bias=bias(ratings), correlation=correlation(ratings),
         labelers=sorted({r.labeler for r in ratings}))
-    out.kappa_ci = _interval(ratings, kappa, rng) if out.kappa is not None else None
-    out.alpha_ci = _interval(ratings, alpha, rng) if out.alpha is not None else None
-    out.bias_ci = _interval(ratings, bias, rng) if out.bias is not None else None
-    out.correlation_ci = (_interval(ratings, correlation, rng)
+    out.kappa_ci = interval(ratings, kappa, rng) if out.kappa is not None else None
+    out.alpha_ci = interval(ratings, alpha, rng) if out.alpha is not None else None
+    out.bias_ci = interval(ratings, bias, rng) if out.bias is not None else None
+    out.correlation_ci = (interval(ratings, correlation, rng)
                           if out.correlation is not None else None)
     return out

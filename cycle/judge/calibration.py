@@ -19,15 +19,22 @@ itself is under the floor.
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
 from cycle.judge.agreement import Rating, measure
 
+if TYPE_CHECKING:
+    from cycle.records import RunResult
+    from cycle.store import Store
+
 Z95 = 1.959963984540054
+#: a label with a score but no pass/fail passes at this (the LLM criteria's default mark)
+PASS_AT = 70.0
 
 
 def ratings_of(labelled: Sequence[Any]) -> dict[str, list[Rating]]:
@@ -73,6 +80,66 @@ def corrected_mean(judged: Sequence[float], ratings: Sequence[Rating]) -> Correc
                      n_judged=len(judged), n_labelled=len(errors))
 
 
+def stratified(outputs: list[dict[str, Any]], criteria: list[str], count: int
+                ) -> list[dict[str, Any]]:
+    """``count`` outputs spread over the cases and, within them, over the judge's score
+    range (quartiles of its mean score over ``criteria``); fixed seed, same pick each time."""
+    rng = random.Random(0)
+
+    def band(o: dict[str, Any]) -> int:
+        scores = [o["verdicts"][c]["score"] for c in criteria
+                  if c in o["verdicts"] and o["verdicts"][c]["score"] is not None]
+        return min(3, int((sum(scores) / len(scores)) // 25)) if scores else 0
+
+    strata: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for o in outputs:
+        strata.setdefault((band(o), o["case"]), []).append(o)
+    for group in strata.values():
+        rng.shuffle(group)
+    # the strata in turn, bands interleaved and the cases of a band in a shuffled order,
+    # one output a stratum a pass: every (band, case) gives one before any gives two
+    rank: dict[tuple[int, str], int] = {}
+    for b in {k[0] for k in strata}:
+        cases = sorted(k for k in strata if k[0] == b)
+        rng.shuffle(cases)
+        rank.update({k: i for i, k in enumerate(cases)})
+    keys = sorted(strata, key=lambda k: (rank[k], k[0]))
+    chosen: list[dict[str, Any]] = []
+    while len(chosen) < count and any(strata.values()):
+        for key in keys:
+            if strata[key] and len(chosen) < count:
+                chosen.append(strata[key].pop())
+    return chosen
+
+
+def to_label(store: Store, run_id: str, count: int, criteria: Sequence[str] = ()
+             ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """``count`` outputs of a stored run to label (``stratified``), and the criteria to
+    label with their rubrics: ``criteria``, or every LLM criterion the run has verdicts of.
+    ConfigError for a criterion it has none of, or a run with no LLM criterion."""
+    from cycle.errors import ConfigError
+
+    outputs = store.human_labels.outputs(run_id)
+    judged = {c for o in outputs for c, v in o["verdicts"].items()
+              if v["kind"] == "llm" or c in criteria}
+    wanted = list(criteria) or sorted(judged)
+    unknown = [c for c in wanted if c not in judged]
+    if unknown:
+        raise ConfigError(f"run {run_id} has no verdicts of criterion {unknown[0]!r}",
+                          field="--criterion", hint=f"Its criteria: {', '.join(sorted(judged))}.")
+    if not wanted:
+        raise ConfigError(f"run {run_id} has no LLM criterion to label",
+                          field="--criterion", hint="Name a check's criterion with --criterion.")
+    run = store.runs.get(run_id)
+    configured = {c.get("id"): c for c in ((run.config or {}).get("criteria") or ())
+                  if isinstance(c, dict)} if run is not None else {}
+    from cycle.judge.criteria import BUILTIN_CRITERIA
+
+    rubrics = [(c, str(configured.get(c, {}).get("rubric") or BUILTIN_CRITERIA.get(c)
+                       or configured.get(c, {}).get("description") or "")) for c in wanted]
+    return stratified(outputs, wanted, count), rubrics
+
+
 def labels_to_settle(kappa: float, low: float, n: int, floor: float) -> int | None:
     """About how many more labels would lift kappa's lower bound to ``floor`` if kappa
     stayed where it is (the interval's half-width shrinks as 1/sqrt(n)); None when kappa
@@ -108,3 +175,33 @@ def gate(labelled: Sequence[Any], criteria: Sequence[str], floor: float) -> str 
             problems.append(f"{c}: kappa {a.kappa:.2f}, lower bound {a.kappa_ci[0]:.2f} < "
                             f"{floor:.2f} on {a.n} labels ({settle})")
     return "; ".join(problems) or None
+
+
+def judge_line(store: Store, result: RunResult) -> str | None:
+    """What a run's console and reports say of its judge: its agreement with people,
+    measured on the labels of every run it judged, or that it has none (None: no LLM
+    criterion ran)."""
+    judged = result.suite.usage.get("judge")
+    if judged is None or not judged.calls:
+        return None
+    return agreement_line(store, run_id=result.run_id, model=result.judge_model,
+                          version=result.judge_version)
+
+
+def agreement_line(store: Store, *, run_id: str, model: str | None,
+                   version: str | None) -> str:
+    """The judge ``model`` with its prompt ``version``: its kappa and bias per criterion
+    over every label of the runs it judged, or that it is uncalibrated."""
+    judge = f"{model} cycle-judge@{version}"
+    labelled = store.human_labels.of_judge(model, version)
+    if not labelled:
+        return (f"Judge {judge}: uncalibrated, no human labels yet (to measure it: "
+                f"cycle judge sample {run_id})")
+    parts = []
+    for criterion, ratings in ratings_of(labelled).items():
+        a = measure(ratings)
+        kappa = "kappa —" if a.kappa is None else f"kappa {a.kappa:.2f}" + (
+            f" [{a.kappa_ci[0]:.2f}, {a.kappa_ci[1]:.2f}]" if a.kappa_ci else "")
+        bias = "" if a.bias is None else f", bias {a.bias:+.1f}"
+        parts.append(f"{criterion} {kappa}{bias} (n {a.n})")
+    return f"Judge {judge}, against {len(labelled)} human labels: " + "; ".join(parts)

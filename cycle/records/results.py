@@ -267,7 +267,7 @@ class RunResult(Struct, frozen=True, eq=False):
     stop_reason: str | None = None
     #: case id -> mean score, for the cases that were judged (the loop pairs these)
     case_means: dict[str, float] = field(default_factory=dict)
-    #: the judge's agreement with people, or that it has none (cycle.cli.judge.judge_line);
+    #: the judge's agreement with people, or that it has none (cycle.judge.calibration.judge_line);
     #: None when no LLM criterion ran or nobody asked
     judge_note: str | None = None
 

@@ -83,6 +83,14 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
             run_of_round[run.round] = run.id
             for case_id, mean in store.runs.case_means(run.id).items():
                 per_case.setdefault(case_id, {})[run.round] = mean
+    first = run_of_round.get(0)
+    judge_note = None
+    if first is not None and (row := store.runs.get(first)) is not None and \
+            store.runs.usage_by_role(first).get("judge") is not None:
+        from cycle.judge.calibration import agreement_line
+
+        judge_note = agreement_line(store, run_id=first, model=row.judge_model,
+                                    version=row.judge_version)
     final_round = max((r.round for r in rounds if r.accepted and r.candidate_version == final_version),
                       default=0)
     return {
@@ -95,6 +103,8 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "finished_at": cycle.finished_at,
         "offline": offline,
         "note": OFFLINE_NOTE if offline else None,
+        # the judge's agreement with people, or that it is uncalibrated (None: no LLM judge)
+        "judge_agreement": judge_note,
         "rounds_run": sum(1 for r in rounds if r.improves),
         "held_out": len(cycle.config.get("held_out") or ()),
         "initial": initial,
@@ -256,6 +266,8 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         f"| status | {data['status']} |",
         f"| rounds | {data['rounds_run']} (after the baseline evaluation) |",
         f"| stopped because | {_cell(data['stop_reason'] or '—')} |",
+        *([f"| judge's agreement | {_cell(data['judge_agreement'])} |"]
+          if data.get("judge_agreement") else []),
         f"| initial | {i['version']}: {f.score(i['score'])} {f.bounds(i['ci_low'], i['ci_high'])} |",
         f"| final | {fin['version']}: {f.score(fin['score'])} {f.bounds(fin['ci_low'], fin['ci_high'])} |",
         f"| improvement | {f.signed(data['improvement'])} |",

@@ -101,6 +101,6 @@ class HumanLabels:
         out: dict[tuple[str, int], dict[str, Any]] = {}
         for case, iteration, output, criterion, score, passed, kind in rows:
             entry = out.setdefault((case, iteration), {"case": case, "iteration": iteration,
-                                                       "output": output, "verdicts": {}})
+                                                       "output": output or "", "verdicts": {}})
             entry["verdicts"][criterion] = {"score": score, "passed": bool(passed), "kind": kind}
         return list(out.values())

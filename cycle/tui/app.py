@@ -390,3 +390,33 @@ class SimulateApp(App[None]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
+
+
+class LabelApp(App[None]):
+    """``cycle judge label``: the Label screen on its own."""
+
+    CSS_PATH = Path(__file__).parent / "app.tcss"
+    TITLE = "cycle judge label"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, store: Store, run_id: str, outputs: list[dict[str, Any]],
+                 criteria: list[tuple[str, str]], *, labeler: str) -> None:
+        super().__init__()
+        self.store = store
+        self.run_id = run_id
+        self.outputs = outputs
+        self.criteria = criteria
+        self.labeler = labeler
+
+    def get_default_screen(self) -> Screen[Any]:
+        from cycle.tui.screens.label import LabelScreen
+
+        return LabelScreen(self.store, self.run_id, self.outputs, self.criteria,
+                           labeler=self.labeler)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))

@@ -56,7 +56,7 @@ def test_a_run_as_otlp_json(stored_run, tmp_path):
     assert attributes(tool)["gen_ai.tool.name"] == "refund"
     assert attributes(tool)["gen_ai.operation.name"] == "execute_tool"
     chat = next(s for s in spans if s["name"] == "chat default")
-    assert attributes(chat)["gen_ai.system"] == "offline"
+    assert attributes(chat)["gen_ai.system"] == attributes(chat)["gen_ai.provider.name"] == "offline"
     assert "gen_ai.response.finish_reasons" in attributes(chat)  # as the model said it
     evaluations = [e for s in roots for e in s.get("events", [])
                    if e["name"] == "gen_ai.evaluation.result"]

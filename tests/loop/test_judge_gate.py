@@ -9,6 +9,7 @@ import asyncio
 
 from cycle.assemble import build_loop
 from cycle.loop.review import AutoReviewer
+from cycle.report.cycle_report import cycle_report_dict, render_cycle_html, render_cycle_markdown
 from cycle.store.human_labels import Label
 
 from .conftest import suggestion
@@ -44,6 +45,8 @@ def test_head_stays_until_people_agree_with_the_judge(world, store) -> None:
     assert store.resolve("support@head").version == "1.0.0"  # ...and still not promoted
     assert "the judge's agreement with people is not established" in first.stop_reason
     assert "quality: no human labels" in first.stop_reason
+    before = cycle_report_dict(store, first.cycle_id)["judge_agreement"]
+    assert before.startswith("Judge scripted:judge cycle-judge@") and "uncalibrated" in before
 
     # 50 labels from a person who passes the even cases whatever the judge says
     assert label_round_zero(store, first, lambda case, _: 90 if int(case[1:]) % 2 == 0 else 40) == 50
@@ -51,6 +54,12 @@ def test_head_stays_until_people_agree_with_the_judge(world, store) -> None:
     assert store.resolve("support@head").version == "1.0.0"
     assert "quality: kappa" in second.stop_reason and "on 50 labels" in second.stop_reason
     assert "more labels will not lift it" in second.stop_reason
+
+    # the cycle reports say it too: the kappa, after the labels
+    after = cycle_report_dict(store, second.cycle_id)
+    assert "against 50 human labels: quality kappa 0.03" in after["judge_agreement"]
+    assert "| judge's agreement | Judge scripted:judge" in render_cycle_markdown(after)
+    assert "quality kappa 0.03" in render_cycle_html(after)
 
 
 def test_head_moves_when_the_labels_agree(world, store) -> None:

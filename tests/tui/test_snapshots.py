@@ -107,3 +107,17 @@ def test_case_screen(snap_compare, tmp_path: Path, size) -> None:  # type: ignor
         assert snap_compare(app, run_before=open_case, terminal_size=size)
     finally:
         store.close()
+
+
+@SIZES
+def test_label_screen(snap_compare, tmp_path: Path, size) -> None:  # type: ignore[no-untyped-def]
+    """An offline run's first output to label, its first criterion scored (the judge's
+    score shown for it, hidden for the others)."""
+    from cycle.judge.calibration import to_label
+    from cycle.tui.app import LabelApp
+    from tests.tui.test_label import RUN, stored_run
+
+    with Store.open(stored_run(tmp_path)) as store:
+        outputs, criteria = to_label(store, RUN, 4)
+        app = LabelApp(store, RUN, outputs, criteria, labeler="ann")
+        assert snap_compare(app, press=["p"], terminal_size=size)

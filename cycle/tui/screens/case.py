@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from cycle.store import Store
 
 
-def _input_text(value: object) -> str:
+def input_text(value: object) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
@@ -38,7 +38,7 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
     """The case's input once, then each iteration's output and verdicts."""
     if not results:
         return Text(f"No stored result for {case_id} yet.", style="dim italic")
-    parts: list[RenderableType] = [Text("Input", style="bold underline"), Text(_input_text(results[0].input))]
+    parts: list[RenderableType] = [Text("Input", style="bold underline"), Text(input_text(results[0].input))]
     for r in results:
         score = "-" if r.score is None else f"{r.score:.1f}"
         verdict = {True: ("passed", "green"), False: ("failed", "red")}.get(
@@ -50,14 +50,7 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
         parts.append(head)
         if r.error:
             parts.append(Text(f"error: {r.error}", style="red"))
-        if has_behaviour(r.trace):
-            ending = f" · {r.status}" if r.status == "terminated" else ""
-            turns = sum(1 for e in r.trace if e.kind == "user")
-            parts.append(Text(f"Conversation · {plural(turns, 'turn')}{ending}", style="bold"))
-            parts.append(_chat(r))
-        else:
-            parts.append(Text("Output", style="bold"))
-            parts.append(Text(r.output or "(empty)", style="" if r.output else "dim"))
+        parts += render_answer(r)
         if r.verdicts:
             table = Table(box=None, padding=(0, 1), show_edge=False, expand=True)
             table.add_column("criterion", style="cyan", no_wrap=True)
@@ -69,6 +62,15 @@ def render_case(case_id: str, results: list[IterationResult]) -> RenderableType:
                               plain(v.reasoning))
             parts.append(table)
     return Group(*parts)
+
+
+def render_answer(r: IterationResult) -> list[RenderableType]:
+    """What the agent gave: its output or, when it did more than answer, the conversation."""
+    if has_behaviour(r.trace):
+        ending = f" · {r.status}" if r.status == "terminated" else ""
+        turns = sum(1 for e in r.trace if e.kind == "user")
+        return [Text(f"Conversation · {plural(turns, 'turn')}{ending}", style="bold"), _chat(r)]
+    return [Text("Output", style="bold"), Text(r.output or "(empty)", style="" if r.output else "dim")]
 
 
 #: how each transcript line starts -> its style

@@ -47,9 +47,11 @@ Every stored run, newest first: what it evaluated (a prompt version, or for an
 eval file run against an endpoint, the endpoint), what made it (a run, a
 cycle's round, an eval file), its score, pass rate and cost. The highlighted
 run's cases are listed on the right; Enter on a case opens its iterations.
-Escape goes back.
+l labels the highlighted run's outputs (50 of them, spread over its cases and
+the judge's scores), to measure its judge. Escape goes back.
 """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("l", "label", "Label"),
+                                             Binding("escape", "back", "Back")]
 
     def __init__(self, store: Store, info: HeaderInfo) -> None:
         super().__init__()
@@ -129,6 +131,26 @@ Escape goes back.
             table.add_row(plain(c.case_id), Text(c.status, style=colours.get(c.status, "")), mean, rate,
                           str(c.errors), key=c.case_id)
         table.border_title = f"Cases of {result.run_id}"
+
+    def action_label(self) -> None:
+        """Label the highlighted run's outputs (cycle judge label RUN_ID)."""
+        import os
+
+        from cycle.errors import ConfigError
+        from cycle.judge.calibration import to_label
+        from cycle.tui.screens.label import LabelScreen
+
+        table = self.query_one("#runs", DataTable)
+        if not self.rows or table.cursor_row < 0:
+            return
+        run_id = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        try:
+            outputs, criteria = to_label(self.store, run_id, 50)
+        except ConfigError as e:
+            self.notify(e.message, severity="warning")
+            return
+        self.app.push_screen(LabelScreen(self.store, run_id, outputs, criteria,
+                                         labeler=os.environ.get("USER", "")))
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
