@@ -32,12 +32,19 @@ def judge_group() -> None:
     """People's labels of stored outputs, and the judge's agreement with them."""
 
 
+def _pick(command: Any) -> Any:
+    """The options that choose what to label: how many outputs, which criteria."""
+    command = click.option("--criterion", "criteria", multiple=True,
+                           help="Criteria to label (default: every LLM criterion of the "
+                           "run).")(command)
+    return click.option("--n", "count", type=click.IntRange(min=1), default=50,
+                        show_default=True, help="Outputs to pick (stratified over the cases "
+                        "and the judge's scores).")(command)
+
+
 @judge_group.command("sample")
 @click.argument("run_id")
-@click.option("--n", "count", type=click.IntRange(min=1), default=50, show_default=True,
-              help="Outputs to pick.")
-@click.option("--criterion", "criteria", multiple=True,
-              help="Criteria to label (default: every LLM criterion of the run).")
+@_pick
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The JSONL file to write (default: labels-RUN_ID.jsonl).")
 @click.option("--labeler", default="", help="Who labels (written into each line).")
@@ -62,10 +69,7 @@ def sample(run_id: str, count: int, criteria: tuple[str, ...], out: Path | None,
 
 @judge_group.command("label")
 @click.argument("run_id")
-@click.option("--n", "count", type=click.IntRange(min=1), default=50, show_default=True,
-              help="Outputs to label (the same pick as cycle judge sample).")
-@click.option("--criterion", "criteria", multiple=True,
-              help="Criteria to label (default: every LLM criterion of the run).")
+@_pick
 @click.option("--labeler", default=None,
               help="Who labels (default: the USER environment variable).")
 def label(run_id: str, count: int, criteria: tuple[str, ...], labeler: str | None) -> None:

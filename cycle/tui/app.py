@@ -361,28 +361,26 @@ def run_cycle_app(
     return outcome
 
 
-class SimulateApp(App[None]):
-    """``cycle simulate``: the Simulate screen on its own."""
+class ScreenApp(App[None]):
+    """One screen on its own (``cycle simulate``, ``cycle judge label``): the app's look,
+    its help, and quit through the screen's own ``leave`` (which may ask first)."""
 
     CSS_PATH = Path(__file__).parent / "app.tcss"
-    TITLE = "cycle simulate"
     ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
-    def __init__(self, simulation: Simulation) -> None:
+    def __init__(self, make: Callable[[], Screen[Any]]) -> None:
         super().__init__()
-        self.simulation = simulation
+        self._make = make
 
     def get_default_screen(self) -> Screen[Any]:
-        from cycle.tui.screens.simulate import SimulateScreen
-
-        return SimulateScreen(self.simulation)
+        return self._make()
 
     async def action_quit(self) -> None:
         leave = getattr(self.screen, "action_leave", None)
-        if leave is not None:  # it asks before it drops an unfinished session
+        if leave is not None:  # it asks before it drops unfinished work
             leave()
         else:
             self.exit()
@@ -392,31 +390,26 @@ class SimulateApp(App[None]):
             self.push_screen(HelpScreen(self.screen))
 
 
-class LabelApp(App[None]):
-    """``cycle judge label``: the Label screen on its own."""
+class SimulateApp(ScreenApp):
+    """``cycle simulate``: the Simulate screen on its own."""
 
-    CSS_PATH = Path(__file__).parent / "app.tcss"
+    TITLE = "cycle simulate"
+
+    def __init__(self, simulation: Simulation) -> None:
+        from cycle.tui.screens.simulate import SimulateScreen
+
+        super().__init__(lambda: SimulateScreen(simulation))
+        self.simulation = simulation
+
+
+class LabelApp(ScreenApp):
+    """``cycle judge label``: the Label screen on its own (its arguments are the screen's,
+    cycle.tui.screens.label.LabelScreen)."""
+
     TITLE = "cycle judge label"
-    ENABLE_COMMAND_PALETTE = False
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("question_mark", "help", "Help", key_display="?"),
-    ]
 
     def __init__(self, store: Store, run_id: str, outputs: list[dict[str, Any]],
                  criteria: list[tuple[str, str]], *, labeler: str) -> None:
-        super().__init__()
-        self.store = store
-        self.run_id = run_id
-        self.outputs = outputs
-        self.criteria = criteria
-        self.labeler = labeler
-
-    def get_default_screen(self) -> Screen[Any]:
         from cycle.tui.screens.label import LabelScreen
 
-        return LabelScreen(self.store, self.run_id, self.outputs, self.criteria,
-                           labeler=self.labeler)
-
-    def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen))
+        super().__init__(lambda: LabelScreen(store, run_id, outputs, criteria, labeler=labeler))
