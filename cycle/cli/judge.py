@@ -288,6 +288,8 @@ def consistency(run_id: str, config: Path, repeats: int, max_flips: float,
         run_id = store.runs.resolve(run_id)
         results = [r for r in store.runs.load_results(run_id) if r.status != "error"]
         suite = build_suite(loaded, store=store, budget=run_budget(loaded))
+        # judged with the store's judge prompt, as the runs were: the figures are that judge's
+        version = suite.judge.register(store)
     llm = [c.id for c in suite.judge.criteria if c.kind == "llm"]
     cases = {c.id: c for c in suite.cases}
     outputs = [r for r in results if r.case_id in cases]
@@ -330,6 +332,13 @@ def consistency(run_id: str, config: Path, repeats: int, max_flips: float,
         figures[criterion] = {"outputs": len(judged), "repeats": repeats,
                               "spread": statistics.fmean(spreads), "flip_share": share,
                               "flagged": share > max_flips}
+    from cycle.store.judge_consistency import Consistency
+
+    with open_store() as store:  # kept: every report of this judge flags what flips too often
+        store.judge_consistency.record(
+            [Consistency(run=run_id, criterion=c, outputs=x["outputs"], repeats=repeats,
+                         spread=x["spread"], flip_share=x["flip_share"], max_flips=max_flips)
+             for c, x in figures.items()], model=suite.judge.name, version=version)
     data = {"run": run_id, "judge": suite.judge.name, "max_flips": max_flips,
             "criteria": figures}
     if as_json:
@@ -341,3 +350,95 @@ def consistency(run_id: str, config: Path, repeats: int, max_flips: float,
             click.echo(f"{c:<16} {x['spread']:>20.1f} {x['flip_share']:>18.0%}{flag}")
     if any(x["flagged"] for x in figures.values()):
         raise SystemExit(1)
+
+
+@judge_group.command("pairwise")
+@click.argument("base_run")
+@click.argument("head_run")
+@click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("cycle.yaml"), show_default=True,
+              help="The cycle.yaml whose judge and criteria compare.")
+@click.option("--criterion", "criteria", multiple=True,
+              help="Criteria to compare on (default: every LLM criterion of the config).")
+@click.option("--json", "as_json", is_flag=True, help="Print only the JSON.")
+def pairwise(base_run: str, head_run: str, config: Path, criteria: tuple[str, ...],
+             as_json: bool) -> None:
+    """Compare two runs' outputs directly: each case's iteration in both runs, judged on each
+    LLM criterion twice with the order swapped; a preference that follows the position
+    counts as a tie. Per criterion: the cases that prefer each run, the sign test's p, and
+    the share of order flips."""
+    import asyncio
+
+    from cycle import aio
+    from cycle.assemble.config import STORE_PREFIX, load_config, load_prompt
+    from cycle.assemble.suite import (
+        Models,
+        judge_model_name,
+        load_suite_cases,
+        open_cache,
+        run_budget,
+    )
+    from cycle.judge.criteria import BUILTIN_CRITERIA
+    from cycle.judge.pairwise import compare, summarize
+
+    loaded = load_config(config)
+    llm = {c.id: c.rubric or BUILTIN_CRITERIA.get(c.id) or c.description or ""
+           for c in loaded.config.criteria if c.check is None}
+    unknown = [c for c in criteria if c not in llm]
+    if unknown or not llm:
+        raise ConfigError(f"{config} has no LLM criterion {unknown[0]!r}" if unknown else
+                          f"{config} has no LLM criterion to compare on", file=str(config),
+                          field="--criterion", hint=f"Its LLM criteria: {', '.join(llm) or 'none'}.")
+    chosen = {c: llm[c] for c in (criteria or llm)}
+    prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
+    name = judge_model_name(loaded, prompt)
+    assert name is not None
+    expected = {c.id: c.expected for c in load_suite_cases(loaded)}
+    cache = open_cache(loaded)
+    with open_store() as store:
+        base_id, head_id = store.runs.resolve(base_run), store.runs.resolve(head_run)
+        base, head = ({(r.case_id, r.iteration): r for r in store.runs.load_results(run_id)
+                       if r.status != "error"} for run_id in (base_id, head_id))
+        both = sorted(set(base) & set(head))
+        if not both:
+            raise ConfigError(f"runs {base_id} and {head_id} share no judged case iteration",
+                              field="RUN", hint="Compare two runs of the same cases.")
+        if not as_json:
+            click.echo(f"{len(both)} pairs x {len(chosen)} criteria x 2 orders = "
+                       f"{len(both) * len(chosen) * 2} judge calls ({name})")
+        model = Models(loaded, budget=run_budget(loaded), cache=cache, store=store)(name, "judge")
+
+        async def judge_all() -> list[Any]:
+            gate = asyncio.Semaphore(max(1, loaded.config.run.concurrency))
+
+            async def one(key: tuple[str, int], criterion: str) -> Any:
+                async with gate:
+                    return await compare(model, criterion, chosen[criterion], base[key],
+                                         head[key], expected=expected.get(key[0]),
+                                         sample=f"{base_id}:{head_id}")
+            try:
+                return list(await asyncio.gather(*(one(k, c) for k in both for c in chosen)))
+            finally:
+                await model.aclose()
+
+        try:
+            pairs = aio.run(judge_all())
+        finally:
+            if cache is not None:
+                cache.close()
+    summaries = [summarize(c, [p for p in pairs if p.criterion == c]) for c in chosen]
+    data = {"base": base_id, "head": head_id, "judge": name, "offline": model.offline,
+            "criteria": {s.criterion: {"pairs": s.pairs, "head_cases": s.head_cases,
+                                       "base_cases": s.base_cases, "tied_cases": s.tied_cases,
+                                       "p_value": s.p_value, "order_flips": s.order_flips}
+                         for s in summaries}}
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    if model.offline:
+        click.echo("offline model: these preferences are not a real judge's")
+    click.echo(f"{'criterion':<16} {'head better':>11} {'base better':>11} {'tie':>5} "
+               f"{'sign test p':>11} {'order flips':>11}   (cases; base {base_id}, head {head_id})")
+    for s in summaries:
+        click.echo(f"{s.criterion:<16} {s.head_cases:>11} {s.base_cases:>11} {s.tied_cases:>5} "
+                   f"{s.p_value:>11.3f} {s.order_flips:>11.0%}")

@@ -194,9 +194,10 @@ def agreement_line(store: Store, *, run_id: str, model: str | None,
     over every label of the runs it judged, or that it is uncalibrated."""
     judge = f"{model} cycle-judge@{version}"
     labelled = store.human_labels.of_judge(model, version)
+    flips = _flips(store, model, version)
     if not labelled:
         return (f"Judge {judge}: uncalibrated, no human labels yet (to measure it: "
-                f"cycle judge sample {run_id})")
+                f"cycle judge sample {run_id})" + flips)
     parts = []
     for criterion, ratings in ratings_of(labelled).items():
         a = measure(ratings)
@@ -204,4 +205,19 @@ def agreement_line(store: Store, *, run_id: str, model: str | None,
             f" [{a.kappa_ci[0]:.2f}, {a.kappa_ci[1]:.2f}]" if a.kappa_ci else "")
         bias = "" if a.bias is None else f", bias {a.bias:+.1f}"
         parts.append(f"{criterion} {kappa}{bias} (n {a.n})")
-    return f"Judge {judge}, against {len(labelled)} human labels: " + "; ".join(parts)
+    return f"Judge {judge}, against {len(labelled)} human labels: " + "; ".join(parts) + flips
+
+
+def _flips(store: Store, model: str | None, version: str | None) -> str:
+    """The criteria whose verdicts flipped between fresh repeats more often than allowed,
+    at this judge's latest consistency measure of each ("" when none did)."""
+    latest: dict[str, Any] = {}
+    for c in store.judge_consistency.of_judge(model, version):
+        latest.setdefault(c.criterion, c)
+    flagged = [c for _, c in sorted(latest.items()) if c.flagged]
+    if not flagged:
+        return ""
+    return "; INCONSISTENT: " + ", ".join(
+        f"{c.criterion} flips {c.flip_share:.0%} of its verdicts over {c.repeats} repeats "
+        f"(over the {c.max_flips:.0%} allowed; cycle judge consistency {c.run})"
+        for c in flagged)

@@ -435,3 +435,28 @@ def m012_labels(db: Database) -> None:
         CREATE INDEX human_labels_by_result ON human_labels(result_id)
         """,
     )
+
+
+@migration
+def m013_judge_consistency(db: Database) -> None:
+    """What ``cycle judge consistency`` measured of a run's judge, per criterion: the spread
+    of its scores over fresh repeats and the share of verdicts that flipped, against the
+    share allowed (cycle.store.judge_consistency); reports flag a criterion over it."""
+    _run(
+        db,
+        """
+        CREATE TABLE judge_consistency (
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            criterion_id TEXT NOT NULL,
+            judge_model TEXT,
+            judge_version TEXT,
+            outputs INTEGER NOT NULL,
+            repeats INTEGER NOT NULL,
+            spread REAL NOT NULL,
+            flip_share REAL NOT NULL,
+            max_flips REAL NOT NULL,
+            measured_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, criterion_id)
+        )
+        """,
+    )

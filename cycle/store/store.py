@@ -49,6 +49,7 @@ from cycle.store.migrations import apply_migrations, check_format
 if TYPE_CHECKING:
     from cycle.store.cycles import CycleLog
     from cycle.store.human_labels import HumanLabels
+    from cycle.store.judge_consistency import JudgeConsistency
 
 
 def default_path(config_dir: str | Path | None = None) -> Path:
@@ -145,6 +146,13 @@ class Store:
         from cycle.store.cycles import CycleLog
 
         return CycleLog(self)
+
+    @cached_property
+    def judge_consistency(self) -> JudgeConsistency:
+        """What cycle judge consistency measured of judges (loaded when first used)."""
+        from cycle.store.judge_consistency import JudgeConsistency
+
+        return JudgeConsistency(self)
 
     @cached_property
     def human_labels(self) -> HumanLabels:

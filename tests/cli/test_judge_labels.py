@@ -158,3 +158,7 @@ def test_a_judge_whose_verdicts_flip_is_flagged(tmp_path):
     assert "2 outputs x 2 repeats = 4 judge calls" in r.output
     assert "helpful" in r.output and "25.0" in r.output and "100%" in r.output
     assert "FLAGGED: over --max-flips" in r.output
+    # kept: the run's reports (and those of any run of this judge) flag the criterion
+    shown = CliRunner().invoke(cli, ["--store", str(store), "report", run_id, "--no-write"])
+    assert (f"INCONSISTENT: helpful flips 100% of its verdicts over 2 repeats (over the 10% "
+            f"allowed; cycle judge consistency {run_id})") in shown.output, shown.output

@@ -199,6 +199,20 @@ _VERDICT_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+def prefer(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The judge's answer to a ``cycle_pairwise`` request: each answer scored on the
+    criterion as ``judge`` would, the higher one wins (the same whichever is shown first)."""
+    c = block.get("criterion") or {}
+    cid, about = str(c.get("id") or ""), str(c.get("rubric") or "")
+    first, second = (judge_criterion(_Case(block.get("input"), str(block.get(k) or ""),
+                                           block.get("expected")), cid, about)
+                     for k in ("first", "second"))
+    winner = ("first" if first.score > second.score else "second" if second.score > first.score
+              else "tie")
+    return {"reasoning": f"offline model: first {first.score}, second {second.score}",
+            "winner": winner}
+
+
 def judge(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
     """The judge's answer to a ``cycle_judge`` request, shaped to ``schema``."""
     output = block.get("output")

@@ -12,7 +12,7 @@ from cycle.testing.offline import schema as js
 from cycle.testing.offline.agent import respond
 from cycle.testing.offline.condition import decide
 from cycle.testing.offline.improver import improve
-from cycle.testing.offline.judge import judge
+from cycle.testing.offline.judge import judge, prefer
 from cycle.testing.offline.user import play
 
 _FENCE = "```json"
@@ -98,7 +98,8 @@ class OfflineAPI(ModelAPI):
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> tuple[str, str, tuple[ToolCall, ...], dict[str, Any]]:
         schema_name = config.response_schema_name
-        if schema_name in ("cycle_judge", "cycle_improver", "cycle_user", "cycle_condition"):
+        if schema_name in ("cycle_judge", "cycle_improver", "cycle_user", "cycle_condition",
+                           "cycle_pairwise"):
             # the last user message holds the block; after a repair request ("that answer
             # does not follow the schema") it is the one before
             block = next((b for m in reversed(messages) if m.role == "user"
@@ -112,6 +113,9 @@ class OfflineAPI(ModelAPI):
                 )
             if schema_name == "cycle_judge":
                 answer = judge(block, config.response_schema)
+                role = "judge"
+            elif schema_name == "cycle_pairwise":
+                answer = prefer(block, config.response_schema)
                 role = "judge"
             elif schema_name == "cycle_user":
                 answer = play(block, config.response_schema)
