@@ -118,6 +118,7 @@ def to_label(store: Store, run_id: str, count: int, criteria: Sequence[str] = ()
     label with their rubrics: ``criteria``, or every LLM criterion the run has verdicts of.
     ConfigError for a criterion it has none of, or a run with no LLM criterion."""
     from cycle.errors import ConfigError
+    from cycle.judge.criteria import BUILTIN_CRITERIA
 
     outputs = store.human_labels.outputs(run_id)
     judged = {c for o in outputs for c, v in o["verdicts"].items()
@@ -133,8 +134,6 @@ def to_label(store: Store, run_id: str, count: int, criteria: Sequence[str] = ()
     run = store.runs.get(run_id)
     configured = {c.get("id"): c for c in ((run.config or {}).get("criteria") or ())
                   if isinstance(c, dict)} if run is not None else {}
-    from cycle.judge.criteria import BUILTIN_CRITERIA
-
     rubrics = [(c, str(configured.get(c, {}).get("rubric") or BUILTIN_CRITERIA.get(c)
                        or configured.get(c, {}).get("description") or "")) for c in wanted]
     return stratified(outputs, wanted, count), rubrics

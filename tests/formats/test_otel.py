@@ -213,6 +213,22 @@ def test_import_reads_genai_and_openinference_traces_as_other_tools_write_them(t
         span(t1, "5" * 16, "execute_tool notify", {
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "notify",
             "gen_ai.tool.call.arguments": "{}"}, parent="1" * 16, start=4, error="mail server down"),
+        span(t1, "8" * 16, "execute_tool poll", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "poll",
+            "gen_ai.tool.call.arguments": "{}", "gen_ai.tool.call.result": '"pending"'},
+            parent="1" * 16, start=6),
+        span(t1, "9" * 16, "execute_tool poll", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "poll",
+            "gen_ai.tool.call.arguments": "{}", "gen_ai.tool.call.result": '"done"'},
+            parent="1" * 16, start=7),
+        span(t1, "a" * 16, "execute_tool pay", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "pay",
+            "gen_ai.tool.call.arguments": '{"id": 1}'}, parent="1" * 16, start=8,
+            error="declined"),
+        span(t1, "b" * 16, "execute_tool pay", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "pay",
+            "gen_ai.tool.call.arguments": '{"id": 1}', "gen_ai.tool.call.result": '"ok"'},
+            parent="1" * 16, start=9),
         span(t2, "6" * 16, "ChatCompletion", {
             "openinference.span.kind": "LLM",
             "llm.input_messages.0.message.role": "user",
@@ -237,6 +253,10 @@ def test_import_reads_genai_and_openinference_traces_as_other_tools_write_them(t
         {"args": {"order": "A-1"}, "match": "exact", "value": {"status": "shipped"}},
         {"args": {"order": "B-2"}, "match": "exact", "value": {"status": "late"}}]}
     assert first["mocks"]["notify"] == {"error": "mail server down"}
+    assert first["mocks"]["poll"] == {"sequence": ["pending", "done"]}  # same arguments
+    # failed, then answered, to the same arguments: no mock can replay it; said, not faked
+    assert "pay" not in first["mocks"] and first["description"].startswith("not mocked: pay")
+    assert f"trace {t1}: not mocked: pay" in r.output
     assert phoenix["input"] == "Cancel C-3" and phoenix["expected"] == "Cancelled."
     assert "mocks" not in phoenix
 
