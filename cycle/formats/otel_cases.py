@@ -282,8 +282,10 @@ def mocks_of(calls: Sequence[Call], unmocked: list[str]) -> dict[str, dict[str, 
     return mocks
 
 
-def case_of(trace_id: str, spans: Sequence[Span], *, expected: bool) -> dict[str, Any] | str:
-    """The case a trace makes, or why it makes none."""
+def case_of(trace_id: str, spans: Sequence[Span], *, expected: bool,
+            unmocked: list[str]) -> dict[str, Any] | str:
+    """The case a trace makes, or why it makes none; the tools no mock can replay are
+    added to ``unmocked``."""
     spans = sorted(spans, key=lambda s: s.start)
     ids = {s.span_id for s in spans}
     root = next((s for s in spans if not s.parent_id or s.parent_id not in ids), spans[0])
@@ -306,7 +308,6 @@ def case_of(trace_id: str, spans: Sequence[Span], *, expected: bool) -> dict[str
     if len(turns) > 1:
         case["conversation"] = {"follow_ups": turns[1:]}
     calls = _tool_spans(spans) or [c for s in chats[-1:] for c in _tool_calls_in(_messages(s, "input"))]
-    unmocked: list[str] = []
     mocks = mocks_of(calls, unmocked)
     if mocks:
         case["mocks"] = mocks
@@ -364,11 +365,12 @@ def import_traces(path: Path, *, where: Sequence[str] = (), sample: int | None =
     out = Imported(traces=len(by_trace))
     used: set[str] = set()
     for trace_id, spans in chosen:
-        case = case_of(trace_id, spans, expected=expected)
+        unmocked: list[str] = []
+        case = case_of(trace_id, spans, expected=expected, unmocked=unmocked)
         if isinstance(case, str):
             out.notes.append(f"trace {trace_id}: skipped, {case}")
             continue
-        if str(case.get("description", "")).startswith("not mocked: "):
+        if unmocked:
             out.notes.append(f"trace {trace_id}: {case['description']}; mock it in the case "
                              "or in cycle.yaml")
         base, n = case["id"], 2

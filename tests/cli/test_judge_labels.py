@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,22 +10,15 @@ from click.testing import CliRunner
 
 from cycle.cli import cli
 from cycle.store import Store
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+from tests.stored import copied, loopback_project, run
 
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory) -> tuple[Path, str]:
     """A stored offline run of the quickstart: its store and run id."""
-    project = tmp_path_factory.mktemp("judge") / "quickstart"
-    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".cycle", "reports"))
+    project = copied("quickstart", tmp_path_factory.mktemp("judge"))
     store = project / "s.db"
-    r = CliRunner().invoke(cli, ["--store", str(store), "run", str(project / "cycle.yaml"),
-                                 "--no-reports", "-q"])
-    assert r.exit_code in (0, 1), r.output
-    with Store.open(store) as s:
-        run_id = s.runs.recent(limit=1)[0].id
-    return store, run_id
+    return store, run(store, project / "cycle.yaml")
 
 
 def invoke(store: Path, *args: str):
@@ -135,24 +127,12 @@ def test_a_judge_whose_verdicts_flip_is_flagged(tmp_path):
                                             for c in block["criteria"]}})
         return Reply(text="Your order ships today.")
 
-    project = tmp_path / "p"
-    (project / "prompts").mkdir(parents=True)
-    (project / "cases").mkdir()
-    (project / "prompts" / "p.yaml").write_text("id: p\nsystem: Help.\nuser_template: '{{ q }}'\n")
-    (project / "cases" / "c.yaml").write_text("- {id: a, input: {q: one}}\n- {id: b, input: {q: two}}\n")
     with LoopbackServer(responder=responder) as srv:
-        (project / "cycle.yaml").write_text(
-            "prompt: prompts/p.yaml\nagent: openai:gpt-4o-mini\njudge: openai:gpt-4o-mini\n"
-            "criteria: [{id: helpful, rubric: Helps.}]\ncases: [cases/*.yaml]\n"
-            "run: {concurrency: 1}\n"
-            f"providers:\n  openai: {{base_url: '{srv.openai_base_url}'}}\n")
+        config = loopback_project(tmp_path / "p", srv.openai_base_url,
+                                  criteria="[{id: helpful, rubric: Helps.}]", cases="ab")
         store = tmp_path / "s.db"
-        r = CliRunner().invoke(cli, ["--store", str(store), "run", str(project / "cycle.yaml"),
-                                     "-n", "1", "--no-reports", "-q"])
-        assert r.exit_code in (0, 1), r.output
-        with Store.open(store) as s:
-            run_id = s.runs.recent(limit=1)[0].id
-        r = invoke(store, "consistency", run_id, "--config", str(project / "cycle.yaml"),
+        run_id = run(store, config, "-n", "1")
+        r = invoke(store, "consistency", run_id, "--config", str(config),
                    "--repeats", "2")
     assert r.exit_code == 1, r.output
     assert "2 outputs x 2 repeats = 4 judge calls" in r.output

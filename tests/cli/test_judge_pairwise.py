@@ -5,16 +5,13 @@ whatever it sees first is caught as order flips, counted as ties, never as a pre
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from cycle.cli import cli
-from cycle.store import Store
 from cycle.testing import LoopbackServer, Reply
-
-QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+from tests.stored import copied, loopback_project, run
 
 
 def pairwise_judge(request):
@@ -36,35 +33,23 @@ def pairwise_judge(request):
 
 
 def test_a_position_biased_judge_is_caught_and_the_better_run_found(tmp_path: Path) -> None:
-    project = tmp_path / "p"
-    (project / "prompts").mkdir(parents=True)
-    (project / "cases").mkdir()
-    prompt = project / "prompts" / "p.yaml"
-    prompt.write_text("id: p\nsystem: Help.\nuser_template: '{{ q }}'\n")
-    (project / "cases" / "c.yaml").write_text(
-        "".join(f"- {{id: {c}, input: {{q: {c}}}}}\n" for c in "abcdef"))
     store = tmp_path / "s.db"
     runs = []
     with LoopbackServer(responder=pairwise_judge) as srv:
-        (project / "cycle.yaml").write_text(
-            "prompt: prompts/p.yaml\nagent: openai:gpt-4o-mini\njudge: openai:gpt-4o-mini\n"
-            "criteria: [{id: empathy, rubric: Apologises for the trouble.}]\n"
-            "cases: [cases/*.yaml]\nrun: {concurrency: 2}\n"
-            f"providers:\n  openai: {{base_url: '{srv.openai_base_url}'}}\n")
+        config = loopback_project(tmp_path / "p", srv.openai_base_url, cases="abcdef",
+                                  criteria="[{id: empathy, rubric: Apologises for the trouble.}]",
+                                  concurrency=2)
+        prompt = config.parent / "prompts" / "p.yaml"
         for system in ("Help.", "Help. Always say sorry."):
             prompt.write_text(f"id: p\nsystem: {system}\nuser_template: '{{{{ q }}}}'\n")
-            r = CliRunner().invoke(cli, ["--store", str(store), "run", str(project / "cycle.yaml"),
-                                         "-n", "2", "--no-reports", "-q"])
-            assert r.exit_code in (0, 1), r.output
-            with Store.open(store) as s:
-                runs.append(s.runs.recent(limit=1)[0].id)
+            runs.append(run(store, config, "-n", "2"))
         asked = len(srv.requests)
         r = CliRunner().invoke(cli, ["--store", str(store), "judge", "pairwise", *runs,
-                                     "--config", str(project / "cycle.yaml"), "--json"])
+                                     "--config", str(config), "--json"])
         assert r.exit_code == 0, r.output
         assert len(srv.requests) - asked == 6 * 2 * 2  # 6 cases x 2 iterations x 2 orders
         swapped = CliRunner().invoke(cli, ["--store", str(store), "judge", "pairwise",
-                                           *runs[::-1], "--config", str(project / "cycle.yaml")])
+                                           *runs[::-1], "--config", str(config)])
     data = json.loads(r.output)
     empathy = data["criteria"]["empathy"]
     assert empathy["pairs"] == 12
@@ -78,16 +63,9 @@ def test_a_position_biased_judge_is_caught_and_the_better_run_found(tmp_path: Pa
 
 
 def test_offline_pairwise_says_so_and_bad_input_is_refused(tmp_path: Path) -> None:
-    project = tmp_path / "quickstart"
-    shutil.copytree(QUICKSTART, project, ignore=shutil.ignore_patterns(".cycle", "reports"))
+    project = copied("quickstart", tmp_path)
     store = tmp_path / "s.db"
-    runs = []
-    for _ in range(2):
-        r = CliRunner().invoke(cli, ["--store", str(store), "run", str(project / "cycle.yaml"),
-                                     "-n", "1", "--no-reports", "-q"])
-        assert r.exit_code in (0, 1), r.output
-        with Store.open(store) as s:
-            runs.append(s.runs.recent(limit=1)[0].id)
+    runs = [run(store, project / "cycle.yaml", "-n", "1") for _ in range(2)]
     config = str(project / "cycle.yaml")
     r = CliRunner().invoke(cli, ["--store", str(store), "judge", "pairwise", *runs,
                                  "--config", config, "--criterion", "tone"])

@@ -15,20 +15,14 @@ from click.testing import CliRunner
 
 from cycle.cli import cli
 from cycle.store import Store
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent-tools"
+from tests.stored import copied, run
 
 
 @pytest.fixture(scope="module")
 def stored_run(tmp_path_factory) -> tuple[Path, str]:
-    project = tmp_path_factory.mktemp("otel") / "agent-tools"
-    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".cycle", "reports"))
+    project = copied("agent-tools", tmp_path_factory.mktemp("otel"))
     store = project / "s.db"
-    r = CliRunner().invoke(cli, ["--store", str(store), "run", str(project / "cycle.yaml"),
-                                 "-n", "1", "--no-reports", "-q"])
-    assert r.exit_code in (0, 1), r.output
-    with Store.open(store) as s:
-        return store, s.runs.recent(limit=1)[0].id
+    return store, run(store, project / "cycle.yaml", "-n", "1")
 
 
 def attributes(item: dict) -> dict:
@@ -141,8 +135,8 @@ def test_a_run_round_trips_through_otlp_into_cases_that_score_the_same(stored_ru
 
     store, run_id = stored_run
     traces = exported_with_content(store, run_id, tmp_path / "traces.json")
-    project = tmp_path / "replay"
-    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".cycle", "reports", "cases"))
+    project = copied("agent-tools", tmp_path)
+    shutil.rmtree(project / "cases")  # the imported cases only
     r = CliRunner().invoke(cli, ["import", "otel", str(traces), "--out",
                                  str(project / "cases" / "from-traces.yaml"), "--no-expected"])
     assert r.exit_code == 0, r.output
@@ -159,11 +153,7 @@ def test_a_run_round_trips_through_otlp_into_cases_that_score_the_same(stored_ru
     assert "expected" not in late
 
     replay_store = tmp_path / "replay.db"
-    r = CliRunner().invoke(cli, ["--store", str(replay_store), "run", str(project / "cycle.yaml"),
-                                 "-n", "1", "--no-reports", "-q"])
-    assert r.exit_code in (0, 1), r.output
-    with Store.open(replay_store) as s:
-        replay_id = s.runs.recent(limit=1)[0].id
+    replay_id = run(replay_store, project / "cycle.yaml", "-n", "1")
     before = case_scores(store, run_id)
     after = case_scores(replay_store, replay_id)
     # judged, and the mocked side effect happened (it changed the state as the trace says)

@@ -94,7 +94,7 @@ cycle judge agreement RUN_ID.
         table = self.query_one("#label-criteria", DataTable)
         for key in ("criterion", "you", "judge"):
             table.add_column(key, key=key)
-        self._show()
+        self._show_output()
         table.focus()
 
     # -- what is shown --------------------------------------------------------------
@@ -105,6 +105,13 @@ cycle judge agreement RUN_ID.
 
     def _key(self, criterion: str) -> tuple[str, int, str]:
         return (self.output["case"], self.output["iteration"], criterion)
+
+    def _show_output(self) -> None:
+        """The output at ``at``: read from the store once, when it comes up (a label given
+        re-draws only the criteria)."""
+        if self.outputs:
+            self.query_one("#label-answer", Static).update(self._answer())
+        self._show()
 
     def _show(self) -> None:
         if not self.outputs:
@@ -119,7 +126,6 @@ cycle judge agreement RUN_ID.
         self.query_one("#label-summary", Static).update(Text(
             f"Output {self.at + 1} of {len(self.outputs)} · case {o['case']}, iteration "
             f"{o['iteration']} · {labelled} of {total} labelled by {self.labeler or 'you'}"))
-        self.query_one("#label-answer", Static).update(self._answer())
         table = self.query_one("#label-criteria", DataTable)
         row = table.cursor_row
         table.clear()
@@ -248,7 +254,7 @@ cycle judge agreement RUN_ID.
         if self.outputs and 0 <= self.at + by < len(self.outputs):
             self.at += by
             self.query_one("#label-output", VerticalScroll).scroll_home(animate=False)
-            self._show()
+            self._show_output()
 
     def action_skip(self) -> None:
         """On to the next output, this one left unlabelled (a key of its own: the footer
