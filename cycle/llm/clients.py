@@ -29,11 +29,18 @@ class SharedClients(Generic[Client]):
         self._held: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, weakref.WeakKeyDictionary[object, Hashable]
         ] = weakref.WeakKeyDictionary()
+        #: holder -> (loop, client): a model's every call after its first finds its
+        #: client here, without the two lookups per loop
+        self._bound: weakref.WeakKeyDictionary[object, tuple[asyncio.AbstractEventLoop, Client]] = (
+            weakref.WeakKeyDictionary())
 
     def get(self, holder: object, key: Hashable, make: Callable[[], Client]) -> Client:
         """The client for ``key`` on the running loop (``make`` builds it the first time);
         ``holder`` holds it until ``release``."""
         loop = asyncio.get_running_loop()
+        bound = self._bound.get(holder)
+        if bound is not None and bound[0] is loop:
+            return bound[1]
         entries = self._entries.setdefault(loop, {})
         entry = entries.get(key)
         if entry is None:
@@ -42,6 +49,7 @@ class SharedClients(Generic[Client]):
         if held.get(holder) != key:
             held[holder] = key
             entry[1] += 1
+        self._bound[holder] = (loop, entry[0])
         return entry[0]
 
     async def release(self, holder: object) -> None:
@@ -50,6 +58,7 @@ class SharedClients(Generic[Client]):
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
+        self._bound.pop(holder, None)
         key = self._held.get(loop, {}).pop(holder, None)
         if key is None:
             return

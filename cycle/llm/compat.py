@@ -61,8 +61,9 @@ class Accepted(Struct):
     tool_role: bool | None = None
     #: False once the server refused ``tool_choice`` (vLLM without auto tool choice)
     tool_choice: bool = True
-    #: a text answer to a format was asked again with the schema in the prompt (once:
-    #: after that, a text answer is the model's fault, repaired as usual)
+    #: whether the server keeps to the format is known: a JSON answer came back in it, or
+    #: a text answer was asked again with the schema in the prompt (once: after that, a
+    #: text answer is the model's fault, repaired as usual, and no answer is parsed twice)
     probed: bool = False
 
 
@@ -71,7 +72,11 @@ _LEARNED: dict[tuple[str, str], Accepted] = {}
 
 
 def accepted(base_url: str | None, model: str) -> Accepted:
-    return _LEARNED.setdefault((base_url or "", model), Accepted())
+    key = (base_url or "", model)
+    learned = _LEARNED.get(key)
+    if learned is None:
+        learned = _LEARNED[key] = Accepted()
+    return learned
 
 
 #: per event loop and server: the lock the first structured call learns under, so that

@@ -268,20 +268,24 @@ class OpenAIAPI(ModelAPI):
                 e.retryable = False  # the server refuses this form: asking again cannot help
                 raise
             if (steps and not form.probed and form.structured != "prompt"
-                    and not output.tool_calls and not compat.is_json_object(output.text)):
-                # the format was ignored: asked again with the schema in the prompt (the
-                # answer is paid); kept only if that answer is JSON (else the model, not
-                # the server, is at fault: the Model's repair follows, in this form)
-                asked = form.structured
-                estimated = estimated or output.usage_estimated
-                wasted = wasted + (output.usage if not output.usage_estimated else Usage(
-                    input_tokens=len(json.dumps(request["messages"]).encode()),
-                    output_tokens=len(output.text.encode())))  # the byte bound, as Model's
-                form.structured, form.probed = "prompt", True
-                request = self.build_request(messages, tools, config, form=form)
-                output = await self._send(request, config)
-                if not compat.is_json_object(output.text):
-                    form.structured = asked
+                    and not output.tool_calls):
+                if compat.is_json_object(output.text):
+                    form.probed = True  # the server keeps to this form: not checked again
+                else:
+                    # the format was ignored: asked again with the schema in the prompt
+                    # (the answer is paid); kept only if that answer is JSON (else the
+                    # model, not the server, is at fault: the Model's repair follows, in
+                    # this form)
+                    asked = form.structured
+                    estimated = estimated or output.usage_estimated
+                    wasted = wasted + (output.usage if not output.usage_estimated else Usage(
+                        input_tokens=len(json.dumps(request["messages"]).encode()),
+                        output_tokens=len(output.text.encode())))  # the byte bound, as Model's
+                    form.structured, form.probed = "prompt", True
+                    request = self.build_request(messages, tools, config, form=form)
+                    output = await self._send(request, config)
+                    if not compat.is_json_object(output.text):
+                        form.structured = asked
             break
         if form.tool_role is None and any(m.role == "tool" for m in messages):
             form.tool_role = True  # it took them

@@ -198,3 +198,22 @@ async def test_a_server_refusing_tool_choice_is_asked_without_it(make_model, ser
     assert out.tool_calls[0].name == "lookup"
     await model.generate([Message.user("Again?")], tools=[LOOKUP])
     assert ["tool_choice" in r.body for r in server.requests] == [True, False, False]
+
+
+async def test_a_server_keeping_to_the_format_is_settled_by_its_first_json_answer(make_model,
+                                                                                  server):
+    """Once a JSON answer came back in the format sent, later answers are not parsed a
+    second time to probe the server, and the budget reserves for one answer, not two; a
+    later text answer is the model's fault, repaired as for OpenAI (not asked again with
+    the schema in the prompt)."""
+    model = make_model(NAME)
+    config = GenerateConfig(response_schema=Verdict.model_json_schema(), response_schema_name="v")
+    assert model.api.paid_calls(config) == 2  # not known yet: it may be asked twice
+    await model.generate_structured([Message.user("Judge")], Verdict)
+    assert compat.accepted(server.openai_base_url, "local-model").probed
+    assert model.api.paid_calls(config) == 1
+    server.enqueue("not JSON at all", '{"score": 3, "reasoning": "r"}')
+    out = await model.generate_structured([Message.user("Judge again")], Verdict)
+    assert out.parsed == Verdict(score=3, reasoning="r")
+    assert formats(server) == ["json_schema"] * 3  # the repair, in the same form
+    assert "follows the JSON schema" not in server.requests[-1].system
