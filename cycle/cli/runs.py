@@ -96,6 +96,7 @@ def render_table(rows: list[dict[str, Any]]) -> list[str]:
 
 @click.command()
 @click.argument("prompt_id", required=False)
+@click.argument("run_id", required=False)
 @click.option("--version", "version", help="Only runs of this prompt version.")
 @click.option("--since", help="Only runs started since: 2026-11-01, 2026-11-01T14:30, or 2h / 7d ago.")
 @click.option("--until", help="Only runs started before this time (same forms as --since).")
@@ -106,23 +107,31 @@ def render_table(rows: list[dict[str, Any]]) -> list[str]:
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
               help="Show at most this many runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
-def runs(prompt_id: str | None, version: str | None, since: str | None, until: str | None,
-         cycle_id: str | None, no_cycles: bool, config: Path | None, limit: int,
-         as_json: bool) -> None:
+def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: str | None,
+         until: str | None, cycle_id: str | None, no_cycles: bool, config: Path | None,
+         limit: int, as_json: bool) -> None:
     """List the stored runs (of PROMPT_ID, if given), newest first.
 
     Each run's id, prompt version, what made it (`run`, or a cycle's round),
     status, score with its 95% interval, pass rate, cases, cost and start time.
     Compare two: `cycle compare @prev @last` (ids also by a unique prefix or suffix).
+    `cycle runs show RUN_ID` shows one run case by case (as `cycle report RUN_ID
+    --no-write`).
     """
     from cycle.store import Store
 
+    base = None if config is None else (config if config.is_dir() else config.parent)
+    if prompt_id == "show" and run_id:
+        _show_stored(run_id, base, report_dir=None, as_json=as_json)
+        return
+    if run_id:
+        raise click.UsageError(f"unexpected argument {run_id!r}: cycle runs [PROMPT_ID] lists "
+                               f"runs; cycle runs show RUN_ID shows one")
     if version and not prompt_id:
         raise click.UsageError("--version needs the prompt: cycle runs PROMPT_ID --version 1.0.2")
     after = when(since, "--since") if since else None
     before = when(until, "--until") if until else None
     obj = click.get_current_context().find_object(CliContext) or CliContext()
-    base = None if config is None else (config if config.is_dir() else config.parent)
     with Store.open(obj.store_path(base), create=False) as store:
         found = store.runs.recent(prompt_id=prompt_id, version=version, since=after, until=before,
                                   cycle_id=cycle_id, evals_only=no_cycles, limit=limit)
@@ -158,6 +167,17 @@ def report(run_id: str, report_dir: Path, no_write: bool, as_json: bool,
     be a unique prefix or suffix, or @last.
     """
     from cycle.assemble.outputs import writable_folder
+
+    base = None if config is None else (config if config.is_dir() else config.parent)
+    if not no_write:
+        writable_folder(report_dir, what="reports folder", field="--report-dir")
+    _show_stored(run_id, base, report_dir=None if no_write else report_dir, as_json=as_json)
+
+
+def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
+                 as_json: bool) -> None:
+    """Show a stored run case by case, writing its reports to ``report_dir`` (if given);
+    a cycle's id writes the cycle's reports."""
     from cycle.cli.run import _show_run, with_judge_note
     from cycle.evals.results import load_run
     from cycle.report import write_reports
@@ -165,16 +185,13 @@ def report(run_id: str, report_dir: Path, no_write: bool, as_json: bool,
     from cycle.store import Store
 
     obj = click.get_current_context().find_object(CliContext) or CliContext()
-    base = None if config is None else (config if config.is_dir() else config.parent)
-    if not no_write:
-        writable_folder(report_dir, what="reports folder", field="--report-dir")
     with Store.open(obj.store_path(base), create=False) as store:
         if run_id.startswith("c-") and store.runs.get(run_id) is None:
             cycle_id = store.cycles.get(run_id).id
-            paths = {} if no_write else write_cycle_report(store, cycle_id, report_dir)
+            paths = {} if report_dir is None else write_cycle_report(store, cycle_id, report_dir)
             for kind, path in paths.items():
                 click.echo(f"{kind + ' report':16} {path}")
             return
         result = with_judge_note(load_run(store.runs, store.runs.resolve(run_id)), store)
-        paths = {} if no_write else write_reports(result, report_dir)
+        paths = {} if report_dir is None else write_reports(result, report_dir)
         _show_run(result, paths, quiet=False, as_json=as_json)

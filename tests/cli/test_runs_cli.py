@@ -108,3 +108,16 @@ def test_resume_takes_a_suffix(tmp_path):
     r = invoke(tmp_path, "run", cfg, "--resume", first[-6:], "--json", "--no-reports")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["run_id"] == first
+
+
+def test_runs_show_prints_one_run_case_by_case_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _, (first, _second) = two_runs(tmp_path)
+    r = invoke(tmp_path, "runs", "show", first[-6:])  # a unique suffix
+    assert r.exit_code == 0, r.output
+    assert first in r.output and "Cases 2:" in r.output
+    data = json.loads(invoke(tmp_path, "runs", "show", "@prev", "--json").output)
+    assert data["run_id"] == first and len(data["cases"]) == 2 and data["reports"] == {}
+    assert not (tmp_path / "reports").exists()
+    wrong = invoke(tmp_path, "runs", "support", first)
+    assert wrong.exit_code == 2 and "cycle runs show RUN_ID" in wrong.output

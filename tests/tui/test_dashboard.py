@@ -257,3 +257,19 @@ def test_the_log_says_when_a_batch_job_starts_and_ends_not_each_poll() -> None:
     assert len(log) == 2
     assert "openai:m batch b1 submitted (40 calls)" in log[0]
     assert "b1 failed 0/40 answered: the batch job b1 ended failed" in log[1]
+
+
+async def test_the_finished_dashboard_shows_a_long_stop_reason_whole(tmp_path: Path) -> None:
+    reason = ("max_rounds reached (3); 1.0.2, the best candidate, was not confirmed: head stays "
+              "at 1.0.0 (to use it anyway: cycle rollback support-reply --to 1.0.2)")
+    events = [*synthetic_events(), ev.CycleFinished(at=T0 + 50, cycle_id="c-test", reason=reason,
+                                                    final_version="1.0.0", score=72.5)]
+    app = emitting_app(tmp_path, events, hold=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        await pilot.pause(0.1)
+        status = app.screen.query_one("#status")
+        assert status.size.height >= 3  # wrapped over lines, not cut at 80 columns
+        shown = " ".join(" ".join(str(s.text) for s in status.render_line(y)._segments).strip()
+                         for y in range(status.size.height))
+        assert "--to 1.0.2)" in shown

@@ -163,7 +163,12 @@ Select a case (enter) to see its input, output and the judge's reasoning.
         )
         if status != self._status_text:
             self._status_text = status
-            self.query_one("#status", StatusLine).text = Text(status)
+            line = self.query_one("#status", StatusLine)
+            if s.stop_reason:
+                # the cycle is over: the line stops updating and wraps, so the stop
+                # reason is read whole (one layout pass, once)
+                line.styles.height, line.styles.text_wrap = "auto", "wrap"
+            line.text = Text(status)
         limit = f" of ${s.cost_limit:.2f}" if s.cost_limit else ""
         cost = f"cost ${s.cost:.4f}{limit}" + (" (est.)" if s.cost_estimated else "")
         if cost != self._cost_text:
