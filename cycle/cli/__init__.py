@@ -67,6 +67,8 @@ COMMANDS: dict[str, Command] = {
     "runs": Command("cycle.cli.runs:runs", "List the stored runs (of PROMPT_ID, if given), newest first."),
     "report": Command("cycle.cli.runs:report",
                "Show stored run RUN_ID case by case, and write its reports (again)."),
+    "plan": Command("cycle.cli.plan:plan",
+             "Say how many cases and iterations a gain of --gain points needs."),
     "improve": Command("cycle.cli.improve:improve",
                 "Improve the prompt of CONFIG (cycle.yaml) round by round.", settles=True),
     "cycles": Command("cycle.cli.cycles:cycles",
