@@ -112,6 +112,7 @@ def loop_settings(loaded: LoadedConfig, improve: ImproveConfig,
         held_out=held_out(loaded, improve, cases), max_iterations=improve.max_iterations,
         allowed_variables=frozenset(improve.allowed_variables),
         min_agreement=improve.judge.min_agreement if improve.judge else None,
+        confirm_labels=improve.judge.confirm_labels if improve.judge else None,
     )
 
 

@@ -30,9 +30,13 @@ class JudgeGateConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    min_agreement: float = Field(
-        ge=-1, le=1, description="head moves only while every LLM criterion's kappa with "
-        "people's labels has its 95% lower bound at or over this (cycle judge agreement).")
+    min_agreement: float | None = Field(
+        None, ge=-1, le=1, description="head moves only while every LLM criterion's kappa "
+        "with people's labels has its 95% lower bound at or over this (cycle judge agreement).")
+    confirm_labels: int | None = Field(
+        None, ge=2, description="head moves only if the confirmation's gain holds with the "
+        "judge's scores corrected by people's labels of this many outputs of each version "
+        "(per LLM criterion); the cycle waits for them, resumable.")
 
 
 class ImproveConfig(BaseModel):

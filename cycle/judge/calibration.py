@@ -80,6 +80,64 @@ def corrected_mean(judged: Sequence[float], ratings: Sequence[Rating]) -> Correc
                      n_judged=len(judged), n_labelled=len(errors))
 
 
+def label_errors(labelled: Sequence[Any], run_id: str) -> dict[str, list[float]]:
+    """Criterion -> person minus judge, per labelled output of ``run_id`` (several
+    labelers of one output averaged): the judge's error on that run's outputs."""
+    by_output: dict[tuple[str, str, int], list[float]] = {}
+    judged: dict[tuple[str, str, int], float] = {}
+    for x in labelled:
+        if x.label.run != run_id or x.label.score is None or x.judge_score is None:
+            continue
+        key = (x.label.criterion, x.label.case, x.label.iteration)
+        by_output.setdefault(key, []).append(x.label.score)
+        judged[key] = x.judge_score
+    out: dict[str, list[float]] = {}
+    for key, scores in by_output.items():
+        out.setdefault(key[0], []).append(statistics.fmean(scores) - judged[key])
+    return out
+
+
+class CorrectedGain(Struct, frozen=True):
+    """A paired gain as judged, and corrected with people's labels of both versions'
+    outputs (``cycle.loop.core``'s confirmation)."""
+
+    judged: float
+    corrected: float
+    #: the one-sided lower bound of the corrected gain at the decision's level
+    bound: float
+    #: criterion -> the judge's mean error on the candidate's outputs minus on the base's
+    shift: dict[str, float]
+
+
+def corrected_gain(diffs: Sequence[float], base: dict[str, list[float]],
+                   candidate: dict[str, list[float]], weights: dict[str, float],
+                   total_weight: float, *, alpha: float, min_sd: float = 1.0) -> CorrectedGain:
+    """The paired gain (``diffs``: candidate minus base, per case) plus, for each LLM
+    criterion, its weight's share of the score times the change of the judge's error
+    between the versions (person minus judge, mean over each version's labelled
+    outputs). Its variance adds the gain's over the cases and each error mean's over its
+    labels; the bound is normal at one-sided ``alpha``. A judge that scores the
+    candidate's kind of answer higher than people do has that excess taken back."""
+    from statistics import NormalDist
+
+    n = len(diffs)
+    judged = statistics.fmean(diffs)
+    sd = max(statistics.stdev(diffs) if n > 1 else 0.0, min_sd)
+    variance = sd * sd / n
+    shift: dict[str, float] = {}
+    estimate = judged
+    for c, w in weights.items():
+        b, k = base.get(c, []), candidate.get(c, [])
+        if len(b) < 2 or len(k) < 2:
+            continue
+        share = w / total_weight
+        shift[c] = statistics.fmean(k) - statistics.fmean(b)
+        estimate += share * shift[c]
+        variance += share * share * (statistics.variance(k) / len(k) + statistics.variance(b) / len(b))
+    bound = estimate - NormalDist().inv_cdf(1 - alpha) * math.sqrt(variance)
+    return CorrectedGain(judged=judged, corrected=estimate, bound=bound, shift=shift)
+
+
 def stratified(outputs: list[dict[str, Any]], criteria: list[str], count: int
                 ) -> list[dict[str, Any]]:
     """``count`` outputs spread over the cases and, within them, over the judge's score

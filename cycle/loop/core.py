@@ -41,6 +41,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
+import msgspec
 from msgspec import Struct, field
 
 from cycle import events as ev
@@ -76,6 +77,7 @@ from cycle.loop.acceptance import (
     Evaluation,
     decide,
     detectable_gain,
+    paired_scores,
 )
 from cycle.loop.ledger import Ledger
 from cycle.loop.review import Reviewer
@@ -135,6 +137,15 @@ class _Explored(_Stop):
     """Ends exploring (nothing left to improve); the confirmation still runs."""
 
 
+class _Waiting(Exception):
+    """The confirmation waits for people's labels: the cycle ends interrupted, and its
+    resume decides again (its fresh runs are stored: nothing is paid twice)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def evaluation_of(result: RunResult, version: str) -> Evaluation:
     """What the acceptance rules need of a run."""
     return Evaluation(
@@ -186,6 +197,10 @@ class LoopSettings(Struct, frozen=True):
     #: head moves only while the judge's kappa with people (its 95% lower bound, each LLM
     #: criterion) is at least this (cycle.judge.calibration.gate); None: no gate
     min_agreement: float | None = None
+    #: head moves only if the confirmation's gain holds corrected by people's labels of
+    #: this many outputs of each version's fresh run (each LLM criterion); the cycle
+    #: waits for them (interrupted, resumable). None: the judged gain decides
+    confirm_labels: int | None = None
 
 
 class Loop:
@@ -325,6 +340,8 @@ class Loop:
             except BudgetExceededError as e:
                 reason = self._budget_reason(stop_at, e) + self._unconfirmed(incumbent)
                 self.ledger.mark_stopped()
+            except _Waiting as w:
+                return self._finish(w.reason, status="interrupted")
             return self._finish(reason, status="finished")
         except (asyncio.CancelledError, KeyboardInterrupt):
             if self.cycle_id:
@@ -659,6 +676,8 @@ class Loop:
             extra = self._deciding_cases(before, after) if decision.inconclusive else {}
             if not extra or look == CONFIRM_LOOKS - 1:
                 break
+        if decision.accepted and self.settings.confirm_labels:
+            decision = self._corrected(decision, before, after, base.version, best.version)
         fresh = _Incumbent(best.version, after, evaluation_of(after, best.version.version))
         old = base.version.version
         verdict = "confirmed" if decision.accepted else "not confirmed"
@@ -678,6 +697,46 @@ class Loop:
         self._end_round(round_no, fresh_base, fresh, accepted=decision.accepted, delta=decision.delta,
                         reason=outcome, evaluated=fresh, stage="confirm")
         return "; ".join(x for x in (why, outcome) if x)
+
+    def _corrected(self, decision: AcceptanceDecision, before: RunResult, after: RunResult,
+                   base: Version, candidate: Version) -> AcceptanceDecision:
+        """The confirmation's decision made again on the judge's scores corrected with
+        people's labels of both fresh runs' outputs (cycle.judge.calibration.corrected_gain);
+        with too few labels, the cycle waits for them (``_Waiting``)."""
+        from cycle.judge.calibration import corrected_gain, label_errors
+
+        need = self.settings.confirm_labels or 0
+        llm = {c.id: c.weight for c in self.judge.criteria if c.kind == "llm"}
+        if not llm:
+            return decision
+        labels = self.ledger.run_labels([before.run_id, after.run_id])
+        errors = {run: label_errors(labels, run) for run in (before.run_id, after.run_id)}
+        short = [f"{v.version} {len(errors[r.run_id].get(c, []))}/{need} on {c}"
+                 for v, r in ((base, before), (candidate, after)) for c in llm
+                 if len(errors[r.run_id].get(c, [])) < need]
+        if short:
+            raise _Waiting(
+                f"waiting for people's labels: {candidate.version} gained "
+                f"{decision.delta:+.1f} as judged, and head moves only if the gain holds with the "
+                f"judge's scores corrected by labels of {need} outputs of each version "
+                f"(improve.judge.confirm_labels); labelled so far: {', '.join(short)}. Label "
+                f"them: cycle judge label {before.run_id}, cycle judge label {after.run_id} (or "
+                f"cycle judge sample RUN --n {need}, then cycle judge labels import FILE); then "
+                f"continue: {self._resume_command()}")
+        before_e, after_e = evaluation_of(before, base.version), evaluation_of(after, candidate.version)
+        a, b = paired_scores(before_e, after_e)
+        gain = corrected_gain([b[k] - a[k] for k in a], errors[before.run_id], errors[after.run_id],
+                              llm, sum(c.weight for c in self.judge.criteria),
+                              alpha=CONFIRM_ALPHA / CONFIRM_LOOKS)
+        shifts = ", ".join(f"{c} {v:+.1f}" for c, v in gain.shift.items())
+        because = (f"corrected with people's labels, the gain is {gain.corrected:+.2f} (as judged "
+                   f"{gain.judged:+.2f}; the judge's error moved by {shifts} on the candidate's "
+                   f"outputs), one-sided bound {gain.bound:+.2f}")
+        ok = gain.bound > 0
+        return msgspec.structs.replace(
+            decision, accepted=ok, delta=gain.corrected,
+            reason=("accepted: " if ok else "rejected: ") + because,
+            because=(because if ok else f"{because}: not above zero"))
 
     async def _paired(self, round_no: int, base: Version, base_run: str, candidate: Version,
                       extra: Mapping[str, int]) -> tuple[RunResult, RunResult]:

@@ -195,6 +195,10 @@ class Ledger:
         """People's labels of the outputs this judge (model and prompt version) judged."""
         return self.store.human_labels.of_judge(model, version)
 
+    def run_labels(self, run_ids: list[str]) -> list[Labelled]:
+        """People's labels of these runs' outputs."""
+        return self.store.human_labels.of_runs(run_ids)
+
     def mark_stopped(self) -> None:
         """A round cut short (cost cap) is kept as 'stopped', with what it had stored."""
         for r in self.store.cycles.get_rounds(self.cycle_id):

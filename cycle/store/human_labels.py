@@ -76,6 +76,11 @@ class HumanLabels:
         return self._labelled("r.run_id IN (SELECT id FROM runs WHERE judge_model IS ? AND "
                               "judge_version IS ?)", (model, version))
 
+    def of_runs(self, run_ids: list[str]) -> list[Labelled]:
+        """The labels of the outputs of these runs."""
+        marks = ",".join("?" * len(run_ids))
+        return self._labelled(f"r.run_id IN ({marks})", tuple(run_ids))
+
     def _labelled(self, where: str, args: tuple[Any, ...]) -> list[Labelled]:
         rows = self.store.db.execute(
             "SELECT r.run_id, r.case_id, r.iteration, l.criterion_id, l.score, l.passed, "
