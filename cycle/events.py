@@ -178,6 +178,9 @@ class CycleStarted(Event, frozen=True, kw_only=True):
     #: ci_low, ci_high, pass_rate, delta, accepted, cost): what a view shows before
     #: the rounds still to come
     restored: tuple[dict[str, Any], ...] = ()
+    #: the judge's agreement with people, or that it is uncalibrated (None: the cycle
+    #: has no LLM criterion)
+    judge_note: str | None = None
 
 
 class RoundStarted(Event, frozen=True, kw_only=True):

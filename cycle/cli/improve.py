@@ -51,6 +51,8 @@ class CycleConsole:
         elif isinstance(event, ev.CycleStarted):
             verb = "resuming" if event.resumed else "starting"
             self._say(f"{verb} cycle {event.cycle_id} on {event.prompt_id}@{event.version}")
+            if event.judge_note:
+                self._say(f"  {event.judge_note}")
         elif isinstance(event, ev.RoundStarted):
             what = {"baseline": "evaluating the baseline",
                     "confirm": f"confirming the best candidate against {event.version} on fresh "

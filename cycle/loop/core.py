@@ -314,6 +314,7 @@ class Loop:
             self.bus.emit(ev.CycleStarted(
                 cycle_id=self.cycle_id, prompt_id=prompt_id, version=start.version,
                 resumed=bool(resume), config=self._config_record(), restored=restored,
+                judge_note=self._judge_note(),
             ))
             self._initial = start
             try:
@@ -646,6 +647,16 @@ class Loop:
                     f"cycle rollback {self.prompt_id} --to {target}")
         self._head = to
         return None
+
+    def _judge_note(self) -> str | None:
+        """The judge's agreement with people, as the run consoles and reports say it."""
+        if not any(c.kind == "llm" for c in self.judge.criteria):
+            return None
+        from cycle.judge.calibration import agreement_line
+
+        version = self.judge.register(self.store)  # as each of the cycle's runs will
+        return agreement_line(self.store, run_id=run_id_for(self.cycle_id, 0),
+                              model=self.judge.name, version=version)
 
     def _judge_unproven(self) -> str | None:
         """Why the judge's labels do not yet let it move head (None: they do, or no gate)."""

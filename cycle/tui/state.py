@@ -187,6 +187,8 @@ def _cycle_started(s: DashboardState, e: ev.CycleStarted) -> None:
     s.cycle_id, s.prompt_id, s.version, s.status = e.cycle_id, e.prompt_id, e.version, "running"
     s.cycle_started_at, s.cycle_finished_at = e.at, None
     s.log(e, f"cycle {'resumed' if e.resumed else 'started'} on {e.prompt_id} v{e.version}")
+    if e.judge_note:
+        s.log(e, e.judge_note)
     for done in e.restored:  # a resumed cycle's rounds so far, the baseline first
         row = s._round(int(done["round"]))
         row.version, row.stage, row.status = done.get("version") or "", done.get("stage") or \

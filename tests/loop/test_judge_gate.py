@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
+from cycle import events as ev
 from cycle.assemble import build_loop
+from cycle.events import EventBus
 from cycle.loop.review import AutoReviewer
 from cycle.report.cycle_report import cycle_report_dict, render_cycle_html, render_cycle_markdown
 from cycle.store.human_labels import Label
@@ -68,7 +70,12 @@ def test_head_moves_when_the_labels_agree(world, store) -> None:
     first = cycle_once(loaded, store)
     assert store.resolve("support@head").version == "1.0.0"
     label_round_zero(store, first, lambda case, judged: judged)  # people score as the judge
-    second = cycle_once(loaded, store)
+    bus = EventBus()
+    started: list[ev.CycleStarted] = []
+    bus.subscribe(lambda e: started.append(e) if isinstance(e, ev.CycleStarted) else None)
+    second = asyncio.run(build_loop(loaded, store=store, reviewer=AutoReviewer(), bus=bus).run())
+    # the cycle says at its start how far its judge agrees with people (console, TUI)
+    assert "against 50 human labels: quality kappa 1.00" in (started[0].judge_note or "")
     assert "confirmed on fresh samples" in second.stop_reason, second.stop_reason
     assert store.resolve("support@head").version == second.final_version != "1.0.0"
 

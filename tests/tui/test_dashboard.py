@@ -273,3 +273,14 @@ async def test_the_finished_dashboard_shows_a_long_stop_reason_whole(tmp_path: P
         shown = " ".join(" ".join(str(s.text) for s in status.render_line(y)._segments).strip()
                          for y in range(status.size.height))
         assert "--to 1.0.2)" in shown
+
+
+async def test_the_dashboard_says_how_far_the_judge_agrees_with_people(tmp_path: Path) -> None:
+    note = "Judge openai:gpt-4o cycle-judge@1.0.0, against 50 human labels: quality kappa 0.71"
+    events = [ev.CycleStarted(at=T0, cycle_id="c-test", prompt_id="support-reply",
+                              version="1.0.0", judge_note=note)]
+    app = emitting_app(tmp_path, events)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot, app)
+        log = "".join(line.text for line in app.screen.query_one("#log", RichLog).lines)
+        assert "quality kappa 0.71" in log
