@@ -45,6 +45,7 @@ from cycle.judge import JudgeResult
 from cycle.loop import Loop, LoopSettings, parse_stop
 from cycle.loop.review import AutoReviewer
 from cycle.records import AgentResult, Prompt, Suggestion
+from cycle.records.scope import NO_SCOPE, CallScope
 from cycle.store import Store
 
 NOISE_SD = 10.0
@@ -76,7 +77,7 @@ class TruthAgent:
     def __init__(self, prompt: Prompt) -> None:
         self.system = prompt.system
 
-    async def run(self, case: TestCase, *, iteration: int, context: dict[str, Any]) -> AgentResult:
+    async def run(self, case: TestCase, *, iteration: int, scope: CallScope = NO_SCOPE) -> AgentResult:
         return AgentResult(output=self.system)
 
     async def aclose(self) -> None:
@@ -90,6 +91,7 @@ class NoisyJudge:
     version = "1"
     offline = True
     threshold = 70.0
+    criteria: tuple[Any, ...] = ()  # its score is the truth plus noise, no criterion's
 
     def __init__(self, world: World) -> None:
         self.world = world
@@ -98,9 +100,8 @@ class NoisyJudge:
         return self.version
 
     async def judge(self, case: TestCase, result: AgentResult, *, iteration: int = 0,
-                    context: dict[str, Any] | None = None) -> JudgeResult:
-        ctx = context or {}
-        key = f"{self.world.seed}|{ctx.get('run_id')}|{case.id}|{iteration}".encode()
+                    scope: CallScope = NO_SCOPE) -> JudgeResult:
+        key = f"{self.world.seed}|{scope.run_id}|{case.id}|{iteration}".encode()
         rng = random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big"))
         score = self.world.truth(result.output, case.id) + rng.gauss(0.0, NOISE_SD)
         score = max(0.0, min(100.0, score))
@@ -117,7 +118,7 @@ class KnownImprover:
         self.world, self.kind, self.gain = world, kind, gain
         self.count = 0
 
-    async def propose(self, inp: Any, *, context: dict[str, Any] | None = None) -> list[Suggestion]:
+    async def propose(self, inp: Any, *, scope: CallScope = NO_SCOPE) -> list[Suggestion]:
         self.count += 1
         mark = f"{self.world.seed}-{self.count}"
         shown = {c.id for c in inp.low_cases}

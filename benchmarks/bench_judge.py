@@ -13,6 +13,12 @@ a judge that adds ``bias`` points on long answers (half of them) plus Gaussian n
 2. **The gate** (improve.judge.min_agreement 0.6): how often a judge's kappa lower bound
    on n labels lets it decide (the gate open), for an honest judge and a biased one, and
    how often its judged mean is more than 2 points off the truth in those runs.
+3. **Whole cycles** (the real Loop and store, bench_acceptance's stand-ins): a judge that
+   gives +8 to answers carrying a "verbose" edit whose true effect is nothing, and an
+   improver that proposes it; how often head moves without labels and with
+   ``improve.judge.confirm_labels`` 20 and 50 (people: the truth plus noise, sd 5,
+   labelling random outputs of each fresh run when the cycle asks); and the power the
+   correction costs on an honest judge and a true +5.
 
 Each share is printed with its Monte Carlo standard error, sqrt(p(1-p)/sims).
 """
@@ -85,14 +91,130 @@ def gate(sims: int, floor: float = 0.6) -> None:
             print(f"{name:>18}  {n:>6}  {share(opened, sims):>14}  {share(wrong, sims):>24}")
 
 
+# -- 3. whole cycles: a judge that likes verbose answers, an improver that makes them ----
+
+VERBOSE = "[verbose]"
+
+
+def _cycle_parts(world, bias: float, gain: float):  # type: ignore[no-untyped-def]
+    """The stand-ins of bench_acceptance, with a judge that scores one LLM criterion and
+    gives ``bias`` points to an answer carrying the verbose edit, whose true effect is
+    ``gain`` on every case."""
+    import hashlib
+
+    from bench_acceptance import NOISE_SD, NoisyJudge
+
+    from cycle.judge import JudgeResult
+    from cycle.judge.criteria import Criterion
+    from cycle.records import Suggestion, Verdict
+    from cycle.records.scope import NO_SCOPE
+
+    class VerboseLovingJudge(NoisyJudge):
+        criteria = (Criterion(id="quality", description="", kind="llm", pass_mark=70.0),)
+
+        async def judge(self, case, result, *, iteration=0, scope=NO_SCOPE):  # type: ignore[no-untyped-def]
+            key = f"{self.world.seed}|{scope.run_id}|{case.id}|{iteration}".encode()
+            rng = random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big"))
+            score = (self.world.truth(result.output, case.id) + rng.gauss(0.0, NOISE_SD)
+                     + (bias if VERBOSE in result.output else 0.0))
+            score = max(0.0, min(100.0, score))
+            verdict = Verdict(criterion_id="quality", kind="llm", score=score, passed=score >= 70,
+                              weight=1.0, required=False, reasoning="")
+            return JudgeResult(score=score, passed=score >= 70, verdicts=(verdict,))
+
+    class VerboseImprover:
+        version = "verbose"
+        offline = True
+
+        async def propose(self, inp, *, scope=NO_SCOPE):  # type: ignore[no-untyped-def]
+            mark = f"{world.seed}-v"
+            world.effects[mark] = dict.fromkeys(world.quality, gain)
+            return [Suggestion(type="system_prompt", priority="high",
+                               suggested_value=f" [e:{mark}] {VERBOSE}")]
+
+    return VerboseLovingJudge(world), VerboseImprover()
+
+
+async def _one_cycle(store, seed: int, *, bias: float, gain: float, labels: int | None,  # type: ignore[no-untyped-def]
+                     person_sd: float = 5.0) -> bool:
+    """One cycle of one improving round; with ``labels``, people (the truth plus noise)
+    label that many random outputs of each fresh run when the cycle asks, and it resumes.
+    Whether head moved."""
+    from bench_acceptance import TruthAgent, World
+
+    from cycle.cases import TestCase
+    from cycle.loop import Loop, LoopSettings, parse_stop
+    from cycle.loop.review import AutoReviewer
+    from cycle.records import Prompt
+    from cycle.store.human_labels import Label
+
+    rng = random.Random(seed)
+    suite = [TestCase(id=f"c{i}", input=f"case {i}") for i in range(20)]
+    world = World({c.id: rng.uniform(35, 65) for c in suite}, seed=seed)
+    start = store.save_version(Prompt(id=f"p{seed}", system="You answer."), source="manual")
+    judge, improver = _cycle_parts(world, bias, gain)
+
+    def loop() -> Loop:
+        return Loop(start=start, cases=suite, agent=TruthAgent, judge=judge,  # type: ignore[arg-type]
+                    improver=improver, reviewer=AutoReviewer(), store=store,  # type: ignore[arg-type]
+                    stop=parse_stop({"max_rounds": 1}),
+                    settings=LoopSettings(low_score=100.0, iterations=3, concurrency=64,
+                                          timeout=None, confirm_labels=labels))
+
+    result = await loop().run()
+    if result.status == "interrupted":  # waiting for people's labels of the fresh runs
+        for run in store.runs.recent(cycle_id=result.cycle_id, limit=None):
+            if run.round != 2:
+                continue
+            outputs = store.human_labels.outputs(run.id)
+            store.human_labels.add([
+                Label(run=run.id, case=o["case"], iteration=o["iteration"], criterion="quality",
+                      score=max(0.0, min(100.0, world.truth(o["output"], o["case"])
+                                         + rng.gauss(0.0, person_sd))), labeler="person")
+                for o in rng.sample(outputs, labels or 0)])
+        result = await loop().run(resume=result.cycle_id)
+    return result.final_version != result.initial_version
+
+
+def whole_cycles(sims: int) -> None:
+    import asyncio
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from cycle.store import Store
+
+    print(f"\n3. whole cycles (20 cases x 3 iterations, one improving round), {sims} each: "
+          "head moved")
+    print(f"{'world':>44}  {'no labels':>14}  {'20 labels':>14}  {'50 labels':>14}")
+    for name, bias, gain in (("judge +8 on verbose, true gain 0 (false)", 8.0, 0.0),
+                             ("honest judge, true gain +5 (power)", 0.0, 5.0)):
+        cells = []
+        for labels in (None, 20, 50):
+            async def run(bias: float = bias, gain: float = gain,
+                          labels: int | None = labels) -> int:
+                with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "b.db") as store:
+                    return sum([await _one_cycle(store, 7_000_000 + seed, bias=bias, gain=gain,
+                                                 labels=labels) for seed in range(sims)])
+            cells.append(share(asyncio.run(run()), sims))
+        print(f"{name:>44}  {cells[0]:>14}  {cells[1]:>14}  {cells[2]:>14}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=1000)
     parser.add_argument("--gate-sims", type=int, default=200,
                         help="runs per gate row (each bootstraps kappa 1,000 times)")
+    parser.add_argument("--cycle-sims", type=int, default=200, help="cycles per world and labels")
+    parser.add_argument("--only", choices=("coverage", "gate", "cycles"))
     args = parser.parse_args()
-    coverage(args.sims, bias=8.0)
-    gate(args.gate_sims)
+    if args.only in (None, "coverage"):
+        coverage(args.sims, bias=8.0)
+    if args.only in (None, "gate"):
+        gate(args.gate_sims)
+    if args.only in (None, "cycles"):
+        whole_cycles(args.cycle_sims)
 
 
 if __name__ == "__main__":

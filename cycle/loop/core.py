@@ -137,13 +137,9 @@ class _Explored(_Stop):
     """Ends exploring (nothing left to improve); the confirmation still runs."""
 
 
-class _Waiting(Exception):
+class _Waiting(_Stop):
     """The confirmation waits for people's labels: the cycle ends interrupted, and its
     resume decides again (its fresh runs are stored: nothing is paid twice)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def evaluation_of(result: RunResult, version: str) -> Evaluation:
@@ -335,14 +331,14 @@ class Loop:
                 if self._confirms and incumbent.version.version != self._head.version.version:
                     stop_at = round_no
                     reason = await self._confirm(round_no, incumbent, confirming)
+            except _Waiting as w:
+                return self._finish(w.reason, status="interrupted")
             except _Stop as s:
                 reason = s.reason + self._unconfirmed(incumbent)
                 self.ledger.mark_stopped()
             except BudgetExceededError as e:
                 reason = self._budget_reason(stop_at, e) + self._unconfirmed(incumbent)
                 self.ledger.mark_stopped()
-            except _Waiting as w:
-                return self._finish(w.reason, status="interrupted")
             return self._finish(reason, status="finished")
         except (asyncio.CancelledError, KeyboardInterrupt):
             if self.cycle_id:

@@ -231,11 +231,6 @@ class RunLog:
             "SELECT avg(cost) FROM calls WHERE role = ? AND error IS NULL AND "
             "coalesce(cache_hit, 0) = 0", (role,)).fetchone()[0]
 
-    def result_count(self, run_id: str) -> int:
-        """The iterations stored for a run."""
-        return self.store.db.execute("SELECT count(*) FROM results WHERE run_id = ?",
-                                     (run_id,)).fetchone()[0]
-
     def load_results(self, run_id: str, case_id: str | None = None) -> list[IterationResult]:
         """The stored iterations of a run (or of one of its cases), with their verdicts,
         by case and iteration."""
@@ -331,31 +326,15 @@ class RunLog:
 
 
 class StoredResults:
-    """A stored run's results (``RunResult.source``). A run of at most ``KEEP`` iterations
-    is read whole on the first ask, in two queries, and kept: its four reports then read
-    it once, not a query per case per report. A bigger run is read a case at a time, the
-    last case kept (a report asks for a case's results and then its representative), so
-    its memory stays that of its figures."""
-
-    #: iterations a run may have to be read whole and kept (a few MB of results)
-    KEEP = 5_000
+    """A stored run's results, read a case at a time (``RunResult.source``). The last
+    case read is kept: a report asks for a case's results and then its representative."""
 
     def __init__(self, log: RunLog, run_id: str) -> None:
         self.log = log
         self.run_id = run_id
         self._last: tuple[str, list[IterationResult]] | None = None
-        self._all: dict[str, list[IterationResult]] | None = None
-        self._small: bool | None = None
 
     def of(self, case_id: str) -> list[IterationResult]:
-        if self._small is None:
-            self._small = self.log.result_count(self.run_id) <= self.KEEP
-        if self._small:
-            if self._all is None:
-                self._all = {}
-                for r in self.log.load_results(self.run_id):
-                    self._all.setdefault(r.case_id, []).append(r)
-            return self._all.get(case_id, [])
         if self._last is None or self._last[0] != case_id:
             self._last = (case_id, self.log.load_results(self.run_id, case_id))
         return self._last[1]
