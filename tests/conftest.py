@@ -26,3 +26,30 @@ def _fresh_compat():
     compat.forget()
     yield
     compat.forget()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One throw-away PostgreSQL server for the whole session (cycle.testing.postgres).
+    Skipped, saying why, where the binaries are missing; under CYCLE_REQUIRE_POSTGRES
+    (set by .ci/run once it installed them) that is a failure instead."""
+    import os
+
+    from cycle.testing.postgres import ThrowawayPostgres, find_binaries
+
+    missing = find_binaries()
+    if isinstance(missing, str):
+        if os.environ.get("CYCLE_REQUIRE_POSTGRES"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    with ThrowawayPostgres() as pg:
+        yield pg
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request: pytest.FixtureRequest, tmp_path):
+    """Where a store test's store is, once per backend: a SQLite file, then a fresh
+    schema of the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return tmp_path / ".cycle" / "cycle.db"
+    return request.getfixturevalue("postgres").schema_url()

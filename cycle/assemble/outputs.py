@@ -74,7 +74,10 @@ def check_outputs(
 ) -> None:
     """The store, the reports folder (None: none written), the response cache (when on)
     and the events file can all be written; else a ConfigError naming the setting."""
-    writable_file(store, what="store", field="--store / CYCLE_STORE")
+    from cycle.store.postgres import is_url
+
+    if not is_url(store):  # a database server's room is its own to check
+        writable_file(store, what="store", field="--store / CYCLE_STORE")
     if reports is not None:
         where = ({"field": "--report-dir"} if reports_flag or loaded is None
                  else _setting(loaded, "reports"))

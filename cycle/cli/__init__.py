@@ -114,12 +114,13 @@ class CliContext(Struct):
     store: str | None = None
 
     def store_path(self, config_dir: str | Path | None = None) -> Path:
-        """Where the store is: --store, then CYCLE_STORE, then .cycle/cycle.db beside the config."""
-        if self.store:
-            return Path(self.store)
-        from cycle.store.store import default_path
+        """Where the store is: --store, then CYCLE_STORE, then .cycle/cycle.db beside the config
+        (a path, or a PostgreSQL URL as text)."""
+        from cycle.store.store import default_path, store_target
 
-        return default_path(config_dir)
+        if self.store:
+            return store_target(self.store)  # type: ignore[return-value]
+        return default_path(config_dir)  # type: ignore[return-value]
 
 
 def _set_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -138,7 +139,7 @@ def _with_global_options(command: click.Command) -> click.Command:
     if "store" not in names:
         command.params.append(click.Option(
             ["--store"], type=click.Path(dir_okay=False), expose_value=False,
-            callback=_set_store, help="The SQLite store (as for `cycle --store`)."))
+            callback=_set_store, help="The store (as for `cycle --store`)."))
     if "debug" not in names:
         # main() looks for --debug anywhere in the arguments; this only makes it legal here
         command.params.append(click.Option(
@@ -153,11 +154,14 @@ def local_minute(at: datetime) -> str:
 
 def store_flag(path: Path) -> str:
     """`` --store PATH`` for a command hint, or '' when the default store is that path."""
+    from cycle.store.store import shown_target
+
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     default = CliContext(store=None).store_path()
-    if obj.store is None and Path(path).resolve() == default.resolve():
+    if obj.store is None and (str(path) == str(default) if isinstance(path, str)
+                              else Path(path).resolve() == Path(default).resolve()):
         return ""
-    return f" --store {path}"
+    return f" --store {shown_target(path)}"
 
 
 class CycleGroup(click.Group):
@@ -244,7 +248,8 @@ class CycleGroup(click.Group):
     "--store",
     type=click.Path(dir_okay=False),
     default=None,
-    help="The SQLite store (default: $CYCLE_STORE, else .cycle/cycle.db beside the config).",
+    help="The store: a SQLite file or a postgresql:// URL (default: $CYCLE_STORE, else "
+    ".cycle/cycle.db beside the config).",
 )
 @click.version_option(version=__version__, prog_name="cycle")
 @click.pass_context

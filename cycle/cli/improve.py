@@ -250,11 +250,11 @@ def _stored_overrides(config: Path, resume: str) -> dict[str, Any] | None:
     from cycle.store import Store
 
     loaded = load_config(config)
-    path = _store_path(loaded.base_dir)
-    if not path.exists():
+    found = Store.open_existing(_store_path(loaded.base_dir))
+    if found is None:
         return None
     ref = loaded.config.prompt
-    with Store.open(path, create=False) as store:
+    with found as store:
         try:
             if resume:
                 row = store.cycles.get(resume)
@@ -322,13 +322,14 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
     from cycle.assemble import build_loop
     from cycle.assemble.suite import open_cache
     from cycle.store import Store
+    from cycle.store.store import shown_target
 
     c = loaded.config
     models = {k: v for k, v in (("agent", c.agent_config.model), ("judge", c.judge),
                                 ("improver", c.improver)) if v}
     info = HeaderInfo(prompt_id=c.prompt, models=models,
                       offline=any(str(m).split(":")[0] in ("offline", "scripted") for m in models.values()),
-                      store=str(store_path))
+                      store=shown_target(store_path))
 
     async def cycle(cycle_bus: ev.EventBus, tui_reviewer: Reviewer) -> CycleResult:
         store = Store.open(store_path)  # in the cycle's own process (cycle.tui.process)

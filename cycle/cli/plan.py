@@ -47,6 +47,7 @@ def plan(config: Path, gain: float, run_id: str | None, budget: float | None,
     from cycle.loop.planning import plan_lines
     from cycle.loop.stop import cost_cap
     from cycle.store import Store
+    from cycle.store.store import shown_target
 
     loaded = load_config(config)
     improve_cfg = load_improve_config(loaded)
@@ -58,11 +59,12 @@ def plan(config: Path, gain: float, run_id: str | None, budget: float | None,
                             loaded.config.budget) if x is not None]
         budget = min(caps) if caps else None
     path = _store_path(loaded.base_dir)
-    if not path.exists():
-        raise NotFoundError(f"no store at {path}: the plan reads a stored run of the suite",
-                            hint=f"Run the suite first, twice or more per case: "
-                                 f"cycle run {config} -n 3")
-    with Store.open(path, create=False) as store:
+    found = Store.open_existing(path)
+    if found is None:
+        raise NotFoundError(f"no store at {shown_target(path)}: the plan reads a stored run "
+                            "of the suite", hint=f"Run the suite first, twice or more per case: "
+                                                 f"cycle run {config} -n 3")
+    with found as store:
         if run_id is None:
             run_id = _newest_repeated(store, prompt_id, config)
         result = load_run(store.runs, store.runs.resolve(run_id))

@@ -95,10 +95,11 @@ def prompt() -> None:
 def list_(show_all: bool, as_json: bool) -> None:
     """List the prompts in the store with their latest version and labels."""
     obj = click.get_current_context().find_object(CliContext) or CliContext()
-    if not obj.store_path().exists():
+    found = Store.open_existing(obj.store_path())
+    if found is None:
         prompts = []  # no store yet is an empty list, not an error
     else:
-        with open_store() as store:
+        with found as store:
             prompts = store.list_prompts(builtin=show_all)
     if as_json:
         emit_json([p.model_dump(mode="json") for p in prompts])

@@ -229,10 +229,10 @@ def _stored_overrides(config: Path, resume: str) -> dict[str, Any] | None:
     from cycle.errors import NotFoundError
     from cycle.store import Store
 
-    path = _store_path(load_config(config).base_dir)
-    if not path.exists():
+    found = Store.open_existing(_store_path(load_config(config).base_dir))
+    if found is None:
         return None
-    with Store.open(path, create=False) as store:
+    with found as store:
         try:
             row = store.runs.require(store.runs.resolve(resume))
         except NotFoundError:
@@ -272,10 +272,10 @@ def typical_output(loaded: LoadedConfig) -> dict[tuple[str, str], float]:
     when there is no store yet: a dry run creates nothing)."""
     from cycle.store import Store
 
-    path = _store_path(loaded.base_dir)
-    if not path.exists():
+    found = Store.open_existing(_store_path(loaded.base_dir))
+    if found is None:
         return {}
-    with Store.open(path, create=False) as store:
+    with found as store:
         return store.runs.typical_output()
 
 

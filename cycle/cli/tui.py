@@ -53,7 +53,8 @@ def tui(ctx: click.Context, prompt_id: str | None) -> None:
         known = {p.id for p in store.list_prompts()}
         if prompt_id is not None and prompt_id not in known:
             shown = ", ".join(p.id for p in store.list_prompts(builtin=False)) or "none"
-            raise NotFoundError(f"no prompt '{prompt_id}' in the store {path}", hint=f"Prompts: {shown}.")
+            raise NotFoundError(f"no prompt '{prompt_id}' in the store {store.where}",
+                                hint=f"Prompts: {shown}.")
         if prompt_id is None:
             prompt_id = config_prompt_id(Path.cwd())
             if prompt_id not in known:

@@ -1,4 +1,5 @@
-"""cycle.store: prompt versions, labels, runs and cycles in one SQLite file.
+"""cycle.store: prompt versions, labels, runs and cycles in one SQLite file, or in a
+team's PostgreSQL database (``Store.open("postgresql://...")``).
 
     from cycle.store import Store
     with Store.open(".cycle/cycle.db") as store:

@@ -30,10 +30,13 @@ class StoreBatches:
                   scope: CallScope) -> None:
         with self.store.transaction() as db:
             db.execute(
-                "INSERT OR REPLACE INTO batch_jobs (id, model, run_id, calls, state, submitted_at)"
-                " VALUES (?, ?, ?, ?, 'submitted', ?)",
+                "INSERT INTO batch_jobs (id, model, run_id, calls, state, submitted_at)"
+                " VALUES (?, ?, ?, ?, 'submitted', ?) ON CONFLICT (id) DO UPDATE SET "
+                "model = excluded.model, run_id = excluded.run_id, calls = excluded.calls, "
+                "state = excluded.state, submitted_at = excluded.submitted_at, ended_at = NULL",
                 [job_id, model, scope.run_id, len(keys), now_iso()])
-            db.executemany("INSERT OR REPLACE INTO batch_calls (key, job_id) VALUES (?, ?)",
+            db.executemany("INSERT INTO batch_calls (key, job_id) VALUES (?, ?) "
+                           "ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id",
                                 [(k, job_id) for k in keys])
 
     def ended(self, job_id: str, state: str) -> None:

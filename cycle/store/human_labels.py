@@ -59,8 +59,11 @@ class HumanLabels:
                         f"{label.iteration}: nothing was stored",
                         hint="Label the outputs of a stored run (cycle judge sample RUN_ID).")
                 db.execute(
-                    "INSERT OR REPLACE INTO human_labels (result_id, criterion_id, score, passed, "
-                    "labeler, note, labeled_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO human_labels (result_id, criterion_id, score, passed, "
+                    "labeler, note, labeled_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (result_id, criterion_id, labeler) DO UPDATE SET "
+                    "score = excluded.score, passed = excluded.passed, note = excluded.note, "
+                    "labeled_at = excluded.labeled_at",
                     (row[0], label.criterion, label.score,
                      None if label.passed is None else int(label.passed), label.labeler,
                      label.note, now_iso()))
@@ -73,8 +76,8 @@ class HumanLabels:
     def of_judge(self, model: str | None, version: str | None) -> list[Labelled]:
         """The labels of every run this judge (its model and prompt version) judged: what
         its agreement with people is measured on."""
-        return self._labelled("r.run_id IN (SELECT id FROM runs WHERE judge_model IS ? AND "
-                              "judge_version IS ?)", (model, version))
+        return self._labelled("r.run_id IN (SELECT id FROM runs WHERE judge_model IS NOT DISTINCT "
+                              "FROM ? AND judge_version IS NOT DISTINCT FROM ?)", (model, version))
 
     def of_runs(self, run_ids: list[str]) -> list[Labelled]:
         """The labels of the outputs of these runs."""

@@ -45,9 +45,14 @@ class JudgeConsistency:
         with self.store.transaction() as db:
             for f in figures:
                 db.execute(
-                    "INSERT OR REPLACE INTO judge_consistency (run_id, criterion_id, "
+                    "INSERT INTO judge_consistency (run_id, criterion_id, "
                     "judge_model, judge_version, outputs, repeats, spread, flip_share, "
-                    "max_flips, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "max_flips, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (run_id, criterion_id) DO UPDATE SET "
+                    "judge_model = excluded.judge_model, judge_version = excluded.judge_version, "
+                    "outputs = excluded.outputs, repeats = excluded.repeats, "
+                    "spread = excluded.spread, flip_share = excluded.flip_share, "
+                    "max_flips = excluded.max_flips, measured_at = excluded.measured_at",
                     (f.run, f.criterion, model, version, f.outputs, f.repeats, f.spread,
                      f.flip_share, f.max_flips, now_iso()))
 
@@ -55,7 +60,7 @@ class JudgeConsistency:
         """Every measure of this judge, the latest first."""
         rows = self.store.db.execute(
             "SELECT run_id, criterion_id, outputs, repeats, spread, flip_share, max_flips "
-            "FROM judge_consistency WHERE judge_model IS ? AND judge_version IS ? "
+            "FROM judge_consistency WHERE judge_model IS NOT DISTINCT FROM ? AND judge_version IS NOT DISTINCT FROM ? "
             "ORDER BY measured_at DESC", (model, version)).fetchall()
         return [Consistency(run=r[0], criterion=r[1], outputs=r[2], repeats=r[3], spread=r[4],
                             flip_share=r[5], max_flips=r[6]) for r in rows]

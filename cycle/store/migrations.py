@@ -5,6 +5,13 @@ transaction together with the record of it (table ``_sqlite_migrations``,
 set ``"cycle"``), so a store written by an older release migrates itself when
 opened. Never edit a migration that has shipped: add the next one.
 
+One definition for both databases: on PostgreSQL the same migrations run, each
+statement through ``cycle.store.postgres.pg_ddl`` (SQLite's types and row ids as
+PostgreSQL has them), with the same record table, all in one transaction (PostgreSQL's
+DDL is transactional: a migration never half-applies). So a migration is written in the
+SQL both share (``ALTER TABLE ADD COLUMN``, ``CREATE TABLE``/``INDEX``, ``ON CONFLICT``);
+what only SQLite has (``PRAGMA``, ``sqlite_master``) goes through ``dialect_of(db)``.
+
 Opening also refuses what is not ours: a file that is not SQLite, a SQLite
 file with tables but no cycle migration record, or a store recording a
 migration this release does not know (written by a newer cycle).
@@ -21,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cycle.errors import StoreFormatError
+from cycle.store.postgres import dialect_of, pg_ddl
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -42,6 +50,9 @@ def migration(fn: Callable[[Database], None]) -> Callable[[Database], None]:
 def apply_migrations(conn: sqlite3.Connection, **options: Any) -> None:
     """Apply the migrations ``conn``'s store lacks, each with its record in one transaction
     (``options`` go to ``Migrations.apply``, e.g. ``stop_before``)."""
+    if dialect_of(conn).name == "postgresql":
+        _apply_on_postgres(conn, **options)
+        return
     from sqlite_utils import Database
     from sqlite_utils.migrations import Migrations
 
@@ -283,7 +294,13 @@ def _widen_check(db: Database, table: str, old: str, new: str) -> None:
     """Replace a CHECK constraint by a wider one (every stored row satisfies it), the way
     SQLite documents for constraint changes that do not touch the stored data: edit the
     schema text under writable_schema and bump schema_version, inside the migration's
-    transaction. (Rebuilding the table would fight the foreign keys pointing at it.)"""
+    transaction. (Rebuilding the table would fight the foreign keys pointing at it.)
+    PostgreSQL drops and adds the constraint (named for its table and column)."""
+    if dialect_of(db).name == "postgresql":
+        column = old.split()[0]
+        db.execute(f"ALTER TABLE {table} DROP CONSTRAINT {table}_{column}_check, "
+                   f"ADD CONSTRAINT {table}_{column}_check CHECK ({new})")
+        return
     row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
                      [table]).fetchone()
     if row is None or old not in row[0]:
@@ -306,6 +323,39 @@ def _run(db: Database, script: str) -> None:
             db.execute(statement)
 
 
+class _PgMigrating:
+    """What a migration is given on PostgreSQL: its statements as PostgreSQL takes them."""
+
+    dialect = "postgresql"
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        return self.conn.execute(pg_ddl(sql), params or ())
+
+
+def _apply_on_postgres(conn: Any, *, stop_before: str | None = None) -> None:
+    # the caller (Store._migrate) holds the write transaction: every migration and its
+    # record commit together or not at all
+    from cycle.ids import now_iso
+
+    db = _PgMigrating(conn)
+    if RECORD_TABLE not in dialect_of(conn).tables(conn):
+        db.execute(f"CREATE TABLE {RECORD_TABLE} (id INTEGER PRIMARY KEY, migration_set TEXT "
+                   "NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL, "
+                   "UNIQUE (migration_set, name))")
+    applied = set(applied_names(conn))
+    for fn in MIGRATIONS:
+        if fn.__name__ == stop_before:
+            return
+        if fn.__name__ in applied:
+            continue
+        fn(db)  # type: ignore[arg-type]
+        conn.execute(f"INSERT INTO {RECORD_TABLE} (migration_set, name, applied_at) "
+                     "VALUES (?, ?, ?)", (MIGRATION_SET, fn.__name__, now_iso()))
+
+
 def known_names() -> list[str]:
     """Names of this release's migrations, in order."""
     return [fn.__name__ for fn in MIGRATIONS]
@@ -314,7 +364,7 @@ def known_names() -> list[str]:
 def applied_names(db: sqlite3.Connection) -> list[str]:
     """Names of the cycle migrations recorded in ``db``, in the order applied (read only)."""
     return [row[0] for row in db.execute(
-        f"SELECT name FROM {RECORD_TABLE} WHERE migration_set = ? ORDER BY rowid",
+        f"SELECT name FROM {RECORD_TABLE} WHERE migration_set = ? ORDER BY id",
         [MIGRATION_SET])]
 
 
@@ -324,9 +374,9 @@ def check_format(db: sqlite3.Connection, path: str) -> list[str]:
     Returns the migrations still to apply. Reads only: a refused file is left
     exactly as it was.
     """
+    dialect = dialect_of(db)
     try:
-        tables = {row[0] for row in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = dialect.tables(db)
     except sqlite3.DatabaseError as e:
         raise StoreFormatError(
             f"{path} is not a cycle store: {e}",
@@ -337,6 +387,13 @@ def check_format(db: sqlite3.Connection, path: str) -> list[str]:
     applied = applied_names(db) if RECORD_TABLE in tables else []
     if not applied:
         shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        if dialect.name == "postgresql":
+            raise StoreFormatError(
+                f"{path} is a database but not a cycle store (its schema holds tables {shown} "
+                "and no cycle migration record)",
+                hint="Give cycle a database of its own, or a schema of its own: "
+                "postgresql://.../DB?options=-csearch_path%3Dcycle (after CREATE SCHEMA cycle).",
+            )
         raise StoreFormatError(
             f"{path} is a SQLite file but not a cycle store (it holds tables {shown} "
             "and no cycle migration record)",

@@ -168,8 +168,9 @@ class RunLog:
                 params.append(value)
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
         rows = self.store.db.execute(
-            f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY started_at DESC, rowid DESC "
-            "LIMIT ?", (*params, -1 if limit is None else limit)).fetchall()
+            f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY started_at DESC, rowid DESC"
+            + ("" if limit is None else " LIMIT ?"),
+            (*params, *(() if limit is None else (limit,)))).fetchall()
         return [self._row(r) for r in rows]
 
     def finish(self, run_id: str, *, status: str, summary: dict[str, Any] | None = None) -> None:
@@ -280,8 +281,8 @@ class RunLog:
             "SELECT case_id, iteration, status, score, CASE WHEN passed IS NULL THEN NULL "
             "ELSE passed != 0 END, coalesce(latency, 0.0), "
             "status != 'error' OR coalesce(output, '') != '', "
-            "CASE WHEN trace IS NULL THEN 0 ELSE (SELECT count(*) FROM json_each(trace) "
-            "WHERE json_extract(value, '$.kind') = 'user') END "
+            "CASE WHEN trace IS NULL THEN 0 ELSE "
+            f"{self.store.dialect.count_json_items('trace', 'kind', 'user')} END "
             "FROM results WHERE run_id = ? ORDER BY case_id, iteration", (run_id,))
 
     def criterion_means(self, run_id: str) -> dict[str, float]:
@@ -374,7 +375,7 @@ class CallRecorder:
 
 def _insert_result(conn: sqlite3.Connection, run_id: str, r: IterationResult) -> None:
     tool_calls = json.dumps([t.model_dump() for t in r.tool_calls]) if r.tool_calls else None
-    cur = conn.execute(_INSERT_RESULT, (
+    cur = conn.execute(_INSERT_RESULT + (" RETURNING id" if r.verdicts else ""), (
         run_id, r.case_id, r.iteration, r.status, r.score,
         None if r.passed is None else int(r.passed), r.error,
         json.dumps(r.input, ensure_ascii=False, default=str), r.output, tool_calls,
@@ -384,7 +385,7 @@ def _insert_result(conn: sqlite3.Connection, run_id: str, r: IterationResult) ->
         json.dumps(r.state, ensure_ascii=False, default=str) if r.state else None,
     ))
     if r.verdicts:
-        rid = cur.lastrowid
+        (rid,) = cur.fetchone()
         conn.executemany(_INSERT_VERDICT, [
             (rid, v.criterion_id, v.kind, v.score, int(v.passed), v.weight, int(v.required),
              v.reasoning, json.dumps(v.failed_turns) if v.failed_turns else None)

@@ -1,4 +1,5 @@
-"""Store: cycle's memory in one SQLite file (through sqlite-utils).
+"""Store: cycle's memory in one SQLite file (through sqlite-utils), or in a team's
+PostgreSQL database (``Store.open("postgresql://...")``, cycle/store/postgres.py).
 
 This module opens the file (refusing what is not a cycle store, migrating an
 older one), and holds prompt versions and their labels. Runs and cycles are
@@ -9,7 +10,8 @@ kept by its two logs, ``store.runs`` (``RunLog``, cycle/store/runs.py) and
 Concurrency: WAL mode plus a busy timeout, and every writer that reads
 before it writes (choosing the next version number, moving a label) does so
 inside ``BEGIN IMMEDIATE``, so two processes writing at once serialise
-instead of losing a write or handing out the same number twice.
+instead of losing a write or handing out the same number twice. On PostgreSQL a
+write transaction takes the store's advisory lock for the same effect, across machines.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from cycle.records import (
 )
 from cycle.store.batches import StoreBatches
 from cycle.store.journal import StoreJournal
-from cycle.store.migrations import apply_migrations, check_format
+from cycle.store.migrations import MIGRATIONS, apply_migrations, check_format
+from cycle.store.postgres import PG_DIALECT, SQLITE_DIALECT, is_url
 
 if TYPE_CHECKING:
     from cycle.store.cycles import CycleLog
@@ -52,14 +55,30 @@ if TYPE_CHECKING:
     from cycle.store.judge_consistency import JudgeConsistency
 
 
-def default_path(config_dir: str | Path | None = None) -> Path:
-    """Where the store is when none is named: $CYCLE_STORE, else .cycle/cycle.db beside the
-    config (or in the current folder)."""
+#: a store's place: a file's path, or a PostgreSQL URL (``postgresql://...``)
+StoreTarget = str | Path
+
+
+def default_path(config_dir: str | Path | None = None) -> StoreTarget:
+    """Where the store is when none is named: $CYCLE_STORE (a file or a PostgreSQL URL),
+    else .cycle/cycle.db beside the config (or in the current folder)."""
     import os
 
     if os.environ.get("CYCLE_STORE"):
-        return Path(os.environ["CYCLE_STORE"])
+        return store_target(os.environ["CYCLE_STORE"])
     return Path(config_dir or ".") / ".cycle" / "cycle.db"
+
+
+def store_target(value: str | Path) -> StoreTarget:
+    """A store named by a person: a PostgreSQL URL stays text, anything else is a path."""
+    return value if is_url(value) else Path(value)
+
+
+def shown_target(target: StoreTarget) -> str:
+    """A store as messages, headers and hints may show it (a URL's password masked)."""
+    from cycle.store.postgres import masked
+
+    return masked(str(target)) if is_url(target) else str(target)
 from cycle.store.runs import RunLog
 
 #: seconds a writer waits for another process's transaction before giving up
@@ -126,11 +145,17 @@ def _checked_save(prompt: Prompt, *, bump: str, source: str, version: str | None
 
 
 class Store:
-    """The SQLite store. Open it with ``Store.open(path)``; close it (or use ``with``)."""
+    """The store. Open it with ``Store.open(path or URL)``; close it (or use ``with``)."""
 
-    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path | None, *, where: str | None = None
+                 ) -> None:
+        #: sqlite3's connection, or a PostgreSQL one with its interface
         self.db = db
+        #: the store's file (None on PostgreSQL)
         self.path = path
+        #: the store as messages name it (a PostgreSQL URL without its password)
+        self.where = where or str(path)
+        self.dialect = SQLITE_DIALECT if where is None else PG_DIALECT
         # one connection may be shared by threads (a TUI worker): writers take turns
         self._lock = threading.RLock()
         #: runs, their results, verdicts and model calls
@@ -164,13 +189,16 @@ class Store:
     # -- opening -----------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, *, create: bool = True) -> Store:
-        """Open (creating directories and file if ``create``) and migrate the store at ``path``.
+    def open(cls, path: StoreTarget, *, create: bool = True) -> Store:
+        """Open (creating directories and file if ``create``) and migrate the store at ``path``
+        (a file, or a ``postgresql://`` URL).
 
         Raises StoreFormatError, changing nothing, if the file is not a cycle
         store or was written by a newer release; NotFoundError if it does not
         exist and ``create`` is false.
         """
+        if is_url(path):
+            return cls._open_postgres(str(path), create=create)
         p = Path(path)
         if p.is_dir():
             raise StoreFormatError(f"{p} is a directory, not a cycle store",
@@ -207,10 +235,44 @@ class Store:
             raise
         return store
 
+    @classmethod
+    def _open_postgres(cls, url: str, *, create: bool) -> Store:
+        from cycle.store.postgres import connect
+
+        conn = connect(url, busy_timeout=BUSY_TIMEOUT)
+        store = cls(conn, None, where=conn.where)  # type: ignore[arg-type]
+        try:
+            pending = check_format(conn, conn.where)  # reads only
+            if pending and not create and len(pending) == len(MIGRATIONS):
+                raise NotFoundError(
+                    f"no cycle store at {conn.where} (the database holds no cycle tables)",
+                    hint="A new project makes one with cycle prompt import FILE or cycle run "
+                    "--store URL; or point --store / CYCLE_STORE at the team's store.")
+            if pending:
+                store._migrate()
+        except sqlite3.Error as e:
+            conn.close()
+            raise StoreError(f"cannot open the store {conn.where}: {e}") from None
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    @classmethod
+    def open_existing(cls, path: StoreTarget) -> Store | None:
+        """The store at ``path``, or None when there is none yet (no file; a database
+        without cycle's tables): for what reads a store when there is one."""
+        if not is_url(path) and not Path(path).exists():
+            return None
+        try:
+            return cls.open(path, create=False)
+        except NotFoundError:
+            return None
+
     def _migrate(self) -> None:
         # re-check under the write lock: another process may have migrated meanwhile
         with self.transaction() as db:
-            if check_format(db, str(self.path)):
+            if check_format(db, self.where):
                 apply_migrations(db)
 
     def close(self) -> None:
@@ -238,10 +300,13 @@ class Store:
                     yield conn
                 return
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                for statement in self.dialect.begin:
+                    conn.execute(statement)
             except sqlite3.OperationalError as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise StoreError(
-                    f"the store {self.path} is busy: {e}",
+                    f"the store {self.where} is busy: {e}",
                     hint=f"Another process held it for more than {BUSY_TIMEOUT:.0f}s; try again.",
                 ) from e
             try:
@@ -374,7 +439,7 @@ class Store:
             shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
             hint = f"Known prompts: {shown}."
         else:
-            hint = f"The store {self.path} holds no prompt yet: import one with cycle prompt import FILE."
+            hint = f"The store {self.where} holds no prompt yet: import one with cycle prompt import FILE."
         raise NotFoundError(f"unknown prompt '{prompt_id}'", hint=hint)
 
     def _resolve_in(self, prompt_id: str, spec: str) -> Version:
@@ -394,8 +459,8 @@ class Store:
         if _HEX.match(spec):
             rows = self._query(
                 f"SELECT {_VERSION_COLUMNS} FROM versions "
-                "WHERE prompt_id = ? AND hash >= ? AND hash < ? LIMIT 2",
-                (prompt_id, spec, spec + "g"),  # 'g' sorts after every hex digit
+                "WHERE prompt_id = ? AND substr(hash, 1, ?) = ? LIMIT 2",
+                (prompt_id, len(spec), spec),
             )
             if len(rows) == 1:
                 return _row_to_version(rows[0])
@@ -502,13 +567,13 @@ class Store:
             "updated_at = excluded.updated_at",
             (prompt_id, label, version, now),
         )
-        cursor = self.db.execute(
+        (move_id,) = self.db.execute(
             "INSERT INTO label_moves (prompt_id, label, from_version, to_version, action, reason, who, at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (prompt_id, label, current, version, action, reason, who, now),
-        )
+        ).fetchone()
         return LabelMove(
-            id=int(cursor.lastrowid or 0), prompt_id=prompt_id, label=label, from_version=current,
+            id=int(move_id), prompt_id=prompt_id, label=label, from_version=current,
             to_version=version, action=action, reason=reason, who=who,
             at=datetime.fromisoformat(now),
         )
@@ -581,17 +646,19 @@ class Store:
 
     def latest_scores(self, prompt_id: str) -> dict[str, float]:
         """Version -> score of its latest finished run (the ``score`` of the run's summary JSON)."""
-        rows = self._query(
-            """
-            SELECT version, json_extract(summary, '$.score')
-            FROM runs
-            WHERE prompt_id = ? AND status = 'finished' AND json_valid(summary)
-              AND json_extract(summary, '$.score') IS NOT NULL
-            ORDER BY coalesce(finished_at, started_at), rowid
-            """,
+        scores: dict[str, float] = {}
+        for version, summary in self._query(
+            "SELECT version, summary FROM runs WHERE prompt_id = ? AND status = 'finished' "
+            "AND summary IS NOT NULL ORDER BY coalesce(finished_at, started_at), rowid",
             (prompt_id,),
-        )
-        return {version: float(score) for version, score in rows}
+        ):
+            try:
+                score = json.loads(summary).get("score")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(score, int | float):
+                scores[version] = float(score)
+        return scores
 
 
 @contextmanager

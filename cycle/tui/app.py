@@ -31,6 +31,7 @@ from textual.screen import Screen
 
 from cycle.events import EventBus
 from cycle.records import ReviewRequest, Suggestion
+from cycle.store.store import shown_target, store_target
 from cycle.tui.bridge import DEFAULT_RATE, EventBridge
 from cycle.tui.process import DEFAULT_HOST, CycleOutcome, CycleProcess, CycleRun
 from cycle.tui.screens.confirm import ConfirmScreen
@@ -106,8 +107,9 @@ class CycleApp(App[CycleOutcome | None]):
             raise ValueError("CycleApp needs a cycle to run or a store to browse")
         self._cycle = cycle
         self._store = store
-        self._store_path = Path(store_path) if store_path is not None else None
-        self.info = info or HeaderInfo(prompt_id=prompt_id or "", store=str(store_path or ""))
+        self._store_path = store_target(store_path) if store_path is not None else None
+        self.info = info or HeaderInfo(prompt_id=prompt_id or "",
+                                       store=shown_target(store_path) if store_path else "")
         self.bus = bus or EventBus()
         self.prompt_id = prompt_id
         self.clock = clock

@@ -14,8 +14,9 @@ from cycle.store.locks import acquire, held, release
 
 
 @pytest.fixture
-def store(tmp_path):
-    with Store.open(tmp_path / "s.db") as s:
+def store(store_target):
+    """The store on each backend (tests/conftest.py: a SQLite file, a PostgreSQL schema)."""
+    with Store.open(store_target) as s:
         yield s
 
 

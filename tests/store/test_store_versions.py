@@ -19,10 +19,10 @@ def make(system: str = "You help.", *, pid: str = "support", temperature: float 
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    s = Store.open(tmp_path / ".cycle" / "cycle.db")
-    yield s
-    s.close()
+def store(store_target):
+    """The store on each backend (tests/conftest.py: a SQLite file, a PostgreSQL schema)."""
+    with Store.open(store_target) as s:
+        yield s
 
 
 def test_first_version_is_initial_1_0_0_with_head_only(store: Store, tmp_path: Path):
@@ -31,7 +31,7 @@ def test_first_version_is_initial_1_0_0_with_head_only(store: Store, tmp_path: P
     assert v.hash == make().content_hash
     # production is a person's decision (cycle promote), never the effect of a save
     assert store.labels("support") == {"head": "1.0.0"}
-    assert (tmp_path / ".cycle" / "cycle.db").is_file()
+    assert store.path is None or (tmp_path / ".cycle" / "cycle.db").is_file()
 
 
 def test_new_versions_bump_patch_minor_major_with_parent_and_source(store: Store):
@@ -213,21 +213,30 @@ def test_bad_arguments(store: Store):
 def test_a_write_failing_halfway_leaves_no_partial_version(store: Store):
     store.save_version(make("a"))
     # make the label update (the last write of save_version) fail inside the transaction
-    store.db.execute(
-        "CREATE TRIGGER no_moves BEFORE INSERT ON label_moves BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
-    )
+    _fail_inserts(store, "label_moves", "disk on fire")
     with pytest.raises(StoreError, match="nothing was saved"):
         store.save_version(make("b"))
     assert store.count_versions("support") == 1
     assert store.labels("support")["head"] == "1.0.0"
-    store.db.execute("DROP TRIGGER no_moves")
+    store.db.execute("DROP TRIGGER no_inserts ON label_moves" if store.path is None
+                     else "DROP TRIGGER no_inserts")
     assert store.save_version(make("b")).version == "1.0.1"  # the store is still usable
 
 
+def _fail_inserts(store: Store, table: str, message: str) -> None:
+    """Make every insert into ``table`` fail, in the store's own database."""
+    if store.path is None:  # PostgreSQL
+        store.db.execute("CREATE OR REPLACE FUNCTION fail_insert() RETURNS trigger LANGUAGE "
+                         f"plpgsql AS $$ BEGIN RAISE EXCEPTION '{message}'; END $$")
+        store.db.execute(f"CREATE TRIGGER no_inserts BEFORE INSERT ON {table} FOR EACH ROW "
+                         "EXECUTE FUNCTION fail_insert()")
+    else:
+        store.db.execute(f"CREATE TRIGGER no_inserts BEFORE INSERT ON {table} "
+                         f"BEGIN SELECT RAISE(ABORT, '{message}'); END")
+
+
 def test_first_version_failing_leaves_no_prompt(store: Store):
-    store.db.execute(
-        "CREATE TRIGGER no_labels BEFORE INSERT ON labels BEGIN SELECT RAISE(ABORT, 'nope'); END"
-    )
+    _fail_inserts(store, "labels", "nope")
     with pytest.raises(StoreError):
         store.save_version(make("a"))
     assert store.db.execute("SELECT count(*) FROM prompts").fetchone()[0] == 0

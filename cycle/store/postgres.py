@@ -1,0 +1,260 @@
+"""PostgreSQL as the store's second backend: a team's shared store.
+
+``Store.open("postgresql://...")`` opens the same store on a PostgreSQL database. The
+store's SQL is written once, in the dialect both databases share; this module makes a
+psycopg connection look like the sqlite3 connection the store is written against:
+
+- ``execute`` / ``executemany`` take sqlite3's ``?`` placeholders (rewritten to
+  psycopg's ``%s`` once per statement text) and return a cursor of plain tuples;
+- errors come out as sqlite3's exception classes (IntegrityError for a broken
+  constraint, OperationalError for the rest), so the store's error handling (a busy
+  store, a write that failed and was rolled back) is one code for both, and every
+  message has the connection string's password masked;
+- ``in_transaction`` as sqlite3 says it.
+
+What differs is said where it differs (``Dialect``): the write transaction, the table
+list, JSON in SQL, and the schema's types (``pg_ddl``, applied to the one definition of
+the migrations in cycle/store/migrations.py).
+
+A write transaction serialises on a transaction-level advisory lock of the store's
+schema, as SQLite's ``BEGIN IMMEDIATE`` serialises on the file: a writer that reads and
+then writes (the next version number, a label move) does it alone, so no two writers
+on any number of machines hand out the same version or lose a move. Readers never wait.
+The lock waits at most ``BUSY_TIMEOUT`` seconds (``lock_timeout``), then the store says
+it is busy, as on SQLite.
+
+psycopg is an optional dependency (``pip install 'cycle[postgres]'``): a SQLite store
+never imports it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from cycle.errors import StoreError
+
+SCHEMES = ("postgresql://", "postgres://")
+
+#: the key of the advisory lock a write transaction takes (per schema: two stores in one
+#: database, e.g. one schema per project, do not wait for each other)
+_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('cycle:' || current_schema()))"
+
+
+def is_url(target: object) -> bool:
+    """Whether ``target`` names a PostgreSQL store (a ``postgresql://`` URL) rather than a file."""
+    return isinstance(target, str) and target.startswith(SCHEMES)
+
+
+_PASSWORD_PARAM = re.compile(r"(?i)(password=)[^&\s]*")
+
+
+def masked(url: str) -> str:
+    """``url`` with its password (in the authority or as a ``password=`` parameter) shown
+    as ``***``: what messages, reports and logs may show of a connection string."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{host}"
+    return _PASSWORD_PARAM.sub(r"\1***", urlunsplit(parts._replace(netloc=netloc)))
+
+
+@lru_cache(maxsize=512)
+def pg_sql(sql: str) -> str:
+    """sqlite3's ``?`` placeholders as psycopg's ``%s`` (outside quoted text), and every
+    ``%`` doubled (psycopg reads ``%`` as the start of a placeholder)."""
+    out: list[str] = []
+    quote = ""
+    for ch in sql:
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "?":
+            out.append("%s")
+            continue
+        if ch == "%":
+            out.append("%%")
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+_INTEGER_KEY = re.compile(r"\bINTEGER PRIMARY KEY\b", re.IGNORECASE)
+_REAL = re.compile(r"\bREAL\b", re.IGNORECASE)
+_CREATE_TABLE = re.compile(r"^\s*CREATE TABLE (IF NOT EXISTS )?(\w+) \(", re.IGNORECASE)
+
+
+def pg_ddl(sql: str) -> str:
+    """A migration statement, written for SQLite, as PostgreSQL takes it.
+
+    ``INTEGER PRIMARY KEY`` (SQLite's alias of the row id, numbered on insert) becomes
+    ``SERIAL PRIMARY KEY``; ``REAL`` (SQLite's 8-byte float) ``DOUBLE PRECISION``; a table
+    without such a key gets a ``rowid SERIAL`` column, the insertion order SQLite keeps
+    for every table and the store's queries sort by (``ORDER BY started_at, rowid``).
+    """
+    sql = _REAL.sub("DOUBLE PRECISION", sql)
+    if _CREATE_TABLE.match(sql):
+        if _INTEGER_KEY.search(sql):
+            sql = _INTEGER_KEY.sub("SERIAL PRIMARY KEY", sql)
+        else:
+            sql = _CREATE_TABLE.sub(lambda m: m.group(0) + "rowid SERIAL, ", sql, count=1)
+    return sql
+
+
+@contextmanager
+def _as_sqlite_errors(where: str) -> Iterator[None]:
+    import psycopg
+
+    try:
+        yield
+    except psycopg.errors.IntegrityError as e:
+        raise sqlite3.IntegrityError(_said(e, where)) from None
+    except psycopg.Error as e:
+        raise sqlite3.OperationalError(_said(e, where)) from None
+
+
+def _said(error: Exception, where: str) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return _PASSWORD_PARAM.sub(r"\1***", text)
+
+
+def _plain(params: Sequence[Any]) -> Sequence[Any]:
+    # SQLite stores a bool as 0/1 in an INTEGER column; psycopg would send a PostgreSQL
+    # boolean, which an integer column refuses
+    if any(p.__class__ is bool for p in params):
+        return [int(p) if p.__class__ is bool else p for p in params]
+    return params
+
+
+class PgCursor:
+    """A psycopg cursor as the store reads sqlite3's: rows are tuples."""
+
+    def __init__(self, cursor: Any, where: str) -> None:
+        self._cursor = cursor
+        self._where = where
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        with _as_sqlite_errors(self._where):
+            return self._cursor.fetchone()  # type: ignore[no-any-return]
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        with _as_sqlite_errors(self._where):
+            return self._cursor.fetchall()  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        with _as_sqlite_errors(self._where):
+            yield from self._cursor
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+
+class PgConnection:
+    """A psycopg connection in autocommit mode (a statement outside a transaction commits
+    alone, as the store's sqlite3 connection does), with sqlite3's interface."""
+
+    dialect = "postgresql"
+
+    def __init__(self, conn: Any, where: str) -> None:
+        self._conn = conn
+        #: the URL with its password masked
+        self.where = where
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> PgCursor:
+        with _as_sqlite_errors(self.where):
+            cursor = self._conn.execute(pg_sql(sql), _plain(params) if params else None)
+        return PgCursor(cursor, self.where)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with _as_sqlite_errors(self.where), self._conn.cursor() as cursor:
+            cursor.executemany(pg_sql(sql), [_plain(r) for r in rows])
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return bool(self._conn.info.transaction_status != TransactionStatus.IDLE)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def connect(url: str, *, busy_timeout: float) -> PgConnection:
+    """Connect to the PostgreSQL store at ``url``; StoreError (password masked) when the
+    driver is missing or the server cannot be reached."""
+    where = masked(url)
+    try:
+        import psycopg
+        from psycopg.types.numeric import FloatLoader
+    except ImportError:
+        raise StoreError(
+            f"the store {where} is on PostgreSQL, and its driver is not installed",
+            hint="Install it: pip install 'cycle[postgres]' (psycopg 3).") from None
+    try:
+        # the URL's own options (a search_path: one schema per store) keep theirs
+        given = psycopg.conninfo.conninfo_to_dict(url).get("options") or ""
+        conn = psycopg.connect(
+            url, autocommit=True, connect_timeout=10, application_name="cycle",
+            options=f"{given} -c lock_timeout={int(busy_timeout * 1000)}".strip())
+    except psycopg.Error as e:
+        raise StoreError(
+            f"cannot open the store {where}: {_said(e, where)}",
+            hint="Check the server is running and the URL (host, port, database, user); "
+            "the password comes from the URL, PGPASSWORD or ~/.pgpass.") from None
+    # avg() of integers is numeric in PostgreSQL: the store's readers do float arithmetic
+    conn.adapters.register_loader("numeric", FloatLoader)
+    return PgConnection(conn, where)
+
+
+class Dialect:
+    """What the store says differently to each database (SQLite here; ``PG_DIALECT``)."""
+
+    name = "sqlite"
+    #: the statements that open a write transaction
+    begin: tuple[str, ...] = ("BEGIN IMMEDIATE",)
+
+    def tables(self, db: Any) -> set[str]:
+        return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def count_json_items(self, column: str, key: str, value: str) -> str:
+        """SQL counting the items of ``column``'s JSON array whose ``key`` is ``value``
+        (literals of our own, never a user's text)."""
+        return (f"(SELECT count(*) FROM json_each({column}) "
+                f"WHERE json_extract(value, '$.{key}') = '{value}')")
+
+
+class _PgDialect(Dialect):
+    name = "postgresql"
+    begin = ("BEGIN", _WRITE_LOCK)
+
+    def tables(self, db: Any) -> set[str]:
+        return {row[0] for row in db.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'")}
+
+    def count_json_items(self, column: str, key: str, value: str) -> str:
+        return (f"(SELECT count(*) FROM jsonb_array_elements({column}::jsonb) AS item "
+                f"WHERE item ->> '{key}' = '{value}')")
+
+
+SQLITE_DIALECT = Dialect()
+PG_DIALECT = _PgDialect()
+
+
+def dialect_of(db: Any) -> Dialect:
+    return PG_DIALECT if getattr(db, "dialect", None) == "postgresql" else SQLITE_DIALECT

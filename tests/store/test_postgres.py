@@ -1,0 +1,211 @@
+"""The store on PostgreSQL (issue 36), against a real server (tests/conftest.py's
+throw-away cluster): every command as on SQLite, many writers at once, migrations that
+never half-apply, the password never shown, and clear refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cycle.cli import cli
+from cycle.errors import NotFoundError, StoreError, StoreFormatError
+from cycle.prompts.semver import parse
+from cycle.store import Store
+from cycle.store.store import shown_target
+from cycle.testing.postgres import PASSWORD
+from tests.stored import copied
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cycle(store: str | Path, *args: str):
+    r = CliRunner().invoke(cli, ["--store", str(store), *args], catch_exceptions=False)
+    assert PASSWORD not in r.output
+    return r
+
+
+def _normal(text: str) -> str:
+    """Output with what differs between any two runs (ids, times, durations) blanked."""
+    text = re.sub(r"(run|c)-\d{8}-\d{6}-[0-9a-f]{6}", r"\1-ID", text)
+    text = re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(\+00:00|Z)?", "TIME", text)
+    text = re.sub(r"\"(latency\w*|elapsed|duration|seconds)\": [0-9.e-]+", r'"\1": N', text)
+    return re.sub(r"\d+(\.\d+)? ?(ms|s)\b", r"N \2", text)
+
+
+def _session(store: str | Path, project: Path, tmp: Path) -> list[str]:
+    """A person's first day, command by command, on ``store``; each command's output."""
+    config = str(project / "cycle.yaml")
+    outputs: list[str] = []
+
+    def say(*args: str, codes: tuple[int, ...] = (0,)) -> str:
+        r = cycle(store, *args)
+        assert r.exit_code in codes, (args, r.output)
+        shown = r.output.replace(shown_target(store), "STORE")
+        outputs.append(_normal(f"$ {' '.join(args)}\n{shown}"))
+        return r.output
+
+    say("run", config, "-n", "2", "--no-reports", "-q", codes=(0, 1))
+    run_id = json.loads(say("runs", "--json"))[0]["id"]
+    say("improve", config, "--headless", "--yes", "--report-dir", str(tmp / "reports"))
+    say("history", "support-reply", "--json")
+    say("diff", "support-reply", "1.0.0", "head")
+    say("label", "support-reply", "1.0.1", "staging")
+    say("promote", "support-reply", "1.0.1")
+    say("rollback", "support-reply", "--to", "1.0.0")
+    say("show", "support-reply@staging")
+    say("prompt", "list", "--json")
+    say("runs", "--json")
+    say("runs", "show", run_id, "--json")
+    cycle_id = json.loads(say("cycles", "--json"))[0]["id"]
+    say("cycles", "--json")
+    newest = json.loads(say("runs", "--json"))[0]["id"]
+    say("compare", run_id, newest, "--json", codes=(0, 1))
+    say("report", run_id, "--no-write")
+    out = tmp / "labels.jsonl"
+    say("judge", "sample", run_id, "--n", "6", "--out", str(out), "--labeler", "ann")
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    for k, x in enumerate(lines):
+        x["score"] = float(40 + 7 * k % 50)
+    out.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    say("judge", "labels", "import", str(out))
+    say("judge", "agreement", run_id, "--json")
+    say("judge", "labels", "export", run_id)
+    assert cycle_id
+    return outputs
+
+
+def test_every_command_gives_the_same_answers_on_postgresql_as_on_sqlite(postgres, tmp_path):
+    """The quickstart's first day (run, improve, history, diff, labels, promote, rollback,
+    runs, cycles, compare, report, people's labels and agreement) on both backends: the
+    offline model is deterministic, so every output is the same but for ids and times."""
+    on_sqlite = _session(tmp_path / "s.db", copied("quickstart", tmp_path / "a"), tmp_path / "a")
+    on_pg = _session(postgres.schema_url(), copied("quickstart", tmp_path / "b"), tmp_path / "b")
+    assert len(on_pg) == len(on_sqlite)
+    for a, b in zip(on_sqlite, on_pg, strict=True):
+        assert b.replace("/b/", "/a/") == a
+
+
+WRITER = """
+import sys
+from cycle.records import Prompt
+from cycle.store import Store
+
+url, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# every writer opens the blank schema at once: it is migrated once
+with Store.open(url) as store:
+    for k in range(n):
+        store.save_version(Prompt(id=f"own-{name}", system=f"step {k}"), message=name)
+        v = store.save_version(Prompt(id="shared", system=f"{name} step {k}"), message=name,
+                               who=name, move_head=False)
+        store.set_label("shared", "staging", v.version, who=name)
+        store.save_version(Prompt(id="same", system="identical content from all"))
+"""
+
+
+def test_eight_processes_on_one_postgresql_store_lose_nothing(postgres):
+    """8 writers (as on 8 machines: each its own connection) create versions and move a
+    label at once: no version number twice, none skipped, every label move recorded in
+    a chain (each move starts where the one before it ended)."""
+    url, writers, n = postgres.schema_url(), 8, 12
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, url, f"w{i}", str(n)], env=env,
+                              stderr=subprocess.PIPE, text=True) for i in range(writers)]
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+    with Store.open(url) as store:
+        for i in range(writers):
+            assert store.count_versions(f"own-w{i}") == n
+        shared = store.history("shared", limit=1000)
+        numbers = sorted(parse(v.version) for v in shared)
+        assert numbers == [(1, 0, k) for k in range(writers * n)]  # none twice, none skipped
+        assert sorted(v.seq for v in shared) == list(range(1, writers * n + 1))
+        moves = store.label_moves("shared", label="staging", limit=1000)[::-1]
+        assert len(moves) == writers * n
+        assert [m.from_version for m in moves[1:]] == [m.to_version for m in moves[:-1]]
+        assert store.labels("shared")["staging"] == moves[-1].to_version
+        assert {m.who for m in moves} == {f"w{i}" for i in range(writers)}
+        assert store.count_versions("same") == 1
+
+
+def test_migrations_never_half_apply_and_a_newer_store_is_refused(postgres, monkeypatch):
+    from cycle.store import migrations
+
+    url = postgres.schema_url()
+
+    def m999_broken(db) -> None:
+        db.execute("CREATE TABLE half (x INTEGER)")
+        raise RuntimeError("a migration failing halfway")
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, m999_broken])
+    with pytest.raises(RuntimeError, match="halfway"):
+        Store.open(url)
+    with _raw(url) as db:  # nothing of it is left: not the table, not a record
+        assert db.execute("SELECT count(*) FROM information_schema.tables "
+                          "WHERE table_schema = current_schema()").fetchone()[0] == 0
+    monkeypatch.undo()
+
+    with Store.open(url) as store:  # this release's migrations, all of them
+        store.db.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
+                         "VALUES ('cycle', 'm999_from_the_future', 'now')")
+    with pytest.raises(StoreFormatError, match="newer release of cycle"):
+        Store.open(url)
+
+
+def test_a_database_of_other_tables_is_refused_and_a_blank_one_is_not_a_store_to_read(postgres):
+    url = postgres.schema_url()
+    with _raw(url) as db:
+        db.execute("CREATE TABLE customers (id INTEGER)")
+    with pytest.raises(StoreFormatError, match="not a cycle store") as e:
+        Store.open(url)
+    assert "search_path" in (e.value.hint or "")
+    blank = postgres.schema_url()
+    with pytest.raises(NotFoundError, match="no cycle store"):
+        Store.open(blank, create=False)
+    r = cycle(blank, "history", "anything")
+    assert r.exit_code != 0 and "no cycle store at postgresql://cycle:***@" in r.output
+
+
+def test_the_password_never_reaches_a_message_a_row_or_a_report(postgres, tmp_path):
+    wrong = postgres.url().replace(PASSWORD, "not-the-" + PASSWORD)
+    with pytest.raises(StoreError) as e:
+        Store.open(wrong)
+    said = f"{e.value} {e.value.hint}"
+    assert "password authentication failed" in said and "cycle:***@" in said
+    assert PASSWORD not in said
+    # a server that is not there: the same
+    r = cycle(postgres.url().replace(str(postgres.port), "1"), "history", "x")
+    assert r.exit_code != 0 and "cannot open the store postgresql://cycle:***@" in r.output
+    # a whole run and cycle: not in a row of any table, nor in a report
+    url = postgres.schema_url()
+    project = copied("quickstart", tmp_path)
+    r = cycle(url, "improve", str(project / "cycle.yaml"), "--headless", "--yes",
+              "--report-dir", str(tmp_path / "reports"))
+    assert r.exit_code == 0, r.output
+    with Store.open(url) as store:
+        tables = store.dialect.tables(store.db)
+        for table in tables:
+            for row in store.db.execute(f"SELECT * FROM {table}"):
+                assert PASSWORD not in repr(row), table
+    for report in (tmp_path / "reports").iterdir():
+        assert PASSWORD not in report.read_text(errors="replace")
+
+
+def test_a_missing_driver_says_how_to_install_it(postgres, monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg raises ImportError
+    with pytest.raises(StoreError, match="driver is not installed") as e:
+        Store.open(postgres.url())
+    assert "cycle[postgres]" in (e.value.hint or "")
+
+
+def _raw(url: str):
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
