@@ -241,6 +241,20 @@ class CycleConfig(BaseModel):
     improve: dict[str, Any] = Field(
         default_factory=dict, description="The improvement loop's options (see cycle improve)."
     )
+    store: str | None = Field(
+        None, description="The store: a SQLite file (relative to this file) or a team's "
+        "postgresql:// URL without its password (that comes from PGPASSWORD or ~/.pgpass; "
+        "--store and CYCLE_STORE come first). Default: .cycle/cycle.db beside this file.")
+
+    @field_validator("store")
+    @classmethod
+    def _no_password(cls, value: str | None) -> str | None:
+        from cycle.store.postgres import SHARED_PASSWORD, has_password, is_url
+
+        # cycle.yaml is committed with the project: a password in it is a password in git
+        if value and is_url(value) and has_password(value):
+            raise ValueError(SHARED_PASSWORD)
+        return value
 
     @field_validator("providers")
     @classmethod
@@ -277,6 +291,17 @@ class LoadedConfig(Struct, frozen=True):
     doc: LoadedYaml
     #: settings a command-line flag replaced: key -> the flag (errors name it, not the file)
     overrides: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def store(self) -> str | Path | None:
+        """cycle.yaml's ``store:``, a path resolved against this file (None: not set)."""
+        from cycle.store.store import store_target
+
+        value = self.config.store
+        if value is None:
+            return None
+        target = store_target(value)
+        return target if isinstance(target, str) else self.resolve_path(value)
 
     def resolve_path(self, relative: str) -> Path:
         p = Path(relative).expanduser()

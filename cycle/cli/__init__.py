@@ -18,7 +18,7 @@ import sys
 import traceback
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 from msgspec import Struct
@@ -27,6 +27,9 @@ from cycle import __version__, heap
 from cycle.environment import load_env
 from cycle.errors import CycleError
 from cycle.safetext import TerminalStream
+
+if TYPE_CHECKING:
+    from cycle.assemble.config import LoadedConfig
 
 
 class Command(NamedTuple):
@@ -113,14 +116,27 @@ class CliContext(Struct):
     #: --store as given; None means "CYCLE_STORE, else beside the config"
     store: str | None = None
 
-    def store_path(self, config_dir: str | Path | None = None) -> Path:
-        """Where the store is: --store, then CYCLE_STORE, then .cycle/cycle.db beside the config
-        (a path, or a PostgreSQL URL as text)."""
+    def store_path(self, config: LoadedConfig | str | Path | None = None) -> Path:
+        """Where the store is: --store, then CYCLE_STORE, then the config's ``store:``, then
+        .cycle/cycle.db beside the config (``config``: the loaded config or its folder);
+        a path, or a PostgreSQL URL as text."""
+        import os
+
         from cycle.store.store import default_path, store_target
 
         if self.store:
             return store_target(self.store)  # type: ignore[return-value]
-        return default_path(config_dir)  # type: ignore[return-value]
+        if config is None or isinstance(config, str | Path):
+            return default_path(config)  # type: ignore[return-value]
+        if config.store is not None and not os.environ.get("CYCLE_STORE"):
+            return config.store  # type: ignore[return-value]
+        return default_path(config.base_dir)  # type: ignore[return-value]
+
+
+def store_of(config: LoadedConfig | str | Path | None = None) -> Path:
+    """This command's store (``CliContext.store_path``)."""
+    obj = click.get_current_context().find_object(CliContext) or CliContext()
+    return obj.store_path(config)
 
 
 def _set_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

@@ -19,7 +19,7 @@ import click
 
 from cycle import aio, heap
 from cycle import events as ev
-from cycle.cli import CliContext, FiniteFloat, store_flag
+from cycle.cli import FiniteFloat, store_flag, store_of
 from cycle.errors import CycleError
 from cycle.words import plural
 
@@ -90,12 +90,6 @@ class CycleConsole:
                           "(80% power at 95%); more cases or iterations find smaller ones")
         elif isinstance(event, ev.CycleFinished):
             self._say(f"cycle {event.status}: {event.reason}")
-
-
-def _store_path(config_dir: Path) -> Path:
-    ctx = click.get_current_context()
-    obj = ctx.find_object(CliContext) or CliContext()
-    return obj.store_path(config_dir)
 
 
 def _choose_review(headless: bool, yes: bool, review: str | None, configured: str | None) -> str:
@@ -195,7 +189,7 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
             "no terminal for the TUI: run headless, approving automatically (--headless "
             "--yes) or asking on standard input (--headless --review prompt)")
     priority = min_priority or improve_cfg.min_priority
-    store_path = _store_path(loaded.base_dir)
+    store_path = store_of(loaded)
     from cycle.assemble.outputs import check_outputs
     from cycle.cli.run import chosen_reports
 
@@ -250,7 +244,7 @@ def _stored_overrides(config: Path, resume: str) -> dict[str, Any] | None:
     from cycle.store import Store
 
     loaded = load_config(config)
-    found = Store.open_existing(_store_path(loaded.base_dir))
+    found = Store.open_existing(store_of(loaded))
     if found is None:
         return None
     ref = loaded.config.prompt

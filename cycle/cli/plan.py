@@ -41,7 +41,8 @@ def plan(config: Path, gain: float, run_id: str | None, budget: float | None,
     from cycle.assemble.config import load_config
     from cycle.assemble.improve import load_improve_config
     from cycle.assemble.suite import validate_suite
-    from cycle.cli.run import _store_path, stored_prompt
+    from cycle.cli import store_of
+    from cycle.cli.run import stored_prompt
     from cycle.evals.results import load_run
     from cycle.loop.planning import plan as make_plan
     from cycle.loop.planning import plan_lines
@@ -58,7 +59,7 @@ def plan(config: Path, gain: float, run_id: str | None, budget: float | None,
         caps = [x for x in (cost_cap(improve_cfg.stop_condition(str(loaded.base_dir))),
                             loaded.config.budget) if x is not None]
         budget = min(caps) if caps else None
-    path = _store_path(loaded.base_dir)
+    path = store_of(loaded)
     found = Store.open_existing(path)
     if found is None:
         raise NotFoundError(f"no store at {shown_target(path)}: the plan reads a stored run "

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cycle import heap
-from cycle.cli import CliContext, FiniteFloat
+from cycle.cli import FiniteFloat, store_of
 from cycle.words import plural
 
 if TYPE_CHECKING:
@@ -27,12 +27,6 @@ if TYPE_CHECKING:
     from cycle.cases import TestCase
     from cycle.records import Prompt, RunResult
     from cycle.store import Store
-
-
-def _store_path(config_dir: Path | None) -> Path:
-    ctx = click.get_current_context()
-    obj = ctx.find_object(CliContext) or CliContext()
-    return obj.store_path(config_dir)
 
 
 @click.command()
@@ -153,7 +147,7 @@ def run(
         from cycle.cli.matrix import run_matrix_command
 
         sys.exit(run_matrix_command(
-            loaded, store_path=_store_path(loaded.base_dir), agents=agent_models,
+            loaded, store_path=store_of(loaded), agents=agent_models,
             versions=prompt_versions, tags=tags, case_ids=case_ids, report_dir=report_dir,
             no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json))
     code = asyncio.run(_run(
@@ -229,7 +223,7 @@ def _stored_overrides(config: Path, resume: str) -> dict[str, Any] | None:
     from cycle.errors import NotFoundError
     from cycle.store import Store
 
-    found = Store.open_existing(_store_path(load_config(config).base_dir))
+    found = Store.open_existing(store_of(load_config(config)))
     if found is None:
         return None
     with found as store:
@@ -263,7 +257,7 @@ def stored_prompt(loaded: LoadedConfig) -> Iterator[Prompt]:
         return
     from cycle.store import Store
 
-    with Store.open(_store_path(loaded.base_dir), create=False) as store:
+    with Store.open(store_of(loaded), create=False) as store:
         yield load_prompt(loaded, store)[0]
 
 
@@ -272,7 +266,7 @@ def typical_output(loaded: LoadedConfig) -> dict[tuple[str, str], float]:
     when there is no store yet: a dry run creates nothing)."""
     from cycle.store import Store
 
-    found = Store.open_existing(_store_path(loaded.base_dir))
+    found = Store.open_existing(store_of(loaded))
     if found is None:
         return {}
     with found as store:
@@ -319,10 +313,10 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
     # leaves nothing behind
     cases = validate_suite(loaded, tags=tags, ids=case_ids)
     formats = chosen_reports(loaded)
-    check_outputs(loaded, store=_store_path(loaded.base_dir), cache=not no_cache,
+    check_outputs(loaded, store=store_of(loaded), cache=not no_cache,
                   reports=None if no_reports else report_dir or loaded.report_dir,
                   reports_flag=report_dir is not None)
-    store = Store.open(_store_path(loaded.base_dir))
+    store = Store.open(store_of(loaded))
     cache = None
     try:
         if resume:
@@ -424,13 +418,13 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
     from cycle.store import Store
 
     prepared = prepare(settings, loaded)
-    check_outputs(loaded, store=_store_path(loaded.base_dir if loaded else None),
+    check_outputs(loaded, store=store_of(loaded),
                   cache=not no_cache and settings.endpoint is None,
                   reports=report_dir, reports_flag=True)
     if not (quiet or as_json):
         for warning in prepared.warnings:
             click.echo(f"warning: {warning}", err=True)
-    store = Store.open(_store_path(loaded.base_dir if loaded else None))
+    store = Store.open(store_of(loaded))
     cache = None
     try:
         if resume:
@@ -499,7 +493,7 @@ def compare(run_a: str, run_b: str, config: Path | None, as_json: bool, markdown
     base = None
     if config is not None:
         base = (config if config.is_dir() else config.parent)
-    store = Store.open(_store_path(base), create=False)
+    store = Store.open(store_of(base), create=False)
     try:
         a, b = store.runs.resolve(run_a), store.runs.resolve(run_b)
         comparison = compare_runs(load_run(store.runs, a), load_run(store.runs, b))

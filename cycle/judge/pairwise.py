@@ -80,7 +80,7 @@ async def compare(model: Model, criterion: str, rubric: str, base: IterationResu
     for order, (first, second) in enumerate(((base, head), (head, base))):
         out = await model.generate_structured(
             request(criterion, rubric, base.input, expected, first.output, second.output),
-            SCHEMA, name=SCHEMA_NAME, role="judge",
+            SCHEMA, name=SCHEMA_NAME, role="judge", iteration=base.iteration,
             scope=CallScope(case_id=base.case_id, iteration=base.iteration,
                             sample=f"{sample}:{criterion}:{order}"))
         winner = out.parsed["winner"]

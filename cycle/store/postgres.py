@@ -53,6 +53,14 @@ def is_url(target: object) -> bool:
 
 _PASSWORD_PARAM = re.compile(r"(?i)(password=)[^&\s]*")
 
+#: why a URL in a shared file may not hold its password
+SHARED_PASSWORD = ("the URL holds a password, and cycle.yaml is shared with the project: give it "
+                   "through PGPASSWORD or ~/.pgpass, or put the whole URL in CYCLE_STORE")
+
+
+def has_password(url: str) -> bool:
+    return bool(urlsplit(url).password) or bool(_PASSWORD_PARAM.search(url))
+
 
 def masked(url: str) -> str:
     """``url`` with its password (in the authority or as a ``password=`` parameter) shown

@@ -66,7 +66,36 @@ def default_path(config_dir: str | Path | None = None) -> StoreTarget:
 
     if os.environ.get("CYCLE_STORE"):
         return store_target(os.environ["CYCLE_STORE"])
-    return Path(config_dir or ".") / ".cycle" / "cycle.db"
+    folder = Path(config_dir or ".")
+    return _configured(folder / "cycle.yaml") or folder / ".cycle" / "cycle.db"
+
+
+def _configured(config: Path) -> StoreTarget | None:
+    """The ``store:`` of the project's cycle.yaml, for the commands that do not load it
+    (history, runs, labels...); None when it sets none. The config is validated where it
+    is loaded: a file that does not parse here is left to say so there."""
+    try:
+        text = config.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "store:" not in text:  # most projects keep the default: no YAML parse
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    value = data.get("store") if isinstance(data, dict) else None
+    if not isinstance(value, str) or not value:
+        return None
+    if is_url(value):
+        from cycle.store.postgres import SHARED_PASSWORD, has_password
+
+        if has_password(value):
+            raise StoreError(f"{config}: store: {SHARED_PASSWORD}")
+        return value
+    return config.parent / value
 
 
 def store_target(value: str | Path) -> StoreTarget:

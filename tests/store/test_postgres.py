@@ -209,3 +209,118 @@ def _raw(url: str):
     import psycopg
 
     return psycopg.connect(url, autocommit=True)
+
+
+def test_cycle_yaml_names_the_team_store_and_refuses_its_password(postgres, tmp_path,
+                                                                   monkeypatch):
+    """`store:` in cycle.yaml: every command of the project uses it, also those that do not
+    read the config (history, runs), from the project's folder; CYCLE_STORE comes first;
+    a URL with its password in the shared file is refused, naming the fix."""
+    url = postgres.schema_url()
+    project = copied("quickstart", tmp_path)
+    config = project / "cycle.yaml"
+    config.write_text(config.read_text() + f"store: {url.replace(':' + PASSWORD, '')}\n")
+    monkeypatch.setenv("PGPASSWORD", PASSWORD)
+    monkeypatch.chdir(project)
+    r = CliRunner().invoke(cli, ["run", "cycle.yaml", "-q", "--no-reports"])
+    assert r.exit_code in (0, 1), r.output
+    assert not (project / ".cycle" / "cycle.db").exists()  # the run went to the team store
+    r = CliRunner().invoke(cli, ["history", "support-reply"])
+    assert r.exit_code == 0 and "1.0.0" in r.output, r.output
+    with Store.open(url) as store:
+        assert len(store.runs.recent()) == 1
+    monkeypatch.setenv("CYCLE_STORE", str(tmp_path / "mine.db"))
+    r = CliRunner().invoke(cli, ["run", "cycle.yaml", "-q", "--no-reports"])
+    assert (tmp_path / "mine.db").exists()
+    monkeypatch.delenv("CYCLE_STORE")
+
+    config.write_text(config.read_text().replace("store: postgresql://cycle@",
+                                                 f"store: postgresql://cycle:{PASSWORD}@"))
+    for args in (["run", "cycle.yaml"], ["history", "support-reply"]):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 2, r.output
+        assert "PGPASSWORD" in r.output and "cycle.yaml" in r.output
+        assert PASSWORD not in r.output and "Traceback" not in r.output
+
+
+KILLABLE = """
+import asyncio, sys
+from cycle.testing.offline import OfflineAPI
+from cycle.llm.registry import register_provider
+
+class SlowOffline(OfflineAPI):
+    async def generate(self, messages, tools, config):
+        await asyncio.sleep(0.03)
+        return await super().generate(messages, tools, config)
+
+register_provider("slow", SlowOffline)
+from cycle.cli import main
+sys.argv = ["cycle", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_cycle_killed_on_one_machine_resumes_on_another_paying_nothing_twice(postgres,
+                                                                                tmp_path):
+    """SIGKILL mid-round in one checkout; another checkout of the project (another
+    machine: the lease names a host that is not this one) resumes it with --take-over from
+    the team store: the results stored before the kill are not asked for again."""
+    import signal
+    import time
+
+    import yaml
+
+    url = postgres.schema_url()
+    checkouts = []
+    for name in ("laptop", "ci"):
+        project = copied("quickstart", tmp_path / name)
+        config = yaml.safe_load((project / "cycle.yaml").read_text())
+        config.update(agent="slow:default", judge="slow:default", improver="slow:default",
+                      run={"iterations": 3, "concurrency": 2},
+                      improve={"acceptance": "significant", "stop": {"max_rounds": 2}})
+        (project / "cycle.yaml").write_text(yaml.safe_dump(config))
+        (project / "run_cycle.py").write_text(KILLABLE)
+        checkouts.append(project)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CYCLE_STORE": url}
+
+    def start(project: Path, *args: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "run_cycle.py", "improve", "cycle.yaml",
+                                 "--headless", "--yes", *args], cwd=project,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    first = start(checkouts[0])
+    with Store.open(url) as store:
+        deadline = time.monotonic() + 60
+        while store.db.execute("SELECT count(*) FROM results WHERE run_id LIKE '%-r1'"
+                               ).fetchone()[0] < 4:
+            assert first.poll() is None, first.communicate()[1]
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        kept = {tuple(r) for r in store.db.execute(
+            "SELECT run_id, case_id, iteration FROM results")}
+        paid = {(r[0], r[1], r[2]): r[3] for r in store.db.execute(
+            "SELECT run_id, case_id, iteration, count(*) FROM calls WHERE run_id IS NOT NULL "
+            "AND role = 'agent' GROUP BY run_id, case_id, iteration")}
+        (cycle_id,) = store.db.execute("SELECT id FROM cycles").fetchone()
+        store.db.execute("UPDATE locks SET host = 'laptop.example'")  # as if another machine's
+
+    refused = start(checkouts[1], "--resume", cycle_id)
+    _, err = refused.communicate(timeout=60)
+    assert refused.returncode == 2 and "laptop.example" in err and "--take-over" in err, err
+    resumed = start(checkouts[1], "--resume", cycle_id, "--take-over")
+    _, err = resumed.communicate(timeout=180)
+    assert resumed.returncode == 0, err
+    with Store.open(url) as store:
+        status, reason = store.db.execute("SELECT status, stop_reason FROM cycles").fetchone()
+        assert status == "finished" and reason.startswith("max_rounds"), reason
+        assert store.db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM results GROUP BY run_id, case_id, iteration "
+            "HAVING count(*) > 1) AS twice").fetchone()[0] == 0
+        after = {(r[0], r[1], r[2]): r[3] for r in store.db.execute(
+            "SELECT run_id, case_id, iteration, count(*) FROM calls WHERE run_id IS NOT NULL "
+            "AND role = 'agent' GROUP BY run_id, case_id, iteration")}
+    for key in kept:
+        assert after.get(key) == paid.get(key), key  # a stored result was not paid again
