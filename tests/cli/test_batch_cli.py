@@ -83,42 +83,48 @@ def test_batch_does_not_go_with_an_eval_file(project):
     assert result.exit_code == 2 and "--batch does not apply to --eval" in result.output
 
 
-def test_a_batch_run_killed_while_its_job_runs_resumes_by_polling_it(project, server):
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_batch_run_killed_while_its_job_runs_resumes_by_polling_it(project, server, backend,
+                                                                      request):
+    """On either backend of the store: the job's id is in the store, so the resume (here
+    from another process, as on another machine for a team's store) polls it."""
+    from cycle.store import Store
+
+    target = (project / ".cycle" / "cycle.db" if backend == "sqlite"
+              else request.getfixturevalue("postgres").schema_url())
     server.batches.delay = 1.5  # the agent's job runs long enough to be killed under it
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("CYCLE_STORE", None)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CYCLE_STORE": str(target)}
     proc = subprocess.Popen([sys.executable, "-m", "cycle", "run", "cycle.yaml", "--batch",
                              "--no-cache"], cwd=project, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    db = project / ".cycle" / "cycle.db"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()[1]
-        try:
-            with sqlite3.connect(db, timeout=5) as conn:
-                if conn.execute("SELECT count(*) FROM batch_jobs").fetchone()[0]:
+        found = Store.open_existing(target)
+        if found is not None:
+            with found as store:
+                if store.db.execute("SELECT count(*) FROM batch_jobs").fetchone()[0]:
                     break
-        except sqlite3.OperationalError:
-            pass  # not created yet
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     assert server.batches.created == 1 and server.request_count == 0  # nothing answered yet
-    (run_id,) = _runs(project)
-    with sqlite3.connect(db) as conn:
-        (job_id,) = conn.execute("SELECT id FROM batch_jobs").fetchone()
+    with Store.open(target) as store:
+        (run_id,) = [r.id for r in store.runs.recent()]
+        (job_id,) = store.db.execute("SELECT id FROM batch_jobs").fetchone()
 
     # resumed without --batch: it started with --batch, so it resumes in batch mode
-    resumed = CliRunner().invoke(cli, ["run", "cycle.yaml", "--no-cache", "--resume", run_id])
+    resumed = CliRunner().invoke(cli, ["--store", str(target), "run", "cycle.yaml",
+                                       "--no-cache", "--resume", run_id])
     assert resumed.exit_code == 0, resumed.output
     assert "resumed with run.batch: False -> True (--batch)" in resumed.output
     assert f"batch {job_id} resumed" in resumed.output  # the progress says it
     assert "Cases 6: 6 passed" in resumed.output
     # the agent's job polled, not submitted again; then the judge's job
     assert server.batches.created == 2 and server.request_count == 24
-    with sqlite3.connect(db) as conn:
-        paid = conn.execute("SELECT role, count(*) FROM calls WHERE run_id = ? GROUP BY role",
-                            [run_id]).fetchall()
+    with Store.open(target) as store:
+        paid = store.db.execute("SELECT role, count(*) FROM calls WHERE run_id = ? "
+                                "GROUP BY role", [run_id]).fetchall()
     assert dict(paid) == {"agent": 12, "judge": 12}  # each call paid once
 
 

@@ -51,6 +51,7 @@ def _session(store: str | Path, project: Path, tmp: Path) -> list[str]:
         outputs.append(_normal(f"$ {' '.join(args)}\n{shown}"))
         return r.output
 
+    say("prompt", "import", str(project / "prompts" / "support-reply.yaml"))
     say("run", config, "-n", "2", "--no-reports", "-q", codes=(0, 1))
     run_id = json.loads(say("runs", "--json"))[0]["id"]
     say("improve", config, "--headless", "--yes", "--report-dir", str(tmp / "reports"))
@@ -77,13 +78,15 @@ def _session(store: str | Path, project: Path, tmp: Path) -> list[str]:
     say("judge", "labels", "import", str(out))
     say("judge", "agreement", run_id, "--json")
     say("judge", "labels", "export", run_id)
+    say("prompt", "export", "support-reply@staging")
     assert cycle_id
     return outputs
 
 
 def test_every_command_gives_the_same_answers_on_postgresql_as_on_sqlite(postgres, tmp_path):
-    """The quickstart's first day (run, improve, history, diff, labels, promote, rollback,
-    runs, cycles, compare, report, people's labels and agreement) on both backends: the
+    """The quickstart's first day (import, run, improve, history, diff, labels, promote,
+    rollback, runs, cycles, compare, report, people's labels and agreement, export) on both
+    backends (batch jobs and resumes: tests/cli/test_batch_cli.py and below): the
     offline model is deterministic, so every output is the same but for ids and times."""
     on_sqlite = _session(tmp_path / "s.db", copied("quickstart", tmp_path / "a"), tmp_path / "a")
     on_pg = _session(postgres.schema_url(), copied("quickstart", tmp_path / "b"), tmp_path / "b")

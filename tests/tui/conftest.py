@@ -31,7 +31,13 @@ def _fix_times(store: Store) -> None:
 @pytest.fixture
 def history_store(tmp_path: Path) -> Store:
     """A store with one prompt in three versions; head at the last, production at the first."""
-    store = Store.open(tmp_path / "cycle.db")
+    store = fill_history(Store.open(tmp_path / "cycle.db"))
+    yield store
+    store.close()
+
+
+def fill_history(store: Store) -> Store:
+    """``store`` with one prompt in three versions; head at the last, production at the first."""
     p1 = Prompt(id="support-reply", system=SYSTEM_V1)
     store.save_version(p1, source="initial", message="first draft")
     p2 = p1.model_copy(update={"system": SYSTEM_V1 + "\nAlways cite the order number."})
@@ -41,8 +47,7 @@ def history_store(tmp_path: Path) -> Store:
     store.set_label("support-reply", "production", "1.0.0")
     store.save_version(Prompt(id="greeter", system="Say hello."), source="initial", message="hello")
     _fix_times(store)
-    yield store
-    store.close()
+    return store
 
 
 def review_request() -> ReviewRequest:

@@ -154,3 +154,28 @@ async def test_marking_a_and_b_on_one_row_is_refused_with_a_hint(history_store: 
         screen = app.screen
         assert screen.marks == {"a": "1.0.2", "b": None}
         assert any("marked A already" in str(n.message) for n in app._notifications)
+
+
+async def test_the_history_screen_on_a_team_store(postgres) -> None:
+    """The same screen on PostgreSQL: versions, a rollback through the screen, and a header
+    that names the store without its password."""
+    from cycle.testing.postgres import PASSWORD
+    from cycle.tui.widgets.header import HeaderInfo
+    from tests.tui.conftest import fill_history
+
+    url = postgres.schema_url()
+    fill_history(Store.open(url)).close()
+    app = CycleApp(store_path=url, prompt_id="support-reply")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#versions")
+        assert [table.get_row_at(i)[1] for i in range(table.row_count)] == ["1.0.2", "1.0.1",
+                                                                           "1.0.0"]
+        await pilot.press("down", "down", "R")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert isinstance(app.info, HeaderInfo) and PASSWORD not in app.info.store
+        assert "cycle:***@" in app.info.store
+    with Store.open(url) as store:
+        assert store.labels("support-reply")["head"] == "1.0.0"
