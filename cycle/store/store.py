@@ -246,7 +246,7 @@ class Store:
         # alone; transaction() says BEGIN IMMEDIATE itself
         conn = sqlite3.connect(str(p), timeout=BUSY_TIMEOUT, check_same_thread=False,
                                isolation_level=None)
-        try:
+        with _opening(conn, str(p)):
             pending = check_format(conn, str(p))  # reads only: a refused file stays as it was
             # WAL: readers never block the writer; NORMAL is durable across crashes of
             # the process (only a power cut may lose the last commits)
@@ -256,12 +256,6 @@ class Store:
             store = cls(conn, p)
             if pending:
                 store._migrate()
-        except sqlite3.Error as e:
-            conn.close()
-            raise StoreError(f"cannot open the store {p}: {e}") from e
-        except BaseException:
-            conn.close()
-            raise
         return store
 
     @classmethod
@@ -270,7 +264,7 @@ class Store:
 
         conn = connect(url, busy_timeout=BUSY_TIMEOUT)
         store = cls(conn, None, where=conn.where)  # type: ignore[arg-type]
-        try:
+        with _opening(conn, conn.where):
             pending = check_format(conn, conn.where)  # reads only
             if pending and not create and len(pending) == len(MIGRATIONS):
                 raise NotFoundError(
@@ -279,12 +273,6 @@ class Store:
                     "--store URL; or point --store / CYCLE_STORE at the team's store.")
             if pending:
                 store._migrate()
-        except sqlite3.Error as e:
-            conn.close()
-            raise StoreError(f"cannot open the store {conn.where}: {e}") from None
-        except BaseException:
-            conn.close()
-            raise
         return store
 
     @classmethod
@@ -688,6 +676,19 @@ class Store:
             if isinstance(score, int | float):
                 scores[version] = float(score)
         return scores
+
+
+@contextmanager
+def _opening(conn: Any, where: str) -> Iterator[None]:
+    """Close ``conn`` when opening the store fails; a database's error said as the store's."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        conn.close()
+        raise StoreError(f"cannot open the store {where}: {e}") from e
+    except BaseException:
+        conn.close()
+        raise
 
 
 @contextmanager

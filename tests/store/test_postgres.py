@@ -20,6 +20,7 @@ from cycle.prompts.semver import parse
 from cycle.store import Store
 from cycle.store.store import shown_target
 from cycle.testing.postgres import PASSWORD
+from tests.loop.test_kill_resume import WRAPPER
 from tests.stored import copied
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,21 +247,6 @@ def test_cycle_yaml_names_the_team_store_and_refuses_its_password(postgres, tmp_
         assert PASSWORD not in r.output and "Traceback" not in r.output
 
 
-KILLABLE = """
-import asyncio, sys
-from cycle.testing.offline import OfflineAPI
-from cycle.llm.registry import register_provider
-
-class SlowOffline(OfflineAPI):
-    async def generate(self, messages, tools, config):
-        await asyncio.sleep(0.03)
-        return await super().generate(messages, tools, config)
-
-register_provider("slow", SlowOffline)
-from cycle.cli import main
-sys.argv = ["cycle", *sys.argv[1:]]
-main()
-"""
 
 
 def test_a_cycle_killed_on_one_machine_resumes_on_another_paying_nothing_twice(postgres,
@@ -282,7 +268,7 @@ def test_a_cycle_killed_on_one_machine_resumes_on_another_paying_nothing_twice(p
                       run={"iterations": 3, "concurrency": 2},
                       improve={"acceptance": "significant", "stop": {"max_rounds": 2}})
         (project / "cycle.yaml").write_text(yaml.safe_dump(config))
-        (project / "run_cycle.py").write_text(KILLABLE)
+        (project / "run_cycle.py").write_text(WRAPPER)  # a slow offline model
         checkouts.append(project)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CYCLE_STORE": url}
 
