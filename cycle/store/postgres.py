@@ -29,6 +29,7 @@ never imports it.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -229,15 +230,46 @@ def connect(url: str, *, busy_timeout: float) -> PgConnection:
     return PgConnection(conn, where)
 
 
+#: names of the server's cursors ``batches`` declares (one connection may hold several)
+_CURSORS = itertools.count(1)
+
+
 class Dialect:
     """What the store says differently to each database (SQLite here; ``PG_DIALECT``)."""
 
     name = "sqlite"
     #: the statements that open a write transaction
     begin: tuple[str, ...] = ("BEGIN IMMEDIATE",)
+    #: the statements that open a read transaction seeing one moment of the store (in WAL
+    #: mode SQLite keeps the snapshot of the first read until the transaction ends)
+    snapshot: tuple[str, ...] = ("BEGIN",)
 
     def tables(self, db: Any) -> set[str]:
         return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def columns(self, db: Any, table: str) -> list[str]:
+        """``table``'s columns in their order (on SQLite without the hidden ``rowid``)."""
+        return [row[0] for row in db.execute("SELECT name FROM pragma_table_info(?) ORDER BY cid",
+                                             (table,))]
+
+    def integer_key(self, db: Any, table: str) -> str | None:
+        """The column that is ``table``'s ``INTEGER PRIMARY KEY`` (SQLite's row id, a
+        ``SERIAL`` on PostgreSQL), if it has one."""
+        keys = db.execute("SELECT name, type FROM pragma_table_info(?) WHERE pk > 0",
+                          (table,)).fetchall()
+        return keys[0][0] if len(keys) == 1 and keys[0][1].upper() == "INTEGER" else None
+
+    def references(self, db: Any, table: str) -> set[str]:
+        """The tables ``table``'s foreign keys point at."""
+        return {row[0] for row in db.execute(
+            'SELECT DISTINCT "table" FROM pragma_foreign_key_list(?)', (table,))}
+
+    def batches(self, db: Any, sql: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows of the query ``sql`` (no parameters), ``size`` at a time: never all of
+        them in memory at once."""
+        cursor = db.execute(sql)
+        while rows := cursor.fetchmany(size):
+            yield rows
 
     def count_json_items(self, column: str, key: str, value: str) -> str:
         """SQL counting the items of ``column``'s JSON array whose ``key`` is ``value``
@@ -249,11 +281,39 @@ class Dialect:
 class _PgDialect(Dialect):
     name = "postgresql"
     begin = ("BEGIN", _WRITE_LOCK)
+    snapshot = ("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",)
 
     def tables(self, db: Any) -> set[str]:
         return {row[0] for row in db.execute(
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'")}
+
+    def columns(self, db: Any, table: str) -> list[str]:
+        # pg_ddl's rowid is a column here like any other
+        return [row[0] for row in db.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+            "current_schema() AND table_name = ? ORDER BY ordinal_position", (table,))]
+
+    def integer_key(self, db: Any, table: str) -> str | None:
+        keys = db.execute(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_index i "
+            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+            "WHERE i.indrelid = ?::regclass AND i.indisprimary", (table,)).fetchall()
+        return keys[0][0] if len(keys) == 1 and keys[0][1] in ("integer", "bigint") else None
+
+    def references(self, db: Any, table: str) -> set[str]:
+        return {row[0] for row in db.execute(
+            "SELECT DISTINCT r.relname FROM pg_constraint c JOIN pg_class r ON r.oid = c.confrelid "
+            "WHERE c.contype = 'f' AND c.conrelid = ?::regclass", (table,))}
+
+    def batches(self, db: Any, sql: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        # psycopg's own cursor fetches a whole result at once: a cursor of the server's
+        # (inside the caller's transaction) hands it over a batch at a time
+        name = f"cycle_rows_{next(_CURSORS)}"
+        db.execute(f"DECLARE {name} NO SCROLL CURSOR FOR {sql}")
+        while rows := db.execute(f"FETCH {int(size)} FROM {name}").fetchall():
+            yield rows
+        db.execute(f"CLOSE {name}")  # on an error the transaction's end closes it
 
     def count_json_items(self, column: str, key: str, value: str) -> str:
         return (f"(SELECT count(*) FROM jsonb_array_elements({column}::jsonb) AS item "

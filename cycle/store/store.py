@@ -342,6 +342,21 @@ class Store:
                         conn.execute("ROLLBACK")
                     raise _write_failed(e) from e
 
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every read inside sees the store as it was at the first one
+        (SQLite's WAL snapshot, PostgreSQL's REPEATABLE READ) while other processes write
+        on; for a reader of many tables that must agree, such as a copy of the store."""
+        with self._lock:
+            conn = self.db
+            for statement in self.dialect.snapshot:
+                conn.execute(statement)
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")  # it wrote nothing: nothing to keep
+
     def _query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         return self.db.execute(sql, params).fetchall()
 
