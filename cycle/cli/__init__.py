@@ -79,6 +79,8 @@ COMMANDS: dict[str, Command] = {
     "tui": Command("cycle.cli.tui:tui",
             ("Open the History screen on the store: on PROMPT_ID, else the prompt of "
              "./cycle.yaml, else the prompt used last.")),
+    "store": Command("cycle.cli.store:store_group",
+              "Whole stores: copy one into another (SQLite or PostgreSQL), verified."),
     "doctor": Command("cycle.cli.doctor:doctor",
                       "Probe a model's endpoint: what works, and the settings that fit it."),
     "judge": Command("cycle.cli.judge:judge_group",
