@@ -4,6 +4,7 @@ truth is known.
 
     .venv/bin/python benchmarks/bench_acceptance.py             # ~10 min on 2 cores (6,000 cycles)
     .venv/bin/python benchmarks/bench_acceptance.py --quick     # a smoke run, ~1 min
+    .venv/bin/python benchmarks/bench_acceptance.py --population 3   # rounds of 3 candidates
 
 The world: each case has a true quality drawn once (uniform 35-65); a prompt version's
 true score on a case is that plus the known effect of every edit it carries; the judge
@@ -138,10 +139,12 @@ class Outcome:
     explored: bool
     drift: float
     extra_evaluations: float
+    screens: float = 0.0
 
 
 async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: int,
-                    iterations: int, validation: float | None, gain: float = 5.0) -> Outcome:
+                    iterations: int, validation: float | None, gain: float = 5.0,
+                    population: int = 1) -> Outcome:
     from cycle.loop.holdout import held_out_cases
 
     rng = random.Random(seed)
@@ -154,7 +157,7 @@ async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: i
         improver=KnownImprover(world, kind, gain), reviewer=AutoReviewer(),  # type: ignore[arg-type]
         store=store, stop=parse_stop({"max_rounds": rounds}),
         settings=LoopSettings(low_score=100.0, iterations=iterations, concurrency=64, timeout=None,
-                              held_out=held),
+                              held_out=held, population=population),
     )
     result = await loop.run()
     final = store.get_version(start.prompt_id, result.final_version)
@@ -163,9 +166,12 @@ async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: i
     extra = store.db.execute(  # the confirmation's two runs: <cycle>-rN and <cycle>-rN-baseline
         "SELECT count(*) FROM results WHERE run_id LIKE ?", (f"{result.cycle_id}-r{confirm[0]}%",)
     ).fetchone()[0] / (cases * iterations) if confirm else 0.0
+    screens = store.db.execute(  # a population's screens: <cycle>-rN-sK, in suite evaluations
+        "SELECT count(*) FROM results WHERE run_id LIKE ?", (f"{result.cycle_id}-r%-s%",)
+    ).fetchone()[0] / (cases * iterations)
     return Outcome(moved=result.final_version != result.initial_version,
                    explored=any(r.accepted for r in result.rounds if r.stage == "improve"),
-                   drift=drift, extra_evaluations=extra)
+                   drift=drift, extra_evaluations=extra, screens=screens)
 
 
 def rate(flags: list[bool]) -> str:
@@ -193,9 +199,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a smoke run with few cycles")
+    parser.add_argument("--population", type=int, default=1,
+                        help="candidates a round (improve.population; 1: the chain)")
+    parser.add_argument("--cycles", type=int, help="cycles per world (default 3000/1000/1000)")
     args = parser.parse_args()
     n_equal, n_better, n_overfit = (40, 40, 40) if args.quick else (3000, 1000, 1000)
-    common = {"cases": 20, "iterations": 3}
+    if args.cycles:
+        n_equal = n_better = n_overfit = args.cycles
+    common = {"cases": 20, "iterations": 3, "population": args.population}
     t0 = time.perf_counter()
     runs = {
         "equal candidates, 5 rounds: head moved": (
@@ -214,7 +225,8 @@ def main() -> None:
         out = results[label]
         print(f"{label}: {rate([o.moved for o in out])}; a round kept a candidate in "
               f"{rate([o.explored for o in out])}; drift of the final score {mean_se([o.drift for o in out])}; "
-              f"confirmation {sum(o.extra_evaluations for o in out) / len(out):.2f} evaluations per cycle "
+              f"confirmation {sum(o.extra_evaluations for o in out) / len(out):.2f} evaluations per cycle, "
+              f"screens {sum(o.screens for o in out) / len(out):.2f} "
               f"({time.perf_counter() - t:.0f} s)", flush=True)
     everything = [o for out in results.values() for o in out]
     print(f"drift over every cycle: {mean_se([o.drift for o in everything])} points; "

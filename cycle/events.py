@@ -215,6 +215,10 @@ class SuggestionsProposed(Event, frozen=True, kw_only=True):
     cycle_id: str
     round: int
     suggestions: list[dict[str, Any]] = field(default_factory=list)
+    #: the candidate of the round's population they are for (0: a round of one), and the
+    #: version they edit (None: the incumbent)
+    slot: int = 0
+    parent: str | None = None
 
 
 class ReviewDecided(Event, frozen=True, kw_only=True):
@@ -229,6 +233,7 @@ class ReviewDecided(Event, frozen=True, kw_only=True):
     skipped: int = 0
     #: every suggestion with its decision, reason, edited value and ``applied`` flag
     suggestions: list[dict[str, Any]] = field(default_factory=list)
+    slot: int = 0
 
 
 class VersionCreated(Event, frozen=True, kw_only=True):
@@ -260,6 +265,24 @@ class CandidateDecided(Event, frozen=True, kw_only=True):
     #: with held-out cases: the mean gain on the cases the improver saw and on the others
     seen_delta: float | None = None
     held_out_delta: float | None = None
+
+
+class CandidateScreened(Event, frozen=True, kw_only=True):
+    """One candidate of a round's population, scored on the round's minibatch of cases
+    against its parent's scores on the same cases: the best that gained goes on to the
+    full evaluation (``kept``), the others end here."""
+
+    kind: ClassVar[str] = "candidate_screened"
+    cycle_id: str
+    round: int
+    slot: int
+    version: str
+    parent: str
+    run_id: str
+    #: mean gain over the minibatch's cases (None: no case was judged)
+    gain: float | None
+    cases: int
+    kept: bool = False
 
 
 class RoundFinished(Event, frozen=True, kw_only=True):

@@ -295,6 +295,18 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
     more = (improve.max_iterations or 2 * iterations) - iterations
     if more > 0:  # every comparison may look again, both versions grown
         evaluation.add(high, 2 * more * (rounds + 1), fresh=True)
+    population = improve.population
+    if population > 1:
+        # each candidate's screen: screen_cases cases once. At most one iteration of the
+        # whole suite each (the high end holds whichever cases a screen draws); likely,
+        # its share of the suite
+        evaluation.add(high, population * rounds, fresh=True)
+        share = min(improve.screen_cases, len(cases)) / max(1, len(cases))
+        if round(population * rounds * share):
+            evaluation.add(likely, round(population * rounds * share), fresh=True)
+        notes.append(f"improve.population {population}: {population} improver calls and "
+                     f"{population} screens of {min(improve.screen_cases, len(cases))} cases "
+                     "a round")
     name = loaded.config.improver or evaluation.judge_name
     own = default_improver_prompt()
     chars = sum(len(x.encode()) for x in (own.system, own.user_template, prompt.system,
@@ -303,9 +315,9 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
     low.setdefault(("improver", name), Line("improver", name))
     high.setdefault(("improver", name), Line("improver", name)).add(
         prices, (0, 0, 0), (1, chars // HIGH_CHARS + improve.context_tokens, RESERVED_OUTPUT),
-        times=rounds)
+        times=rounds * population)
     likely.setdefault(("improver", name), Line("improver", name)).add(
-        prices, (0, 0, 0), (0, 0, 0), times=rounds,
+        prices, (0, 0, 0), (0, 0, 0), times=rounds * population,
         likely=(1, chars // LOW_CHARS + improve.context_tokens // 2,
                 round(evaluation.typical.get(("improver", name), TYPICAL["improver"]))))
     notes.append(f"likely: the baseline and {plural(rounds, 'round')}, each an improver call "

@@ -97,6 +97,14 @@ class ImproveConfig(BaseModel):
         None, ge=1, description="Iterations per case an inconclusive comparison (a round's or the "
         "confirmation's) may grow the cases that decide it to (default: twice run.iterations).",
     )
+    population: int = Field(
+        1, ge=1, le=16, description="Candidates a round proposes, each from a parent on the "
+        "Pareto frontier of the versions evaluated so far (best on some case), each screened "
+        "on screen_cases cases once before the one that gained most is evaluated in full; 1: "
+        "one candidate from the incumbent, no screen.")
+    screen_cases: int = Field(
+        8, ge=1, description="Cases in a population's screen (half of them the parent's weak "
+        "ones; never a held-out case), one iteration each.")
 
     @field_validator("stop")
     @classmethod

@@ -60,7 +60,8 @@ class CycleConsole:
                                                                         f"improving {event.version}")
             self._say(f"round {event.round}: {what}")
         elif isinstance(event, ev.SuggestionsProposed):
-            self._say(f"  {plural(len(event.suggestions), 'suggestion')} proposed")
+            of = (f"candidate {event.slot + 1} (from {event.parent}): " if event.parent else "")
+            self._say(f"  {of}{plural(len(event.suggestions), 'suggestion')} proposed")
         elif isinstance(event, ev.ReviewDecided):
             self._say(f"  review ({event.reviewer}): {event.approved} approved, {event.edited} edited, "
                       f"{event.rejected} rejected, {event.skipped} skipped")
@@ -69,6 +70,11 @@ class CycleConsole:
                     self._say(f"    skipped {s.get('type')}: {s.get('reason')}")
         elif isinstance(event, ev.VersionCreated) and event.cycle_id:
             self._say(f"  candidate {event.version} (from {event.parent})")
+        elif isinstance(event, ev.CandidateScreened):
+            gain = "no case judged" if event.gain is None else f"{event.gain:+.1f}"
+            verdict = "goes on to the full evaluation" if event.kept else "ends here"
+            self._say(f"  screen: {event.version} (from {event.parent}) on "
+                      f"{plural(event.cases, 'case')}: {gain} over its parent; {verdict}")
         elif isinstance(event, ev.CandidateDecided):
             self._say(f"  {event.reason}")
         elif isinstance(event, ev.RoundFinished):

@@ -197,6 +197,11 @@ class LoopSettings(Struct, frozen=True):
     #: this many outputs of each version's fresh run (each LLM criterion); the cycle
     #: waits for them (interrupted, resumable). None: the judged gain decides
     confirm_labels: int | None = None
+    #: candidates a round proposes, each from a parent on the Pareto frontier, screened on
+    #: a minibatch of ``screen_cases`` cases before the best gets the full evaluation
+    #: (cycle.loop.population); 1: one candidate, from the incumbent, no screen
+    population: int = 1
+    screen_cases: int = 8
 
 
 class Loop:
@@ -268,6 +273,8 @@ class Loop:
         #: the cycle's rows and the state derived from them: the loop writes and reads
         #: nothing of the store but through it (and the runner's runs)
         self.ledger = Ledger(store, self.bus, prompt_id=prompt_id, budget=self.budget)
+        #: every version evaluated in full, with its evaluation: the population's parents
+        self._pool: dict[str, _Incumbent] = {}
         self._offline = False
         self._started = time.monotonic()
 
@@ -419,13 +426,18 @@ class Loop:
     # -- evaluating ------------------------------------------------------------------
 
     async def _evaluate(self, version: Version, round_no: int, role: str, *, run_id: str | None = None,
-                        iterations_for: Mapping[str, int] | None = None) -> RunResult:
+                        iterations_for: Mapping[str, int] | None = None,
+                        only: Sequence[str] | None = None, iterations: int | None = None,
+                        ) -> RunResult:
+        """``only``: these cases (a screen's minibatch), ``iterations`` each."""
         run_id = run_id or run_id_for(self.cycle_id, round_no)
         agent = self.agent_for(version.prompt)  # a clear error for agents the prompt cannot reach
         self.bus.emit(ev.EvaluationStarted(cycle_id=self.cycle_id, round=round_no, role=role,
                                            version=version.version, run_id=run_id))
         s = self.settings
-        runner = Runner(agent=agent, judge=self.judge, cases=self.cases, iterations=s.iterations,
+        cases = self.cases if only is None else [c for c in self.cases if c.id in set(only)]
+        runner = Runner(agent=agent, judge=self.judge, cases=cases,
+                        iterations=iterations or s.iterations,
                         concurrency=s.concurrency, timeout=s.timeout, store=self.store, bus=self.bus,
                         stop_on_first_failure=s.stop_on_first_failure, iterations_for=iterations_for)
         try:
@@ -447,6 +459,7 @@ class Loop:
                                       stage="baseline"))
         result = await self._evaluate(start, 0, "baseline")
         inc = self._head = _Incumbent(start, result, evaluation_of(result, start.version))
+        self._pool[start.version] = inc
         cost = self.ledger.round_cost(0)
         judged = [c for c in result.cases.values() if c.stats.mean is not None]
         iterations = self.settings.iterations
@@ -463,8 +476,8 @@ class Loop:
     # -- one round -------------------------------------------------------------------
 
     async def _suggestions(self, round_no: int, inc: _Incumbent, low: list[LowCase],
-                           refused: list[RejectedSuggestion]) -> list[Suggestion]:
-        stored = self.ledger.suggestions(round_no)
+                           refused: list[RejectedSuggestion], slot: int = 0) -> list[Suggestion]:
+        stored = [s for s in self.ledger.suggestions(round_no) if s.slot == slot]
         if stored:  # resumed: the improver was already paid for this round
             return [Suggestion(**s.model_dump(include=set(Suggestion.model_fields))) for s in stored]
         inp = ImproverInput(
@@ -472,10 +485,13 @@ class Loop:
             low_cases=fit_cases(low, max_tokens=self.settings.context_tokens),
             rejected=refused, low_score=self.low_score,
         )
-        suggestions = await self.improver.propose(
-            inp, scope=CallScope(cycle_id=self.cycle_id, round=round_no))
-        self.bus.emit(ev.SuggestionsProposed(cycle_id=self.cycle_id, round=round_no,
-                                             suggestions=[s.model_dump() for s in suggestions]))
+        # each candidate of a population is its own sample of the improver (slot 0 keeps
+        # the scope a round of one always had: older journals replay)
+        suggestions = await self.improver.propose(inp, scope=CallScope(
+            cycle_id=self.cycle_id, round=round_no, sample=f"slot {slot}" if slot else None))
+        self.bus.emit(ev.SuggestionsProposed(
+            cycle_id=self.cycle_id, round=round_no, suggestions=[s.model_dump() for s in suggestions],
+            slot=slot, parent=inc.version.version if self.settings.population > 1 else None))
         return suggestions
 
     def _guard(self, suggestions: list[Suggestion], refused: list[RejectedSuggestion],
@@ -547,48 +563,20 @@ class Loop:
         self.bus.emit(ev.EvaluationStarted(cycle_id=cid, round=round_no, role="baseline",
                                            version=inc.version.version, run_id=inc.result.run_id))
         refused = self.ledger.refused()
-        suggestions = self._guard(await self._suggestions(round_no, inc, low, refused), refused,
-                                  inc.version.prompt)
-        suggestions = await self._review(round_no, inc, suggestions)
-        applied = apply_suggestions(inc.version.prompt, suggestions)
-        skipped = {s.id: s for s in applied.skipped}
-        applied_ids = {s.id for s in applied.applied}
-        final = [skipped.get(s.id, s) for s in suggestions]
-        self.bus.emit(ev.ReviewDecided(
-            cycle_id=cid, round=round_no,
-            approved=sum(1 for s in final if s.decision == "approved"),
-            rejected=sum(1 for s in final if s.decision == "rejected"),
-            edited=sum(1 for s in final if s.decision == "edited"),
-            skipped=len(skipped), reviewer=getattr(self.reviewer, "name", "reviewer"),
-            suggestions=[{**s.model_dump(), "applied": s.id in applied_ids} for s in final],
-        ))
-        if not applied.changed:
-            reason = ("no candidate: no suggestion was proposed" if not final else
-                      "no candidate: every suggestion was rejected or could not be applied")
-            self.bus.emit(ev.CandidateDecided(cycle_id=cid, round=round_no, version=inc.version.version,
-                                              accepted=False, reason=reason))
-            return self._end_round(round_no, inc, inc, accepted=False, delta=None, reason=reason,
+        if self.settings.population > 1:
+            made = await self._population(round_no, inc, refused)
+        else:
+            made = await self._candidate(round_no, inc, low, refused)
+        if isinstance(made, str):  # why the round has no candidate
+            self.bus.emit(ev.CandidateDecided(cycle_id=cid, round=round_no,
+                                              version=inc.version.version, accepted=False,
+                                              reason=made))
+            return self._end_round(round_no, inc, inc, accepted=False, delta=None, reason=made,
                                    evaluated=None)
-        parent = inc.version
-        earlier = self.ledger.evaluated_versions(self._initial.version, before=round_no)
-        candidate = self.ledger.save_candidate(
-            applied.prompt, parent=parent.version, bump=self.settings.bump,
-            message=f"cycle {cid} round {round_no}: {plural(len(applied.applied), 'suggestion')} applied",
-        )
-        if candidate.version in earlier:  # the same prompt as one already evaluated
-            reason = (f"no candidate: the approved suggestions rebuild {candidate.version}, evaluated "
-                      f"in round {earlier[candidate.version]}: not paid for again")
-            self.bus.emit(ev.CandidateDecided(cycle_id=cid, round=round_no, version=candidate.version,
-                                              accepted=False, reason=reason))
-            return self._end_round(round_no, inc, inc, accepted=False, delta=None, reason=reason,
-                                   evaluated=None)
-        self.bus.emit(ev.VersionCreated(
-            prompt_id=candidate.prompt_id, version=candidate.version, parent=parent.version,
-            source="improver", cycle_id=cid, round=round_no,
-            diff=prompt_diff(parent.prompt, candidate.prompt, a_label=parent.version, b_label=candidate.version),
-        ))
+        candidate = made
         result = await self._evaluate(candidate, round_no, "candidate")
-        cand = _Incumbent(candidate, result, evaluation_of(result, candidate.version))
+        cand = self._pool[candidate.version] = _Incumbent(
+            candidate, result, evaluation_of(result, candidate.version))
         alpha = EXPLORE_ALPHA if self._confirms else CONFIRM_ALPHA
         decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
                           required=self.required_cases, held_out=self.settings.held_out, alpha=alpha)
@@ -601,6 +589,7 @@ class Loop:
                                                 candidate, extra)
             inc = _Incumbent(inc.version, before, evaluation_of(before, inc.version.version))
             cand = _Incumbent(candidate, result, evaluation_of(result, candidate.version))
+            self._pool[inc.version.version], self._pool[candidate.version] = inc, cand
             decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
                               required=self.required_cases, held_out=self.settings.held_out,
                               alpha=alpha)
@@ -616,6 +605,106 @@ class Loop:
         if kept:
             raise _Stop(kept)
         return nxt
+
+    async def _candidate(self, round_no: int, parent: _Incumbent, low: list[LowCase],
+                         refused: list[RejectedSuggestion], slot: int = 0,
+                         taken: Mapping[str, int] | None = None) -> Version | str:
+        """The improver's edits of ``parent`` for ``low``, reviewed and applied: the new
+        version, or why there is none. ``taken``: versions already tried this cycle."""
+        cid = self.cycle_id
+        suggestions = self._guard(await self._suggestions(round_no, parent, low, refused, slot),
+                                  refused, parent.version.prompt)
+        suggestions = await self._review(round_no, parent, suggestions)
+        applied = apply_suggestions(parent.version.prompt, suggestions)
+        skipped = {s.id: s for s in applied.skipped}
+        applied_ids = {s.id for s in applied.applied}
+        final = [skipped.get(s.id, s) for s in suggestions]
+        self.bus.emit(ev.ReviewDecided(
+            cycle_id=cid, round=round_no,
+            approved=sum(1 for s in final if s.decision == "approved"),
+            rejected=sum(1 for s in final if s.decision == "rejected"),
+            edited=sum(1 for s in final if s.decision == "edited"),
+            skipped=len(skipped), reviewer=getattr(self.reviewer, "name", "reviewer"),
+            suggestions=[{**s.model_dump(), "applied": s.id in applied_ids} for s in final],
+            slot=slot,
+        ))
+        if not applied.changed:
+            return ("no candidate: no suggestion was proposed" if not final else
+                    "no candidate: every suggestion was rejected or could not be applied")
+        earlier = dict(taken) if taken is not None else self.ledger.evaluated_versions(
+            self._initial.version, before=round_no)
+        of = f" of {parent.version.version}" if slot else ""
+        candidate = self.ledger.save_candidate(
+            applied.prompt, parent=parent.version.version, bump=self.settings.bump,
+            message=f"cycle {cid} round {round_no}: {plural(len(applied.applied), 'suggestion')} "
+                    f"applied{of}",
+        )
+        if candidate.version in earlier:  # the same prompt as one already evaluated
+            return (f"no candidate: the approved suggestions rebuild {candidate.version}, "
+                    f"evaluated in round {earlier[candidate.version]}: not paid for again")
+        self.bus.emit(ev.VersionCreated(
+            prompt_id=candidate.prompt_id, version=candidate.version, parent=parent.version.version,
+            source="improver", cycle_id=cid, round=round_no,
+            diff=prompt_diff(parent.version.prompt, candidate.prompt, a_label=parent.version.version,
+                             b_label=candidate.version),
+        ))
+        return candidate
+
+    async def _population(self, round_no: int, inc: _Incumbent,
+                          refused: list[RejectedSuggestion]) -> Version | str:
+        """``population`` candidates from parents on the frontier, each screened on a
+        minibatch; the one that gained most (and gained) goes on to the full evaluation
+        (cycle.loop.population). Why none did, else."""
+        from cycle.loop.population import minibatch, parents, screen_gain
+
+        cid, s = self.cycle_id, self.settings
+        chosen = parents([x.evaluation for x in self._pool.values()], inc.version.version,
+                         s.population)
+        children = {v: [e.version for e in chosen].count(v) for v in {e.version for e in chosen}}
+        seen: dict[str, int] = {}
+        taken = self.ledger.evaluated_versions(self._initial.version, before=round_no)
+        made: list[tuple[int, _Incumbent, Version, list[str]]] = []
+        why: list[str] = []
+        for slot, e in enumerate(chosen):
+            parent = self._pool[e.version]
+            # a parent's first child sees all its weak cases (as a round of one does);
+            # its other children each a share of them (GEPA's minibatch of traces):
+            # other evidence, other edits, even from a model that answers the same
+            # question the same way
+            k = seen[e.version] = seen.get(e.version, -1) + 1
+            weak = self._low_cases(parent)
+            share = (weak[k - 1::children[e.version] - 1] or weak) if k else weak
+            if not share:
+                why.append(f"{e.version} has no case below improve.low_score")
+                continue
+            made_one = await self._candidate(round_no, parent, share, refused, slot, taken)
+            if isinstance(made_one, str):
+                why.append(made_one.removeprefix("no candidate: "))
+                continue
+            taken[made_one.version] = round_no
+            made.append((slot, parent, made_one, [c.id for c in share]))
+        if not made:
+            return "no candidate: " + "; ".join(dict.fromkeys(why))
+        visible = [c.id for c in self.cases if c.id not in s.held_out]
+        screened = []
+        for slot, parent, candidate, weak_ids in made:
+            batch = minibatch(visible, weak_ids, s.screen_cases, salt=f"{cid}|{round_no}")
+            result = await self._evaluate(candidate, round_no, "screen", only=batch, iterations=1,
+                                          run_id=f"{run_id_for(cid, round_no)}-s{slot}")
+            gain = screen_gain(evaluation_of(result, candidate.version), parent.evaluation, batch)
+            screened.append((slot, parent, candidate, result.run_id, gain, len(batch)))
+        best = max((x for x in screened if x[4] is not None and x[4] > 0),
+                   key=lambda x: x[4], default=None)  # type: ignore[arg-type, return-value]
+        for slot, parent, candidate, run_id, gain, size in screened:
+            self.bus.emit(ev.CandidateScreened(
+                cycle_id=cid, round=round_no, slot=slot, version=candidate.version,
+                parent=parent.version.version, run_id=run_id, gain=gain, cases=size,
+                kept=best is not None and slot == best[0]))
+        if best is None:
+            shown = ", ".join(f"{x[2].version} {x[4]:+.1f}" if x[4] is not None else
+                              f"{x[2].version} not judged" for x in screened)
+            return f"no candidate gained on its screen ({shown})"
+        return best[2]
 
     def _decided(self, round_no: int, version: str, d: AcceptanceDecision, reason: str) -> None:
         self.bus.emit(ev.CandidateDecided(
@@ -807,12 +896,18 @@ class Loop:
             if r.round == 0:
                 result = load_run(self.store.runs, r.baseline_run_id or run_id_for(row.id, 0))
                 incumbent = self._head = _Incumbent(start, result, evaluation_of(result, start.version))
-            elif r.accepted and r.candidate_version and r.candidate_run_id:
+                self._pool[start.version] = incumbent
+            elif r.candidate_version and r.candidate_run_id and (
+                    r.accepted or (self.settings.population > 1 and r.improves)):
+                # a population's parents are every version evaluated in full
                 v = self.ledger.version(r.candidate_version)
                 result = load_run(self.store.runs, r.candidate_run_id)
-                incumbent = _Incumbent(v, result, evaluation_of(result, v.version))
-                if not self._confirms:  # 'always' moved head every round
-                    self._head = incumbent
+                evaluated = self._pool[v.version] = _Incumbent(v, result,
+                                                               evaluation_of(result, v.version))
+                if r.accepted:
+                    incumbent = evaluated
+                    if not self._confirms:  # 'always' moved head every round
+                        self._head = incumbent
             next_round = r.round + 1
         if incumbent is None and next_round > 0:
             next_round, confirming = 0, None

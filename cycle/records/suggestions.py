@@ -64,6 +64,8 @@ class StoredSuggestion(Suggestion):
     cycle_id: str
     round: int
     applied: bool = False
+    #: which candidate of the round's population it was made for (0: a round of one)
+    slot: int = 0
 
 
 class RejectedSuggestion(BaseModel):

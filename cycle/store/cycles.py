@@ -118,9 +118,10 @@ class CycleLog:
                     (*values.values(), cycle_id, round_no),
                 )
 
-    def save_suggestions(self, cycle_id: str, round_no: int, suggestions: list[dict[str, Any]] | list[Suggestion]
-    ) -> None:
-        """Insert or update suggestions (by id) with their decision and ``applied`` flag."""
+    def save_suggestions(self, cycle_id: str, round_no: int, suggestions: list[dict[str, Any]] | list[Suggestion],
+                         *, slot: int = 0) -> None:
+        """Insert or update suggestions (by id) with their decision and ``applied`` flag
+        (``slot``: the candidate of the round's population they were made for)."""
         rows = []
         for s in suggestions:
             data = s.model_dump() if isinstance(s, Suggestion) else dict(s)
@@ -129,14 +130,15 @@ class CycleLog:
                 data.get("current_value", ""), data["suggested_value"], data.get("reasoning", ""),
                 data.get("expected_improvement", ""), json.dumps(data.get("target_cases") or []),
                 data.get("decision", "pending"), data.get("reason", ""), data.get("edited_value"),
-                int(bool(data.get("applied", False))), data.get("tool") or None,
+                int(bool(data.get("applied", False))), data.get("tool") or None, slot,
             ))
         with self.store.transaction() as db:
             for row in rows:
                 db.execute(
                     "INSERT INTO suggestions (id, cycle_id, round, type, priority, current_value, "
                     "suggested_value, reasoning, expected_improvement, target_cases, decision, reason, "
-                    "edited_value, applied, tool) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "edited_value, applied, tool, slot) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET decision = excluded.decision, reason = excluded.reason, "
                     "edited_value = excluded.edited_value, applied = excluded.applied",
                     row,
@@ -192,8 +194,8 @@ class CycleLog:
         """Suggestions of a cycle (or one round), in the order they were proposed."""
         sql = (
             "SELECT id, cycle_id, round, type, priority, current_value, suggested_value, reasoning, "
-            "expected_improvement, target_cases, decision, reason, edited_value, applied, tool "
-            "FROM suggestions WHERE cycle_id = ?"
+            "expected_improvement, target_cases, decision, reason, edited_value, applied, tool, "
+            "slot FROM suggestions WHERE cycle_id = ?"
         )
         params: list[Any] = [cycle_id]
         if round_no is not None:
@@ -203,12 +205,13 @@ class CycleLog:
         out = []
         for row in self.store.db.execute(sql, params).fetchall():
             (sid, cid, rnd, typ, prio, cur, sug, why, exp, targets, decision, reason, edited,
-             applied, tool) = row
+             applied, tool, slot) = row
             out.append(StoredSuggestion(
                 id=sid, cycle_id=cid, round=rnd, type=typ, priority=prio, current_value=cur or "",
                 suggested_value=sug or "", reasoning=why or "", expected_improvement=exp or "",
                 target_cases=json.loads(targets or "[]"), decision=decision or "pending",
                 reason=reason or "", edited_value=edited, applied=bool(applied), tool=tool or "",
+                slot=slot or 0,
             ))
         return out
 
@@ -302,14 +305,15 @@ class CycleRecorder:
             if event.reason:  # a confirmation: why exploring stopped (kept for a resume)
                 fields["reason"] = event.reason
             log.update_round(event.cycle_id, event.round, **fields)
-        elif isinstance(event, ev.EvaluationStarted):
+        elif isinstance(event, ev.EvaluationStarted) and event.role != "screen":
+            # a screen run is the population's minibatch: not the round's evaluation
             column = "baseline_run_id" if event.role == "baseline" else "candidate_run_id"
             fields: dict[str, Any] = {column: event.run_id}
             if event.role == "candidate":
                 fields["candidate_version"] = event.version
             log.update_round(event.cycle_id, event.round, **fields)
         elif isinstance(event, (ev.SuggestionsProposed, ev.ReviewDecided)):
-            log.save_suggestions(event.cycle_id, event.round, event.suggestions)
+            log.save_suggestions(event.cycle_id, event.round, event.suggestions, slot=event.slot)
         elif isinstance(event, ev.VersionCreated) and event.cycle_id and event.round is not None:
             log.update_round(event.cycle_id, event.round, candidate_version=event.version)
         elif isinstance(event, ev.CandidateDecided):

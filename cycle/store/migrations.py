@@ -517,3 +517,13 @@ def m013_judge_consistency(db: Database) -> None:
         )
         """,
     )
+
+
+@migration
+def m014_population(db: Database) -> None:
+    """A round's population (improve.population): which candidate of the round each
+    suggestion was made for (``slot``, 0 for a round of one), and runs that screen a
+    candidate on a minibatch of cases before the full evaluation (role 'screen')."""
+    db.execute("ALTER TABLE suggestions ADD COLUMN slot INTEGER NOT NULL DEFAULT 0")
+    _widen_check(db, "runs", "role IS NULL OR role IN ('eval', 'baseline', 'candidate')",
+                 "role IS NULL OR role IN ('eval', 'baseline', 'candidate', 'screen')")

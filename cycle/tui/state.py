@@ -267,7 +267,15 @@ def _run_finished(s: DashboardState, e: ev.RunFinished) -> None:
 
 
 def _suggestions(s: DashboardState, e: ev.SuggestionsProposed) -> None:
-    s.log(e, f"round {e.round}: {plural(len(e.suggestions), 'suggestion')} proposed")
+    of = f" for candidate {e.slot + 1} (from v{e.parent})" if e.parent else ""
+    s.log(e, f"round {e.round}: {plural(len(e.suggestions), 'suggestion')} proposed{of}")
+
+
+def _screened(s: DashboardState, e: ev.CandidateScreened) -> None:
+    gain = "no case judged" if e.gain is None else f"{e.gain:+.1f}"
+    then = "goes on to the full evaluation" if e.kept else "ends here"
+    s.log(e, f"round {e.round}: screen of v{e.version} (from v{e.parent}) on "
+             f"{plural(e.cases, 'case')}: {gain}; {then}")
 
 
 def _review(s: DashboardState, e: ev.ReviewDecided) -> None:
@@ -353,6 +361,7 @@ _HANDLERS = {
     ev.ReviewDecided: _review,
     ev.VersionCreated: _version,
     ev.CandidateDecided: _candidate,
+    ev.CandidateScreened: _screened,
     ev.RoundFinished: _round_finished,
     ev.CycleFinished: _cycle_finished,
     ev.ModelCalled: _model_called,
