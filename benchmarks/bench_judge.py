@@ -194,9 +194,15 @@ def whole_cycles(sims: int) -> None:
         for labels in (None, 20, 50):
             async def run(bias: float = bias, gain: float = gain,
                           labels: int | None = labels) -> int:
-                with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "b.db") as store:
-                    return sum([await _one_cycle(store, 7_000_000 + seed, bias=bias, gain=gain,
-                                                 labels=labels) for seed in range(sims)])
+                moved = 0
+                for seed in range(sims):
+                    # a store per cycle: a cycle's start measures its judge over every label
+                    # of the store (bootstrapped), which would grow with each cycle here
+                    with tempfile.TemporaryDirectory() as tmp, \
+                            Store.open(Path(tmp) / "b.db") as store:
+                        moved += await _one_cycle(store, 7_000_000 + seed, bias=bias, gain=gain,
+                                                  labels=labels)
+                return moved
             cells.append(share(asyncio.run(run()), sims))
         print(f"{name:>44}  {cells[0]:>14}  {cells[1]:>14}  {cells[2]:>14}", flush=True)
 
