@@ -218,7 +218,7 @@ def gate(labelled: Sequence[Any], criteria: Sequence[str], floor: float) -> str 
             problems.append(f"{c}: no human labels (label some: cycle judge sample RUN_ID "
                             "--n 50, then cycle judge labels import FILE)")
             continue
-        a = measure(ratings)
+        a = measure(ratings, intervals=("kappa",))
         if a.kappa is None:
             problems.append(f"{c}: kappa undefined on {a.n} labels (one verdict only): label "
                             "outputs the judge passes and fails")
@@ -257,7 +257,7 @@ def agreement_line(store: Store, *, run_id: str, model: str | None,
                 f"cycle judge sample {run_id})" + flips)
     parts = []
     for criterion, ratings in ratings_of(labelled).items():
-        a = measure(ratings)
+        a = measure(ratings, intervals=("kappa",))
         kappa = "kappa —" if a.kappa is None else f"kappa {a.kappa:.2f}" + (
             f" [{a.kappa_ci[0]:.2f}, {a.kappa_ci[1]:.2f}]" if a.kappa_ci else "")
         bias = "" if a.bias is None else f", bias {a.bias:+.1f}"

@@ -54,3 +54,27 @@ def test_a_biased_judge_is_measured_biased_with_an_interval_that_covers_it():
     assert 6 < got.bias < 10 and got.n == 80 and got.outputs == 80
     assert got.kappa_ci is not None and got.kappa_ci[0] <= got.kappa <= got.kappa_ci[1]
     assert got.correlation > 0.9 and measure(ratings).kappa == got.kappa  # seeded: repeatable
+
+
+def test_past_large_the_interval_is_normal_and_matches_the_percentile_one(monkeypatch):
+    """A store's judge collects labels: past LARGE outputs the interval is the normal one
+    with a bootstrapped standard error (a fifth of the resamples), and says what the
+    percentile interval says; a summary asks for the intervals it shows, not all four."""
+    import random
+
+    from cycle.judge import agreement as ag
+
+    rng = random.Random(7)
+    ratings = []
+    for i in range(ag.LARGE + 200):
+        judge = rng.uniform(0, 100)
+        person = judge + rng.gauss(0, 10)
+        ratings.append(ag.Rating(output=("r", "c", i), labeler="a", judge_score=judge,
+                                 judge_passed=judge >= 70, person_score=person,
+                                 person_passed=person >= 70))
+    normal = ag.measure(ratings, intervals=("kappa", "bias"))
+    assert normal.alpha_ci is None and normal.correlation_ci is None
+    monkeypatch.setattr(ag, "LARGE", 10**9)
+    percentile = ag.measure(ratings, intervals=("kappa", "bias"))
+    for a, b in ((normal.kappa_ci, percentile.kappa_ci), (normal.bias_ci, percentile.bias_ci)):
+        assert abs(a[0] - b[0]) < 0.15 * (b[1] - b[0]) and abs(a[1] - b[1]) < 0.15 * (b[1] - b[0])
