@@ -15,6 +15,7 @@ from cycle import events as ev
 from cycle.assemble import build_loop
 from cycle.loop.review import AutoReviewer
 from cycle.testing import script
+from tests.conftest import AUTHOR
 
 from .conftest import KEYWORDS, last_json, suggestion
 
@@ -68,7 +69,7 @@ def test_a_candidate_that_won_by_luck_is_not_promoted(world, store) -> None:
                                   "samples (+0.0): head stays at 1.0.0")
     rows = store.cycles.get_rounds(result.cycle_id)
     assert rows[2].reason.startswith("not confirmed on fresh samples") and rows[2].accepted is False
-    assert [m.who for m in store.label_moves("support", label="head")] == ["user"]  # only the first save
+    assert [m.who for m in store.label_moves("support", label="head")] == [AUTHOR]  # only the first save
     # the report's chart keeps head apart from the candidate kept to explore from
     from cycle.report.cycle_report import cycle_report_dict, render_cycle_markdown
     from cycle.report.html import score_chart
