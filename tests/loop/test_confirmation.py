@@ -19,6 +19,8 @@ from tests.conftest import AUTHOR
 
 from .conftest import KEYWORDS, last_json, suggestion
 
+CYCLE = f"cycle ({AUTHOR})"  # the loop acts on behalf of who ran it
+
 
 def run_loop(loaded, store, bus=None, resume=None):
     loop = build_loop(loaded, store=store, bus=bus, reviewer=AutoReviewer())
@@ -171,6 +173,6 @@ def test_acceptance_always_moves_head_every_round_with_no_confirmation(world, st
     result = run_loop(loaded, store)
     assert [r.stage for r in result.rounds] == ["baseline", "improve", "improve"]
     moves = sorted((m.id, m.to_version) for m in store.label_moves("support", label="head")
-                   if m.who == "cycle")
+                   if m.who == CYCLE)
     assert [v for _, v in moves] == ["1.0.1", "1.0.2"]
 
