@@ -25,6 +25,7 @@ names) and never a secret.
     ├── StoreError               the SQLite store
     │   ├── NotFoundError        an unknown prompt, version, label, run or cycle
     │   ├── LockedError          another process runs the cycle or run to resume
+    │   ├── ProtectedLabelError  a protected label, moved by someone it does not allow
     │   └── StoreFormatError     not a cycle store, or written by a newer release
     └── EvalError                running or judging a case went wrong (an *error*, never a score)
         └── JudgeError           the judge's verdict was missing or malformed after a repair
@@ -188,6 +189,14 @@ class LockedError(StoreError):
 
 class NotFoundError(StoreError):
     pass
+
+
+class ProtectedLabelError(StoreError):
+    """A protected label (``cycle protect``) would be moved by an author it does not
+    allow, without --force; nothing was moved."""
+
+    #: the protection that refused (a cycle.records.Protection), for who may move it
+    protection: Any = None
 
 
 class StoreFormatError(StoreError):

@@ -17,6 +17,16 @@ def _no_real_providers(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+#: who every test acts as (cycle.authors): the same on every machine, so that recorded
+#: authors and the screenshots that show them do not depend on who runs the tests
+AUTHOR = "tester"
+
+
+@pytest.fixture(autouse=True)
+def _author(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CYCLE_AUTHOR", AUTHOR)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_compat():
     """What compatible servers were found to accept is learned per process: each test

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent / "cycle"
 #: (a module of cycle/ is a unit by its top-level name: "cycle.llm", "cycle.cases", ...)
 LAYERS: list[set[str]] = [
     {"cycle.errors", "cycle.environment", "cycle.aio", "cycle.heap", "cycle.safetext",
-     "cycle.patterns"},
+     "cycle.patterns", "cycle.authors"},
     {"cycle.records", "cycle.durations", "cycle.words", "cycle.ids"},
     {"cycle.events", "cycle.yamlload", "cycle.imports", "cycle.query"},
     {"cycle.llm"},

@@ -471,7 +471,8 @@ def load_prompt(loaded: LoadedConfig, store: Store | None = None) -> tuple[Promp
 
     ``store:ID[@label|@version]`` is resolved in the store. A prompt file is
     read (errors name file:line) and, with a store, saved as a version
-    (content-addressed: an unchanged file is the version it already was).
+    (content-addressed: an unchanged file is the version it already was), which head
+    points at unless head is protected (cycle protect) from the current author.
     """
     ref = loaded.config.prompt
     if ref.startswith(STORE_PREFIX):
@@ -493,6 +494,12 @@ def load_prompt(loaded: LoadedConfig, store: Store | None = None) -> tuple[Promp
     pf = load_prompt_file(path)
     if store is None:
         return pf.prompt, pf.version
-    saved = store.save_version(pf.prompt, version=pf.version, message=f"from {ref}")
+    from cycle.authors import current_author
+
+    # a protected head stays where it is: the file's version is stored and evaluated all
+    # the same (what head points at moves by the people the protection names, or --force)
+    guard = store.protection(pf.prompt.id, "head")
+    saved = store.save_version(pf.prompt, version=pf.version, message=f"from {ref}",
+                               move_head=guard is None or guard.allows(current_author()))
     return saved.prompt, saved.version
 

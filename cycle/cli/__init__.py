@@ -62,6 +62,11 @@ COMMANDS: dict[str, Command] = {
               "Point label NAME of prompt ID at VERSION (creating the label if new)."),
     "promote": Command("cycle.cli.prompt:promote",
                 "Point the production label of prompt ID at VERSION (default: head)."),
+    "protect": Command("cycle.cli.prompt:protect",
+                "Protect label LABEL: it then moves only by the people --allow names, or "
+                "with --force."),
+    "unprotect": Command("cycle.cli.prompt:unprotect",
+                  "Lift the protection of label LABEL (of every prompt, or of --prompt ID)."),
     "run": Command("cycle.cli.run:run",
             "Evaluate the prompt of CONFIG (cycle.yaml) on its cases and write reports.",
             settles=True),

@@ -71,14 +71,14 @@ def sample(run_id: str, count: int, criteria: tuple[str, ...], out: Path | None,
 @click.argument("run_id")
 @_pick
 @click.option("--labeler", default=None,
-              help="Who labels (default: the USER environment variable).")
+              help="Who labels (default: you: $CYCLE_AUTHOR, else your user name).")
 def label(run_id: str, count: int, criteria: tuple[str, ...], labeler: str | None) -> None:
     """Label outputs of RUN_ID in the TUI: the input, the output or conversation, each
     criterion with its rubric; the judge's score shows once you have scored. Each label is
     stored as it is given."""
-    import os
     import sys
 
+    from cycle.authors import current_author
     from cycle.judge.calibration import to_label
 
     if not (sys.stdin.isatty() and sys.__stdout__.isatty()):
@@ -86,7 +86,7 @@ def label(run_id: str, count: int, criteria: tuple[str, ...], labeler: str | Non
                                "judge sample RUN_ID, then cycle judge labels import FILE)")
     from cycle.tui.app import LabelApp
 
-    who = labeler if labeler is not None else os.environ.get("USER", "")
+    who = labeler if labeler is not None else current_author()
     with open_store() as store:
         run_id = store.runs.resolve(run_id)
         outputs, rubrics = to_label(store, run_id, count, criteria)
@@ -151,7 +151,8 @@ def read_labels(path: Path) -> tuple[list[Any], int]:
 
 @labels_group.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--labeler", default=None, help="Who labelled (for lines that do not say).")
+@click.option("--labeler", default=None, help="Who labelled (for lines that do not say; "
+              "default: you, $CYCLE_AUTHOR or your user name).")
 def import_labels(file: Path, labeler: str | None) -> None:
     """Store the labels of FILE (JSONL), all or none; a labeler's earlier label of the same
     output and criterion is replaced."""

@@ -1,6 +1,11 @@
 """Prompt commands: ``cycle prompt list|import|export``, ``history`` (and
 ``history --labels``, the record of label moves), ``show``, ``diff``,
-``rollback`` and ``label``.
+``rollback``, ``label``, ``promote``, and ``protect`` / ``unprotect`` (who may move a
+label).
+
+Every version and label move records its author (cycle.authors.current_author:
+``$CYCLE_AUTHOR``, else the OS user). A protected label moves only by the people its
+protection names, or with ``--force``.
 
 Each takes ``--json`` for scripts. The store is ``--store``, else
 ``$CYCLE_STORE``, else ``.cycle/cycle.db`` in the current directory.
@@ -9,7 +14,6 @@ Read-only commands never create a store.
 
 from __future__ import annotations
 
-import getpass
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -19,11 +23,12 @@ from typing import Any, TypeVar
 
 import click
 
+from cycle.authors import current_author
 from cycle.cli import CliContext, local_minute
 from cycle.errors import NotFoundError
 from cycle.prompts.files import dump_prompt, load_prompt_file, save_prompt_file
 from cycle.prompts.semver import BUMPS
-from cycle.records import HEAD, PRODUCTION, Version
+from cycle.records import ALL_PROMPTS, HEAD, PRODUCTION, Protection, Version
 from cycle.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,14 +46,6 @@ def open_store(*, create: bool = False) -> Iterator[Store]:
         yield store
     finally:
         store.close()
-
-
-def who() -> str:
-    """Who is moving labels from this terminal: recorded with every move."""
-    try:
-        return getpass.getuser() or "user"
-    except (KeyError, OSError):  # no name for this uid (some containers)
-        return "user"
 
 
 def emit_json(data: Any) -> None:
@@ -124,15 +121,17 @@ def list_(show_all: bool, as_json: bool) -> None:
               help="Which part of the version number a new version bumps.")
 @click.option("-m", "--message", default="", help="Why this version exists.")
 @click.option("--no-head", is_flag=True, help="Store the version without moving the head label.")
+@click.option("--force", is_flag=True,
+              help="Move head even if it is protected and you are not allowed (recorded).")
 @json_option
-def import_(file: str, bump: str, message: str, no_head: bool, as_json: bool) -> None:
+def import_(file: str, bump: str, message: str, no_head: bool, force: bool, as_json: bool) -> None:
     """Store the prompt of a YAML prompt FILE as a new version (or find its identical one)."""
     loaded = load_prompt_file(file)  # errors before the store is touched
     with open_store(create=True) as store:
         before = store.find_version(loaded.prompt)
         v = before or store.save_version(
             loaded.prompt, bump=bump, message=message or f"imported from {file}",
-            version=loaded.version, move_head=not no_head, who=who(),
+            version=loaded.version, move_head=not no_head, force=force,
         )
         labels = store.labels(v.prompt_id)
     if as_json:
@@ -227,13 +226,15 @@ def history(prompt_id: str, limit: int, offset: int, show_moves: bool, only_labe
         [
             v.version, labels_of(v.version, labels), v.source,
             f"{scores[v.version]:.1f}" if v.version in scores else "-", str(v.prompt.words),
-            when(v), v.parent or "-", v.message.splitlines()[0] if v.message else "",
+            when(v), v.author or "-", v.parent or "-",
+            v.message.splitlines()[0] if v.message else "",
         ]
         for v in versions
     ]
     shown = f"{offset + 1}-{offset + len(versions)} of {total}" if total > len(versions) else str(total)
     click.echo(f"{prompt_id}: {shown} version{'s' if total != 1 else ''}")
-    click.echo(table(rows, ["VERSION", "LABELS", "SOURCE", "SCORE", "WORDS", "CREATED", "PARENT", "MESSAGE"]))
+    click.echo(table(rows, ["VERSION", "LABELS", "SOURCE", "SCORE", "WORDS", "CREATED", "AUTHOR",
+                            "PARENT", "MESSAGE"]))
 
 
 def label_log(prompt_id: str, only_label: str | None, *, limit: int, offset: int, as_json: bool) -> None:
@@ -247,18 +248,24 @@ def label_log(prompt_id: str, only_label: str | None, *, limit: int, offset: int
             )
         moves = store.label_moves(prompt_id, label=only_label, limit=limit, offset=offset)
         total = store.count_label_moves(prompt_id, label=only_label)
+        guarded = [p for p in store.protections.all(prompt_id)
+                   if only_label is None or p.label == only_label]
     if as_json:
         emit_json({"prompt_id": prompt_id, "label": only_label, "total": total, "offset": offset,
-                   "moves": [m.model_dump(mode="json") for m in moves]})
+                   "moves": [m.model_dump(mode="json") for m in moves],
+                   "protected": [p.model_dump(mode="json") for p in guarded]})
         return
     rows = [
         [m.at.astimezone().strftime("%Y-%m-%d %H:%M:%S"), m.label, m.from_version or "(new)",
-         m.to_version, m.action, m.who, m.reason.splitlines()[0] if m.reason else ""]
+         m.to_version, m.action + (" (forced)" if m.forced else ""), m.who,
+         m.reason.splitlines()[0] if m.reason else ""]
         for m in moves
     ]
     what = f"label {only_label}" if only_label else "labels"
     shown = f"{offset + 1}-{offset + len(moves)} of {total}" if total > len(moves) else str(total)
     click.echo(f"{prompt_id}: {shown} move{'s' if total != 1 else ''} of {what}")
+    for p in guarded:
+        click.echo(f"{p.label} is protected: {_may_move(p)}")
     click.echo(table(rows, ["WHEN", "LABEL", "FROM", "TO", "ACTION", "WHO", "WHY"]))
 
 
@@ -276,7 +283,8 @@ def show(ref: str, as_json: bool) -> None:
     tag = labels_of(v.version, labels)
     click.echo(f"# {v.ref} {tag}".rstrip())
     click.echo(f"# hash    {v.hash}")
-    click.echo(f"# source  {v.source}, parent {v.parent or '-'}, created {when(v)}")
+    click.echo(f"# source  {v.source}, parent {v.parent or '-'}, created {when(v)} "
+               f"by {v.author or '-'}")
     if v.message:
         click.echo(f"# message {v.message}")
     click.echo(dump_prompt(v.prompt, v.version), nl=False)
@@ -313,8 +321,11 @@ def diff(prompt_id: str, a: str, b: str, color: bool | None, by_line: bool, as_j
 
 
 def label_move_options(f: F) -> F:
-    """--message and --json, shared by commands that move a label."""
+    """--message, --force and --json, shared by commands that move a label."""
     f = click.option("-m", "--message", default="", help="Why: recorded with the move.")(f)
+    f = click.option("--force", is_flag=True,
+                     help="Move a protected label though you are not allowed to (recorded as "
+                     "forced, with your name).")(f)
     return json_option(f)
 
 
@@ -327,7 +338,7 @@ def label_move_options(f: F) -> F:
 @click.option("--cycle", "cycle_id", default=None, metavar="CYCLE_ID", help="The improvement cycle of --round.")
 @label_move_options
 def rollback(prompt_id: str, to_version: str, label: str, message: str, as_json: bool,
-             round_no: int | None = None, cycle_id: str | None = None) -> None:
+             round_no: int | None = None, cycle_id: str | None = None, force: bool = False) -> None:
     """Move the head label (or --label) of prompt ID back to an earlier version.
 
     Give the version with --to, or as a round of an improvement cycle with
@@ -347,14 +358,16 @@ def rollback(prompt_id: str, to_version: str, label: str, message: str, as_json:
         message = message or f"back to round {round_no} of cycle {cycle_id}"
     if not to_version:
         raise click.UsageError("say which version to go back to: --to VERSION (or --round N --cycle CYCLE_ID)")
-    do_rollback(prompt_id, to_version, label=label, message=message, as_json=as_json)
+    do_rollback(prompt_id, to_version, label=label, message=message, as_json=as_json, force=force)
 
 
-def do_rollback(prompt_id: str, to_version: str, *, label: str, message: str, as_json: bool) -> None:
+def do_rollback(prompt_id: str, to_version: str, *, label: str, message: str, as_json: bool,
+                force: bool = False) -> None:
     """The body of ``cycle rollback``, for commands that find the target another way."""
     with open_store() as store:
         before = store.labels(prompt_id).get(label) if store.has_prompt(prompt_id) else None
-        v = store.rollback(prompt_id, to_version, label=label, reason=message, who=who())
+        v = store.rollback(prompt_id, to_version, label=label, reason=message,
+                           who=current_author(), force=force)
         labels = store.labels(prompt_id)
     moved = before != v.version
     if as_json:
@@ -372,10 +385,11 @@ def do_rollback(prompt_id: str, to_version: str, *, label: str, message: str, as
 @click.argument("version")
 @click.argument("name")
 @label_move_options
-def label(prompt_id: str, version: str, name: str, message: str, as_json: bool) -> None:
+def label(prompt_id: str, version: str, name: str, message: str, force: bool, as_json: bool) -> None:
     """Point label NAME of prompt ID at VERSION (creating the label if new)."""
     with open_store() as store:
-        move = store.set_label(prompt_id, name, version, reason=message, who=who())
+        move = store.set_label(prompt_id, name, version, reason=message, who=current_author(),
+                               force=force)
         labels = store.labels(prompt_id)
     if as_json:
         emit_json({"prompt_id": prompt_id, "label": name, "to": labels[name],
@@ -391,7 +405,7 @@ def label(prompt_id: str, version: str, name: str, message: str, as_json: bool) 
 @click.argument("prompt_id", metavar="ID")
 @click.argument("version", default=HEAD)
 @label_move_options
-def promote(prompt_id: str, version: str, message: str, as_json: bool) -> None:
+def promote(prompt_id: str, version: str, message: str, force: bool, as_json: bool) -> None:
     """Point the production label of prompt ID at VERSION (default: head).
 
     Saving and improving never move production: it is where a person says a
@@ -402,7 +416,7 @@ def promote(prompt_id: str, version: str, message: str, as_json: bool) -> None:
     with open_store() as store:
         target = store.resolve(f"{prompt_id}@{version}")
         move = store.set_label(prompt_id, PRODUCTION, target.version,
-                               reason=message or "promoted", who=who())
+                               reason=message or "promoted", who=current_author(), force=force)
         runs = store.runs.recent(prompt_id=prompt_id, version=target.version, limit=1)
     evidence = runs[0].summary if runs and runs[0].summary else None
     if as_json:
@@ -422,5 +436,89 @@ def promote(prompt_id: str, version: str, message: str, as_json: bool) -> None:
         click.echo(f"  {target.version} has never been evaluated: cycle run cycle.yaml")
 
 
+# -- protecting labels --------------------------------------------------------------
+
+
+def _whose(p: Protection) -> str:
+    return "every prompt" if p.prompt_id == ALL_PROMPTS else p.prompt_id
+
+
+def _may_move(p: Protection) -> str:
+    if not p.allowed:
+        return f"nobody moves it without --force ({_whose(p)})"
+    return f"only {p.who_may()} move{'s' if len(p.allowed) == 1 else ''} it without --force ({_whose(p)})"
+
+
+def _protection_json(p: Protection) -> dict[str, Any]:
+    return p.model_dump(mode="json")
+
+
+@click.command()
+@click.argument("label_name", metavar="[LABEL]", required=False)
+@click.option("--prompt", "prompt_id", default=None, metavar="ID",
+              help="Protect the label of prompt ID only (default: of every prompt).")
+@click.option("--allow", multiple=True, metavar="NAME",
+              help="Someone who may move the label without --force (repeat for several; "
+              "none: nobody).")
+@click.option("--force", is_flag=True,
+              help="Change a protection that does not allow you to.")
+@json_option
+def protect(label_name: str | None, prompt_id: str | None, allow: tuple[str, ...], force: bool,
+            as_json: bool) -> None:
+    """Protect label LABEL: it then moves only by the people --allow names, or with --force.
+
+    Without LABEL: list the protected labels. The protection is kept in the store the
+    team shares, so no edit of cycle.yaml lifts it; changing or lifting it needs someone
+    it allows, or --force.
+    """
+    if label_name is None:
+        if allow or prompt_id or force:
+            raise click.UsageError("say which label to protect: cycle protect LABEL [--allow NAME]")
+        obj = click.get_current_context().find_object(CliContext) or CliContext()
+        found: list[Protection] = []
+        if obj.store_path().exists():  # no store yet protects nothing
+            with open_store() as store:
+                found = store.protections.all()
+        if as_json:
+            emit_json([_protection_json(p) for p in found])
+        elif not found:
+            click.echo("No label is protected: protect one with  cycle protect production "
+                       "--allow NAME")
+        else:
+            click.echo(table([[p.label, _whose(p), ", ".join(p.allowed) or "(nobody)",
+                               p.by or "-", local_minute(p.at) if p.at else "-"] for p in found],
+                             ["LABEL", "PROMPT", "MAY MOVE IT", "BY", "SINCE"]))
+        return
+    with open_store(create=True) as store:
+        p = store.protections.protect(label_name, prompt_id=prompt_id or ALL_PROMPTS,
+                                      allowed=allow, by=current_author(), force=force)
+    if as_json:
+        emit_json(_protection_json(p))
+        return
+    click.echo(f"{label_name} is protected: {_may_move(p)}")
+
+
+@click.command()
+@click.argument("label_name", metavar="LABEL")
+@click.option("--prompt", "prompt_id", default=None, metavar="ID",
+              help="Lift the protection of prompt ID's label (default: the one of every prompt).")
+@click.option("--force", is_flag=True, help="Lift a protection that does not allow you to.")
+@json_option
+def unprotect(label_name: str, prompt_id: str | None, force: bool, as_json: bool) -> None:
+    """Lift the protection of label LABEL (of every prompt, or of --prompt ID)."""
+    with open_store() as store:
+        p = store.protections.unprotect(label_name, prompt_id=prompt_id or ALL_PROMPTS,
+                                        by=current_author(), force=force)
+        still = store.protection(prompt_id, label_name) if prompt_id else None
+    if as_json:
+        emit_json({"unprotected": _protection_json(p),
+                   "still": _protection_json(still) if still else None})
+        return
+    click.echo(f"{label_name} of {_whose(p)} is no longer protected")
+    if still is not None:
+        click.echo(f"note: {label_name} is still protected for {_whose(still)}: {_may_move(still)}",
+                   err=True)
+
+
 __all__ = ["diff", "do_rollback", "history", "label", "open_store", "promote", "prompt",
-           "rollback", "show"]
+           "protect", "rollback", "show", "unprotect"]

@@ -96,8 +96,12 @@ def ensure_improver_prompt(store: Store, ref: str = IMPROVER_PROMPT_ID) -> tuple
     except NotFoundError:
         if ref.split("@", 1)[0] != IMPROVER_PROMPT_ID:
             raise
+        from cycle.authors import LOOP, on_behalf
+
+        # cycle's own text, saved by cycle for whoever's command needed it
         version = store.save_version(
-            default_improver_prompt(), source="initial", message="built-in improver prompt"
+            default_improver_prompt(), source="initial", message="built-in improver prompt",
+            author=on_behalf(LOOP),
         )
     return version.prompt, version.version
 

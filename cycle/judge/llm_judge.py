@@ -177,7 +177,11 @@ def ensure_judge_version(store: Store, prompt: Prompt = JUDGE_PROMPT) -> str:
     """Save the judge prompt on first use (content-addressed: once) and return its version."""
     found = store.find_version(prompt)
     if found is None:
-        found = store.save_version(prompt, source="initial", message=BUILT_IN)
+        from cycle.authors import LOOP, on_behalf
+
+        # cycle's own text, saved by cycle for whoever's command needed it
+        found = store.save_version(prompt, source="initial", message=BUILT_IN,
+                                   author=on_behalf(LOOP))
     return str(found.version)
 
 

@@ -52,6 +52,7 @@ from cycle.errors import (
     ConfigError,
     CycleError,
     EvalError,
+    ProtectedLabelError,
     describe,
 )
 from cycle.evals.results import load_run
@@ -80,7 +81,7 @@ from cycle.loop.acceptance import (
     paired_scores,
 )
 from cycle.loop.ledger import Ledger
-from cycle.loop.review import Reviewer
+from cycle.loop.review import Reviewer, decider
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import Prompt, RejectedSuggestion, ReviewRequest, RunResult, Suggestion, Version
 from cycle.records.scope import CallScope
@@ -529,6 +530,23 @@ class Loop:
         out.extend(d for d in decided.values() if d.id not in known and d.accepted)
         return out
 
+    def _deciders(self, proposed: list[Suggestion], guarded: list[Suggestion],
+                  decided: list[Suggestion]) -> dict[str, str]:
+        """Who decided on each suggestion the round decided now: the guard's refusals are
+        the cycle's (``cycle (alice)``), the rest the reviewer's (cycle.loop.review.decider).
+        One decided before (a resumed round) is left out: its stored record stands."""
+        open_ids = {s.id for s in proposed if s.decision == "pending"}
+        refused = {s.id for s in guarded if s.id in open_ids and s.decision != "pending"}
+        known = {s.id for s in proposed}
+        reviewer = decider(self.reviewer)
+        out = {}
+        for s in decided:
+            if s.id in refused:
+                out[s.id] = self.ledger.author
+            elif s.id in open_ids or s.id not in known:  # pending, or the reviewer's own edit
+                out[s.id] = reviewer
+        return out
+
     def _resume_command(self) -> str:
         return f"cycle improve {self.record.get('config_file') or 'cycle.yaml'} --resume {self.cycle_id}"
 
@@ -612,9 +630,10 @@ class Loop:
         """The improver's edits of ``parent`` for ``low``, reviewed and applied: the new
         version, or why there is none. ``taken``: versions already tried this cycle."""
         cid = self.cycle_id
-        suggestions = self._guard(await self._suggestions(round_no, parent, low, refused, slot),
-                                  refused, parent.version.prompt)
-        suggestions = await self._review(round_no, parent, suggestions)
+        proposed = await self._suggestions(round_no, parent, low, refused, slot)
+        guarded = self._guard(proposed, refused, parent.version.prompt)
+        suggestions = await self._review(round_no, parent, guarded)
+        by = self._deciders(proposed, guarded, suggestions)
         applied = apply_suggestions(parent.version.prompt, suggestions)
         skipped = {s.id: s for s in applied.skipped}
         applied_ids = {s.id for s in applied.applied}
@@ -625,7 +644,8 @@ class Loop:
             rejected=sum(1 for s in final if s.decision == "rejected"),
             edited=sum(1 for s in final if s.decision == "edited"),
             skipped=len(skipped), reviewer=getattr(self.reviewer, "name", "reviewer"),
-            suggestions=[{**s.model_dump(), "applied": s.id in applied_ids} for s in final],
+            suggestions=[{**s.model_dump(), "applied": s.id in applied_ids,
+                          "decided_by": by.get(s.id)} for s in final],
             slot=slot,
         ))
         if not applied.changed:
@@ -724,8 +744,16 @@ class Loop:
             return (f"head stays at {self._head.version.version}: the judge's agreement with "
                     f"people is not established (improve.judge.min_agreement "
                     f"{self.settings.min_agreement:g}): {unproven}")
-        now = self.ledger.move_head(expected=self._head.version.version, target=target,
-                                    reason=reason)
+        try:
+            now = self.ledger.move_head(expected=self._head.version.version, target=target,
+                                        reason=reason)
+        except ProtectedLabelError as e:
+            # the cycle stops as when a person moved head: it says why and how to go on,
+            # and the candidate stays stored
+            who = e.protection.who_may() if e.protection and e.protection.allowed else None
+            return (f"head stays at {self._head.version.version}: {e.message}; to use {target}: "
+                    f"cycle rollback {self.prompt_id} --to {target}"
+                    + (f" (by {who}, or with --force)" if who else " --force"))
         if now is not None:
             return (f"head was moved to {now} outside this cycle (the cycle had it at "
                     f"{self._head.version.version}): left there; to use {target} instead: "

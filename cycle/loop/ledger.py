@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cycle import events as ev
+from cycle.authors import LOOP, on_behalf
 from cycle.errors import ConfigError, CycleError, NotFoundError
 from cycle.ids import new_cycle_id
 from cycle.llm.budget import Budget
@@ -44,6 +45,9 @@ class Ledger:
         self.elapsed_before = 0.0
         self._cost_by_round: dict[int, dict[str, float]] = {}
         self._recorder = CycleRecorder(store.cycles)
+        #: what the cycle's own writes are recorded as: the loop, on behalf of the person
+        #: who ran it (``cycle (alice)``; a resume: of the person who resumed it)
+        self.author = on_behalf(LOOP)
 
     # -- a new cycle, or a stored one -----------------------------------------------
 
@@ -179,16 +183,18 @@ class Ledger:
         """The candidate as a new version (head does not move); an identical prompt is the
         version it already is."""
         return self.store.save_version(prompt, bump=bump, source="improver", parent=parent,
-                                       move_head=False, who="cycle", message=message)
+                                       move_head=False, author=self.author, message=message)
 
     def move_head(self, *, expected: str, target: str, reason: str) -> str | None:
         """Move head from ``expected`` to ``target``; or, when head was moved outside this
         cycle since (a person's ``cycle rollback``, another cycle), leave it: the version
-        head is at (None: moved). A person's choice is never silently overridden."""
+        head is at (None: moved). A person's choice is never silently overridden. A
+        protected head that the cycle's author may not move raises ProtectedLabelError
+        (nothing moved)."""
         now = self.store.resolve(f"{self.prompt_id}@head").version
         if now not in (expected, target):
             return now
-        self.store.set_label(self.prompt_id, "head", target, who="cycle", reason=reason)
+        self.store.set_label(self.prompt_id, "head", target, who=self.author, reason=reason)
         return None
 
     def judge_labels(self, model: str | None, version: str | None) -> list[Labelled]:

@@ -4,6 +4,10 @@
 ``PromptReviewer`` asks in a plain terminal, per suggestion: approve, reject
 with a reason, or edit. The TUI brings its own Reviewer (cycle/tui). The loop
 only knows the ``Reviewer`` protocol.
+
+Each decision is recorded with who made it (``decided_by``): a reviewer's ``author``
+when it has one (the person at the terminal; for the policy, ``policy:auto (alice)``,
+the policy on behalf of who ran the cycle), else ``reviewer:NAME (alice)``.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from typing import Protocol
 
 import click
 
+from cycle.authors import current_author, on_behalf
 from cycle.improve.apply import apply_suggestions, prompt_diff, suggestion_diff, whole_prompt_edit
 from cycle.records import PRIORITY_ORDER, Priority, Prompt, ReviewRequest, Suggestion
 from cycle.words import plural
 
-__all__ = ["AutoReviewer", "PromptReviewer", "Reviewer", "request_prompt"]
+__all__ = ["AutoReviewer", "PromptReviewer", "Reviewer", "decider", "request_prompt"]
 
 
 class Reviewer(Protocol):
@@ -26,6 +31,15 @@ class Reviewer(Protocol):
     name: str
 
     async def review(self, request: ReviewRequest) -> list[Suggestion]: ...
+
+
+def decider(reviewer: Reviewer) -> str:
+    """Who a reviewer's decisions are recorded as: its ``author`` (optional in the
+    protocol), else ``reviewer:NAME (person)``."""
+    author = getattr(reviewer, "author", None)
+    if author:
+        return str(author)
+    return on_behalf(f"reviewer:{getattr(reviewer, 'name', 'reviewer')}")
 
 
 def request_prompt(request: ReviewRequest) -> Prompt:
@@ -48,6 +62,11 @@ class AutoReviewer:
 
     def __init__(self, min_priority: Priority = "low") -> None:
         self.min_priority = min_priority
+
+    @property
+    def author(self) -> str:
+        """The policy decides, on behalf of who runs the cycle: ``policy:auto (alice)``."""
+        return on_behalf(f"policy:{self.name}")
 
     async def review(self, request: ReviewRequest) -> list[Suggestion]:
         limit = PRIORITY_ORDER[self.min_priority]
@@ -76,6 +95,11 @@ class PromptReviewer:
 
     def __init__(self, *, use_editor: bool = False) -> None:
         self.use_editor = use_editor
+
+    @property
+    def author(self) -> str:
+        """The person answering at the terminal."""
+        return current_author()
 
     async def review(self, request: ReviewRequest) -> list[Suggestion]:
         # click.prompt blocks: keep the event loop free for the other subscribers

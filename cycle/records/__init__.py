@@ -49,6 +49,7 @@ _HOMES: dict[str, str] = {
         "scope": ("NO_SCOPE", "CallScope"),
         "trace": ("KINDS", "EventKind", "Trace", "TraceEvent"),
         "versions": (
+            "ALL_PROMPTS",
             "BUILTIN_PROMPTS",
             "HEAD",
             "IMPROVER_PROMPT_ID",
@@ -57,6 +58,7 @@ _HOMES: dict[str, str] = {
             "SOURCES",
             "LabelMove",
             "PromptSummary",
+            "Protection",
             "Source",
             "Version",
         ),

@@ -66,6 +66,12 @@ class StoredSuggestion(Suggestion):
     applied: bool = False
     #: which candidate of the round's population it was made for (0: a round of one)
     slot: int = 0
+    #: who decided on it (cycle.authors): the reviewing person, the policy on a person's
+    #: behalf ("policy:auto (alice)"), or the cycle's guard ("cycle (alice)"); None while
+    #: pending, and for decisions stored before authors were recorded
+    decided_by: str | None = None
+    #: when it was decided (UTC, ISO 8601)
+    decided_at: str | None = None
 
 
 class RejectedSuggestion(BaseModel):

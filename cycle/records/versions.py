@@ -37,6 +37,9 @@ class Version(BaseModel):
     source: Source = Field(description="How it was made: initial, improver, manual or rollback.")
     message: str = Field("", description="Why it was made.")
     created_at: datetime = Field(description="When it was stored (UTC).")
+    author: str | None = Field(
+        None, description="Who stored it (cycle.authors: a person, or 'cycle (alice)' for a "
+        "cycle's candidate); None: stored before authors were recorded.")
     prompt: Prompt = Field(description="The content.")
 
     @property
@@ -69,5 +72,39 @@ class LabelMove(BaseModel):
     to_version: str
     action: str = Field(description="'save' (a new version moved it), 'label' or 'rollback'.")
     reason: str = ""
-    who: str = "user"
+    who: str = Field("user", description="Who moved it (cycle.authors).")
     at: datetime
+    forced: bool = Field(False, description="It moved a protected label with --force, by "
+                         "someone the protection does not name.")
+
+
+#: the prompt id of a protection that covers every prompt (cycle's own excepted)
+ALL_PROMPTS = "*"
+
+
+class Protection(BaseModel):
+    """A protected label: it moves only by the authors ``allowed`` names, or with --force.
+
+    Kept in the store, which a team shares, rather than in cycle.yaml, where a pull
+    request could lift it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_id: str = Field(description="The prompt, or '*' for every prompt.")
+    label: str
+    allowed: tuple[str, ...] = Field((), description="Who may move it; empty: nobody "
+                                     "without --force.")
+    by: str | None = Field(None, description="Who protected it.")
+    at: datetime | None = Field(None, description="When (UTC).")
+
+    def allows(self, author: str) -> bool:
+        """Whether ``author`` may move the label (names match exactly: 'cycle (alice)' is
+        not 'alice', so protecting a label from a cycle's moves stays possible)."""
+        return author in self.allowed
+
+    def who_may(self) -> str:
+        """The allowed authors as a sentence ends: ``alice or bob``, or ``nobody``."""
+        names = list(self.allowed)
+        if not names:
+            return "nobody"
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]

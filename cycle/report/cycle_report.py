@@ -124,6 +124,12 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     }
 
 
+def _decision(s: dict[str, Any]) -> str:
+    """A suggestion's decision and who made it (unknown for cycles stored before authors)."""
+    by = s.get("decided_by")
+    return _cell(f"{s['decision']} by {by}") if by else s["decision"]
+
+
 def _round_items(store: Store, cycle: CycleRow, rounds: list[RoundRow],
                  costs: dict[int, dict[str, float]], initial_score: float | None
                  ) -> list[dict[str, Any]]:
@@ -301,7 +307,7 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
                 "| ---: | --- | --- | --- | --- | --- | --- | --- |"]
         for n, s in enumerate(r["suggestions"], 1):
             out.append(f"| {n} | {s['type']} | {s['priority']} | "
-                       f"{_cell(s.get('expected_improvement') or '')} | {s['decision']} | "
+                       f"{_cell(s.get('expected_improvement') or '')} | {_decision(s)} | "
                        f"{'yes' if s['applied'] else 'no'} | {_cell(s['reasoning'])} | {_cell(s['reason'])} |")
         out.append("")
         for n, s in enumerate(r["suggestions"], 1):

@@ -120,27 +120,34 @@ class CycleLog:
 
     def save_suggestions(self, cycle_id: str, round_no: int, suggestions: list[dict[str, Any]] | list[Suggestion],
                          *, slot: int = 0) -> None:
-        """Insert or update suggestions (by id) with their decision and ``applied`` flag
-        (``slot``: the candidate of the round's population they were made for)."""
+        """Insert or update suggestions (by id) with their decision and ``applied`` flag, and
+        who decided (``decided_by``, when given) and when (``slot``: the candidate of the
+        round's population they were made for). The first record of who decided stands: a
+        resumed round that passes a decision on again does not re-attribute it."""
         rows = []
+        now = now_iso()
         for s in suggestions:
             data = s.model_dump() if isinstance(s, Suggestion) else dict(s)
+            by = data.get("decided_by") if data.get("decision", "pending") != "pending" else None
             rows.append((
                 data["id"], cycle_id, round_no, data["type"], data.get("priority", "medium"),
                 data.get("current_value", ""), data["suggested_value"], data.get("reasoning", ""),
                 data.get("expected_improvement", ""), json.dumps(data.get("target_cases") or []),
                 data.get("decision", "pending"), data.get("reason", ""), data.get("edited_value"),
                 int(bool(data.get("applied", False))), data.get("tool") or None, slot,
+                by, now if by else None,
             ))
         with self.store.transaction() as db:
             for row in rows:
                 db.execute(
                     "INSERT INTO suggestions (id, cycle_id, round, type, priority, current_value, "
                     "suggested_value, reasoning, expected_improvement, target_cases, decision, reason, "
-                    "edited_value, applied, tool, slot) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "edited_value, applied, tool, slot, decided_by, decided_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET decision = excluded.decision, reason = excluded.reason, "
-                    "edited_value = excluded.edited_value, applied = excluded.applied",
+                    "edited_value = excluded.edited_value, applied = excluded.applied, "
+                    "decided_by = COALESCE(suggestions.decided_by, excluded.decided_by), "
+                    "decided_at = COALESCE(suggestions.decided_at, excluded.decided_at)",
                     row,
                 )
 
@@ -195,7 +202,7 @@ class CycleLog:
         sql = (
             "SELECT id, cycle_id, round, type, priority, current_value, suggested_value, reasoning, "
             "expected_improvement, target_cases, decision, reason, edited_value, applied, tool, "
-            "slot FROM suggestions WHERE cycle_id = ?"
+            "slot, decided_by, decided_at FROM suggestions WHERE cycle_id = ?"
         )
         params: list[Any] = [cycle_id]
         if round_no is not None:
@@ -205,13 +212,13 @@ class CycleLog:
         out = []
         for row in self.store.db.execute(sql, params).fetchall():
             (sid, cid, rnd, typ, prio, cur, sug, why, exp, targets, decision, reason, edited,
-             applied, tool, slot) = row
+             applied, tool, slot, decided_by, decided_at) = row
             out.append(StoredSuggestion(
                 id=sid, cycle_id=cid, round=rnd, type=typ, priority=prio, current_value=cur or "",
                 suggested_value=sug or "", reasoning=why or "", expected_improvement=exp or "",
                 target_cases=json.loads(targets or "[]"), decision=decision or "pending",
                 reason=reason or "", edited_value=edited, applied=bool(applied), tool=tool or "",
-                slot=slot or 0,
+                slot=slot or 0, decided_by=decided_by, decided_at=decided_at,
             ))
         return out
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
+from cycle.authors import current_author
 from cycle.errors import NotFoundError
 from cycle.ids import now_iso
 
@@ -47,7 +48,9 @@ class HumanLabels:
 
     def add(self, labels: list[Label]) -> int:
         """Store ``labels`` (a labeler's earlier label of the same output replaced), all or
-        none: NotFoundError names the first whose output is not stored."""
+        none: NotFoundError names the first whose output is not stored. A label that names
+        no labeler is the current author's (cycle.authors)."""
+        author = current_author()
         with self.store.transaction() as db:
             for label in labels:
                 row = db.execute(
@@ -65,7 +68,7 @@ class HumanLabels:
                     "score = excluded.score, passed = excluded.passed, note = excluded.note, "
                     "labeled_at = excluded.labeled_at",
                     (row[0], label.criterion, label.score,
-                     None if label.passed is None else int(label.passed), label.labeler,
+                     None if label.passed is None else int(label.passed), label.labeler or author,
                      label.note, now_iso()))
         return len(labels)
 

@@ -527,3 +527,32 @@ def m014_population(db: Database) -> None:
     db.execute("ALTER TABLE suggestions ADD COLUMN slot INTEGER NOT NULL DEFAULT 0")
     _widen_check(db, "runs", "role IS NULL OR role IN ('eval', 'baseline', 'candidate')",
                  "role IS NULL OR role IN ('eval', 'baseline', 'candidate', 'screen')")
+
+
+@migration
+def m015_authors(db: Database) -> None:
+    """Who did what (cycle.authors): a version's author; who decided on a suggestion and
+    when; whether a label move needed --force past a protection; and the protected labels
+    themselves (``allowed``: a JSON list of the authors who may move the label, [] nobody
+    without --force; ``prompt_id`` '*': every prompt), kept in the store, not in
+    cycle.yaml: a pull request's edit of a file must not unprotect production. Rows
+    written before are NULL: their author is unknown.
+
+    Portable SQL only (ADD COLUMN of TEXT/INTEGER, CREATE TABLE): it runs on PostgreSQL too."""
+    db.execute("ALTER TABLE versions ADD COLUMN author TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN decided_by TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN decided_at TEXT")
+    db.execute("ALTER TABLE label_moves ADD COLUMN forced INTEGER")
+    _run(
+        db,
+        """
+        CREATE TABLE protected_labels (
+            prompt_id TEXT NOT NULL,
+            label TEXT NOT NULL,
+            allowed TEXT NOT NULL,
+            protected_by TEXT,
+            protected_at TEXT,
+            PRIMARY KEY (prompt_id, label)
+        )
+        """,
+    )

@@ -28,6 +28,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from cycle.authors import current_author
 from cycle.errors import NotFoundError, StoreError, StoreFormatError
 from cycle.ids import now_iso
 from cycle.prompts import semver
@@ -41,6 +42,7 @@ from cycle.records import (
     LabelMove,
     Prompt,
     PromptSummary,
+    Protection,
     ToolDef,
     Version,
 )
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from cycle.store.cycles import CycleLog
     from cycle.store.human_labels import HumanLabels
     from cycle.store.judge_consistency import JudgeConsistency
+    from cycle.store.protection import Protections
 
 
 #: a store's place: a file's path, or a PostgreSQL URL (``postgresql://...``)
@@ -119,13 +122,13 @@ _HEX = re.compile(r"^[0-9a-f]{4,64}$")
 
 _VERSION_COLUMNS = (
     "prompt_id, seq, version, hash, parent, source, message, created_at, "
-    "system, user_template, params, metadata, tools"
+    "system, user_template, params, metadata, tools, author"
 )
 
 
 def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
     (prompt_id, seq, version, hash_, parent, source, message, created_at,
-     system, user_template, params, metadata, tools) = row
+     system, user_template, params, metadata, tools, author) = row
     prompt = Prompt(
         id=prompt_id,
         system=system,
@@ -137,7 +140,7 @@ def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
     return Version(
         prompt_id=prompt_id, seq=seq, version=version, hash=hash_, parent=parent,
         source=source, message=message, created_at=datetime.fromisoformat(created_at),
-        prompt=prompt,
+        author=author, prompt=prompt,
     )
 
 
@@ -214,6 +217,13 @@ class Store:
         from cycle.store.human_labels import HumanLabels
 
         return HumanLabels(self)
+
+    @cached_property
+    def protections(self) -> Protections:
+        """Protected labels: who may move them (cycle.store.protection)."""
+        from cycle.store.protection import Protections
+
+        return Protections(self)
 
     # -- opening -----------------------------------------------------------
 
@@ -372,7 +382,9 @@ class Store:
         parent: str | None = None,
         move_head: bool = True,
         version: str | None = None,
-        who: str = "user",
+        author: str | None = None,
+        who: str | None = None,
+        force: bool = False,
     ) -> Version:
         """Store ``prompt`` as a new version, or return the version that already has its content.
 
@@ -383,8 +395,15 @@ class Store:
         ``cycle promote``). ``parent`` defaults to the
         version ``head`` points at. ``move_head`` moves ``head`` to the new
         version. Identical content writes nothing and moves no label.
+
+        ``author`` (default: cycle.authors.current_author()) is recorded with the version;
+        ``who``, with the head move (default: the author). A protected ``head``
+        (``protect``) that ``who`` may not move refuses the save, unless ``force`` or
+        ``move_head`` is false; a new prompt's first version always gets its head.
         """
         wanted = _checked_save(prompt, bump=bump, source=source, version=version)
+        author = author or current_author()
+        who = who or author
         digest = prompt.content_hash
         with self.transaction() as db:
             existing = self._query(
@@ -399,6 +418,7 @@ class Store:
                 (prompt.id,),
             )
             first = not latest
+            forced = False
             if first:
                 db.execute("INSERT INTO prompts (id, created_at) VALUES (?, ?)", (prompt.id, now))
                 seq, number = 1, wanted or semver.FIRST
@@ -407,6 +427,7 @@ class Store:
                 if parent is not None:
                     raise NotFoundError(f"prompt '{prompt.id}' has no version {parent} yet")
             else:
+                forced = move_head and self._check_move(prompt.id, HEAD, who, force)
                 last_seq, last_version = latest[0]
                 seq = last_seq + 1
                 if wanted and semver.parse(wanted) > semver.parse(last_version):
@@ -418,7 +439,7 @@ class Store:
                 else:
                     parent = self._resolve_in(prompt.id, parent).version
             db.execute(
-                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     prompt.id, seq, number, digest, parent, source, message, now,
                     prompt.system, prompt.user_template,
@@ -426,11 +447,13 @@ class Store:
                     json.dumps(prompt.metadata, ensure_ascii=False),
                     json.dumps([t.model_dump(exclude_none=True) for t in prompt.tools],
                                ensure_ascii=False) if prompt.tools else None,
+                    author,
                 ),
             )
             reason = message or f"new version ({source})"
             if first or move_head:
-                self._move(prompt.id, HEAD, number, action="save", reason=reason, who=who, now=now)
+                self._move(prompt.id, HEAD, number, action="save", reason=reason, who=who, now=now,
+                           forced=forced)
             row = self._query(
                 f"SELECT {_VERSION_COLUMNS} FROM versions WHERE prompt_id = ? AND version = ?",
                 (prompt.id, number),
@@ -587,7 +610,8 @@ class Store:
         return rows[0][0] if rows else None
 
     def _move(
-        self, prompt_id: str, label: str, version: str, *, action: str, reason: str, who: str, now: str
+        self, prompt_id: str, label: str, version: str, *, action: str, reason: str, who: str,
+        now: str, forced: bool = False,
     ) -> LabelMove | None:
         # callers hold the write transaction
         current = self._label_target(prompt_id, label)
@@ -600,37 +624,49 @@ class Store:
             (prompt_id, label, version, now),
         )
         (move_id,) = self.db.execute(
-            "INSERT INTO label_moves (prompt_id, label, from_version, to_version, action, reason, who, at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (prompt_id, label, current, version, action, reason, who, now),
+            "INSERT INTO label_moves (prompt_id, label, from_version, to_version, action, reason, "
+            "who, at, forced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (prompt_id, label, current, version, action, reason, who, now, int(forced)),
         ).fetchone()
         return LabelMove(
             id=int(move_id), prompt_id=prompt_id, label=label, from_version=current,
             to_version=version, action=action, reason=reason, who=who,
-            at=datetime.fromisoformat(now),
+            at=datetime.fromisoformat(now), forced=forced,
         )
 
     def set_label(
-        self, prompt_id: str, label: str, version: str, *, reason: str = "", who: str = "user"
+        self, prompt_id: str, label: str, version: str, *, reason: str = "", who: str | None = None,
+        force: bool = False,
     ) -> LabelMove | None:
-        """Point ``label`` (created if new) at ``version``; the move is recorded.
+        """Point ``label`` (created if new) at ``version``; the move is recorded with ``who``
+        (default: cycle.authors.current_author()).
 
-        Returns the recorded move, or None when the label already pointed there.
+        Returns the recorded move, or None when the label already pointed there. A
+        protected label that ``who`` may not move raises ProtectedLabelError, unless
+        ``force`` (the move then records that it was forced).
         """
         check_label_name(label)
+        who = who or current_author()
         with self.transaction():
             target = self._resolve_in(prompt_id, version)
+            if self._label_target(prompt_id, label) == target.version:
+                return None  # no move: a protection has nothing to refuse
+            forced = self._check_move(prompt_id, label, who, force)
             return self._move(prompt_id, label, target.version, action="label", reason=reason,
-                              who=who, now=now_iso())
+                              who=who, now=now_iso(), forced=forced)
 
     def rollback(
-        self, prompt_id: str, to_version: str, *, label: str = HEAD, reason: str = "", who: str = "user"
+        self, prompt_id: str, to_version: str, *, label: str = HEAD, reason: str = "",
+        who: str | None = None, force: bool = False,
     ) -> Version:
-        """Move an existing ``label`` (``head`` by default) back to ``to_version``; recorded.
+        """Move an existing ``label`` (``head`` by default) back to ``to_version``; recorded
+        with ``who`` (default: the current author). A protected label refuses as in
+        ``set_label``.
 
         Nothing is deleted: later versions stay in the history and can be
         labelled again. Returns the version the label now points at.
         """
+        who = who or current_author()
         with self.transaction():
             self._require_prompt(prompt_id)
             if self._label_target(prompt_id, label) is None:
@@ -640,24 +676,37 @@ class Store:
                     f"Create one with: cycle label {prompt_id} VERSION {label}",
                 )
             target = self._resolve_in(prompt_id, to_version)
-            self._move(prompt_id, label, target.version, action="rollback",
-                       reason=reason or f"rollback to {target.version}", who=who, now=now_iso())
+            if self._label_target(prompt_id, label) != target.version:
+                forced = self._check_move(prompt_id, label, who, force)
+                self._move(prompt_id, label, target.version, action="rollback",
+                           reason=reason or f"rollback to {target.version}", who=who,
+                           now=now_iso(), forced=forced)
         return target
 
     def label_moves(
         self, prompt_id: str, *, label: str | None = None, limit: int = 100, offset: int = 0
     ) -> list[LabelMove]:
         """Recorded label moves of ``prompt_id``, newest first, one page at a time."""
-        sql = ("SELECT id, prompt_id, label, from_version, to_version, action, reason, who, at "
-               "FROM label_moves WHERE prompt_id = ?")
+        sql = ("SELECT id, prompt_id, label, from_version, to_version, action, reason, who, at, "
+               "forced FROM label_moves WHERE prompt_id = ?")
         params: list[Any] = [prompt_id]
         if label is not None:
             sql += " AND label = ?"
             params.append(label)
         sql += " ORDER BY id DESC LIMIT ? OFFSET ?"
         params.extend((limit, offset))
-        keys = ("id", "prompt_id", "label", "from_version", "to_version", "action", "reason", "who", "at")
-        return [LabelMove(**dict(zip(keys, row))) for row in self._query(sql, params)]
+        keys = ("id", "prompt_id", "label", "from_version", "to_version", "action", "reason", "who",
+                "at", "forced")
+        return [LabelMove(**dict(zip(keys, row, strict=True)) | {"forced": bool(row[-1])})
+                for row in self._query(sql, params)]
+
+    def protection(self, prompt_id: str, label: str) -> Protection | None:
+        """The protection that covers ``label`` of ``prompt_id`` (None: not protected)."""
+        return self.protections.of(prompt_id, label)
+
+    def _check_move(self, prompt_id: str, label: str, who: str, force: bool) -> bool:
+        # callers hold the write transaction: the check and the move see the same state
+        return self.protections.check(prompt_id, label, who, force=force)
 
     def count_label_moves(self, prompt_id: str, *, label: str | None = None) -> int:
         """How many label moves of ``prompt_id`` (of ``label`` only, when given) are recorded."""

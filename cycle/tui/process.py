@@ -42,6 +42,7 @@ from typing import Any
 
 from msgspec import Struct
 
+from cycle.authors import current_author
 from cycle.errors import CycleError, describe
 from cycle.events import Event, EventBus
 from cycle.loop.review import Reviewer
@@ -262,6 +263,11 @@ class _PipeReviewer:
     """A ``Reviewer`` that asks the app and awaits its answer."""
 
     name = "tui"
+
+    @property
+    def author(self) -> str:
+        """The person at the app: the cycle's process is theirs (forked or a thread of it)."""
+        return current_author()
 
     def __init__(self, sender: _EventSender) -> None:
         self._sender = sender

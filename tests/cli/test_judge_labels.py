@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,26 @@ def test_a_judge_whose_verdicts_flip_is_flagged(tmp_path):
     shown = CliRunner().invoke(cli, ["--store", str(store), "report", run_id, "--no-write"])
     assert (f"INCONSISTENT: helpful flips 100% of its verdicts over 2 repeats (over the 10% "
             f"allowed; cycle judge consistency {run_id})") in shown.output, shown.output
+
+
+def test_a_label_that_names_no_labeler_is_the_importers(judged, tmp_path, monkeypatch):
+    """Every human label records who gave it: the line's labeler, else --labeler, else the
+    person importing (CYCLE_AUTHOR, else the OS user)."""
+    shared, run_id = judged
+    store = tmp_path / "s.db"  # a copy: the module's store keeps only the other tests' labels
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{shared}{suffix}").exists():
+            shutil.copy(f"{shared}{suffix}", f"{store}{suffix}")
+    monkeypatch.setenv("CYCLE_AUTHOR", "cy")
+    line = {"run": run_id, "case": "late-delivery", "iteration": 1, "criterion": "tone",
+            "score": 55}
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps(line) + "\n" + json.dumps({**line, "labeler": "dee"}) + "\n")
+    assert invoke(store, "labels", "import", str(path)).exit_code == 0
+    path.write_text(json.dumps({**line, "criterion": "accuracy"}) + "\n")
+    assert invoke(store, "labels", "import", str(path), "--labeler", "eve").exit_code == 0
+    with Store.open(store) as s:
+        given = {(x.label.criterion, x.label.labeler) for x in s.human_labels.of_run(run_id)
+                 if (x.label.case, x.label.iteration) == ("late-delivery", 1)}
+    assert {("tone", "cy"), ("tone", "dee"), ("accuracy", "eve")} <= given
+    assert not [who for _, who in given if not who]

@@ -86,7 +86,8 @@ def test_edit_import_history_diff_rollback_label(env):
     hist = run("history", "support-reply").stdout
     lines = hist.splitlines()
     assert lines[0] == "support-reply: 3 versions"
-    assert lines[1].split() == ["VERSION", "LABELS", "SOURCE", "SCORE", "WORDS", "CREATED", "PARENT", "MESSAGE"]
+    assert lines[1].split() == ["VERSION", "LABELS", "SOURCE", "SCORE", "WORDS", "CREATED", "AUTHOR",
+                                "PARENT", "MESSAGE"]
     assert lines[2].startswith("1.1.0") and "[head]" in lines[2] and "warmer" in lines[2]
     # the length of each version, in words, to see a prompt grow round after round
     words = lines[1].index("WORDS")

@@ -15,8 +15,11 @@ from cycle import events as ev
 from cycle.assemble import build_loop
 from cycle.loop.review import AutoReviewer
 from cycle.testing import script
+from tests.conftest import AUTHOR
 
 from .conftest import KEYWORDS, last_json, suggestion
+
+CYCLE = f"cycle ({AUTHOR})"  # the loop acts on behalf of who ran it
 
 
 def run_loop(loaded, store, bus=None, resume=None):
@@ -68,7 +71,7 @@ def test_a_candidate_that_won_by_luck_is_not_promoted(world, store) -> None:
                                   "samples (+0.0): head stays at 1.0.0")
     rows = store.cycles.get_rounds(result.cycle_id)
     assert rows[2].reason.startswith("not confirmed on fresh samples") and rows[2].accepted is False
-    assert [m.who for m in store.label_moves("support", label="head")] == ["user"]  # only the first save
+    assert [m.who for m in store.label_moves("support", label="head")] == [AUTHOR]  # only the first save
     # the report's chart keeps head apart from the candidate kept to explore from
     from cycle.report.cycle_report import cycle_report_dict, render_cycle_markdown
     from cycle.report.html import score_chart
@@ -170,6 +173,6 @@ def test_acceptance_always_moves_head_every_round_with_no_confirmation(world, st
     result = run_loop(loaded, store)
     assert [r.stage for r in result.rounds] == ["baseline", "improve", "improve"]
     moves = sorted((m.id, m.to_version) for m in store.label_moves("support", label="head")
-                   if m.who == "cycle")
+                   if m.who == CYCLE)
     assert [v for _, v in moves] == ["1.0.1", "1.0.2"]
 

@@ -8,8 +8,11 @@ import asyncio
 
 from cycle.assemble import build_loop
 from cycle.loop.review import AutoReviewer
+from tests.conftest import AUTHOR
 
 from .conftest import suggestion
+
+CYCLE = f"cycle ({AUTHOR})"  # the loop acts on behalf of who ran it
 
 
 class PersonMovesHead(AutoReviewer):
@@ -43,7 +46,7 @@ def test_an_accepted_round_does_not_override_a_person_and_the_cycle_stops(world,
                    improve={"acceptance": "always", "stop": {"max_rounds": 2}})
     result, mine = run(loaded, store)
     assert store.resolve("support@head").version == mine  # the person's choice stands
-    assert not [m for m in store.label_moves("support", label="head") if m.who == "cycle"]
+    assert not [m for m in store.label_moves("support", label="head") if m.who == CYCLE]
     assert [r.stage for r in result.rounds] == ["baseline", "improve"]  # stopped after round 1
     assert f"head was moved to {mine} outside this cycle" in result.stop_reason
     candidate = result.rounds[1].version
@@ -57,7 +60,7 @@ def test_a_confirmed_candidate_does_not_override_a_person(world, store):
     assert result.rounds[-1].stage == "confirm" and result.rounds[-1].accepted
     assert store.resolve("support@head").version == mine
     assert f"confirmed on fresh samples (+20.0): head was moved to {mine}" in result.stop_reason
-    assert not [m for m in store.label_moves("support", label="head") if m.who == "cycle"]
+    assert not [m for m in store.label_moves("support", label="head") if m.who == CYCLE]
 
 
 def test_without_a_person_the_cycle_moves_head_as_before(world, store):

@@ -7,8 +7,11 @@ import asyncio
 
 from cycle.assemble import build_loop
 from cycle.loop.review import AutoReviewer
+from tests.conftest import AUTHOR
 
 from .conftest import suggestion
+
+CYCLE = f"cycle ({AUTHOR})"  # the loop acts on behalf of who ran it
 
 
 def run_loop(loaded, store, bus=None, reviewer=None, resume=None):
@@ -33,7 +36,7 @@ def test_accepts_improvements_until_max_rounds(world, store, bus_log) -> None:
     assert store.resolve("support@head").version == "1.0.2"
     assert "say order" in store.resolve("support@head").prompt.system
     # head moved once, after the confirmation, with the evidence recorded
-    (move,) = [m for m in store.label_moves("support", label="head") if m.who == "cycle"]
+    (move,) = [m for m in store.label_moves("support", label="head") if m.who == CYCLE]
     assert "confirmed on fresh samples" in move.reason and "significant" in move.reason
     assert "head stays at 1.0.0 until a confirmation" in result.rounds[1].reason
     rows = store.cycles.get_rounds(result.cycle_id)

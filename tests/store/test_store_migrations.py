@@ -48,7 +48,11 @@ def test_blank_store_gets_every_table_column_and_index(tmp_path: Path):
         assert {"cached_input_tokens", "cost_estimated", "cache_hit", "attempts"} <= columns(db, "calls")
         assert {"incumbent_version", "candidate_version", "ci_low", "ci_high", "accepted"} <= columns(db, "rounds")
         assert {"target_cases", "decision", "edited_value", "applied"} <= columns(db, "suggestions")
-        assert "who" in columns(db, "label_moves")
+        assert {"who", "forced"} <= columns(db, "label_moves")
+        assert "author" in columns(db, "versions")
+        assert {"decided_by", "decided_at"} <= columns(db, "suggestions")
+        assert {"prompt_id", "label", "allowed", "protected_by", "protected_at"} <= columns(
+            db, "protected_labels")
         assert ("prompt_id", "seq") in index_columns(db, "versions")
         assert ("run_id",) in index_columns(db, "results")
         assert ("run_id",) in index_columns(db, "calls")
@@ -77,7 +81,11 @@ def test_store_written_by_the_first_release_migrates_itself(tmp_path: Path):
     with Store.open(path) as store:
         db = Database(store.db)
         assert applied_names(db.conn) == known_names()
-        assert "who" in columns(db, "label_moves")
+        assert {"who", "forced"} <= columns(db, "label_moves")
+        assert "author" in columns(db, "versions")
+        assert {"decided_by", "decided_at"} <= columns(db, "suggestions")
+        assert {"prompt_id", "label", "allowed", "protected_by", "protected_at"} <= columns(
+            db, "protected_labels")
         assert ("prompt_id", "seq") in index_columns(db, "versions")
         assert ("run_id",) in index_columns(db, "results")
         assert store.label_moves("p")[0].who == "user"  # old rows get the default
@@ -168,3 +176,25 @@ def test_a_store_before_tools_and_traces_migrates_and_keeps_its_results(tmp_path
                            "VALUES ('r', 'c', 2, 'weird')")
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert store.db.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+def test_the_authors_migration_is_portable_sql():
+    """m015 runs on PostgreSQL too: column additions of plain types and a standard table,
+    nothing SQLite's own (PRAGMA, INSERT OR REPLACE, rowid, json_ functions)."""
+    from cycle.store.migrations import m015_authors
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.sql: list[str] = []
+
+        def execute(self, sql: str, *args: object) -> None:
+            self.sql.append(" ".join(sql.split()))
+
+    db = Recorder()
+    m015_authors(db)  # type: ignore[arg-type]
+    assert db.sql and all(s.startswith(("ALTER TABLE", "CREATE TABLE", "CREATE INDEX"))
+                          for s in db.sql)
+    for s in db.sql:
+        assert not any(bad in s.upper() for bad in ("PRAGMA", "OR REPLACE", "ROWID", "JSON_"))
+        if s.startswith("ALTER TABLE"):
+            assert s.split()[-1] in ("TEXT", "INTEGER", "REAL"), s

@@ -39,11 +39,14 @@ def history_store(tmp_path: Path) -> Store:
 def fill_history(store: Store) -> Store:
     """``store`` with one prompt in three versions; head at the last, production at the first."""
     p1 = Prompt(id="support-reply", system=SYSTEM_V1)
-    store.save_version(p1, source="initial", message="first draft")
+    store.save_version(p1, source="initial", message="first draft", author="alice")
     p2 = p1.model_copy(update={"system": SYSTEM_V1 + "\nAlways cite the order number."})
-    store.save_version(p2, source="improver", message="round 1: cite the order")
+    # a cycle's candidates: by the loop, on behalf of who ran it (cycle.authors)
+    store.save_version(p2, source="improver", message="round 1: cite the order",
+                       author="cycle (alice)")
     p3 = p2.model_copy(update={"system": p2.system.replace("politely", "politely and briefly")})
-    store.save_version(p3, source="improver", message="round 2: be brief")
+    store.save_version(p3, source="improver", message="round 2: be brief",
+                       author="cycle (alice)")
     store.set_label("support-reply", "production", "1.0.0")
     store.save_version(Prompt(id="greeter", system="Say hello."), source="initial", message="hello")
     _fix_times(store)

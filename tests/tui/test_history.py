@@ -7,6 +7,7 @@ from cycle.tui.app import CycleApp
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.screens.history import HistoryScreen
 from cycle.tui.widgets.diff_view import DiffView
+from tests.conftest import AUTHOR
 
 
 def _diff_text(app: CycleApp) -> str:
@@ -55,10 +56,49 @@ async def test_rollback_moves_head_after_confirmation(history_store: Store) -> N
         await pilot.pause()
         assert history_store.labels("support-reply")["head"] == "1.0.0"
         move = history_store.label_moves("support-reply", label="head", limit=1)[0]
-        assert (move.action, move.from_version, move.to_version, move.who) == ("rollback", "1.0.2", "1.0.0", "tui")
+        assert (move.action, move.from_version, move.to_version, move.who) == ("rollback", "1.0.2", "1.0.0", AUTHOR)
         # the table shows the move, and every version is still there
         table = app.screen.query_one("#versions")
         assert [str(table.get_row_at(i)[2]) for i in range(3)] == ["", "", "head, prod"]
+
+
+async def test_each_version_shows_who_stored_it(history_store: Store) -> None:
+    """A column from 100 columns on; at 80 the highlighted version's heading says it."""
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#versions")
+        assert [str(table.get_row_at(i)[5]) for i in range(3)] == [
+            "cycle (alice)", "cycle (alice)", "alice"]
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#versions")
+        assert "author" not in [str(c.label) for c in table.columns.values()]
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert "by alice" in str(app.screen.query_one("#version-meta").render())
+        await pilot.resize_terminal(120, 40)  # wider: the column comes, the cursor stays
+        await pilot.pause()
+        assert "author" in [str(c.label) for c in table.columns.values()]
+        assert app.screen.selected_version.version == "1.0.0"
+
+
+async def test_a_protected_head_refuses_the_rollback_and_says_why(history_store: Store) -> None:
+    history_store.protections.protect("head", prompt_id="support-reply", allowed=("alice",),
+                                      by="alice")
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("down", "down", "R")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert history_store.labels("support-reply")["head"] == "1.0.2"  # not moved
+        assert isinstance(app.screen, HistoryScreen)  # the screen goes on
+        (notice,) = [n for n in app._notifications if n.severity == "error"]
+        assert f"{AUTHOR} may not move 'head' of support-reply" in notice.message
+        assert "Only alice may move it" in notice.message and "--force" in notice.message
 
 
 async def test_switching_prompt_lists_its_versions(history_store: Store) -> None:
@@ -140,7 +180,7 @@ async def test_text_from_outside_is_shown_literally_never_read_as_markup(history
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         table = app.screen.query_one("#versions")
-        message = table.get_row_at(0)[5]
+        message = table.get_row_at(0)[6]
         assert str(message) == "[/b] closes nothing [link=https://evil.example]here[/link]"
         assert not any(span.style and "link" in str(span.style) for span in message.spans)
 

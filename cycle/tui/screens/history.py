@@ -1,7 +1,9 @@
-"""History: the prompts in the store, their versions, diffs and rollback.
+"""History: the prompts in the store, their versions (with who stored them), diffs and
+rollback.
 
 Reads through the Store API only; the one write is ``Store.rollback``, after
-a confirmation.
+a confirmation, recorded as by the person at the terminal (cycle.authors); a protected
+head refuses it with a notice (the CLI's ``--force`` is the way past a protection).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
+from cycle.authors import current_author
+from cycle.errors import StoreError
 from cycle.records import BUILTIN_PROMPTS
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.widgets import plain
@@ -27,10 +31,6 @@ from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 if TYPE_CHECKING:
     from cycle.records import Version
     from cycle.store import Store
-
-#: who a rollback from the TUI is recorded as
-ROLLBACK_WHO = "tui"
-
 
 def _when(value: datetime | str | float | None) -> str:
     if value is None:
@@ -52,6 +52,17 @@ LABELS_WIDTH = 14
 SHORT_LABELS = {"production": "prod"}
 
 
+#: the author column: a person's name, or "cycle (alice)" for a cycle's candidate
+AUTHOR_WIDTH = 14
+#: the terminal width from which the versions table has room for the author column
+WIDE = 100
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` in ``width`` characters, an ellipsis where it is cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def fit_labels(labels: list[str], width: int) -> str:
     """``head, production`` in ``width`` characters: whole, else with short names
     (``head, prod``), else as many whole labels as fit and how many more (``head +2``)."""
@@ -70,13 +81,15 @@ class HistoryScreen(Screen[None]):
 
     TITLE = "History"
     HELP = """\
-Every version of every prompt in the store, newest first, with its labels
-and the score of its latest evaluation. The diff shows the highlighted
-version against its parent; mark two versions (a, b) and press d to compare
-them. Rollback moves the head label to the highlighted version after you
-confirm; nothing is deleted. r lists every stored run (eval files run against
-an endpoint included) and their cases. s opens Simulate on ./cycle.yaml's agent:
-you play its model and the session becomes a golden trace.
+Every version of every prompt in the store, newest first, with its labels, the
+score of its latest evaluation and who stored it ("cycle (alice)": a cycle
+alice ran). The diff shows the highlighted version against its parent; mark two
+versions (a, b) and press d to compare them. Rollback moves the head label to
+the highlighted version after you confirm; nothing is deleted (a protected head
+moves only with the CLI's --force, or by the people its protection names). r
+lists every stored run (eval files run against an endpoint included) and their
+cases. s opens Simulate on ./cycle.yaml's agent: you play its model and the
+session becomes a golden trace.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "mark('a')", "Mark A"),
@@ -95,6 +108,8 @@ you play its model and the session becomes a golden trace.
         self.prompt_id = prompt_id
         self.versions: dict[str, Version] = {}
         self.marks: dict[str, str | None] = {"a": None, "b": None}
+        #: whether the screen is wide enough for the author column (WIDE)
+        self._wide = True
         self._scores: dict[str, tuple[float, bool]] = {}
 
     def compose(self) -> ComposeResult:
@@ -115,18 +130,32 @@ you play its model and the session becomes a golden trace.
         yield Footer()
 
     def on_resize(self, event: events.Resize) -> None:
-        # at 80 columns the versions' messages need the room more than the prompt names
-        self.query_one("#prompts", DataTable).styles.width = 14 if event.size.width < 100 else 20
+        # at 80 columns the versions' messages need the room more than the prompt names,
+        # and than the authors (the highlighted version's author is in the diff's heading)
+        wide = event.size.width >= WIDE
+        self.query_one("#prompts", DataTable).styles.width = 20 if wide else 14
+        if wide != self._wide:
+            self._wide = wide
+            selected = self.selected_version
+            self._add_columns()
+            if self.versions:
+                self._load_versions(keep=selected.version if selected else None)
 
     def on_mount(self) -> None:
+        self._wide = self.app.size.width >= WIDE
+        self._add_columns()
+        self.reload()
+        self.query_one("#versions", DataTable).focus()
+
+    def _add_columns(self) -> None:
         versions = self.query_one("#versions", DataTable)
+        versions.clear(columns=True)
+        author = [("author", "author", AUTHOR_WIDTH)] if self._wide else []
         for label, key, width in (
             ("", "mark", 1), ("version", "version", 7), ("labels", "labels", LABELS_WIDTH),
-            ("score", "score", 6), ("source", "source", 8), ("message", "message", None),
+            ("score", "score", 6), ("source", "source", 8), *author, ("message", "message", None),
         ):
             versions.add_column(label, key=key, width=width)
-        self.reload()
-        versions.focus()
 
     # -- loading -----------------------------------------------------------
 
@@ -172,12 +201,14 @@ you play its model and the session becomes a golden trace.
         for v in history:
             score = self._scores.get(v.version)
             score_cell = "-" if score is None else f"{score[0]:.1f}" + ("*" if score[1] else "")
+            author = [plain(fit(v.author or "-", AUTHOR_WIDTH))] if self._wide else []
             table.add_row(
                 self._mark_of(v.version),
                 v.version,
                 Text(fit_labels(by_version.get(v.version, []), LABELS_WIDTH), style="bold cyan"),
                 score_cell,
                 v.source,
+                *author,
                 plain(v.message.splitlines()[0] if v.message else ""),
                 key=v.version,
             )
@@ -229,7 +260,9 @@ you play its model and the session becomes a golden trace.
     def _show_parent_diff(self, version: Version) -> None:
         meta = Text()
         meta.append(f"v{version.version}", style="bold")
-        meta.append(f" · {version.source} · {_when(version.created_at)} · {version.hash[:10]}")
+        meta.append(f" · {version.source} · {_when(version.created_at)} · by ")
+        meta.append(version.author or "-")  # a name is text from outside: never markup
+        meta.append(f" · {version.hash[:10]}")
         if version.message:
             meta.append(f"\n{version.message}", style="italic")
         self.query_one("#version-meta", Static).update(meta)
@@ -285,10 +318,14 @@ you play its model and the session becomes a golden trace.
         def confirmed(yes: bool | None) -> None:
             if not yes:
                 return
-            self.store.rollback(
-                prompt_id, version.version, label="head",
-                reason=f"rollback from v{head} in the TUI", who=ROLLBACK_WHO,
-            )
+            try:
+                self.store.rollback(
+                    prompt_id, version.version, label="head",
+                    reason=f"rollback from v{head} in the TUI", who=current_author(),
+                )
+            except StoreError as e:  # a protected head: said, not a crash of the screen
+                self.notify(str(e), severity="error", timeout=10)
+                return
             self.notify(f"head of {prompt_id} moved to v{version.version}")
             self._load_versions(keep=version.version)
 

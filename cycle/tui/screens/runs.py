@@ -134,8 +134,7 @@ the judge's scores), to measure its judge. Escape goes back.
 
     def action_label(self) -> None:
         """Label the highlighted run's outputs (cycle judge label RUN_ID)."""
-        import os
-
+        from cycle.authors import current_author
         from cycle.errors import ConfigError
         from cycle.judge.calibration import to_label
         from cycle.tui.screens.label import LabelScreen
@@ -150,7 +149,7 @@ the judge's scores), to measure its judge. Escape goes back.
             self.notify(e.message, severity="warning")
             return
         self.app.push_screen(LabelScreen(self.store, run_id, outputs, criteria,
-                                         labeler=os.environ.get("USER", "")))
+                                         labeler=current_author()))
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
