@@ -290,25 +290,44 @@ def bench_operations(args: argparse.Namespace, asked: list[str]) -> None:
 # -- a run -------------------------------------------------------------------------------
 
 
-def one_run(backend: str, n: int, c: int, latency: float, work: Path, pg: Postgres | None,
-            number: int) -> dict:
-    """One ``cycle run`` writing to a fresh store of ``backend``."""
+#: ``python -c PROFILED OUT cycle-arguments...``: the cycle command under cProfile, timed by
+#: CPU (process_time: a wait for a server is no cost of the client), its stats to OUT
+PROFILED = """
+import cProfile, runpy, sys, time
+out = sys.argv.pop(1)
+profile = cProfile.Profile(time.process_time)
+profile.enable()
+try:
+    runpy.run_module("cycle", run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+finally:
+    profile.disable()
+    profile.dump_stats(out)
+"""
+
+
+def one_run(backend: str, args: argparse.Namespace, work: Path, pg: Postgres | None,
+            number: int, profile: Path | None = None) -> dict:
+    """One ``cycle run`` writing to a fresh store of ``backend`` (under cProfile, its stats
+    to ``profile``, if given)."""
     from bench_latency import server, timed
     from bench_scale import project
 
-    proc, url = server(latency, work / f"timeline-{backend}-{number}.json")
+    proc, url = server(args.latency, work / f"timeline-{backend}-{number}.json")
     try:
         project_dir = work / f"project-{backend}-{number}"
-        project(project_dir, n, url)
+        project(project_dir, args.cases, url)
         if backend == "sqlite":
             target = str(project_dir / "s.db")
         else:
             assert pg is not None
             target = pg.schema(f"bench_run_{number}")
+        cycle = ["-m", "cycle"] if profile is None else ["-c", PROFILED, str(profile)]
         before = pg.cpu() if pg is not None and backend == "postgresql" else None
-        wall, cpu, _, _ = timed([sys.executable, "-m", "cycle", "--store", target, "run",
-                                 "cycle.yaml", "-n", "1", "-c", str(c), "--no-cache", "-q"],
-                                project_dir)
+        wall, cpu, _, _ = timed([sys.executable, *cycle, "--store", target, "run", "cycle.yaml",
+                                 "-n", "1", "-c", str(args.concurrency), "--no-cache", "-q",
+                                 *(["--no-reports"] if args.no_reports else [])], project_dir)
         after = pg.cpu() if before is not None and pg is not None else None
     finally:
         proc.terminate()
@@ -320,11 +339,30 @@ def one_run(backend: str, n: int, c: int, latency: float, work: Path, pg: Postgr
             "server_cpu": None if before is None or after is None else after - before}
 
 
+def profile_runs(args: argparse.Namespace, asked: list[str]) -> None:
+    """One run on each backend under cProfile: where the store's CPU goes."""
+    import pstats
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    out = Path(args.profile)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-store-profile-") as tmp, \
+            backends(asked, args.pg_url) as (wanted, pg):
+        for number, backend in enumerate(wanted):
+            stats_file = out / f"{backend}.prof"
+            r = one_run(backend, args, Path(tmp), pg, number, profile=stats_file)
+            stats = pstats.Stats(str(stats_file))
+            print(f"\n== {NAMES[backend]}: {r['calls']} calls, {r['cpu']:.1f} s CPU under the "
+                  f"profiler ({stats.total_tt:.1f} s profiled); {stats_file}")
+            stats.sort_stats("cumulative").print_stats(r"cycle/store/|psycopg/", 25)
+
+
 def bench_run(args: argparse.Namespace, asked: list[str]) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     got: dict[str, list[dict]] = {b: [] for b in asked}
     print(f"cycle run of {args.cases:,} cases at concurrency {args.concurrency}, latency "
-          f"{args.latency * 1000:.0f} ms, {args.pairs} pairs\n")
+          f"{args.latency * 1000:.0f} ms, {args.pairs} pairs"
+          + (", no reports" if args.no_reports else "") + "\n")
     print(f"{'pair':>4} {'backend':>10} {'wall s':>7} {'CPU s':>7} {'calls':>6} "
           f"{'ms CPU/call':>11} {'server CPU s':>12}")
     with tempfile.TemporaryDirectory(prefix="bench-store-run-") as tmp, \
@@ -332,8 +370,7 @@ def bench_run(args: argparse.Namespace, asked: list[str]) -> None:
         for i in range(args.pairs):
             order = wanted if i % 2 == 0 else list(reversed(wanted))
             for backend in order:
-                r = one_run(backend, args.cases, args.concurrency, args.latency, Path(tmp), pg,
-                            i * 2 + order.index(backend))
+                r = one_run(backend, args, Path(tmp), pg, i * 2 + order.index(backend))
                 got[backend].append(r)
                 server_cpu = "" if r["server_cpu"] is None else f"{r['server_cpu']:.2f}"
                 print(f"{i + 1:>4} {NAMES[backend]:>10} {r['wall']:>7.2f} {r['cpu']:>7.2f} "
@@ -383,9 +420,15 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3, help="--run: pairs of runs, interleaved")
     ap.add_argument("--latency", type=float, default=0.0,
                     help="--run: seconds the loopback server takes per answer")
+    ap.add_argument("--no-reports", action="store_true",
+                    help="--run: cycle run --no-reports (the run without its reports' reads)")
+    ap.add_argument("--profile", metavar="DIR", default=None,
+                    help="one run per backend under cProfile (CPU time), stats to DIR")
     args = ap.parse_args()
     wanted = list(BACKENDS) if args.backend == "both" else [args.backend]
-    if args.run:
+    if args.profile:
+        profile_runs(args, wanted)
+    elif args.run:
         bench_run(args, wanted)
     else:
         bench_operations(args, wanted)
