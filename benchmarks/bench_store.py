@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/bench_store.py [--backend sqlite|postgresql|both]
         [--versions 100000] [--reps 200] [--pg-url URL]
     .venv/bin/python benchmarks/bench_store.py --run [--cases 2000] [-c 16] [--pairs 3]
+        [--latency S] [--no-reports]
+    .venv/bin/python benchmarks/bench_store.py --profile DIR    # one run each under cProfile
 
 **Operations** (the default): each backend's store is built fast with bulk inserts
 through the real schema (the migrations of ``Store.open``; on PostgreSQL with COPY), then
@@ -18,7 +20,9 @@ file or a fresh PostgreSQL schema, in interleaved pairs (each backend first in t
 machine is shared). Per run: wall, the cycle process's CPU (its rusage, user + system),
 model calls (rows of the store's ``calls``), CPU per call; on the throw-away server also
 the PostgreSQL processes' CPU over the run (from /proc). Target: PostgreSQL's CPU per
-model call within 1.10x of SQLite's (median of the pairs' ratios).
+model call within 1.10x of SQLite's (median of the pairs' ratios). ``--no-reports``: the
+run without its reports (which read the stored results back a case at a time);
+``--profile DIR``: one run per backend under cProfile, timed by CPU.
 
 PostgreSQL is a throw-away cluster (cycle/testing/postgres.py: Debian's binaries) unless
 ``--pg-url`` names a database, in which the benchmark makes schemas of its own and drops

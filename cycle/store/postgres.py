@@ -207,7 +207,7 @@ class PgConnection:
         self._idle = TransactionStatus.IDLE
         conn.adapters.register_dumper(bool, _bool_as_int())
         #: cursors no one reads any more, for the next statements: a fresh psycopg cursor
-        #: looks up its types' adapters again, a third of a short statement's CPU. A list
+        #: looks up its types' adapters again, a quarter of a short statement's CPU. A list
         #: (pop and append are atomic) as threads may share the connection (a TUI worker)
         self._spares: list[Any] = []
 
@@ -292,7 +292,7 @@ class Dialect:
 class _PgDialect(Dialect):
     name = "postgresql"
     # one statement, one round trip: a run opens thousands of write transactions, and a
-    # second round trip for the lock cost each ~50 us of the client's CPU (RESULTS.md)
+    # second round trip for the lock cost each ~30 us of the client's CPU (benchmarks/RESULTS.md)
     begin = (f"BEGIN; {_WRITE_LOCK}",)
 
     def tables(self, db: Any) -> set[str]:
