@@ -33,7 +33,6 @@ import itertools
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -120,16 +119,14 @@ def pg_ddl(sql: str) -> str:
     return sql
 
 
-@contextmanager
-def _as_sqlite_errors(where: str) -> Iterator[None]:
+def _as_sqlite_error(error: Exception, where: str) -> sqlite3.Error:
+    """A psycopg error as the sqlite3 error the store handles: IntegrityError for a broken
+    constraint, OperationalError for the rest; the password masked in its message."""
     import psycopg
 
-    try:
-        yield
-    except psycopg.errors.IntegrityError as e:
-        raise sqlite3.IntegrityError(_said(e, where)) from None
-    except psycopg.Error as e:
-        raise sqlite3.OperationalError(_said(e, where)) from None
+    if isinstance(error, psycopg.errors.IntegrityError):
+        return sqlite3.IntegrityError(_said(error, where))
+    return sqlite3.OperationalError(_said(error, where))
 
 
 def _said(error: Exception, where: str) -> str:
@@ -137,32 +134,56 @@ def _said(error: Exception, where: str) -> str:
     return _PASSWORD_PARAM.sub(r"\1***", text)
 
 
-def _plain(params: Sequence[Any]) -> Sequence[Any]:
-    # SQLite stores a bool as 0/1 in an INTEGER column; psycopg would send a PostgreSQL
-    # boolean, which an integer column refuses
-    if any(p.__class__ is bool for p in params):
-        return [int(p) if p.__class__ is bool else p for p in params]
-    return params
+@lru_cache(maxsize=1)
+def _bool_as_int() -> type:
+    """psycopg's dumper of a bool for the store: SQLite stores a bool as 0/1 in an INTEGER
+    column, and a PostgreSQL boolean would not fit one; so 0 or 1, an int2, as psycopg
+    sends those ints."""
+    import psycopg
+    from psycopg.adapt import Dumper
+
+    class BoolAsInt(Dumper):
+        oid = psycopg.adapters.types["int2"].oid
+
+        def dump(self, obj: bool) -> bytes:
+            return b"1" if obj else b"0"
+
+    return BoolAsInt
+
+
+# The error handling below is a try/except in each method rather than one context
+# manager: a run executes tens of thousands of statements, and entering a generator-based
+# context manager cost each one several microseconds (benchmarks/RESULTS.md, team store).
 
 
 class PgCursor:
     """A psycopg cursor as the store reads sqlite3's: rows are tuples."""
 
-    def __init__(self, cursor: Any, where: str) -> None:
+    def __init__(self, cursor: Any, conn: PgConnection) -> None:
         self._cursor = cursor
-        self._where = where
+        self._conn = conn
+
+    def __del__(self) -> None:
+        # no one can read this cursor any more: the next statement may reuse it
+        self._conn._release(self._cursor)
 
     def fetchone(self) -> tuple[Any, ...] | None:
-        with _as_sqlite_errors(self._where):
+        try:
             return self._cursor.fetchone()  # type: ignore[no-any-return]
+        except self._conn.errors as e:
+            raise _as_sqlite_error(e, self._conn.where) from None
 
     def fetchall(self) -> list[tuple[Any, ...]]:
-        with _as_sqlite_errors(self._where):
+        try:
             return self._cursor.fetchall()  # type: ignore[no-any-return]
+        except self._conn.errors as e:
+            raise _as_sqlite_error(e, self._conn.where) from None
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        with _as_sqlite_errors(self._where):
+        try:
             yield from self._cursor
+        except self._conn.errors as e:
+            raise _as_sqlite_error(e, self._conn.where) from None
 
     @property
     def description(self) -> Any:
@@ -173,6 +194,10 @@ class PgCursor:
         return int(self._cursor.rowcount)
 
 
+#: cursors a connection keeps for reuse
+_SPARES = 2
+
+
 class PgConnection:
     """A psycopg connection in autocommit mode (a statement outside a transaction commits
     alone, as the store's sqlite3 connection does), with sqlite3's interface."""
@@ -180,24 +205,51 @@ class PgConnection:
     dialect = "postgresql"
 
     def __init__(self, conn: Any, where: str) -> None:
+        import psycopg
+        from psycopg.pq import TransactionStatus
+
         self._conn = conn
         #: the URL with its password masked
         self.where = where
+        #: what the methods turn into sqlite3's errors: psycopg's
+        self.errors = psycopg.Error
+        self._idle = TransactionStatus.IDLE
+        conn.adapters.register_dumper(bool, _bool_as_int())
+        #: cursors no one reads any more, for the next statements: a fresh psycopg cursor
+        #: looks up its types' adapters again, a quarter of a short statement's CPU. A list
+        #: (pop and append are atomic) as threads may share the connection (a TUI worker)
+        self._spares: list[Any] = []
+
+    def _cursor(self) -> Any:
+        try:
+            return self._spares.pop()
+        except IndexError:
+            return self._conn.cursor()
+
+    def _release(self, cursor: Any) -> None:
+        if len(self._spares) < _SPARES:
+            self._spares.append(cursor)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> PgCursor:
-        with _as_sqlite_errors(self.where):
-            cursor = self._conn.execute(pg_sql(sql), _plain(params) if params else None)
-        return PgCursor(cursor, self.where)
+        cursor = self._cursor()
+        try:
+            # psycopg reads placeholders (and so a doubled %) only when given parameters
+            cursor.execute(pg_sql(sql) if params else sql, params or None)
+        except self.errors as e:
+            raise _as_sqlite_error(e, self.where) from None
+        return PgCursor(cursor, self)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        with _as_sqlite_errors(self.where), self._conn.cursor() as cursor:
-            cursor.executemany(pg_sql(sql), [_plain(r) for r in rows])
+        cursor = self._cursor()
+        try:
+            cursor.executemany(pg_sql(sql), rows)
+        except self.errors as e:
+            raise _as_sqlite_error(e, self.where) from None
+        self._release(cursor)
 
     @property
     def in_transaction(self) -> bool:
-        from psycopg.pq import TransactionStatus
-
-        return bool(self._conn.info.transaction_status != TransactionStatus.IDLE)
+        return bool(self._conn.pgconn.transaction_status != self._idle)
 
     def close(self) -> None:
         self._conn.close()
@@ -280,7 +332,9 @@ class Dialect:
 
 class _PgDialect(Dialect):
     name = "postgresql"
-    begin = ("BEGIN", _WRITE_LOCK)
+    # one statement, one round trip: a run opens thousands of write transactions, and a
+    # second round trip for the lock cost each ~30 us of the client's CPU (benchmarks/RESULTS.md)
+    begin = (f"BEGIN; {_WRITE_LOCK}",)
     snapshot = ("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",)
 
     def tables(self, db: Any) -> set[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -313,3 +314,53 @@ def test_a_cycle_killed_on_one_machine_resumes_on_another_paying_nothing_twice(p
             "AND role = 'agent' GROUP BY run_id, case_id, iteration")}
     for key in kept:
         assert after.get(key) == paid.get(key), key  # a stored result was not paid again
+
+
+def test_the_connection_answers_as_sqlite3s_does(postgres, monkeypatch):
+    """What the store relies on of its PostgreSQL connection (cycle/store/postgres.py),
+    kept through the per-statement savings benchmarks/bench_store.py --run measured: bools
+    stored as SQLite's 0/1, a cursor still read while later statements reuse dropped ones,
+    psycopg's errors as sqlite3's, and a write transaction (BEGIN and the lock in one
+    statement) that waits for another writer, then says the store is busy, rolled back."""
+    from cycle.store import store as store_module
+
+    url = postgres.schema_url()
+    with Store.open(url) as store:
+        db = store.db
+        db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, flag INTEGER NOT NULL)")
+        db.execute("INSERT INTO t (k, flag) VALUES (?, ?)", (1, True))
+        db.executemany("INSERT INTO t (k, flag) VALUES (?, ?)", [(2, False), (3, True)])
+        assert db.execute("SELECT k, flag FROM t ORDER BY k").fetchall() == [(1, 1), (2, 0), (3, 1)]
+        assert db.execute("SELECT k FROM t WHERE flag = ? ORDER BY k", (True,)).fetchall() == [(1,), (3,)]
+        kept = db.execute("SELECT k FROM t ORDER BY k")
+        assert kept.fetchone() == (1,)
+        for _ in range(5):  # later statements, their cursors dropped and reused
+            assert db.execute("SELECT count(*) FROM t").fetchone() == (3,)
+        assert kept.fetchall() == [(2,), (3,)]
+        assert list(db.execute("SELECT k FROM t WHERE k > ? ORDER BY k", (1,))) == [(2,), (3,)]
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute("INSERT INTO t (k, flag) VALUES (?, ?)", (1, 0))
+        with pytest.raises(sqlite3.IntegrityError):
+            db.executemany("INSERT INTO t (k, flag) VALUES (?, ?)", [(9, None)])
+        with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
+            db.execute("SELECT * FROM no_such_table")
+        assert not db.in_transaction
+
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT", 0.5)
+    with Store.open(url) as store, _raw(url) as other:
+        other.execute("BEGIN")
+        other.execute("SELECT pg_advisory_xact_lock(hashtext('cycle:' || current_schema()))")
+        with pytest.raises(StoreError, match="is busy"), store.transaction():
+            pass
+        assert not store.db.in_transaction
+        other.execute("COMMIT")
+        with store.transaction() as db:
+            assert db.in_transaction
+            db.execute("INSERT INTO t (k, flag) VALUES (?, ?)", (4, 1))
+        assert store.db.execute("SELECT count(*) FROM t").fetchone() == (4,)
+
+
+def test_a_percent_sign_means_itself_with_and_without_parameters(postgres):
+    with Store.open(postgres.schema_url()) as store:
+        assert store.db.execute("SELECT 'a%b'").fetchone()[0] == "a%b"
+        assert store.db.execute("SELECT 'a%b' || ?", ["?"]).fetchone()[0] == "a%b?"
