@@ -142,6 +142,8 @@ def summarize(
     info = {k: dict(v) for k, v in (case_info or {}).items()}
     # keep the order the cases were given in, when known
     order = [k for k in info if k in tallies] + [k for k in tallies if k not in info]
+    if isinstance(source, StoredResults):
+        source.follow(order)  # reports ask for the cases in this order: read ahead in it
     by_case = {k: sorted(tallies[k], key=lambda t: t.iteration) for k in order}
     cases = CaseTable(by_case, info, source)
     means: dict[str, float] = {}

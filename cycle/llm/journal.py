@@ -22,8 +22,8 @@ from cycle.records.scope import CallScope
 
 
 class CallJournal(Protocol):
-    def replay(self, key: str) -> ModelOutput | None:
-        """The recorded answer of the call ``key``, or None."""
+    def replay(self, key: str, scope: CallScope) -> ModelOutput | None:
+        """The recorded answer of the call ``key`` (made in ``scope``), or None."""
 
     async def record(self, key: str, output: ModelOutput, *, role: str,
                      scope: CallScope, attempts: int) -> None:

@@ -403,7 +403,7 @@ class Model:
         )
         jkey = journal_key(kept, key) if kept is not None and key is not None else None
         if jkey is not None and self.journal is not None:
-            paid = self.journal.replay(jkey)
+            paid = self.journal.replay(jkey, scope)
             if paid is not None:  # paid before a kill: counted then, not charged again
                 return self._replayed(paid, role=role, scope=scope, accept=accept)
         hit = self._cached(key, accept)

@@ -30,8 +30,14 @@ class StoreJournal:
         self.store = store
         #: per event loop: the rows waiting for the next commit and the future it resolves
         self._batches: dict[asyncio.AbstractEventLoop, tuple[asyncio.Future[None], list[Any]]] = {}
+        #: runs this process created (``RunLog.create``): no call of theirs was journaled
+        #: before this process made it, so a call not yet made has nothing to replay and is
+        #: not looked up (a lookup a call: a round trip each on a team's database)
+        self.fresh: set[str] = set()
 
-    def replay(self, key: str) -> ModelOutput | None:
+    def replay(self, key: str, scope: CallScope) -> ModelOutput | None:
+        if scope.run_id is not None and scope.run_id in self.fresh:
+            return None
         row = self.store.db.execute(
             "SELECT output FROM calls WHERE key = ? AND output IS NOT NULL LIMIT 1", [key],
         ).fetchone()

@@ -93,6 +93,7 @@ class RunLog:
         role: str = "eval",
     ) -> None:
         """Insert a run with status 'running'."""
+        self.store.journal.fresh.add(run_id)
         with self.store.transaction() as db:
             db.execute(
                 f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, 'running', ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
@@ -183,6 +184,8 @@ class RunLog:
             )
 
     def mark_running(self, run_id: str) -> None:
+        """A stored run continues (resumed, or grown): its journal is looked up again."""
+        self.store.journal.fresh.discard(run_id)
         with self.store.transaction() as db:
             db.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,))
 
@@ -237,13 +240,24 @@ class RunLog:
         by case and iteration."""
         columns = ["run_id"] if case_id is None else ["run_id", "case_id"]
         params = [run_id] if case_id is None else [run_id, case_id]
+        return self._results(" AND ".join(f"{c} = ?" for c in columns), params)
+
+    def load_cases(self, run_id: str, case_ids: list[str]) -> dict[str, list[IterationResult]]:
+        """The stored iterations of these cases of a run, by case, in one read (on a
+        team's database, a statement is a round trip)."""
+        out: dict[str, list[IterationResult]] = {c: [] for c in case_ids}
+        marks = ", ".join("?" * len(case_ids))
+        for r in self._results(f"run_id = ? AND case_id IN ({marks})", [run_id, *case_ids]):
+            out[r.case_id].append(r)
+        return out
+
+    def _results(self, where: str, params: list[Any]) -> list[IterationResult]:
         db = self.store.db
         rows = db.execute(
             "SELECT id, case_id, iteration, status, score, passed, error, input, output, "
             "tool_calls, latency, agent_cost, judge_cost, input_tokens, output_tokens, "
-            "started_at, finished_at, trace, state FROM results WHERE "
-            + " AND ".join(f"{c} = ?" for c in columns) + " ORDER BY case_id, iteration",
-            params).fetchall()
+            f"started_at, finished_at, trace, state FROM results WHERE {where} "
+            "ORDER BY case_id, iteration", params).fetchall()
         verdicts: dict[int, list[Verdict]] = {}
         # by the results' ids (the index on result_id): a join filtered on the results'
         # columns lets SQLite scan every verdict in id order, once per case read
@@ -326,19 +340,38 @@ class RunLog:
                 for r in rows}
 
 
+#: cases a stored run's results are read at once: what a report holds at most
+CASES_READ = 100
+
+
 class StoredResults:
-    """A stored run's results, read a case at a time (``RunResult.source``). The last
-    case read is kept: a report asks for a case's results and then its representative."""
+    """A stored run's results, read when asked (``RunResult.source``). A report asks for
+    the run's cases in their order (``follow``), each's results and then its
+    representative: read in that order, ``CASES_READ`` cases a read, so a report holds at
+    most that many cases' results whatever the run's size. Asked out of order, it reads
+    the one case asked (never a hundred to use one)."""
 
     def __init__(self, log: RunLog, run_id: str) -> None:
         self.log = log
         self.run_id = run_id
-        self._last: tuple[str, list[IterationResult]] | None = None
+        self._read: dict[str, list[IterationResult]] = {}
+        self._order: list[str] = []
+        self._at: dict[str, int] = {}
+        self._last: str | None = None
+
+    def follow(self, order: list[str]) -> None:
+        """The order a report asks for the cases in (the run's)."""
+        self._order, self._at = order, {c: i for i, c in enumerate(order)}
 
     def of(self, case_id: str) -> list[IterationResult]:
-        if self._last is None or self._last[0] != case_id:
-            self._last = (case_id, self.log.load_results(self.run_id, case_id))
-        return self._last[1]
+        if case_id not in self._read:
+            at = self._at.get(case_id)
+            after_last = self._last is None or self._at.get(self._last, -2) + 1 == at
+            ahead = (self._order[at:at + CASES_READ] if at is not None and after_last
+                     else [case_id])
+            self._read = self.log.load_cases(self.run_id, ahead)
+        self._last = case_id
+        return self._read[case_id]
 
     def criterion_means(self) -> dict[str, float]:
         return self.log.criterion_means(self.run_id)
