@@ -217,9 +217,9 @@ class RunLog:
         if not (results or rows):
             return
         with self.store.transaction() as conn:
-            for r in results:
+            if results:
                 assert run_id is not None, "results belong to a run"
-                _insert_result(conn, run_id, r)
+                _insert_results(conn, run_id, results)
             if rows:
                 conn.executemany(INSERT_CALL, rows)
 
@@ -406,9 +406,32 @@ class CallRecorder:
         self.log.write_results(None, (), calls=self.take())
 
 
-def _insert_result(conn: sqlite3.Connection, run_id: str, r: IterationResult) -> None:
+def _insert_results(conn: sqlite3.Connection, run_id: str, results: list[IterationResult]) -> None:
+    """A batch of results and their verdicts in three statements, whatever its size (on a
+    team's database each is a round trip): the results, their ids read back by their
+    unique (run, case, iteration), the verdicts."""
+    conn.executemany(_INSERT_RESULT, [_result_row(run_id, r) for r in results])
+    judged = [r for r in results if r.verdicts]
+    if not judged:
+        return
+    cases = sorted({r.case_id for r in judged})
+    ids: dict[tuple[str, int], int] = {}
+    for start in range(0, len(cases), 500):
+        chunk = cases[start:start + 500]
+        for rid, case_id, iteration in conn.execute(
+                "SELECT id, case_id, iteration FROM results WHERE run_id = ? AND case_id IN "
+                f"({', '.join('?' * len(chunk))})", [run_id, *chunk]):
+            ids[(case_id, iteration)] = rid
+    conn.executemany(_INSERT_VERDICT, [
+        (ids[(r.case_id, r.iteration)], v.criterion_id, v.kind, v.score, int(v.passed), v.weight,
+         int(v.required), v.reasoning, json.dumps(v.failed_turns) if v.failed_turns else None)
+        for r in judged for v in r.verdicts
+    ])
+
+
+def _result_row(run_id: str, r: IterationResult) -> tuple[Any, ...]:
     tool_calls = json.dumps([t.model_dump() for t in r.tool_calls]) if r.tool_calls else None
-    cur = conn.execute(_INSERT_RESULT + (" RETURNING id" if r.verdicts else ""), (
+    return (
         run_id, r.case_id, r.iteration, r.status, r.score,
         None if r.passed is None else int(r.passed), r.error,
         json.dumps(r.input, ensure_ascii=False, default=str), r.output, tool_calls,
@@ -416,13 +439,6 @@ def _insert_result(conn: sqlite3.Connection, run_id: str, r: IterationResult) ->
         r.started_at, r.finished_at,
         _TRACE.dump_json(r.trace, exclude_defaults=True).decode() if r.trace else None,
         json.dumps(r.state, ensure_ascii=False, default=str) if r.state else None,
-    ))
-    if r.verdicts:
-        (rid,) = cur.fetchone()
-        conn.executemany(_INSERT_VERDICT, [
-            (rid, v.criterion_id, v.kind, v.score, int(v.passed), v.weight, int(v.required),
-             v.reasoning, json.dumps(v.failed_turns) if v.failed_turns else None)
-            for v in r.verdicts
-        ])
+    )
 
 
