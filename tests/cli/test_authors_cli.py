@@ -19,6 +19,7 @@ from cycle.cli import cli
 from cycle.records import Prompt
 from cycle.store import Store
 from cycle.store.migrations import apply_migrations
+from tests.stored import copied
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "prompts" / "support-reply.yaml"
@@ -217,9 +218,7 @@ def test_a_store_from_before_authors_migrates_and_shows_them_unknown(tmp_path: P
 
 @pytest.fixture
 def quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("cases", "prompts", "cycle.yaml"):
-        src = QUICKSTART / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    tmp_path = copied("quickstart", tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CYCLE_AUTHOR", "alice")
     cfg = yaml.safe_load(Path("cycle.yaml").read_text())
