@@ -242,7 +242,7 @@ class RunResult(Struct, frozen=True, eq=False):
     """A finished (or stopped) run, as reports and the loop read it.
 
     The figures (suite and per-case statistics) are in memory; the iteration results
-    are read from ``source`` when asked, a case at a time, so that a run of any size
+    are read from ``source`` when asked (a stored run: a hundred cases a read), so that a run of any size
     costs memory for its figures only."""
 
     run_id: str
