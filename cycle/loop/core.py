@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -436,7 +437,8 @@ class Loop:
         self.bus.emit(ev.EvaluationStarted(cycle_id=self.cycle_id, round=round_no, role=role,
                                            version=version.version, run_id=run_id))
         s = self.settings
-        cases = self.cases if only is None else [c for c in self.cases if c.id in set(only)]
+        wanted = None if only is None else set(only)
+        cases = self.cases if wanted is None else [c for c in self.cases if c.id in wanted]
         runner = Runner(agent=agent, judge=self.judge, cases=cases,
                         iterations=iterations or s.iterations,
                         concurrency=s.concurrency, timeout=s.timeout, store=self.store, bus=self.bus,
@@ -678,24 +680,24 @@ class Loop:
         from cycle.loop.population import minibatch, parents, screen_gain
 
         cid, s = self.cycle_id, self.settings
-        chosen = parents([x.evaluation for x in self._pool.values()], inc.version.version,
-                         s.population)
-        children = {v: [e.version for e in chosen].count(v) for v in {e.version for e in chosen}}
-        seen: dict[str, int] = {}
+        chosen = [e.version for e in parents([x.evaluation for x in self._pool.values()],
+                                             inc.version.version, s.population)]
+        children = Counter(chosen)
+        weak_of = {v: self._low_cases(self._pool[v]) for v in children}
+        born: Counter[str] = Counter()
         taken = self.ledger.evaluated_versions(self._initial.version, before=round_no)
         made: list[tuple[int, _Incumbent, Version, list[str]]] = []
         why: list[str] = []
-        for slot, e in enumerate(chosen):
-            parent = self._pool[e.version]
+        for slot, version in enumerate(chosen):
+            parent, weak = self._pool[version], weak_of[version]
             # a parent's first child sees all its weak cases (as a round of one does);
             # its other children each a share of them (GEPA's minibatch of traces):
             # other evidence, other edits, even from a model that answers the same
             # question the same way
-            k = seen[e.version] = seen.get(e.version, -1) + 1
-            weak = self._low_cases(parent)
-            share = (weak[k - 1::children[e.version] - 1] or weak) if k else weak
+            k, born[version] = born[version], born[version] + 1
+            share = (weak[k - 1::children[version] - 1] or weak) if k else weak
             if not share:
-                why.append(f"{e.version} has no case below improve.low_score")
+                why.append(f"{version} has no case below improve.low_score")
                 continue
             made_one = await self._candidate(round_no, parent, share, refused, slot, taken)
             if isinstance(made_one, str):
@@ -706,25 +708,25 @@ class Loop:
         if not made:
             return "no candidate: " + "; ".join(dict.fromkeys(why))
         visible = [c.id for c in self.cases if c.id not in s.held_out]
-        screened = []
+        screened: list[ev.CandidateScreened] = []
         for slot, parent, candidate, weak_ids in made:
             batch = minibatch(visible, weak_ids, s.screen_cases, salt=f"{cid}|{round_no}")
             result = await self._evaluate(candidate, round_no, "screen", only=batch, iterations=1,
                                           run_id=f"{run_id_for(cid, round_no)}-s{slot}")
-            gain = screen_gain(evaluation_of(result, candidate.version), parent.evaluation, batch)
-            screened.append((slot, parent, candidate, result.run_id, gain, len(batch)))
-        best = max((x for x in screened if x[4] is not None and x[4] > 0),
-                   key=lambda x: x[4], default=None)  # type: ignore[arg-type, return-value]
-        for slot, parent, candidate, run_id, gain, size in screened:
-            self.bus.emit(ev.CandidateScreened(
+            screened.append(ev.CandidateScreened(
                 cycle_id=cid, round=round_no, slot=slot, version=candidate.version,
-                parent=parent.version.version, run_id=run_id, gain=gain, cases=size,
-                kept=best is not None and slot == best[0]))
+                parent=parent.version.version, run_id=result.run_id, cases=len(batch),
+                gain=screen_gain(evaluation_of(result, candidate.version), parent.evaluation,
+                                 batch)))
+        gained = [x for x in screened if x.gain is not None and x.gain > 0]
+        best = max(gained, key=lambda x: x.gain or 0.0) if gained else None
+        for x in screened:
+            self.bus.emit(msgspec.structs.replace(x, kept=x is best))
         if best is None:
-            shown = ", ".join(f"{x[2].version} {x[4]:+.1f}" if x[4] is not None else
-                              f"{x[2].version} not judged" for x in screened)
+            shown = ", ".join(f"{x.version} {x.gain:+.1f}" if x.gain is not None else
+                              f"{x.version} not judged" for x in screened)
             return f"no candidate gained on its screen ({shown})"
-        return best[2]
+        return next(c for slot, _, c, _ in made if slot == best.slot)
 
     def _decided(self, round_no: int, version: str, d: AcceptanceDecision, reason: str) -> None:
         self.bus.emit(ev.CandidateDecided(

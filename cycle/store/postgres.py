@@ -119,17 +119,17 @@ def pg_ddl(sql: str) -> str:
     return sql
 
 
-def _as_sqlite_error(error: Exception, where: str) -> sqlite3.Error:
+def _as_sqlite_error(error: Exception) -> sqlite3.Error:
     """A psycopg error as the sqlite3 error the store handles: IntegrityError for a broken
     constraint, OperationalError for the rest; the password masked in its message."""
     import psycopg
 
     if isinstance(error, psycopg.errors.IntegrityError):
-        return sqlite3.IntegrityError(_said(error, where))
-    return sqlite3.OperationalError(_said(error, where))
+        return sqlite3.IntegrityError(_said(error))
+    return sqlite3.OperationalError(_said(error))
 
 
-def _said(error: Exception, where: str) -> str:
+def _said(error: Exception) -> str:
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return _PASSWORD_PARAM.sub(r"\1***", text)
 
@@ -171,19 +171,19 @@ class PgCursor:
         try:
             return self._cursor.fetchone()  # type: ignore[no-any-return]
         except self._conn.errors as e:
-            raise _as_sqlite_error(e, self._conn.where) from None
+            raise _as_sqlite_error(e) from None
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         try:
             return self._cursor.fetchall()  # type: ignore[no-any-return]
         except self._conn.errors as e:
-            raise _as_sqlite_error(e, self._conn.where) from None
+            raise _as_sqlite_error(e) from None
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         try:
             yield from self._cursor
         except self._conn.errors as e:
-            raise _as_sqlite_error(e, self._conn.where) from None
+            raise _as_sqlite_error(e) from None
 
     @property
     def description(self) -> Any:
@@ -236,7 +236,7 @@ class PgConnection:
             # psycopg reads placeholders (and so a doubled %) only when given parameters
             cursor.execute(pg_sql(sql) if params else sql, params or None)
         except self.errors as e:
-            raise _as_sqlite_error(e, self.where) from None
+            raise _as_sqlite_error(e) from None
         return PgCursor(cursor, self)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
@@ -244,7 +244,7 @@ class PgConnection:
         try:
             cursor.executemany(pg_sql(sql), rows)
         except self.errors as e:
-            raise _as_sqlite_error(e, self.where) from None
+            raise _as_sqlite_error(e) from None
         self._release(cursor)
 
     @property
@@ -274,7 +274,7 @@ def connect(url: str, *, busy_timeout: float) -> PgConnection:
             options=f"{given} -c lock_timeout={int(busy_timeout * 1000)}".strip())
     except psycopg.Error as e:
         raise StoreError(
-            f"cannot open the store {where}: {_said(e, where)}",
+            f"cannot open the store {where}: {_said(e)}",
             hint="Check the server is running and the URL (host, port, database, user); "
             "the password comes from the URL, PGPASSWORD or ~/.pgpass.") from None
     # avg() of integers is numeric in PostgreSQL: the store's readers do float arithmetic

@@ -49,7 +49,7 @@ from cycle.records import (
 from cycle.store.batches import StoreBatches
 from cycle.store.journal import StoreJournal
 from cycle.store.migrations import MIGRATIONS, apply_migrations, check_format
-from cycle.store.postgres import PG_DIALECT, SQLITE_DIALECT, is_url
+from cycle.store.postgres import dialect_of, is_url
 
 if TYPE_CHECKING:
     from cycle.store.cycles import CycleLog
@@ -187,7 +187,7 @@ class Store:
         self.path = path
         #: the store as messages name it (a PostgreSQL URL without its password)
         self.where = where or str(path)
-        self.dialect = SQLITE_DIALECT if where is None else PG_DIALECT
+        self.dialect = dialect_of(db)
         # one connection may be shared by threads (a TUI worker): writers take turns
         self._lock = threading.RLock()
         #: runs, their results, verdicts and model calls
@@ -289,8 +289,6 @@ class Store:
     def open_existing(cls, path: StoreTarget) -> Store | None:
         """The store at ``path``, or None when there is none yet (no file; a database
         without cycle's tables): for what reads a store when there is one."""
-        if not is_url(path) and not Path(path).exists():
-            return None
         try:
             return cls.open(path, create=False)
         except NotFoundError:
