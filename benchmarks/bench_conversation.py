@@ -14,7 +14,10 @@ subprocess, whose CPU is not counted). The conversation's CPU per call over the 
 one's is the driver's, mocks' and trace's cost per call. A Python function makes its
 tool calls inside one call, where the other kinds make a model call or a POST for each:
 its rows "per step" count a function call or a tool call as one step, the unit the other
-kinds are measured in. Figures are medians of
+kinds are measured in. The rows ``http-bare`` and ``adk-bare`` are the same suites without
+cycle (the same POST bodies with the same client; the same agent on ADK alone): what a
+POST or an ADK model call itself costs more as the conversation's history grows, against
+which cycle's HTTP and ADK ratios are read. Figures are medians of
 ``--repeat`` runs, the kinds in rotation.
 
     .venv/bin/python benchmarks/bench_conversation.py            # 1,000 cases (ADK 200)
@@ -154,6 +157,104 @@ def __getattr__(name: str) -> Any:  # the ADK agents, built on first use (ADK im
     raise AttributeError(name)
 
 
+async def bare_adk(n: int, turns: bool, tools: bool) -> tuple[float, float]:
+    """The same suite on ADK alone: ADK's Runner, a fake model answering in process the
+    moves cycle's scripted model makes, the tools real functions; no cycle. What ADK
+    itself costs per model call as a conversation and its tool calls grow the history
+    (with cycle's telemetry setting, so that only cycle's own work differs)."""
+    from google.adk.agents import Agent
+    from google.adk.agents.run_config import RunConfig
+    from google.adk.models import BaseLlm, LlmResponse
+    from google.adk.runners import Runner as AdkRunner
+    from google.adk.sessions import InMemorySessionService
+    from google.genai import types
+
+    from cycle.agents.adk import _telemetry
+
+    class Fake(BaseLlm):
+        async def generate_content_async(self, llm_request: Any, stream: bool = False):
+            roles = []
+            for content in llm_request.contents:
+                responses = [p for p in content.parts or () if p.function_response]
+                roles += (["tool"] * len(responses) if responses else
+                          ["assistant" if content.role == "model" else "user"])
+            move = step(roles, tools)
+            part = types.Part(text=move) if isinstance(move, str) else types.Part(
+                function_call=types.FunctionCall(id=f"a{len(roles)}", name=move[0], args=move[1]))
+            yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+    agent = Agent(name="bench", model=Fake(model="fake"),
+                  tools=[lookup, history] if tools else [])
+    sessions = InMemorySessionService()
+    runner = AdkRunner(agent=agent, app_name="bench", session_service=sessions)
+    config = RunConfig(telemetry=_telemetry())
+    said = ["question", "and then?", "thanks"] if turns else ["question"]
+    gate = asyncio.Semaphore(16)
+    calls = 0
+
+    async def one(i: int) -> None:
+        nonlocal calls
+        async with gate:
+            session = await sessions.create_session(app_name="bench", user_id="u")
+            for text in said:
+                async for event in runner.run_async(
+                        user_id="u", session_id=session.id, run_config=config,
+                        new_message=types.Content(role="user", parts=[types.Part(text=text)])):
+                    calls += event.author == "bench" and not event.get_function_responses()
+
+    gc.collect()
+    started = time.process_time()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    took = time.process_time() - started
+    return took / calls, took / calls
+
+
+async def bare_http(n: int, turns: bool, tools: bool, url: str) -> tuple[float, float]:
+    """The same suite as bare POSTs: the client cycle's HTTP agent uses, the bodies it
+    sends (the conversation so far, each turn's tool calls and results in it, the tools
+    declared), no cycle. What a POST itself costs as the history grows."""
+    import json
+
+    import httpx2 as httpx
+
+    declared = [{"type": "function", "function": {"name": t.name, "description": "",
+                                                  "parameters": t.parameters}}
+                for t in TOOLS] if tools else []
+    said = ["question", "and then?", "thanks"] if turns else ["question"]
+    gate = asyncio.Semaphore(16)
+    calls = 0
+
+    async with httpx.AsyncClient() as client:
+        async def one(i: int) -> None:
+            nonlocal calls
+            async with gate:
+                messages: list[dict[str, Any]] = []
+                for text in said:
+                    messages.append({"role": "user", "content": text})
+                    while True:
+                        body = {"message": text, "input": {"q": f"question {i}"},
+                                "messages": messages, **({"tools": declared} if tools else {})}
+                        answer = (await client.post(url, json=body)).json()
+                        calls += 1
+                        if "response" in answer:
+                            messages.append({"role": "assistant", "content": answer["response"]})
+                            break
+                        asked = answer["tool_calls"]
+                        messages.append({"role": "assistant", "content": "", "tool_calls": [
+                            {"id": c["id"], "type": "function", "function": {
+                                "name": c["name"], "arguments": json.dumps(c["arguments"])}}
+                            for c in asked]})
+                        messages += [{"role": "tool", "tool_call_id": c["id"],
+                                      "content": json.dumps(MOCKS[c["name"]].value)}
+                                     for c in asked]
+
+        gc.collect()
+        started = time.process_time()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        took = time.process_time() - started
+    return took / calls, took / calls
+
+
 def calls_of(result: Any, kind: str) -> tuple[int, int]:
     """The agent calls a run made (model turns in the traces; a function's: its turns), and
     its steps: the same, but a Python function's tool calls count too, as they do for the
@@ -173,6 +274,10 @@ SUITES = (("plain", False, False), ("turns", True, False), ("conversation", True
 
 async def measure(kind: str, n: int, turns: bool, tools: bool, url: str
                   ) -> tuple[float, float]:
+    if kind == "adk-bare":
+        return await bare_adk(n, turns, tools)
+    if kind == "http-bare":
+        return await bare_http(n, turns, tools, url)
     agent, _ = make_agent(kind, tools, url)
     gc.collect()  # every suite starts from the same heap: the last one's garbage is not its
     runner = Runner(agent=agent, judge=Judge(CRITERIA), cases=cases(n, turns),
@@ -192,7 +297,7 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--adk-cases", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--kinds", default="prompt,python,python-async,http,adk")
+    parser.add_argument("--kinds", default="prompt,python,python-async,http,http-bare,adk,adk-bare")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -209,7 +314,7 @@ def main() -> int:
         figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for _ in range(args.repeat):
             for kind in kinds:
-                n = args.adk_cases if kind == "adk" else args.cases
+                n = args.adk_cases if kind.startswith("adk") else args.cases
                 for name, turns, tools in SUITES:
                     figures.setdefault((kind, name), []).append(
                         asyncio.run(measure(kind, n, turns, tools, url)))
@@ -217,7 +322,7 @@ def main() -> int:
         print(f"{'kind':8} {'cases':>6} {'plain':>7} {'3 turns':>8} {'ratio':>6} "
               f"{'+2 tools/turn':>14} {'ratio':>6}")
         for kind in kinds:
-            n = args.adk_cases if kind == "adk" else args.cases
+            n = args.adk_cases if kind.startswith("adk") else args.cases
             units = ((0, ""), (1, " per step")) if kind.startswith("python") else ((0, ""),)
             for unit, label in units:
                 plain, turns, talk = (

@@ -109,3 +109,19 @@ def test_code_execution_passed_through_explicitly_runs(tmp_path, server):
                criteria="[{id: x, check: {type: contains, values: [reply]}}]")
     assert r.exit_code == 0, r.output
     assert len(server.requests) == 1
+
+
+def test_adk_telemetry_is_light_when_nothing_records_and_adks_own_when_the_user_records(
+        monkeypatch):
+    """Unrecorded, ADK's experimental GenAI attributes (each request's whole history turned
+    into span attributes) are work for nothing, so an evaluation takes ADK's stable path;
+    a user who set a tracer provider keeps ADK's own defaults, the spans they expect."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from cycle.agents.adk import _telemetry
+
+    monkeypatch.delenv("OTEL_SEMCONV_STABILITY_OPT_IN", raising=False)
+    assert not _telemetry().should_use_experimental_genai_semconv
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: TracerProvider())
+    assert _telemetry().should_use_experimental_genai_semconv
