@@ -114,6 +114,7 @@ def loop_settings(loaded: LoadedConfig, improve: ImproveConfig,
         min_agreement=improve.judge.min_agreement if improve.judge else None,
         confirm_labels=improve.judge.confirm_labels if improve.judge else None,
         population=improve.population, screen_cases=improve.screen_cases,
+        merge=improve.merge,
     )
 
 

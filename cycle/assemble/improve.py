@@ -105,6 +105,11 @@ class ImproveConfig(BaseModel):
     screen_cases: int = Field(
         8, ge=1, description="Cases in a population's screen (half of them the parent's weak "
         "ones; never a held-out case), one iteration each.")
+    merge: bool = Field(
+        True, description="With a population: one candidate a round may merge two versions of "
+        "the Pareto frontier whose gains fall on different cases (their edits since a common "
+        "ancestor applied together; conflicting edits resolved by the improver), screened and "
+        "judged like the others. false: every candidate is the improver's.")
 
     @field_validator("stop")
     @classmethod

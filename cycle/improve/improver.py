@@ -141,6 +141,8 @@ class ImproverInput(BaseModel):
     rejected: list[RejectedSuggestion] = Field(default_factory=list)
     #: the score below which cases were selected
     low_score: float = 70.0
+    #: a merge's conflicts to resolve (cycle.loop.merging.conflict_note); None: no merge
+    merge: dict[str, Any] | None = None
 
     def data(self) -> dict[str, Any]:
         """The JSON block the message ends with (contracts section 2)."""
@@ -157,6 +159,7 @@ class ImproverInput(BaseModel):
             "aggregates": self.aggregates,
             "low_cases": [c.model_dump(mode="json") for c in self.low_cases],
             "rejected": [r.model_dump(mode="json") for r in self.rejected],
+            **({"merge": self.merge} if self.merge is not None else {}),
         }
 
 

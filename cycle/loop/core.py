@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -82,6 +83,14 @@ from cycle.loop.acceptance import (
     paired_scores,
 )
 from cycle.loop.ledger import Ledger
+from cycle.loop.merging import (
+    Conflict,
+    MergePair,
+    conflict_note,
+    merge_pair,
+    merge_prompts,
+    merge_suggestions,
+)
 from cycle.loop.review import Reviewer, decider
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import Prompt, RejectedSuggestion, ReviewRequest, RunResult, Suggestion, Version
@@ -125,6 +134,16 @@ class _Incumbent(Struct):
     version: Version
     result: RunResult
     evaluation: Evaluation
+
+
+class _Merge(Struct, frozen=True):
+    """A round's merge: the pair, the merged prompt and its conflicts, and the first
+    version's results on the cases the second wins."""
+
+    pair: MergePair
+    prompt: Prompt
+    conflicts: list[Conflict]
+    low: list[LowCase]
 
 
 class _Stop(Exception):
@@ -204,6 +223,9 @@ class LoopSettings(Struct, frozen=True):
     #: (cycle.loop.population); 1: one candidate, from the incumbent, no screen
     population: int = 1
     screen_cases: int = 8
+    #: one of a population's candidates a round may merge two frontier versions whose
+    #: gains fall on different cases (cycle.loop.merging)
+    merge: bool = True
 
 
 class Loop:
@@ -277,6 +299,8 @@ class Loop:
         self.ledger = Ledger(store, self.bus, prompt_id=prompt_id, budget=self.budget)
         #: every version evaluated in full, with its evaluation: the population's parents
         self._pool: dict[str, _Incumbent] = {}
+        #: the pairs of versions merged (or tried) this cycle
+        self._merged: set[frozenset[str]] = set()
         self._offline = False
         self._started = time.monotonic()
 
@@ -479,19 +503,26 @@ class Loop:
     # -- one round -------------------------------------------------------------------
 
     async def _suggestions(self, round_no: int, inc: _Incumbent, low: list[LowCase],
-                           refused: list[RejectedSuggestion], slot: int = 0) -> list[Suggestion]:
+                           refused: list[RejectedSuggestion], slot: int = 0,
+                           merge: _Merge | None = None) -> list[Suggestion]:
         stored = [s for s in self.ledger.suggestions(round_no) if s.slot == slot]
         if stored:  # resumed: the improver was already paid for this round
             return [Suggestion(**s.model_dump(include=set(Suggestion.model_fields))) for s in stored]
-        inp = ImproverInput(
-            prompt=inc.version.prompt, aggregates=aggregates(inc.result),
-            low_cases=fit_cases(low, max_tokens=self.settings.context_tokens),
-            rejected=refused, low_score=self.low_score,
-        )
-        # each candidate of a population is its own sample of the improver (slot 0 keeps
-        # the scope a round of one always had: older journals replay)
-        suggestions = await self.improver.propose(inp, scope=CallScope(
-            cycle_id=self.cycle_id, round=round_no, sample=f"slot {slot}" if slot else None))
+        merged = merge_suggestions(inc.version.prompt, merge.prompt, merge.pair) if merge else []
+        if merge is not None and not merge.conflicts:
+            suggestions = merged  # a clean merge asks no model
+        else:
+            inp = ImproverInput(
+                prompt=merge.prompt if merge else inc.version.prompt,
+                aggregates=aggregates(inc.result),
+                low_cases=fit_cases(low, max_tokens=self.settings.context_tokens),
+                rejected=refused, low_score=self.low_score,
+                merge=conflict_note(merge.pair, merge.conflicts) if merge else None,
+            )
+            # each candidate of a population is its own sample of the improver (slot 0
+            # keeps the scope a round of one always had: older journals replay)
+            suggestions = merged + await self.improver.propose(inp, scope=CallScope(
+                cycle_id=self.cycle_id, round=round_no, sample=f"slot {slot}" if slot else None))
         self.bus.emit(ev.SuggestionsProposed(
             cycle_id=self.cycle_id, round=round_no, suggestions=[s.model_dump() for s in suggestions],
             slot=slot, parent=inc.version.version if self.settings.population > 1 else None))
@@ -628,11 +659,13 @@ class Loop:
 
     async def _candidate(self, round_no: int, parent: _Incumbent, low: list[LowCase],
                          refused: list[RejectedSuggestion], slot: int = 0,
-                         taken: Mapping[str, int] | None = None) -> Version | str:
-        """The improver's edits of ``parent`` for ``low``, reviewed and applied: the new
-        version, or why there is none. ``taken``: versions already tried this cycle."""
+                         taken: Mapping[str, int] | None = None,
+                         merge: _Merge | None = None) -> Version | str:
+        """The improver's edits of ``parent`` for ``low`` (or ``merge``'s), reviewed and
+        applied: the new version, or why there is none. ``taken``: versions already tried
+        this cycle."""
         cid = self.cycle_id
-        proposed = await self._suggestions(round_no, parent, low, refused, slot)
+        proposed = await self._suggestions(round_no, parent, low, refused, slot, merge)
         guarded = self._guard(proposed, refused, parent.version.prompt)
         suggestions = await self._review(round_no, parent, guarded)
         by = self._deciders(proposed, guarded, suggestions)
@@ -656,6 +689,9 @@ class Loop:
         earlier = dict(taken) if taken is not None else self.ledger.evaluated_versions(
             self._initial.version, before=round_no)
         of = f" of {parent.version.version}" if slot else ""
+        if merge is not None:
+            pair = merge.pair
+            of = f" (a merge of {pair.first} and {pair.second}, from {pair.base})"
         candidate = self.ledger.save_candidate(
             applied.prompt, parent=parent.version.version, bump=self.settings.bump,
             message=f"cycle {cid} round {round_no}: {plural(len(applied.applied), 'suggestion')} "
@@ -681,30 +717,40 @@ class Loop:
 
         cid, s = self.cycle_id, self.settings
         chosen = [e.version for e in parents([x.evaluation for x in self._pool.values()],
-                                             inc.version.version, s.population)]
-        children = Counter(chosen)
+                                             inc.version.version, s.population, s.held_out)]
+        merge = self._merge_plan() if s.merge else None
+        if merge is not None:  # the last slot merges: a parent's child fewer
+            chosen[-1] = merge.pair.first
+        children = Counter(chosen[:-1] if merge else chosen)
         weak_of = {v: self._low_cases(self._pool[v]) for v in children}
         born: Counter[str] = Counter()
         taken = self.ledger.evaluated_versions(self._initial.version, before=round_no)
         made: list[tuple[int, _Incumbent, Version, list[str]]] = []
         why: list[str] = []
         for slot, version in enumerate(chosen):
-            parent, weak = self._pool[version], weak_of[version]
-            # a parent's first child sees all its weak cases (as a round of one does);
-            # its other children each a share of them (GEPA's minibatch of traces):
-            # other evidence, other edits, even from a model that answers the same
-            # question the same way
-            k, born[version] = born[version], born[version] + 1
-            share = (weak[k - 1::children[version] - 1] or weak) if k else weak
-            if not share:
-                why.append(f"{version} has no case below improve.low_score")
-                continue
-            made_one = await self._candidate(round_no, parent, share, refused, slot, taken)
+            parent = self._pool[version]
+            merging = merge if merge is not None and slot == len(chosen) - 1 else None
+            if merging is not None:  # screened on the cases the second version wins
+                low, weak_ids = merging.low, list(merging.pair.second_wins)
+            else:
+                # a parent's first child sees all its weak cases (as a round of one does);
+                # its other children each a share of them (GEPA's minibatch of traces):
+                # other evidence, other edits, even from a model that answers the same
+                # question the same way
+                weak = weak_of[version]
+                k, born[version] = born[version], born[version] + 1
+                low = (weak[k - 1::children[version] - 1] or weak) if k else weak
+                if not low:
+                    why.append(f"{version} has no case below improve.low_score")
+                    continue
+                weak_ids = [c.id for c in low]
+            made_one = await self._candidate(round_no, parent, low, refused, slot, taken,
+                                             merging)
             if isinstance(made_one, str):
                 why.append(made_one.removeprefix("no candidate: "))
                 continue
             taken[made_one.version] = round_no
-            made.append((slot, parent, made_one, [c.id for c in share]))
+            made.append((slot, parent, made_one, weak_ids))
         if not made:
             return "no candidate: " + "; ".join(dict.fromkeys(why))
         visible = [c.id for c in self.cases if c.id not in s.held_out]
@@ -727,6 +773,32 @@ class Loop:
                               f"{x.version} not judged" for x in screened)
             return f"no candidate gained on its screen ({shown})"
         return next(c for slot, _, c, _ in made if slot == best.slot)
+
+    def _merge_plan(self) -> _Merge | None:
+        """The frontier pair this round merges, the merged prompt, and the first version's
+        results on the cases the second wins (what the improver sees of a conflict); None
+        when no pair is left whose merge is a prompt not yet evaluated."""
+        def parent_of(v: str) -> str | None:
+            known = self._pool.get(v)
+            return (known.version if known else self.ledger.version(v)).parent
+
+        pool = [x.evaluation for x in self._pool.values()]
+        hashes = {x.version.hash for x in self._pool.values()}
+        held_out = self.settings.held_out
+        while (pair := merge_pair(pool, parent_of, self._merged, held_out)) is not None:
+            self._merged.add(frozenset((pair.first, pair.second)))
+            first = self._pool[pair.first].version.prompt
+            base = (self._pool[pair.base].version if pair.base in self._pool else
+                    self.ledger.version(pair.base))
+            prompt, conflicts = merge_prompts(base.prompt, first,
+                                              self._pool[pair.second].version.prompt)
+            if prompt.content_hash in hashes and not conflicts:
+                continue  # this merge was evaluated already
+            wins = set(pair.second_wins)
+            low = [c for c in low_cases(self._pool[pair.first].result, below=math.inf)
+                   if c.id in wins]
+            return _Merge(pair, prompt, conflicts, low)
+        return None
 
     def _decided(self, round_no: int, version: str, d: AcceptanceDecision, reason: str) -> None:
         self.bus.emit(ev.CandidateDecided(

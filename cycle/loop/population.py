@@ -28,11 +28,13 @@ from cycle.loop.acceptance import Evaluation
 TIE = 1e-9
 
 
-def frontier(pool: Sequence[Evaluation]) -> list[tuple[Evaluation, int]]:
+def frontier(pool: Sequence[Evaluation], held_out: frozenset[str] = frozenset()
+             ) -> list[tuple[Evaluation, int]]:
     """The versions of ``pool`` that are best (ties included) on at least one case, each
-    with the number of cases it is best on; most cases first, the pool's order on ties."""
+    with the number of cases it is best on; most cases first, the pool's order on ties.
+    Held-out cases choose nothing (a choice made on them would spend their check)."""
     wins = [0] * len(pool)
-    cases = {case for e in pool for case in e.case_scores}
+    cases = {case for e in pool for case in e.case_scores} - held_out
     for case in cases:
         scored = [(e.case_scores[case], i) for i, e in enumerate(pool) if case in e.case_scores]
         top = max(score for score, _ in scored)
@@ -43,11 +45,12 @@ def frontier(pool: Sequence[Evaluation]) -> list[tuple[Evaluation, int]]:
     return [(pool[i], wins[i]) for i in ranked]
 
 
-def parents(pool: Sequence[Evaluation], incumbent: str, n: int) -> list[Evaluation]:
+def parents(pool: Sequence[Evaluation], incumbent: str, n: int,
+            held_out: frozenset[str] = frozenset()) -> list[Evaluation]:
     """``n`` parents for a round: the incumbent first (the chain's parent), then the other
     frontier versions by the cases they win, round again from the top when the frontier is
     smaller than ``n`` (a parent may have several children: the improver answers anew)."""
-    front = [e for e, _ in frontier(pool)]
+    front = [e for e, _ in frontier(pool, held_out)]
     first = next((e for e in pool if e.version == incumbent), None)
     order = ([first] if first is not None else []) + [e for e in front if e.version != incumbent]
     if not order:
