@@ -361,9 +361,11 @@ def consistency(run_id: str, config: Path, repeats: int, max_flips: float,
               help="The cycle.yaml whose judge and criteria compare.")
 @click.option("--criterion", "criteria", multiple=True,
               help="Criteria to compare on (default: every LLM criterion of the config).")
+@click.option("--judge", "judge_model", metavar="MODEL",
+              help="The judge model (default: the config's; one member of a judge panel).")
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON.")
 def pairwise(base_run: str, head_run: str, config: Path, criteria: tuple[str, ...],
-             as_json: bool) -> None:
+             judge_model: str | None, as_json: bool) -> None:
     """Compare two runs' outputs directly: each case's iteration in both runs, judged on each
     LLM criterion twice with the order swapped; a preference that follows the position
     counts as a tie. Per criterion: the cases that prefer each run, the sign test's p, and
@@ -374,7 +376,7 @@ def pairwise(base_run: str, head_run: str, config: Path, criteria: tuple[str, ..
     from cycle.assemble.config import STORE_PREFIX, load_config, load_prompt
     from cycle.assemble.suite import (
         Models,
-        judge_model_name,
+        judge_models,
         load_suite_cases,
         open_cache,
         run_budget,
@@ -392,8 +394,16 @@ def pairwise(base_run: str, head_run: str, config: Path, criteria: tuple[str, ..
                           field="--criterion", hint=f"Its LLM criteria: {', '.join(llm) or 'none'}.")
     chosen = {c: llm[c] for c in (criteria or llm)}
     prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
-    name = judge_model_name(loaded, prompt)
-    assert name is not None
+    judges = judge_models(loaded, prompt)
+    if judge_model is None and len(judges) > 1:
+        # a pairwise preference has no mean: which member compares is the user's choice
+        raise ConfigError(f"the judge of {config} is a panel ({', '.join(judges)}); a pairwise "
+                          "comparison is one judge's", file=str(config), field="judge",
+                          hint="Choose the member that compares: --judge " + judges[0] + ".")
+    name = judge_model or (judges[0] if judges else None)
+    if name is None:
+        raise ConfigError(f"{config} names no judge model", file=str(config), field="judge",
+                          hint="Set judge: in cycle.yaml, or pass --judge MODEL.")
     expected = {c.id: c.expected for c in load_suite_cases(loaded)}
     cache = open_cache(loaded)
     with open_store() as store:
