@@ -193,37 +193,66 @@ def export_labels(run_id: str, out: Path | None) -> None:
               default=None, help="Labels in a JSONL file, beside those in the store.")
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON.")
 def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
-    """How far the judge of RUN_ID agrees with people's labels, per criterion."""
+    """How far the judge of RUN_ID agrees with people's labels, per criterion (a judge
+    panel: the panel, then each member)."""
+    with open_store() as store:
+        run_id = store.runs.resolve(run_id)
+        run = store.runs.get(run_id)
+        extra = read_labels(labels_file)[0] if labels_file is not None else []
+        members = list(dict.fromkeys(m for by in store.runs.panel_means(run_id).values()
+                                     for m in by))
+        labels, figures, settled = _agreement_of(store, run_id, extra)
+        each = {m: _agreement_of(store, run_id, extra, member=m) for m in members}
+    assert run is not None
+    judge = f"{run.judge_model} cycle-judge@{run.judge_version}"
+    data: dict[str, Any] = {"run": run_id, "judge": judge, "labels": labels, "criteria": figures}
+    if members:  # what each member of the panel would have scored, beside the same labels
+        data["members"] = {m: each[m][1] for m in members}
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"judge {judge} on run {run_id}: {labels} labels")
+    if not figures:
+        click.echo("no labels: the judge is uncalibrated (cycle judge sample "
+                   f"{run_id}, then cycle judge labels import FILE)")
+        return
+    _agreement_table(figures, settled)
+    for m in members:
+        click.echo(f"\npanel member {m}:")
+        _agreement_table(*each[m][1:])
+
+
+def _agreement_of(store: Any, run_id: str, extra: list[Any], *, member: str | None = None
+                  ) -> tuple[int, dict[str, dict[str, Any]], dict[str, int]]:
+    """The labels of ``run_id`` (and ``extra``, a file's) beside the judge's verdicts (or a
+    panel ``member``'s): how many, each criterion's figures as ``--json`` gives them, and
+    the labelled outputs each corrected mean rests on."""
     from cycle.judge.agreement import measure
     from cycle.judge.calibration import corrected_mean, ratings_of
     from cycle.store.human_labels import Labelled
 
-    with open_store() as store:
-        run_id = store.runs.resolve(run_id)
-        run = store.runs.get(run_id)
-        labelled = store.human_labels.of_run(run_id)
-        if labels_file is not None:
-            extra, _ = read_labels(labels_file)
-            verdicts = {(o["case"], o["iteration"], c): v
-                        for o in store.human_labels.outputs(run_id)
-                        for c, v in o["verdicts"].items()}
-            for x in extra:
-                if x.run != run_id:
-                    continue
-                v = verdicts.get((x.case, x.iteration, x.criterion))
-                labelled.append(Labelled(label=x, judge_score=v and v["score"],
-                                         judge_passed=v and v["passed"]))
-        judged: dict[str, list[float]] = {}
-        for o in store.human_labels.outputs(run_id):
-            for c, v in o["verdicts"].items():
-                if v["score"] is not None:
-                    judged.setdefault(c, []).append(v["score"])
-    assert run is not None
+    labelled = store.human_labels.of_run(run_id, member=member)
+    outputs = store.human_labels.outputs(run_id, member=member)
+    verdicts = {(o["case"], o["iteration"], c): v for o in outputs
+                for c, v in o["verdicts"].items()}
+    for x in extra:
+        if x.run != run_id:
+            continue
+        v = verdicts.get((x.case, x.iteration, x.criterion))
+        labelled.append(Labelled(label=x, judge_score=v and v["score"],
+                                 judge_passed=v and v["passed"]))
+    judged: dict[str, list[float]] = {}
+    for o in outputs:
+        for c, v in o["verdicts"].items():
+            if v["score"] is not None:
+                judged.setdefault(c, []).append(v["score"])
     by_criterion = ratings_of(labelled)
+    if member is not None:  # a member scored the LLM criteria only
+        by_criterion = {c: r for c, r in by_criterion.items() if c in judged}
     figures = {c: measure(r) for c, r in by_criterion.items()}
     fixed = {c: corrected_mean(judged.get(c, []), r) for c, r in by_criterion.items()}
-    judge = f"{run.judge_model} cycle-judge@{run.judge_version}"
-    data = {"run": run_id, "judge": judge, "labels": len(labelled), "criteria": {
+    settled = {c: k.n_labelled for c, k in fixed.items() if k is not None}
+    return len(labelled), {
         c: {"n": a.n, "outputs": a.outputs, "agreement": a.agreement, "kappa": a.kappa,
             "kappa_ci": a.kappa_ci, "base_rate": a.base_rate, "alpha": a.alpha,
             "alpha_ci": a.alpha_ci, "bias": a.bias, "bias_ci": a.bias_ci,
@@ -232,32 +261,25 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
             "judged_mean": fixed[c].judged if fixed[c] else None,
             "corrected_mean": fixed[c].corrected if fixed[c] else None,
             "corrected_ci": fixed[c].ci if fixed[c] else None}
-        for c, a in figures.items()}}
-    if as_json:
-        click.echo(json.dumps(data, indent=2))
-        return
-    click.echo(f"judge {judge} on run {run_id}: {len(labelled)} labels")
-    if not figures:
-        click.echo("no labels: the judge is uncalibrated (cycle judge sample "
-                   f"{run_id}, then cycle judge labels import FILE)")
-        return
+        for c, a in figures.items()}, settled
 
-    def fmt(value: float | None, ci: tuple[float, float] | None, digits: int = 2) -> str:
-        if value is None:
-            return "—"
-        shown = f"{value:.{digits}f}"
-        return shown + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+
+def _agreement_table(figures: dict[str, dict[str, Any]], settled: dict[str, int]) -> None:
+    """The figures a criterion a line, then each criterion's corrected mean."""
+    from cycle.report.format import figure
 
     click.echo(f"{'criterion':<16} {'n':>4} {'agree':>6} {'kappa (95% CI)':<22} {'base':>5} "
                f"{'alpha (95% CI)':<22} {'bias, points (95% CI)':<24}")
     for c, a in figures.items():
-        click.echo(f"{c:<16} {a.n:>4} {fmt(a.agreement, None):>6} {fmt(a.kappa, a.kappa_ci):<22} "
-                   f"{fmt(a.base_rate, None):>5} {fmt(a.alpha, a.alpha_ci):<22} "
-                   f"{fmt(a.bias, a.bias_ci, 1):<24}")
-    for c, k in fixed.items():
-        if k is not None:
-            click.echo(f"{c}: judged {k.judged:.1f}, corrected with {k.n_labelled} labels "
-                       f"{fmt(k.corrected, k.ci, 1)} (the interval holds the judge's error)")
+        click.echo(f"{c:<16} {a['n']:>4} {figure(a['agreement']):>6} "
+                   f"{figure(a['kappa'], a['kappa_ci']):<22} {figure(a['base_rate']):>5} "
+                   f"{figure(a['alpha'], a['alpha_ci']):<22} "
+                   f"{figure(a['bias'], a['bias_ci'], 1):<24}")
+    for c, a in figures.items():
+        if a["corrected_mean"] is not None:
+            click.echo(f"{c}: judged {a['judged_mean']:.1f}, corrected with {settled[c]} labels "
+                       f"{figure(a['corrected_mean'], a['corrected_ci'], 1)} (the interval "
+                       "holds the judge's error)")
 
 
 @judge_group.command("consistency")

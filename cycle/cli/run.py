@@ -361,13 +361,16 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
 
 
 def with_judge_note(result: RunResult, store: Store) -> RunResult:
-    """The run with its judge's agreement with people (or that it has none) for its
-    console and reports."""
+    """The run with its judge's agreement with people (or that it has none) and, judged by
+    a panel, its members' agreement with each other and with people, for its console and
+    reports."""
     from msgspec.structs import replace
 
     from cycle.judge.calibration import judge_line
+    from cycle.judge.panel import panel_figures
 
-    return replace(result, judge_note=judge_line(store, result))
+    return replace(result, judge_note=judge_line(store, result),
+                   panel=panel_figures(store, result))
 
 
 def _show_run(result: RunResult, paths: dict[str, Path], *, quiet: bool, as_json: bool) -> None:

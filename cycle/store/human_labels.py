@@ -109,14 +109,17 @@ class HumanLabels:
                          judge_score=r[8], judge_passed=None if r[9] is None else bool(r[9]))
                 for r in rows]
 
-    def outputs(self, run_id: str) -> list[dict[str, Any]]:
+    def outputs(self, run_id: str, *, member: str | None = None) -> list[dict[str, Any]]:
         """The run's judged outputs: case, iteration, output and each criterion's verdict
-        (what ``cycle judge sample`` chooses from)."""
+        (what ``cycle judge sample`` chooses from); ``member``: that judge panel member's
+        verdicts of the LLM criteria instead."""
+        judged = ("v.kind FROM results r JOIN verdicts v ON v.result_id = r.id "
+                  if member is None else "'llm' FROM results r JOIN panel_verdicts v ON "
+                  "v.result_id = r.id AND v.member = ? ")
         rows = self.store.db.execute(
-            "SELECT r.case_id, r.iteration, r.output, v.criterion_id, v.score, v.passed, v.kind "
-            "FROM results r JOIN verdicts v ON v.result_id = r.id "
+            f"SELECT r.case_id, r.iteration, r.output, v.criterion_id, v.score, v.passed, {judged}"
             "WHERE r.run_id = ? AND r.status != 'error' ORDER BY r.case_id, r.iteration",
-            (run_id,)).fetchall()
+            (run_id,) if member is None else (member, run_id)).fetchall()
         out: dict[tuple[str, int], dict[str, Any]] = {}
         for case, iteration, output, criterion, score, passed, kind in rows:
             entry = out.setdefault((case, iteration), {"case": case, "iteration": iteration,
