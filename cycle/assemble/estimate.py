@@ -6,7 +6,8 @@ answers of no length. The high end is what the budget reserves: a token a byte (
 for any script, see ``cycle.llm.model.message_bytes``), every tool step the step limit allows, and every answer at the call's
 ``max_tokens`` (or ``RESERVED_OUTPUT``). A call the response cache already answered is
 free and counted apart: for a plain case (no tools, one turn) the agent's call and the
-judge's are looked up exactly, with the cached answer in the judge's message. A cycle's
+judge's (each member's, for a judge panel: each makes every judge call) are looked up
+exactly, with the cached answer in the judge's message. A cycle's
 evaluations draw fresh samples (see ``cycle.loop.core``), so only ``cycle run`` can hit
 the cache.
 """

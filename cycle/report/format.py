@@ -100,7 +100,8 @@ def with_people(w: WithPeople | None) -> str:
 #: what the panel figures are, in a line
 PANEL_TITLE = ("Judge panel: the members' agreement with each other per LLM criterion "
                "(Krippendorff's alpha on their 0-100 scores, 95% CI; 1 agree, 0 no better "
-               "than chance, below 0 systematic disagreement) and each member's mean score")
+               "than chance, below 0 systematic disagreement; — when every score was alike) "
+               "and each member's mean score")
 
 
 def panel_lines(panel: tuple[PanelFigure, ...]) -> list[str]:

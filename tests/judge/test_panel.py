@@ -331,6 +331,27 @@ def test_a_pairwise_comparison_asks_which_member_compares(tmp_path):
     assert "--judge openai:judge-high" in r.output
 
 
+def test_a_cycle_is_judged_by_the_panel(tmp_path):
+    """``cycle improve`` with a panel: every run of the cycle keeps each member's verdicts,
+    and the runs' judge is the panel."""
+    from tests.stored import copied
+
+    project = copied("quickstart", tmp_path)
+    config = project / "cycle.yaml"
+    config.write_text(config.read_text().replace("judge: offline:default",
+                                                 "judge: [offline:default, offline:second]"))
+    store = tmp_path / "s.db"
+    r = CliRunner().invoke(cli, ["--store", str(store), "improve", str(config), "--headless",
+                                 "--yes", "-q"])
+    assert r.exit_code == 0, r.output
+    with Store.open(store) as s:
+        runs = [x for x in s.runs.recent(limit=20) if x.cycle_id]
+        assert runs and {x.judge_model for x in runs} == {"offline:default + offline:second"}
+        llm = [v for v in s.runs.load_results(runs[0].id)[0].verdicts if v.kind == "llm"]
+    assert llm and all([m.model for m in v.members] == ["offline:default", "offline:second"]
+                       for v in llm)
+
+
 # -- the rules, on their own ----------------------------------------------------------------
 
 
