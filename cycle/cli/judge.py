@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cycle.cli.prompt import open_store
 from cycle.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cycle.store import Store
+    from cycle.store.human_labels import Label
 
 #: a label with a score only passes at this (the LLM criteria's default pass mark)
 _KEYS = {"run", "case", "iteration", "criterion", "score", "pass", "labeler", "note", "output"}
@@ -222,7 +226,7 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
         _agreement_table(*each[m][1:])
 
 
-def _agreement_of(store: Any, run_id: str, extra: list[Any], *, member: str | None = None
+def _agreement_of(store: Store, run_id: str, extra: list[Label], *, member: str | None = None
                   ) -> tuple[int, dict[str, dict[str, Any]], dict[str, int]]:
     """The labels of ``run_id`` (and ``extra``, a file's) beside the judge's verdicts (or a
     panel ``member``'s): how many, each criterion's figures as ``--json`` gives them, and
