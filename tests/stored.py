@@ -31,10 +31,12 @@ def run(store: Path, config: Path, *args: str) -> str:
 
 
 def loopback_project(folder: Path, base_url: str, *, criteria: str, cases: str,
-                     concurrency: int = 1) -> Path:
+                     concurrency: int = 1, judge: str = "openai:gpt-4o-mini",
+                     extra: str = "") -> Path:
     """A project whose agent and judge are ``openai:gpt-4o-mini`` on the loopback server
     at ``base_url``: the prompt ``p`` (system "Help.", the case's ``q`` as the message),
-    one case per letter of ``cases`` (``q`` is its id), ``criteria`` as YAML; the config."""
+    one case per letter of ``cases`` (``q`` is its id), ``criteria`` as YAML; the config.
+    ``judge``: another judge (YAML: a judge panel is a list); ``extra``: more settings."""
     (folder / "prompts").mkdir(parents=True)
     (folder / "cases").mkdir()
     (folder / "prompts" / "p.yaml").write_text("id: p\nsystem: Help.\nuser_template: '{{ q }}'\n")
@@ -42,7 +44,7 @@ def loopback_project(folder: Path, base_url: str, *, criteria: str, cases: str,
                                                      for c in cases))
     config = folder / "cycle.yaml"
     config.write_text(
-        "prompt: prompts/p.yaml\nagent: openai:gpt-4o-mini\njudge: openai:gpt-4o-mini\n"
+        f"prompt: prompts/p.yaml\nagent: openai:gpt-4o-mini\njudge: {judge}\n"
         f"criteria: {criteria}\ncases: [cases/*.yaml]\nrun: {{concurrency: {concurrency}}}\n"
-        f"providers:\n  openai: {{base_url: '{base_url}'}}\n")
+        f"providers:\n  openai: {{base_url: '{base_url}'}}\n{extra}")
     return config

@@ -180,6 +180,37 @@ class RunOptions(BaseModel):
         "against a typo (iterations: 1000000000000); raise it to run more.")
 
 
+def judge_panel(value: str | list[str] | None) -> str | list[str] | None:
+    """``judge:`` as a run uses it: a name, or a panel of two models or more (a panel of one
+    is that model's name). ValueError for an empty panel, a blank name or a name twice."""
+    if not isinstance(value, list):
+        return value
+    if not value:
+        raise ValueError("a panel names one model or more (or leave judge: out for the "
+                         "agent's model)")
+    blank = [i for i, name in enumerate(value) if not name.strip()]
+    if blank:
+        raise ValueError(f"item {blank[0]} names no model")
+    twice = sorted({name for name in value if value.count(name) > 1})
+    if twice:
+        # one model twice would be one judge counted twice: its answers are one cached and
+        # journaled call, so its vote would weigh double for nothing
+        raise ValueError(f"{twice[0]} is named twice: each member of a panel is another model")
+    return value[0] if len(value) == 1 else value
+
+
+def judge_flag(values: tuple[str, ...]) -> str | list[str] | None:
+    """``--judge`` as given (repeated: a panel), checked as cycle.yaml's ``judge:`` is;
+    None when not given."""
+    if not values:
+        return None
+    try:
+        return judge_panel(list(values))
+    except ValueError as e:
+        raise ConfigError(str(e), field="--judge",
+                          hint="Repeat --judge once for each model of the panel.") from None
+
+
 class CycleConfig(BaseModel):
     """The whole of cycle.yaml."""
 
@@ -204,9 +235,12 @@ class CycleConfig(BaseModel):
         description="The agent model (e.g. openai:gpt-4o-mini) or an agent section; "
         "default: the prompt's params.model.",
     )
-    judge: str | None = Field(None, description="The judge model (default: the agent's model).")
+    judge: str | list[str] | None = Field(
+        None, description="The judge model (default: the agent's model), or a panel of models "
+        "([openai:gpt-4o-mini, gemini:gemini-2.0-flash]): each judges every LLM criterion, a "
+        "criterion's score is their mean and its pass/fail their majority (a tie fails).")
     improver: str | None = Field(
-        None, description="The improver model (default: the judge's model)."
+        None, description="The improver model (default: the judge's model; a panel's first)."
     )
     criteria: list[CriterionConfig] = Field(
         min_length=1, description="What every case is judged on (cases may add or override)."
@@ -245,6 +279,18 @@ class CycleConfig(BaseModel):
         None, description="The store: a SQLite file (relative to this file) or a team's "
         "postgresql:// URL without its password (that comes from PGPASSWORD or ~/.pgpass; "
         "--store and CYCLE_STORE come first). Default: .cycle/cycle.db beside this file.")
+
+    @field_validator("judge")
+    @classmethod
+    def _panel(cls, value: str | list[str] | None) -> str | list[str] | None:
+        return judge_panel(value)
+
+    @property
+    def judges(self) -> list[str]:
+        """The judge's models as given (a panel's members, in order; [] when not set)."""
+        if self.judge is None:
+            return []
+        return [self.judge] if isinstance(self.judge, str) else list(self.judge)
 
     @field_validator("store")
     @classmethod
@@ -341,6 +387,8 @@ def _shown(value: Any) -> str:
     if isinstance(value, AgentConfig):
         kind = next(k for k in ("model", "function", "http") if getattr(value, k))
         return str(getattr(value, kind)) if kind == "model" else f"{kind} {getattr(value, kind)}"
+    if isinstance(value, list):  # a judge panel
+        return "[" + ", ".join(map(str, value)) + "]"
     return "(not set)" if value is None else str(value)
 
 

@@ -18,7 +18,7 @@ from cycle.assemble.suite import (
     Models,
     agent_model_name,
     in_flight,
-    judge_model_name,
+    judge_models,
     needs_judge,
     validate_suite,
 )
@@ -27,6 +27,7 @@ from cycle.errors import ConfigError
 from cycle.events import EventBus
 from cycle.improve.improver import Improver, ensure_improver_prompt
 from cycle.judge import Judge
+from cycle.judge.panel import panel_name
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
 from cycle.llm.model import Model
@@ -173,10 +174,10 @@ def build_loop(
         return PromptAgent(version_prompt, model(name, "agent"), **shared)
 
     agent_name = agent_model_name(loaded, prompt)
-    judge_name = judge_model_name(loaded, prompt)
-    assert judge_name is not None
-    improver_name = c.improver or judge_name
-    judge_model = model(judge_name, "judge") if needs_judge(loaded, cases) else None
+    judge_names = judge_models(loaded, prompt)
+    assert judge_names
+    improver_name = c.improver or judge_names[0]
+    judges = [model(name, "judge") for name in judge_names] if needs_judge(loaded, cases) else []
     improver_prompt, improver_version = ensure_improver_prompt(store, improve.improver_prompt)
     improver_model = model(improver_name, "improver")
     improver = Improver(improver_model, prompt=improver_prompt, version=improver_version,
@@ -185,14 +186,15 @@ def build_loop(
     run_config["config_path"] = str(loaded.path)
     return Loop(
         start=starting_version, prompt_id=prompt.id, cases=cases, agent=agent_for,
-        judge=Judge(c.criteria, model=judge_model, threshold=c.pass_threshold,
+        judge=Judge(c.criteria, model=judges or None, threshold=c.pass_threshold,
                     description=c.agent_config.description),
         improver=improver, reviewer=reviewer, store=store, stop=stop, budget=budget, bus=bus,
         settings=loop_settings(loaded, improve, cases),
         record={"config_file": str(loaded.path), "improve": improve.model_dump(mode="json"),
                 "overrides": overridden_values(loaded),
                 "agent": (f"adk:{c.agent_config.adk} on {agent_name}" if c.agent_config.adk
-                          else agent_name), "judge": judge_name, "improver": improver_name},
+                          else agent_name), "judge": panel_name(judge_names),
+                "improver": improver_name},
         run_config=run_config,
-        closers=[m.aclose for m in (judge_model, improver_model) if m is not None],
+        closers=[m.aclose for m in (*judges, improver_model)],
     )

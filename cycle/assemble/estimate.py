@@ -6,7 +6,8 @@ answers of no length. The high end is what the budget reserves: a token a byte (
 for any script, see ``cycle.llm.model.message_bytes``), every tool step the step limit allows, and every answer at the call's
 ``max_tokens`` (or ``RESERVED_OUTPUT``). A call the response cache already answered is
 free and counted apart: for a plain case (no tools, one turn) the agent's call and the
-judge's are looked up exactly, with the cached answer in the judge's message. A cycle's
+judge's (each member's, for a judge panel: each makes every judge call) are looked up
+exactly, with the cached answer in the judge's message. A cycle's
 evaluations draw fresh samples (see ``cycle.loop.core``), so only ``cycle run`` can hit
 the cache.
 """
@@ -20,7 +21,7 @@ from msgspec import Struct, field
 from cycle.agents.agent import generate_config, prompt_messages
 from cycle.assemble.config import LoadedConfig
 from cycle.assemble.improve import ImproveConfig
-from cycle.assemble.suite import agent_model_name, judge_model_name, price_table
+from cycle.assemble.suite import agent_model_name, judge_models, price_table
 from cycle.cases import SimulatedUser, TestCase
 from cycle.improve.improver import default_improver_prompt
 from cycle.judge.criteria import Criterion, merge, resolve
@@ -153,8 +154,8 @@ class _Evaluation:
         #: (role, model) -> mean output tokens of its earlier calls in the store
         self.typical = dict(typical or {})
         self.agent_name = agent_model_name(loaded, prompt) or ""
-        judge = judge_model_name(loaded, prompt)
-        self.judge_name = judge or ""
+        #: the judge's model, or each member of a panel: each makes every judge call
+        self.judge_names = judge_models(loaded, prompt)
         # as Model.generate merges them into the model's (default) config: the cache key's
         self.config = GenerateConfig().merged(generate_config(prompt.params))
         self.max_out = self.config.max_tokens or RESERVED_OUTPUT
@@ -201,20 +202,22 @@ class _Evaluation:
                                 (turns - 1) * said))
                 if not llm:
                     continue
-                judge = line("judge", self.judge_name)
+                sent = None
                 if answer is not None and judged == 1 and judge_config is not None:
                     sent = self.judge.messages(llm, input=case.input, output=answer.text,
                                                expected=case.expected)
-                    if self.cache.get(cache_key(self.judge_name, sent, [], judge_config,  # type: ignore[union-attr]
-                                                iteration, None)) is not None:
+                answer_tokens = self.out("agent", self.agent_name) * turns
+                for name in self.judge_names:  # a panel: every member judges every case
+                    judge = line("judge", name)
+                    if sent is not None and self.cache.get(cache_key(  # type: ignore[union-attr]
+                            name, sent, [], judge_config, iteration, None)) is not None:
                         judge.cached += 1
                         continue
-                answer_tokens = self.out("agent", self.agent_name) * turns
-                judge.add(self.prices, (judged, empty // LOW_CHARS, 0),
-                          (judged, empty // HIGH_CHARS + turns * self.steps * self.max_out,
-                           self.judge_out),
-                          likely=(judged, judged * (empty // LOW_CHARS + answer_tokens),
-                                  judged * self.out("judge", self.judge_name, each=len(llm))))
+                    judge.add(self.prices, (judged, empty // LOW_CHARS, 0),
+                              (judged, empty // HIGH_CHARS + turns * self.steps * self.max_out,
+                               self.judge_out),
+                              likely=(judged, judged * (empty // LOW_CHARS + answer_tokens),
+                                      judged * self.out("judge", name, each=len(llm))))
 
     def _judge_config(self, llm: Sequence[Criterion]) -> GenerateConfig:
         """The judge's call config for these criteria, as its cache key sees it."""
@@ -307,7 +310,7 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
         notes.append(f"improve.population {population}: {population} improver calls and "
                      f"{population} screens of {min(improve.screen_cases, len(cases))} cases "
                      "a round")
-    name = loaded.config.improver or evaluation.judge_name
+    name = loaded.config.improver or next(iter(evaluation.judge_names), "")
     own = default_improver_prompt()
     chars = sum(len(x.encode()) for x in (own.system, own.user_template, prompt.system,
                                           prompt.user_template))

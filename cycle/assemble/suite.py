@@ -141,9 +141,14 @@ def agent_model_name(loaded: LoadedConfig, prompt: Prompt | None) -> str | None:
     return str(name)
 
 
-def judge_model_name(loaded: LoadedConfig, prompt: Prompt | None) -> str | None:
-    """The judge's model: cycle.yaml's judge, else the agent's model."""
-    return loaded.config.judge or agent_model_name(loaded, prompt)
+def judge_models(loaded: LoadedConfig, prompt: Prompt | None) -> list[str]:
+    """The judge's models: cycle.yaml's judge (a panel's members, in order), else the
+    agent's model; [] when there is none (an agent that is not a model, no judge)."""
+    given = loaded.config.judges
+    if given:
+        return given
+    agent = agent_model_name(loaded, prompt)
+    return [agent] if agent else []
 
 
 def in_flight(run: RunOptions, *, batch: bool) -> tuple[int, float | None]:
@@ -501,11 +506,18 @@ def _check_models(
             names.append((str(agent), *where("agent")))
         elif prompt is not None:
             agent_model_name(loaded, prompt)  # raises: no agent model at all
-    judge = c.judge or agent
-    if judge and needs_judge:
-        names.append((str(judge), *where("judge" if c.judge else "agent")))
+    judges = c.judges or ([str(agent)] if agent else [])
+    if needs_judge:
+        for i, name in enumerate(judges):
+            if not c.judges:
+                names.append((name, *where("agent")))
+            elif "judge" in loaded.overrides or len(judges) == 1:
+                names.append((name, *where("judge")))
+            else:  # a panel's member, at its own line
+                names.append((name, cfg, loaded.doc.line_of(("judge", i))
+                              or loaded.doc.line_of(("judge",)), f"judge[{i}]"))
     if improver:
-        name = c.improver or judge
+        name = c.improver or (judges[0] if judges else None)
         if name:
             names.append((str(name), *where("improver" if c.improver else
                                             "judge" if c.judge else "agent")))
@@ -667,12 +679,11 @@ def build_suite(
         agent = PromptAgent(prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
                             max_steps=loaded.config.tools.max_steps, **users)
     closers.append(agent.aclose)  # the endpoint's client, the simulated users' models
-    judge_name = judge_model_name(loaded, prompt)
     c = loaded.config
     suite_criteria = judged_on(loaded, criteria)
-    judge_llm = model(judge_name, "judge") if (
-        judge_name and needs_judge(loaded, case_list, criteria)) else None
-    judge = Judge(suite_criteria, model=judge_llm, threshold=c.pass_threshold,
+    judges = [model(name, "judge") for name in judge_models(loaded, prompt)] if needs_judge(
+        loaded, case_list, criteria) else []
+    judge = Judge(suite_criteria, model=judges or None, threshold=c.pass_threshold,
                   description=spec.description)
     return Suite(loaded=loaded, prompt=prompt, version=version, cases=case_list, agent=agent,
                  judge=judge, _closers=closers)

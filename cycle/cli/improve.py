@@ -140,7 +140,8 @@ def _choose_review(headless: bool, yes: bool, review: str | None, configured: st
               "(a range), and send nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the estimate as JSON.")
 @click.option("--agent", "agent_model", help="Agent model, overriding cycle.yaml.")
-@click.option("--judge", "judge_model", help="Judge model, overriding cycle.yaml.")
+@click.option("--judge", "judge_models", multiple=True, metavar="MODEL",
+              help="Judge model, overriding cycle.yaml; repeat it for a judge panel.")
 @click.option("--improver", "improver_model", help="Improver model, overriding cycle.yaml.")
 @click.option("--budget", type=FiniteFloat(min=0),
               help="Hard cap in USD on the cycle's calls (with improve.stop's max_cost, the lower).")
@@ -148,7 +149,7 @@ def _choose_review(headless: bool, yes: bool, review: str | None, configured: st
 @click.option("-c", "--concurrency", type=click.IntRange(min=1), help="Cases in flight (default: config, 8).")
 def improve(config: Path, headless: bool, yes: bool, review: str | None, min_priority: str | None,
             resume: str | None, events_file: Path | None, report_dir: Path | None,
-            no_cache: bool, quiet: bool, dry_run: bool, as_json: bool, agent_model: str | None, judge_model: str | None,
+            no_cache: bool, quiet: bool, dry_run: bool, as_json: bool, agent_model: str | None, judge_models: tuple[str, ...],
             improver_model: str | None, budget: float | None, iterations: int | None,
             concurrency: int | None, take_over: bool) -> None:
     """Improve the prompt of CONFIG (cycle.yaml) round by round.
@@ -159,12 +160,12 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     only if the acceptance rule (improve.acceptance) says it is better. The
     cycle stops on improve.stop (default: 5 rounds). A report goes to reports/.
     """
-    from cycle.assemble.config import apply_overrides, load_config
+    from cycle.assemble.config import apply_overrides, judge_flag, load_config
     from cycle.assemble.improve import load_improve_config
     from cycle.cli import load_env
     from cycle.cli.run import say_overrides
 
-    given = {k: v for k, v in {"agent": agent_model, "judge": judge_model,
+    given = {k: v for k, v in {"agent": agent_model, "judge": judge_flag(judge_models),
                                "improver": improver_model, "budget": budget,
                                "iterations": iterations, "concurrency": concurrency}.items()
              if v is not None}
@@ -321,11 +322,13 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
         ) from e
     from cycle.assemble import build_loop
     from cycle.assemble.suite import open_cache
+    from cycle.judge.panel import panel_name
     from cycle.store import Store
     from cycle.store.store import shown_target
 
     c = loaded.config
-    models = {k: v for k, v in (("agent", c.agent_config.model), ("judge", c.judge),
+    models = {k: v for k, v in (("agent", c.agent_config.model),
+                                ("judge", panel_name(c.judges) if c.judges else None),
                                 ("improver", c.improver)) if v}
     info = HeaderInfo(prompt_id=c.prompt, models=models,
                       offline=any(str(m).split(":")[0] in ("offline", "scripted") for m in models.values()),

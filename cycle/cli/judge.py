@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cycle.cli.prompt import open_store
 from cycle.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cycle.store import Store
+    from cycle.store.human_labels import Label
 
 #: a label with a score only passes at this (the LLM criteria's default pass mark)
 _KEYS = {"run", "case", "iteration", "criterion", "score", "pass", "labeler", "note", "output"}
@@ -193,37 +197,66 @@ def export_labels(run_id: str, out: Path | None) -> None:
               default=None, help="Labels in a JSONL file, beside those in the store.")
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON.")
 def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
-    """How far the judge of RUN_ID agrees with people's labels, per criterion."""
+    """How far the judge of RUN_ID agrees with people's labels, per criterion (a judge
+    panel: the panel, then each member)."""
+    with open_store() as store:
+        run_id = store.runs.resolve(run_id)
+        run = store.runs.get(run_id)
+        extra = read_labels(labels_file)[0] if labels_file is not None else []
+        members = list(dict.fromkeys(m for by in store.runs.panel_means(run_id).values()
+                                     for m in by))
+        labels, figures, settled = _agreement_of(store, run_id, extra)
+        each = {m: _agreement_of(store, run_id, extra, member=m) for m in members}
+    assert run is not None
+    judge = f"{run.judge_model} cycle-judge@{run.judge_version}"
+    data: dict[str, Any] = {"run": run_id, "judge": judge, "labels": labels, "criteria": figures}
+    if members:  # what each member of the panel would have scored, beside the same labels
+        data["members"] = {m: each[m][1] for m in members}
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"judge {judge} on run {run_id}: {labels} labels")
+    if not figures:
+        click.echo("no labels: the judge is uncalibrated (cycle judge sample "
+                   f"{run_id}, then cycle judge labels import FILE)")
+        return
+    _agreement_table(figures, settled)
+    for m in members:
+        click.echo(f"\npanel member {m}:")
+        _agreement_table(*each[m][1:])
+
+
+def _agreement_of(store: Store, run_id: str, extra: list[Label], *, member: str | None = None
+                  ) -> tuple[int, dict[str, dict[str, Any]], dict[str, int]]:
+    """The labels of ``run_id`` (and ``extra``, a file's) beside the judge's verdicts (or a
+    panel ``member``'s): how many, each criterion's figures as ``--json`` gives them, and
+    the labelled outputs each corrected mean rests on."""
     from cycle.judge.agreement import measure
     from cycle.judge.calibration import corrected_mean, ratings_of
     from cycle.store.human_labels import Labelled
 
-    with open_store() as store:
-        run_id = store.runs.resolve(run_id)
-        run = store.runs.get(run_id)
-        labelled = store.human_labels.of_run(run_id)
-        if labels_file is not None:
-            extra, _ = read_labels(labels_file)
-            verdicts = {(o["case"], o["iteration"], c): v
-                        for o in store.human_labels.outputs(run_id)
-                        for c, v in o["verdicts"].items()}
-            for x in extra:
-                if x.run != run_id:
-                    continue
-                v = verdicts.get((x.case, x.iteration, x.criterion))
-                labelled.append(Labelled(label=x, judge_score=v and v["score"],
-                                         judge_passed=v and v["passed"]))
-        judged: dict[str, list[float]] = {}
-        for o in store.human_labels.outputs(run_id):
-            for c, v in o["verdicts"].items():
-                if v["score"] is not None:
-                    judged.setdefault(c, []).append(v["score"])
-    assert run is not None
+    labelled = store.human_labels.of_run(run_id, member=member)
+    outputs = store.human_labels.outputs(run_id, member=member)
+    verdicts = {(o["case"], o["iteration"], c): v for o in outputs
+                for c, v in o["verdicts"].items()}
+    for x in extra:
+        if x.run != run_id:
+            continue
+        v = verdicts.get((x.case, x.iteration, x.criterion))
+        labelled.append(Labelled(label=x, judge_score=v and v["score"],
+                                 judge_passed=v and v["passed"]))
+    judged: dict[str, list[float]] = {}
+    for o in outputs:
+        for c, v in o["verdicts"].items():
+            if v["score"] is not None:
+                judged.setdefault(c, []).append(v["score"])
     by_criterion = ratings_of(labelled)
+    if member is not None:  # a member scored the LLM criteria only
+        by_criterion = {c: r for c, r in by_criterion.items() if c in judged}
     figures = {c: measure(r) for c, r in by_criterion.items()}
     fixed = {c: corrected_mean(judged.get(c, []), r) for c, r in by_criterion.items()}
-    judge = f"{run.judge_model} cycle-judge@{run.judge_version}"
-    data = {"run": run_id, "judge": judge, "labels": len(labelled), "criteria": {
+    settled = {c: k.n_labelled for c, k in fixed.items() if k is not None}
+    return len(labelled), {
         c: {"n": a.n, "outputs": a.outputs, "agreement": a.agreement, "kappa": a.kappa,
             "kappa_ci": a.kappa_ci, "base_rate": a.base_rate, "alpha": a.alpha,
             "alpha_ci": a.alpha_ci, "bias": a.bias, "bias_ci": a.bias_ci,
@@ -232,32 +265,25 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
             "judged_mean": fixed[c].judged if fixed[c] else None,
             "corrected_mean": fixed[c].corrected if fixed[c] else None,
             "corrected_ci": fixed[c].ci if fixed[c] else None}
-        for c, a in figures.items()}}
-    if as_json:
-        click.echo(json.dumps(data, indent=2))
-        return
-    click.echo(f"judge {judge} on run {run_id}: {len(labelled)} labels")
-    if not figures:
-        click.echo("no labels: the judge is uncalibrated (cycle judge sample "
-                   f"{run_id}, then cycle judge labels import FILE)")
-        return
+        for c, a in figures.items()}, settled
 
-    def fmt(value: float | None, ci: tuple[float, float] | None, digits: int = 2) -> str:
-        if value is None:
-            return "—"
-        shown = f"{value:.{digits}f}"
-        return shown + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+
+def _agreement_table(figures: dict[str, dict[str, Any]], settled: dict[str, int]) -> None:
+    """The figures a criterion a line, then each criterion's corrected mean."""
+    from cycle.report.format import figure
 
     click.echo(f"{'criterion':<16} {'n':>4} {'agree':>6} {'kappa (95% CI)':<22} {'base':>5} "
                f"{'alpha (95% CI)':<22} {'bias, points (95% CI)':<24}")
     for c, a in figures.items():
-        click.echo(f"{c:<16} {a.n:>4} {fmt(a.agreement, None):>6} {fmt(a.kappa, a.kappa_ci):<22} "
-                   f"{fmt(a.base_rate, None):>5} {fmt(a.alpha, a.alpha_ci):<22} "
-                   f"{fmt(a.bias, a.bias_ci, 1):<24}")
-    for c, k in fixed.items():
-        if k is not None:
-            click.echo(f"{c}: judged {k.judged:.1f}, corrected with {k.n_labelled} labels "
-                       f"{fmt(k.corrected, k.ci, 1)} (the interval holds the judge's error)")
+        click.echo(f"{c:<16} {a['n']:>4} {figure(a['agreement']):>6} "
+                   f"{figure(a['kappa'], a['kappa_ci']):<22} {figure(a['base_rate']):>5} "
+                   f"{figure(a['alpha'], a['alpha_ci']):<22} "
+                   f"{figure(a['bias'], a['bias_ci'], 1):<24}")
+    for c, a in figures.items():
+        if a["corrected_mean"] is not None:
+            click.echo(f"{c}: judged {a['judged_mean']:.1f}, corrected with {settled[c]} labels "
+                       f"{figure(a['corrected_mean'], a['corrected_ci'], 1)} (the interval "
+                       "holds the judge's error)")
 
 
 @judge_group.command("consistency")
@@ -361,9 +387,11 @@ def consistency(run_id: str, config: Path, repeats: int, max_flips: float,
               help="The cycle.yaml whose judge and criteria compare.")
 @click.option("--criterion", "criteria", multiple=True,
               help="Criteria to compare on (default: every LLM criterion of the config).")
+@click.option("--judge", "judge_model", metavar="MODEL",
+              help="The judge model (default: the config's; one member of a judge panel).")
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON.")
 def pairwise(base_run: str, head_run: str, config: Path, criteria: tuple[str, ...],
-             as_json: bool) -> None:
+             judge_model: str | None, as_json: bool) -> None:
     """Compare two runs' outputs directly: each case's iteration in both runs, judged on each
     LLM criterion twice with the order swapped; a preference that follows the position
     counts as a tie. Per criterion: the cases that prefer each run, the sign test's p, and
@@ -374,7 +402,7 @@ def pairwise(base_run: str, head_run: str, config: Path, criteria: tuple[str, ..
     from cycle.assemble.config import STORE_PREFIX, load_config, load_prompt
     from cycle.assemble.suite import (
         Models,
-        judge_model_name,
+        judge_models,
         load_suite_cases,
         open_cache,
         run_budget,
@@ -392,8 +420,16 @@ def pairwise(base_run: str, head_run: str, config: Path, criteria: tuple[str, ..
                           field="--criterion", hint=f"Its LLM criteria: {', '.join(llm) or 'none'}.")
     chosen = {c: llm[c] for c in (criteria or llm)}
     prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
-    name = judge_model_name(loaded, prompt)
-    assert name is not None
+    judges = judge_models(loaded, prompt)
+    if judge_model is None and len(judges) > 1:
+        # a pairwise preference has no mean: which member compares is the user's choice
+        raise ConfigError(f"the judge of {config} is a panel ({', '.join(judges)}); a pairwise "
+                          "comparison is one judge's", file=str(config), field="judge",
+                          hint="Choose the member that compares: --judge " + judges[0] + ".")
+    name = judge_model or (judges[0] if judges else None)
+    if name is None:
+        raise ConfigError(f"{config} names no judge model", file=str(config), field="judge",
+                          hint="Set judge: in cycle.yaml, or pass --judge MODEL.")
     expected = {c.id: c.expected for c in load_suite_cases(loaded)}
     cache = open_cache(loaded)
     with open_store() as store:

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 @click.option("--prompt-version", "prompt_versions", multiple=True, metavar="VERSION",
               help="Run this stored version of the prompt (number or label); repeatable: "
               "every version x every --agent, side by side.")
-@click.option("--judge", "judge_model", help="Judge model, overriding cycle.yaml.")
+@click.option("--judge", "judge_models", multiple=True, metavar="MODEL",
+              help="Judge model, overriding cycle.yaml; repeat it for a judge panel.")
 @click.option("--budget", type=FiniteFloat(min=0), help="Hard cap in USD on this run's calls.")
 @click.option("--batch", is_flag=True, default=None,
               help="Send the calls as provider batch jobs (OpenAI Batch, Gemini batch mode) at "
@@ -79,7 +80,7 @@ if TYPE_CHECKING:
 def run(
     config: Path, iterations: int | None, concurrency: int | None, timeout: float | None,
     tags: tuple[str, ...], case_ids: tuple[str, ...], stop_on_first_failure: bool | None,
-    agent_models: tuple[str, ...], prompt_versions: tuple[str, ...], judge_model: str | None,
+    agent_models: tuple[str, ...], prompt_versions: tuple[str, ...], judge_models: tuple[str, ...],
     budget: float | None, batch: bool | None, resume: str | None,
     report_dir: Path | None, no_reports: bool, no_cache: bool, quiet: bool, as_json: bool,
     dry_run: bool, eval_file: Path | None, agent_endpoint: str | None, seed_manifest: Path | None,
@@ -98,7 +99,7 @@ def run(
     judged on its assertions, against --agent-endpoint (or CONFIG's agent);
     writes its EvalSuiteResult to --output-dir and stores it as a cycle run.
     """
-    from cycle.assemble.config import apply_overrides, load_config
+    from cycle.assemble.config import apply_overrides, judge_flag, load_config
     from cycle.cli import load_env
 
     matrix = len(agent_models) > 1 or bool(prompt_versions)
@@ -115,7 +116,7 @@ def run(
                    "--snapshot": snapshot, "--tool-registry": tool_registry,
                    "--output-dir": output_dir, "--baseline": baseline,
                    "--timeout-ms": timeout_ms, "--runner-config": runner_config},
-        suite_only={"--judge": judge_model, "--timeout": timeout,
+        suite_only={"--judge": judge_models or None, "--timeout": timeout,
                     "--stop-on-first-failure": stop_on_first_failure, "--batch": batch})
     if eval_file is not None:
         sys.exit(_eval_command(
@@ -127,7 +128,7 @@ def run(
             iterations=iterations, tags=tags, case_ids=case_ids))
 
     given = {k: v for k, v in {
-        "agent": agent_model, "judge": judge_model, "iterations": iterations,
+        "agent": agent_model, "judge": judge_flag(judge_models), "iterations": iterations,
         "concurrency": concurrency, "timeout": timeout,
         "stop_on_first_failure": stop_on_first_failure, "budget": budget,
         "batch": batch}.items() if v is not None}
@@ -360,13 +361,16 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
 
 
 def with_judge_note(result: RunResult, store: Store) -> RunResult:
-    """The run with its judge's agreement with people (or that it has none) for its
-    console and reports."""
+    """The run with its judge's agreement with people (or that it has none) and, judged by
+    a panel, its members' agreement with each other and with people, for its console and
+    reports."""
     from msgspec.structs import replace
 
     from cycle.judge.calibration import judge_line
+    from cycle.judge.panel import panel_figures
 
-    return replace(result, judge_note=judge_line(store, result))
+    return replace(result, judge_note=judge_line(store, result),
+                   panel=panel_figures(store, result))
 
 
 def _show_run(result: RunResult, paths: dict[str, Path], *, quiet: bool, as_json: bool) -> None:

@@ -28,6 +28,9 @@ _HOMES: dict[str, str] = {
             "AgentResult",
             "CaseStats",
             "IterationResult",
+            "MemberFigure",
+            "MemberVerdict",
+            "PanelFigure",
             "ResultSource",
             "RoleUsage",
             "RunResult",
@@ -35,6 +38,7 @@ _HOMES: dict[str, str] = {
             "Status",
             "SuiteStats",
             "Verdict",
+            "WithPeople",
         ),
         "suggestions": (
             "PRIORITY_ORDER",

@@ -81,6 +81,18 @@ class AgentResult(BaseModel):
     verdict: Literal["judged", "pass", "fail"] = "judged"
 
 
+class MemberVerdict(BaseModel):
+    """One judge panel member's verdict on one criterion of one iteration."""
+
+    model_config = _FROZEN
+
+    #: the member's model name, as ``judge:`` gives it
+    model: str
+    score: float
+    passed: bool
+    reasoning: str
+
+
 class Verdict(BaseModel):
     """One criterion's score for one iteration."""
 
@@ -95,6 +107,9 @@ class Verdict(BaseModel):
     reasoning: str
     #: a criterion judged on every turn: the turns (from 1) where it failed
     failed_turns: tuple[int, ...] = ()
+    #: judged by a panel: each member's verdict, in the panel's order (the score above is
+    #: their mean, the pass their majority); () for a single judge and for checks
+    members: tuple[MemberVerdict, ...] = ()
 
 
 class IterationResult(BaseModel):
@@ -228,6 +243,42 @@ class SuiteStats(BaseModel):
         return self.usage.get(name, RoleUsage())
 
 
+class WithPeople(Struct, frozen=True):
+    """A judge's (or a panel member's) agreement with people's labels on one criterion."""
+
+    labels: int
+    kappa: float | None = None
+    kappa_ci: tuple[float, float] | None = None
+    #: judge minus person, in points
+    bias: float | None = None
+
+
+class MemberFigure(Struct, frozen=True):
+    """One panel member on one criterion of a run."""
+
+    model: str
+    #: its mean score over the run's judged iterations
+    mean: float | None
+    #: its agreement with people (labels of every run of this judge), None without labels
+    people: WithPeople | None = None
+
+
+class PanelFigure(Struct, frozen=True):
+    """How a judge panel's members agreed on one LLM criterion of a run: Krippendorff's
+    alpha over the members (interval metric on the 0-100 scores), with its 95% interval,
+    each member's mean and, where people labelled outputs, each one's and the panel's
+    agreement with them."""
+
+    criterion: str
+    #: iterations the members scored
+    outputs: int
+    alpha: float | None
+    alpha_ci: tuple[float, float] | None
+    members: tuple[MemberFigure, ...]
+    #: the panel's own (its mean and majority) agreement with people
+    people: WithPeople | None = None
+
+
 class ResultSource(Protocol):
     """Where a run's iteration results are read from: the store (a stored run) or a list."""
 
@@ -270,6 +321,9 @@ class RunResult(Struct, frozen=True, eq=False):
     #: the judge's agreement with people, or that it has none (cycle.judge.calibration.judge_line);
     #: None when no LLM criterion ran or nobody asked
     judge_note: str | None = None
+    #: judged by a panel: how its members agreed, per LLM criterion (cycle.judge.panel);
+    #: () for a single judge or when nobody asked
+    panel: tuple[PanelFigure, ...] = ()
 
     @property
     def score(self) -> float | None:

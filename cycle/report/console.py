@@ -60,6 +60,7 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
         + ", ".join(f"{said[r]} {f.money(s.role(r).cost, s.role(r).cost_estimated)}"
                     for r in roles) + ")"
         + (f"   {plural(s.cache_hits, 'call')} served from the response cache" if s.cache_hits else ""),
+        *f.panel_lines(result.panel),
     ]
     return "\n".join(lines)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cycle.records import Stats
+from cycle.records import PanelFigure, Stats, WithPeople
 
 
 def score(x: float | None) -> str:
@@ -81,3 +81,42 @@ def fenced(text: str, info: str = "") -> list[str]:
     longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2)
     fence = "`" * max(3, longest + 1)
     return [fence + info, text, fence]
+
+
+def figure(x: float | None, ci: tuple[float, float] | None = None, digits: int = 2) -> str:
+    """"0.43 [0.12, 0.70]", the figure alone without an interval, or — when undefined."""
+    if x is None:
+        return "—"
+    return f"{x:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+
+
+def with_people(w: WithPeople | None) -> str:
+    """A judge's agreement with people: "kappa 0.50 [0.10, 0.80], bias +3.0 (n 8)"."""
+    if w is None:
+        return "no labels"
+    return f"kappa {figure(w.kappa, w.kappa_ci)}, bias {signed(w.bias)} (n {w.labels})"
+
+
+#: what the panel figures are, in a line
+PANEL_TITLE = ("Judge panel: the members' agreement with each other per LLM criterion "
+               "(Krippendorff's alpha on their 0-100 scores, 95% CI; 1 agree, 0 no better "
+               "than chance, below 0 systematic disagreement; — when every score was alike) "
+               "and each member's mean score")
+
+
+def panel_lines(panel: tuple[PanelFigure, ...]) -> list[str]:
+    """The panel figures as plain lines (the console's); [] for a single judge."""
+    if not panel:
+        return []
+    out = [PANEL_TITLE + ":"]
+    for p in panel:
+        means = ", ".join(f"{m.model} {score(m.mean)}" for m in p.members)
+        out.append(f"  {p.criterion}: alpha {figure(p.alpha, p.alpha_ci)} over "
+                   f"{p.outputs} outputs; {means}")
+    labelled = [p for p in panel if p.people is not None]
+    if labelled:
+        out.append("With people's labels (every run of this panel):")
+        for p in labelled:
+            members = "; ".join(f"{m.model} {with_people(m.people)}" for m in p.members)
+            out.append(f"  {p.criterion}: panel {with_people(p.people)}; {members}")
+    return out

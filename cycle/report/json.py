@@ -22,7 +22,8 @@ def _iteration(r: IterationResult) -> dict[str, Any]:
         "state": r.state,
         "verdicts": [
             {"criterion": v.criterion_id, "kind": v.kind, "score": v.score, "passed": v.passed,
-             "weight": v.weight, "required": v.required, "reasoning": v.reasoning}
+             "weight": v.weight, "required": v.required, "reasoning": v.reasoning,
+             **({"members": [m.model_dump() for m in v.members]} if v.members else {})}
             for v in r.verdicts
         ],
     }
@@ -52,6 +53,8 @@ def _head(result: RunResult) -> dict[str, Any]:
         "models": {"agent": result.agent_model, "judge": result.judge_model,
                    "judge_version": result.judge_version},
         "judge_agreement": result.judge_note,
+        # a judge panel: its members' agreement per LLM criterion (no key for one judge)
+        **({"judge_panel": msgspec.to_builtins(result.panel)} if result.panel else {}),
         "threshold": result.threshold,
         "started_at": result.started_at,
         "finished_at": result.finished_at,

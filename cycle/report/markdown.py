@@ -62,6 +62,34 @@ def _case_body(c: CaseStats, result: RunResult) -> list[str]:
     return out
 
 
+def _panel(result: RunResult) -> list[str]:
+    """The judge panel's section: its members' agreement and means, then (with labels) each
+    member's and the panel's agreement with people; nothing for a single judge."""
+    if not result.panel:
+        return []
+    members = [m.model for m in result.panel[0].members]
+    out = ["## Judge panel", "", f.PANEL_TITLE + ".", "",
+           "| criterion | outputs | members' alpha (95% CI) | "
+           + " | ".join(f"{_cell(m)} mean" for m in members) + " |",
+           "| --- | ---: | --- | " + " | ".join("---:" for _ in members) + " |"]
+    for p in result.panel:
+        out.append(f"| {_cell(p.criterion)} | {p.outputs} | {f.figure(p.alpha, p.alpha_ci)} | "
+                   + " | ".join(f.score(m.mean) for m in p.members) + " |")
+    out.append("")
+    labelled = [p for p in result.panel if p.people is not None]
+    if labelled:
+        out += ["Agreement with people's labels (of every run this panel judged):", "",
+                "| criterion | judge | labels | kappa (95% CI) | bias, points |",
+                "| --- | --- | ---: | --- | ---: |"]
+        for p in labelled:
+            for who, w in (("panel", p.people), *((m.model, m.people) for m in p.members)):
+                out.append(f"| {_cell(p.criterion)} | {_cell(who)} | "
+                           f"{w.labels if w else 0} | {f.figure(w.kappa, w.kappa_ci) if w else '—'} "
+                           f"| {f.signed(w.bias) if w else '—'} |")
+        out.append("")
+    return out
+
+
 def _input_text(value: object) -> str:
     if isinstance(value, dict):
         return "\n".join(f"{k}: {v}" for k, v in value.items())
@@ -103,6 +131,7 @@ def _lines(result: RunResult) -> Iterator[str]:
     if usage_rows:
         lines += ["| role | calls | input tokens | output tokens | cost |",
                   "| --- | ---: | ---: | ---: | ---: |", *usage_rows, ""]
+    lines += _panel(result)
     lines += ["## Cases", "", "| case | status | mean ± 95% CI | sd | pass rate | errors |",
               "| --- | --- | ---: | ---: | ---: | ---: |"]
     yield from lines

@@ -109,6 +109,38 @@ def _case(n: int, c: CaseStats, result: RunResult) -> str:
     return "\n".join(out) + "\n"
 
 
+def _panel(result: RunResult) -> list[str]:
+    """The judge panel's tables: its members' agreement and means, then (with labels)
+    each member's and the panel's agreement with people; nothing for a single judge."""
+    if not result.panel:
+        return []
+    members = [m.model for m in result.panel[0].members]
+    out = ['<h2>Judge panel</h2>', f'<p class="muted">{escape(f.PANEL_TITLE)}.</p>',
+           '<table class="panel"><thead><tr><th>criterion</th><th>outputs</th>'
+           "<th>members' alpha (95% CI)</th>"
+           + "".join(f"<th>{escape(m)} mean</th>" for m in members) + "</tr></thead>"]
+    for p in result.panel:
+        out.append(f"<tr><td>{escape(p.criterion)}</td><td class=\"num\">{p.outputs}</td>"
+                   f"<td>{escape(f.figure(p.alpha, p.alpha_ci))}</td>"
+                   + "".join(f'<td class="num">{escape(f.score(m.mean))}</td>'
+                             for m in p.members) + "</tr>")
+    out.append("</table>")
+    labelled = [p for p in result.panel if p.people is not None]
+    if labelled:
+        out += [('<p class="muted">Agreement with people\'s labels (of every run this panel '
+                "judged):</p>"),
+                ('<table class="panel-people"><thead><tr><th>criterion</th><th>judge</th>'
+                "<th>labels</th><th>kappa (95% CI)</th><th>bias, points</th></tr></thead>")]
+        for p in labelled:
+            for who, w in (("panel", p.people), *((m.model, m.people) for m in p.members)):
+                out.append(f"<tr><td>{escape(p.criterion)}</td><td>{escape(who)}</td>"
+                           f'<td class="num">{w.labels if w else 0}</td>'
+                           f"<td>{escape(f.figure(w.kappa, w.kappa_ci)) if w else '—'}</td>"
+                           f'<td class="num">{escape(f.signed(w.bias)) if w else "—"}</td></tr>')
+        out.append("</table>")
+    return out
+
+
 def iter_run_html(result: RunResult) -> Iterator[str]:
     """The page in pieces: its head and summary, then a case at a time (a run of any
     size is written in the memory of one case)."""
@@ -150,6 +182,7 @@ def iter_run_html(result: RunResult) -> Iterator[str]:
         (f"<tr><th>cost</th><td>{f.money(s.cost, s.cost_estimated)}"
         f"{f' ({roles})' if roles else ''}</td></tr>"),
         "</table>",
+        *_panel(result),
         "<h2>Case scores</h2>",
         ('<p class="muted">How many cases scored in each band of ten (red: below the pass '
         "threshold).</p>"),

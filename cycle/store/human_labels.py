@@ -72,43 +72,54 @@ class HumanLabels:
                      label.note, now_iso()))
         return len(labels)
 
-    def of_run(self, run_id: str) -> list[Labelled]:
-        """The run's labels, each beside the judge's verdict on the same output."""
-        return self._labelled("r.run_id = ?", (run_id,))
+    def of_run(self, run_id: str, *, member: str | None = None) -> list[Labelled]:
+        """The run's labels, each beside the judge's verdict on the same output (``member``:
+        that judge panel member's verdict instead of the panel's)."""
+        return self._labelled("r.run_id = ?", (run_id,), member)
 
-    def of_judge(self, model: str | None, version: str | None) -> list[Labelled]:
+    def of_judge(self, model: str | None, version: str | None, *,
+                 member: str | None = None) -> list[Labelled]:
         """The labels of every run this judge (its model and prompt version) judged: what
-        its agreement with people is measured on."""
+        its agreement with people is measured on (``member``: beside that panel member's
+        verdicts)."""
         return self._labelled("r.run_id IN (SELECT id FROM runs WHERE judge_model IS NOT DISTINCT "
-                              "FROM ? AND judge_version IS NOT DISTINCT FROM ?)", (model, version))
+                              "FROM ? AND judge_version IS NOT DISTINCT FROM ?)", (model, version),
+                              member)
 
     def of_runs(self, run_ids: list[str]) -> list[Labelled]:
         """The labels of the outputs of these runs."""
         marks = ",".join("?" * len(run_ids))
         return self._labelled(f"r.run_id IN ({marks})", tuple(run_ids))
 
-    def _labelled(self, where: str, args: tuple[Any, ...]) -> list[Labelled]:
+    def _labelled(self, where: str, args: tuple[Any, ...],
+                  member: str | None = None) -> list[Labelled]:
+        judged = ("LEFT JOIN verdicts v ON v.result_id = l.result_id AND "
+                  "v.criterion_id = l.criterion_id " if member is None else
+                  "LEFT JOIN panel_verdicts v ON v.result_id = l.result_id AND "
+                  "v.criterion_id = l.criterion_id AND v.member = ? ")
         rows = self.store.db.execute(
             "SELECT r.run_id, r.case_id, r.iteration, l.criterion_id, l.score, l.passed, "
             "l.labeler, l.note, v.score, v.passed FROM human_labels l "
-            "JOIN results r ON r.id = l.result_id "
-            "LEFT JOIN verdicts v ON v.result_id = l.result_id AND v.criterion_id = l.criterion_id "
+            f"JOIN results r ON r.id = l.result_id {judged}"
             f"WHERE {where} ORDER BY r.run_id, r.case_id, r.iteration, l.criterion_id, l.labeler",
-            args).fetchall()
+            args if member is None else (member, *args)).fetchall()
         return [Labelled(label=Label(run=r[0], case=r[1], iteration=r[2], criterion=r[3],
                                      score=r[4], passed=None if r[5] is None else bool(r[5]),
                                      labeler=r[6], note=r[7]),
                          judge_score=r[8], judge_passed=None if r[9] is None else bool(r[9]))
                 for r in rows]
 
-    def outputs(self, run_id: str) -> list[dict[str, Any]]:
+    def outputs(self, run_id: str, *, member: str | None = None) -> list[dict[str, Any]]:
         """The run's judged outputs: case, iteration, output and each criterion's verdict
-        (what ``cycle judge sample`` chooses from)."""
+        (what ``cycle judge sample`` chooses from); ``member``: that judge panel member's
+        verdicts of the LLM criteria instead."""
+        judged = ("v.kind FROM results r JOIN verdicts v ON v.result_id = r.id "
+                  if member is None else "'llm' FROM results r JOIN panel_verdicts v ON "
+                  "v.result_id = r.id AND v.member = ? ")
         rows = self.store.db.execute(
-            "SELECT r.case_id, r.iteration, r.output, v.criterion_id, v.score, v.passed, v.kind "
-            "FROM results r JOIN verdicts v ON v.result_id = r.id "
+            f"SELECT r.case_id, r.iteration, r.output, v.criterion_id, v.score, v.passed, {judged}"
             "WHERE r.run_id = ? AND r.status != 'error' ORDER BY r.case_id, r.iteration",
-            (run_id,)).fetchall()
+            (run_id,) if member is None else (member, run_id)).fetchall()
         out: dict[tuple[str, int], dict[str, Any]] = {}
         for case, iteration, output, criterion, score, passed, kind in rows:
             entry = out.setdefault((case, iteration), {"case": case, "iteration": iteration,

@@ -556,3 +556,26 @@ def m015_authors(db: Database) -> None:
         )
         """,
     )
+
+
+@migration
+def m016_panel_verdicts(db: Database) -> None:
+    """A judge panel's members' verdicts (cycle.judge.panel): each member's score, pass and
+    reasoning of one LLM criterion of one result, beside the panel's verdict in
+    ``verdicts`` (their mean and majority). A single judge writes none."""
+    _run(
+        db,
+        """
+        CREATE TABLE panel_verdicts (
+            id INTEGER PRIMARY KEY,
+            result_id INTEGER NOT NULL REFERENCES results(id),
+            criterion_id TEXT NOT NULL,
+            member TEXT NOT NULL,
+            score REAL NOT NULL,
+            passed INTEGER NOT NULL,
+            reasoning TEXT,
+            UNIQUE (result_id, criterion_id, member)
+        );
+        CREATE INDEX panel_verdicts_by_result ON panel_verdicts(result_id)
+        """,
+    )

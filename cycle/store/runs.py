@@ -22,7 +22,15 @@ from pydantic import TypeAdapter
 from cycle.errors import NotFoundError
 from cycle.events import Event, ModelCalled
 from cycle.ids import now_iso
-from cycle.records import IterationResult, RoleUsage, RunRow, ToolCall, TraceEvent, Verdict
+from cycle.records import (
+    IterationResult,
+    MemberVerdict,
+    RoleUsage,
+    RunRow,
+    ToolCall,
+    TraceEvent,
+    Verdict,
+)
 
 if TYPE_CHECKING:
     from cycle.store.store import Store
@@ -68,6 +76,10 @@ _INSERT_RESULT = (
 _INSERT_VERDICT = (
     "INSERT INTO verdicts (result_id, criterion_id, kind, score, passed, weight, required, "
     "reasoning, failed_turns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_MEMBER = (
+    "INSERT INTO panel_verdicts (result_id, criterion_id, member, score, passed, reasoning) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -203,6 +215,7 @@ class RunLog:
                 "SELECT id FROM results WHERE run_id = ? AND status = 'error'", (run_id,)).fetchall()]
             if ids:
                 marks = ",".join("?" * len(ids))
+                db.execute(f"DELETE FROM panel_verdicts WHERE result_id IN ({marks})", ids)
                 db.execute(f"DELETE FROM verdicts WHERE result_id IN ({marks})", ids)
                 db.execute(f"DELETE FROM results WHERE id IN ({marks})", ids)
             return len(ids)
@@ -264,15 +277,23 @@ class RunLog:
         ids = [row[0] for row in rows]
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            members: dict[tuple[int, str], list[MemberVerdict]] = {}
+            for row in db.execute(
+                    "SELECT result_id, criterion_id, member, score, passed, reasoning FROM "
+                    f"panel_verdicts WHERE result_id IN ({marks}) ORDER BY id", chunk):
+                members.setdefault((row[0], row[1]), []).append(MemberVerdict(
+                    model=row[2], score=row[3], passed=bool(row[4]), reasoning=row[5] or ""))
             verdicts_rows = db.execute(
                 "SELECT result_id, criterion_id, kind, score, passed, weight, required, "
                 "reasoning, failed_turns FROM verdicts WHERE result_id IN "
-                f"({','.join('?' * len(chunk))}) ORDER BY id", chunk).fetchall()
+                f"({marks}) ORDER BY id", chunk).fetchall()
             for row in verdicts_rows:
                 verdicts.setdefault(row[0], []).append(Verdict(
                     criterion_id=row[1], kind=row[2], score=row[3], passed=bool(row[4]),
                     weight=row[5], required=bool(row[6]), reasoning=row[7] or "",
                     failed_turns=tuple(json.loads(row[8])) if row[8] else (),
+                    members=tuple(members.get((row[0], row[1]), ())),
                 ))
         return [IterationResult(
             case_id=row[1], iteration=row[2], status=row[3], score=row[4],
@@ -305,6 +326,29 @@ class RunLog:
             "SELECT v.criterion_id, avg(v.score) FROM verdicts v JOIN results r "
             "ON r.id = v.result_id WHERE r.run_id = ? GROUP BY v.criterion_id ORDER BY "
             "min(v.id)", (run_id,)).fetchall())
+
+    def panel_means(self, run_id: str) -> dict[str, dict[str, float]]:
+        """A run judged by a panel: criterion id -> member -> its mean score, criteria and
+        members in the order they were first written ({} for a single judge)."""
+        out: dict[str, dict[str, float]] = {}
+        for criterion, member, mean in self.store.db.execute(
+                "SELECT p.criterion_id, p.member, avg(p.score) FROM panel_verdicts p JOIN "
+                "results r ON r.id = p.result_id WHERE r.run_id = ? GROUP BY p.criterion_id, "
+                "p.member ORDER BY min(p.id)", (run_id,)):
+            out.setdefault(criterion, {})[member] = mean
+        return out
+
+    def panel_units(self, run_id: str) -> dict[str, list[tuple[int, float, float]]]:
+        """A run judged by a panel: criterion id -> each scored iteration's members' scores
+        as (how many, their sum, the sum of their squares): what their agreement is computed
+        from, summed in the database (a large run's member rows never reach Python)."""
+        out: dict[str, list[tuple[int, float, float]]] = {}
+        for criterion, n, total, squares in self.store.db.execute(
+                "SELECT p.criterion_id, count(*), sum(p.score), sum(p.score * p.score) FROM "
+                "panel_verdicts p JOIN results r ON r.id = p.result_id WHERE r.run_id = ? "
+                "GROUP BY p.criterion_id, p.result_id ORDER BY p.result_id", (run_id,)):
+            out.setdefault(criterion, []).append((int(n), float(total), float(squares)))
+        return out
 
     def paid(self, run_id: str) -> dict[str, float]:
         """Dollars a run's calls were billed, per role (cache hits cost nothing): what a
@@ -427,6 +471,10 @@ def _insert_results(conn: sqlite3.Connection, run_id: str, results: list[Iterati
          int(v.required), v.reasoning, json.dumps(v.failed_turns) if v.failed_turns else None)
         for r in judged for v in r.verdicts
     ])
+    paneled = [(ids[(r.case_id, r.iteration)], v.criterion_id, m.model, m.score, int(m.passed),
+                m.reasoning) for r in judged for v in r.verdicts for m in v.members]
+    if paneled:
+        conn.executemany(_INSERT_MEMBER, paneled)
 
 
 def _result_row(run_id: str, r: IterationResult) -> tuple[Any, ...]:
