@@ -263,8 +263,9 @@ class Loop:
         when a new cycle starts: a resumed one continues from its stored versions).
         ``prompt_id`` is needed when ``start`` is a function. ``record``: settings stored
         with the cycle (the cycle.yaml they came from; ``resume_command``, when not
-        ``cycle improve CONFIG``, the command that resumes it); ``run_config``: stored
-        with each run.
+        ``cycle improve CONFIG``, the command that resumes it; ``low_score_setting``, when
+        not improve.low_score, what sets the low score); ``run_config``: stored with each
+        run.
         ``closers`` run when the cycle ends (the models the assembler opened)."""
         if isinstance(start, Version):
             prompt_id = prompt_id or start.prompt_id
@@ -598,7 +599,8 @@ class Loop:
                 f"{inc.version.version} was judged on no case: every iteration errored "
                 f"(first: {first})",
                 hint=f"Fix the cause, then continue the cycle: {self._resume_command()}")
-        reason = f"nothing to improve: no case scored below improve.low_score ({self.low_score:g})"
+        setting = self.record.get("low_score_setting") or "improve.low_score"
+        reason = f"nothing to improve: no case scored below {setting} ({self.low_score:g})"
         target = target_of(self.stop)
         if target is not None and target > self.low_score and result.score < target:
             reason += (f"; the score {result.score:.1f} is short of the target {target:g}: "
