@@ -200,9 +200,18 @@ def split(strata: dict[str, tuple[bool, bool | None]], fraction: float,
 
 def judging_model(loaded: LoadedConfig) -> str:
     """The model the judge runs on: cycle.yaml's judge (or --judge), else the agent's."""
-    prompt = None if loaded.config.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0]
+    c = loaded.config
+    if c.judge:
+        return c.judge
+    agent = c.agent_config
+    prompt = (None if agent.function or agent.http or c.prompt.startswith(STORE_PREFIX)
+              else load_prompt(loaded)[0])
     name = judge_model_name(loaded, prompt)
-    assert name is not None
+    if name is None:  # the agent is a function or an endpoint: no model to fall back on
+        raise ConfigError("cycle judge improve needs a judge model: cycle.yaml names none",
+                          file=str(loaded.path), field="judge",
+                          hint="Add e.g. 'judge: openai:gpt-4o-mini' to cycle.yaml, or pass "
+                          "--judge.")
     return name
 
 
@@ -241,7 +250,8 @@ def build_judge_loop(
     concurrency, timeout = in_flight(c.run, batch=False)
     scoring = Judge([CriterionConfig(
         id="agreement", description="The judge's verdict agrees with people's label",
-        check={"type": "python", "function": CHECK})], threshold=AGREED_AT)  # type: ignore[arg-type]
+        check={"type": "python", "function": CHECK}, pass_mark=AGREED_AT)],  # type: ignore[arg-type]
+        threshold=AGREED_AT)
     about = {"run": labelled.run_id, "labelled": len(labelled.cases),
              "held_out": sorted(labelled.held_out)}
     return Loop(

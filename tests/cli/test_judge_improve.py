@@ -15,6 +15,7 @@ from cycle.cli import cli
 from cycle.judge.llm_judge import BUILT_IN
 from cycle.records import JUDGE_PROMPT_ID
 from cycle.store import Store
+from cycle.testing import LoopbackServer
 from cycle.testing.offline.labelled import needs_order, next_step, write_project
 from tests.stored import run
 
@@ -24,11 +25,17 @@ def invoke(store: Path, *args: str, input: str | None = None):
 
 
 def world(folder: Path, people: Callable[[int, str], tuple[float, bool]], *,
-          label: int | None = None) -> tuple[Path, Path, str]:
+          label: int | None = None, served: str | None = None) -> tuple[Path, Path, str]:
     """The labelled world's project in ``folder``, run once, its outputs labelled by
     ``people(case number, reply)`` (the first ``label`` of them only): the store, the
-    config and the run."""
+    config and the run. ``served``: the judge and the improver are openai:gpt-4o-mini at
+    this base URL (the loopback server)."""
     config = write_project(folder)
+    if served:
+        config.write_text(config.read_text().replace(
+            "judge: offline:default\nimprover: offline:default\n",
+            "judge: openai:gpt-4o-mini\nimprover: openai:gpt-4o-mini\n"
+            f"providers:\n  openai: {{base_url: '{served}'}}\n"))
     store = folder / "s.db"
     run_id = run(store, config)
     with Store.open(store) as s:
@@ -144,3 +151,25 @@ def test_a_person_reviews_the_judge_rule_like_any_suggestion(tmp_path) -> None:
     assert "+++ suggested/system" in r.output
     assert "no candidate: every suggestion was rejected" in r.output
     assert head(store)[0] == "1.0.0"
+
+
+def test_a_judge_on_a_provider_sdk_learns_within_its_budget(tmp_path, monkeypatch) -> None:
+    """The judge and the improver on the real openai SDK against the loopback server (which
+    answers as the offline world): the calls are priced, --budget caps the cycle (head
+    stays), and without the cap the rule is learnt."""
+    from cycle.testing.offline.served import offline_world
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    with LoopbackServer(responder=offline_world) as server:
+        store, config, run_id = world(tmp_path, lambda _, reply: needs_order(reply),
+                                      served=server.openai_base_url)
+        capped = improve(store, config, run_id, "--yes", "--budget", "0.006")
+        assert capped.exit_code == 0, capped.output
+        assert "max_cost: $0.00" in capped.output and "of the $0.006 cap" in capped.output
+        spent = float(re.search(r"total cost \$([\d.]+)", capped.output).group(1))
+        assert 0 < spent <= 0.006 and head(store)[0] == "1.0.0"
+        r = improve(store, config, run_id)
+        assert r.exit_code == 0, r.output
+    assert "head moved 1.0.0 -> 1.0.1" in r.output and "[offline model]" not in r.output
+    (k_before, k_after), _ = held_out(r.output)
+    assert k_after == 1.0 > k_before
