@@ -17,7 +17,8 @@ that improves the judge prompt (``cycle-judge``), the cycle's own loop unchanged
 
 Statistics, acceptance, confirmation on fresh samples, review and budget are the loop's.
 A confirmed candidate becomes head of ``cycle-judge``, which every later run's judge uses
-(cycle.judge.llm_judge.judge_prompt_in); ``cycle prompt rollback cycle-judge`` undoes it.
+(cycle.judge.llm_judge.judge_prompt_in); ``cycle rollback cycle-judge --to VERSION``
+undoes it.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def labelled_set(store: Store, loaded: LoadedConfig, run_id: str, *, held_out: f
             f"(--held-out {held_out:g}); label {more} more",
             field="RUN_ID",
             hint=f"cycle judge sample {run_id} --n {more}, label them, then cycle judge "
-            "labels import FILE (or label in the TUI: cycle judge label " f"{run_id}).")
+            f"labels import FILE (or label in the TUI: cycle judge label {run_id}).")
     return LabelledSet(run_id=run_id, cases=cases, outputs=outputs, held_out=chosen,
                        left_out=left_out)
 

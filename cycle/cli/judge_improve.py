@@ -76,7 +76,8 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
     agrees with people's. The cycle's rounds, review, acceptance and confirmation on
     fresh samples are cycle improve's; a share of the labels is held out and the
     agreement on them reported before and after. A confirmed judge prompt becomes head
-    of cycle-judge, which later runs judge with (undo: cycle prompt rollback cycle-judge).
+    of cycle-judge, which later runs judge with (undo: cycle rollback
+    cycle-judge --to VERSION).
     """
     import sys
 
