@@ -262,7 +262,10 @@ class Loop:
         """``start``: the version round 0 evaluates, or a function giving it (called only
         when a new cycle starts: a resumed one continues from its stored versions).
         ``prompt_id`` is needed when ``start`` is a function. ``record``: settings stored
-        with the cycle (the cycle.yaml they came from); ``run_config``: stored with each run.
+        with the cycle (the cycle.yaml they came from; ``resume_command``, when not
+        ``cycle improve CONFIG``, the command that resumes it; ``low_score_setting``, when
+        not improve.low_score, what sets the low score); ``run_config``: stored with each
+        run.
         ``closers`` run when the cycle ends (the models the assembler opened)."""
         if isinstance(start, Version):
             prompt_id = prompt_id or start.prompt_id
@@ -581,7 +584,10 @@ class Loop:
         return out
 
     def _resume_command(self) -> str:
-        return f"cycle improve {self.record.get('config_file') or 'cycle.yaml'} --resume {self.cycle_id}"
+        # a cycle started by another command (cycle judge improve) is resumed by it
+        again = (self.record.get("resume_command")
+                 or f"cycle improve {self.record.get('config_file') or 'cycle.yaml'}")
+        return f"{again} --resume {self.cycle_id}"
 
     def _nothing_to_improve(self, inc: _Incumbent) -> str:
         """Why no case goes to the improver, naming the setting that decides it; a version
@@ -593,7 +599,8 @@ class Loop:
                 f"{inc.version.version} was judged on no case: every iteration errored "
                 f"(first: {first})",
                 hint=f"Fix the cause, then continue the cycle: {self._resume_command()}")
-        reason = f"nothing to improve: no case scored below improve.low_score ({self.low_score:g})"
+        setting = self.record.get("low_score_setting") or "improve.low_score"
+        reason = f"nothing to improve: no case scored below {setting} ({self.low_score:g})"
         target = target_of(self.stop)
         if target is not None and target > self.low_score and result.score < target:
             reason += (f"; the score {result.score:.1f} is short of the target {target:g}: "

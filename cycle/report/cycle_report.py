@@ -85,8 +85,9 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
                 per_case.setdefault(case_id, {})[run.round] = mean
     first = run_of_round.get(0)
     judge_note = None
+    # a run judged by a model (a judge cycle's runs call the judge as the agent under test)
     if first is not None and (row := store.runs.get(first)) is not None and \
-            store.runs.usage_by_role(first).get("judge") is not None:
+            row.judge_model is not None and store.runs.usage_by_role(first).get("judge") is not None:
         from cycle.judge.calibration import agreement_line
 
         judge_note = agreement_line(store, run_id=first, model=row.judge_model,

@@ -4,7 +4,9 @@ It detects the world's features in each low case's output (and in its
 reference, when there is one), counts how many cases miss each feature,
 skips the features the system prompt already asks for and those whose
 suggestion was rejected, and proposes the directives of the two most
-frequently missing ones as system prompt edits.
+frequently missing ones as system prompt edits. Shown the judge prompt
+(``cycle judge improve``), it proposes a rule instead
+(cycle.testing.offline.judge_rules).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from cycle.records import JUDGE_PROMPT_ID
 from cycle.testing.offline import schema as js
+from cycle.testing.offline.judge_rules import propose_rule
 from cycle.testing.offline.tools import collect_suggestions, trajectory_suggestions
 from cycle.testing.offline.world import FEATURES, Feature, parse_facts
 
@@ -107,6 +111,8 @@ def _criteria_named(cases: list[Any], f: Feature) -> list[str]:
 def improve(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
     """The improver's answer to a ``cycle_improver`` request, shaped to ``schema``."""
     prompt = block.get("prompt") if isinstance(block.get("prompt"), dict) else {}
+    if prompt.get("id") == JUDGE_PROMPT_ID:  # cycle judge improve: rules, not directives
+        return _shape(propose_rule(block), schema)
     system = str(prompt.get("system") or "")
     cases = [c for c in (block.get("low_cases") or []) if isinstance(c, dict)]
     rejected = _rejected_features(list(block.get("rejected") or []), system)
