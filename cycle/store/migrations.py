@@ -556,3 +556,12 @@ def m015_authors(db: Database) -> None:
         )
         """,
     )
+
+
+@migration
+def m016_examples(db: Database) -> None:
+    """A prompt version's few-shot examples (JSON, NULL: none), and an example
+    suggestion's source case and input (JSON) (improve.examples). Portable SQL only."""
+    db.execute("ALTER TABLE versions ADD COLUMN examples TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN source_case TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN example_input TEXT")
