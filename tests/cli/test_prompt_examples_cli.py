@@ -6,7 +6,6 @@ hash and cache keys it always had."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
