@@ -48,9 +48,10 @@ def check_examples(prompt: Prompt) -> None:
             example_turn(prompt, example)
         except TemplateError as e:
             detail = e.message.split(": ", 1)[-1] if e.field else e.message
+            fix = ("Give the example's input the variables the user template reads, as a "
+                   "case's input would.")
             raise TemplateError(
-                f"the user template does not render with this example's input: "
+                "the user template does not render with this example's input: "
                 + detail.removeprefix("template "), field=f"examples[{i}].input",
-                hint=" ".join(x for x in (e.hint, "Give the example's input the variables the "
-                                          "user template reads, as a case's input would.") if x),
+                hint=f"{e.hint} {fix}" if e.hint else fix,
             ) from None

@@ -37,9 +37,9 @@ from cycle.prompts.template import check_templates
 from cycle.records import (
     BUILTIN_PROMPTS,
     HEAD,
-    Example,
     PRODUCTION,
     SOURCES,
+    Example,
     LabelMove,
     Prompt,
     PromptSummary,
