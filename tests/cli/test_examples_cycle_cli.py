@@ -96,3 +96,12 @@ def test_improve_examples_with_an_adk_agent_is_refused_naming_the_line(quickstar
     assert result.exit_code == 2, result.output
     assert "cycle.yaml" in result.output and "(improve.examples)" in result.output
     assert "would not reach its model" in result.output
+
+
+def test_the_terminal_review_shows_an_examples_source_and_its_lines(quickstart):
+    quickstart(examples={"max": 2})
+    result = CliRunner().invoke(cli, ["improve", "cycle.yaml", "--headless", "--review", "prompt"],
+                                input="a\na\na\ns\n")
+    assert result.exit_code == 0, result.output
+    assert "example drawn from case " in result.output
+    assert "+++ suggested/examples" in result.output and "+example 1  (from case " in result.output
