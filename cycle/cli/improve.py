@@ -19,6 +19,7 @@ import click
 
 from cycle import aio, heap
 from cycle import events as ev
+from cycle.authors import LOOP
 from cycle.cli import FiniteFloat, store_flag, store_of
 from cycle.errors import CycleError
 from cycle.words import plural
@@ -71,8 +72,13 @@ class CycleConsole:
             self._say(f"  review ({event.reviewer}): {event.approved} approved, {event.edited} edited, "
                       f"{event.rejected} rejected, {event.skipped} skipped")
             for s in event.suggestions:
+                source = (f" (from case {s['source_case']})"
+                          if s.get("type") == "example" and s.get("source_case") else "")
                 if s.get("decision") == "skipped":
-                    self._say(f"    skipped {s.get('type')}: {s.get('reason')}")
+                    self._say(f"    skipped {s.get('type')}{source}: {s.get('reason')}")
+                elif s.get("decision") == "rejected" and str(s.get("decided_by") or "").startswith(
+                        f"{LOOP} ("):  # the cycle's guard refused it before review
+                    self._say(f"    refused {s.get('type')}{source}: {s.get('reason')}")
         elif isinstance(event, ev.VersionCreated) and event.cycle_id:
             self._say(f"  candidate {event.version} (from {event.parent})")
         elif isinstance(event, ev.CandidateScreened):

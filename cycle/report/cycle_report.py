@@ -313,7 +313,9 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         out.append("")
         for n, s in enumerate(r["suggestions"], 1):
             value = s["edited_value"] if s["edited_value"] is not None else s["suggested_value"]
-            out += [f"<details><summary>{n}. {s['type']}: suggested value</summary>", "",
+            source = (f" (drawn from case {s['source_case']})"
+                      if s.get("type") == "example" and s.get("source_case") else "")
+            out += [f"<details><summary>{n}. {s['type']}{source}: suggested value</summary>", "",
                     *f.fenced(value, "text")]
             if s["current_value"]:
                 out += ["replacing", "", *f.fenced(s["current_value"], "text")]

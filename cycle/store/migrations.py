@@ -579,3 +579,12 @@ def m016_panel_verdicts(db: Database) -> None:
         CREATE INDEX panel_verdicts_by_result ON panel_verdicts(result_id)
         """,
     )
+
+
+@migration
+def m017_examples(db: Database) -> None:
+    """A prompt version's few-shot examples (JSON, NULL: none), and an example
+    suggestion's source case and input (JSON) (improve.examples). Portable SQL only."""
+    db.execute("ALTER TABLE versions ADD COLUMN examples TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN source_case TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN example_input TEXT")
