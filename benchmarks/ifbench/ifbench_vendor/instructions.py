@@ -27,6 +27,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
+# Modified for cycle's IFBench harness (see CHANGES.md beside this file): spaCy's
+# import-time model download and every nltk.download call removed; word_tokenize and
+# the verb test come from standins.py; RepeatSpanChecker keeps a span starting at 0.
+
 """Library of instructions."""
 
 import logging
@@ -35,7 +39,6 @@ import re
 import string
 from typing import Dict, Optional, Sequence, Union
 import nltk
-from spacy.cli import download
 import emoji
 import syllapy
 import unicodedata
@@ -43,9 +46,7 @@ from collections import Counter
 import csv
 import io
 
-import ifbench.instructions_util as instructions_util
-
-download('en_core_web_sm')
+from . import instructions_util, standins
 
 logger = logging.getLogger(__name__)
 
@@ -230,7 +231,6 @@ class SentTypeRatioChecker(Instruction):
 	def build_description(self):
 		"""Build the instruction description."""
 		self._description_pattern = "Maintain a 2:1 ratio of declarative to interrogative sentences."
-		nltk.download('punkt_tab', quiet=True)
 		return self._description_pattern
 
 	def get_instruction_args(self):
@@ -256,7 +256,6 @@ class SentBalanceChecker(Instruction):
 
 	def build_description(self):
 		"""Build the instruction description."""
-		nltk.download('punkt_tab', quiet=True)
 		self._description_pattern = "Ensure that the ratio of sentence types (declarative, interrogative, exclamatory) is balanced."
 		return self._description_pattern
 
@@ -575,7 +574,6 @@ class IncrementingAlliterationChecker(Instruction):
 
 	def build_description(self):
 		"""Build the instruction description."""
-		nltk.download('punkt_tab', quiet=True)
 		self._description_pattern = "Each sentence must have a longer sequence of consecutive alliterative words than the previous one."
 		return self._description_pattern
 
@@ -862,7 +860,6 @@ class EmojiSentenceChecker(Instruction):
 
 	def build_description(self):
 		"""Build the instruction description."""
-		nltk.download('punkt_tab', quiet=True)
 		self._description_pattern = "Please use an emoji at the end of every sentence."
 		return self._description_pattern
 
@@ -905,7 +902,6 @@ class CharacterCountUniqueWordsChecker(Instruction):
 
 	def build_description(self):
 		"""Build the instruction description."""
-		nltk.download('punkt_tab', quiet=True)
 		self._description_pattern = "Respond with three sentences, all containing the same number of characters but using all different words."
 		return self._description_pattern
 
@@ -994,7 +990,6 @@ class StartWithVerbChecker(Instruction):
 	def build_description(self):
 		"""Build the instruction description."""
 		self._description_pattern = "The response must start with a verb."
-		nltk.download('averaged_perceptron_tagger_eng', quiet=True)
 		return self._description_pattern
 
 	def get_instruction_args(self):
@@ -1007,8 +1002,8 @@ class StartWithVerbChecker(Instruction):
 
 	def check_following(self, value):
 		"""Checks if the response starts with a verb."""
-		text = nltk.word_tokenize(value)
-		return len(text) > 0 and len(nltk.pos_tag(text)) > 0 and 'VB' in nltk.pos_tag(text)[0][1]
+		text = instructions_util.word_tokenize(value)
+		return standins.starts_with_verb(text)
 
 
 class LimitedWordRepeatChecker(Instruction):
@@ -1064,7 +1059,6 @@ class IncludeKeywordChecker(Instruction):
 		Returns:
 		  A string representing the instruction description.
 		"""
-		nltk.download('punkt_tab', quiet=True)
 
 		if not word:
 			self._keyword = instructions_util.generate_keywords(
@@ -1165,7 +1159,6 @@ class LastWordFirstNextChecker(Instruction):
 
 	def build_description(self):
 		"""Build the instruction description."""
-		nltk.download('punkt_tab', quiet=True)
 		self._description_pattern = "The last word of each sentence must become the first word of the next sentence."
 		return self._description_pattern
 
@@ -1240,7 +1233,6 @@ class IncrementingWordCountChecker(Instruction):
 		if self._num_increment is None or self._num_increment < 0:
 			self._num_increment = random.randint(1, _NUM_INCREMENT)
 
-		nltk.download('punkt_tab', quiet=True)
 
 		self._description_pattern = "Each sentence must contain exactly {small_n} more words than the previous one."
 		return self._description_pattern.format(small_n=self._num_increment)
@@ -1623,7 +1615,6 @@ class WordReverseOrderChecker(Instruction):
 	"""What animal is the national symbol of the US? Respond to this query, but make your sentence in reverse order of what it should be, per word."""
 
 	def build_description(self, **kwargs):
-		nltk.download('punkt_tab', quiet=True)
 		self._description_pattern = "What animal is the national symbol of the US? Respond to this query, but make your sentence in reverse order of what it should be, per word."
 		return self._description_pattern
 
@@ -1668,7 +1659,6 @@ class SentenceAlphabetChecker(Instruction):
 	"""Tell me a 26-sentence story where each sentence's first word starts with the letters of the alphabet in order."""
 
 	def build_description(self, **kwargs):
-		nltk.download('punkt_tab', quiet=True)
 		self._description_pattern = "Tell me a 26-sentence story where each sentence's first word starts with the letters of the alphabet in order."
 		return self._description_pattern
 
@@ -1991,7 +1981,7 @@ class KeywordSpecificPositionChecker(Instruction):
 		sentences = instructions_util.split_into_sentences(value)
 		if len(sentences) < self._n:
 			return False
-		words = instructions_util.nltk.word_tokenize(sentences[self._n - 1])
+		words = instructions_util.word_tokenize(sentences[self._n - 1])
 		if len(words) < self._m:
 			return False
 		if words[self._m - 1] == self._keyword:
@@ -2039,7 +2029,7 @@ class WordsPositionChecker(Instruction):
 		  True if the second word and the second to last word are the same;
 		  otherwise, False.
 		"""
-		words = instructions_util.nltk.word_tokenize(value)
+		words = instructions_util.word_tokenize(value)
 		if len(words) < 2:
 			return False
 		if words[1] == words[-2] == self._keyword:
@@ -2143,11 +2133,11 @@ class RepeatSpanChecker(Instruction):
 			raise ValueError("prompt_to_repeat must be set.")
 		else:
 			self._prompt_to_repeat = prompt_to_repeat
-		if not n_start:
+		if n_start is None:
 			self._n_start = random.randint(0, len(self._prompt_to_repeat.split()) - 2)
 		else:
 			self._n_start = n_start
-		if not n_end:
+		if n_end is None:
 			self._n_end = random.randint(self._n_start + 1, len(self._prompt_to_repeat.split()) - 1)
 		else:
 			self._n_end = n_end
@@ -2199,7 +2189,7 @@ class TitleCaseChecker(Instruction):
 		  True if the response is in title case;
 		  otherwise, False.
 		"""
-		words = instructions_util.nltk.word_tokenize(value)
+		words = instructions_util.word_tokenize(value)
 		for word in words:
 			if word[0].isupper() and word[1:].islower():
 				continue

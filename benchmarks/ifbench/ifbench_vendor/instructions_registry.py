@@ -27,9 +27,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
+# Modified for cycle's IFBench harness (see CHANGES.md beside this file): imports the package relatively.
+
 """Registry of all instructions."""
 
-import ifbench.instructions as instructions 
+from . import instructions
 
 
 INSTRUCTION_DICT = {

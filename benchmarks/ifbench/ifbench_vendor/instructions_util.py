@@ -27,13 +27,20 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
+# Modified for cycle's IFBench harness (see CHANGES.md beside this file): the NLTK
+# data downloads (punkt, punkt_tab, stopwords) replaced by standins.py; word_tokenize
+# added.
+
 """Utility library of instructions."""
 
-import functools
 import random
 import re
 
 import nltk
+
+from . import standins
+
+word_tokenize = standins.word_tokenize
 
 WORD_LIST = [
     "western",
@@ -1563,20 +1570,6 @@ WORD_LIST = [
     "apartment",
 ]  # pylint: disable=line-too-long
 
-def download_nltk_resources():
-    """Download 'punkt' if not already installed"""
-    # punkt_tab was missing when running script in fresh environment
-    try:
-        nltk.data.find("tokenizers/punkt")
-        nltk.data.find("tokenizers/punkt_tab")
-    except LookupError:
-        nltk.download("punkt")
-        nltk.download("punkt_tab")
-
-
-download_nltk_resources()
-
-
 _ALPHABETS = "([A-Za-z])"
 _PREFIXES = "(Mr|St|Mrs|Ms|Dr)[.]"
 _SUFFIXES = "(Inc|Ltd|Jr|Sr|Co)"
@@ -1646,15 +1639,9 @@ def count_words(text):
     return num_words
 
 
-@functools.lru_cache(maxsize=None)
-def _get_sentence_tokenizer():
-    return nltk.data.load("nltk:tokenizers/punkt/english.pickle")
-
-
 def count_stopwords(text):
     """Counts the number of stopwords."""
-    nltk.download('stopwords', quiet=True)
-    stopwords = nltk.corpus.stopwords.words('english')
+    stopwords = standins.ENGLISH_STOPWORDS
     tokenizer = nltk.tokenize.RegexpTokenizer(r"\w+")
     tokens = tokenizer.tokenize(text)
     num_stopwords = len([t for t in tokens if t.lower() in stopwords])
