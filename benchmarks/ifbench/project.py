@@ -59,13 +59,18 @@ def split(items: list[dict[str, Any]], test_share: float, seed: int
         by_kind[item["instruction_id_list"][0]].append(item)
     rng = random.Random(f"ifbench-split-{seed}")
     improve, test = [], []
-    owed = 0.0  # the test share carried over from kind to kind, so small kinds add up
+    owed = 0.0  # the fractions of an item carried from kind to kind, so small kinds add up
     for kind in sorted(by_kind):
         group = by_kind[kind]
         rng.shuffle(group)
-        owed += len(group) * test_share
-        take = min(len(group), round(owed))
-        owed -= take
+        exact = len(group) * test_share
+        take = int(exact)
+        owed += exact - take
+        if owed >= 0.5 and take < len(group):
+            take += 1
+            owed -= 1
+        if len(group) >= 2:  # a kind of two items or more is on both sides
+            take = min(max(take, 1), len(group) - 1)
         test.extend(group[:take])
         improve.extend(group[take:])
     order = {id(item): n for n, item in enumerate(items)}

@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                          improve_cases=len(improve), test_cases=len(test))
     started = time.monotonic()
     cycle = _improve(workdir, config, budget=args.budget)
-    head = _cycle_json(workdir, "history", "ifbench")["labels"]["head"]
-    start = cycle["initial"]["version"]
+    # the cycle's final version is where it left head (only this cycle writes this store)
+    start, head = cycle["initial"]["version"], cycle["final"]["version"]
     test_run = _evaluate(workdir, config, [start] if head == start else [start, head],
                          budget=args.budget)
     result = {
