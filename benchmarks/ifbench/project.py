@@ -103,7 +103,9 @@ def write_project(out: Path, *, improve: list[dict[str, Any]], test: list[dict[s
         "id": "ifbench",
         "system": START_SYSTEM,
         "user_template": "{{ input }}",
-        "params": {"model": model},
+        # the answer length the runner in nvidia-ifbench allows (max_new_tokens): some
+        # items ask for long answers, and the budget reserves this much a call
+        "params": {"model": model, "max_tokens": 4096},
     })
     _dump(out / "cases" / "improve.yaml", [case(i, "improve") for i in improve])
     _dump(out / "cases" / "test.yaml", [case(i, "test") for i in test])
