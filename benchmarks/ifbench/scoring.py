@@ -77,7 +77,8 @@ def score(ctx: CheckContext) -> CheckOutcome:
     problems = spec_errors(ids, kwargs)
     if problems:
         # a case file edited by hand: an error of the case, not a zero for the prompt
-        raise ValueError(f"case {ctx.case_id}: expected.{'; '.join(problems)}")
+        raise ValueError(f"case {ctx.case_id}: its expected is not an IFBench item's "
+                         f"instructions: {'; '.join(problems)}")
     prompt = ctx.input if isinstance(ctx.input, str) else str(ctx.variables.get("input", ""))
     found = verdicts(ctx.output, prompt, ids, kwargs)
     followed = sum(v.followed for v in found)

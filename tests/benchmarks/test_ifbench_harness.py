@@ -79,6 +79,18 @@ def test_a_checker_that_breaks_on_an_answer_fails_it_and_says_so(harness):
     assert "ratio:stop_words: not followed (the checker raised ZeroDivisionError" in outcome.reason
 
 
+def test_a_case_edited_into_an_unknown_instruction_is_an_error_naming_it(harness):
+    """An error of the case (cycle counts it apart), not a zero for the prompt."""
+    _, _, scoring = harness
+    from cycle.testing.checks import check_context
+
+    ctx = check_context("an answer", case_id="ifbench-7", expected={
+        "instruction_id_list": ["format:no_such_thing"], "kwargs": [{}]})
+    with pytest.raises(ValueError, match="case ifbench-7: its expected is not an IFBench "
+                       "item's instructions: unknown instruction 'format:no_such_thing'"):
+        scoring.score(ctx)
+
+
 def test_a_span_that_starts_at_zero_is_scored_the_same_every_time(harness):
     """Item 286 asks for the words 0 to 7 of a text: upstream drew a random span for a start
     of 0, so the same answer passed or failed by chance."""
