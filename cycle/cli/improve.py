@@ -128,25 +128,45 @@ def _choose_review(headless: bool, yes: bool, review: str | None, configured: st
     return choice
 
 
+def cycle_options(resumes: str) -> Callable[[Any], Any]:
+    """The options of a command that runs a cycle as ``cycle improve`` does (who reviews,
+    resume, events, the report, the cache, quiet); ``resumes``: what a bare --resume
+    resumes the latest interrupted cycle of."""
+    options = (
+        click.option("--headless", is_flag=True, help="No TUI: progress lines on the terminal."),
+        click.option("-y", "--yes", is_flag=True,
+                     help="Approve every suggestion automatically (auto review)."),
+        click.option("--review", type=click.Choice(["auto", "prompt", "tui"]), default=None,
+                     help="Who reviews suggestions (default: improve.review, else the TUI; "
+                     "prompt with --headless)."),
+        click.option("--min-priority", type=click.Choice(["high", "medium", "low"]),
+                     default=None, help="Auto review approves this priority and above "
+                     "(default: improve.min_priority, low)."),
+        click.option("--resume", "resume", is_flag=False, flag_value="", default=None,
+                     metavar="[CYCLE_ID]", help="Resume CYCLE_ID, or without a value the latest "
+                     f"interrupted cycle of {resumes}."),
+        click.option("--events", "events_file", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write every event as a JSON line to this file."),
+        click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Where to write the cycle report (default: reports/ beside cycle.yaml)."),
+        click.option("--no-cache", is_flag=True,
+                     help="Call the models even where the response cache has the answer."),
+        click.option("-q", "--quiet", is_flag=True,
+                     help="Headless: no progress lines, only the summary."),
+    )
+
+    def wrap(command: Any) -> Any:
+        for option in reversed(options):
+            command = option(command)
+        return command
+    return wrap
+
+
 @click.command()
 @click.argument("config", type=click.Path(path_type=Path), default="cycle.yaml")
-@click.option("--headless", is_flag=True, help="No TUI: progress lines on the terminal.")
-@click.option("-y", "--yes", is_flag=True, help="Approve every suggestion automatically (auto review).")
-@click.option("--review", type=click.Choice(["auto", "prompt", "tui"]), default=None,
-              help="Who reviews suggestions (default: improve.review, else the TUI; prompt with --headless).")
-@click.option("--min-priority", type=click.Choice(["high", "medium", "low"]), default=None,
-              help="Auto review approves this priority and above (default: improve.min_priority, low).")
-@click.option("--resume", "resume", is_flag=False, flag_value="", default=None, metavar="[CYCLE_ID]",
-              help="Resume CYCLE_ID, or without a value the latest interrupted cycle of this prompt.")
+@cycle_options("this prompt")
 @click.option("--take-over", is_flag=True,
               help="With --resume: take over a cycle another machine's process holds (it is gone).")
-@click.option("--events", "events_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write every event as a JSON line to this file.")
-@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where to write the cycle report (default: reports/ beside cycle.yaml).")
-@click.option("--no-cache", is_flag=True,
-              help="Call the models even where the response cache has the answer.")
-@click.option("-q", "--quiet", is_flag=True, help="Headless: no progress lines, only the summary.")
 @click.option("--dry-run", is_flag=True, help="Say the calls, tokens and cost a cycle may take "
               "(a range), and send nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the estimate as JSON.")

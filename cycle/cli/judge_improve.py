@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cycle.cli import FiniteFloat, store_of
+from cycle.cli.improve import cycle_options
 
 if TYPE_CHECKING:
     from cycle import events as ev
@@ -40,22 +41,7 @@ if TYPE_CHECKING:
               "split).")
 @click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
               help="Improving rounds at most.")
-@click.option("--headless", is_flag=True, help="No TUI: progress lines on the terminal.")
-@click.option("-y", "--yes", is_flag=True, help="Approve every suggestion automatically (auto review).")
-@click.option("--review", type=click.Choice(["auto", "prompt", "tui"]), default=None,
-              help="Who reviews suggestions (default: improve.review, else the TUI; prompt with --headless).")
-@click.option("--min-priority", type=click.Choice(["high", "medium", "low"]), default=None,
-              help="Auto review approves this priority and above (default: improve.min_priority, low).")
-@click.option("--resume", "resume", is_flag=False, flag_value="", default=None,
-              metavar="[CYCLE_ID]", help="Resume CYCLE_ID, or without a value the latest "
-              "interrupted cycle of the judge prompt.")
-@click.option("--events", "events_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write every event as a JSON line to this file.")
-@click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where to write the cycle report (default: reports/ beside cycle.yaml).")
-@click.option("--no-cache", is_flag=True,
-              help="Call the models even where the response cache has the answer.")
-@click.option("-q", "--quiet", is_flag=True, help="Headless: no progress lines, only the summary.")
+@cycle_options("the judge prompt")
 @click.option("--judge", "judge_model", help="Judge model, overriding cycle.yaml.")
 @click.option("--improver", "improver_model", help="Improver model, overriding cycle.yaml.")
 @click.option("--budget", type=FiniteFloat(min=0), help="Hard cap in USD on the cycle's calls.")
