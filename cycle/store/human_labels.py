@@ -13,6 +13,7 @@ from msgspec import Struct
 from cycle.authors import current_author
 from cycle.errors import NotFoundError
 from cycle.ids import now_iso
+from cycle.store.params import in_list
 
 if TYPE_CHECKING:
     from cycle.store.store import Store
@@ -88,8 +89,10 @@ class HumanLabels:
 
     def of_runs(self, run_ids: list[str]) -> list[Labelled]:
         """The labels of the outputs of these runs."""
-        marks = ",".join("?" * len(run_ids))
-        return self._labelled(f"r.run_id IN ({marks})", tuple(run_ids))
+        if not run_ids:
+            return []
+        marks, bound = in_list(run_ids)
+        return self._labelled(f"r.run_id IN ({marks})", tuple(bound))
 
     def _labelled(self, where: str, args: tuple[Any, ...],
                   member: str | None = None) -> list[Labelled]:

@@ -31,6 +31,7 @@ from cycle.records import (
     TraceEvent,
     Verdict,
 )
+from cycle.store.params import in_list
 
 if TYPE_CHECKING:
     from cycle.store.store import Store
@@ -214,10 +215,10 @@ class RunLog:
             ids = [r[0] for r in db.execute(
                 "SELECT id FROM results WHERE run_id = ? AND status = 'error'", (run_id,)).fetchall()]
             if ids:
-                marks = ",".join("?" * len(ids))
-                db.execute(f"DELETE FROM panel_verdicts WHERE result_id IN ({marks})", ids)
-                db.execute(f"DELETE FROM verdicts WHERE result_id IN ({marks})", ids)
-                db.execute(f"DELETE FROM results WHERE id IN ({marks})", ids)
+                marks, bound = in_list(ids)
+                db.execute(f"DELETE FROM panel_verdicts WHERE result_id IN ({marks})", bound)
+                db.execute(f"DELETE FROM verdicts WHERE result_id IN ({marks})", bound)
+                db.execute(f"DELETE FROM results WHERE id IN ({marks})", bound)
             return len(ids)
 
     def write_results(
@@ -259,8 +260,8 @@ class RunLog:
         """The stored iterations of these cases of a run, by case, in one read (on a
         team's database, a statement is a round trip)."""
         out: dict[str, list[IterationResult]] = {c: [] for c in case_ids}
-        marks = ", ".join("?" * len(case_ids))
-        for r in self._results(f"run_id = ? AND case_id IN ({marks})", [run_id, *case_ids]):
+        marks, bound = in_list(case_ids)
+        for r in self._results(f"run_id = ? AND case_id IN ({marks})", [run_id, *bound]):
             out[r.case_id].append(r)
         return out
 
@@ -276,8 +277,7 @@ class RunLog:
         # columns lets SQLite scan every verdict in id order, once per case read
         ids = [row[0] for row in rows]
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
+            marks, chunk = in_list(ids[start:start + 500])
             members: dict[tuple[int, str], list[MemberVerdict]] = {}
             for row in db.execute(
                     "SELECT result_id, criterion_id, member, score, passed, reasoning FROM "
@@ -461,10 +461,10 @@ def _insert_results(conn: sqlite3.Connection, run_id: str, results: list[Iterati
     cases = sorted({r.case_id for r in judged})
     ids: dict[tuple[str, int], int] = {}
     for start in range(0, len(cases), 500):
-        chunk = cases[start:start + 500]
+        marks, chunk = in_list(cases[start:start + 500])
         for rid, case_id, iteration in conn.execute(
                 "SELECT id, case_id, iteration FROM results WHERE run_id = ? AND case_id IN "
-                f"({', '.join('?' * len(chunk))})", [run_id, *chunk]):
+                f"({marks})", [run_id, *chunk]):
             ids[(case_id, iteration)] = rid
     conn.executemany(_INSERT_VERDICT, [
         (ids[(r.case_id, r.iteration)], v.criterion_id, v.kind, v.score, int(v.passed), v.weight,
