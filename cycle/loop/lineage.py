@@ -160,9 +160,12 @@ def lineage_of(store: Store, cycle_id: str) -> Lineage:
                     screen_cases=s.cases, evaluated=evaluated,
                     score=r.score if evaluated else None, delta=r.delta if evaluated else None,
                     decision=decision(r, screened=True, kept=s.kept))))
-        elif full is not None:  # a round of one: its candidate, straight to the full evaluation
+        elif full is not None:
+            # a round of one (its candidate straight to the full evaluation), or a
+            # population's round stored before screens were: the version's own parent
             out.append(finish(Candidate(
-                version=full, round=r.round, parent=r.incumbent_version, evaluated=True,
+                version=full, round=r.round,
+                parent=store.get_version(cycle.prompt_id, full).parent, evaluated=True,
                 score=r.score, delta=r.delta, decision=decision(r, screened=False, kept=True))))
     return Lineage(cycle_id=cycle.id, prompt_id=cycle.prompt_id,
                    population=max(population_of(cycle.config), 2 if screens else 1),

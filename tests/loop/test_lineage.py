@@ -118,3 +118,20 @@ def test_a_team_store_holds_the_same_lineage(population_world, store, postgres):
         assert shown(lineage_of(team, there.cycle_id)) == shown(lineage_of(store, done.cycle_id))
         assert [s.gain for s in team.cycles.get_screens(there.cycle_id)] == [
             s.gain for s in store.cycles.get_screens(done.cycle_id)]
+
+
+def test_a_population_cycle_stored_before_screens_shows_its_evaluated_candidates(
+        merge_world, store):
+    """A cycle run before the screens table has none: each round's evaluated candidate is
+    still drawn, under the version it was built from (round 2's under 1.0.0, though its
+    incumbent was 1.0.1), and the frontier is the same."""
+    result = asyncio.run(build_loop(merge_world([]), store=store,
+                                    reviewer=AutoReviewer()).run())
+    full = lineage_of(store, result.cycle_id)
+    with store.transaction() as db:
+        db.execute("DELETE FROM screens")
+    old = lineage_of(store, result.cycle_id)
+    assert [(d, c.version, c.parent, c.score, c.decision) for d, c in old.tree()] == [
+        (0, "1.0.0", None, 35.5, "start"), (1, "1.0.1", "1.0.0", 58.0, "kept"),
+        (2, "1.0.4", "1.0.1", 65.5, "kept"), (1, "1.0.3", "1.0.0", 43.0, "rejected")]
+    assert old.frontier == full.frontier and old.head == full.head == "1.0.4"
