@@ -74,7 +74,8 @@ class Lineage(Struct, frozen=True):
     candidates: tuple[Candidate, ...]
     #: where the cycle left head
     head: str
-    #: version -> cases it is best on, most first (the versions evaluated in full)
+    #: version -> cases it is best on, most first (the versions evaluated in full; a
+    #: chain's is not reckoned: empty)
     frontier: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -133,7 +134,10 @@ def lineage_of(store: Store, cycle_id: str) -> Lineage:
     head = cycle.final_version or (moves[-1][1] if moves else root_version)
     confirmed = {r.candidate_version: r.accepted for r in rounds
                  if r.stage == "confirm" and r.candidate_version and r.accepted is not None}
-    front = _frontier(store, rounds, frozenset(cycle.config.get("held_out") or ()))
+    population = max(population_of(cycle.config), 2 if screens else 1)
+    # a chain's parents are its incumbents: no frontier to find (nor runs to read for it)
+    front = (_frontier(store, rounds, frozenset(cycle.config.get("held_out") or ()))
+             if population > 1 else {})
 
     def finish(c: Candidate) -> Candidate:
         return msgspec.structs.replace(
@@ -167,8 +171,7 @@ def lineage_of(store: Store, cycle_id: str) -> Lineage:
                 version=full, round=r.round,
                 parent=store.get_version(cycle.prompt_id, full).parent, evaluated=True,
                 score=r.score, delta=r.delta, decision=decision(r, screened=False, kept=True))))
-    return Lineage(cycle_id=cycle.id, prompt_id=cycle.prompt_id,
-                   population=max(population_of(cycle.config), 2 if screens else 1),
+    return Lineage(cycle_id=cycle.id, prompt_id=cycle.prompt_id, population=population,
                    candidates=tuple(out), head=head, frontier=front)
 
 
