@@ -5,6 +5,7 @@ truth is known.
     .venv/bin/python benchmarks/bench_acceptance.py             # ~10 min on 2 cores (6,000 cycles)
     .venv/bin/python benchmarks/bench_acceptance.py --quick     # a smoke run, ~1 min
     .venv/bin/python benchmarks/bench_acceptance.py --population 3   # rounds of 3 candidates
+    .venv/bin/python benchmarks/bench_acceptance.py --search 200     # chain vs population
 
 The world: each case has a true quality drawn once (uniform 35-65); a prompt version's
 true score on a case is that plus the known effect of every edit it carries; the judge
@@ -16,6 +17,11 @@ same). The improver is a stand-in whose edits have known effects:
 - ``better``: one edit, +5 on every case (1 round): how often does head move (power)?
 - ``overfit``: one edit, +10 on the cases the improver was shown and -5 on the others
   (1 round, validation 0.25): how often is it promoted? (and without validation)
+
+- ``mixed`` (``--search``): edits help different cases (half specialists, +12 on a third of
+  the cases each; a quarter harmful, -4; a quarter helping only the cases shown): the
+  chain against a population, with and without merge, at about equal model calls, by
+  the true gain of the version each cycle ends on.
 
 Every cycle: 20 cases, 3 iterations, acceptance significant, low_score 100 (every case
 is shown to the improver unless held out). Reported with the Monte Carlo standard error.
@@ -65,8 +71,9 @@ class World:
         return self.quality[case_id] + sum(self.effects[m].get(case_id, 0.0)
                                            for m in MARK.findall(system))
 
-    def suite_truth(self, system: str) -> float:
-        return sum(self.truth(system, c) for c in self.quality) / len(self.quality)
+    def suite_truth(self, system: str, cases: Any = None) -> float:
+        cases = list(cases) if cases else list(self.quality)
+        return sum(self.truth(system, c) for c in cases) / len(cases)
 
 
 class TruthAgent:
@@ -125,12 +132,29 @@ class KnownImprover:
         shown = {c.id for c in inp.low_cases}
         if self.kind == "equal":
             effect = dict.fromkeys(self.world.quality, 0.0)
+        elif self.kind == "mixed":
+            effect = self.mixed(mark, shown)
         elif self.kind == "better":
             effect = dict.fromkeys(self.world.quality, self.gain)
         else:  # overfit: helps what it saw, hurts the rest
             effect = {c: (10.0 if c in shown else -5.0) for c in self.world.quality}
         self.world.effects[mark] = effect
         return [Suggestion(type="system_prompt", priority="high", suggested_value=f" [e:{mark}]")]
+
+    def mixed(self, mark: str, shown: set[str]) -> dict[str, float]:
+        """An edit of a world where different edits help different cases: half of them a
+        specialist (+12 on a third of the cases, drawn for the edit), a quarter harmful
+        (-4 everywhere), a quarter helping only what the improver was shown (+10 there,
+        -5 elsewhere)."""
+        rng = random.Random(f"{self.world.seed}|{mark}")
+        cases = sorted(self.world.quality)
+        draw = rng.random()
+        if draw < 0.5:
+            helped = set(rng.sample(cases, len(cases) // 3))
+            return {c: 12.0 if c in helped else 0.0 for c in cases}
+        if draw < 0.75:
+            return dict.fromkeys(cases, -4.0)
+        return {c: 10.0 if c in shown else -5.0 for c in cases}
 
 
 @dataclass
@@ -140,11 +164,18 @@ class Outcome:
     drift: float
     extra_evaluations: float
     screens: float = 0.0
+    #: the final version's true score minus the starting one's
+    true_gain: float = 0.0
+    #: the same on the held-out cases alone (unseen by the improver: the future's cases)
+    unseen_gain: float = 0.0
+    #: model calls the cycle made: the improver's, and an agent and a judge call per
+    #: case iteration (screens and confirmations included)
+    calls: int = 0
 
 
 async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: int,
                     iterations: int, validation: float | None, gain: float = 5.0,
-                    population: int = 1) -> Outcome:
+                    population: int = 1, merge: bool = True) -> Outcome:
     from cycle.loop.holdout import held_out_cases
 
     rng = random.Random(seed)
@@ -152,12 +183,13 @@ async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: i
     world = World({c.id: rng.uniform(35, 65) for c in suite}, seed=seed)
     start = store.save_version(Prompt(id=f"p{seed}", system="You answer."), source="manual")
     held = held_out_cases(suite, validation if validation else False)
+    improver = KnownImprover(world, kind, gain)
     loop = Loop(
         start=start, cases=suite, agent=TruthAgent, judge=NoisyJudge(world),  # type: ignore[arg-type]
-        improver=KnownImprover(world, kind, gain), reviewer=AutoReviewer(),  # type: ignore[arg-type]
+        improver=improver, reviewer=AutoReviewer(),  # type: ignore[arg-type]
         store=store, stop=parse_stop({"max_rounds": rounds}),
         settings=LoopSettings(low_score=100.0, iterations=iterations, concurrency=64, timeout=None,
-                              held_out=held, population=population),
+                              held_out=held, population=population, merge=merge),
     )
     result = await loop.run()
     final = store.get_version(start.prompt_id, result.final_version)
@@ -169,9 +201,16 @@ async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: i
     screens = store.db.execute(  # a population's screens: <cycle>-rN-sK, in suite evaluations
         "SELECT count(*) FROM results WHERE run_id LIKE ?", (f"{result.cycle_id}-r%-s%",)
     ).fetchone()[0] / (cases * iterations)
+    judged = store.db.execute("SELECT count(*) FROM results WHERE run_id LIKE ?",
+                              (f"{result.cycle_id}-%",)).fetchone()[0]
     return Outcome(moved=result.final_version != result.initial_version,
                    explored=any(r.accepted for r in result.rounds if r.stage == "improve"),
-                   drift=drift, extra_evaluations=extra, screens=screens)
+                   drift=drift, extra_evaluations=extra, screens=screens,
+                   true_gain=world.suite_truth(final.prompt.system) - world.suite_truth(
+                       start.prompt.system),
+                   unseen_gain=world.suite_truth(final.prompt.system, held) - world.suite_truth(
+                       start.prompt.system, held),
+                   calls=improver.count + 2 * judged)
 
 
 def rate(flags: list[bool]) -> str:
@@ -195,6 +234,27 @@ async def scenario(offset: int, n: int, **kw: Any) -> list[Outcome]:
     return out
 
 
+def search(n: int) -> None:
+    """The chain against the population (with and without merge) in the mixed world, at
+    about equal model calls, validation 0.25: the true gain of the version each cycle
+    ends on."""
+    arms = {  # rounds chosen so that every arm makes about 1,150 model calls a cycle
+        "chain, 5 rounds": {"population": 1, "rounds": 5},
+        "population 3 with merge, 4 rounds": {"population": 3, "rounds": 4},
+        "population 3 without merge, 4 rounds": {"population": 3, "rounds": 4, "merge": False},
+    }
+    for offset, (label, kw) in enumerate(arms.items()):
+        t = time.perf_counter()
+        # the same worlds (seeds) for every arm: paired comparisons
+        out = asyncio.run(scenario(10, n, kind="mixed", cases=20, iterations=3,
+                                   validation=0.25, **kw))
+        print(f"{label}: true gain of the final version {mean_se([o.true_gain for o in out])} "
+              f"points (on the held-out cases {mean_se([o.unseen_gain for o in out])}); head moved {rate([o.moved for o in out])}; a worse version promoted "
+              f"{rate([o.true_gain < 0 for o in out])}; model calls per cycle "
+              f"{sum(o.calls for o in out) / len(out):.0f} ({time.perf_counter() - t:.0f} s)",
+              flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -202,7 +262,12 @@ def main() -> None:
     parser.add_argument("--population", type=int, default=1,
                         help="candidates a round (improve.population; 1: the chain)")
     parser.add_argument("--cycles", type=int, help="cycles per world (default 3000/1000/1000)")
+    parser.add_argument("--search", type=int, metavar="N",
+                        help="only the search comparison: N cycles per arm in the mixed world")
     args = parser.parse_args()
+    if args.search:
+        search(args.search)
+        return
     n_equal, n_better, n_overfit = (40, 40, 40) if args.quick else (3000, 1000, 1000)
     if args.cycles:
         n_equal = n_better = n_overfit = args.cycles

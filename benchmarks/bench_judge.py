@@ -20,7 +20,18 @@ a judge that adds ``bias`` points on long answers (half of them) plus Gaussian n
    labelling random outputs of each fresh run when the cycle asks); and the power the
    correction costs on an honest judge and a true +5.
 
-Each share is printed with its Monte Carlo standard error, sqrt(p(1-p)/sims).
+4. **cycle judge improve** (the real command's pieces: ``cycle run``, ``cycle judge labels
+   import``, cycle.assemble.judge_cycle's Loop on a SQLite store, the offline model) on
+   the labelled world (cycle.testing.offline.labelled): 40 cases, each asking for the
+   order number and for a next step with probability one half; the rubric asks for a next
+   step only; people get each verdict the wrong way round 5% of the time. Per seed (the
+   world's and the split's): held-out kappa and mean absolute error before and after,
+   whether head moved. Two worlds: people also require the order number (a rule to
+   learn), or they follow the rubric (nothing to learn: a move would be a false
+   promotion).
+
+Each share is printed with its Monte Carlo standard error, sqrt(p(1-p)/sims); each mean
+with its standard error, sd/sqrt(sims).
 """
 
 from __future__ import annotations
@@ -207,13 +218,81 @@ def whole_cycles(sims: int) -> None:
         print(f"{name:>44}  {cells[0]:>14}  {cells[1]:>14}  {cells[2]:>14}", flush=True)
 
 
+def _judge_cycle(folder, seed: int, people: str, flip: float) -> tuple[float, float, float,  # type: ignore[no-untyped-def]
+                                                                       float, bool]:
+    """One world of ``cycle judge improve``: held-out (kappa before, after, mean absolute
+    error before, after) and whether head moved."""
+    import json
+
+    from click.testing import CliRunner
+
+    from cycle import aio
+    from cycle.assemble.config import load_config
+    from cycle.assemble.improve import load_improve_config
+    from cycle.assemble.judge_cycle import build_judge_loop, held_out_figures, labelled_set
+    from cycle.cli import cli
+    from cycle.loop.review import AutoReviewer
+    from cycle.store import Store
+    from cycle.testing.offline.labelled import RULES, people_labels, write_project
+
+    config = write_project(folder, cases=40, seed=seed)
+    store_path = folder / "s.db"
+    runner = CliRunner()
+    r = runner.invoke(cli, ["--store", str(store_path), "run", str(config), "--no-reports", "-q"])
+    assert r.exit_code in (0, 1), r.output
+    with Store.open(store_path) as store:
+        run_id = store.runs.recent(limit=1)[0].id
+        lines = people_labels(store.human_labels.outputs(run_id), run_id, RULES[people],
+                              flip=flip, rng=random.Random(seed))
+    labels = folder / "labels.jsonl"
+    labels.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = runner.invoke(cli, ["--store", str(store_path), "judge", "labels", "import", str(labels)])
+    assert r.exit_code == 0, r.output
+    loaded = load_config(config)
+    with Store.open(store_path) as store:
+        labelled = labelled_set(store, loaded, run_id, held_out=0.3, seed=seed)
+        loop = build_judge_loop(loaded, labelled, store=store, reviewer=AutoReviewer(),
+                                improve=load_improve_config(loaded), rounds=3)
+        result = aio.run(loop.run())
+        h = held_out_figures(store, result, labelled)
+    assert h is not None
+    return (h.before.kappa or 0.0, h.after.kappa or 0.0, h.before.mean_abs_error or 0.0,
+            h.after.mean_abs_error or 0.0, result.final_version != result.initial_version)
+
+
+def judge_improve(sims: int, flip: float = 0.05) -> None:
+    import tempfile
+    from pathlib import Path
+
+    def mean(xs: list[float]) -> str:
+        return f"{statistics.fmean(xs):+.3f} ± {statistics.stdev(xs) / len(xs) ** 0.5:.3f}"
+
+    print(f"\n4. cycle judge improve, 40 labelled outputs (12 held out), people wrong {flip:.0%} "
+          f"of the time, {sims} worlds each")
+    print(f"{'people':>32}  {'head moved':>14}  {'kappa before':>12}  {'kappa gain':>16}  "
+          f"{'error before':>12}  {'error change':>16}")
+    for name, people in (("also need the order number", "needs_order"),
+                         ("follow the rubric (nothing)", "next_step")):
+        rows = []
+        for seed in range(sims):
+            with tempfile.TemporaryDirectory() as tmp:
+                rows.append(_judge_cycle(Path(tmp), 9_000 + seed, people, flip))
+        kb, ka, eb, ea, moved = zip(*rows, strict=True)
+        print(f"{name:>32}  {share(sum(moved), sims):>14}  {statistics.fmean(kb):>12.3f}  "
+              f"{mean([a - b for a, b in zip(ka, kb, strict=True)]):>16}  "
+              f"{statistics.fmean(eb):>12.1f}  "
+              f"{mean([a - b for a, b in zip(ea, eb, strict=True)]):>16}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=1000)
     parser.add_argument("--gate-sims", type=int, default=200,
                         help="runs per gate row (each bootstraps kappa 1,000 times)")
     parser.add_argument("--cycle-sims", type=int, default=200, help="cycles per world and labels")
-    parser.add_argument("--only", choices=("coverage", "gate", "cycles"))
+    parser.add_argument("--judge-sims", type=int, default=40,
+                        help="worlds of cycle judge improve per kind of people")
+    parser.add_argument("--only", choices=("coverage", "gate", "cycles", "judge-improve"))
     args = parser.parse_args()
     if args.only in (None, "coverage"):
         coverage(args.sims, bias=8.0)
@@ -221,6 +300,8 @@ def main() -> None:
         gate(args.gate_sims)
     if args.only in (None, "cycles"):
         whole_cycles(args.cycle_sims)
+    if args.only in (None, "judge-improve"):
+        judge_improve(args.judge_sims)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from typing import Any
 
 from msgspec import Struct
 
-from cycle.agents.agent import generate_config, prompt_messages
+from cycle.agents.agent import generate_config, prompt_messages, unsent_examples
 from cycle.agents.conversation import Iteration, TurnAgent
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
@@ -321,6 +321,10 @@ class AdkAgent(TurnAgent):
                  user_model: Callable[[str], Model] | None = None,
                  user_agents: Mapping[str, UserAgentSpec] | None = None) -> None:
         """``allow_code_execution``: run an agent with a code executor (refused otherwise)."""
+        if prompt.examples:
+            # the session holds the conversation, and it starts with the case's message:
+            # the examples would be silently left out
+            raise unsent_examples(f"the ADK agent {path}")
         from google.adk.runners import Runner
         from google.adk.sessions import InMemorySessionService
 

@@ -30,6 +30,7 @@ from cycle.llm.base import GenerateConfig
 from cycle.llm.http import maskable, scrub
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
+from cycle.prompts.examples import example_turn, shown_examples
 from cycle.prompts.template import render_system, render_user
 from cycle.records import AgentResult, Message, Prompt, ToolCall, ToolDef, TraceEvent
 from cycle.records.scope import NO_SCOPE, CallScope
@@ -66,7 +67,8 @@ def generate_config(params: dict[str, Any]) -> GenerateConfig:
 
 
 def prompt_messages(prompt: Prompt, case: TestCase, *, system: Message | None = None) -> list[Message]:
-    """The first messages a prompt sends for ``case``: its system prompt and its user
+    """The first messages a prompt sends for ``case``: its system prompt, its few-shot
+    examples as user and assistant turns (but one drawn from this case), and its user
     template, rendered with the case's variables (``system``: the system message when
     it is the same for every case, built once)."""
     variables = case.variables
@@ -75,8 +77,20 @@ def prompt_messages(prompt: Prompt, case: TestCase, *, system: Message | None = 
         messages.append(system)
     elif prompt.system:
         messages.append(Message.system(render_system(prompt, variables)))
+    for example in shown_examples(prompt, case.id, case.input):
+        messages += [Message(role="user", content=example_turn(prompt, example), example=True),
+                     Message(role="assistant", content=example.output, example=True)]
     messages.append(Message.user(render_user(prompt, variables)))
     return messages
+
+
+def unsent_examples(agent: str) -> ConfigError:
+    """The refusal of a prompt's few-shot examples by an agent that would not send them."""
+    return ConfigError(
+        f"the prompt has few-shot examples, and {agent} does not send a prompt's messages: "
+        "it would run without them", field="examples",
+        hint="Examples are sent as turns by a prompt run on a model (agent: provider:model); "
+        "remove them from the prompt, or put what they show in the system prompt.")
 
 
 class PromptAgent(TurnAgent):
@@ -360,6 +374,8 @@ class HttpAgent(TurnAgent):
     ) -> None:
         import httpx2 as httpx  # the HTTP client the openai SDK ships with
 
+        if prompt is not None and prompt.examples:
+            raise unsent_examples(f"the HTTP agent {url}")
         tools = prompt.tools if prompt is not None and protocol == "tools" else ()
         super().__init__(tools=tools, mocks=mocks, max_steps=max_steps, user_model=user_model,
                          user_agents=user_agents)

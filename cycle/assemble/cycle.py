@@ -86,6 +86,13 @@ def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None, *,
                 + "Name a case id of the suite (or tag the case 'required').",
             )
     held_out(loaded, improve, cases)
+    if improve.examples and agent.adk:
+        raise ConfigError(
+            "improve.examples: an ADK agent's session starts with the case's message, so a "
+            "prompt's few-shot examples would not reach its model",
+            file=str(loaded.path), line=loaded.doc.line_of(("improve", "examples")),
+            field="improve.examples", hint="Remove improve.examples, or run the prompt on a "
+            "model (agent: provider:model).")
     return cases
 
 
@@ -115,7 +122,7 @@ def loop_settings(loaded: LoadedConfig, improve: ImproveConfig,
         min_agreement=improve.judge.min_agreement if improve.judge else None,
         confirm_labels=improve.judge.confirm_labels if improve.judge else None,
         population=improve.population, screen_cases=improve.screen_cases,
-        merge=improve.merge,
+        merge=improve.merge, examples=improve.examples.max if improve.examples else 0,
     )
 
 

@@ -9,6 +9,8 @@
       batch: false                   # evaluations as provider batch jobs (half price, slow)
       validation: 0.25               # held-out cases the improver never sees (a fraction, ids or
                                      # tags, or false; default: 0.25 from 40 cases, else none)
+      examples: {max: 3}             # the improver may add few-shot examples drawn from
+                                     # improvement cases (default: off)
 """
 
 from __future__ import annotations
@@ -37,6 +39,21 @@ class JudgeGateConfig(BaseModel):
         None, ge=2, description="head moves only if the confirmation's gain holds with the "
         "judge's scores corrected by people's labels of this many outputs of each version "
         "(per LLM criterion); the cycle waits for them, resumable.")
+
+
+#: the most examples ``examples: true`` lets a prompt hold
+DEFAULT_EXAMPLES = 3
+
+
+class ExamplesConfig(BaseModel):
+    """``improve.examples``: few-shot examples as something the improver may propose."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max: int = Field(
+        DEFAULT_EXAMPLES, ge=1, le=8, description="The most examples the prompt may hold "
+        "(its own included); each is sent with every call, so each costs its tokens on "
+        "every case.")
 
 
 class ImproveConfig(BaseModel):
@@ -110,6 +127,23 @@ class ImproveConfig(BaseModel):
         "the Pareto frontier whose gains fall on different cases (their edits since a common "
         "ancestor applied together; conflicting edits resolved by the improver), screened and "
         "judged like the others. false: every candidate is the improver's.")
+
+    examples: ExamplesConfig | None = Field(
+        None, description="Let the improver add, replace or remove few-shot examples in the "
+        "prompt, drawn from the improvement cases it is shown (never a held-out one): "
+        "{max: 3}, or true for that. Default: off.")
+
+    @field_validator("examples", mode="before")
+    @classmethod
+    def _examples(cls, value: Any) -> Any:
+        if value is True:
+            return {"max": DEFAULT_EXAMPLES}
+        if value is False or value is None:
+            return None
+        if not isinstance(value, dict):  # pydantic reports a ValueError, not a TypeError
+            raise ValueError(f"examples is a mapping such as {{max: 3}} (or true, or "  # noqa: TRY004
+                             f"false), not {value!r}")
+        return value
 
     @field_validator("stop")
     @classmethod

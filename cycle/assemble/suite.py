@@ -657,6 +657,10 @@ def build_suite(
 
     users = {"user_model": user_model, "user_agents": loaded.config.tools.user_agents}
     agent: Agent
+    if spec.function and prompt is not None and prompt.examples:
+        from cycle.agents.agent import unsent_examples
+
+        raise unsent_examples(f"the Python agent {spec.function}")
     if spec.function:
         agent = CallableAgent(spec.function, tools=prompt.tools if prompt else (),
                               mocks=loaded.config.tools.mocks, **users)

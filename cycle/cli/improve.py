@@ -19,17 +19,23 @@ import click
 
 from cycle import aio, heap
 from cycle import events as ev
+from cycle.authors import LOOP
 from cycle.cli import FiniteFloat, store_flag, store_of
 from cycle.errors import CycleError
 from cycle.words import plural
 
 if TYPE_CHECKING:  # the commands import what they need when they run (start-up stays light)
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from cycle.assemble import ImproveConfig, LoadedConfig
     from cycle.cases import TestCase
-    from cycle.loop import CycleResult
+    from cycle.llm.cache import ResponseCache
+    from cycle.loop import CycleResult, Loop
     from cycle.loop.review import Reviewer
+    from cycle.store import Store
+
+    #: builds a cycle's Loop in the process that runs it (the TUI's child, or this one)
+    LoopMaker = Callable[[Store, ev.EventBus, Reviewer, ResponseCache | None], Loop]
 
 
 class CycleConsole:
@@ -66,8 +72,13 @@ class CycleConsole:
             self._say(f"  review ({event.reviewer}): {event.approved} approved, {event.edited} edited, "
                       f"{event.rejected} rejected, {event.skipped} skipped")
             for s in event.suggestions:
+                source = (f" (from case {s['source_case']})"
+                          if s.get("type") == "example" and s.get("source_case") else "")
                 if s.get("decision") == "skipped":
-                    self._say(f"    skipped {s.get('type')}: {s.get('reason')}")
+                    self._say(f"    skipped {s.get('type')}{source}: {s.get('reason')}")
+                elif s.get("decision") == "rejected" and str(s.get("decided_by") or "").startswith(
+                        f"{LOOP} ("):  # the cycle's guard refused it before review
+                    self._say(f"    refused {s.get('type')}{source}: {s.get('reason')}")
         elif isinstance(event, ev.VersionCreated) and event.cycle_id:
             self._say(f"  candidate {event.version} (from {event.parent})")
         elif isinstance(event, ev.CandidateScreened):
@@ -209,14 +220,25 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     sink = ev.JsonlSink(events_file) if events_file else None
     if sink is not None:
         bus.subscribe(sink)
+    from cycle.assemble import build_loop
+
+    def make(store: Store, cycle_bus: ev.EventBus, reviewer: Reviewer,
+             cache: ResponseCache | None) -> Loop:
+        return build_loop(loaded, store=store, bus=cycle_bus, reviewer=reviewer,
+                          improve=improve_cfg, cache=cache, cases=cases)
+
+    c = loaded.config
+    from cycle.judge.panel import panel_name
+
     try:
-        if headless:
-            outcome = _run_headless(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg,
-                                    quiet, use_cache=not no_cache, cases=cases,
-                                    take_over=take_over)
-        else:
-            outcome = _run_tui(loaded, improve_cfg, bus, store_path, choice, priority, resume_arg,
-                               use_cache=not no_cache, cases=cases, take_over=take_over)
+        outcome = run_cycle(
+            make, loaded=loaded, bus=bus, store_path=store_path, choice=choice,
+            priority=priority, resume=resume_arg, headless=headless, quiet=quiet,
+            use_cache=not no_cache, take_over=take_over, again=f"cycle improve {loaded.path}",
+            prompt_id=c.prompt, models={k: v for k, v in (
+                ("agent", c.agent_config.model),
+                ("judge", panel_name(c.judges) if c.judges else None), ("improver", c.improver))
+                if v})
     finally:
         if sink is not None:
             sink.close()
@@ -276,11 +298,26 @@ def _reviewer(choice: str, priority: str) -> Reviewer:
     return AutoReviewer(min_priority=priority) if choice == "auto" else PromptReviewer()  # type: ignore[arg-type]
 
 
-def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus, store_path: Path, choice: str,
+def run_cycle(make: LoopMaker, *,
+              loaded: LoadedConfig, bus: ev.EventBus, store_path: Path, choice: str,
+              priority: str, resume: str | bool | None, headless: bool, quiet: bool,
+              use_cache: bool, take_over: bool, again: str, prompt_id: str,
+              models: dict[str, str]) -> CycleResult:
+    """Run the cycle ``make`` builds: headless with console progress, or under the TUI (a
+    person reviews when ``choice`` is tui). ``again``: the command that resumes it;
+    ``prompt_id`` and ``models``: what the TUI's header names."""
+    if headless:
+        return _run_headless(make, loaded, bus, store_path, choice, priority, resume, quiet,
+                             use_cache=use_cache, take_over=take_over, again=again)
+    return _run_tui(make, loaded, bus, store_path, choice, priority, resume,
+                    use_cache=use_cache, take_over=take_over, again=again,
+                    prompt_id=prompt_id, models=models)
+
+
+def _run_headless(make: LoopMaker,
+                  loaded: LoadedConfig, bus: ev.EventBus, store_path: Path, choice: str,
                   priority: str, resume: str | bool | None, quiet: bool, *, use_cache: bool,
-                  take_over: bool = False,
-                  cases: list[TestCase] | None = None) -> CycleResult:
-    from cycle.assemble import build_loop
+                  take_over: bool, again: str) -> CycleResult:
     from cycle.assemble.suite import open_cache
     from cycle.progress import Progress
     from cycle.store import Store
@@ -294,14 +331,12 @@ def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.Even
     store = Store.open(store_path)
     cache = open_cache(loaded, enabled=use_cache)
     try:
-        loop = build_loop(loaded, store=store, bus=bus, reviewer=_reviewer(choice, priority),
-                    improve=improve_cfg, cache=cache, cases=cases)
+        loop = make(store, bus, _reviewer(choice, priority), cache)
         heap.settle()
         return aio.run(loop.run(resume=resume, take_over=take_over))
     except KeyboardInterrupt:
         hint = f" --resume {started[-1]}" if started else " --resume"
-        click.echo(f"\nInterrupted; the cycle is saved. Resume with: cycle improve {loaded.path}{hint}",
-                   err=True)
+        click.echo(f"\nInterrupted; the cycle is saved. Resume with: {again}{hint}", err=True)
         raise click.exceptions.Exit(130) from None
     finally:
         store.close()
@@ -309,28 +344,23 @@ def _run_headless(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.Even
             cache.close()
 
 
-def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus, store_path: Path, choice: str,
-             priority: str, resume: str | bool | None, *, use_cache: bool, cases: list[TestCase] | None = None,
-             take_over: bool = False) -> CycleResult:
+def _run_tui(make: LoopMaker,
+             loaded: LoadedConfig, bus: ev.EventBus, store_path: Path, choice: str,
+             priority: str, resume: str | bool | None, *, use_cache: bool, take_over: bool,
+             again: str, prompt_id: str, models: dict[str, str]) -> CycleResult:
     try:
         from cycle.tui.app import run_cycle_app
         from cycle.tui.widgets.header import HeaderInfo
     except ImportError as e:
         raise CycleError(
             f"the TUI is not available in this installation ({e})",
-            hint="Run headless instead: cycle improve cycle.yaml --headless --yes",
+            hint=f"Run headless instead: {again} --headless --yes",
         ) from e
-    from cycle.assemble import build_loop
     from cycle.assemble.suite import open_cache
-    from cycle.judge.panel import panel_name
     from cycle.store import Store
     from cycle.store.store import shown_target
 
-    c = loaded.config
-    models = {k: v for k, v in (("agent", c.agent_config.model),
-                                ("judge", panel_name(c.judges) if c.judges else None),
-                                ("improver", c.improver)) if v}
-    info = HeaderInfo(prompt_id=c.prompt, models=models,
+    info = HeaderInfo(prompt_id=prompt_id, models=models,
                       offline=any(str(m).split(":")[0] in ("offline", "scripted") for m in models.values()),
                       store=shown_target(store_path))
 
@@ -339,9 +369,8 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
         cache = open_cache(loaded, enabled=use_cache)
         try:
             reviewer = tui_reviewer if choice == "tui" else _reviewer(choice, priority)
-            loop = build_loop(loaded, store=store, bus=cycle_bus, reviewer=reviewer, improve=improve_cfg,
-                        cache=cache, cases=cases)
-            return await loop.run(resume=resume, take_over=take_over)
+            return await make(store, cycle_bus, reviewer, cache).run(resume=resume,
+                                                                     take_over=take_over)
         finally:
             store.close()
             if cache is not None:
@@ -352,8 +381,7 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
     if outcome.status == "failed" and outcome.error is not None:
         raise outcome.error
     if outcome.status != "finished":
-        click.echo(f"Interrupted; the cycle is saved. Resume with: cycle improve {loaded.path} --resume",
-                   err=True)
+        click.echo(f"Interrupted; the cycle is saved. Resume with: {again} --resume", err=True)
         raise click.exceptions.Exit(130)
     return outcome.result
 
@@ -361,15 +389,30 @@ def _run_tui(loaded: LoadedConfig, improve_cfg: ImproveConfig, bus: ev.EventBus,
 def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Path,
             loaded: LoadedConfig) -> None:
     from cycle.assemble.config import file_behind_head
+    from cycle.store import Store
+
+    report_cycle(result, store_path, report_dir, loaded.report_formats)
+    with Store.open(store_path) as store:
+        behind = file_behind_head(loaded, store)
+    if behind is not None:  # the improved prompt back into the user's file (and git)
+        click.echo(f"{_shown_path(loaded, behind[0])} still holds {behind[2]}; cycle run and "
+                   f"pytest evaluate the file. Put {behind[3]} in it, comments kept:\n"
+                   f"  cycle prompt export {result.prompt_id} --write "
+                   f"{_shown_path(loaded, behind[0])}{store_flag(store_path)}")
+
+
+def report_cycle(result: CycleResult, store_path: Path, report_dir: Path,
+                 formats: Sequence[str] | None) -> None:
+    """Write the cycle's report and say how it ended: rounds, versions and scores, cost,
+    where the report is, and how to undo a head move."""
     from cycle.records import HEAD
     from cycle.report.cycle_report import lineage_lines, write_cycle_report
     from cycle.store import Store
 
     with Store.open(store_path) as store:
-        paths = write_cycle_report(store, result.cycle_id, report_dir, loaded.report_formats)
+        paths = write_cycle_report(store, result.cycle_id, report_dir, formats)
         tree = lineage_lines(store, result.cycle_id)
         head = store.labels(result.prompt_id).get(HEAD)
-        behind = file_behind_head(loaded, store)
     initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
     final = "—" if result.final_score is None else f"{result.final_score:.1f}"
     by_role = ", ".join(f"{k} ${v:.4f}" for k, v in sorted(result.cost_by_role.items()))
@@ -386,11 +429,6 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     if result.final_version != result.initial_version and head == result.final_version:
         click.echo(f"undo with: cycle rollback {result.prompt_id} --to {result.initial_version}"
                    f"{store_flag(store_path)}")
-    if behind is not None:  # the improved prompt back into the user's file (and git)
-        click.echo(f"{_shown_path(loaded, behind[0])} still holds {behind[2]}; cycle run and "
-                   f"pytest evaluate the file. Put {behind[3]} in it, comments kept:\n"
-                   f"  cycle prompt export {result.prompt_id} --write "
-                   f"{_shown_path(loaded, behind[0])}{store_flag(store_path)}")
 
 
 def _shown_path(loaded: LoadedConfig, ref: str) -> str:

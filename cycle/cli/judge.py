@@ -479,3 +479,9 @@ def pairwise(base_run: str, head_run: str, config: Path, criteria: tuple[str, ..
     for s in summaries:
         click.echo(f"{s.criterion:<16} {s.head_cases:>11} {s.base_cases:>11} {s.tied_cases:>5} "
                    f"{s.p_value:>11.3f} {s.order_flips:>11.0%}")
+
+
+# its own module (one command), on the group here: cycle judge improve
+from cycle.cli.judge_improve import improve_judge
+
+judge_group.add_command(improve_judge)

@@ -5,7 +5,10 @@ names (for ``tool_description``, the description of the tool it names): exactly
 first, then ignoring differences in whitespace (models often re-wrap the text
 they quote), then the one run of words at least 85% like it (a word changed, a
 comma dropped); the review's diff shows the reviewer exactly what is replaced. An empty ``current_value`` appends. A
-``parameters`` suggestion is a JSON object merged into ``params``. A
+``parameters`` suggestion is a JSON object merged into ``params``. An ``example``
+suggestion adds a few-shot example (its ``example_input``, the source case's, with the
+suggested output), or replaces or removes (an empty suggested value) the example whose
+output its ``current_value`` quotes. A
 suggestion that cannot be applied is marked ``skipped`` with the reason, never
 dropped silently. Bumping the version number is the store's job
 (``Store.save_version(bump=...)``).
@@ -23,7 +26,8 @@ from msgspec import Struct, field
 from cycle.errors import TemplateError
 from cycle.prompts import compile_template
 from cycle.prompts.diff import diff_prompts
-from cycle.records import Prompt, Suggestion
+from cycle.prompts.examples import example_turn
+from cycle.records import Example, Prompt, Suggestion
 
 #: which Prompt field each suggestion type edits
 FIELD_OF: dict[str, str] = {
@@ -131,6 +135,8 @@ def apply_one(prompt: Prompt, suggestion: Suggestion) -> Prompt:
     Raises NotApplicable when the suggestion cannot be applied or changes nothing.
     """
     value = suggestion.value
+    if suggestion.type == "example":
+        return _edit_examples(prompt, suggestion)
     if suggestion.type == "tool_description":
         return _edit_tool(prompt, suggestion.tool, suggestion.current_value, value)
     if suggestion.type == "parameters":
@@ -162,6 +168,60 @@ def _edit_tool(prompt: Prompt, name: str, current: str, value: str) -> Prompt:
     edited = tool.model_copy(update={"description": after})
     return prompt.model_copy(update={"tools": tuple(edited if t.name == name else t
                                                     for t in prompt.tools)})
+
+
+def quoted_example(examples: tuple[Example, ...], quoted: str) -> int:
+    """The index of the example whose output ``quoted`` quotes: exactly but for white
+    space, else the one at least FUZZY_RATIO alike. Raises NotApplicable."""
+    import difflib
+
+    wanted = " ".join(quoted.split())
+    outputs = [" ".join(e.output.split()) for e in examples]
+    if wanted in outputs:
+        return outputs.index(wanted)
+    ratios = [difflib.SequenceMatcher(a=o, b=wanted, autojunk=False).ratio() for o in outputs]
+    if ratios and max(ratios) >= FUZZY_RATIO:
+        return ratios.index(max(ratios))
+    shown = quoted if len(quoted) <= 80 else quoted[:77] + "..."
+    raise NotApplicable(f"no example of the prompt has the output {shown!r}: quote the output "
+                        "of the example to replace or remove, or leave it empty to add one")
+
+
+def _edit_examples(prompt: Prompt, s: Suggestion) -> Prompt:
+    examples = list(prompt.examples)
+    output = s.value
+    if s.current_value.strip():
+        at = quoted_example(prompt.examples, s.current_value)
+        if not output.strip():
+            del examples[at]
+        else:
+            old = examples[at]
+            # a new source brings its own input; an output edited alone keeps the old one
+            drawn = s.example_input is not None
+            examples[at] = Example(input=s.example_input if drawn else old.input, output=output,
+                                   source=(s.source_case or None) if drawn else old.source)
+            if examples[at] == old:
+                raise NotApplicable("the suggestion changes nothing")
+    else:
+        if not output.strip():
+            raise NotApplicable("an example needs an output: the ideal answer to its input")
+        if s.example_input is None:
+            raise NotApplicable("an example needs an input: name the case it is drawn from "
+                                "(source_case), whose input it takes")
+        examples.append(Example(input=s.example_input, output=output,
+                                source=s.source_case or None))
+    inputs = [json.dumps(e.input, sort_keys=True) for e in examples]
+    if len(set(inputs)) < len(inputs):
+        raise NotApplicable("the prompt already has an example of this input: replace that "
+                            "one instead (quote its output in current_value)")
+    edited = prompt.model_copy(update={"examples": tuple(examples)})
+    for e in edited.examples:
+        try:
+            example_turn(edited, e)
+        except TemplateError as error:
+            raise NotApplicable(f"the example's input does not render the user template: "
+                                f"{error.message}") from error
+    return edited
 
 
 def apply_suggestions(prompt: Prompt, suggestions: list[Suggestion]) -> ApplyResult:

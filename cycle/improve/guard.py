@@ -13,6 +13,14 @@
   is distinctive (a short reference such as an order number). A template that reads
   the expected answer scores 100 on every case and means nothing in production.
 
+- **Examples** (few-shot, ``improve.examples``) are meant to hold case text, so the copy
+  and leak guards leave them alone; instead an example is refused when examples are off,
+  when the prompt would hold more than ``improve.examples.max``, when it is drawn from a
+  case that is not an improvement case (a held-out case, or none of the suite), and when
+  its text copies a held-out case's input or expected answer (8+ words, or a distinctive
+  expected answer whole): a held-out case only tells whether the prompt generalises while
+  the prompt holds nothing of it.
+
 Each refusal is a rejection with its reason, which goes back to the improver.
 """
 
@@ -60,29 +68,96 @@ def _grams(text: str, n: int) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
 
 
-def copies(suggestions: Sequence[Suggestion], cases: Sequence[TestCase]) -> dict[str, str]:
-    """Suggestion id -> which case text it copies into the prompt (the first case, in
-    order, whose expected answer, then input, shares a run of words with what it adds)."""
-    added = {s.id: _grams(s.value, COPY_WORDS) - _grams(s.current_value, COPY_WORDS)
-             for s in suggestions}  # text the edit replaces may quote the prompt
+def _case_grams(case: TestCase) -> Iterable[tuple[int, tuple[str, ...]]]:
+    """(0 for the expected answer, 1 for the input, run of words) of a case's text."""
+    for what, value in enumerate((case.expected, case.input)):
+        if value is not None:
+            for gram in _grams(_text(value), COPY_WORDS):
+                yield what, gram
+
+
+def _copied(added: dict[str, set[tuple[str, ...]]], cases: Sequence[TestCase],
+            common: frozenset[tuple[str, ...]] = frozenset()) -> dict[str, tuple[str, str]]:
+    """Suggestion id -> (case id, 'expected answer' | 'input') of the first case, in order,
+    whose expected answer, then input, shares a run of COPY_WORDS words with ``added``
+    (a run in ``common`` counts for none)."""
     if not any(added.values()):
         return {}
     # every case's text read once (not once per suggestion): run of words -> first place
     first: dict[tuple[str, ...], tuple[int, int]] = {}
     for position, case in enumerate(cases):
-        for what, value in enumerate((case.expected, case.input)):
-            if value is not None:
-                for gram in _grams(_text(value), COPY_WORDS):
-                    first.setdefault(gram, (position, what))
+        for what, gram in _case_grams(case):
+            if gram not in common:
+                first.setdefault(gram, (position, what))
     out = {}
-    for s in suggestions:
-        places = [first[g] for g in added[s.id] if g in first]
+    for sid, grams in added.items():
+        places = [first[g] for g in grams if g in first]
         if places:
             position, what = min(places)
-            out[s.id] = (f"copies {COPY_WORDS}+ words of case '{cases[position].id}''s "
-                         f"{('expected answer', 'input')[what]} into the prompt: that fits the "
-                         "prompt to one case instead of instructing better (overfitting by "
-                         "copying)")
+            out[sid] = (cases[position].id, ("expected answer", "input")[what])
+    return out
+
+
+def copies(suggestions: Sequence[Suggestion], cases: Sequence[TestCase]) -> dict[str, str]:
+    """Suggestion id -> which case text it copies into the prompt (the first case, in
+    order, whose expected answer, then input, shares a run of words with what it adds).
+    Examples are left out: they are meant to hold case text (``example_faults``)."""
+    added = {s.id: _grams(s.value, COPY_WORDS) - _grams(s.current_value, COPY_WORDS)
+             for s in suggestions if s.type != "example"}  # the replaced text may quote the prompt
+    return {sid: (f"copies {COPY_WORDS}+ words of case '{case}''s {what} into the prompt: "
+                  "that fits the prompt to one case instead of instructing better "
+                  "(overfitting by copying)")
+            for sid, (case, what) in _copied(added, cases).items()}
+
+
+def example_faults(suggestions: Sequence[Suggestion], prompt: Prompt,
+                   cases: Sequence[TestCase], *, held_out: Iterable[str] = (),
+                   most: int = 0) -> dict[str, str]:
+    """Example suggestion id -> why it is refused: examples are off (``most`` 0), it would
+    make the prompt hold more than ``most``, it is drawn from a held-out case or from no
+    case of the suite, or its text copies a held-out case's (in order, the first found)."""
+    examples = [s for s in suggestions if s.type == "example"]
+    if not examples:
+        return {}
+    hidden = frozenset(held_out)
+    known = {c.id for c in cases}
+    secret = [c for c in cases if c.id in hidden]
+    # a run of words an improvement case holds too is not evidence of copying a held-out
+    # case: references often share their phrasing ("I'm sorry for the trouble with order")
+    shown = frozenset(g for c in cases if c.id not in hidden for _, g in _case_grams(c))
+    secret_expected = {t for t in (_norm(x) for c in secret for x in _expected_texts(c.expected))
+                       if len(t) >= 12 or (len(t) >= 5 and _DISTINCTIVE.search(t))}
+    copied = _copied({s.id: _grams(f"{s.value}\n{_text(s.example_input or '')}", COPY_WORDS)
+                      for s in examples}, secret, shown)
+    count = len(prompt.examples)
+    out = {}
+    for s in examples:
+        adds = not s.current_value.strip()
+        removes = not adds and not s.value.strip()
+        source = s.source_case
+        pasted = sorted(t for t in secret_expected if t in _norm(s.value))
+        if most <= 0:
+            out[s.id] = ("few-shot examples are off for this cycle: set improve.examples "
+                         "(e.g. {max: 3}) to let the improver propose them")
+        elif source and source in hidden:
+            out[s.id] = (f"drawn from held-out case '{source}': held-out cases are never put "
+                         "in the prompt, so that they tell whether it generalises")
+        elif source and source not in known:
+            out[s.id] = (f"names no case of the suite as its source ('{source}'): an example "
+                         "is drawn from a case the improver was shown")
+        elif s.id in copied:
+            case, what = copied[s.id]
+            out[s.id] = (f"copies {COPY_WORDS}+ words of held-out case '{case}''s {what}: "
+                         "held-out cases are never put in the prompt, so that they tell "
+                         "whether it generalises")
+        elif pasted:
+            out[s.id] = (f"holds a held-out case's expected answer ({pasted[0][:40]!r}): "
+                         "held-out cases are never put in the prompt")
+        elif adds and count >= most:
+            out[s.id] = (f"the prompt would hold more than improve.examples.max ({most}) "
+                         "examples: replace one instead")
+        else:
+            count += 1 if adds else -1 if removes else 0
     return out
 
 
@@ -146,6 +221,8 @@ def leaks(suggestions: Sequence[Suggestion], prompt: Prompt, cases: Sequence[Tes
                 if len(t) >= 12 or (len(t) >= 5 and _DISTINCTIVE.search(t))}
     out = {}
     for s in suggestions:
+        if s.type == "example":
+            continue  # an example holds case text by design (example_faults guards it)
         try:
             after = apply_one(prompt, s)
         except NotApplicable:

@@ -10,6 +10,13 @@ back like any other.
 The user message always ENDS with a fenced ```json block holding
 ``{"prompt", "aggregates", "low_cases", "rejected"}``: a real model reads the
 instructions before it, the offline model reads the block.
+
+With few-shot examples on (``improve.examples``) the improver may also propose an
+``example`` edit, drawn from a case it is shown: a low case with a good expected answer,
+or one of the cases that scored well (``examples.candidates`` in the block, never a
+held-out case). The rules for them are added to its system message, and its answer's
+schema gains the kind and ``source_case``; with examples off, its request is what it
+always was.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from cycle.prompts.template import render_system, render_user
 from cycle.records import (
     IMPROVER_PROMPT_ID,
     PRIORITY_ORDER,
+    EditType,
     Message,
     Priority,
     Prompt,
@@ -73,6 +81,20 @@ The prompt under test is "{{ prompt.id }}". Overall score: {{ aggregates.score }
 Study the data below (the prompt, the aggregates, the low-scoring cases with the \
 judge's verdicts, the rejected suggestions) and answer with suggestions that will \
 raise the score on these cases without breaking the others."""
+
+
+#: the rules for few-shot examples, added to the improver's system message when they are on
+EXAMPLE_RULES = """\
+Few-shot examples: the prompt may hold at most {most} examples (an input and its ideal \
+output, sent as a user and an assistant turn before the real user message); \
+prompt.examples lists those it has. An edit of type example adds, replaces or removes one:
+- To add one, leave current_value empty, set source_case to the id of the case it is \
+drawn from and suggested_value to the ideal output: that case's expected answer when it \
+is good, or its output when it scored well (examples.candidates lists cases that did). \
+Its input is taken from that case.
+- To replace one, quote its output in current_value; to remove one, also leave \
+suggested_value empty.
+- Draw only from the cases shown here; prefer answers that show what the low cases miss."""
 
 
 def default_improver_prompt() -> Prompt:
@@ -132,6 +154,24 @@ class LowCase(BaseModel):
     failed_turns: list[int] = Field(default_factory=list)
 
 
+class ExemplarCase(BaseModel):
+    """A case that scored well: its output may become a few-shot example."""
+
+    id: str
+    input: Any = None
+    output: str = ""
+    score: float | None = None
+
+
+class ExamplesBrief(BaseModel):
+    """What the improver is told of few-shot examples when it may propose them."""
+
+    #: the most examples the prompt may hold (improve.examples.max)
+    max: int
+    #: improvement cases that scored well, best first (never a held-out case)
+    candidates: list[ExemplarCase] = Field(default_factory=list)
+
+
 class ImproverInput(BaseModel):
     """Everything one improver call sees."""
 
@@ -143,6 +183,8 @@ class ImproverInput(BaseModel):
     low_score: float = 70.0
     #: a merge's conflicts to resolve (cycle.loop.merging.conflict_note); None: no merge
     merge: dict[str, Any] | None = None
+    #: few-shot examples may be proposed (improve.examples); None: they are off
+    examples: ExamplesBrief | None = None
 
     def data(self) -> dict[str, Any]:
         """The JSON block the message ends with (contracts section 2)."""
@@ -155,11 +197,15 @@ class ImproverInput(BaseModel):
                 **({"tools": [{"name": t.name, "description": t.description,
                                "parameters": t.parameters} for t in self.prompt.tools]}
                    if self.prompt.tools else {}),
+                **({"examples": [e.canonical() for e in self.prompt.examples]}
+                   if self.prompt.examples else {}),
             },
             "aggregates": self.aggregates,
             "low_cases": [c.model_dump(mode="json") for c in self.low_cases],
             "rejected": [r.model_dump(mode="json") for r in self.rejected],
             **({"merge": self.merge} if self.merge is not None else {}),
+            **({"examples": self.examples.model_dump(mode="json")}
+               if self.examples is not None else {}),
         }
 
 
@@ -290,7 +336,7 @@ def fit_cases(cases: Iterable[LowCase], *, max_tokens: int) -> list[LowCase]:
 class SuggestionDraft(BaseModel):
     """One suggestion as the improver model writes it."""
 
-    type: SuggestionType
+    type: EditType
     tool: str = Field("", description="For tool_description: the tool's name.")
     priority: Priority = "medium"
     current_value: str = Field("", description="Exact text to replace; empty to append.")
@@ -304,6 +350,19 @@ class ImproverOutput(BaseModel):
     """The improver's structured answer."""
 
     suggestions: list[SuggestionDraft] = Field(description="The proposed edits, most important first.")
+
+
+class ExampleDraft(SuggestionDraft):
+    """One suggestion, when few-shot examples may be proposed too."""
+
+    type: SuggestionType  # type: ignore[assignment]
+    source_case: str = Field("", description="For example: the id of the case it is drawn from.")
+
+
+class ImproverOutputWithExamples(BaseModel):
+    """The improver's structured answer, when few-shot examples may be proposed too."""
+
+    suggestions: list[ExampleDraft] = Field(description="The proposed edits, most important first.")
 
 
 class Improver:
@@ -335,6 +394,8 @@ class Improver:
             "max_suggestions": self.max_suggestions,
         }
         system = render_system(self.prompt, variables)
+        if inp.examples is not None:
+            system = f"{system.rstrip()}\n\n{EXAMPLE_RULES.format(most=inp.examples.max)}"
         instructions = render_user(self.prompt, variables).rstrip()
         block = json.dumps(inp.data(), indent=2, ensure_ascii=False, default=str)
         user = f"{instructions}\n\n```json\n{block}\n```"
@@ -343,12 +404,16 @@ class Improver:
     async def propose(self, inp: ImproverInput, *, scope: CallScope = NO_SCOPE
                       ) -> list[Suggestion]:
         """One structured call; suggestions sorted by priority, at most ``max_suggestions``."""
+        # the schema gains the example kind only when examples are on: off, the request
+        # is byte for byte what it was (cached answers and recorded journals still match)
+        schema: type[ImproverOutput | ImproverOutputWithExamples] = (
+            ImproverOutput if inp.examples is None else ImproverOutputWithExamples)
         out = await self.model.generate_structured(
-            self.messages(inp), ImproverOutput, name=SCHEMA_NAME, role="improver", scope=scope,
+            self.messages(inp), schema, name=SCHEMA_NAME, role="improver", scope=scope,
         )
         parsed = out.parsed
         try:
-            result = parsed if isinstance(parsed, ImproverOutput) else ImproverOutput.model_validate(parsed)
+            result = parsed if isinstance(parsed, schema) else schema.model_validate(parsed)
         except ValidationError as e:
             raise StructuredOutputError(f"the improver's answer does not follow its schema: {e}") from e
         drafts = sorted(result.suggestions, key=lambda d: PRIORITY_ORDER[d.priority])
@@ -388,6 +453,29 @@ def low_cases(result: RunResult, *, below: float) -> list[LowCase]:
             failed_turns=sorted({*tool_error_turns(rep.trace), *(
                 n for v in rep.verdicts for n in v.failed_turns)}),
         ))
+    return out
+
+
+def exemplar_cases(result: RunResult, *, at_least: float, held_out: Iterable[str] = (),
+                   most: int = 4, max_chars: int = 1200) -> list[ExemplarCase]:
+    """The cases whose mean score is at least ``at_least`` (never a held-out one), best
+    first, each with its representative output: where a good few-shot example comes from.
+    Each field is cut to ``max_chars``."""
+    hidden = frozenset(held_out)
+    ranked = sorted(((mean, case_id) for case_id, mean in result.case_means.items()
+                     if mean >= at_least and case_id not in hidden), key=lambda x: (-x[0], x[1]))
+    out: list[ExemplarCase] = []
+    for mean, case_id in ranked:
+        rep = result.cases[case_id].representative
+        if rep is None or not rep.output.strip():
+            continue
+        info = result.case_info.get(case_id, {})
+        out.append(ExemplarCase(
+            id=case_id, input=_cut_value(rep.input if rep.input is not None else info.get("input"),
+                                         max_chars),
+            output=_cut(rep.output, max_chars), score=round(mean, 2)))
+        if len(out) >= most:
+            break
     return out
 
 

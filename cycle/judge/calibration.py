@@ -239,8 +239,8 @@ def judge_line(store: Store, result: RunResult) -> str | None:
     measured on the labels of every run it judged, or that it has none (None: no LLM
     criterion ran)."""
     judged = result.suite.usage.get("judge")
-    if judged is None or not judged.calls:
-        return None
+    if judged is None or not judged.calls or result.judge_model is None:
+        return None  # no model judged it (a judge cycle's runs call the judge as the agent)
     return agreement_line(store, run_id=result.run_id, model=result.judge_model,
                           version=result.judge_version)
 

@@ -60,12 +60,14 @@ from cycle.errors import (
 from cycle.evals.results import load_run
 from cycle.evals.runner import Runner
 from cycle.improve.apply import apply_suggestions, prompt_diff
-from cycle.improve.guard import copies, leaks, repeats
+from cycle.improve.guard import copies, example_faults, leaks, repeats
 from cycle.improve.improver import (
+    ExamplesBrief,
     Improver,
     ImproverInput,
     LowCase,
     aggregates,
+    exemplar_cases,
     fit_cases,
     low_cases,
 )
@@ -226,6 +228,9 @@ class LoopSettings(Struct, frozen=True):
     #: one of a population's candidates a round may merge two frontier versions whose
     #: gains fall on different cases (cycle.loop.merging)
     merge: bool = True
+    #: the most few-shot examples the improver may make the prompt hold, drawn from
+    #: improvement cases (improve.examples.max); 0: it proposes none
+    examples: int = 0
 
 
 class Loop:
@@ -262,7 +267,10 @@ class Loop:
         """``start``: the version round 0 evaluates, or a function giving it (called only
         when a new cycle starts: a resumed one continues from its stored versions).
         ``prompt_id`` is needed when ``start`` is a function. ``record``: settings stored
-        with the cycle (the cycle.yaml they came from); ``run_config``: stored with each run.
+        with the cycle (the cycle.yaml they came from; ``resume_command``, when not
+        ``cycle improve CONFIG``, the command that resumes it; ``low_score_setting``, when
+        not improve.low_score, what sets the low score); ``run_config``: stored with each
+        run.
         ``closers`` run when the cycle ends (the models the assembler opened)."""
         if isinstance(start, Version):
             prompt_id = prompt_id or start.prompt_id
@@ -518,24 +526,51 @@ class Loop:
                 low_cases=fit_cases(low, max_tokens=self.settings.context_tokens),
                 rejected=refused, low_score=self.low_score,
                 merge=conflict_note(merge.pair, merge.conflicts) if merge else None,
+                examples=self._examples_brief(inc),
             )
             # each candidate of a population is its own sample of the improver (slot 0
             # keeps the scope a round of one always had: older journals replay)
             suggestions = merged + await self.improver.propose(inp, scope=CallScope(
                 cycle_id=self.cycle_id, round=round_no, sample=f"slot {slot}" if slot else None))
+            suggestions = self._with_example_inputs(suggestions)
         self.bus.emit(ev.SuggestionsProposed(
             cycle_id=self.cycle_id, round=round_no, suggestions=[s.model_dump() for s in suggestions],
             slot=slot, parent=inc.version.version if self.settings.population > 1 else None))
         return suggestions
 
+    def _examples_brief(self, inc: _Incumbent) -> ExamplesBrief | None:
+        """What the improver is told of few-shot examples (None: they are off): the most
+        the prompt may hold, and the improvement cases that passed, as sources."""
+        if self.settings.examples <= 0:
+            return None
+        return ExamplesBrief(max=self.settings.examples, candidates=exemplar_cases(
+            inc.result, at_least=max(self.low_score, self.judge.threshold),
+            held_out=self.settings.held_out))
+
+    def _with_example_inputs(self, suggestions: list[Suggestion]) -> list[Suggestion]:
+        """Each example suggestion with its source case's input, taken from the case (never
+        from the improver's words); a held-out or unknown source gets none (the guard
+        refuses it, naming the case)."""
+        out = []
+        for s in suggestions:
+            if (s.type == "example" and s.source_case in self.cases.ids
+                    and s.source_case not in self.settings.held_out):
+                case = self.cases[self.cases.ids.index(s.source_case)]
+                s = s.model_copy(update={"example_input": case.input})
+            out.append(s)
+        return out
+
     def _guard(self, suggestions: list[Suggestion], refused: list[RejectedSuggestion],
                prompt: Prompt) -> list[Suggestion]:
         """Refuse, before review, the repeats of refused edits, the edits that copy a
-        case's text into the prompt and those that make it read case data
-        (cycle.improve.guard)."""
+        case's text into the prompt and those that make it read case data, and the
+        examples drawn from, or copying, a held-out case (cycle.improve.guard)."""
         pending = [s for s in suggestions if s.decision == "pending"]
+        s = self.settings
         why = {**copies(pending, self.cases), **repeats(pending, refused),
-               **leaks(pending, prompt, self.cases, allowed=self.settings.allowed_variables)}
+               **leaks(pending, prompt, self.cases, allowed=s.allowed_variables),
+               **example_faults(pending, prompt, self.cases, held_out=s.held_out,
+                                most=s.examples)}
         return [s.model_copy(update={"decision": "rejected", "reason": why[s.id]})
                 if s.id in why else s for s in suggestions]
 
@@ -547,7 +582,11 @@ class Loop:
         request = ReviewRequest(
             cycle_id=self.cycle_id, round=round_no, prompt_id=p.id, version=inc.version.version,
             current={"system": p.system, "user_template": p.user_template,
-                     "params": json.dumps(p.params, sort_keys=True)},
+                     "params": json.dumps(p.params, sort_keys=True),
+                     **({"tools": json.dumps([t.model_dump(exclude_none=True) for t in p.tools])}
+                        if p.tools else {}),
+                     **({"examples": json.dumps([e.canonical() for e in p.examples])}
+                        if p.examples else {})},
             suggestions=pending, score=inc.evaluation.score,
         )
         decided = {s.id: s for s in await self.reviewer.review(request)}
@@ -581,7 +620,10 @@ class Loop:
         return out
 
     def _resume_command(self) -> str:
-        return f"cycle improve {self.record.get('config_file') or 'cycle.yaml'} --resume {self.cycle_id}"
+        # a cycle started by another command (cycle judge improve) is resumed by it
+        again = (self.record.get("resume_command")
+                 or f"cycle improve {self.record.get('config_file') or 'cycle.yaml'}")
+        return f"{again} --resume {self.cycle_id}"
 
     def _nothing_to_improve(self, inc: _Incumbent) -> str:
         """Why no case goes to the improver, naming the setting that decides it; a version
@@ -593,7 +635,8 @@ class Loop:
                 f"{inc.version.version} was judged on no case: every iteration errored "
                 f"(first: {first})",
                 hint=f"Fix the cause, then continue the cycle: {self._resume_command()}")
-        reason = f"nothing to improve: no case scored below improve.low_score ({self.low_score:g})"
+        setting = self.record.get("low_score_setting") or "improve.low_score"
+        reason = f"nothing to improve: no case scored below {setting} ({self.low_score:g})"
         target = target_of(self.stop)
         if target is not None and target > self.low_score and result.score < target:
             reason += (f"; the score {result.score:.1f} is short of the target {target:g}: "

@@ -10,6 +10,10 @@ sentences of one paragraph both land; where both only added words at the same pl
 differently conflict: the merged prompt keeps the first version's words there, and the improver is
 shown both sides and the cases the second version wins, and resolves them.
 
+Few-shot examples merge by their input: an example only one version added, removed or
+changed since the ancestor is taken as it is; one both changed differently conflicts (the
+first's kept).
+
 The merged edits reach the prompt as suggestions on the first version, so that a person
 reviews a merge as any other candidate (each field's change, and why), a policy decides
 it, and a resumed round reads them back instead of merging again.
@@ -27,7 +31,7 @@ from msgspec import Struct
 
 from cycle.loop.acceptance import Evaluation
 from cycle.loop.population import TIE, frontier
-from cycle.records import Prompt, Suggestion
+from cycle.records import Example, Prompt, Suggestion
 
 #: a word, or a run of spaces: what a text merge compares (apart, so that a sentence
 #: added after the last leaves the last as it was)
@@ -132,6 +136,38 @@ def merge_params(base: Mapping[str, Any], first: Mapping[str, Any],
     return out, conflicts
 
 
+def _key(example: Example) -> str:
+    return json.dumps(example.input, sort_keys=True, ensure_ascii=False)
+
+
+def merge_examples(base: tuple[Example, ...], first: tuple[Example, ...],
+                   second: tuple[Example, ...]) -> tuple[tuple[Example, ...], list[Conflict]]:
+    """Examples merged by input: the second's additions, removals and changes since
+    ``base`` applied to the first's, in the first's order then the second's additions;
+    where both changed one example differently, the first's is kept and it conflicts."""
+    was = {_key(e): e for e in base}
+    mine = {_key(e): e for e in first}
+    theirs = {_key(e): e for e in second}
+    out = dict(mine)
+    conflicts: list[Conflict] = []
+
+    def shown(e: Example | None) -> str:
+        return "" if e is None else json.dumps(e.canonical(), ensure_ascii=False)
+
+    for key in [*was, *(k for k in theirs if k not in was)]:
+        old, a, b = was.get(key), mine.get(key), theirs.get(key)
+        if b == old or a == b:
+            continue  # the second did not change it, or both made the same change
+        if a == old:
+            if b is None:
+                out.pop(key, None)
+            else:
+                out[key] = b
+        else:
+            conflicts.append(Conflict("examples", shown(old), shown(a), shown(b)))
+    return tuple(out.values()), conflicts
+
+
 def merge_prompts(base: Prompt, first: Prompt, second: Prompt
                   ) -> tuple[Prompt, list[Conflict]]:
     """The second's edits since ``base`` applied to the first, and where they conflict."""
@@ -159,7 +195,10 @@ def merge_prompts(base: Prompt, first: Prompt, second: Prompt
             conflicts.append(Conflict(f"tool {tool.name}", was.description, tool.description,
                                       other.description))
         tools.append(tool.model_copy(update={"description": described}))
-    merged = first.model_copy(update={**texts, "params": params, "tools": tuple(tools)})
+    examples, clashed = merge_examples(base.examples, first.examples, second.examples)
+    conflicts += clashed
+    merged = first.model_copy(update={**texts, "params": params, "tools": tuple(tools),
+                                      "examples": examples})
     return merged, conflicts
 
 
@@ -184,6 +223,18 @@ def merge_suggestions(first: Prompt, merged: Prompt, pair: MergePair) -> list[Su
                                   current_value=tool.description,
                                   suggested_value=new.description, reasoning=why,
                                   target_cases=target, priority="high"))
+    had = {_key(e): e for e in first.examples}
+    now = {_key(e): e for e in merged.examples}
+    for key in [*had, *(k for k in now if k not in had)]:
+        old, new_ = had.get(key), now.get(key)
+        if old == new_:
+            continue
+        out.append(Suggestion(
+            type="example", current_value=old.output if old else "",
+            suggested_value=new_.output if new_ else "",
+            source_case=(new_.source or "") if new_ else "",
+            example_input=new_.input if new_ else None, reasoning=why, target_cases=target,
+            priority="high"))
     return out
 
 

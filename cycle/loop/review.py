@@ -19,10 +19,19 @@ import click
 
 from cycle.authors import current_author, on_behalf
 from cycle.improve.apply import apply_suggestions, prompt_diff, suggestion_diff, whole_prompt_edit
-from cycle.records import PRIORITY_ORDER, Priority, Prompt, ReviewRequest, Suggestion
+from cycle.records import (
+    PRIORITY_ORDER,
+    Example,
+    Priority,
+    Prompt,
+    ReviewRequest,
+    Suggestion,
+    ToolDef,
+)
 from cycle.words import plural
 
-__all__ = ["AutoReviewer", "PromptReviewer", "Reviewer", "decider", "request_prompt"]
+__all__ = ["AutoReviewer", "PromptReviewer", "Reviewer", "decider", "example_source",
+           "request_prompt"]
 
 
 class Reviewer(Protocol):
@@ -52,7 +61,18 @@ def request_prompt(request: ReviewRequest) -> Prompt:
         system=current.get("system", ""),
         user_template=current.get("user_template", "{{ input }}"),
         params=json.loads(current.get("params") or "{}"),
+        tools=tuple(ToolDef.model_validate(t) for t in json.loads(current.get("tools") or "[]")),
+        examples=tuple(Example.model_validate(e)
+                       for e in json.loads(current.get("examples") or "[]")),
     )
+
+
+def example_source(s: Suggestion) -> str:
+    """Where an example suggestion comes from, in words a reviewer checks."""
+    if s.source_case:
+        return f"example drawn from case {s.source_case}"
+    return "example edit (no source case: its input stays as it was)" if s.current_value.strip() \
+        else "example with no source case (it cannot be applied: nothing gives its input)"
 
 
 class AutoReviewer:
@@ -121,6 +141,8 @@ class PromptReviewer:
                 out.append(s.model_copy(update={"decision": "rejected", "reason": "rejected by the reviewer"}))
                 continue
             click.echo(f"\n[{i}/{total}] {s.type} ({s.priority})  targets: {', '.join(s.target_cases) or '-'}")
+            if s.type == "example":
+                click.echo(f"  {example_source(s)}")
             if s.reasoning:
                 click.echo(f"  why: {s.reasoning}")
             if s.expected_improvement:

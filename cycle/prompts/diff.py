@@ -1,7 +1,8 @@
 """Differences between two prompt versions: one unified diff per field.
 
 Fields are the system prompt, the user template and the parameters (as
-sorted, pretty JSON so that key order never shows up as a change).
+sorted, pretty JSON so that key order never shows up as a change), and the tools and
+the few-shot examples when either side has some.
 """
 
 from __future__ import annotations
@@ -16,8 +17,15 @@ from msgspec import Struct
 
 from cycle.records import Prompt
 
-#: the fields compared, in display order ("tools" only when either side has tools)
-FIELDS: tuple[str, ...] = ("system", "user_template", "params", "tools")
+#: the fields compared, in display order ("tools" and "examples" only when either side has some)
+FIELDS: tuple[str, ...] = ("system", "user_template", "params", "tools", "examples")
+#: the fields diffed only when either side has them
+_OPTIONAL = frozenset({"tools", "examples"})
+
+
+def _indented(text: str) -> str:
+    """A text after a label: its further lines indented under it."""
+    return text.rstrip("\n").replace("\n", "\n    ")
 
 
 def field_text(prompt: Prompt, name: str) -> str:
@@ -33,6 +41,16 @@ def field_text(prompt: Prompt, name: str) -> str:
             params = json.dumps(t.parameters, indent=2, sort_keys=True,
                                 ensure_ascii=False).replace("\n", "\n  ")
             blocks.append(f"{head}\n  description: {t.description}\n  parameters: {params}\n")
+        return "".join(blocks)
+    if name == "examples":
+        # one example after another, input and output on lines of their own: an added,
+        # removed or edited example shows as its own lines
+        blocks = []
+        for n, e in enumerate(prompt.examples, start=1):
+            shown = e.input if isinstance(e.input, str) else json.dumps(
+                e.input, indent=2, sort_keys=True, ensure_ascii=False)
+            head = f"example {n}" + (f"  (from case {e.source})" if e.source else "")
+            blocks.append(f"{head}\n  input: {_indented(shown)}\n  output: {_indented(e.output)}\n")
         return "".join(blocks)
     return str(getattr(prompt, name))
 
@@ -184,7 +202,7 @@ def _unified(name: str, old: str, new: str, a: str, b: str) -> tuple[str, ...]:
 
 def diff_prompts(old: Prompt, new: Prompt, *, a: str, b: str, prompt_id: str | None = None) -> VersionDiff:
     """Compare two prompts field by field; ``a`` and ``b`` label the two sides."""
-    names = [n for n in FIELDS if n != "tools" or old.tools or new.tools]
+    names = [n for n in FIELDS if n not in _OPTIONAL or getattr(old, n) or getattr(new, n)]
     fields = tuple(
         FieldDiff(name, _unified(name, field_text(old, name), field_text(new, name), a, b))
         for name in names

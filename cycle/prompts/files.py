@@ -10,12 +10,16 @@
     params:
       model: openai:gpt-4o-mini
       temperature: 0.2
+    examples:                 # few-shot demonstrations, sent before the real user message
+      - input: "Where is my parcel? Order 1042."
+        output: |
+          Hi, your parcel left our depot today; it arrives tomorrow.
+        source: late-parcel     # optional: the case it was drawn from
     metadata:
       owner: support-team
 
 ``dump_prompt`` writes this canonical form (keys in this order, multi-line
-strings as literal ``|`` blocks, empty ``system``/``params``/``metadata``
-left out), and ``load_prompt_file`` reads it back to the same prompt: so
+strings as literal ``|`` blocks, empty ``system``/``params``/``tools``/``examples``/``metadata`` left out), and ``load_prompt_file`` reads it back to the same prompt: so
 ``cycle prompt export`` of an imported canonical file reproduces it byte for
 byte. Errors name the file, the line and the field, and say how to fix it.
 The parameters cycle reads (model, temperature, top_p, max_tokens, seed,
@@ -37,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, m
 
 from cycle.errors import ConfigError, TemplateError
 from cycle.prompts import semver
+from cycle.prompts.examples import check_examples
 from cycle.prompts.template import compile_template
 from cycle.prompts.tools import (
     TOOL_NAME,
@@ -45,11 +50,12 @@ from cycle.prompts.tools import (
     import_tool_function,
     tool_from_function,
 )
-from cycle.records import Prompt, ToolDef
+from cycle.records import Example, Prompt, ToolDef
 from cycle.yamlload import LoadedYaml, parse_yaml, read_text, validate
 
 #: keys in the order they are written
-KEYS: tuple[str, ...] = ("id", "version", "system", "user_template", "params", "tools", "metadata")
+KEYS: tuple[str, ...] = ("id", "version", "system", "user_template", "params", "tools", "examples",
+                         "metadata")
 
 
 #: a prompt id: what the store accepts (kept in step with cycle.store.store._PROMPT_ID)
@@ -111,6 +117,17 @@ class ToolEntry(BaseModel):
         return self
 
 
+class ExampleEntry(BaseModel):
+    """One few-shot example of a prompt file."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    input: dict[str, Any] | StrictStr = Field(
+        description="the user's message, or a mapping of the template's variables (as a case's input)")
+    output: StrictStr = Field(min_length=1, description="the ideal answer, as text")
+    source: StrictStr | None = Field(None, min_length=1, description="the id of the case it came from")
+
+
 class PromptFileModel(BaseModel):
     """The schema of a prompt file."""
 
@@ -127,6 +144,8 @@ class PromptFileModel(BaseModel):
     user_template: StrictStr = Field("{{ input }}", description="The user message template.")
     params: PromptParams = Field(default_factory=PromptParams, description="model, temperature, max_tokens...")
     tools: list[ToolEntry] = Field(default_factory=list, description="Tools the model may call.")
+    examples: list[ExampleEntry] = Field(
+        default_factory=list, description="Few-shot demonstrations: {input, output}.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not versioned.")
 
     @field_validator("version")
@@ -179,8 +198,17 @@ def parse_prompt(text: str, file: str = "<prompt>") -> PromptFile:
     prompt = Prompt(
         id=model.id, system=model.system, user_template=model.user_template,
         # the params as written (validation only checked them): the round trip stays exact
-        params=dict(doc.data.get("params") or {}), tools=tools, metadata=model.metadata,
+        params=dict(doc.data.get("params") or {}), tools=tools,
+        examples=tuple(Example(**e.model_dump(exclude_none=True)) for e in model.examples),
+        metadata=model.metadata,
     )
+    try:
+        check_examples(prompt)
+    except TemplateError as e:
+        path = tuple(int(p) if p.isdigit() else p
+                     for p in (e.field or "examples").replace("[", ".").replace("]", "").split("."))
+        raise TemplateError(e.message.split(": ", 1)[-1], file=file, line=doc.line_of(path),
+                            field=e.field, hint=e.hint) from None
     return PromptFile(prompt=prompt, version=model.version, path=file)
 
 
@@ -230,6 +258,9 @@ _FIXES: dict[str, str] = {
     "user_template": "Write the template as text, e.g. user_template: 'Customer: {{ input }}'.",
     "params": "params is a mapping, e.g.\n  params:\n    model: openai:gpt-4o-mini\n    temperature: 0.2",
     "metadata": "metadata is a mapping of your own keys, e.g.\n  metadata:\n    owner: support-team",
+    "examples": "examples is a list of demonstrations, each with an input (the user's message, "
+    "or the template's variables) and an output (the ideal answer), e.g.\n  examples:\n"
+    "    - input: Where is my parcel?\n      output: It arrives tomorrow.",
 }
 
 
@@ -315,6 +346,8 @@ def prompt_document(prompt: Prompt, version: str | None = None) -> dict[str, Any
         doc["params"] = prompt.params
     if prompt.tools:
         doc["tools"] = [t.model_dump(exclude_none=True) for t in prompt.tools]
+    if prompt.examples:
+        doc["examples"] = [e.canonical() for e in prompt.examples]
     if prompt.metadata:
         doc["metadata"] = prompt.metadata
     return doc
@@ -366,6 +399,10 @@ def write_back(path: str | Path, prompt: Prompt, version: str | None = None) -> 
                           file=str(p), field="id")
 
     def styled(value: Any) -> Any:
+        if isinstance(value, list):  # examples: each text of several lines a | block too
+            return [styled(v) for v in value]
+        if isinstance(value, dict):
+            return CommentedMap((k, styled(v)) for k, v in value.items())
         return LiteralScalarString(value) if isinstance(value, str) and "\n" in value else value
 
     new = prompt_document(prompt, version)

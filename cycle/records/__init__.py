@@ -23,7 +23,7 @@ _HOMES: dict[str, str] = {
     for module, names in {
         "cycles": ("CycleRow", "RoundRow", "RunRow", "ScreenRow"),
         "messages": ("Message", "Role", "ToolCall", "ToolDef", "Usage"),
-        "prompt": ("Prompt",),
+        "prompt": ("Example", "Prompt"),
         "results": (
             "AgentResult",
             "CaseStats",
@@ -43,6 +43,7 @@ _HOMES: dict[str, str] = {
         "suggestions": (
             "PRIORITY_ORDER",
             "Decision",
+            "EditType",
             "Priority",
             "RejectedSuggestion",
             "ReviewRequest",

@@ -31,6 +31,10 @@ class Message(BaseModel):
     #: for role="tool": which call this answers, and the tool's name
     tool_call_id: str | None = None
     name: str | None = None
+    #: a turn of one of the prompt's few-shot examples (cycle.prompts.examples). Never
+    #: sent (the provider sees an ordinary turn), so not part of a call's cache key
+    #: either; the offline model reads it to tell demonstrations from the conversation
+    example: bool = Field(False, exclude=True)
 
     @classmethod
     def system(cls, content: str) -> Message:

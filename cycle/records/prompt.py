@@ -1,4 +1,5 @@
-"""Prompt: what is versioned. A system prompt, a user template and model parameters.
+"""Prompt: what is versioned. A system prompt, a user template, model parameters, tools
+and few-shot examples.
 
 The content only; rendering its templates is ``cycle.prompts``' work.
 """
@@ -12,6 +13,25 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cycle.records.messages import ToolDef
+
+
+class Example(BaseModel):
+    """One few-shot demonstration: an input, as a case gives it, and the ideal answer. It is
+    sent as a user turn (the user template rendered with the input) and an assistant turn
+    (the output) before the real user message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: dict[str, Any] | str = Field(
+        description="The user's side: a message (rendered as {{ input }}), or the template's "
+        "variables, as a case's input.")
+    output: str = Field(description="The assistant's side: the answer to imitate.")
+    source: str | None = Field(
+        None, description="The id of the case it was drawn from, if any: that case is "
+        "evaluated without it (its own answer would be quoted back to it).")
+
+    def canonical(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
 
 
 class Prompt(BaseModel):
@@ -31,11 +51,13 @@ class Prompt(BaseModel):
     tools: tuple[ToolDef, ...] = Field(
         (), description="Tools the model may call: name, description, JSON-schema parameters."
     )
+    examples: tuple[Example, ...] = Field(
+        (), description="Few-shot demonstrations sent before the real user message.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not hashed.")
 
     def canonical(self) -> dict[str, Any]:
-        """The fields that make a version: everything but metadata (tools only when there
-        are some, so a prompt without tools keeps the hash it always had)."""
+        """The fields that make a version: everything but metadata (tools and examples only
+        when there are some, so a prompt without them keeps the hash it always had)."""
         out: dict[str, Any] = {
             "id": self.id,
             "system": self.system,
@@ -44,6 +66,8 @@ class Prompt(BaseModel):
         }
         if self.tools:
             out["tools"] = [t.model_dump(exclude_none=True) for t in self.tools]
+        if self.examples:
+            out["examples"] = [e.canonical() for e in self.examples]
         return out
 
     def tool(self, name: str) -> ToolDef | None:
@@ -52,9 +76,12 @@ class Prompt(BaseModel):
 
     @property
     def words(self) -> int:
-        """Its length in words (system prompt, template and tool descriptions): an improver
-        that only ever adds makes a prompt that grows round after round."""
-        text = " ".join([self.system, self.user_template, *(t.description for t in self.tools)])
+        """Its length in words (system prompt, template, tool descriptions and examples): an
+        improver that only ever adds makes a prompt that grows round after round."""
+        shown = [x if isinstance(x, str) else json.dumps(x, ensure_ascii=False)
+                 for e in self.examples for x in (e.input, e.output)]
+        text = " ".join([self.system, self.user_template, *(t.description for t in self.tools),
+                         *shown])
         return len(text.split())
 
     @property

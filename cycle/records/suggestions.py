@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-SuggestionType = Literal["system_prompt", "user_prompt", "parameters", "tool_description"]
+#: the edits of the prompt's text and parameters
+EditType = Literal["system_prompt", "user_prompt", "parameters", "tool_description"]
+#: ``example``: add, replace or remove a few-shot example (improve.examples)
+SuggestionType = Literal["system_prompt", "user_prompt", "parameters", "tool_description",
+                         "example"]
 Priority = Literal["high", "medium", "low"]
 Decision = Literal["pending", "approved", "rejected", "edited", "skipped"]
 
@@ -22,9 +26,16 @@ class Suggestion(BaseModel):
     priority: Priority = "medium"
     tool: str = Field("", description="For tool_description: the tool whose description it edits.")
     current_value: str = Field(
-        "", description="Text to replace (empty: append to the system prompt / template)."
+        "", description="Text to replace (empty: append to the system prompt / template); "
+        "for an example: the output of the example it replaces or removes (empty: add one)."
     )
-    suggested_value: str = Field(description="The replacement text.")
+    suggested_value: str = Field(
+        description="The replacement text; for an example: its output (empty: remove it).")
+    source_case: str = Field(
+        "", description="For an example: the id of the case it is drawn from.")
+    example_input: dict[str, Any] | str | None = Field(
+        None, description="For an example: its input, the source case's (cycle fills it in "
+        "from the case, never the improver).")
     reasoning: str = ""
     expected_improvement: str = ""
     target_cases: list[str] = Field(default_factory=list, description="Ids of the cases it targets.")
@@ -52,7 +63,8 @@ class ReviewRequest(BaseModel):
     round: int
     prompt_id: str
     version: str
-    #: the incumbent's rendered fields, for previews: system, user_template, params (JSON)
+    #: the incumbent's fields, for previews: system, user_template, params, and tools and
+    #: examples when it has some (JSON)
     current: dict[str, str] = Field(default_factory=dict)
     suggestions: list[Suggestion]
     score: float | None = None

@@ -90,8 +90,9 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
                 per_case.setdefault(case_id, {})[run.round] = mean
     first = run_of_round.get(0)
     judge_note = None
+    # a run judged by a model (a judge cycle's runs call the judge as the agent under test)
     if first is not None and (row := store.runs.get(first)) is not None and \
-            store.runs.usage_by_role(first).get("judge") is not None:
+            row.judge_model is not None and store.runs.usage_by_role(first).get("judge") is not None:
         from cycle.judge.calibration import agreement_line
 
         judge_note = agreement_line(store, run_id=first, model=row.judge_model,
@@ -331,7 +332,9 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         out.append("")
         for n, s in enumerate(r["suggestions"], 1):
             value = s["edited_value"] if s["edited_value"] is not None else s["suggested_value"]
-            out += [f"<details><summary>{n}. {s['type']}: suggested value</summary>", "",
+            source = (f" (drawn from case {s['source_case']})"
+                      if s.get("type") == "example" and s.get("source_case") else "")
+            out += [f"<details><summary>{n}. {s['type']}{source}: suggested value</summary>", "",
                     *f.fenced(value, "text")]
             if s["current_value"]:
                 out += ["replacing", "", *f.fenced(s["current_value"], "text")]

@@ -7,7 +7,7 @@ verdict and score as the round ends). A killed cycle therefore leaves enough
 in the store for ``cycle improve --resume`` to continue where it stopped.
 
 Tables come from m001 (plus m004: ``rounds.reason``, ``incumbent_score``,
-``pass_rate``; m017: ``screens``, a population's candidates as screened).
+``pass_rate``; m018: ``screens``, a population's candidates as screened).
 """
 
 from __future__ import annotations
@@ -144,15 +144,18 @@ class CycleLog:
                 data.get("expected_improvement", ""), json.dumps(data.get("target_cases") or []),
                 data.get("decision", "pending"), data.get("reason", ""), data.get("edited_value"),
                 int(bool(data.get("applied", False))), data.get("tool") or None, slot,
-                by, now if by else None,
+                by, now if by else None, data.get("source_case") or None,
+                None if data.get("example_input") is None else json.dumps(
+                    data["example_input"], ensure_ascii=False),
             ))
         with self.store.transaction() as db:
             for row in rows:
                 db.execute(
                     "INSERT INTO suggestions (id, cycle_id, round, type, priority, current_value, "
                     "suggested_value, reasoning, expected_improvement, target_cases, decision, reason, "
-                    "edited_value, applied, tool, slot, decided_by, decided_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "edited_value, applied, tool, slot, decided_by, decided_at, source_case, "
+                    "example_input) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET decision = excluded.decision, reason = excluded.reason, "
                     "edited_value = excluded.edited_value, applied = excluded.applied, "
                     "decided_by = COALESCE(suggestions.decided_by, excluded.decided_by), "
@@ -226,7 +229,8 @@ class CycleLog:
         sql = (
             "SELECT id, cycle_id, round, type, priority, current_value, suggested_value, reasoning, "
             "expected_improvement, target_cases, decision, reason, edited_value, applied, tool, "
-            "slot, decided_by, decided_at FROM suggestions WHERE cycle_id = ?"
+            "slot, decided_by, decided_at, source_case, example_input FROM suggestions "
+            "WHERE cycle_id = ?"
         )
         params: list[Any] = [cycle_id]
         if round_no is not None:
@@ -236,13 +240,15 @@ class CycleLog:
         out = []
         for row in self.store.db.execute(sql, params).fetchall():
             (sid, cid, rnd, typ, prio, cur, sug, why, exp, targets, decision, reason, edited,
-             applied, tool, slot, decided_by, decided_at) = row
+             applied, tool, slot, decided_by, decided_at, source_case, example_input) = row
             out.append(StoredSuggestion(
                 id=sid, cycle_id=cid, round=rnd, type=typ, priority=prio, current_value=cur or "",
                 suggested_value=sug or "", reasoning=why or "", expected_improvement=exp or "",
                 target_cases=json.loads(targets or "[]"), decision=decision or "pending",
                 reason=reason or "", edited_value=edited, applied=bool(applied), tool=tool or "",
                 slot=slot or 0, decided_by=decided_by, decided_at=decided_at,
+                source_case=source_case or "",
+                example_input=None if example_input is None else json.loads(example_input),
             ))
         return out
 

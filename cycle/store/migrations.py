@@ -582,7 +582,16 @@ def m016_panel_verdicts(db: Database) -> None:
 
 
 @migration
-def m017_screens(db: Database) -> None:
+def m017_examples(db: Database) -> None:
+    """A prompt version's few-shot examples (JSON, NULL: none), and an example
+    suggestion's source case and input (JSON) (improve.examples). Portable SQL only."""
+    db.execute("ALTER TABLE versions ADD COLUMN examples TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN source_case TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN example_input TEXT")
+
+
+@migration
+def m018_screens(db: Database) -> None:
     """A population's screens (cycle.loop.population): each candidate of a round, by its
     slot, with the version it built, its parent and, for a merge, its second parent (the
     version whose edits the merge brought to the first), the screen run, the cases it was

@@ -39,6 +39,7 @@ from cycle.records import (
     HEAD,
     PRODUCTION,
     SOURCES,
+    Example,
     LabelMove,
     Prompt,
     PromptSummary,
@@ -122,19 +123,20 @@ _HEX = re.compile(r"^[0-9a-f]{4,64}$")
 
 _VERSION_COLUMNS = (
     "prompt_id, seq, version, hash, parent, source, message, created_at, "
-    "system, user_template, params, metadata, tools, author"
+    "system, user_template, params, metadata, tools, author, examples"
 )
 
 
 def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
     (prompt_id, seq, version, hash_, parent, source, message, created_at,
-     system, user_template, params, metadata, tools, author) = row
+     system, user_template, params, metadata, tools, author, examples) = row
     prompt = Prompt(
         id=prompt_id,
         system=system,
         user_template=user_template,
         params=json.loads(params),
         tools=tuple(ToolDef.model_validate(t) for t in json.loads(tools)) if tools else (),
+        examples=tuple(Example.model_validate(e) for e in json.loads(examples)) if examples else (),
         metadata=json.loads(metadata),
     )
     return Version(
@@ -437,7 +439,7 @@ class Store:
                 else:
                     parent = self._resolve_in(prompt.id, parent).version
             db.execute(
-                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     prompt.id, seq, number, digest, parent, source, message, now,
                     prompt.system, prompt.user_template,
@@ -446,6 +448,8 @@ class Store:
                     json.dumps([t.model_dump(exclude_none=True) for t in prompt.tools],
                                ensure_ascii=False) if prompt.tools else None,
                     author,
+                    json.dumps([e.canonical() for e in prompt.examples],
+                               ensure_ascii=False) if prompt.examples else None,
                 ),
             )
             reason = message or f"new version ({source})"

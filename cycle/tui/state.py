@@ -13,6 +13,7 @@ from __future__ import annotations
 from msgspec import Struct, field
 
 from cycle import events as ev
+from cycle.authors import LOOP
 from cycle.words import plural
 
 #: log lines kept for the live log (older lines scroll away)
@@ -339,6 +340,12 @@ def _screened(s: DashboardState, e: ev.CandidateScreened) -> None:
 def _review(s: DashboardState, e: ev.ReviewDecided) -> None:
     edited = f", {e.edited} edited" if e.edited else ""
     s.log(e, f"review ({e.reviewer}): {e.approved} approved, {e.rejected} rejected{edited}")
+    for x in e.suggestions:  # what the cycle's guard refused before review, and why
+        if x.get("decision") == "rejected" and str(x.get("decided_by") or "").startswith(
+                f"{LOOP} ("):
+            source = (f" (from case {x['source_case']})"
+                      if x.get("type") == "example" and x.get("source_case") else "")
+            s.log(e, f"  refused {x.get('type')}{source}: {x.get('reason')}")
 
 
 def _version(s: DashboardState, e: ev.VersionCreated) -> None:

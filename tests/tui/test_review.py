@@ -216,3 +216,44 @@ async def test_at_80_columns_the_footer_shows_how_to_finish_and_help_the_rest(
         assert isinstance(app.screen, HelpScreen)
         listed = str(app.screen._keys().columns[1]._cells)  # the rarer keys are in the help
         assert "Rewrite whole" in listed and "Edit replaced text" in listed
+
+
+async def test_an_example_is_reviewed_with_its_source_case_and_its_turns(tmp_path: Path) -> None:
+    """A proposed few-shot example shows the case it was drawn from, and its diff shows the
+    example's input and output as the prompt would hold them; approved, it is applied."""
+    import json
+
+    from cycle.records import Example
+
+    had = Example(input="Where is my parcel?", output="It arrives tomorrow.", source="late-3")
+    request = review_request().model_copy(update={
+        "current": {**review_request().current,
+                    "examples": json.dumps([had.canonical()])},
+        "suggestions": [Suggestion(
+            id="s-example", type="example", priority="high", suggested_value="Hi Ann, sorry.",
+            source_case="refund-1", example_input="Where is my refund?",
+            reasoning="Its reference answer greets and apologises.")]})
+
+    async def cycle(bus: EventBus, reviewer: Reviewer) -> list[Suggestion]:
+        return await reviewer.review(request)
+
+    app = CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await _wait_for_review(pilot)
+        detail = str(screen.query_one("#detail").render())
+        assert "example drawn from case refund-1" in detail
+        diff = str(screen.query_one("#diff", DiffView).render())
+        assert "+example 2  (from case refund-1)" in diff
+        assert "+  input: Where is my refund?" in diff and "+  output: Hi Ann, sorry." in diff
+        assert "-example 1" not in diff and "+example 1" not in diff  # the kept one is context
+        await pilot.press("a")
+        await pilot.press("s")
+        for _ in range(50):
+            if app.outcome is not None:
+                break
+            await pilot.pause(0.02)
+    assert app.outcome is not None
+    (approved,) = app.outcome.result
+    prompt = apply_suggestions(request_prompt(request), [approved]).prompt
+    assert prompt.examples == (had, Example(input="Where is my refund?", output="Hi Ann, sorry.",
+                                            source="refund-1"))

@@ -59,6 +59,9 @@ features that the reference reply has (all of them without a reference).
 Unknown criteria are judged on all features plus accuracy. The reasoning
 names what is missing ("does not greet the customer by name"). The answer is
 shaped to the requested schema's property names.
+A *rule* in the judge prompt's system message or in a criterion's description
+("a reply that does not cite the order number fails") caps the score of a reply
+it fails at 20 (cycle.testing.offline.judge_rules).
 
 *Improver* (``response_schema_name == "cycle_improver"``). It reads the
 ```json block (``prompt``, ``aggregates``, ``low_cases``, ``rejected``),
@@ -68,6 +71,9 @@ and proposes the directives of the two most often missing ones (ties in
 table order) as ``system_prompt`` suggestions that replace the prompt's last
 sentence with itself plus the directive. Once every wanted feature is asked
 for, it proposes nothing.
+Shown the judge prompt (id ``cycle-judge``: ``cycle judge improve``), it
+proposes instead the one rule that explains the labelled outputs the judge
+passed and people failed (the feature their replies lack).
 
 So from "You are a support agent. Answer the customer's question." three
 rounds of accepted suggestions take the judge's mean from about 40 to over

@@ -2,7 +2,9 @@
 
 It reads the facts (customer, order, question) from the user messages,
 picks the canned resolution for the question's topic, and applies the
-transform of every world feature the system prompt asks for. Given tools,
+transform of every world feature the system prompt asks for, and of every feature
+the prompt's few-shot examples show (an answer of an example that greets, greets):
+a model imitates its demonstrations. The examples' own messages give no facts. Given tools,
 it calls the tool the question asks for (a word of its name in the question,
 else in the last user message), once, and a checker tool before it when the
 system prompt asks to check first (cycle.testing.offline.tools), then answers.
@@ -164,6 +166,8 @@ def _arguments(tool: ToolDef, facts: Facts, details: dict[str, str]) -> dict[str
 def respond(messages: list[Message], tools: list[ToolDef]) -> AgentReply:
     """The agent's reply to a conversation."""
     system = "\n".join(m.content for m in messages if m.role == "system")
+    shown = tuple(m.content for m in messages if m.example and m.role == "assistant")
+    messages = [m for m in messages if not m.example]
     facts, details = _facts(messages)
     if tools:
         call = _tool_call(messages, tools, facts, details, system)
@@ -171,5 +175,5 @@ def respond(messages: list[Message], tools: list[ToolDef]) -> AgentReply:
             return AgentReply(call, (), ())
         if call is not None:
             return AgentReply("", (call,), ())
-    text, applied = answer(system, facts)
+    text, applied = answer(system, facts, shown)
     return AgentReply(text, (), tuple(applied))

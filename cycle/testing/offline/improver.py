@@ -4,15 +4,26 @@ It detects the world's features in each low case's output (and in its
 reference, when there is one), counts how many cases miss each feature,
 skips the features the system prompt already asks for and those whose
 suggestion was rejected, and proposes the directives of the two most
-frequently missing ones as system prompt edits.
+frequently missing ones as system prompt edits. Shown the judge prompt
+(``cycle judge improve``), it proposes a rule instead
+(cycle.testing.offline.judge_rules).
+
+When few-shot examples are on (the block has ``examples``) and the prompt holds fewer
+than their ``max``, it also proposes one example: of the answers it was shown (the low
+cases' references, the well-scoring cases' outputs), the one showing most features the
+system prompt does not ask for, then the best scored (a reference counts as 100), then
+by case id; never an input the prompt has an example of, nor an answer rejected before.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from cycle.records import JUDGE_PROMPT_ID
 from cycle.testing.offline import schema as js
+from cycle.testing.offline.judge_rules import propose_rule
 from cycle.testing.offline.tools import collect_suggestions, trajectory_suggestions
 from cycle.testing.offline.world import FEATURES, Feature, parse_facts
 
@@ -31,6 +42,7 @@ _SUGGESTION_ALIASES: dict[str, tuple[str, ...]] = {
     "expected_improvement": ("expected_improvement", "expected_impact", "impact"),
     "target_cases": ("target_cases", "cases", "case_ids"),
     "tool": ("tool",),
+    "source_case": ("source_case", "source", "case"),
 }
 
 
@@ -107,6 +119,8 @@ def _criteria_named(cases: list[Any], f: Feature) -> list[str]:
 def improve(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
     """The improver's answer to a ``cycle_improver`` request, shaped to ``schema``."""
     prompt = block.get("prompt") if isinstance(block.get("prompt"), dict) else {}
+    if prompt.get("id") == JUDGE_PROMPT_ID:  # cycle judge improve: rules, not directives
+        return _shape(propose_rule(block), schema)
     system = str(prompt.get("system") or "")
     cases = [c for c in (block.get("low_cases") or []) if isinstance(c, dict)]
     rejected = _rejected_features(list(block.get("rejected") or []), system)
@@ -138,7 +152,57 @@ def improve(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, A
             "expected_improvement": f"{gain} on {len(ids)} case{'s' if len(ids) != 1 else ''}",
             "target_cases": ids,
         })
+    example = _example(block, prompt, cases, system)
+    if example is not None:
+        suggestions.append(example)
     return _shape(suggestions, schema)
+
+
+def _example(block: dict[str, Any], prompt: dict[str, Any], cases: list[dict[str, Any]],
+             system: str) -> dict[str, Any] | None:
+    """One few-shot example to add, when examples are on and there is room (see above)."""
+    brief = block.get("examples")
+    if not isinstance(brief, dict):
+        return None
+    have = [e for e in prompt.get("examples") or () if isinstance(e, dict)]
+    if len(have) >= int(brief.get("max") or 0):
+        return None
+    taken = {json.dumps(e.get("input"), sort_keys=True) for e in have}
+    refused = {" ".join(str(r.get("suggested_value") or "").split())
+               for r in block.get("rejected") or () if isinstance(r, dict)
+               and r.get("type") == "example"}
+    shown: list[tuple[str, Any, str, float, str]] = [
+        (str(c["id"]), c.get("input"), c["expected"], 100.0, "reference answer")
+        for c in cases
+        if c.get("id") is not None and isinstance(c.get("expected"), str) and c["expected"].strip()]
+    shown += [(str(c["id"]), c.get("input"), str(c.get("output") or ""),
+               float(c.get("score") or 0), "answer") for c in brief.get("candidates") or ()
+              if isinstance(c, dict) and c.get("id")]
+    best: tuple[tuple[int, float, str], dict[str, Any]] | None = None
+    for case_id, given, output, score, kind in shown:
+        if (not output.strip() or json.dumps(given, sort_keys=True) in taken
+                or " ".join(output.split()) in refused):
+            continue
+        new = [f for f in FEATURES if f.detect(output) and not f.requested_by(system)]
+        rank = (-len(new), -score, case_id)
+        if best is not None and rank >= best[0]:
+            continue
+        missing = _missing_counts(cases)
+        targets = sorted({cid for f in new for cid in missing[f.name]})
+        what = ", ".join(f.present_phrase for f in new) or "the reply wanted"
+        best = (rank, {
+            "type": "example",
+            "priority": "medium",
+            "current_value": "",
+            "suggested_value": output,
+            "source_case": case_id,
+            "reasoning": (f"Case {case_id}'s {kind} {what}: shown as an example, it "
+                          "demonstrates what the low cases miss."),
+            "expected_improvement": f"higher scores on {len(targets) or 'the'} low case"
+                                    f"{'' if len(targets) == 1 else 's'}",
+            "target_cases": targets,
+        })
+    return best[1] if best else None
 
 
 def _has_refs(cases: list[dict[str, Any]]) -> bool:

@@ -4,7 +4,10 @@ Each criterion is matched by keywords in its id and description to what it
 cares about (tone -> greeting, apology, sign-off; accuracy -> the right
 resolution, the order number, overlap with the reference; ...). When a
 reference reply is given, only the features the reference has count, so the
-judge asks for what the reference shows and nothing else.
+judge asks for what the reference shows and nothing else. Rules written in the
+judge prompt or a criterion's description ("a reply that does not cite the
+order number fails") cap the score of a reply they fail
+(cycle.testing.offline.judge_rules).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from msgspec import Struct
 
 from cycle.testing.offline import schema as js
+from cycle.testing.offline.judge_rules import apply_rules, rules_in
 from cycle.testing.offline.world import (
     FEATURES,
     GENERIC,
@@ -213,17 +217,26 @@ def prefer(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, An
             "winner": winner}
 
 
-def judge(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
-    """The judge's answer to a ``cycle_judge`` request, shaped to ``schema``."""
+def judge(block: dict[str, Any], schema: dict[str, Any] | None,
+          instructions: str = "") -> dict[str, Any]:
+    """The judge's answer to a ``cycle_judge`` request, shaped to ``schema``;
+    ``instructions``: the judge prompt's system message, whose rules it applies
+    (cycle.testing.offline.judge_rules), as it does those of each criterion's description."""
     output = block.get("output")
     if not isinstance(output, str):
         output = "" if output is None else str(output)
     case = _Case(block.get("input"), output, block.get("expected"))
+    told = rules_in(instructions)
     verdicts: list[tuple[str, Verdict]] = []
     for c in block.get("criteria") or []:
         if isinstance(c, dict) and c.get("id") is not None:
-            cid = str(c["id"])
-            verdicts.append((cid, judge_criterion(case, cid, str(c.get("description") or ""))))
+            cid, about = str(c["id"]), str(c.get("description") or "")
+            v = judge_criterion(case, cid, about)
+            rules = told + rules_in(about, criterion=cid)
+            if rules and case.output.strip():
+                v = Verdict(*apply_rules(rules, cid, case.facts, case.output, v.score,
+                                         v.reasoning))
+            verdicts.append((cid, v))
     return _shape(verdicts, schema)
 
 

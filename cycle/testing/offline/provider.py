@@ -112,7 +112,8 @@ class OfflineAPI(ModelAPI):
                     "```json block of the last user message (see cycle.testing.offline).",
                 )
             if schema_name == "cycle_judge":
-                answer = judge(block, config.response_schema)
+                system = next((m.content for m in messages if m.role == "system"), "")
+                answer = judge(block, config.response_schema, system)
                 role = "judge"
             elif schema_name == "cycle_pairwise":
                 answer = prefer(block, config.response_schema)

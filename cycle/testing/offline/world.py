@@ -379,11 +379,15 @@ def requested(system_prompt: str) -> list[Feature]:
     return [f for f in FEATURES if f.requested_by(system_prompt)]
 
 
-def answer(system_prompt: str, facts: Facts) -> tuple[str, list[str]]:
-    """The agent's reply to ``facts`` under ``system_prompt``, and the features it applied."""
+def answer(system_prompt: str, facts: Facts, shown: tuple[str, ...] = ()
+           ) -> tuple[str, list[str]]:
+    """The agent's reply to ``facts`` under ``system_prompt``, and the features it applied:
+    those the system prompt asks for and those the answers ``shown`` as examples have."""
     draft = Draft.base(facts)
     applied = []
-    for f in requested(system_prompt):
+    for f in FEATURES:
+        if not (f.requested_by(system_prompt) or any(f.detect(text) for text in shown)):
+            continue
         f.transform(draft)
         applied.append(f.name)
     return draft.render(), applied

@@ -1,0 +1,318 @@
+"""``cycle judge improve``: a cycle.yaml and a stored run's human labels into the ``Loop``
+that improves the judge prompt (``cycle-judge``), the cycle's own loop unchanged.
+
+- **The cases** are the run's labelled outputs, one per output and LLM criterion: its input
+  shows the run's case input, the output judged, the reference and the criterion; its
+  expected is people's verdict (cycle.judge.alignment.people_verdict).
+- **The agent** is the judge prompt under improvement on that output, with the criterion's
+  rubric from cycle.yaml: the messages a run's judge sends, one call
+  (cycle.judge.judge_agent.JudgeAgent).
+- **The score** is the agreement of its verdict with people's (a check, no model:
+  cycle.judge.alignment); a labelled output counts as agreed at 75.
+- **Held out**: ``held_out`` of the labelled outputs, stratified over people's verdict and
+  the run's judge verdict (so both parts hold their disagreements in proportion), drawn
+  with ``random.Random(seed)``. The improver never sees them; the acceptance rejects a
+  candidate they did not gain with; the command reports the agreement on them before
+  and after.
+
+Statistics, acceptance, confirmation on fresh samples, review and budget are the loop's.
+A confirmed candidate becomes head of ``cycle-judge``, which every later run's judge uses
+(cycle.judge.llm_judge.judge_prompt_in); ``cycle rollback cycle-judge --to VERSION``
+undoes it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
+
+from cycle.assemble.config import STORE_PREFIX, LoadedConfig, load_prompt
+from cycle.assemble.improve import ImproveConfig
+from cycle.assemble.suite import Models, in_flight, judge_models, load_suite_cases
+from cycle.cases import TestCase
+from cycle.errors import ConfigError
+from cycle.events import EventBus
+from cycle.improve.improver import Improver, ensure_improver_prompt
+from cycle.judge import Judge
+from cycle.judge.alignment import AGREED_AT, CHECK, Figures, figures, people_verdict, verdict_of
+from cycle.judge.criteria import Criterion, CriterionConfig, merge, resolve
+from cycle.judge.judge_agent import JudgeAgent, JudgedOutput
+from cycle.judge.llm_judge import judge_prompt_in
+from cycle.llm.budget import Budget
+from cycle.llm.cache import ResponseCache
+from cycle.loop.core import Loop, LoopSettings
+from cycle.loop.review import Reviewer
+from cycle.loop.stop import parse_stop
+from cycle.records import JUDGE_PROMPT_ID, Prompt, Version
+from cycle.store import Store
+
+if TYPE_CHECKING:
+    from cycle.loop.core import CycleResult
+    from cycle.store.human_labels import Label
+
+#: the labelled outputs the improver must see, and the held-out ones the figures need
+MIN_SEEN = 10
+MIN_HELD_OUT = 5
+DEFAULT_HELD_OUT = 0.3
+
+
+class LabelledSet(Struct):
+    """A run's labelled outputs as the cases of a judge cycle."""
+
+    run_id: str
+    cases: list[TestCase]
+    #: what each case's agent judges, by case id
+    outputs: dict[str, JudgedOutput]
+    #: the ids of the held-out cases
+    held_out: frozenset[str]
+    #: labelled outputs left out, by why
+    left_out: dict[str, int]
+
+
+def case_id(case: str, iteration: int, criterion: str) -> str:
+    return f"{case}#{iteration}.{criterion}"
+
+
+def labels_needed(fraction: float) -> int:
+    """The labelled outputs a split at ``fraction`` needs for MIN_SEEN and MIN_HELD_OUT."""
+    return max(math.ceil(MIN_SEEN / (1 - fraction)), math.ceil(MIN_HELD_OUT / fraction))
+
+
+def labelled_set(store: Store, loaded: LoadedConfig, run_id: str, *, held_out: float,
+                 seed: int, criteria: Sequence[str] = ()) -> LabelledSet:
+    """The labelled outputs of ``run_id`` on the LLM criteria of cycle.yaml (``criteria``:
+    these only), split. ConfigError when there are too few to learn from and to hold out:
+    it says how many more to label."""
+    if not 0 < held_out < 1:
+        raise ConfigError(f"--held-out is a fraction of the labels between 0 and 1, got "
+                          f"{held_out:g}", field="--held-out", hint="e.g. --held-out 0.3")
+    c = loaded.config
+    llm = {x.id: x for x in c.criteria if x.check is None}
+    unknown = [x for x in criteria if x not in llm]
+    if unknown:
+        raise ConfigError(f"{loaded.path} has no LLM criterion {unknown[0]!r}",
+                          file=str(loaded.path), field="--criterion",
+                          hint=f"Its LLM criteria: {', '.join(llm) or 'none'}.")
+    wanted = set(criteria or llm)
+    by_output: dict[tuple[str, int, str], list[Label]] = {}
+    stored_judge: dict[tuple[str, int, str], bool | None] = {}
+    left_out: dict[str, int] = {}
+    for x in store.human_labels.of_run(run_id):
+        key = (x.label.case, x.label.iteration, x.label.criterion)
+        if x.label.criterion not in wanted:
+            why = ("not an LLM criterion of cycle.yaml" if x.label.criterion not in llm
+                   else "a criterion not asked for")
+            left_out[why] = left_out.get(why, 0) + 1
+            continue
+        by_output.setdefault(key, []).append(x.label)
+        stored_judge[key] = x.judge_passed
+    configured = _config_cases(loaded, {k[0] for k in by_output})
+    results = {(r.case_id, r.iteration): r for rs in store.runs.load_cases(
+        run_id, sorted({k[0] for k in by_output})).values() for r in rs} if by_output else {}
+    resolved: dict[str, Criterion] = {}
+    cases: list[TestCase] = []
+    outputs: dict[str, JudgedOutput] = {}
+    strata: dict[str, tuple[bool, bool | None]] = {}
+    for (case, iteration, cid), labels in sorted(by_output.items()):
+        result = results.get((case, iteration))
+        if result is None or result.status == "error":
+            left_out["the output errored"] = left_out.get("the output errored", 0) + 1
+            continue
+        source = configured.get(case)
+        criterion = _criterion(llm, source, cid, c.pass_threshold, resolved)
+        if criterion.per_turn:
+            left_out["judged per turn"] = left_out.get("judged per turn", 0) + 1
+            continue
+        people = people_verdict(labels, criterion.pass_mark)
+        shown_input = source.input if source is not None else result.input
+        reference = source.expected if source is not None else None
+        cid_ = case_id(case, iteration, cid)
+        cases.append(TestCase(id=cid_, tags=[cid], input={
+            "input": shown_input, "output": result.output, "reference": reference,
+            "criterion": cid}, expected=people))
+        outputs[cid_] = JudgedOutput(criterion=criterion, input=shown_input,
+                                     output=result.output, expected=reference,
+                                     trace=result.trace)
+        strata[cid_] = (people["passed"], stored_judge[(case, iteration, cid)])
+    chosen = split(strata, held_out, seed)
+    seen = len(cases) - len(chosen)
+    if seen < MIN_SEEN or len(chosen) < MIN_HELD_OUT:
+        need = labels_needed(held_out)
+        more = max(need - len(cases), 1)
+        raise ConfigError(
+            f"run {run_id} has {len(cases)} labelled outputs on "
+            f"{', '.join(sorted(wanted)) or 'no LLM criterion'}: cycle judge improve needs "
+            f"at least {need} to learn from {MIN_SEEN} and hold out {MIN_HELD_OUT} "
+            f"(--held-out {held_out:g}); label {more} more",
+            field="RUN_ID",
+            hint=f"cycle judge sample {run_id} --n {more}, label them, then cycle judge "
+            f"labels import FILE (or label in the TUI: cycle judge label {run_id}).")
+    return LabelledSet(run_id=run_id, cases=cases, outputs=outputs, held_out=chosen,
+                       left_out=left_out)
+
+
+def _config_cases(loaded: LoadedConfig, ids: set[str]) -> dict[str, TestCase]:
+    """cycle.yaml's cases by id, of those labelled (a case gone from it since the run is
+    judged with the run's stored input, on the suite's criteria)."""
+    if not ids:
+        return {}
+    return {x.id: x for x in load_suite_cases(loaded) if x.id in ids}
+
+
+def _criterion(llm: dict[str, CriterionConfig], case: TestCase | None, cid: str,
+               threshold: float, cache: dict[str, Criterion]) -> Criterion:
+    """The criterion as the judge of ``case`` reads it: cycle.yaml's, with the case's
+    overrides."""
+    if case is None or not any(x.id == cid for x in case.criteria):
+        if cid not in cache:
+            cache[cid] = resolve(llm[cid], threshold=threshold)
+        return cache[cid]
+    return resolve(next(x for x in merge(list(llm.values()), case.criteria) if x.id == cid),
+                   threshold=threshold)
+
+
+def split(strata: dict[str, tuple[bool, bool | None]], fraction: float,
+          seed: int) -> frozenset[str]:
+    """About ``fraction`` of the case ids, held out: each stratum (people's verdict, the
+    run's judge verdict) gives its share, the remainders rounded where they are largest,
+    ties and the picks by ``random.Random(seed)``: the same labels and seed, the same
+    split."""
+    rng = random.Random(seed)
+    groups: dict[tuple[bool, bool | None], list[str]] = {}
+    for cid in sorted(strata):
+        groups.setdefault(strata[cid], []).append(cid)
+    keys = sorted(groups, key=str)
+    total = round(len(strata) * fraction)
+    quota = {k: math.floor(len(groups[k]) * fraction) for k in keys}
+    rest = sorted(keys, key=lambda k: (-(len(groups[k]) * fraction - quota[k]), rng.random()))
+    for k in rest[:max(0, total - sum(quota.values()))]:
+        quota[k] += 1
+    chosen: set[str] = set()
+    for k in keys:
+        members = groups[k]
+        rng.shuffle(members)
+        chosen.update(members[:quota[k]])
+    return frozenset(chosen)
+
+
+def judging_model(loaded: LoadedConfig) -> str:
+    """The model the judge runs on: cycle.yaml's judge (or --judge), else the agent's. A
+    panel is refused: its members share the judge prompt, but the cycle measures one
+    model's agreement with people, which the user chooses."""
+    c = loaded.config
+    agent = c.agent_config
+    prompt = (None if c.judges or agent.function or agent.http or
+              c.prompt.startswith(STORE_PREFIX) else load_prompt(loaded)[0])
+    names = judge_models(loaded, prompt)
+    if len(names) > 1:
+        raise ConfigError(f"the judge of {loaded.path} is a panel ({', '.join(names)}); "
+                          "cycle judge improve improves the judge prompt on one model's "
+                          "agreement with people", file=str(loaded.path), field="judge",
+                          hint=f"Choose the member it learns on: --judge {names[0]}.")
+    if not names:  # the agent is a function or an endpoint: no model to fall back on
+        raise ConfigError("cycle judge improve needs a judge model: cycle.yaml names none",
+                          file=str(loaded.path), field="judge",
+                          hint="Add e.g. 'judge: openai:gpt-4o-mini' to cycle.yaml, or pass "
+                          "--judge.")
+    return names[0]
+
+
+def build_judge_loop(
+    loaded: LoadedConfig,
+    labelled: LabelledSet,
+    *,
+    store: Store,
+    reviewer: Reviewer,
+    improve: ImproveConfig,
+    rounds: int,
+    bus: EventBus | None = None,
+    cache: ResponseCache | None = None,
+    again: str = "cycle judge improve",
+) -> Loop:
+    """The cycle that improves the judge prompt on ``labelled`` (see the module docstring),
+    ``rounds`` improving rounds at most, cycle.yaml's ``budget`` its cap. ``again``: the
+    command that resumes it."""
+    c = loaded.config
+    bus = bus or EventBus()
+    budget = Budget(c.budget)
+    models = Models(loaded, bus=bus, budget=budget, cache=cache, store=store)
+    judge_name = judging_model(loaded)
+    improver_name = c.improver or judge_name
+
+    def start() -> Version:
+        _, version = judge_prompt_in(store)  # the judge later runs would use
+        return store.get_version(JUDGE_PROMPT_ID, version)
+
+    def agent_for(prompt: Prompt) -> JudgeAgent:
+        return JudgeAgent(prompt, models(judge_name, "judge"), labelled.outputs,
+                          description=c.agent_config.description)
+
+    improver_prompt, improver_version = ensure_improver_prompt(store, improve.improver_prompt)
+    improver_model = models(improver_name, "improver", live=True)
+    concurrency, timeout = in_flight(c.run, batch=False)
+    scoring = Judge([CriterionConfig(
+        id="agreement", description="The judge's verdict agrees with people's label",
+        check={"type": "python", "function": CHECK}, pass_mark=AGREED_AT)],  # type: ignore[arg-type]
+        threshold=AGREED_AT)
+    about = {"run": labelled.run_id, "labelled": len(labelled.cases),
+             "held_out": sorted(labelled.held_out)}
+    return Loop(
+        start=start, prompt_id=JUDGE_PROMPT_ID, cases=labelled.cases, agent=agent_for,
+        judge=scoring,
+        improver=Improver(improver_model, prompt=improver_prompt, version=improver_version,
+                          max_suggestions=improve.max_suggestions),
+        reviewer=reviewer, store=store, stop=parse_stop({"max_rounds": rounds}),
+        budget=budget, bus=bus,
+        settings=LoopSettings(
+            acceptance=improve.acceptance, low_score=AGREED_AT,
+            context_tokens=improve.context_tokens, bump=improve.bump,
+            iterations=c.run.iterations, concurrency=concurrency, timeout=timeout,
+            held_out=labelled.held_out, max_iterations=improve.max_iterations),
+        record={"config_file": str(loaded.path), "resume_command": again,
+                "low_score_setting": "the agreement mark",
+                "judge_improve": about, "agent": f"cycle-judge on {judge_name}",
+                "judge": "agreement with people's labels", "improver": improver_name},
+        run_config={"judge_improve": about, "config_path": str(loaded.path)},
+        closers=[improver_model.aclose],
+    )
+
+
+class HeldOut(Struct, frozen=True):
+    """The judge's agreement with people on the held-out labels, before and after."""
+
+    before: Figures
+    after: Figures
+    #: the versions measured, and the runs their verdicts come from
+    before_version: str
+    after_version: str
+    before_run: str
+    after_run: str
+
+
+def held_out_figures(store: Store, result: CycleResult, labelled: LabelledSet) -> HeldOut | None:
+    """The held-out figures of the starting version and of the version the cycle ended
+    on, from their latest runs in the cycle (the confirmation's fresh ones when head
+    moved); None when a version has no run (the cycle stopped before)."""
+    cases = {x.id: x for x in labelled.cases if x.id in labelled.held_out}
+
+    def measured(version: str) -> tuple[Figures, str] | None:
+        runs = store.runs.recent(cycle_id=result.cycle_id, version=version, limit=1)
+        if not runs:
+            return None
+        pairs: list[tuple[str, Any, dict[str, Any]]] = [
+            (r.case_id, verdict_of(r.output), cases[r.case_id].expected)
+            for rs in store.runs.load_cases(runs[0].id, sorted(cases)).values() for r in rs
+            if r.status != "error"]
+        return figures(pairs), runs[0].id
+
+    before = measured(result.initial_version)
+    after = measured(result.final_version)
+    if before is None or after is None:
+        return None
+    return HeldOut(before=before[0], after=after[0], before_version=result.initial_version,
+                   after_version=result.final_version, before_run=before[1],
+                   after_run=after[1])

@@ -1,0 +1,191 @@
+"""`cycle judge improve` through the real CLI (issue 35, item 5): a stored offline run of
+the labelled world (cycle.testing.offline.labelled), people's labels imported with
+`cycle judge labels import`, the judge prompt improved on them in a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cycle.cli import cli
+from cycle.judge.llm_judge import BUILT_IN
+from cycle.records import JUDGE_PROMPT_ID
+from cycle.store import Store
+from cycle.testing import LoopbackServer
+from cycle.testing.offline.labelled import needs_order, next_step, write_project
+from tests.stored import run
+
+
+def invoke(store: Path, *args: str, input: str | None = None):
+    return CliRunner().invoke(cli, ["--store", str(store), *args], input=input)
+
+
+def world(folder: Path, people: Callable[[int, str], tuple[float, bool]], *,
+          label: int | None = None, served: str | None = None) -> tuple[Path, Path, str]:
+    """The labelled world's project in ``folder``, run once, its outputs labelled by
+    ``people(case number, reply)`` (the first ``label`` of them only): the store, the
+    config and the run. ``served``: the judge and the improver are openai:gpt-4o-mini at
+    this base URL (the loopback server)."""
+    config = write_project(folder)
+    if served:
+        config.write_text(config.read_text().replace(
+            "judge: offline:default\nimprover: offline:default\n",
+            "judge: openai:gpt-4o-mini\nimprover: openai:gpt-4o-mini\n"
+            f"providers:\n  openai: {{base_url: '{served}'}}\n"))
+    store = folder / "s.db"
+    run_id = run(store, config)
+    with Store.open(store) as s:
+        outputs = s.human_labels.outputs(run_id)
+    lines = []
+    for o in outputs[:label]:
+        score, passed = people(int(o["case"][1:]), o["output"])
+        lines.append({"run": run_id, "case": o["case"], "iteration": o["iteration"],
+                      "criterion": "helpful", "score": score, "pass": passed, "labeler": "ann"})
+    labels = folder / "labels.jsonl"
+    labels.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = invoke(store, "judge", "labels", "import", str(labels))
+    assert r.exit_code == 0, r.output
+    return store, config, run_id
+
+
+def improve(store: Path, config: Path, run_id: str, *args: str, input: str | None = None):
+    return invoke(store, "judge", "improve", run_id, "--config", str(config), "--headless",
+                  *(args or ("--yes",)), input=input)
+
+
+def held_out(output: str) -> tuple[list[float], list[float]]:
+    """Kappa and mean absolute error on the held-out labels, before and after."""
+    line = next(x for x in output.splitlines() if x.startswith("held-out labels"))
+    kappa = re.search(r"kappa ([\d.]+)[^>]*-> ([\d.]+)", line)
+    error = re.search(r"mean absolute error ([\d.]+) -> ([\d.]+) points", line)
+    assert kappa and error, line
+    return [float(x) for x in kappa.groups()], [float(x) for x in error.groups()]
+
+
+def head(store: Path) -> tuple[str, str, str]:
+    with Store.open(store) as s:
+        v = s.resolve(JUDGE_PROMPT_ID)
+        return v.version, v.message, v.prompt.system
+
+
+def test_held_out_agreement_rises_when_the_rubric_omits_a_rule_people_apply(tmp_path) -> None:
+    """People fail a reply without the order number; the rubric asks for a next step only.
+    The cycle learns the rule, the judge agrees with people on labels it never saw, and the
+    next `cycle run` judges with the promoted version."""
+    store, config, run_id = world(tmp_path, lambda _, reply: needs_order(reply))
+    r = improve(store, config, run_id)
+    assert r.exit_code == 0, r.output
+    assert "32 labelled outputs of run" in r.output and "10 held out (seed 0)" in r.output
+    assert "head moved 1.0.0 -> 1.0.1" in r.output
+    assert "undo with: cycle rollback cycle-judge --to 1.0.0" in r.output
+    (k_before, k_after), (e_before, e_after) = held_out(r.output)
+    assert k_after == 1.0 > k_before + 0.3 and e_after < e_before - 10
+    version, _, system = head(store)
+    assert version == "1.0.1"
+    assert system.endswith("For 'helpful': a reply that does not cite the order number fails, "
+                           "whatever else it does well.")
+    # a later run judges with the promoted judge prompt: replies without the order number fail
+    later = run(store, config)
+    with Store.open(store) as s:
+        assert s.runs.get(later).judge_version == "1.0.1"
+        passed = {o["case"] for o in s.human_labels.outputs(later)
+                  if o["verdicts"]["helpful"]["passed"]}
+    assert passed == {f"c{i:03d}" for i in range(0, 32, 4)}  # next step and order number
+    shown = invoke(store, "report", later, "--no-write")
+    assert "Judge offline:default cycle-judge@1.0.1" in shown.output
+
+
+def test_a_judge_with_nothing_to_learn_is_not_changed(tmp_path) -> None:
+    """People agree with the rubric (a): nothing to improve. People fail half the replies
+    without the order number, as noise (b): the rule the improver proposes fits what it
+    saw and is rejected on the whole. Either way head stays at the built-in judge."""
+    store, config, run_id = world(tmp_path / "a", lambda _, reply: next_step(reply))
+    r = improve(store, config, run_id)
+    assert r.exit_code == 0, r.output
+    assert "nothing to improve: no case scored below the agreement mark (75)" in r.output
+    assert "judge 1.0.0 unchanged: kappa 1.00" in r.output
+    assert head(store)[:2] == ("1.0.0", BUILT_IN)
+
+    def noisy(n: int, reply: str) -> tuple[float, bool]:
+        return needs_order(reply) if n % 8 == 1 else next_step(reply)
+
+    store, config, run_id = world(tmp_path / "b", noisy)
+    r = improve(store, config, run_id, "--yes", "--rounds", "2")
+    assert r.exit_code == 0, r.output
+    assert "1 suggestion proposed" in r.output and "rejected: the improvement is not " \
+        "significant" in r.output
+    assert "judge 1.0.0 unchanged" in r.output
+    assert head(store)[:2] == ("1.0.0", BUILT_IN)
+    later = run(store, config)
+    with Store.open(store) as s:
+        assert s.runs.get(later).judge_version == "1.0.0"
+
+
+def test_too_few_labels_are_refused_saying_how_many_more(tmp_path) -> None:
+    store, config, run_id = world(tmp_path, lambda _, reply: needs_order(reply), label=12)
+    r = improve(store, config, run_id)
+    assert r.exit_code == 2, r.output
+    assert (f"run {run_id} has 12 labelled outputs on helpful: cycle judge improve needs at "
+            "least 17 to learn from 10 and hold out 5 (--held-out 0.3); label 5 more") in r.output
+    assert f"cycle judge sample {run_id} --n 5" in r.output
+    assert "Traceback" not in r.output
+    with Store.open(store) as s:  # nothing was started
+        assert not s.cycles.recent() and head(store)[0] == "1.0.0"
+    r = improve(store, config, run_id, "--yes", "--held-out", "0.5")
+    assert r.exit_code == 2 and "needs at least 20" in r.output
+    r = improve(store, config, run_id, "--yes", "--criterion", "tone")
+    assert r.exit_code == 2 and "has no LLM criterion 'tone'" in r.output
+    assert "Its LLM criteria: helpful." in r.output
+
+
+def test_a_person_reviews_the_judge_rule_like_any_suggestion(tmp_path) -> None:
+    """Rejected at the terminal, the rule makes no candidate: head stays."""
+    store, config, run_id = world(tmp_path, lambda _, reply: needs_order(reply))
+    r = improve(store, config, run_id, "--review", "prompt", "--rounds", "1",
+                input="r\nnot how we judge\ns\n")
+    assert r.exit_code == 0, r.output
+    assert "+++ suggested/system" in r.output
+    assert "no candidate: every suggestion was rejected" in r.output
+    assert head(store)[0] == "1.0.0"
+
+
+def test_a_judge_on_a_provider_sdk_learns_within_its_budget(tmp_path, monkeypatch) -> None:
+    """The judge and the improver on the real openai SDK against the loopback server (which
+    answers as the offline world): the calls are priced, --budget caps the cycle (head
+    stays), and without the cap the rule is learnt."""
+    from cycle.testing.offline.served import offline_world
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    with LoopbackServer(responder=offline_world) as server:
+        store, config, run_id = world(tmp_path, lambda _, reply: needs_order(reply),
+                                      served=server.openai_base_url)
+        capped = improve(store, config, run_id, "--yes", "--budget", "0.006")
+        assert capped.exit_code == 0, capped.output
+        assert "max_cost: $0.00" in capped.output and "of the $0.006 cap" in capped.output
+        spent = float(re.search(r"total cost \$([\d.]+)", capped.output).group(1))
+        assert 0 < spent <= 0.006 and head(store)[0] == "1.0.0"
+        r = improve(store, config, run_id)
+        assert r.exit_code == 0, r.output
+    assert "head moved 1.0.0 -> 1.0.1" in r.output and "[offline model]" not in r.output
+    (k_before, k_after), _ = held_out(r.output)
+    assert k_after == 1.0 > k_before
+
+
+def test_a_judge_panel_is_refused_until_one_member_is_chosen(tmp_path) -> None:
+    """The members share the judge prompt, but agreement with people is one model's: the
+    command names the member to choose, and --judge chooses it."""
+    store, config, run_id = world(tmp_path, lambda _, reply: needs_order(reply))
+    config.write_text(config.read_text().replace(
+        "judge: offline:default\n", "judge: [offline:default, offline:other]\n"))
+    r = improve(store, config, run_id)
+    assert r.exit_code == 2, r.output
+    assert "is a panel (offline:default, offline:other)" in r.output
+    assert "--judge offline:default" in r.output and "Traceback" not in r.output
+    with Store.open(store) as s:
+        assert not s.cycles.recent()
+    r = improve(store, config, run_id, "--yes", "--judge", "offline:default")
+    assert r.exit_code == 0, r.output
