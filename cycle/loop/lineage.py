@@ -58,10 +58,6 @@ class Candidate(Struct, frozen=True):
     #: the cases it is best on, on the frontier at the end (0: not on it)
     frontier: int = 0
 
-    @property
-    def merge(self) -> bool:
-        return self.second_parent is not None
-
 
 class Lineage(Struct, frozen=True):
     """A cycle's candidates as a tree (the start its root), and its frontier."""

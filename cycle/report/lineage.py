@@ -19,7 +19,6 @@ from cycle.words import plural
 KEY = ("head: where the cycle left head; frontier: best on that many cases among the "
        "versions evaluated in full (the parents a next round would be built from)")
 
-
 #: the facts the HTML report shows as marks beside the others
 MARKS = ("head", "frontier")
 
@@ -49,7 +48,7 @@ def parts(c: dict[str, Any], *, compact: bool = False) -> list[tuple[str, str]]:
                     + (f" ({delta:+.1f})" if delta is not None else "")))
     if c["round"] != 0:
         confirmed = c.get("confirmed")
-        then = {True: ", confirmed", False: ", not confirmed"}.get(confirmed, "")  # type: ignore[arg-type]
+        then = "" if confirmed is None else ", confirmed" if confirmed else ", not confirmed"
         out.append(("decision", f"{c['decision']}{then}"))
     if c.get("head"):
         out.append(("head", "head"))
