@@ -247,6 +247,8 @@ class VersionCreated(Event, frozen=True, kw_only=True):
     round: int | None = None
     #: unified diff from the parent
     diff: str = ""
+    #: the candidate of the round's population it is (None: not one of a population)
+    slot: int | None = None
 
 
 class CandidateDecided(Event, frozen=True, kw_only=True):
@@ -283,6 +285,21 @@ class CandidateScreened(Event, frozen=True, kw_only=True):
     gain: float | None
     cases: int
     kept: bool = False
+    #: a merge's other parent: the version whose edits it brought to ``parent``
+    second_parent: str | None = None
+
+
+class FrontierChanged(Event, frozen=True, kw_only=True):
+    """The Pareto frontier of a population's cycle (cycle.loop.population.frontier): the
+    versions evaluated in full that are best on at least one case, each with the number of
+    cases it is best on, most first. Told as a round picks its parents from it and again
+    once its candidate's full evaluation joined the pool."""
+
+    kind: ClassVar[str] = "frontier_changed"
+    cycle_id: str
+    round: int
+    #: version -> the cases it is best on (ties included), in the frontier's order
+    versions: dict[str, int] = field(default_factory=dict)
 
 
 class RoundFinished(Event, frozen=True, kw_only=True):

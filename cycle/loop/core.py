@@ -687,6 +687,8 @@ class Loop:
             decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
                               required=self.required_cases, held_out=self.settings.held_out,
                               alpha=alpha)
+        if self.settings.population > 1:  # the candidate's full evaluation joined the pool
+            self._frontier_changed(round_no)
         reason = decision.reason
         if decision.accepted and self._confirms:
             reason += f"; head stays at {self._head.version.version} until a confirmation on fresh samples"
@@ -748,6 +750,7 @@ class Loop:
             source="improver", cycle_id=cid, round=round_no,
             diff=prompt_diff(parent.version.prompt, candidate.prompt, a_label=parent.version.version,
                              b_label=candidate.version),
+            slot=slot if self.settings.population > 1 else None,
         ))
         return candidate
 
@@ -759,6 +762,7 @@ class Loop:
         from cycle.loop.population import minibatch, parents, screen_gain
 
         cid, s = self.cycle_id, self.settings
+        self._frontier_changed(round_no)
         chosen = [e.version for e in parents([x.evaluation for x in self._pool.values()],
                                              inc.version.version, s.population, s.held_out)]
         merge = self._merge_plan() if s.merge else None
@@ -806,7 +810,9 @@ class Loop:
                 cycle_id=cid, round=round_no, slot=slot, version=candidate.version,
                 parent=parent.version.version, run_id=result.run_id, cases=len(batch),
                 gain=screen_gain(evaluation_of(result, candidate.version), parent.evaluation,
-                                 batch)))
+                                 batch),
+                second_parent=(merge.pair.second if merge is not None and slot == len(chosen) - 1
+                               else None)))
         gained = [x for x in screened if x.gain is not None and x.gain > 0]
         best = max(gained, key=lambda x: x.gain or 0.0) if gained else None
         for x in screened:
@@ -816,6 +822,15 @@ class Loop:
                               f"{x.version} not judged" for x in screened)
             return f"no candidate gained on its screen ({shown})"
         return next(c for slot, _, c, _ in made if slot == best.slot)
+
+    def _frontier_changed(self, round_no: int) -> None:
+        """Tell the frontier of every version evaluated in full (a view draws it; the
+        reports derive it again from the stored runs: cycle.loop.lineage)."""
+        from cycle.loop.population import frontier
+
+        front = frontier([x.evaluation for x in self._pool.values()], self.settings.held_out)
+        self.bus.emit(ev.FrontierChanged(cycle_id=self.cycle_id, round=round_no,
+                                         versions={e.version: wins for e, wins in front}))
 
     def _merge_plan(self) -> _Merge | None:
         """The frontier pair this round merges, the merged prompt, and the first version's

@@ -86,3 +86,27 @@ class RoundRow(BaseModel):
     def version(self) -> str | None:
         """The version this round evaluated: the candidate, or the incumbent in round 0."""
         return self.candidate_version if self.round >= 1 else self.incumbent_version
+
+
+class ScreenRow(BaseModel):
+    """One candidate of a round's population as screened (``improve.population``): the
+    version it built from its parent (a merge: from two), scored once on a minibatch of
+    cases against its parent's scores there."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cycle_id: str
+    round: int
+    #: the candidate's place in the round's population (0 first)
+    slot: int
+    version: str
+    parent: str
+    #: a merge's other parent: the version whose edits it brought to ``parent``
+    second_parent: str | None = None
+    #: the screen's run (``<cycle>-r<round>-s<slot>``)
+    run_id: str
+    cases: int
+    #: mean gain over the parent on the minibatch (None: no case was judged)
+    gain: float | None = None
+    #: it went on to the round's full evaluation
+    kept: bool = False

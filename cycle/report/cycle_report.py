@@ -3,7 +3,8 @@
 A summary (rounds, why it stopped, initial and final score with intervals,
 the improvement, total cost, final version; "offline model" when the results
 did not come from a real model), a score table per round, a Mermaid chart of
-the score across rounds, each round's suggestions with their decisions, and
+the score across rounds, a population's lineage (each candidate under its parent:
+cycle.report.lineage), each round's suggestions with their decisions, and
 the diff from the first prompt to the final one. Because it reads the store,
 it can be written again for any cycle, also one that was resumed.
 """
@@ -11,7 +12,6 @@ it can be written again for any cycle, also one that was resumed.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -75,11 +75,16 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
              for k, v in (("initial", cycle.initial_version), ("final", final_version))}
 
     round_items = _round_items(store, cycle, rounds, costs, initial["score"])
+    from cycle.loop.lineage import lineage_of
+
+    lineage = lineage_of(store, cycle_id)
     # per case, its mean in each round's evaluation (the heatmap of the HTML report)
     per_case: dict[str, dict[int, float | None]] = {}
     run_of_round: dict[int, str] = {}
     for run in reversed(store.runs.recent(cycle_id=cycle_id, limit=None)):  # oldest first
-        if run.round is not None:
+        # a population's screens are minibatches, not a round's evaluation (the lineage
+        # shows their gains)
+        if run.round is not None and run.role != "screen":
             run_of_round[run.round] = run.id
             for case_id, mean in store.runs.case_means(run.id).items():
                 per_case.setdefault(case_id, {})[run.round] = mean
@@ -117,12 +122,24 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         "cost_estimated": estimated,
         "config": cycle.config,
         "rounds": round_items,
+        # a population's candidates as a tree, with the frontier (None: a chain, whose
+        # lineage is the rounds table)
+        "lineage": lineage.to_dict() if lineage.population > 1 else None,
         "cases": per_case,
         "diff": diff,
         "transcripts": _transcripts(store, run_of_round.get(final_round)),
         "outputs": _outputs(store, run_of_round.get(0),
                             run_of_round.get(final_round) if final_round else None),
     }
+
+
+def lineage_lines(store: Store, cycle_id: str) -> list[str]:
+    """A population's lineage as the console shows it, a compact tree (none for a chain)."""
+    from cycle.loop.lineage import lineage_of
+    from cycle.report import lineage
+
+    found = lineage_of(store, cycle_id)
+    return lineage.console(found.to_dict()) if found.population > 1 else []
 
 
 def _decision(s: dict[str, Any]) -> str:
@@ -141,9 +158,7 @@ def _round_items(store: Store, cycle: CycleRow, rounds: list[RoundRow],
     head_score = initial_score
     # the rounds that moved head (a cycle's head moves are recorded with their round): an
     # explored candidate the cycle kept without moving head yet is not head
-    moved = {int(m.group(1)) for move in store.label_moves(cycle.prompt_id, label="head",
-                                                           limit=10_000)
-             if (m := re.match(rf"cycle {re.escape(cycle.id)} round (\d+):", move.reason or ""))}
+    moved = {round_no for round_no, _ in store.cycles.head_moves(cycle.id, cycle.prompt_id)}
     round_items = []
     for r in rounds:
         if r.round == 0 or r.accepted:
@@ -294,6 +309,10 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
             f"{f.bounds(r['ci_low'], r['ci_high'])} | {f.signed(r['delta'])} | {f.split_gain(r)} | "
             f"{r['verdict']} | {f.money(r['cost'] or 0.0)} | {_cell(r['reason'])} |"
         )
+    if data.get("lineage"):
+        from cycle.report import lineage
+
+        out += ["", *lineage.markdown(data["lineage"])]
     chart = _chart(data)
     if chart:
         out += ["", "## Score across rounds", "", *chart]

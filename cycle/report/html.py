@@ -3,7 +3,7 @@
 Charts are SVG drawn here from the report's figures (the same dictionary the
 Markdown and JSON reports are written from), so the page opens anywhere, from
 a CI artifact or an e-mail, and prints. It shows the score per round with its
-95% band and the head line, a heatmap of every case across rounds, the cost
+95% band and the head line, a population's lineage as a tree, a heatmap of every case across rounds, the cost
 per round split by role, every suggestion with its decision and its edit as a
 diff, the diff from the first prompt to the final one, and the final version's
 transcripts where cases have them (tools, conversations).
@@ -183,8 +183,12 @@ def _environment() -> Environment:
 
 def render_cycle_html(data: dict[str, Any]) -> str:
     """The HTML cycle report from ``cycle_report_dict``."""
+    from cycle.report import lineage
+
     template = _environment().get_template("cycle.html.j2")
     return template.render(
         d=data, base_css=BASE_CSS, score_chart=score_chart(data["rounds"]),
         heatmap=heatmap(data.get("cases", {}), data["rounds"]),
-        cost_chart=cost_chart(data["rounds"]))
+        cost_chart=cost_chart(data["rounds"]),
+        lineage_tree=lineage.html(data["lineage"]) if data.get("lineage") else Markup(""),
+        lineage_key=lineage.KEY)

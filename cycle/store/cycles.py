@@ -7,20 +7,28 @@ verdict and score as the round ends). A killed cycle therefore leaves enough
 in the store for ``cycle improve --resume`` to continue where it stopped.
 
 Tables come from m001 (plus m004: ``rounds.reason``, ``incumbent_score``,
-``pass_rate``).
+``pass_rate``; m018: ``screens``, a population's candidates as screened).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from typing import TYPE_CHECKING, Any
 
 from cycle import events as ev
 from cycle.errors import NotFoundError
 from cycle.ids import now_iso
-from cycle.records import CycleRow, RejectedSuggestion, RoundRow, StoredSuggestion, Suggestion
+from cycle.records import (
+    CycleRow,
+    RejectedSuggestion,
+    RoundRow,
+    ScreenRow,
+    StoredSuggestion,
+    Suggestion,
+)
 
 if TYPE_CHECKING:
     from cycle.store.store import Store
@@ -49,6 +57,7 @@ def orphaned(row: CycleRow) -> bool:
 
 _CYCLE_COLUMNS = tuple(CycleRow.model_fields)
 _ROUND_COLUMNS = tuple(RoundRow.model_fields)
+_SCREEN_COLUMNS = tuple(ScreenRow.model_fields)
 
 
 
@@ -154,6 +163,21 @@ class CycleLog:
                     row,
                 )
 
+    def save_screen(self, screen: ScreenRow) -> None:
+        """Record a candidate's screen; a resumed round's screen of the same slot replaces
+        it (the same version and run, its gain reckoned again from the same results)."""
+        values = screen.model_dump()
+        values["kept"] = int(screen.kept)
+        keys = ", ".join(_SCREEN_COLUMNS)
+        updates = ", ".join(f"{k} = excluded.{k}" for k in _SCREEN_COLUMNS
+                            if k not in ("cycle_id", "round", "slot"))
+        with self.store.transaction() as db:
+            db.execute(
+                f"INSERT INTO screens ({keys}) VALUES ({', '.join('?' * len(_SCREEN_COLUMNS))}) "
+                f"ON CONFLICT (cycle_id, round, slot) DO UPDATE SET {updates}",
+                [values[k] for k in _SCREEN_COLUMNS],
+            )
+
     def get(self, cycle_id: str) -> CycleRow:
         rows = self.store.db.execute(
             f"SELECT {', '.join(_CYCLE_COLUMNS)} FROM cycles WHERE id = ?", (cycle_id,)
@@ -227,6 +251,23 @@ class CycleLog:
                 example_input=None if example_input is None else json.loads(example_input),
             ))
         return out
+
+    def get_screens(self, cycle_id: str) -> list[ScreenRow]:
+        """A cycle's screened candidates, by round and slot."""
+        rows = self.store.db.execute(
+            f"SELECT {', '.join(_SCREEN_COLUMNS)} FROM screens WHERE cycle_id = ? "
+            "ORDER BY round, slot", (cycle_id,)).fetchall()
+        return [ScreenRow(**dict(zip(_SCREEN_COLUMNS, row, strict=True))) for row in rows]
+
+    def head_moves(self, cycle_id: str, prompt_id: str) -> list[tuple[int, str]]:
+        """The head moves this cycle made, oldest first: (the round that moved it, the
+        version it moved to). A cycle records each with its round in the reason."""
+        said = re.compile(rf"cycle {re.escape(cycle_id)} round (\d+):")
+        rows = self.store.db.execute(
+            "SELECT to_version, reason FROM label_moves WHERE prompt_id = ? AND label = 'head' "
+            "ORDER BY id", (prompt_id,)).fetchall()
+        return [(int(m.group(1)), to) for to, reason in rows
+                if (m := said.match(reason or "")) is not None]
 
     def offline(self, cycle_id: str) -> bool:
         """Whether any of the cycle's runs came from the offline (or scripted) model."""
@@ -329,6 +370,11 @@ class CycleRecorder:
             log.save_suggestions(event.cycle_id, event.round, event.suggestions, slot=event.slot)
         elif isinstance(event, ev.VersionCreated) and event.cycle_id and event.round is not None:
             log.update_round(event.cycle_id, event.round, candidate_version=event.version)
+        elif isinstance(event, ev.CandidateScreened):
+            log.save_screen(ScreenRow(
+                cycle_id=event.cycle_id, round=event.round, slot=event.slot,
+                version=event.version, parent=event.parent, second_parent=event.second_parent,
+                run_id=event.run_id, cases=event.cases, gain=event.gain, kept=event.kept))
         elif isinstance(event, ev.CandidateDecided):
             # ci_low/ci_high of a round are its score's interval (RoundFinished); the
             # interval of the paired improvement is part of the reason text

@@ -588,3 +588,31 @@ def m017_examples(db: Database) -> None:
     db.execute("ALTER TABLE versions ADD COLUMN examples TEXT")
     db.execute("ALTER TABLE suggestions ADD COLUMN source_case TEXT")
     db.execute("ALTER TABLE suggestions ADD COLUMN example_input TEXT")
+
+
+@migration
+def m018_screens(db: Database) -> None:
+    """A population's screens (cycle.loop.population): each candidate of a round, by its
+    slot, with the version it built, its parent and, for a merge, its second parent (the
+    version whose edits the merge brought to the first), the screen run, the cases it was
+    screened on, its gain over its parent there and whether it went on to the full
+    evaluation. The cycle's lineage (cycle.loop.lineage) is read from these rows and the
+    rounds; a resumed round writes its screens again over the same rows."""
+    _run(
+        db,
+        """
+        CREATE TABLE screens (
+            cycle_id TEXT NOT NULL REFERENCES cycles(id),
+            round INTEGER NOT NULL,
+            slot INTEGER NOT NULL,
+            version TEXT NOT NULL,
+            parent TEXT NOT NULL,
+            second_parent TEXT,
+            run_id TEXT NOT NULL,
+            cases INTEGER NOT NULL,
+            gain REAL,
+            kept INTEGER NOT NULL,
+            PRIMARY KEY (cycle_id, round, slot)
+        )
+        """,
+    )

@@ -66,6 +66,27 @@ class RoundRow(Struct):
     stage: str = "improve"
 
 
+class CandidateRow(Struct):
+    """One candidate of the round's population (``improve.population``), as far as the
+    events told: proposed from its parent, built, screened, then ended or evaluated."""
+
+    slot: int
+    parent: str
+    #: a merge's other parent
+    second_parent: str | None = None
+    version: str = ""
+    #: mean gain over its parent on the screen's cases (None: not screened, or none judged)
+    gain: float | None = None
+    screened: bool = False
+    #: it went on to the round's full evaluation
+    kept: bool = False
+    #: the full evaluation's verdict (None: not decided, or not evaluated)
+    accepted: bool | None = None
+    #: no version came of it (nothing approved, or it rebuilt a version already tried):
+    #: known once the round's screens (or its verdict) are told
+    none: bool = False
+
+
 class Changes(Struct):
     """What changed since the last ``take_changes``."""
 
@@ -73,10 +94,12 @@ class Changes(Struct):
     cases: list[CaseRow] = field(default_factory=list)
     rounds: list[RoundRow] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
+    #: the population's candidates or its frontier changed (drawn whole: a few rows)
+    population: bool = False
 
     @property
     def empty(self) -> bool:
-        return not (self.run_reset or self.cases or self.rounds or self.log)
+        return not (self.run_reset or self.cases or self.rounds or self.log or self.population)
 
 
 class DashboardState(Struct):
@@ -107,6 +130,11 @@ class DashboardState(Struct):
     cost_estimated: bool = False
     #: provider -> its latest limit of calls in flight, once it rate-limited a call
     throttled: dict[str, ev.ConcurrencyChanged] = field(default_factory=dict)
+    # a population's round: its candidates by slot, and the frontier they come from
+    population_round: int | None = None
+    candidates: dict[int, CandidateRow] = field(default_factory=dict)
+    #: version -> the cases it is best on, most first
+    frontier: dict[str, int] = field(default_factory=dict)
     events_seen: int = 0
     _called_cost: float = 0.0
     _cost_reported: bool = False
@@ -116,6 +144,7 @@ class DashboardState(Struct):
     _dirty_cases: dict[str, CaseRow] = field(default_factory=dict)
     _dirty_rounds: dict[int, RoundRow] = field(default_factory=dict)
     _log: list[str] = field(default_factory=list)
+    _population_changed: bool = False
 
     # -- folding -----------------------------------------------------------
 
@@ -133,17 +162,25 @@ class DashboardState(Struct):
             cases=list(self._dirty_cases.values()),
             rounds=list(self._dirty_rounds.values()),
             log=self._log,
+            population=self._population_changed,
         )
         self._run_reset = False
         self._dirty_cases = {}
         self._dirty_rounds = {}
         self._log = []
+        self._population_changed = False
         return changes
 
     @property
     def has_changes(self) -> bool:
         """Whether something folded in waits for ``take_changes`` (a full redraw)."""
-        return bool(self._run_reset or self._dirty_cases or self._dirty_rounds or self._log)
+        return bool(self._run_reset or self._dirty_cases or self._dirty_rounds or self._log
+                    or self._population_changed)
+
+    @property
+    def has_population(self) -> bool:
+        """The cycle searches with a population: the dashboard shows its candidates."""
+        return self.population_round is not None or bool(self.frontier)
 
     def elapsed(self, now: float) -> float:
         """Seconds the cycle has taken so far (frozen once it finished); without a cycle,
@@ -175,6 +212,21 @@ class DashboardState(Struct):
     def note(self, text: str) -> None:
         """A log line that no event carries (the app's own news)."""
         self._log.append(text)
+
+    def _unmade(self) -> None:
+        """The round's candidates are all told: those without a version came to nothing."""
+        for row in self.candidates.values():
+            row.none = not row.version
+
+    def _slot(self, round_no: int, slot: int, parent: str) -> CandidateRow:
+        """The round's candidate in ``slot``; a new round's first starts the table afresh."""
+        if round_no != self.population_round:
+            self.population_round, self.candidates = round_no, {}
+        row = self.candidates.get(slot)
+        if row is None:
+            row = self.candidates[slot] = CandidateRow(slot=slot, parent=parent)
+        self._population_changed = True
+        return row
 
     def _round(self, number: int) -> RoundRow:
         row = self.rounds.get(number)
@@ -269,10 +321,16 @@ def _run_finished(s: DashboardState, e: ev.RunFinished) -> None:
 
 def _suggestions(s: DashboardState, e: ev.SuggestionsProposed) -> None:
     of = f" for candidate {e.slot + 1} (from v{e.parent})" if e.parent else ""
+    if e.parent:  # a population's candidate (a round of one names no parent)
+        s._slot(e.round, e.slot, e.parent)
     s.log(e, f"round {e.round}: {plural(len(e.suggestions), 'suggestion')} proposed{of}")
 
 
 def _screened(s: DashboardState, e: ev.CandidateScreened) -> None:
+    row = s._slot(e.round, e.slot, e.parent)
+    row.version, row.second_parent, row.gain = e.version, e.second_parent, e.gain
+    row.screened, row.kept = True, e.kept
+    s._unmade()  # a round's screens come once all its candidates were built
     gain = "no case judged" if e.gain is None else f"{e.gain:+.1f}"
     then = "goes on to the full evaluation" if e.kept else "ends here"
     s.log(e, f"round {e.round}: screen of v{e.version} (from v{e.parent}) on "
@@ -291,10 +349,25 @@ def _review(s: DashboardState, e: ev.ReviewDecided) -> None:
 
 
 def _version(s: DashboardState, e: ev.VersionCreated) -> None:
+    if e.slot is not None and e.round is not None:
+        s._slot(e.round, e.slot, e.parent or "").version = e.version
     s.log(e, f"version {e.prompt_id} v{e.version} created ({e.source})")
 
 
+def _frontier(s: DashboardState, e: ev.FrontierChanged) -> None:
+    if e.versions != s.frontier:
+        s.frontier = dict(e.versions)
+        s._population_changed = True
+
+
 def _candidate(s: DashboardState, e: ev.CandidateDecided) -> None:
+    if e.round == s.population_round:  # the full evaluation's verdict on the kept candidate
+        s._unmade()
+        s._population_changed = True
+        for c in s.candidates.values():
+            if c.kept and c.version == e.version:
+                c.accepted = e.accepted
+                s._population_changed = True
     row = s._round(e.round)
     row.version = row.version or e.version
     row.accepted, row.delta = e.accepted, e.delta
@@ -369,6 +442,7 @@ _HANDLERS = {
     ev.VersionCreated: _version,
     ev.CandidateDecided: _candidate,
     ev.CandidateScreened: _screened,
+    ev.FrontierChanged: _frontier,
     ev.RoundFinished: _round_finished,
     ev.CycleFinished: _cycle_finished,
     ev.ModelCalled: _model_called,

@@ -77,6 +77,34 @@ def world(tmp_path: Path) -> Iterator[Callable[..., LoadedConfig]]:
 
 
 @pytest.fixture
+def population_world(world):
+    """``population_world(**improve)``: eight cases, a population of three (test_population's
+    judge and improver: two edits that help different cases, one that helps none)."""
+    from .test_population import improver, judge
+
+    def make(**improve):
+        loaded = world(improver, cases=8, improve={"population": 3, "screen_cases": 8,
+                                                   "stop": {"max_rounds": 2}, **improve})
+        script("judge", judge)
+        return loaded
+    return make
+
+
+@pytest.fixture
+def merge_world(world):
+    """``merge_world(calls, **improve)``: a population of two whose third round merges two
+    siblings (test_merge's judge and improver; the improver's inputs go to ``calls``)."""
+    from .test_merge import improver, judge
+
+    def make(calls, **improve):
+        loaded = world(improver(calls), cases=8, improve={
+            "population": 2, "screen_cases": 8, "stop": {"max_rounds": 3}, **improve})
+        script("judge", judge)
+        return loaded
+    return make
+
+
+@pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     s = Store.open(tmp_path / ".cycle" / "cycle.db")
     yield s

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import re
 
-import pytest
-
 from cycle import events as ev
 from cycle.assemble import build_loop
 from cycle.loop.acceptance import Evaluation
@@ -88,16 +86,6 @@ def improver(calls):
         return {"suggestions": [suggestion(
             {1: "Always say sorry.", 2: "Be calm."}.get(n, "Always say order."))]}
     return answer
-
-
-@pytest.fixture
-def merge_world(world):
-    def make(calls, **improve):
-        loaded = world(improver(calls), cases=8, improve={
-            "population": 2, "screen_cases": 8, "stop": {"max_rounds": 3}, **improve})
-        script("judge", judge)
-        return loaded
-    return make
 
 
 def test_two_siblings_that_win_different_cases_are_merged_and_the_merge_is_promoted(

@@ -75,16 +75,6 @@ def improver(messages, tools, config):
     return {"suggestions": [suggestion("Be calm.")]}
 
 
-@pytest.fixture
-def population_world(world):
-    def make(**improve):
-        loaded = world(improver, cases=8, improve={"population": 3, "screen_cases": 8,
-                                                   "stop": {"max_rounds": 2}, **improve})
-        script("judge", judge)
-        return loaded
-    return make
-
-
 def test_a_round_of_three_screens_each_and_evaluates_the_best_in_full(population_world, store,
                                                                       bus_log):
     bus, log = bus_log

@@ -15,7 +15,7 @@ from cycle.store import Store
 from cycle.store.migrations import applied_names, apply_migrations, known_names
 
 TABLES = {"prompts", "versions", "labels", "label_moves", "runs", "results", "verdicts",
-          "calls", "suggestions", "cycles", "rounds"}
+          "calls", "suggestions", "cycles", "rounds", "screens"}
 
 
 def columns(db: Database, table: str) -> set[str]:
@@ -53,6 +53,9 @@ def test_blank_store_gets_every_table_column_and_index(tmp_path: Path):
         assert {"decided_by", "decided_at"} <= columns(db, "suggestions")
         assert {"prompt_id", "label", "allowed", "protected_by", "protected_at"} <= columns(
             db, "protected_labels")
+        # a population's candidates as screened, a merge's second parent with them
+        assert {"cycle_id", "round", "slot", "version", "parent", "second_parent", "run_id",
+                "cases", "gain", "kept"} == columns(db, "screens")
         assert ("prompt_id", "seq") in index_columns(db, "versions")
         assert ("run_id",) in index_columns(db, "results")
         assert ("run_id",) in index_columns(db, "calls")
@@ -86,6 +89,7 @@ def test_store_written_by_the_first_release_migrates_itself(tmp_path: Path):
         assert {"decided_by", "decided_at"} <= columns(db, "suggestions")
         assert {"prompt_id", "label", "allowed", "protected_by", "protected_at"} <= columns(
             db, "protected_labels")
+        assert "second_parent" in columns(db, "screens")
         assert ("prompt_id", "seq") in index_columns(db, "versions")
         assert ("run_id",) in index_columns(db, "results")
         assert store.label_moves("p")[0].who == "user"  # old rows get the default

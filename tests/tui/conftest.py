@@ -16,6 +16,7 @@ from cycle.assemble.config import LoadedConfig, load_config
 from cycle.records import Prompt, ReviewRequest, Suggestion
 from cycle.store import Store
 from cycle.testing import clear_scripts, script
+from tests.loop.conftest import merge_world, world  # noqa: F401 (fixtures: a population's cycle)
 
 #: a fixed time for every stored version, so screenshots do not depend on the clock
 FIXED_AT = "2025-01-02T03:04:05+00:00"
@@ -175,3 +176,67 @@ def loaded(tmp_path: Path) -> Iterator[LoadedConfig]:
     }))
     yield load_config(tmp_path / "cycle.yaml")
     clear_scripts()
+
+
+def population_events() -> list[ev.Event]:
+    """A cycle with a population of three, at fixed times, up to the middle of round 2's
+    full evaluation: round 1 screened three children of 1.0.0 and kept 1.0.1; round 2
+    screened two children of 1.0.1 and one of 1.0.0 (the frontier holds both), the best
+    being evaluated in full."""
+    cid = "c-test"
+    t = T0
+    out: list[ev.Event] = [
+        ev.CycleStarted(at=t, cycle_id=cid, prompt_id="support-reply", version="1.0.0"),
+        ev.RoundStarted(at=t, cycle_id=cid, round=0, version="1.0.0", stage="baseline"),
+        ev.RoundFinished(at=t + 8, cycle_id=cid, round=0, version="1.0.0", score=62.0,
+                         ci_low=55.0, ci_high=69.0, pass_rate=0.5, cost=0.008,
+                         stage="baseline"),
+    ]
+
+    def population_round(n: int, at: float, incumbent: str, frontier: dict[str, int],
+                         children: list[tuple[str, str, float]]) -> list[ev.Event]:
+        events: list[ev.Event] = [
+            ev.RoundStarted(at=at, cycle_id=cid, round=n, version=incumbent),
+            ev.FrontierChanged(at=at, cycle_id=cid, round=n, versions=frontier)]
+        for slot, (version, parent, _) in enumerate(children):
+            events += [
+                ev.SuggestionsProposed(at=at + 1, cycle_id=cid, round=n, slot=slot,
+                                       parent=parent, suggestions=[{}, {}]),
+                ev.ReviewDecided(at=at + 1, cycle_id=cid, round=n, approved=2, rejected=0,
+                                 reviewer="auto", slot=slot),
+                ev.VersionCreated(at=at + 1, prompt_id="support-reply", version=version,
+                                  parent=parent, source="improver", cycle_id=cid, round=n,
+                                  slot=slot)]
+        best = max(range(len(children)), key=lambda k: children[k][2])
+        events += [ev.CandidateScreened(
+            at=at + 3, cycle_id=cid, round=n, slot=slot, version=version, parent=parent,
+            run_id=f"{cid}-r{n}-s{slot}", gain=gain, cases=8, kept=slot == best)
+            for slot, (version, parent, gain) in enumerate(children)]
+        return events
+
+    out += population_round(1, t + 9, "1.0.0", {"1.0.0": 4},
+                            [("1.0.1", "1.0.0", 12.5), ("1.0.2", "1.0.0", -2.5),
+                             ("1.0.3", "1.0.0", 4.0)])
+    out += [
+        ev.CandidateDecided(at=t + 20, cycle_id=cid, round=1, version="1.0.1", accepted=True,
+                            delta=10.5, reason="significant gain"),
+        ev.FrontierChanged(at=t + 20, cycle_id=cid, round=1, versions={"1.0.1": 3, "1.0.0": 1}),
+        ev.RoundFinished(at=t + 20, cycle_id=cid, round=1, version="1.0.1", score=72.5,
+                         ci_low=66.0, ci_high=79.0, pass_rate=0.75, accepted=True, delta=10.5,
+                         cost=0.02),
+        ev.CostUpdated(at=t + 20, total=0.028, limit=1.0),
+    ]
+    out += population_round(2, t + 21, "1.0.1", {"1.0.1": 3, "1.0.0": 1},
+                            [("1.0.4", "1.0.1", 6.0), ("1.0.5", "1.0.0", 1.5),
+                             ("1.0.6", "1.0.1", -1.0)])
+    out += [
+        ev.EvaluationStarted(at=t + 25, cycle_id=cid, round=2, role="candidate",
+                             version="1.0.4", run_id=f"{cid}-r2"),
+        ev.RunStarted(at=t + 25, run_id=f"{cid}-r2", prompt_id="support-reply",
+                      version="1.0.4", cases=4, iterations=2),
+        ev.CaseFinished(at=t + 26, run_id=f"{cid}-r2", case_id="refund-1", iteration=0,
+                        score=85.0, passed=True),
+        ev.CaseFinished(at=t + 27, run_id=f"{cid}-r2", case_id="late-3", iteration=0,
+                        score=70.0, passed=True),
+    ]
+    return out

@@ -135,3 +135,37 @@ async def test_quitting_mid_review_leaves_the_cycle_resumable(loaded: LoadedConf
     with Store.open(db) as store:
         assert store.cycles.get(cycle_id).status == "interrupted"
         assert store.labels("support")["head"] == "1.0.0"  # nothing was applied
+
+
+async def test_a_real_population_cycle_shows_its_last_round_and_the_frontier(
+        merge_world, tmp_path: Path) -> None:
+    """A cycle of two candidates a round whose third round merges (the Loop, scripted
+    models, reviewed by the policy): the dashboard ends on round 3's candidates, the merge
+    with both its parents, and on the frontier the reports read back from the store."""
+    from cycle.loop.lineage import lineage_of
+    from cycle.loop.review import AutoReviewer
+
+    loaded = merge_world([])
+    db = tmp_path / ".cycle" / "cycle.db"
+
+    async def cycle(bus: EventBus, reviewer: Reviewer):  # type: ignore[no-untyped-def]
+        with Store.open(db) as store:
+            return await build_loop(loaded, store=store, bus=bus, reviewer=AutoReviewer()).run()
+
+    app = CycleApp(cycle=cycle, store_path=db, info=HeaderInfo(prompt_id="support"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(pilot, lambda: app.outcome is not None, "the end of the cycle")
+        assert app.outcome is not None and app.outcome.status == "finished", app.outcome
+        dashboard = app.screen
+        candidates = dashboard.query_one("#candidates", DataTable)
+        await _until(pilot, lambda: candidates.border_title == "Candidates of round 3",
+                     "round 3's candidates")
+        rows = [[str(c) for c in candidates.get_row_at(i)] for i in range(candidates.row_count)]
+        front = dashboard.query_one("#frontier", DataTable)
+        shown = {str(front.get_row_at(i)[0]): str(front.get_row_at(i)[1])
+                 for i in range(front.row_count)}
+    # its first candidate came to nothing (the improver had no edit of 1.0.1 left)
+    assert rows == [["1", "-", "1.0.1", "-", "none"], ["2", "1.0.4", "1.0.1 + 1.0.3", "+7.5", "kept"]]
+    with Store.open(db) as store:
+        stored = lineage_of(store, app.outcome.result.cycle_id).frontier
+    assert shown == {v: f"{n} cases" for v, n in stored.items()} and len(shown) == 3

@@ -16,7 +16,7 @@ from cycle.tui.screens.dashboard import DashboardScreen
 from cycle.tui.state import DashboardState
 from cycle.tui.widgets.case_table import CaseTable
 from cycle.tui.widgets.header import HeaderInfo
-from tests.tui.conftest import T0, synthetic_events
+from tests.tui.conftest import T0, population_events, synthetic_events
 
 
 def emitting_app(tmp_path: Path, events: list[ev.Event], *, hold: bool = True, **kwargs) -> CycleApp:  # type: ignore[no-untyped-def]
@@ -284,3 +284,63 @@ async def test_the_dashboard_says_how_far_the_judge_agrees_with_people(tmp_path:
         await _settle(pilot, app)
         log = "".join(line.text for line in app.screen.query_one("#log", RichLog).lines)
         assert "quality kappa 0.71" in log
+
+
+def _rows(table: DataTable) -> list[list[str]]:
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_a_population_round_shows_its_candidates_and_the_frontier(tmp_path: Path) -> None:
+    """Each candidate of the round with its parent, screen gain and fate, beside the
+    frontier; as the events come: the verdict on the one evaluated in full, the frontier
+    it changes, then the next round's candidates, a merge with both its parents."""
+    app = emitting_app(tmp_path, population_events())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        screen = app.screen
+        assert screen.query_one("#population").display
+        candidates = screen.query_one("#candidates", DataTable)
+        front = screen.query_one("#frontier", DataTable)
+        assert candidates.border_title == "Candidates of round 2"
+        assert _rows(candidates) == [["1", "1.0.4", "1.0.1", "+6.0", "full"],
+                                     ["2", "1.0.5", "1.0.0", "+1.5", "ends"],
+                                     ["3", "1.0.6", "1.0.1", "-1.0", "ends"]]
+        assert _rows(front) == [["1.0.1", "3 cases"], ["1.0.0", "1 case"]]
+
+        cid, t = "c-test", T0 + 40
+        for event in (
+            ev.CandidateDecided(at=t, cycle_id=cid, round=2, version="1.0.4", accepted=False,
+                                delta=-1.5, reason="not significant"),
+            ev.FrontierChanged(at=t, cycle_id=cid, round=2,
+                               versions={"1.0.1": 3, "1.0.4": 1, "1.0.0": 1}),
+        ):
+            app.bus.emit(event)
+        await _settle(pilot, app)
+        assert _rows(candidates)[0] == ["1", "1.0.4", "1.0.1", "+6.0", "rejected"]
+        assert _rows(front) == [["1.0.1", "3 cases"], ["1.0.4", "1 case"], ["1.0.0", "1 case"]]
+
+        # round 3: its own candidates, as they are proposed, built and screened
+        app.bus.emit(ev.SuggestionsProposed(at=t + 1, cycle_id=cid, round=3, slot=0,
+                                            parent="1.0.1", suggestions=[{}]))
+        app.bus.emit(ev.SuggestionsProposed(at=t + 1, cycle_id=cid, round=3, slot=1,
+                                            parent="1.0.1", suggestions=[{}]))
+        await _settle(pilot, app)
+        assert candidates.border_title == "Candidates of round 3"
+        assert _rows(candidates) == [["1", "…", "1.0.1", "…", "…"], ["2", "…", "1.0.1", "…", "…"]]
+        app.bus.emit(ev.VersionCreated(at=t + 2, prompt_id="support-reply", version="1.0.7",
+                                       parent="1.0.1", cycle_id=cid, round=3, slot=1))
+        app.bus.emit(ev.CandidateScreened(at=t + 3, cycle_id=cid, round=3, slot=1,
+                                          version="1.0.7", parent="1.0.1", second_parent="1.0.4",
+                                          run_id=f"{cid}-r3-s1", gain=3.5, cases=8, kept=True))
+        await _settle(pilot, app)
+        # the round's screens are told once all its candidates were built: the first
+        # candidate came to nothing
+        assert _rows(candidates) == [["1", "-", "1.0.1", "-", "none"],
+                                     ["2", "1.0.7", "1.0.1 + 1.0.4", "+3.5", "full"]]
+
+
+async def test_a_chain_has_no_population_panel(tmp_path: Path) -> None:
+    app = emitting_app(tmp_path, synthetic_events())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app)
+        assert not app.screen.query_one("#population").display

@@ -21,7 +21,7 @@ from cycle.tui.app import CycleApp
 from cycle.tui.screens.case import CaseScreen
 from cycle.tui.screens.review import ReviewScreen
 from cycle.tui.widgets.header import HeaderInfo
-from tests.tui.conftest import T0, review_request, synthetic_events
+from tests.tui.conftest import T0, population_events, review_request, synthetic_events
 from tests.tui.test_dashboard import emitting_app
 
 INFO = HeaderInfo(
@@ -47,6 +47,21 @@ def test_help_screen(snap_compare, history_store: Store, size) -> None:  # type:
 @SIZES
 def test_dashboard_screen(snap_compare, tmp_path: Path, size) -> None:  # type: ignore[no-untyped-def]
     app = emitting_app(tmp_path, synthetic_events())
+
+    async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if app.state.events_seen and not app.bridge.pending and not app.state.has_changes:
+                break
+        await pilot.pause(0.15)
+
+    assert snap_compare(app, run_before=settle, terminal_size=size)
+
+
+@SIZES
+def test_population_dashboard_screen(snap_compare, tmp_path: Path, size) -> None:  # type: ignore[no-untyped-def]
+    """A population's round on the dashboard: its candidates and the frontier."""
+    app = emitting_app(tmp_path, population_events())
 
     async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
         for _ in range(100):

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, ProgressBar, RichLog, Sparkline, Static
 
-from cycle.tui.state import Changes, DashboardState, RoundRow, format_duration
+from cycle.tui.state import CandidateRow, Changes, DashboardState, RoundRow, format_duration
 from cycle.tui.widgets.case_table import CaseTable
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo, StatusLine
 from cycle.words import plural
@@ -48,6 +48,24 @@ def _round_cells(row: RoundRow) -> list[Text | str]:
     ]
 
 
+def _candidate_cells(row: CandidateRow) -> list[Text | str]:
+    parents = f"{row.parent} + {row.second_parent}" if row.second_parent else row.parent
+    if row.none:  # nothing approved, or it rebuilt a version already tried
+        return [str(row.slot + 1), "-", parents, "-", Text("none", style="dim")]
+    if not row.screened:
+        gain: Text | str = Text("…", style="dim")
+    else:
+        gain = "-" if row.gain is None else f"{row.gain:+.1f}"
+    if not row.screened:
+        then = Text("…", style="dim")
+    elif not row.kept:
+        then = Text("ends", style="dim")
+    else:
+        then = {True: Text("kept", style="green"), False: Text("rejected", style="red")}.get(
+            row.accepted, Text("full", style="bold"))  # type: ignore[arg-type]
+    return [str(row.slot + 1), row.version or "…", parents, gain, then]
+
+
 class DashboardScreen(Screen[None]):
     """Watch the cycle run."""
 
@@ -58,6 +76,11 @@ interval and the change against the incumbent (a round marked c is the
 confirmation: both versions evaluated again on fresh samples; head moves
 only if it says yes); the running evaluation's
 progress; the money spent against the budget; and a live log.
+With a population (improve.population), the round's candidates: each one's
+parent (two for a merge), its screen's gain over its parent on a minibatch
+of cases, and what became of it (ends at its screen, or goes on to the full
+evaluation, then kept or rejected); beside them the Pareto frontier, the
+versions best on some case with how many, the parents of the next round.
 Select a case (enter) to see its input, output and the judge's reasoning.
 """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("h", "app.history", "History")]
@@ -91,6 +114,13 @@ Select a case (enter) to see its input, output and the judge's reasoning.
                 chart.border_title = "Score"
                 yield Sparkline([], id="sparkline", summary_function=max)
                 yield Static(id="chart-label")
+        with Horizontal(id="population"):
+            candidates: DataTable[Text | str] = DataTable(id="candidates", cursor_type="none")
+            candidates.border_title = "Candidates"
+            yield candidates
+            front: DataTable[Text | str] = DataTable(id="frontier", cursor_type="none")
+            front.border_title = "Frontier"
+            yield front
         with Horizontal(id="bottom"):
             cases = CaseTable(id="cases")
             cases.border_title = "Cases"
@@ -107,8 +137,16 @@ Select a case (enter) to see its input, output and the judge's reasoning.
             ("pass", "pass", 4), ("Δ", "delta", 5), ("acc", "accepted", 3), ("cost", "cost", 8),
         ):
             rounds.add_column(label, key=key, width=width)
+        candidates = self.query_one("#candidates", DataTable)
+        for label, width in (("#", 1), ("version", 8), ("from", 15), ("screen", 6),
+                             ("then", 8)):
+            candidates.add_column(label, width=width)
+        front = self.query_one("#frontier", DataTable)
+        for label, width in (("version", 8), ("best on", 7)):
+            front.add_column(label, width=width)
         self.show_changes(Changes(run_reset=True, cases=list(self.state.cases.values()),
-                                  rounds=list(self.state.rounds.values())), now=None)
+                                  rounds=list(self.state.rounds.values()),
+                                  population=self.state.has_population), now=None)
 
     # -- drawing -------------------------------------------------------------
 
@@ -131,6 +169,8 @@ Select a case (enter) to see its input, output and the judge's reasoning.
             self.query_one("#sparkline", Sparkline).data = scores
             label = " → ".join(f"{s:.1f}" for s in (scores[:1] + scores[-1:] if len(scores) > 1 else scores))
             self.query_one("#chart-label", Static).update(label or "no score yet")
+        if changes.population:
+            self._show_population()
         if changes.run_reset or changes.cases:
             self._show_cases(changes)
         if changes.log:
@@ -138,6 +178,22 @@ Select a case (enter) to see its input, output and the judge's reasoning.
             for line in changes.log:
                 log.write(Text(line, style="red" if "[error]" in line else ""))
         self.show_progress(now)
+
+    def _show_population(self) -> None:
+        """The round's candidates and the frontier, drawn whole (a few rows each); the
+        row appears with the cycle's first population round."""
+        state = self.state
+        self.query_one("#population").display = state.has_population
+        candidates = self.query_one("#candidates", DataTable)
+        candidates.clear()
+        for row in sorted(state.candidates.values(), key=lambda r: r.slot):
+            candidates.add_row(*_candidate_cells(row))
+        if state.population_round is not None:
+            candidates.border_title = f"Candidates of round {state.population_round}"
+        front = self.query_one("#frontier", DataTable)
+        front.clear()
+        for version, cases in state.frontier.items():
+            front.add_row(version, plural(cases, "case"))
 
     def _show_cases(self, changes: Changes) -> None:
         table = self.query_one("#cases", CaseTable)
