@@ -574,7 +574,8 @@ class Loop:
         return [s.model_copy(update={"decision": "rejected", "reason": why[s.id]})
                 if s.id in why else s for s in suggestions]
 
-    async def _review(self, round_no: int, inc: _Incumbent, suggestions: list[Suggestion]) -> list[Suggestion]:
+    async def _review(self, round_no: int, inc: _Incumbent, suggestions: list[Suggestion],
+                      candidate: str = "") -> list[Suggestion]:
         pending = [s for s in suggestions if s.decision == "pending"]
         if not pending:
             return suggestions
@@ -587,7 +588,7 @@ class Loop:
                         if p.tools else {}),
                      **({"examples": json.dumps([e.canonical() for e in p.examples])}
                         if p.examples else {})},
-            suggestions=pending, score=inc.evaluation.score,
+            suggestions=pending, score=inc.evaluation.score, candidate=candidate,
         )
         decided = {s.id: s for s in await self.reviewer.review(request)}
         out = []
@@ -712,7 +713,12 @@ class Loop:
         cid = self.cycle_id
         proposed = await self._suggestions(round_no, parent, low, refused, slot, merge)
         guarded = self._guard(proposed, refused, parent.version.prompt)
-        suggestions = await self._review(round_no, parent, guarded)
+        which = ""
+        if self.settings.population > 1:
+            which = f"candidate {slot + 1} of {self.settings.population}"
+            if merge is not None:
+                which += f", a merge of {merge.pair.first} and {merge.pair.second}"
+        suggestions = await self._review(round_no, parent, guarded, which)
         by = self._deciders(proposed, guarded, suggestions)
         applied = apply_suggestions(parent.version.prompt, suggestions)
         skipped = {s.id: s for s in applied.skipped}

@@ -131,8 +131,9 @@ class PromptReviewer:
         out: list[Suggestion] = []
         rest: str | None = None
         score = "n/a" if request.score is None else f"{request.score:.1f}"
-        click.echo(f"\nRound {request.round}: {plural(total, 'suggestion')} for {request.prompt_id}@{request.version} "
-                   f"(score {score})")
+        of = f", {request.candidate}" if request.candidate else ""
+        click.echo(f"\nRound {request.round}{of}: {plural(total, 'suggestion')} for "
+                   f"{request.prompt_id}@{request.version} (score {score})")
         for i, s in enumerate(request.suggestions, 1):
             if rest == "A":
                 out.append(s.model_copy(update={"decision": "approved"}))

@@ -68,6 +68,9 @@ class ReviewRequest(BaseModel):
     current: dict[str, str] = Field(default_factory=dict)
     suggestions: list[Suggestion]
     score: float | None = None
+    #: which of a population's candidates this is, and from what ("candidate 2 of 3, a
+    #: merge of 1.0.1 and 1.0.3"); empty in a round of one
+    candidate: str = ""
 
 
 class StoredSuggestion(Suggestion):

@@ -92,8 +92,15 @@ def test_two_siblings_that_win_different_cases_are_merged_and_the_merge_is_promo
         merge_world, store, bus_log):
     bus, log = bus_log
     calls: list = []
+    asked: list = []
+
+    class Recording(AutoReviewer):
+        async def review(self, request):
+            asked.append((request.round, request.version, request.candidate))
+            return await super().review(request)
+
     result = asyncio.run(build_loop(merge_world(calls), store=store, bus=bus,
-                                    reviewer=AutoReviewer()).run())
+                                    reviewer=Recording()).run())
     versions = {v.version: v for v in store.history("support")}
     by_text = {v.prompt.system: v.version for v in versions.values()}
     sorry = by_text["You help customers.\n\nAlways say sorry."]
@@ -101,6 +108,9 @@ def test_two_siblings_that_win_different_cases_are_merged_and_the_merge_is_promo
     merged = by_text["You help customers.\n\nAlways say sorry.\n\nAlways say order."]
     assert versions[merged].parent == sorry
     assert f"a merge of {sorry} and {order}, from 1.0.0" in versions[merged].message
+    # the reviewer is told which candidate it decides on, its parent and, for a merge, both
+    assert (3, sorry, f"candidate 2 of 2, a merge of {sorry} and {order}") in asked
+    assert (1, "1.0.0", "candidate 1 of 2") in asked
     # the merge reached review as a suggestion on the first version, saying why
     reviewed = [e for e in log if isinstance(e, ev.ReviewDecided) and e.round == 3]
     (merge_review,) = [e for e in reviewed if e.slot == 1]

@@ -274,7 +274,8 @@ Undecided suggestions are rejected at submit.
         score = "" if r.score is None else f" · score {r.score:.1f}"
         parts = [f"{n} {d}" for d, n in counts.items() if n]
         self.query_one("#review-summary", Static).update(
-            Text(f"Round {r.round} · v{r.version}{score} · {plural(len(self.suggestions), 'suggestion')}: ")
+            Text(f"Round {r.round}{' · ' + r.candidate if r.candidate else ''} · v{r.version}{score} · "
+                 f"{plural(len(self.suggestions), 'suggestion')}: ")
             + Text(", ".join(parts), style="bold")
         )
 
