@@ -160,7 +160,10 @@ class PromptAgent(TurnAgent):
 async def answer_tools(toolbox: Toolbox, calls: Sequence[ToolCall], it: Iteration) -> None:
     """Answer a model turn's tool calls from the case's tools: parallel calls run together,
     their results go back in the order asked (as tool messages, and into the trace)."""
-    answers = await asyncio.gather(*(toolbox.call(c) for c in calls))
+    if len(calls) == 1:  # the usual turn: awaited as it is, no task made to run it beside others
+        answers = [await toolbox.call(calls[0])]
+    else:
+        answers = await asyncio.gather(*(toolbox.call(c) for c in calls))
     for c, (events, shown) in zip(calls, answers, strict=True):
         it.trace += events
         it.messages.append(Message.tool(shown, tool_call_id=c.id, name=c.name))
