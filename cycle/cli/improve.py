@@ -128,6 +128,15 @@ def _choose_review(headless: bool, yes: bool, review: str | None, configured: st
     return choice
 
 
+def event_bus(events_file: Path | None) -> tuple[ev.EventBus, ev.JsonlSink | None]:
+    """A cycle's event bus, and the sink writing its events to ``events_file`` (--events)."""
+    bus = ev.EventBus()
+    sink = ev.JsonlSink(events_file) if events_file else None
+    if sink is not None:
+        bus.subscribe(sink)
+    return bus, sink
+
+
 def cycle_options(resumes: str) -> Callable[[Any], Any]:
     """The options of a command that runs a cycle as ``cycle improve`` does (who reviews,
     resume, events, the report, the cache, quiet); ``resumes``: what a bare --resume
@@ -236,10 +245,7 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
                   reports=report_dir or loaded.report_dir, reports_flag=report_dir is not None)
     resume_arg: str | bool | None = None if resume is None else (resume or True)
 
-    bus = ev.EventBus()
-    sink = ev.JsonlSink(events_file) if events_file else None
-    if sink is not None:
-        bus.subscribe(sink)
+    bus, sink = event_bus(events_file)
     from cycle.assemble import build_loop
 
     def make(store: Store, cycle_bus: ev.EventBus, reviewer: Reviewer,

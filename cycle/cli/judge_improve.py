@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cycle.cli import FiniteFloat, store_of
-from cycle.cli.improve import cycle_options
+from cycle.cli.improve import cycle_options, event_bus
 
 if TYPE_CHECKING:
     from cycle import events as ev
@@ -67,7 +67,6 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
     """
     import sys
 
-    from cycle import events as ev
     from cycle.assemble.config import apply_overrides, load_config
     from cycle.assemble.improve import load_improve_config
     from cycle.assemble.judge_cycle import build_judge_loop, judging_model, labelled_set
@@ -102,10 +101,7 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
                f"{len(labelled.held_out)} held out (seed {seed})"
                + (f"; left out: {left}" if left else ""))
     again = f"cycle judge improve {run_id} --config {loaded.path}"
-    bus = ev.EventBus()
-    sink = ev.JsonlSink(events_file) if events_file else None
-    if sink is not None:
-        bus.subscribe(sink)
+    bus, sink = event_bus(events_file)
 
     def make(store: Store, cycle_bus: ev.EventBus, reviewer: Reviewer,
              cache: ResponseCache | None) -> Loop:

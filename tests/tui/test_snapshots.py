@@ -44,18 +44,22 @@ def test_help_screen(snap_compare, history_store: Store, size) -> None:  # type:
     assert snap_compare(app, press=["question_mark"], terminal_size=size)
 
 
-@SIZES
-def test_dashboard_screen(snap_compare, tmp_path: Path, size) -> None:  # type: ignore[no-untyped-def]
-    app = emitting_app(tmp_path, synthetic_events())
-
+def settled(app):  # type: ignore[no-untyped-def]
+    """Waits, before the snapshot, until the dashboard has shown every event it was sent."""
     async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
         for _ in range(100):
             await pilot.pause(0.02)
             if app.state.events_seen and not app.bridge.pending and not app.state.has_changes:
                 break
         await pilot.pause(0.15)
+    return settle
 
-    assert snap_compare(app, run_before=settle, terminal_size=size)
+
+@SIZES
+def test_dashboard_screen(snap_compare, tmp_path: Path, size) -> None:  # type: ignore[no-untyped-def]
+    app = emitting_app(tmp_path, synthetic_events())
+
+    assert snap_compare(app, run_before=settled(app), terminal_size=size)
 
 
 @SIZES
@@ -63,14 +67,7 @@ def test_population_dashboard_screen(snap_compare, tmp_path: Path, size) -> None
     """A population's round on the dashboard: its candidates and the frontier."""
     app = emitting_app(tmp_path, population_events())
 
-    async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if app.state.events_seen and not app.bridge.pending and not app.state.has_changes:
-                break
-        await pilot.pause(0.15)
-
-    assert snap_compare(app, run_before=settle, terminal_size=size)
+    assert snap_compare(app, run_before=settled(app), terminal_size=size)
 
 
 @SIZES
