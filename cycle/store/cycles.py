@@ -294,7 +294,7 @@ class CycleLog:
             SELECT coalesce(c.round, r.round) AS rnd, c.role, sum(coalesce(c.cost, 0))
             FROM calls c LEFT JOIN runs r ON r.id = c.run_id
             WHERE r.cycle_id = ? OR (c.run_id IS NULL AND c.cycle_id = ?)
-            GROUP BY rnd, c.role
+            GROUP BY rnd, c.role ORDER BY rnd, coalesce(c.role, '')
             """,
             (cycle_id, cycle_id),
         ).fetchall()

@@ -376,7 +376,8 @@ class RunLog:
         rows = self.store.db.execute(
             "SELECT role, count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
             "coalesce(sum(cost), 0), max(cost_estimated), coalesce(sum(cache_hit), 0) "
-            "FROM calls WHERE run_id = ? GROUP BY role",
+            # ordered: PostgreSQL's grouping gives rows in any order, SQLite's by role
+            "FROM calls WHERE run_id = ? GROUP BY role ORDER BY coalesce(role, '')",
             (run_id,),
         ).fetchall()
         return {r[0] or "agent": RoleUsage(calls=r[1], input_tokens=r[2], output_tokens=r[3],
