@@ -57,7 +57,7 @@ class Conflict(Struct, frozen=True):
     second: str
 
 
-def lineage(version: str, parent_of: Callable[[str], str | None]) -> list[str]:
+def ancestry(version: str, parent_of: Callable[[str], str | None]) -> list[str]:
     """``version`` and its ancestors, nearest first."""
     out = [version]
     while (parent := parent_of(out[-1])) is not None and parent not in out:
@@ -72,15 +72,17 @@ def merge_pair(pool: Sequence[Evaluation], parent_of: Callable[[str], str | None
     win counts, largest first; the frontier's order on ties), not tried before; None when
     no two frontier versions are complementary. Held-out cases choose nothing."""
     front = [e for e, _ in frontier(pool, held_out)]
+    # each version's ancestors once (a parent not in the pool is a read of the store)
+    up = {e.version: ancestry(e.version, parent_of) for e in front}
     best: tuple[int, MergePair] | None = None
     for i, a in enumerate(front):
         for b in front[i + 1:]:
             if frozenset((a.version, b.version)) in tried:
                 continue
-            up_a, up_b = lineage(a.version, parent_of), lineage(b.version, parent_of)
+            up_a, up_b = up[a.version], set(up[b.version])
             if a.version in up_b or b.version in up_a:
                 continue  # one holds the other's edits already
-            base = next((v for v in up_a if v in set(up_b)), None)
+            base = next((v for v in up_a if v in up_b), None)
             if base is None:
                 continue
             shared = sorted((a.case_scores.keys() & b.case_scores.keys()) - held_out)
