@@ -189,5 +189,10 @@ def send(spans: Sequence[ReadableSpan], endpoint: str, *, timeout: float = 30.0)
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
     try:
         return exporter.export(spans) == SpanExportResult.SUCCESS
+    except ValueError:
+        # The exporter retries while its backoff fits before the deadline, then posts with
+        # what is left, which the wait may have taken below zero: requests refuses such a
+        # timeout with ValueError. The collector did not take the spans either way.
+        return False
     finally:
         exporter.shutdown()

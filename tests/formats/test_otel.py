@@ -107,6 +107,23 @@ def test_a_collector_that_is_not_there_is_a_clear_error(stored_run):
     assert r.exit_code == 2 and "--out FILE" in r.output
 
 
+def test_a_deadline_spent_in_the_exporters_backoff_is_the_same_clear_error(stored_run,
+                                                                          monkeypatch):
+    # The exporter waits a backoff that fits the deadline, then posts with the time left,
+    # which can be below zero by then (CI saw it once with --timeout 1): a clock that moves
+    # 40 ms a reading makes that happen every time.
+    from opentelemetry.exporter.otlp.proto.http import trace_exporter
+    clock = iter(i * 0.04 for i in range(1, 1000))
+    monkeypatch.setattr(trace_exporter, "time", lambda: next(clock))
+    monkeypatch.setattr(trace_exporter.random, "uniform", lambda a, b: 0.01)
+    store, run_id = stored_run
+    r = CliRunner().invoke(cli, ["--store", str(store), "export", "otel", run_id,
+                                 "--endpoint", "http://127.0.0.1:9/v1/traces",
+                                 "--timeout", "0.1"])
+    assert r.exit_code == 2 and "did not take the traces" in r.output, r.output
+    assert "internal error" not in r.output
+
+
 # -- traces in: cycle import otel ------------------------------------------------
 
 def exported_with_content(store: Path, run_id: str, out: Path) -> Path:
