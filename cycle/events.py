@@ -327,6 +327,9 @@ class RoundFinished(Event, frozen=True, kw_only=True):
     detectable: float | None = None
     cases: int | None = None
     iterations: int | None = None
+    #: the judge's agreement with people beside the score ("kappa 0.50 [0.10, 0.80], n 8",
+    #: or "uncalibrated (no labels)"); None: no LLM criterion, no model judged the round
+    judge_agreement: str | None = None
 
 
 class CycleFinished(Event, frozen=True, kw_only=True):

@@ -2,6 +2,8 @@
 
 Each line: id, prompt, status, rounds run, initial -> final score (version),
 why it stopped and what it cost, the same figures the cycle report shows.
+``cycle cycles CYCLE_ID`` shows one cycle round by round, each round's score beside
+its judge's agreement with people (or that the judge is uncalibrated).
 """
 
 from __future__ import annotations
@@ -55,6 +57,45 @@ def _score(entry: dict[str, Any]) -> str:
     return f"{score} ({entry['version'] or '—'})"
 
 
+def _is_cycle(store: Store, ref: str) -> bool:
+    from cycle.errors import NotFoundError
+
+    try:
+        store.cycles.get(ref)
+    except NotFoundError:
+        return False
+    return True
+
+
+def _show_cycle(store: Store, cycle_id: str, as_json: bool) -> None:
+    """One cycle: its summary, its judge's agreement, then each round with its score
+    beside its judge's kappa with people (the cycle report's figures)."""
+    from cycle.report.cycle_report import cycle_report_dict, round_lines
+    from cycle.report.format import bounds, score, signed
+
+    data = cycle_report_dict(store, cycle_id)
+    if as_json:
+        keep = ("cycle_id", "prompt_id", "status", "stop_reason", "started_at", "finished_at",
+                "offline", "judge_agreement", "rounds_run", "initial", "final", "improvement",
+                "total_cost", "cost_by_role")
+        rounds = [{k: v for k, v in r.items() if k != "suggestions"} for r in data["rounds"]]
+        click.echo(json.dumps({k: data[k] for k in keep} | {"rounds": rounds}, indent=2,
+                              default=str))
+        return
+    i, fin = data["initial"], data["final"]
+    click.echo(f"cycle {data['cycle_id']} on {data['prompt_id']}: {data['status']}"
+               + ("  [offline model]" if data["offline"] else ""))
+    click.echo(f"  {i['version']} ({score(i['score'])} {bounds(i['ci_low'], i['ci_high'])}) -> "
+               f"{fin['version']} ({score(fin['score'])} {bounds(fin['ci_low'], fin['ci_high'])}),"
+               f" improvement {signed(data['improvement'])}, cost ${data['total_cost']:.4f}")
+    click.echo(f"  stopped because: {data['stop_reason'] or '—'}")
+    if data["judge_agreement"]:
+        click.echo(f"  {data['judge_agreement']}")
+    click.echo("rounds:")
+    for line in round_lines(data):
+        click.echo(line)
+
+
 @click.command()
 @click.argument("prompt_id", required=False)
 @click.option("--config", "config", type=click.Path(path_type=Path),
@@ -66,7 +107,9 @@ def cycles(prompt_id: str | None, config: Path | None, limit: int, as_json: bool
     """List the improvement cycles in the store (of PROMPT_ID, if given), newest first.
 
     Shows each cycle's id, prompt, status, rounds run, initial -> final score,
-    why it stopped and its cost. `cycle improve --resume CYCLE_ID` continues an
+    why it stopped and its cost. Given a cycle's id instead, shows that cycle round by
+    round, each round's score beside its judge's agreement with people (kappa with its
+    95% interval and the number of labels, or uncalibrated). `cycle improve --resume CYCLE_ID` continues an
     interrupted one; `cycle rollback PROMPT --round N --cycle CYCLE_ID` goes back
     to the version one of its rounds ran with.
     """
@@ -75,6 +118,9 @@ def cycles(prompt_id: str | None, config: Path | None, limit: int, as_json: bool
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     base = None if config is None else (config if config.is_dir() else config.parent)
     with Store.open(obj.store_path(base), create=False) as store:
+        if prompt_id is not None and _is_cycle(store, prompt_id):
+            _show_cycle(store, prompt_id, as_json)
+            return
         rows = cycle_summaries(store, prompt_id, limit=limit)
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))

@@ -97,8 +97,9 @@ class CycleConsole:
             if self.cached:
                 every = "every call" if self.cached == self.calls else plural(self.cached, "call")
                 cached = f" ({every} answered by the response cache: free; --no-cache to call again)"
+            judge = f"; judge {event.judge_agreement}" if event.judge_agreement else ""
             self._say(f"round {event.round} done: {event.version} scored {score}{ci}{delta}, "
-                      f"cost ${event.cost:.4f}{cached}")
+                      f"cost ${event.cost:.4f}{cached}{judge}")
             self.cached = self.calls = 0
             if event.detectable is not None:
                 self._say(f"  with {plural(event.cases or 0, 'case')} x "
@@ -432,11 +433,17 @@ def report_cycle(result: CycleResult, store_path: Path, report_dir: Path,
     """Write the cycle's report and say how it ended: rounds, versions and scores, cost,
     where the report is, and how to undo a head move."""
     from cycle.records import HEAD
-    from cycle.report.cycle_report import lineage_lines, write_cycle_report
+    from cycle.report.cycle_report import (
+        cycle_report_dict,
+        lineage_lines,
+        round_lines,
+        write_cycle_report,
+    )
     from cycle.store import Store
 
     with Store.open(store_path) as store:
-        paths = write_cycle_report(store, result.cycle_id, report_dir, formats)
+        data = cycle_report_dict(store, result.cycle_id)
+        paths = write_cycle_report(store, result.cycle_id, report_dir, formats, data=data)
         tree = lineage_lines(store, result.cycle_id)
         head = store.labels(result.prompt_id).get(HEAD)
     initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
@@ -447,6 +454,8 @@ def report_cycle(result: CycleResult, store_path: Path, report_dir: Path,
     click.echo(f"{result.prompt_id}: {result.initial_version} ({initial}) -> {result.final_version} ({final})"
                + ("  [offline model]" if result.offline else ""))
     click.echo(f"total cost ${result.total_cost:.4f}" + (f" ({by_role})" if by_role else ""))
+    for line in round_lines(data):
+        click.echo(line)
     for line in tree:
         click.echo(line)
     for n, path in enumerate(paths.values()):

@@ -278,3 +278,64 @@ def _flips(store: Store, model: str | None, version: str | None) -> str:
         f"{c.criterion} flips {c.flip_share:.0%} of its verdicts over {c.repeats} repeats "
         f"(over the {c.max_flips:.0%} allowed; cycle judge consistency {c.run})"
         for c in flagged)
+
+
+#: what a round's judge figure says when no person has labelled an output it judged
+UNCALIBRATED = "uncalibrated (no labels)"
+
+
+class JudgeKappa(Struct, frozen=True):
+    """A judge's agreement with people in one figure, as a cycle shows it beside each
+    round's score: Cohen's kappa on pass/fail over every label of every LLM criterion of
+    the runs it judged (the criteria pooled, an output's labels resampled together), its
+    95% interval, and how many labels it rests on."""
+
+    #: the judge model and its prompt version (cycle-judge@VERSION)
+    model: str | None
+    version: str | None
+    kappa: float | None
+    kappa_ci: tuple[float, float] | None
+    labels: int
+
+    def text(self) -> str:
+        """"kappa 0.50 [0.10, 0.80], n 8", or that the judge is uncalibrated."""
+        if not self.labels:
+            return UNCALIBRATED
+        figure = "—" if self.kappa is None else f"{self.kappa:.2f}" + (
+            f" [{self.kappa_ci[0]:.2f}, {self.kappa_ci[1]:.2f}]" if self.kappa_ci else "")
+        return f"kappa {figure}, n {self.labels}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "version": self.version, "kappa": self.kappa,
+                "kappa_ci": list(self.kappa_ci) if self.kappa_ci else None,
+                "labels": self.labels, "text": self.text()}
+
+
+def judge_kappa(store: Store, model: str | None, version: str | None) -> JudgeKappa:
+    """The judge ``model`` with its prompt ``version``: its pooled kappa with people
+    (``JudgeKappa``), labels 0 when it has none."""
+    labelled = store.human_labels.of_judge(model, version)
+    if not labelled:
+        return JudgeKappa(model=model, version=version, kappa=None, kappa_ci=None, labels=0)
+    ratings = [r for rs in ratings_of(labelled).values() for r in rs]
+    a = measure(ratings, intervals=("kappa",))
+    return JudgeKappa(model=model, version=version, kappa=a.kappa, kappa_ci=a.kappa_ci,
+                      labels=a.n)
+
+
+def run_judge_kappa(store: Store, run_id: str | None,
+                    known: dict[tuple[str | None, str | None], JudgeKappa] | None = None
+                    ) -> JudgeKappa | None:
+    """The kappa of the judge that judged stored run ``run_id`` (None: no run, or no model
+    judged it, as in a judge cycle whose runs call the judge as the agent under test);
+    ``known`` keeps each judge's figure so a cycle's rounds measure it once."""
+    if run_id is None or (row := store.runs.get(run_id)) is None or row.judge_model is None \
+            or store.runs.usage_by_role(run_id).get("judge") is None:
+        return None
+    key = (row.judge_model, row.judge_version)
+    if known is not None and key in known:
+        return known[key]
+    found = judge_kappa(store, *key)
+    if known is not None:
+        known[key] = found
+    return found

@@ -505,6 +505,7 @@ class Loop:
             incumbent_score=result.score,
             detectable=detectable_gain([c.stats.sd or 0.0 for c in judged], len(judged), iterations),
             cases=len(judged), iterations=iterations, stage="baseline",
+            judge_agreement=self._judge_kappa(),
         ))
         return inc
 
@@ -909,6 +910,15 @@ class Loop:
         return agreement_line(self.store, run_id=run_id_for(self.cycle_id, 0),
                               model=self.judge.name, version=version)
 
+    def _judge_kappa(self) -> str | None:
+        """The judge's pooled kappa with people as a round shows it beside its score, or
+        that it is uncalibrated (None: no LLM criterion, so no model judges)."""
+        if not any(c.kind == "llm" for c in self.judge.criteria):
+            return None
+        from cycle.judge.calibration import judge_kappa
+
+        return judge_kappa(self.store, self.judge.name, self.judge.version).text()
+
     def _judge_unproven(self) -> str | None:
         """Why the judge's labels do not yet let it move head (None: they do, or no gate)."""
         floor = self.settings.min_agreement
@@ -1036,7 +1046,7 @@ class Loop:
             score=shown.evaluation.score, ci_low=shown.evaluation.ci_low, ci_high=shown.evaluation.ci_high,
             pass_rate=shown.evaluation.pass_rate, accepted=accepted, cost=sum(cost.values()),
             cost_by_role=cost, incumbent_score=inc.evaluation.score, delta=delta, reason=reason,
-            stage=stage,
+            stage=stage, judge_agreement=self._judge_kappa(),
         ))
         return cand if accepted else inc
 

@@ -142,6 +142,21 @@ def lineage_lines(store: Store, cycle_id: str) -> list[str]:
     return lineage.console(found.to_dict()) if found.population > 1 else []
 
 
+def round_lines(data: dict[str, Any]) -> list[str]:
+    """Each round in a console line: the version it evaluated, its score with the 95%
+    interval, what became of it, and beside the score the judge's agreement with people
+    (none for a cycle no model judged, as a judge cycle)."""
+    judged = any(r.get("judge_agreement") for r in data["rounds"])
+    out = []
+    for r in data["rounds"]:
+        name = f"{r['round']}c" if r["stage"] == "confirm" else str(r["round"])
+        judge = f"; judge {judge_cell(r)}" if judged else ""
+        verdict = {"yes": "kept", "no": "not kept"}.get(r["verdict"], r["verdict"])
+        out.append(f"  round {name:>3}: {r['version'] or '—'} scored {f.score(r['score'])} "
+                   f"{f.bounds(r['ci_low'], r['ci_high'])} ({verdict}){judge}")
+    return out
+
+
 def _decision(s: dict[str, Any]) -> str:
     """A suggestion's decision and who made it (unknown for cycles stored before authors)."""
     by = s.get("decided_by")
@@ -159,8 +174,12 @@ def _round_items(store: Store, cycle: CycleRow, rounds: list[RoundRow],
     # the rounds that moved head (a cycle's head moves are recorded with their round): an
     # explored candidate the cycle kept without moving head yet is not head
     moved = {round_no for round_no, _ in store.cycles.head_moves(cycle.id, cycle.prompt_id)}
+    from cycle.judge.calibration import run_judge_kappa
+
+    judges: dict[tuple[str | None, str | None], Any] = {}  # each judge measured once
     round_items = []
     for r in rounds:
+        judge = run_judge_kappa(store, r.candidate_run_id or r.baseline_run_id, judges)
         if r.round == 0 or r.accepted:
             incumbent_score = r.score if r.score is not None else incumbent_score
         if r.round in moved and r.score is not None:
@@ -178,6 +197,9 @@ def _round_items(store: Store, cycle: CycleRow, rounds: list[RoundRow],
             "ci_low": r.ci_low,
             "ci_high": r.ci_high,
             "pass_rate": r.pass_rate,
+            # the judge of the round's run: its kappa with people, or uncalibrated (None:
+            # no model judged it)
+            "judge_agreement": judge.to_dict() if judge is not None else None,
             "delta": r.delta,
             "accepted": r.accepted,
             "reason": r.reason or "",
@@ -247,6 +269,13 @@ def _outputs(store: Store, first: str | None, final: str | None
     return out
 
 
+def judge_cell(r: dict[str, Any]) -> str:
+    """A round's judge figure as its row shows it: "kappa 0.50 [0.10, 0.80], n 8",
+    "uncalibrated (no labels)", or — when no model judged the round."""
+    judge = r.get("judge_agreement")
+    return "—" if not judge else str(judge["text"])
+
+
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -278,6 +307,8 @@ def _chart(data: dict[str, Any]) -> list[str]:
 def render_cycle_markdown(data: dict[str, Any]) -> str:
     """The Markdown cycle report."""
     i, fin = data["initial"], data["final"]
+    # a judge column when a model judged some round (a judge cycle's runs have none)
+    judged = any(r.get("judge_agreement") for r in data["rounds"])
     out = [f"# Improvement cycle {data['cycle_id']}: {data['prompt_id']}", ""]
     if data["offline"]:
         out += [f"> **Offline model**: {OFFLINE_NOTE.split(': ', 1)[-1]}.", ""]
@@ -299,14 +330,16 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         "",
         "## Rounds",
         "",
-        "| round | version | score | 95% interval | delta | seen / held-out | accepted | cost | why |",
-        "| ---: | --- | ---: | --- | ---: | --- | --- | ---: | --- |",
+        (f"| round | version | score | 95% interval | {'judge (kappa with people) | ' if judged else ''}"
+         "delta | seen / held-out | accepted | cost | why |"),
+        f"| ---: | --- | ---: | --- | {'--- | ' if judged else ''}---: | --- | --- | ---: | --- |",
     ]
     for r in data["rounds"]:
         name = f"{r['round']} (confirm)" if r["stage"] == "confirm" else str(r["round"])
         out.append(
             f"| {name} | {r['version'] or '—'} | {f.score(r['score'])} | "
-            f"{f.bounds(r['ci_low'], r['ci_high'])} | {f.signed(r['delta'])} | {f.split_gain(r)} | "
+            f"{f.bounds(r['ci_low'], r['ci_high'])} | {judge_cell(r) + ' | ' if judged else ''}"
+            f"{f.signed(r['delta'])} | {f.split_gain(r)} | "
             f"{r['verdict']} | {f.money(r['cost'] or 0.0)} | {_cell(r['reason'])} |"
         )
     if data.get("lineage"):
@@ -361,12 +394,15 @@ CYCLE_REPORTS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
 
 
 def write_cycle_report(store: Store, cycle_id: str, directory: str | Path,
-                       formats: Sequence[str] | None = None) -> dict[str, Path]:
+                       formats: Sequence[str] | None = None, *,
+                       data: dict[str, Any] | None = None) -> dict[str, Path]:
     """Write ``<cycle id>.md``, ``.html`` and ``.json`` into ``directory`` (those of
-    ``formats`` a cycle has; all by default); returns format -> path."""
+    ``formats`` a cycle has; all by default); returns format -> path. ``data``: the
+    cycle's ``cycle_report_dict`` when the caller has it already."""
     from cycle.report import report_formats, write_files
 
-    data = cycle_report_dict(store, cycle_id)
+    if data is None:
+        data = cycle_report_dict(store, cycle_id)
     d = Path(directory)
     wanted = report_formats(formats)
     chosen = {name: f for name, f in CYCLE_REPORTS.items() if name in wanted}

@@ -275,7 +275,8 @@ def test_each_cycle_samples_afresh_and_cached_calls_are_said(quickstart: Path) -
                                "GROUP BY role", (second,)).fetchall())
     assert hits["agent"] == 0 and hits["judge"] == 0  # evaluations: never from another sample
     assert hits["improver"] > 0  # the same improver input: answered by the cache, and said so
-    assert "round 0 done: 1.0.0 scored 46.8 [43.2, 50.4], cost $0.0000\n" in r.output
+    assert ("round 0 done: 1.0.0 scored 46.8 [43.2, 50.4], cost $0.0000; judge uncalibrated "
+            "(no labels)\n") in r.output
     assert "(1 call answered by the response cache: free; --no-cache to call again)" in r.output
     r = invoke("improve", "cycle.yaml", "--headless", "--yes", "--no-cache")
     assert "response cache" not in r.output
