@@ -17,6 +17,7 @@ from typing import Any, ClassVar, TextIO
 
 from msgspec import Struct, field, to_builtins
 
+from cycle.records.cycles import JudgeKappa
 from cycle.records.scope import NO_SCOPE, CallScope
 
 Subscriber = Callable[["Event"], None]
@@ -175,8 +176,8 @@ class CycleStarted(Event, frozen=True, kw_only=True):
     #: the cycle's configuration (the improve section and models), stored with it
     config: dict[str, Any] = field(default_factory=dict)
     #: a resumed cycle's finished rounds, as stored (round, version, stage, score,
-    #: ci_low, ci_high, pass_rate, delta, accepted, cost): what a view shows before
-    #: the rounds still to come
+    #: ci_low, ci_high, pass_rate, delta, accepted, cost, judge_agreement: its judge's
+    #: JudgeKappa): what a view shows before the rounds still to come
     restored: tuple[dict[str, Any], ...] = ()
     #: the judge's agreement with people, or that it is uncalibrated (None: the cycle
     #: has no LLM criterion)
@@ -327,9 +328,9 @@ class RoundFinished(Event, frozen=True, kw_only=True):
     detectable: float | None = None
     cases: int | None = None
     iterations: int | None = None
-    #: the judge's agreement with people beside the score ("kappa 0.50 [0.10, 0.80], n 8",
-    #: or "uncalibrated (no labels)"); None: no LLM criterion, no model judged the round
-    judge_agreement: str | None = None
+    #: the judge's agreement with people, shown beside the score (its labels 0: the judge
+    #: is uncalibrated); None: no LLM criterion, so no model judged the round
+    judge_agreement: JudgeKappa | None = None
 
 
 class CycleFinished(Event, frozen=True, kw_only=True):

@@ -97,7 +97,8 @@ class CycleConsole:
             if self.cached:
                 every = "every call" if self.cached == self.calls else plural(self.cached, "call")
                 cached = f" ({every} answered by the response cache: free; --no-cache to call again)"
-            judge = f"; judge {event.judge_agreement}" if event.judge_agreement else ""
+            judge = (f"; judge {event.judge_agreement.text()}" if event.judge_agreement
+                     else "")
             self._say(f"round {event.round} done: {event.version} scored {score}{ci}{delta}, "
                       f"cost ${event.cost:.4f}{cached}{judge}")
             self.cached = self.calls = 0

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 
 from cycle.judge.agreement import Rating, measure
+from cycle.records.cycles import JudgeKappa
 
 if TYPE_CHECKING:
     from cycle.records import RunResult
@@ -278,37 +279,6 @@ def _flips(store: Store, model: str | None, version: str | None) -> str:
         f"{c.criterion} flips {c.flip_share:.0%} of its verdicts over {c.repeats} repeats "
         f"(over the {c.max_flips:.0%} allowed; cycle judge consistency {c.run})"
         for c in flagged)
-
-
-#: what a round's judge figure says when no person has labelled an output it judged
-UNCALIBRATED = "uncalibrated (no labels)"
-
-
-class JudgeKappa(Struct, frozen=True):
-    """A judge's agreement with people in one figure, as a cycle shows it beside each
-    round's score: Cohen's kappa on pass/fail over every label of every LLM criterion of
-    the runs it judged (the criteria pooled, an output's labels resampled together), its
-    95% interval, and how many labels it rests on."""
-
-    #: the judge model and its prompt version (cycle-judge@VERSION)
-    model: str | None
-    version: str | None
-    kappa: float | None
-    kappa_ci: tuple[float, float] | None
-    labels: int
-
-    def text(self) -> str:
-        """"kappa 0.50 [0.10, 0.80], n 8", or that the judge is uncalibrated."""
-        if not self.labels:
-            return UNCALIBRATED
-        figure = "—" if self.kappa is None else f"{self.kappa:.2f}" + (
-            f" [{self.kappa_ci[0]:.2f}, {self.kappa_ci[1]:.2f}]" if self.kappa_ci else "")
-        return f"kappa {figure}, n {self.labels}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "version": self.version, "kappa": self.kappa,
-                "kappa_ci": list(self.kappa_ci) if self.kappa_ci else None,
-                "labels": self.labels, "text": self.text()}
 
 
 def judge_kappa(store: Store, model: str | None, version: str | None) -> JudgeKappa:

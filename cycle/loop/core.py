@@ -95,7 +95,15 @@ from cycle.loop.merging import (
 )
 from cycle.loop.review import Reviewer, decider
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
-from cycle.records import Prompt, RejectedSuggestion, ReviewRequest, RunResult, Suggestion, Version
+from cycle.records import (
+    JudgeKappa,
+    Prompt,
+    RejectedSuggestion,
+    ReviewRequest,
+    RunResult,
+    Suggestion,
+    Version,
+)
 from cycle.records.scope import CallScope
 from cycle.store import Store, locks
 from cycle.words import plural
@@ -910,14 +918,14 @@ class Loop:
         return agreement_line(self.store, run_id=run_id_for(self.cycle_id, 0),
                               model=self.judge.name, version=version)
 
-    def _judge_kappa(self) -> str | None:
+    def _judge_kappa(self) -> JudgeKappa | None:
         """The judge's pooled kappa with people as a round shows it beside its score, or
         that it is uncalibrated (None: no LLM criterion, so no model judges)."""
         if not any(c.kind == "llm" for c in self.judge.criteria):
             return None
         from cycle.judge.calibration import judge_kappa
 
-        return judge_kappa(self.store, self.judge.name, self.judge.version).text()
+        return judge_kappa(self.store, self.judge.name, self.judge.version)
 
     def _judge_unproven(self) -> str | None:
         """Why the judge's labels do not yet let it move head (None: they do, or no gate)."""

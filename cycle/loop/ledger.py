@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from cycle import events as ev
 from cycle.authors import LOOP, on_behalf
@@ -106,11 +107,16 @@ class Ledger:
     def restored(self) -> tuple[dict[str, object], ...]:
         """The finished rounds as a resumed cycle's first event carries them (the TUI
         draws them before the first new one)."""
+        from cycle.judge.calibration import run_judge_kappa
+
+        judges: dict[tuple[str | None, str | None], Any] = {}  # each judge measured once
         return tuple(
             {k: getattr(r, k) for k in ("round", "stage", "score", "ci_low", "ci_high",
                                         "pass_rate", "delta", "accepted", "cost")}
-            | {"version": r.version} for r in self.store.cycles.get_rounds(self.cycle_id)
-            if r.status == "finished")
+            | {"version": r.version,
+               "judge_agreement": run_judge_kappa(
+                   self.store, r.candidate_run_id or r.baseline_run_id, judges)}
+            for r in self.store.cycles.get_rounds(self.cycle_id) if r.status == "finished")
 
     # -- recording ------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from typing import Any
 _HOMES: dict[str, str] = {
     name: module
     for module, names in {
-        "cycles": ("CycleRow", "RoundRow", "RunRow", "ScreenRow"),
+        "cycles": ("CycleRow", "JudgeKappa", "RoundRow", "RunRow", "ScreenRow"),
         "messages": ("Message", "Role", "ToolCall", "ToolDef", "Usage"),
         "prompt": ("Example", "Prompt"),
         "results": (

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field
+
+#: what a round's judge figure says when no person has labelled an output it judged
+UNCALIBRATED = "uncalibrated (no labels)"
 
 
 class RunRow(BaseModel):
@@ -110,3 +114,38 @@ class ScreenRow(BaseModel):
     gain: float | None = None
     #: it went on to the round's full evaluation
     kept: bool = False
+
+
+class JudgeKappa(Struct, frozen=True):
+    """A judge's agreement with people in one figure, as a cycle shows it beside each
+    round's score: Cohen's kappa on pass/fail over every label of every LLM criterion of
+    the runs it judged (the criteria pooled, an output's labels resampled together), its
+    95% interval, and how many labels it rests on (``cycle.judge.calibration.judge_kappa``)."""
+
+    #: the judge model and its prompt version (cycle-judge@VERSION)
+    model: str | None
+    version: str | None
+    kappa: float | None
+    kappa_ci: tuple[float, float] | None
+    labels: int
+
+    def text(self) -> str:
+        """"kappa 0.50 [0.10, 0.80], n 8", or that the judge is uncalibrated."""
+        if not self.labels:
+            return UNCALIBRATED
+        return f"kappa {self._figure()}, n {self.labels}"
+
+    def compact(self) -> str:
+        """The figure in a table cell: "0.50 [0.10, 0.80] n 8", or "uncalibrated"."""
+        return f"{self._figure()} n {self.labels}" if self.labels else "uncalibrated"
+
+    def _figure(self) -> str:
+        if self.kappa is None:  # everyone gave one answer: kappa is undefined
+            return "—"
+        ci = self.kappa_ci
+        return f"{self.kappa:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "version": self.version, "kappa": self.kappa,
+                "kappa_ci": list(self.kappa_ci) if self.kappa_ci else None,
+                "labels": self.labels, "text": self.text()}

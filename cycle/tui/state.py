@@ -14,6 +14,7 @@ from msgspec import Struct, field
 
 from cycle import events as ev
 from cycle.authors import LOOP
+from cycle.records.cycles import JudgeKappa
 from cycle.words import plural
 
 #: log lines kept for the live log (older lines scroll away)
@@ -64,6 +65,8 @@ class RoundRow(Struct):
     status: str = "running"
     #: "baseline", "improve" or "confirm"
     stage: str = "improve"
+    #: the judge's agreement with people when the round finished (None: no model judged)
+    judge: JudgeKappa | None = None
 
 
 class CandidateRow(Struct):
@@ -251,6 +254,7 @@ def _cycle_started(s: DashboardState, e: ev.CycleStarted) -> None:
         row.pass_rate, row.delta, row.accepted = done.get("pass_rate"), done.get("delta"), \
             done.get("accepted")
         row.cost = done.get("cost") or 0.0
+        row.judge = done.get("judge_agreement")
 
 
 def _round_started(s: DashboardState, e: ev.RoundStarted) -> None:
@@ -392,8 +396,10 @@ def _round_finished(s: DashboardState, e: ev.RoundFinished) -> None:
         row.accepted = e.accepted
     if e.delta is not None:
         row.delta = e.delta
+    row.judge = e.judge_agreement
     score = "-" if e.score is None else f"{e.score:.1f}"
-    s.log(e, f"round {e.round} finished: v{e.version} score {score}")
+    judge = f"; judge {e.judge_agreement.text()}" if e.judge_agreement else ""
+    s.log(e, f"round {e.round} finished: v{e.version} score {score}{judge}")
 
 
 def _cycle_finished(s: DashboardState, e: ev.CycleFinished) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from cycle import events as ev
 from cycle.assemble.config import LoadedConfig, load_config
-from cycle.records import Prompt, ReviewRequest, Suggestion
+from cycle.records import JudgeKappa, Prompt, ReviewRequest, Suggestion
 from cycle.store import Store
 from cycle.testing import clear_scripts, script
 from tests.loop.conftest import merge_world, world  # noqa: F401 (fixtures: a population's cycle)
@@ -95,6 +95,14 @@ def review_request() -> ReviewRequest:
 T0 = 1_700_000_000.0
 
 
+#: the judge's agreement as the rounds of the synthetic cycle report it: none labelled yet,
+#: then 40 labels
+UNCALIBRATED = JudgeKappa(model="offline:default", version="1.0.0", kappa=None, kappa_ci=None,
+                          labels=0)
+LABELLED = JudgeKappa(model="offline:default", version="1.0.0", kappa=0.62,
+                      kappa_ci=(0.41, 0.8), labels=40)
+
+
 def synthetic_events() -> list[ev.Event]:
     """A cycle's events up to the middle of round 2's evaluation, at fixed times."""
     cid = "c-test"
@@ -113,7 +121,7 @@ def synthetic_events() -> list[ev.Event]:
     out += [
         ev.RunFinished(at=t, run_id="r0", score=72.5, pass_rate=0.5, cost=0.008),
         ev.RoundFinished(at=t, cycle_id=cid, round=0, version="1.0.0", score=72.5, ci_low=60.1,
-                         ci_high=84.9, pass_rate=0.5, cost=0.008),
+                         ci_high=84.9, pass_rate=0.5, cost=0.008, judge_agreement=UNCALIBRATED),
         ev.RoundStarted(at=t + 1, cycle_id=cid, round=1, version="1.0.0"),
         ev.SuggestionsProposed(at=t + 2, cycle_id=cid, round=1, suggestions=[{}, {}]),
         ev.ReviewDecided(at=t + 3, cycle_id=cid, round=1, approved=1, rejected=1, reviewer="tui"),
@@ -121,7 +129,8 @@ def synthetic_events() -> list[ev.Event]:
         ev.CandidateDecided(at=t + 20, cycle_id=cid, round=1, version="1.0.1", accepted=True, delta=8.5,
                             reason="significant gain"),
         ev.RoundFinished(at=t + 20, cycle_id=cid, round=1, version="1.0.1", score=81.0, ci_low=74.0,
-                         ci_high=88.0, pass_rate=0.75, accepted=True, cost=0.012),
+                         ci_high=88.0, pass_rate=0.75, accepted=True, cost=0.012,
+                         judge_agreement=LABELLED),  # someone labelled outputs meanwhile
         ev.CostUpdated(at=t + 20, total=0.02, limit=1.0),
         ev.RoundStarted(at=t + 21, cycle_id=cid, round=2, version="1.0.1"),
         ev.RunStarted(at=t + 22, run_id="r2", prompt_id="support-reply", version="1.0.2", cases=4, iterations=2),

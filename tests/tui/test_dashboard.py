@@ -52,6 +52,10 @@ async def test_dashboard_shows_rounds_progress_cost_and_cases(tmp_path: Path) ->
         rounds = screen.query_one("#rounds", DataTable)
         assert rounds.row_count == 3
         assert [str(c) for c in rounds.get_row("1")][:6] == ["1", "1.0.1", "81.0 ±7.0", "75%", "+8.5", "yes"]
+        # beside each round's score, the judge's agreement with people: uncalibrated until
+        # labelled, then kappa with its interval and the labels; a running round's is to come
+        judge = {key: str(rounds.get_cell(key, "judge")) for key in ("0", "1", "2")}
+        assert judge == {"0": "uncalibrated", "1": "0.62 [0.41, 0.80] n 40", "2": "…"}
         bar = screen.query_one("#progress", ProgressBar)
         assert (bar.total, bar.progress) == (8, 3)
         status = str(screen.query_one("#status").render())
@@ -64,6 +68,9 @@ async def test_dashboard_shows_rounds_progress_cost_and_cases(tmp_path: Path) ->
         assert cases.row("refund-2") == ["refund-2", "1", "-", "0/0", "-", "0", "1"]
         log = "".join(line.text for line in screen.query_one("#log", RichLog).lines)
         assert "candidate v1.0.1 accepted" in log and "refund-2 #0: timeout after 30s" in log
+        words = log.replace(" ", "")  # the log wraps its lines at the panel's width
+        assert "round0finished:v1.0.0score72.5;judgeuncalibrated(nolabels)" in words
+        assert "round1finished:v1.0.1score81.0;judgekappa0.62[0.41,0.80],n40" in words
         assert "OFFLINE MODEL" in str(screen.query_one("#offline", Static).render())
 
 

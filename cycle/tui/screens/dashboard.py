@@ -45,7 +45,16 @@ def _round_cells(row: RoundRow) -> list[Text | str]:
         "-" if row.delta is None else f"{row.delta:+.1f}",
         accepted,
         f"${row.cost:.4f}",
+        _judge_cell(row),
     ]
+
+
+def _judge_cell(row: RoundRow) -> Text | str:
+    """The round's judge's kappa with people: "0.50 [0.10, 0.80] n 8", "uncalibrated"
+    (dim: no labels), "…" while the round runs, "-" when no model judged it."""
+    if row.judge is None:
+        return Text("…" if row.status == "running" else "-", style="dim")
+    return row.judge.compact() if row.judge.labels else Text(row.judge.compact(), style="dim")
 
 
 def _candidate_cells(row: CandidateRow) -> list[Text | str]:
@@ -72,7 +81,10 @@ class DashboardScreen(Screen[None]):
     TITLE = "Dashboard"
     HELP = """\
 The cycle runs while you watch: the rounds so far with their score, its 95%
-interval and the change against the incumbent (a round marked c is the
+interval, the change against the incumbent and, beside them, the judge's
+agreement with people (Cohen's kappa with its 95% interval and the number of
+labels, or uncalibrated while no one has labelled its outputs; cycle judge
+sample) (a round marked c is the
 confirmation: both versions evaluated again on fresh samples; head moves
 only if it says yes); the running evaluation's
 progress; the money spent against the budget; and a live log.
@@ -135,6 +147,7 @@ Select a case (enter) to see its input, output and the judge's reasoning.
         for label, key, width in (
             ("#", "round", 2), ("version", "version", 8), ("score", "score", 11),
             ("pass", "pass", 4), ("Δ", "delta", 5), ("acc", "accepted", 3), ("cost", "cost", 8),
+            ("judge κ", "judge", 22),
         ):
             rounds.add_column(label, key=key, width=width)
         candidates = self.query_one("#candidates", DataTable)
@@ -160,7 +173,8 @@ Select a case (enter) to see its input, output and the judge's reasoning.
                 cells = _round_cells(row)
                 if key in table.rows:
                     for column, value in zip(
-                        ("round", "version", "score", "pass", "delta", "accepted", "cost"), cells, strict=True
+                        ("round", "version", "score", "pass", "delta", "accepted", "cost", "judge"),
+                        cells, strict=True
                     ):
                         table.update_cell(key, column, value)
                 else:
