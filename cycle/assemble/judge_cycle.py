@@ -199,6 +199,108 @@ def split(strata: dict[str, tuple[bool, bool | None]], fraction: float,
     return frozenset(chosen)
 
 
+#: improve: settings a judge cycle cannot honour, with why: each asks for a search or a gate
+#: the judge cycle does not run, or names the prompt's cases and variables, not the judge's
+UNSUPPORTED = {
+    "population": "it proposes one candidate a round (no population, screen or merge)",
+    "screen_cases": "it has no population to screen",
+    "merge": "it has no population to merge from",
+    "examples": "the judge prompt takes no few-shot examples",
+    "batch": "its judge calls are live, one labelled output at a time",
+    "judge": "its score is a check of agreement with people, not an LLM judge to gate",
+    "required_cases": "its cases are labelled outputs, not the suite's cases",
+    "allowed_variables": "the judge prompt reads only what a run's judge is given",
+}
+#: improve: settings the judge cycle has its own of, and what it uses instead
+REPLACED = {
+    "stop": "it stops after --rounds (and at the budget)",
+    "low_score": "the outputs under the agreement mark (75) go to the improver",
+    "validation": "--held-out holds out labelled outputs",
+}
+
+
+def _asks_for(improve: ImproveConfig, key: str) -> bool:
+    """Whether cycle.yaml sets ``improve.<key>`` to something the judge cycle would do
+    otherwise (population 1, examples off, batch false: what it does anyway)."""
+    if key not in improve.model_fields_set:
+        return False
+    value = getattr(improve, key)
+    if key == "population":
+        return bool(value > 1)
+    if key in ("merge", "batch"):
+        return value is True
+    if key == "judge":
+        return value is not None and (value.min_agreement is not None
+                                      or value.confirm_labels is not None)
+    if key in ("required_cases", "allowed_variables"):
+        return bool(value)
+    return value is not None  # examples (off is None), screen_cases
+
+
+def refuse_unsupported(loaded: LoadedConfig, improve: ImproveConfig) -> None:
+    """ConfigError naming each ``improve:`` setting of cycle.yaml a judge cycle cannot
+    honour (``UNSUPPORTED``), at the line of the first, rather than run without it."""
+    found = [k for k in UNSUPPORTED if _asks_for(improve, k)]
+    if not found:
+        return
+    fields = ", ".join(f"improve.{k}" for k in found)
+    why = "; ".join(f"improve.{k}: {UNSUPPORTED[k]}" for k in found)
+    raise ConfigError(
+        f"cycle judge improve cannot honour {fields} ({why})",
+        file=str(loaded.path), line=loaded.doc.line_of(("improve", found[0])),
+        field=f"improve.{found[0]}",
+        hint=f"Remove {'it' if len(found) == 1 else 'them'} from the improve: section, or "
+        "point --config at a cycle.yaml without them (the same judge, criteria and "
+        "improver), kept for the judge cycle.")
+
+
+def replaced_settings(improve: ImproveConfig) -> list[str]:
+    """What cycle.yaml sets that the judge cycle has its own of, each with what it uses
+    instead (said before the cycle, never applied silently)."""
+    return [f"improve.{k} is cycle improve's: {why}" for k, why in REPLACED.items()
+            if k in improve.model_fields_set and getattr(improve, k) is not None]
+
+
+def judge_plan(store: Store, loaded: LoadedConfig, labelled: LabelledSet, *,
+               improve: ImproveConfig, rounds: int, held_out: float, seed: int,
+               judge_name: str) -> dict[str, Any]:
+    """What ``cycle judge improve --dry-run`` says it would do, read from the store and
+    cycle.yaml with nothing called or written: the judge prompt and its version, the
+    labelled outputs and their split, per criterion, and the calls at each end (as
+    ``cycle improve --dry-run`` counts them: low, the baseline evaluation alone; high, every
+    round, the confirmation's two evaluations, and each comparison grown to
+    improve.max_iterations)."""
+    from cycle.judge.llm_judge import current_judge_prompt
+
+    _, version = current_judge_prompt(store)
+    c = loaded.config
+    n = len(labelled.cases)
+    iterations = c.run.iterations
+    most = max(improve.max_iterations or 2 * iterations, iterations)
+    per_criterion: dict[str, dict[str, int]] = {}
+    for case in labelled.cases:
+        counts = per_criterion.setdefault(case.tags[0], {"labelled": 0, "held_out": 0})
+        counts["labelled"] += 1
+        counts["held_out"] += case.id in labelled.held_out
+    judge_high = n * iterations * (1 + rounds + 2) + 2 * n * (most - iterations) * (rounds + 1)
+    return {
+        "kind": "judge_improve_plan",
+        "run_id": labelled.run_id,
+        "judge": {"model": judge_name, "prompt": JUDGE_PROMPT_ID, "version": version,
+                  # the built-in prompt, not stored yet: the cycle stores it first
+                  "stored": version is not None},
+        "improver": c.improver or judge_name,
+        "labelled": n, "learn_from": n - len(labelled.held_out),
+        "held_out": len(labelled.held_out), "held_out_share": held_out, "seed": seed,
+        "criteria": dict(sorted(per_criterion.items())),
+        "left_out": dict(sorted(labelled.left_out.items())),
+        "rounds": rounds, "iterations": iterations, "max_iterations": most,
+        # one judge call a labelled output an iteration; one improver call a round
+        "calls": {"judge": [n * iterations, judge_high], "improver": [0, rounds]},
+        "replaced": replaced_settings(improve),
+    }
+
+
 def judging_model(loaded: LoadedConfig) -> str:
     """The model the judge runs on: cycle.yaml's judge (or --judge), else the agent's. A
     panel is refused: its members share the judge prompt, but the cycle measures one

@@ -8,15 +8,17 @@ labels among them), 3 a model error stopped it (resumable), 130 interrupted (res
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cycle.cli import FiniteFloat, store_of
 from cycle.cli.improve import cycle_options, event_bus
+from cycle.words import plural
 
 if TYPE_CHECKING:
     from cycle import events as ev
+    from cycle.assemble import ImproveConfig, LoadedConfig
     from cycle.assemble.judge_cycle import HeldOut
     from cycle.judge.alignment import Figures
     from cycle.llm.cache import ResponseCache
@@ -49,12 +51,17 @@ if TYPE_CHECKING:
               help="Judgements of each labelled output per evaluation (default: config, 3).")
 @click.option("-c", "--concurrency", type=click.IntRange(min=1),
               help="Labelled outputs in flight (default: config, 8).")
+@click.option("--dry-run", is_flag=True, help="Say what the cycle would do (the judge prompt "
+              "and its version, the labelled outputs and their split, the criteria, the "
+              "calls at most), calling no model and writing nothing.")
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: the plan as JSON.")
 def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out: float,
                   seed: int, rounds: int, headless: bool, yes: bool, review: str | None,
                   min_priority: str | None, resume: str | None, events_file: Path | None,
                   report_dir: Path | None, no_cache: bool, quiet: bool,
                   judge_model: str | None, improver_model: str | None, budget: float | None,
-                  iterations: int | None, concurrency: int | None) -> None:
+                  iterations: int | None, concurrency: int | None, dry_run: bool,
+                  as_json: bool) -> None:
     """Improve the judge prompt (cycle-judge) on people's labels of RUN_ID's outputs.
 
     Each labelled output, on each LLM criterion, is a case: the judge prompt judges it
@@ -69,7 +76,13 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
 
     from cycle.assemble.config import apply_overrides, load_config
     from cycle.assemble.improve import load_improve_config
-    from cycle.assemble.judge_cycle import build_judge_loop, judging_model, labelled_set
+    from cycle.assemble.judge_cycle import (
+        build_judge_loop,
+        judging_model,
+        labelled_set,
+        refuse_unsupported,
+        replaced_settings,
+    )
     from cycle.cli import load_env
     from cycle.cli.improve import _choose_review, report_cycle, run_cycle
     from cycle.cli.run import say_overrides
@@ -82,6 +95,14 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
     loaded, changes = apply_overrides(load_config(config), **given)
     load_env(loaded.base_dir)
     improve_cfg = load_improve_config(loaded)
+    refuse_unsupported(loaded, improve_cfg)  # before anything is read, called or written
+    if as_json and not dry_run:
+        raise click.UsageError("--json goes with --dry-run (a cycle's results are in its "
+                               "JSON report)")
+    if dry_run:
+        _dry_run(loaded, run_id, criteria=criteria, held_out=held_out, seed=seed,
+                 rounds=rounds, improve_cfg=improve_cfg, changes=changes, as_json=as_json)
+        return
     choice = _choose_review(headless, yes, review, improve_cfg.review)
     if not headless and not (sys.stdin.isatty() and sys.__stdout__.isatty()):
         raise click.UsageError(
@@ -100,6 +121,8 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
                f"{len(labelled.cases) - len(labelled.held_out)} to learn from, "
                f"{len(labelled.held_out)} held out (seed {seed})"
                + (f"; left out: {left}" if left else ""))
+    for note in replaced_settings(improve_cfg):
+        click.echo(note)
     again = f"cycle judge improve {run_id} --config {loaded.path}"
     bus, sink = event_bus(events_file)
 
@@ -130,6 +153,57 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
         figures = held_out_figures(store, outcome, labelled)
     if figures is not None:
         click.echo(_held_out_line(figures))
+
+
+def _dry_run(loaded: LoadedConfig, run_id: str, *, criteria: tuple[str, ...],
+             held_out: float, seed: int, rounds: int, improve_cfg: ImproveConfig,
+             changes: list[str], as_json: bool) -> None:
+    """``--dry-run``: the plan, from the store as it is (opened, never created) and
+    cycle.yaml; no model is built, so no key is needed."""
+    import json
+
+    from cycle.assemble.judge_cycle import judge_plan, judging_model, labelled_set
+    from cycle.cli.run import say_overrides
+    from cycle.store import Store
+
+    judge_name = judging_model(loaded)
+    with Store.open(store_of(loaded), create=False) as store:
+        run_id = store.runs.resolve(run_id)
+        labelled = labelled_set(store, loaded, run_id, held_out=held_out, seed=seed,
+                                criteria=criteria)
+        plan = judge_plan(store, loaded, labelled, improve=improve_cfg, rounds=rounds,
+                          held_out=held_out, seed=seed, judge_name=judge_name)
+    if as_json:
+        click.echo(json.dumps(plan, indent=2))
+        return
+    say_overrides(changes, quiet=False, resumed=False)
+    for line in plan_lines(plan):
+        click.echo(line)
+
+
+def plan_lines(plan: dict[str, Any]) -> list[str]:
+    """The dry run's plan as the terminal shows it."""
+    j = plan["judge"]
+    version = (f"{j['prompt']}@{j['version']}" if j["stored"] else
+               f"{j['prompt']}, the built-in prompt (stored as its first version when a "
+               "cycle starts)")
+    per = "; ".join(f"{c}: {x['labelled']} labelled, {x['held_out']} held out"
+                    for c, x in plan["criteria"].items())
+    left = "; ".join(f"{n} {why}" for why, n in plan["left_out"].items())
+    calls = plan["calls"]
+    return [
+        "dry run: no model called, nothing written",
+        f"judge: {j['model']} with {version}; improver: {plan['improver']}",
+        f"{plan['labelled']} labelled outputs of run {plan['run_id']}: {plan['learn_from']} "
+        f"to learn from, {plan['held_out']} held out (--held-out {plan['held_out_share']:g}, "
+        f"--seed {plan['seed']})" + (f"; left out: {left}" if left else ""),
+        f"criteria: {per}",
+        (f"calls, for at most {plural(plan['rounds'], 'round')} of "
+         f"{plural(plan['iterations'], 'iteration')} (a comparison may grow to "
+         f"{plan['max_iterations']}): judge {calls['judge'][0]} to {calls['judge'][1]}, "
+         f"improver {calls['improver'][0]} to {calls['improver'][1]}"),
+        *plan["replaced"],
+    ]
 
 
 def _held_out_line(h: HeldOut) -> str:

@@ -189,6 +189,13 @@ def judge_prompt_in(store: Store) -> tuple[Prompt, str]:
     """The judge prompt a run uses, and its version: the stored ``cycle-judge`` head when a
     person made it (``cycle prompt import`` of a file with ``id: cycle-judge``, a
     rollback, an edit), else this release's built-in one (saved on first use)."""
+    prompt, version = current_judge_prompt(store)
+    return prompt, version if version is not None else ensure_judge_version(store, prompt)
+
+
+def current_judge_prompt(store: Store) -> tuple[Prompt, str | None]:
+    """``judge_prompt_in`` without saving anything (a dry run's): the version is None
+    while the built-in prompt is not stored yet."""
     if store.has_prompt(JUDGE_PROMPT_ID):
         head = store.resolve(JUDGE_PROMPT_ID)
         if head.message != BUILT_IN:
@@ -200,7 +207,8 @@ def judge_prompt_in(store: Store) -> tuple[Prompt, str]:
                     "each) in its user_template and import it again, or roll it back: "
                     "cycle prompt rollback cycle-judge.")
             return head.prompt, head.version
-    return JUDGE_PROMPT, ensure_judge_version(store, JUDGE_PROMPT)
+    found = store.find_version(JUDGE_PROMPT)
+    return JUDGE_PROMPT, None if found is None else str(found.version)
 
 
 class LlmJudge:

@@ -189,3 +189,73 @@ def test_a_judge_panel_is_refused_until_one_member_is_chosen(tmp_path) -> None:
         assert not s.cycles.recent()
     r = improve(store, config, run_id, "--yes", "--judge", "offline:default")
     assert r.exit_code == 0, r.output
+
+
+def _rows(store: Path) -> dict[str, int]:
+    with Store.open(store) as s:
+        return {t: s.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                for t in ("versions", "runs", "results", "calls", "cycles", "rounds")}
+
+
+def test_a_dry_run_says_the_plan_and_calls_and_writes_nothing(tmp_path) -> None:
+    store, config, run_id = world(tmp_path, lambda n, reply: needs_order(reply))
+    before = _rows(store)
+    r = improve(store, config, run_id, "--dry-run")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "dry run: no model called, nothing written"
+    assert lines[1] == "judge: offline:default with cycle-judge@1.0.0; improver: offline:default"
+    split = re.match(r"(\d+) labelled outputs of run \S+: (\d+) to learn from, (\d+) held out "
+                     r"\(--held-out 0\.3, --seed 0\)$", lines[2])
+    assert split, lines[2]
+    n, learn, held = (int(x) for x in split.groups())
+    assert learn + held == n and lines[3] == f"criteria: helpful: {n} labelled, {held} held out"
+    # 3 rounds of 1 iteration: the baseline alone, up to every round, the confirmation's
+    # two evaluations and each comparison grown to 2 iterations
+    assert lines[4] == (f"calls, for at most 3 rounds of 1 iteration (a comparison may grow "
+                        f"to 2): judge {n} to {n * 6 + 2 * n * 4}, improver 0 to 3")
+    assert _rows(store) == before  # no version, run, call or cycle
+
+    plan = json.loads(improve(store, config, run_id, "--dry-run", "--json").output)
+    assert plan["judge"] == {"model": "offline:default", "prompt": JUDGE_PROMPT_ID,
+                             "version": "1.0.0", "stored": True}
+    assert (plan["labelled"], plan["learn_from"], plan["held_out"]) == (n, learn, held)
+    assert plan["calls"] == {"judge": [n, n * 14], "improver": [0, 3]}
+
+    # the cycle itself holds out what the dry run said, and calls the judge within its range
+    r = improve(store, config, run_id, "--yes")
+    assert r.exit_code == 0, r.output
+    assert f"{n} labelled outputs of run {run_id}: {learn} to learn from, {held} held out" in r.output
+    with Store.open(store) as s:
+        judged = s.db.execute("SELECT COUNT(*) FROM calls WHERE role = 'judge' AND cycle_id IS NOT "
+                              "NULL").fetchone()[0]
+    assert n <= judged <= n * 14
+
+
+def test_improve_settings_the_judge_cycle_cannot_honour_are_refused(tmp_path) -> None:
+    store, config, run_id = world(tmp_path, lambda n, reply: needs_order(reply))
+    text = config.read_text()
+    config.write_text(text + "improve:\n  acceptance: improved\n  population: 4\n  merge: true\n")
+    before = _rows(store)
+    for args in (("--yes",), ("--dry-run",)):
+        r = improve(store, config, run_id, *args)
+        assert r.exit_code == 2, r.output
+        line = len(text.splitlines()) + 3  # population's line
+        assert f"cycle.yaml:{line} (improve.population): cycle judge improve cannot honour " \
+               "improve.population, improve.merge (" in r.output
+        assert "improve.merge: it has no population to merge from" in r.output
+        assert "Remove them from the improve: section, or point --config at a cycle.yaml " \
+               "without them" in r.output
+        assert "Traceback" not in r.output
+    assert _rows(store) == before
+
+    # what it has its own of is said, not applied; what it honours (acceptance) runs
+    config.write_text(text + "improve:\n  acceptance: improved\n  stop: {max_rounds: 9}\n"
+                      "  low_score: 50\n")
+    r = improve(store, config, run_id, "--yes", "--rounds", "1")
+    assert r.exit_code == 0, r.output
+    assert "improve.stop is cycle improve's: it stops after --rounds (and at the budget)" in r.output
+    assert ("improve.low_score is cycle improve's: the outputs under the agreement mark (75) "
+            "go to the improver") in r.output
+    # --rounds 1, not the config's 9: one improving round, then the confirmation
+    assert "round 2: confirming" in r.output and "round 3:" not in r.output
