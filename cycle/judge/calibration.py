@@ -284,7 +284,11 @@ def _flips(store: Store, model: str | None, version: str | None) -> str:
 def judge_kappa(store: Store, model: str | None, version: str | None) -> JudgeKappa:
     """The judge ``model`` with its prompt ``version``: its pooled kappa with people
     (``JudgeKappa``), labels 0 when it has none."""
-    labelled = store.human_labels.of_judge(model, version)
+    return kappa_of(model, version, store.human_labels.of_judge(model, version))
+
+
+def kappa_of(model: str | None, version: str | None, labelled: Sequence[Any]) -> JudgeKappa:
+    """``judge_kappa`` over the judge's labels as read (``Labelled``)."""
     if not labelled:
         return JudgeKappa(model=model, version=version, kappa=None, kappa_ci=None, labels=0)
     ratings = [r for rs in ratings_of(labelled).values() for r in rs]

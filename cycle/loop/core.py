@@ -295,6 +295,10 @@ class Loop:
         self.cases = CaseList.of(cases)
         self.agent_for = agent
         self.judge = judge
+        #: the judge's labels when its kappa was last measured, and that kappa: a round
+        #: measures it again only when the labels changed (a bootstrap of thousands of
+        #: labels takes a second or more)
+        self._kappa: tuple[list[Any], JudgeKappa] | None = None
         self.improver = improver
         self.reviewer = reviewer
         self.store = store
@@ -923,9 +927,12 @@ class Loop:
         that it is uncalibrated (None: no LLM criterion, so no model judges)."""
         if not any(c.kind == "llm" for c in self.judge.criteria):
             return None
-        from cycle.judge.calibration import judge_kappa
+        from cycle.judge.calibration import kappa_of
 
-        return judge_kappa(self.store, self.judge.name, self.judge.version)
+        labelled = self.store.human_labels.of_judge(self.judge.name, self.judge.version)
+        if self._kappa is None or self._kappa[0] != labelled:
+            self._kappa = (labelled, kappa_of(self.judge.name, self.judge.version, labelled))
+        return self._kappa[1]
 
     def _judge_unproven(self) -> str | None:
         """Why the judge's labels do not yet let it move head (None: they do, or no gate)."""

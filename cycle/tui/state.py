@@ -10,6 +10,7 @@ costs one dict update per event, and the screen redraws only what changed.
 
 from __future__ import annotations
 
+import msgspec
 from msgspec import Struct, field
 
 from cycle import events as ev
@@ -254,7 +255,8 @@ def _cycle_started(s: DashboardState, e: ev.CycleStarted) -> None:
         row.pass_rate, row.delta, row.accepted = done.get("pass_rate"), done.get("delta"), \
             done.get("accepted")
         row.cost = done.get("cost") or 0.0
-        row.judge = done.get("judge_agreement")
+        judge = done.get("judge_agreement")  # a dict when read back from an --events file
+        row.judge = msgspec.convert(judge, JudgeKappa) if isinstance(judge, dict) else judge
 
 
 def _round_started(s: DashboardState, e: ev.RoundStarted) -> None:

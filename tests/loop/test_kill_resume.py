@@ -161,6 +161,10 @@ def test_sigkill_mid_round_then_resume(project: Path) -> None:
                                 version=started["version"], resumed=True,
                                 restored=tuple(started["restored"])))
     assert state.rounds[0].score is not None and state.scores[0] == state.rounds[0].score
+    # and, beside its score, its judge's agreement with people: none labelled yet
+    judge = state.rounds[0].judge
+    assert judge is not None and judge.model == "offline:default" and judge.labels == 0
+    assert judge.text() == "uncalibrated (no labels)"
 
 
 def test_ctrl_c_marks_the_cycle_interrupted_and_resume_continues(project: Path) -> None:
