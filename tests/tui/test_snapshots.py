@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from textual.widgets import RichLog
 
 from cycle.cli import cli
 from cycle.events import EventBus
@@ -52,6 +53,14 @@ def settled(app):  # type: ignore[no-untyped-def]
             if app.state.events_seen and not app.bridge.pending and not app.state.has_changes:
                 break
         await pilot.pause(0.15)
+        # the log is on its last line once the layout has settled (a population's row
+        # resizes it a frame after the events are drawn)
+        log = app.screen.query_one("#log", RichLog)
+        for _ in range(50):
+            if log.scroll_y >= log.max_scroll_y:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause(0.05)
     return settle
 
 

@@ -185,6 +185,11 @@ Select a case (enter) to see its input, output and the judge's reasoning.
             self.query_one("#chart-label", Static).update(label or "no score yet")
         if changes.population:
             self._show_population()
+            # the population's row grows and shrinks with its candidates, and the log below
+            # with it: keep the log on its last line once the new layout is drawn, as a
+            # write does (else a shrunk log shows an older line, depending on timing)
+            log = self.query_one("#log", RichLog)
+            self.call_after_refresh(log.scroll_end, animate=False)
         if changes.run_reset or changes.cases:
             self._show_cases(changes)
         if changes.log:
