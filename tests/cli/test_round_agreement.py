@@ -32,29 +32,29 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def improve(project: Path, *args: str) -> str:
+def improve(project: Path, *args: str, store: object = None) -> str:
     r = CliRunner().invoke(cli, ["improve", str(project / "cycle.yaml"), "--headless", "--yes",
-                                 "--store", str(project / "s.db"), *args])
+                                 "--store", str(store or project / "s.db"), *args])
     assert r.exit_code == 0, r.output
     return r.output
 
 
-def cycles(project: Path, *args: str) -> str:
-    r = CliRunner().invoke(cli, ["--store", str(project / "s.db"), "cycles", *args])
+def cycles(project: Path, *args: str, store: object = None) -> str:
+    r = CliRunner().invoke(cli, ["--store", str(store or project / "s.db"), "cycles", *args])
     assert r.exit_code == 0, r.output
     return r.output
 
 
-def latest_cycle(project: Path) -> str:
-    with Store.open(project / "s.db") as store:
+def latest_cycle(project: Path, where: object = None) -> str:
+    with Store.open(where or project / "s.db") as store:  # type: ignore[arg-type]
         return store.cycles.recent(None, limit=1)[0].id
 
 
-def label_baseline(project: Path, cycle_id: str) -> int:
+def label_baseline(project: Path, cycle_id: str, where: object = None) -> int:
     """A person labels every LLM-judged output of the cycle's baseline run: they pass the
     replies of cases whose number is even, whatever the judge said (so the judge agrees
     with them on some and not on others)."""
-    with Store.open(project / "s.db") as store:
+    with Store.open(where or project / "s.db") as store:  # type: ignore[arg-type]
         [run] = [r for r in store.runs.recent(cycle_id=cycle_id, limit=None) if r.round == 0]
         labels = [Label(run=run.id, case=o["case"], iteration=o["iteration"], criterion=c,
                         score=90.0 if n % 2 == 0 else 30.0, passed=n % 2 == 0, labeler="ann")
@@ -85,12 +85,14 @@ def test_rounds_say_the_judge_is_uncalibrated_until_people_label(project: Path) 
     assert "| 0 | 1.0.0 |" in report and report.count("| uncalibrated (no labels) |") == len(done)
 
 
-def test_labels_put_the_judges_kappa_beside_every_round(project: Path) -> None:
-    improve(project)
-    labelled = label_baseline(project, latest_cycle(project))
+def test_labels_put_the_judges_kappa_beside_every_round(project: Path, store_target) -> None:
+    """On both backends: the labels and the runs they are of are read from the store."""
+    improve(project, store=store_target)
+    labelled = label_baseline(project, latest_cycle(project, store_target), store_target)
     assert labelled == 45  # 5 cases x 3 iterations x 3 LLM criteria
-    out = improve(project)  # the next cycle, judged by the same judge (model and version)
-    cycle_id = latest_cycle(project)
+    # the next cycle, judged by the same judge (model and version)
+    out = improve(project, store=store_target)
+    cycle_id = latest_cycle(project, store_target)
 
     done = [line for line in out.splitlines() if " done: " in line]
     figures = {KAPPA.search(line).group(0) for line in done}  # type: ignore[union-attr]
@@ -111,16 +113,16 @@ def test_labels_put_the_judges_kappa_beside_every_round(project: Path) -> None:
     assert html.count(f'<td class="judge">{figure}</td>') == len(data["rounds"])
     assert "<th title=\"Cohen&#39;s kappa" in html or "<th title=\"Cohen's kappa" in html
 
-    shown = cycles(project, cycle_id)
+    shown = cycles(project, cycle_id, store=store_target)
     assert "against 45 human labels" in shown
     assert all(line.endswith(f"; judge {figure}") for line in shown.splitlines()
                if line.startswith("  round "))
-    as_json = json.loads(cycles(project, cycle_id, "--json"))
+    as_json = json.loads(cycles(project, cycle_id, "--json", store=store_target))
     assert as_json["cycle_id"] == cycle_id
     assert [r["judge_agreement"]["text"] for r in as_json["rounds"]] == [figure] * len(done)
 
     # the list of cycles is unchanged: one line a cycle
-    listing = cycles(project)
+    listing = cycles(project, store=store_target)
     assert cycle_id in listing and "kappa" not in listing
 
 
