@@ -143,9 +143,15 @@ class JudgeKappa(Struct, frozen=True):
         if self.kappa is None:  # everyone gave one answer: kappa is undefined
             return "—"
         ci = self.kappa_ci
-        return f"{self.kappa:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+        return _two(self.kappa) + (f" [{_two(ci[0])}, {_two(ci[1])}]" if ci else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "version": self.version, "kappa": self.kappa,
                 "kappa_ci": list(self.kappa_ci) if self.kappa_ci else None,
                 "labels": self.labels, "text": self.text()}
+
+
+def _two(x: float) -> str:
+    """``x`` to two decimals, a tiny negative shown as 0.00 (not -0.00)."""
+    shown = f"{x:.2f}"
+    return "0.00" if shown == "-0.00" else shown

@@ -51,15 +51,17 @@ def latest_cycle(project: Path, where: object = None) -> str:
 
 
 def label_baseline(project: Path, cycle_id: str, where: object = None) -> int:
-    """A person labels every LLM-judged output of the cycle's baseline run: they pass the
-    replies of cases whose number is even, whatever the judge said (so the judge agrees
-    with them on some and not on others)."""
+    """A person labels every LLM-judged output of the cycle's baseline run: they agree with
+    the judge's verdict but on every fourth label (so the judge agrees with them on most,
+    and not on all)."""
     with Store.open(where or project / "s.db") as store:  # type: ignore[arg-type]
         [run] = [r for r in store.runs.recent(cycle_id=cycle_id, limit=None) if r.round == 0]
-        labels = [Label(run=run.id, case=o["case"], iteration=o["iteration"], criterion=c,
-                        score=90.0 if n % 2 == 0 else 30.0, passed=n % 2 == 0, labeler="ann")
-                  for n, o in enumerate(store.human_labels.outputs(run.id))
+        judged = [(o, c, v) for o in store.human_labels.outputs(run.id)
                   for c, v in o["verdicts"].items() if v["kind"] == "llm"]
+        passed = [v["passed"] != (n % 4 == 0) for n, (_, _, v) in enumerate(judged)]
+        labels = [Label(run=run.id, case=o["case"], iteration=o["iteration"], criterion=c,
+                        score=90.0 if p else 30.0, passed=p, labeler="ann")
+                  for (o, c, _), p in zip(judged, passed, strict=True)]
         return store.human_labels.add(labels)
 
 
@@ -98,7 +100,8 @@ def test_labels_put_the_judges_kappa_beside_every_round(project: Path, store_tar
     figures = {KAPPA.search(line).group(0) for line in done}  # type: ignore[union-attr]
     assert len(figures) == 1  # one judge, one figure for every round
     kappa, low, high, n = KAPPA.search(done[0]).groups()  # type: ignore[union-attr]
-    assert int(n) == 45 and float(low) <= float(kappa) <= float(high)
+    assert int(n) == 45 and float(low) < float(kappa) < float(high)
+    assert 0 < float(kappa) < 1  # people agree with the judge more than chance, not always
 
     data = json.loads((project / "reports" / f"{cycle_id}.json").read_text())
     judge = data["rounds"][0]["judge_agreement"]
@@ -142,3 +145,13 @@ def test_a_new_judge_prompt_starts_uncalibrated(project: Path) -> None:
     done = [line for line in out.splitlines() if " done: " in line]
     assert new != version
     assert all(line.endswith("; judge uncalibrated (no labels)") for line in done), done
+
+
+def test_a_kappa_a_hair_under_zero_reads_as_zero() -> None:
+    from cycle.records import JudgeKappa
+
+    k = JudgeKappa(model="m", version="1.0.0", kappa=-1e-9, kappa_ci=(-2e-9, 0.0), labels=45)
+    assert k.text() == "kappa 0.00 [0.00, 0.00], n 45"
+    assert k.compact() == "0.00 [0.00, 0.00] n 45"
+    assert JudgeKappa(model="m", version="1.0.0", kappa=None, kappa_ci=None,
+                      labels=3).text() == "kappa —, n 3"  # everyone said pass: undefined
