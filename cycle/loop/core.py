@@ -765,7 +765,7 @@ class Loop:
         """``population`` candidates from parents on the frontier, each screened on a
         minibatch; the one that gained most (and gained) goes on to the full evaluation
         (cycle.loop.population). Why none did, else."""
-        from cycle.loop.population import minibatch, parents, screen_gain
+        from cycle.loop.population import minibatch, parents, screen_gain, shares
 
         cid, s = self.cycle_id, self.settings
         self._frontier_changed(round_no)
@@ -776,40 +776,41 @@ class Loop:
             chosen[-1] = merge.pair.first
         children = Counter(chosen[:-1] if merge else chosen)
         weak_of = {v: self._low_cases(self._pool[v]) for v in children}
+        # each child is shown its own share of its parent's weak cases, at most half of
+        # them: other evidence, other edits (even from a model that answers the same
+        # question the same way), and cases its improver never saw to screen it on
+        share_of = {v: shares(weak_of[v], n) for v, n in children.items()}
         born: Counter[str] = Counter()
         taken = self.ledger.evaluated_versions(self._initial.version, before=round_no)
-        made: list[tuple[int, _Incumbent, Version, list[str]]] = []
+        made: list[tuple[int, _Incumbent, Version, list[str], list[str]]] = []
         why: list[str] = []
         for slot, version in enumerate(chosen):
             parent = self._pool[version]
             merging = merge if merge is not None and slot == len(chosen) - 1 else None
             if merging is not None:  # screened on the cases the second version wins
-                low, weak_ids = merging.low, list(merging.pair.second_wins)
+                low, weak_ids, shown = merging.low, list(merging.pair.second_wins), []
             else:
-                # a parent's first child sees all its weak cases (as a round of one does);
-                # its other children each a share of them (GEPA's minibatch of traces):
-                # other evidence, other edits, even from a model that answers the same
-                # question the same way
-                weak = weak_of[version]
                 k, born[version] = born[version], born[version] + 1
-                low = (weak[k - 1::children[version] - 1] or weak) if k else weak
+                low = share_of[version][k]
                 if not low:
                     why.append(f"{version} has no case below improve.low_score")
                     continue
-                weak_ids = [c.id for c in low]
+                weak_ids = [c.id for c in weak_of[version]]
+                shown = [c.id for c in low]
             made_one = await self._candidate(round_no, parent, low, refused, slot, taken,
                                              merging)
             if isinstance(made_one, str):
                 why.append(made_one.removeprefix("no candidate: "))
                 continue
             taken[made_one.version] = round_no
-            made.append((slot, parent, made_one, weak_ids))
+            made.append((slot, parent, made_one, weak_ids, shown))
         if not made:
             return "no candidate: " + "; ".join(dict.fromkeys(why))
         visible = [c.id for c in self.cases if c.id not in s.held_out]
         screened: list[ev.CandidateScreened] = []
-        for slot, parent, candidate, weak_ids in made:
-            batch = minibatch(visible, weak_ids, s.screen_cases, salt=f"{cid}|{round_no}")
+        for slot, parent, candidate, weak_ids, shown in made:
+            batch = minibatch(visible, weak_ids, s.screen_cases, salt=f"{cid}|{round_no}",
+                              shown=shown)
             result = await self._evaluate(candidate, round_no, "screen", only=batch, iterations=1,
                                           run_id=f"{run_id_for(cid, round_no)}-s{slot}")
             screened.append(ev.CandidateScreened(
@@ -827,7 +828,7 @@ class Loop:
             shown = ", ".join(f"{x.version} {x.gain:+.1f}" if x.gain is not None else
                               f"{x.version} not judged" for x in screened)
             return f"no candidate gained on its screen ({shown})"
-        return next(c for slot, _, c, _ in made if slot == best.slot)
+        return next(c for slot, _, c, _, _ in made if slot == best.slot)
 
     def _frontier_changed(self, round_no: int) -> None:
         """Tell the frontier of every version evaluated in full (a view draws it; the
