@@ -98,6 +98,16 @@ def test_a_candidate_the_judge_truly_prefers_is_promoted_by_the_pairwise_test(wo
         "SELECT round, count(*) FROM calls WHERE cycle_id = ? AND role = 'judge' "
         "AND run_id IS NULL GROUP BY round", (result.cycle_id,)).fetchall())
     assert judge_calls == {1: 32, 2: 32}
+    # the reports show each comparison
+    from cycle.report.cycle_report import cycle_report_dict, render_cycle_markdown
+    from cycle.report.html import render_cycle_html
+
+    data = cycle_report_dict(store, result.cycle_id)
+    markdown = render_cycle_markdown(data)
+    assert "## Pairwise comparisons" in markdown
+    assert "| 2 (confirm) | empathy | 8 | 0 | 0 | 16 | 0% | 0.00391 |" in markdown
+    html = render_cycle_html(data)
+    assert '<table id="pairwise">' in html and "<td>2 (confirm)</td><td>empathy</td>" in html
 
 
 def test_equal_candidates_are_not_promoted(world, store):
@@ -119,7 +129,7 @@ def test_equal_candidates_are_not_promoted(world, store):
     assert "the judge did not prefer the candidate pairwise" in result.rounds[1].reason
 
 
-def test_a_judge_that_prefers_the_first_answer_shown_promotes_nothing(world, store):
+def test_a_judge_that_prefers_the_first_answer_shown_promotes_nothing(world, store, tmp_path):
     """Every pair's verdict follows the position: each is an order flip, a tie."""
     loaded = world_of(world, "Always say sorry.", [EMPATHY])
     judged_by(lambda block: "first")
@@ -129,6 +139,16 @@ def test_a_judge_that_prefers_the_first_answer_shown_promotes_nothing(world, sto
     test = store.cycles.get_rounds(result.cycle_id)[1].pairwise[0]
     assert (test["wins"], test["losses"], test["ties"], test["order_flips"]) == (0, 0, 8, 1.0)
     assert test["p_value"] == 1.0
+    # the console says so too (cycle report CYCLE)
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+
+    r = CliRunner().invoke(cli, ["--store", str(store.path), "report", result.cycle_id,
+                                 "--report-dir", str(tmp_path / "reports")])
+    assert r.exit_code == 0, r.output
+    assert ("round 1 empathy: 0 wins, 0 losses, 8 ties; 100% order flips over 16 pairs; p 1"
+            in r.output), r.output
 
 
 def test_with_scored_criteria_too_both_tests_must_pass(world, store):
