@@ -214,3 +214,12 @@ def test_pairwise_on_a_check_or_with_a_panel_is_a_clear_config_error(tmp_path: P
                                      str(tmp_path / "cycle.yaml"), "--headless", "--yes"])
         assert r.exit_code != 0 and says in r.output, r.output
         assert "Traceback" not in r.output
+    # a case cannot make a criterion pairwise on it alone
+    (tmp_path / "cases.yaml").write_text("- {id: a, input: {q: a}, criteria: [{id: tone, "
+                                         "pairwise: true}]}\n")
+    (tmp_path / "cycle.yaml").write_text(f"{base}judge: offline:default\n"
+                                         "criteria: [{id: tone, rubric: Polite.}]\n")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "improve",
+                                 str(tmp_path / "cycle.yaml"), "--headless", "--yes"])
+    assert r.exit_code != 0 and "cases.yaml:1" in r.output
+    assert "case 'a' sets 'pairwise' on criterion 'tone'" in r.output
