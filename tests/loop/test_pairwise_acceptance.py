@@ -191,6 +191,11 @@ def test_a_resumed_cycle_does_not_pay_for_its_comparisons_again(world, store):
     assert calls["pairwise"] == 32
     result = run_loop(loaded, store, resume=True)
     assert calls["pairwise"] == 32 + 32  # round 1's replayed; the confirmation's paid
+    # no cache here: the journal replayed them, and each paid call is one calls row
+    paid = dict(store.db.execute(
+        "SELECT round, count(*) FROM calls WHERE cycle_id = ? AND role = 'judge' "
+        "AND run_id IS NULL GROUP BY round", (result.cycle_id,)).fetchall())
+    assert paid == {1: 32, 2: 32}
     assert store.resolve("support@head").version == "1.0.1"
     assert result.rounds[1].accepted and result.rounds[2].accepted
 
