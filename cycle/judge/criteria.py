@@ -13,6 +13,11 @@ value) and the suite's ``pass_threshold`` for an LLM criterion.
 A case's score is the weighted mean of its criteria's scores. It passes when
 the score reaches the pass threshold (default 70) **and** every ``required``
 criterion passes.
+
+Pairwise. An LLM criterion with ``pairwise: true`` is still scored like any other, but
+a cycle accepts a candidate on it by the judge's direct comparison of the two versions'
+outputs, not by the difference of their scores (cycle.loop.preference); a check cannot
+compare, nor can a per-turn criterion, and a case cannot make a criterion pairwise.
 """
 
 from __future__ import annotations
