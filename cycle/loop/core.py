@@ -992,7 +992,10 @@ class Loop:
         from cycle.judge.calibration import corrected_gain, label_errors
 
         need = self.settings.confirm_labels or 0
-        llm = {c.id: c.weight for c in self.judge.criteria if c.kind == "llm"}
+        # a pairwise criterion's comparison decided for it: the labels correct scores only
+        pairwise = {c.id for c in self.judge.criteria if c.pairwise}
+        llm = {c.id: c.weight for c in self.judge.criteria if c.kind == "llm"
+               and c.id not in pairwise}
         if not llm:
             return decision
         labels = self.ledger.run_labels([before.run_id, after.run_id])
@@ -1010,9 +1013,14 @@ class Loop:
                 f"cycle judge sample RUN --n {need}, then cycle judge labels import FILE); then "
                 f"continue: {self._resume_command()}")
         before_e, after_e = evaluation_of(before, base.version), evaluation_of(after, candidate.version)
+        if pairwise:
+            from cycle.loop.preference import scored_only
+
+            before_e = scored_only(before_e, before, pairwise)
+            after_e = scored_only(after_e, after, pairwise)
         a, b = paired_scores(before_e, after_e)
         gain = corrected_gain([b[k] - a[k] for k in a], errors[before.run_id], errors[after.run_id],
-                              llm, sum(c.weight for c in self.judge.criteria),
+                              llm, sum(c.weight for c in self.judge.criteria if c.id not in pairwise),
                               alpha=CONFIRM_ALPHA / CONFIRM_LOOKS)
         shifts = ", ".join(f"{c} {v:+.1f}" for c, v in gain.shift.items())
         because = (f"corrected with people's labels, the gain is {gain.corrected:+.2f} (as judged "

@@ -28,10 +28,10 @@ from .conftest import last_json, suggestion
 EMPATHY = {"id": "empathy", "rubric": "Apologises for the trouble.", "pairwise": True}
 
 
-def world_of(world, edit: str, criteria: list[dict], *, cases: int = 8):
+def world_of(world, edit: str, criteria: list[dict], *, cases: int = 8, **improve):
     """The loop world with ``criteria`` and one improver edit, ``edit``."""
     loaded = world([{"suggestions": [suggestion(edit)]}], cases=cases,
-                   improve={"stop": {"max_rounds": 1}})
+                   improve={"stop": {"max_rounds": 1}, **improve})
     path = loaded.path
     config = json.loads(path.read_text())
     config["criteria"] = criteria
@@ -198,6 +198,17 @@ def test_a_resumed_cycle_does_not_pay_for_its_comparisons_again(world, store):
     assert paid == {1: 32, 2: 32}
     assert store.resolve("support@head").version == "1.0.1"
     assert result.rounds[1].accepted and result.rounds[2].accepted
+
+
+def test_people_s_labels_correct_scores_not_a_pairwise_comparison(world, store):
+    """improve.judge.confirm_labels corrects the judge's scores with people's labels; a
+    pairwise criterion's comparison decided for it, so with pairwise criteria only there
+    is nothing to correct: the confirmation does not wait for labels, and promotes."""
+    loaded = world_of(world, "Always say sorry.", [EMPATHY], judge={"confirm_labels": 5})
+    judged_by(apologises)
+    result = run_loop(loaded, store)
+    assert result.status == "finished" and result.rounds[2].accepted
+    assert store.resolve("support@head").version == "1.0.1"
 
 
 def test_pairwise_on_a_check_or_with_a_panel_is_a_clear_config_error(tmp_path: Path):
