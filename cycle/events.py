@@ -267,6 +267,9 @@ class CandidateDecided(Event, frozen=True, kw_only=True):
     #: with held-out cases: the mean gain on the cases the improver saw and on the others
     seen_delta: float | None = None
     held_out_delta: float | None = None
+    #: each pairwise criterion's comparison of the candidate with the incumbent (wins,
+    #: losses, ties, pairs, order_flips, p_value: cycle.loop.acceptance.PairwiseTest)
+    pairwise: list[dict[str, Any]] = field(default_factory=list)
 
 
 class CandidateScreened(Event, frozen=True, kw_only=True):

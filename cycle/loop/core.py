@@ -673,8 +673,8 @@ class Loop:
         cand = self._pool[candidate.version] = _Incumbent(
             candidate, result, evaluation_of(result, candidate.version))
         alpha = EXPLORE_ALPHA if self._confirms else CONFIRM_ALPHA
-        decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
-                          required=self.required_cases, held_out=self.settings.held_out, alpha=alpha)
+        decision = await self._decide(round_no, self.settings.acceptance, inc.result, inc.evaluation,
+                                      result, cand.evaluation, alpha)
         extra = self._deciding_cases(inc.result, result) if decision.inconclusive else {}
         if extra and self._confirms:
             # inconclusive: more iterations of the cases that decide it, in both versions'
@@ -685,9 +685,8 @@ class Loop:
             inc = _Incumbent(inc.version, before, evaluation_of(before, inc.version.version))
             cand = _Incumbent(candidate, result, evaluation_of(result, candidate.version))
             self._pool[inc.version.version], self._pool[candidate.version] = inc, cand
-            decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
-                              required=self.required_cases, held_out=self.settings.held_out,
-                              alpha=alpha)
+            decision = await self._decide(round_no, self.settings.acceptance, before,
+                                          inc.evaluation, result, cand.evaluation, alpha)
         if self.settings.population > 1:  # the candidate's full evaluation joined the pool
             self._frontier_changed(round_no)
         reason = decision.reason
@@ -865,11 +864,37 @@ class Loop:
             return _Merge(pair, prompt, conflicts, low)
         return None
 
+    async def _decide(self, round_no: int, rule: AcceptanceRule, before: RunResult,
+                      before_e: Evaluation, after: RunResult, after_e: Evaluation,
+                      alpha: float) -> AcceptanceDecision:
+        """``decide`` on the two runs; with pairwise criteria, their comparisons of the
+        runs' outputs (paid in this round, cycle.loop.preference) decide for them."""
+        pairwise = [c for c in self.judge.criteria if c.pairwise]
+        absolute = [c for c in self.judge.criteria if not c.pairwise]
+        if not pairwise or rule == "always" or self.judge.model is None:
+            return decide(rule, before_e, after_e, required=self.required_cases,
+                          held_out=self.settings.held_out, alpha=alpha)
+        from cycle.loop.preference import compare_runs, scored_only
+
+        tests = await compare_runs(
+            self.judge.model, pairwise, before, after,
+            expected={c.id: c.expected for c in self.cases},
+            scope=CallScope(cycle_id=self.cycle_id, round=round_no),
+            concurrency=self.settings.concurrency)
+        if absolute:
+            leave_out = {c.id for c in pairwise}
+            before_e = scored_only(before_e, before, leave_out)
+            after_e = scored_only(after_e, after, leave_out)
+        return decide(rule, before_e, after_e, required=self.required_cases,
+                      held_out=self.settings.held_out, alpha=alpha, pairwise=tests,
+                      absolute=bool(absolute))
+
     def _decided(self, round_no: int, version: str, d: AcceptanceDecision, reason: str) -> None:
         self.bus.emit(ev.CandidateDecided(
             cycle_id=self.cycle_id, round=round_no, version=version, accepted=d.accepted,
             reason=reason, delta=d.delta, ci_low=d.ci_low, ci_high=d.ci_high,
             seen_delta=d.seen_delta, held_out_delta=d.held_out_delta,
+            pairwise=[t.to_dict() for t in d.pairwise],
         ))
 
     def _move_head(self, to: _Incumbent, reason: str) -> str | None:
@@ -932,10 +957,9 @@ class Loop:
         extra: dict[str, int] = {}
         for look in range(CONFIRM_LOOKS):
             before, after = await self._paired(round_no, base.version, base_run, best.version, extra)
-            decision = decide("significant", evaluation_of(before, base.version.version),
-                              evaluation_of(after, best.version.version),
-                              required=self.required_cases, held_out=self.settings.held_out,
-                              alpha=CONFIRM_ALPHA / CONFIRM_LOOKS)
+            decision = await self._decide(
+                round_no, "significant", before, evaluation_of(before, base.version.version),
+                after, evaluation_of(after, best.version.version), CONFIRM_ALPHA / CONFIRM_LOOKS)
             extra = self._deciding_cases(before, after) if decision.inconclusive else {}
             if not extra or look == CONFIRM_LOOKS - 1:
                 break
@@ -969,7 +993,10 @@ class Loop:
         from cycle.judge.calibration import corrected_gain, label_errors
 
         need = self.settings.confirm_labels or 0
-        llm = {c.id: c.weight for c in self.judge.criteria if c.kind == "llm"}
+        # a pairwise criterion's comparison decided for it: the labels correct scores only
+        pairwise = {c.id for c in self.judge.criteria if c.pairwise}
+        llm = {c.id: c.weight for c in self.judge.criteria if c.kind == "llm"
+               and c.id not in pairwise}
         if not llm:
             return decision
         labels = self.ledger.run_labels([before.run_id, after.run_id])
@@ -987,9 +1014,14 @@ class Loop:
                 f"cycle judge sample RUN --n {need}, then cycle judge labels import FILE); then "
                 f"continue: {self._resume_command()}")
         before_e, after_e = evaluation_of(before, base.version), evaluation_of(after, candidate.version)
+        if pairwise:
+            from cycle.loop.preference import scored_only
+
+            before_e = scored_only(before_e, before, pairwise)
+            after_e = scored_only(after_e, after, pairwise)
         a, b = paired_scores(before_e, after_e)
         gain = corrected_gain([b[k] - a[k] for k in a], errors[before.run_id], errors[after.run_id],
-                              llm, sum(c.weight for c in self.judge.criteria),
+                              llm, sum(c.weight for c in self.judge.criteria if c.id not in pairwise),
                               alpha=CONFIRM_ALPHA / CONFIRM_LOOKS)
         shifts = ", ".join(f"{c} {v:+.1f}" for c, v in gain.shift.items())
         because = (f"corrected with people's labels, the gain is {gain.corrected:+.2f} (as judged "
