@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
-from cycle.evals.stats import t_critical
 from cycle.judge.agreement import Rating, measure
+from cycle.stats import t_critical
 
 if TYPE_CHECKING:
     from cycle.records import RunResult

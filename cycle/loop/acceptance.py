@@ -223,7 +223,7 @@ def _decide_scores(
     alpha: float,
 ) -> AcceptanceDecision:
     """``decide`` on the paired per-case scores alone."""
-    from cycle.evals.stats import t_quantile
+    from cycle.stats import t_quantile
 
     before, after = paired_scores(incumbent, candidate)
     common = sorted(before)
@@ -299,7 +299,7 @@ def paired_scores(incumbent: Evaluation, candidate: Evaluation
 def floored_difference(before: dict[str, float], after: dict[str, float]) -> Stats:
     """The paired difference ``after - before`` with its interval, the standard
     deviation floored at MIN_SD (and an interval even for identical differences)."""
-    from cycle.evals.stats import describe, t_critical
+    from cycle.stats import describe, t_critical
 
     stats = describe([after[k] - before[k] for k in before])
     if stats.n < 2 or stats.mean is None:
@@ -314,7 +314,7 @@ def detectable_gain(result_sds: list[float], cases: int, iterations: int) -> flo
     """The smallest true gain a paired comparison of two evaluations of this suite finds
     80% of the time at the 95% level: from the within-case spread of the baseline's
     iterations (each version's case mean has variance sd^2 / iterations)."""
-    from cycle.evals.stats import t_80, t_critical
+    from cycle.stats import t_80, t_critical
 
     if cases < 2:
         return None

@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 import statistics
 
-from cycle.evals.stats import t_critical
 from cycle.judge.agreement import Rating
 from cycle.judge.calibration import Z95, corrected_mean, labels_to_settle
+from cycle.stats import t_critical
 
 
 def simulated_run(rng: random.Random, *, n_judged: int, n_labelled: int, bias: float):
