@@ -75,6 +75,9 @@ class Evaluation(Struct, frozen=True):
     errored_cases: frozenset[str] = frozenset()
     errors: int = 0
     cost: float = 0.0
+    #: case id -> mean agent cost per iteration (cycle.loop.cost); filled only when the
+    #: cycle's objective is cost
+    case_costs: dict[str, float] = field(default_factory=dict)
 
 
 class AcceptanceDecision(Struct, frozen=True):
@@ -97,6 +100,10 @@ class AcceptanceDecision(Struct, frozen=True):
     inconclusive: bool = False
     #: the reason without its "accepted: " or "rejected: "
     because: str = ""
+    #: with the cost objective: the paired mean agent cost per case, candidate minus
+    #: incumbent, and the candidate's (cycle.loop.cost)
+    cost_delta: float | None = None
+    cost: float | None = None
 
 
 def _finite(x: float | None) -> float | None:
