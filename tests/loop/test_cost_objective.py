@@ -18,6 +18,7 @@ from cycle.assemble.config import load_config
 from cycle.llm.registry import register_provider
 from cycle.loop.review import AutoReviewer
 from cycle.records import Usage
+from cycle.store import Store
 from cycle.testing import ScriptedAPI, clear_scripts, script
 
 from .conftest import agent_answer, judge_answer, suggestion
@@ -86,9 +87,17 @@ def shorter(messages, tools, config):
     return {"suggestions": [suggestion("", current=FILLER)]}
 
 
+@pytest.fixture
+def either_store(store_target):
+    """The store on SQLite, then on PostgreSQL (the costs are read back by a query)."""
+    with Store.open(store_target) as s:
+        yield s
+
+
 def test_a_cheaper_model_and_a_shorter_prompt_as_good_are_promoted_and_cost_drops(
-        cost_world, store, bus_log) -> None:
+        cost_world, either_store, bus_log) -> None:
     bus, log = bus_log
+    store = either_store
     asked: list = []
 
     def improver(messages, tools, config):
