@@ -183,7 +183,7 @@ def _environment() -> Environment:
 
 def render_cycle_html(data: dict[str, Any]) -> str:
     """The HTML cycle report from ``cycle_report_dict``."""
-    from cycle.report import lineage
+    from cycle.report import costs, lineage
 
     template = _environment().get_template("cycle.html.j2")
     return template.render(
@@ -191,4 +191,5 @@ def render_cycle_html(data: dict[str, Any]) -> str:
         heatmap=heatmap(data.get("cases", {}), data["rounds"]),
         cost_chart=cost_chart(data["rounds"]),
         lineage_tree=lineage.html(data["lineage"]) if data.get("lineage") else Markup(""),
-        lineage_key=lineage.KEY)
+        lineage_key=lineage.KEY,
+        costs_table=costs.html(data["costs"]) if data.get("costs") else Markup(""))

@@ -211,3 +211,36 @@ def test_cost_settings_are_checked_with_clear_errors(cost_world) -> None:
         prepare(loaded)
     text = str(caught.value)
     assert "(improve.models[1])" in text and "unknown model provider 'nosuch'" in text
+
+
+def test_the_reports_show_each_version_s_score_and_cost_and_the_frontier(
+        cost_world, store, tmp_path) -> None:
+    from cycle.report.cycle_report import lineage_lines, write_cycle_report
+
+    def improver(messages, tools, config):  # round 2: cheaper; round 3: cheaper, worse
+        calls.append(1)
+        return (shorter(messages, tools, config) if len(calls) == 1 else
+                {"suggestions": [suggestion("", current="Always say thanks.")]})
+
+    calls: list = []
+    result = run(cost_world(improver, improve={"models": ["tariff:small"],
+                                               "stop": {"max_rounds": 3}}), store)
+    assert [r.accepted for r in result.rounds] == [None, True, True, False, True]
+    paths = write_cycle_report(store, result.cycle_id, tmp_path / "reports")
+    markdown = paths["markdown"].read_text()
+    section = markdown.split("## Score and cost")[1].split("##")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| 1.0.")]
+    # the start on the dear model; the cheap model; the cut that kept the score (final);
+    # the cut too deep, refused, yet on the frontier: nothing as cheap scores higher
+    assert [r.split(" | ")[0] for r in rows] == ["| 1.0.0", "| 1.0.1", "| 1.0.2", "| 1.0.3"]
+    assert rows[0].endswith("| tariff:big | 95.5 | $0.00182 |  |")
+    assert rows[1].endswith("| tariff:small | 95.5 | $0.000182 |  |")
+    assert rows[2].endswith("| tariff:small | 95.5 | $0.000106 | frontier, final |")
+    assert rows[3].endswith("| frontier |") and " 75.5 " in rows[3]
+    html = paths["html"].read_text()
+    assert "<h2>Score and cost</h2>" in html and "frontier, final" in html
+    data = json.loads(paths["json"].read_text())
+    assert [v["frontier"] for v in data["costs"]["versions"]] == [False, False, True, True]
+    console = lineage_lines(store, result.cycle_id)
+    assert console[0].startswith("score and cost")
+    assert "[frontier, final]" in console[-2] and "tariff:small" in console[-2]
