@@ -420,6 +420,16 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     report_cycle(result, store_path, report_dir, loaded.report_formats)
     with Store.open(store_path) as store:
         behind = file_behind_head(loaded, store)
+        final = store.get_version(result.prompt_id, result.final_version).prompt
+    from cycle.safetext import printable
+
+    moved_to = printable(str(final.params.get("model") or ""), oneline=True)
+    named = printable(loaded.config.agent_config.model or "", oneline=True)
+    if named and moved_to and moved_to != named:
+        # the cycle ran the version on its own model; outside it, cycle.yaml's agent wins
+        click.echo(f"{result.final_version} runs on {moved_to} (its params.model); cycle.yaml's "
+                   f"agent names {named}, which cycle run and pytest use: set agent: {moved_to} "
+                   "(or remove agent: so the prompt's params.model decides)")
     if behind is not None:  # the improved prompt back into the user's file (and git)
         click.echo(f"{_shown_path(loaded, behind[0])} still holds {behind[2]}; cycle run and "
                    f"pytest evaluate the file. Put {behind[3]} in it, comments kept:\n"
