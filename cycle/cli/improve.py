@@ -46,6 +46,8 @@ class CycleConsole:
         #: calls of the round in progress that the response cache answered (free, no latency)
         self.cached = 0
         self.calls = 0
+        #: improve.margin of a cycle whose objective is cost (None: the objective is score)
+        self.margin: float | None = None
 
     def _say(self, text: str) -> None:
         click.echo(text, file=self.stream)
@@ -57,6 +59,11 @@ class CycleConsole:
         elif isinstance(event, ev.CycleStarted):
             verb = "resuming" if event.resumed else "starting"
             self._say(f"{verb} cycle {event.cycle_id} on {event.prompt_id}@{event.version}")
+            improve = event.config.get("improve") or {}
+            if isinstance(improve, dict) and improve.get("objective") == "cost":
+                self.margin = float(improve.get("margin") or 0.0)
+                self._say(f"  objective: cost: the cheapest version not worse by more than "
+                          f"{self.margin:g} points")
             if event.judge_note:
                 self._say(f"  {event.judge_note}")
         elif isinstance(event, ev.RoundStarted):
@@ -100,7 +107,17 @@ class CycleConsole:
             self._say(f"round {event.round} done: {event.version} scored {score}{ci}{delta}, "
                       f"cost ${event.cost:.4f}{cached}")
             self.cached = self.calls = 0
-            if event.detectable is not None:
+            if event.detectable is not None and self.margin is not None:
+                # the same figure: the loss a comparison of this suite rules out 80% of
+                # the time is what a non-inferiority margin must allow for
+                short = (f"at {self.margin:g}, a cheaper version as good will often not be "
+                         "shown within it; more cases or iterations narrow it"
+                         if event.detectable > self.margin else "")
+                self._say(f"  with {plural(event.cases or 0, 'case')} x "
+                          f"{plural(event.iterations or 0, 'iteration')}, a cheaper version as "
+                          f"good is shown within the margin 80% of the time when the margin is "
+                          f"at least {event.detectable:.1f} points" + (f"; {short}" if short else ""))
+            elif event.detectable is not None:
                 self._say(f"  with {plural(event.cases or 0, 'case')} x "
                           f"{plural(event.iterations or 0, 'iteration')}, gains under "
                           f"{event.detectable:.1f} points will often go undetected "

@@ -52,6 +52,8 @@ def test_a_cost_cycle_moves_the_prompt_to_the_cheaper_model_that_answers_as_well
     assert {x.model for x in server.requests} == {"gpt-4o", "gpt-4o-mini"}
     out = r.output
     assert "confirmed on fresh samples" in out and "head moved 1.0.0 -> 1.0.1" in out
+    assert "objective: cost: the cheapest version not worse by more than 2 points" in out
+    assert "a cheaper version as good is shown within the margin 80% of the time when" in out
     assert "score and cost" in out
     # outside the cycle, cycle.yaml's agent would run it on the dear model: said, with the fix
     assert ("1.0.1 runs on openai:gpt-4o-mini (its params.model); cycle.yaml's agent names "
