@@ -158,6 +158,10 @@ class ImproveConfig(BaseModel):
             if self.population > 1:
                 raise ValueError("objective: cost works with population: 1 (a population's "
                                  "screens look for gains in score)")
+            if self.judge is not None and self.judge.confirm_labels:
+                raise ValueError("objective: cost does not yet correct the confirmation with "
+                                 "people's labels (judge.confirm_labels tests a gain in "
+                                 "score): remove judge.confirm_labels")
         elif self.models:
             raise ValueError("models are tried only with objective: cost (a cheaper model "
                              "is not expected to score higher)")

@@ -202,6 +202,8 @@ def test_cost_settings_are_checked_with_clear_errors(cost_world) -> None:
         ({"margin": -1}, "(improve.margin): Input should be greater than or equal to 0"),
         ({"objective": "score", "margin": None, "models": ["tariff:small"]},
          "models are tried only with objective: cost"),
+        ({"population": 3}, "objective: cost works with population: 1"),
+        ({"judge": {"confirm_labels": 10}}, "remove judge.confirm_labels"),
     ):
         with pytest.raises(ConfigError) as caught:
             load_improve_config(cost_world([], improve=improve))
@@ -244,3 +246,51 @@ def test_the_reports_show_each_version_s_score_and_cost_and_the_frontier(
     console = lineage_lines(store, result.cycle_id)
     assert console[0].startswith("score and cost")
     assert "[frontier, final]" in console[-2] and "tariff:small" in console[-2]
+
+
+def evaluation(version: str, scores: dict[str, float], costs: dict[str, float],
+               passed: dict[str, bool] | None = None):
+    from cycle.loop.acceptance import Evaluation
+
+    return Evaluation(run_id=version, version=version, score=None, case_scores=scores,
+                      case_passed=passed or {}, case_costs=costs)
+
+
+def test_the_cost_rule_weighs_cost_and_score_each_as_it_says() -> None:
+    from cycle.loop.cost import Point, decide_cheaper, frontier
+
+    cases = [f"c{i}" for i in range(8)]
+    before = evaluation("a", dict.fromkeys(cases, 80.0), dict.fromkeys(cases, 0.01))
+    cheap_same = evaluation("b", dict.fromkeys(cases, 80.0), dict.fromkeys(cases, 0.005))
+    cheap_worse = evaluation("c", dict.fromkeys(cases, 77.0), dict.fromkeys(cases, 0.005))
+    dear_same = evaluation("d", dict.fromkeys(cases, 80.0), dict.fromkeys(cases, 0.02))
+
+    def verdict(candidate, rule="significant", **kw):
+        return decide_cheaper(rule, before, candidate, margin=2.0, alpha=0.025, **kw)
+
+    ok = verdict(cheap_same)
+    assert ok.accepted and ok.cost_delta == pytest.approx(-0.005) and ok.cost == 0.005
+    assert "agent cost per case $0.01 -> $0.005 (-50%)" in ok.reason
+    assert not verdict(dear_same).accepted and "not cheaper" in verdict(dear_same).reason
+    worse = verdict(cheap_worse)
+    assert not worse.accepted and not worse.inconclusive  # -3: beyond the margin on average
+    assert not verdict(cheap_worse, "improved").accepted
+    assert verdict(cheap_worse, "always").accepted
+    # a required case that passed and fails now refuses it, cheaper or not
+    failing = evaluation("e", dict.fromkeys(cases, 80.0), dict.fromkeys(cases, 0.005),
+                         passed={"c0": False})
+    before_passed = evaluation("a", before.case_scores, before.case_costs, passed={"c0": True})
+    refused = decide_cheaper("significant", before_passed, failing, margin=2.0, alpha=0.025,
+                             required={"c0"})
+    assert not refused.accepted and refused.regressions == ("c0",)
+    # held-out cases that lost more than the margin refuse it, whatever the seen ones did
+    split = evaluation("f", {**dict.fromkeys(cases[:6], 82.0), "c6": 70.0, "c7": 70.0},
+                       dict.fromkeys(cases, 0.005))
+    held = verdict(split, held_out={"c6", "c7"})
+    assert not held.accepted and "held-out cases" in held.reason
+    # too few cases to test
+    few = decide_cheaper("significant", evaluation("a", {"c0": 80.0}, {"c0": 0.01}),
+                         evaluation("b", {"c0": 80.0}, {"c0": 0.001}), margin=2.0, alpha=0.025)
+    assert not few.accepted and "too few to test" in few.reason
+    assert frontier([Point("a", 80, 0.01), Point("b", 80, 0.005), Point("c", 77, 0.004),
+                     Point("d", 77, 0.005), Point("e", None, 0.001)]) == {"b", "c"}
