@@ -79,3 +79,15 @@ def test_an_unknown_model_in_improve_models_is_refused_before_any_call(
     assert r.exit_code != 0
     assert "improve.models[1]" in r.output and "unknown model provider 'nosuch'" in r.output
     assert "Traceback" not in r.output and server.request_count == 0
+
+
+def test_a_cost_cycle_s_dry_run_calls_nothing(loopback_project, server) -> None:
+    loopback_project(PROMPT, CASES, config("""\
+        objective: cost
+        margin: 2
+        models: [openai:gpt-4o-mini]
+        stop: {max_rounds: 2}
+        """))
+    r = CliRunner().invoke(cli, ["improve", "cycle.yaml", "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert server.request_count == 0
