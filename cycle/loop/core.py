@@ -948,7 +948,8 @@ class Loop:
         self.bus.emit(ev.CandidateDecided(
             cycle_id=self.cycle_id, round=round_no, version=version, accepted=d.accepted,
             reason=reason, delta=d.delta, ci_low=d.ci_low, ci_high=d.ci_high,
-            seen_delta=d.seen_delta, held_out_delta=d.held_out_delta,
+            seen_delta=d.seen_delta, held_out_delta=d.held_out_delta, cost=d.cost,
+            cost_delta=d.cost_delta,
         ))
 
     def _move_head(self, to: _Incumbent, reason: str) -> str | None:

@@ -127,6 +127,9 @@ def test_a_cheaper_model_and_a_shorter_prompt_as_good_are_promoted_and_cost_drop
     decided = [e for e in log if isinstance(e, ev.CandidateDecided)]
     assert all("cheaper and not worse by more than the margin" in e.reason for e in decided)
     assert "agent cost per case $" in decided[-1].reason and "margin -2" in decided[-1].reason
+    # --events and the TUI get the figures too (the confirmation's: fresh runs)
+    assert decided[-1].cost == pytest.approx(after)
+    assert decided[-1].cost_delta == pytest.approx(after - before)
     assert "confirmed on fresh samples" in result.stop_reason
 
 
