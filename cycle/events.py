@@ -271,6 +271,9 @@ class CandidateDecided(Event, frozen=True, kw_only=True):
     #: paired difference with the incumbent's (negative: cheaper)
     cost: float | None = None
     cost_delta: float | None = None
+    #: each pairwise criterion's comparison of the candidate with the incumbent (wins,
+    #: losses, ties, pairs, order_flips, p_value: cycle.loop.acceptance.PairwiseTest)
+    pairwise: list[dict[str, Any]] = field(default_factory=list)
 
 
 class CandidateScreened(Event, frozen=True, kw_only=True):

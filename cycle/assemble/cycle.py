@@ -87,6 +87,15 @@ def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None, *,
                 + "Name a case id of the suite (or tag the case 'required').",
             )
     held_out(loaded, improve, cases)
+    pairwise = [c.id for c in loaded.config.criteria if c.pairwise]
+    if improve.objective == "cost" and pairwise:
+        raise ConfigError(
+            f"improve.objective: cost compares scores within a margin, and pairwise criteria "
+            f"({', '.join(pairwise)}) give a preference, not a score",
+            file=str(loaded.path), line=loaded.doc.line_of(("improve", "objective")),
+            field="improve.objective",
+            hint="Remove pairwise: true from those criteria for a cost cycle, or keep "
+                 "objective: score.")
     for i, name in enumerate(improve.models):
         check_model(loaded, name, keys=keys, file=str(loaded.path),
                     line=loaded.doc.line_of(("improve", "models", i)), field=f"improve.models[{i}]")

@@ -459,12 +459,12 @@ def report_cycle(result: CycleResult, store_path: Path, report_dir: Path,
     """Write the cycle's report and say how it ended: rounds, versions and scores, cost,
     where the report is, and how to undo a head move."""
     from cycle.records import HEAD
-    from cycle.report.cycle_report import lineage_lines, write_cycle_report
+    from cycle.report.cycle_report import lineage_lines, pairwise_lines, write_cycle_report
     from cycle.store import Store
 
     with Store.open(store_path) as store:
         paths = write_cycle_report(store, result.cycle_id, report_dir, formats)
-        tree = lineage_lines(store, result.cycle_id)
+        tree = lineage_lines(store, result.cycle_id) + pairwise_lines(store, result.cycle_id)
         head = store.labels(result.prompt_id).get(HEAD)
     initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
     final = "—" if result.final_score is None else f"{result.final_score:.1f}"

@@ -354,17 +354,6 @@ class Loop:
         return msgspec.structs.replace(
             evaluation, case_costs=self.store.runs.agent_case_costs(result.run_id))
 
-    def _decide(self, rule: AcceptanceRule, incumbent: Evaluation, candidate: Evaluation,
-                alpha: float) -> AcceptanceDecision:
-        """The objective's verdict: a credible gain (cycle.loop.acceptance), or a lower
-        cost within the margin (cycle.loop.cost)."""
-        if self._by_cost:
-            return decide_cheaper(rule, incumbent, candidate, margin=self.settings.margin,
-                                  required=self.required_cases, held_out=self.settings.held_out,
-                                  alpha=alpha)
-        return decide(rule, incumbent, candidate, required=self.required_cases,
-                      held_out=self.settings.held_out, alpha=alpha)
-
     # -- the cycle ------------------------------------------------------------
 
     async def run(self, *, resume: str | bool | None = None,
@@ -754,7 +743,8 @@ class Loop:
         cand = self._pool[candidate.version] = _Incumbent(
             candidate, result, self._judged(result, candidate.version))
         alpha = EXPLORE_ALPHA if self._confirms else CONFIRM_ALPHA
-        decision = self._decide(self.settings.acceptance, inc.evaluation, cand.evaluation, alpha)
+        decision = await self._decide(round_no, self.settings.acceptance, inc.result, inc.evaluation,
+                                      result, cand.evaluation, alpha)
         extra = self._deciding_cases(inc.result, result) if decision.inconclusive else {}
         if extra and self._confirms:
             # inconclusive: more iterations of the cases that decide it, in both versions'
@@ -765,8 +755,8 @@ class Loop:
             inc = _Incumbent(inc.version, before, self._judged(before, inc.version.version))
             cand = _Incumbent(candidate, result, self._judged(result, candidate.version))
             self._pool[inc.version.version], self._pool[candidate.version] = inc, cand
-            decision = self._decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
-                                    alpha)
+            decision = await self._decide(round_no, self.settings.acceptance, before,
+                                          inc.evaluation, result, cand.evaluation, alpha)
         if self.settings.population > 1:  # the candidate's full evaluation joined the pool
             self._frontier_changed(round_no)
         reason = decision.reason
@@ -845,7 +835,7 @@ class Loop:
         """``population`` candidates from parents on the frontier, each screened on a
         minibatch; the one that gained most (and gained) goes on to the full evaluation
         (cycle.loop.population). Why none did, else."""
-        from cycle.loop.population import minibatch, parents, screen_gain
+        from cycle.loop.population import minibatch, parents, screen_gain, shares
 
         cid, s = self.cycle_id, self.settings
         self._frontier_changed(round_no)
@@ -856,40 +846,41 @@ class Loop:
             chosen[-1] = merge.pair.first
         children = Counter(chosen[:-1] if merge else chosen)
         weak_of = {v: self._low_cases(self._pool[v]) for v in children}
+        # each child is shown its own share of its parent's weak cases, at most half of
+        # them: other evidence, other edits (even from a model that answers the same
+        # question the same way), and cases its improver never saw to screen it on
+        share_of = {v: shares(weak_of[v], n) for v, n in children.items()}
         born: Counter[str] = Counter()
         taken = self.ledger.evaluated_versions(self._initial.version, before=round_no)
-        made: list[tuple[int, _Incumbent, Version, list[str]]] = []
+        made: list[tuple[int, _Incumbent, Version, list[str], list[str]]] = []
         why: list[str] = []
         for slot, version in enumerate(chosen):
             parent = self._pool[version]
             merging = merge if merge is not None and slot == len(chosen) - 1 else None
             if merging is not None:  # screened on the cases the second version wins
-                low, weak_ids = merging.low, list(merging.pair.second_wins)
+                low, weak_ids, shown = merging.low, list(merging.pair.second_wins), []
             else:
-                # a parent's first child sees all its weak cases (as a round of one does);
-                # its other children each a share of them (GEPA's minibatch of traces):
-                # other evidence, other edits, even from a model that answers the same
-                # question the same way
-                weak = weak_of[version]
                 k, born[version] = born[version], born[version] + 1
-                low = (weak[k - 1::children[version] - 1] or weak) if k else weak
+                low = share_of[version][k]
                 if not low:
                     why.append(f"{version} has no case below improve.low_score")
                     continue
-                weak_ids = [c.id for c in low]
+                weak_ids = [c.id for c in weak_of[version]]
+                shown = [c.id for c in low]
             made_one = await self._candidate(round_no, parent, low, refused, slot, taken,
                                              merging)
             if isinstance(made_one, str):
                 why.append(made_one.removeprefix("no candidate: "))
                 continue
             taken[made_one.version] = round_no
-            made.append((slot, parent, made_one, weak_ids))
+            made.append((slot, parent, made_one, weak_ids, shown))
         if not made:
             return "no candidate: " + "; ".join(dict.fromkeys(why))
         visible = [c.id for c in self.cases if c.id not in s.held_out]
         screened: list[ev.CandidateScreened] = []
-        for slot, parent, candidate, weak_ids in made:
-            batch = minibatch(visible, weak_ids, s.screen_cases, salt=f"{cid}|{round_no}")
+        for slot, parent, candidate, weak_ids, shown in made:
+            batch = minibatch(visible, weak_ids, s.screen_cases, salt=f"{cid}|{round_no}",
+                              shown=shown)
             result = await self._evaluate(candidate, round_no, "screen", only=batch, iterations=1,
                                           run_id=f"{run_id_for(cid, round_no)}-s{slot}")
             screened.append(ev.CandidateScreened(
@@ -907,7 +898,7 @@ class Loop:
             shown = ", ".join(f"{x.version} {x.gain:+.1f}" if x.gain is not None else
                               f"{x.version} not judged" for x in screened)
             return f"no candidate gained on its screen ({shown})"
-        return next(c for slot, _, c, _ in made if slot == best.slot)
+        return next(c for slot, _, c, _, _ in made if slot == best.slot)
 
     def _frontier_changed(self, round_no: int) -> None:
         """Tell the frontier of every version evaluated in full (a view draws it; the
@@ -944,11 +935,42 @@ class Loop:
             return _Merge(pair, prompt, conflicts, low)
         return None
 
+    async def _decide(self, round_no: int, rule: AcceptanceRule, before: RunResult,
+                      before_e: Evaluation, after: RunResult, after_e: Evaluation,
+                      alpha: float) -> AcceptanceDecision:
+        """``decide`` on the two runs; with pairwise criteria, their comparisons of the
+        runs' outputs (paid in this round, cycle.loop.preference) decide for them; with
+        the cost objective, a lower cost within the margin (cycle.loop.cost)."""
+        if self._by_cost:  # pairwise criteria are refused with it (cycle.assemble)
+            return decide_cheaper(rule, before_e, after_e, margin=self.settings.margin,
+                                  required=self.required_cases, held_out=self.settings.held_out,
+                                  alpha=alpha)
+        pairwise = [c for c in self.judge.criteria if c.pairwise]
+        absolute = [c for c in self.judge.criteria if not c.pairwise]
+        if not pairwise or rule == "always" or self.judge.model is None:
+            return decide(rule, before_e, after_e, required=self.required_cases,
+                          held_out=self.settings.held_out, alpha=alpha)
+        from cycle.loop.preference import compare_runs, scored_only
+
+        tests = await compare_runs(
+            self.judge.model, pairwise, before, after,
+            expected={c.id: c.expected for c in self.cases},
+            scope=CallScope(cycle_id=self.cycle_id, round=round_no),
+            concurrency=self.settings.concurrency)
+        if absolute:
+            leave_out = {c.id for c in pairwise}
+            before_e = scored_only(before_e, before, leave_out)
+            after_e = scored_only(after_e, after, leave_out)
+        return decide(rule, before_e, after_e, required=self.required_cases,
+                      held_out=self.settings.held_out, alpha=alpha, pairwise=tests,
+                      absolute=bool(absolute))
+
     def _decided(self, round_no: int, version: str, d: AcceptanceDecision, reason: str) -> None:
         self.bus.emit(ev.CandidateDecided(
             cycle_id=self.cycle_id, round=round_no, version=version, accepted=d.accepted,
             reason=reason, delta=d.delta, ci_low=d.ci_low, ci_high=d.ci_high,
-            seen_delta=d.seen_delta, held_out_delta=d.held_out_delta, cost=d.cost,
+            seen_delta=d.seen_delta, held_out_delta=d.held_out_delta,
+            pairwise=[t.to_dict() for t in d.pairwise], cost=d.cost,
             cost_delta=d.cost_delta,
         ))
 
@@ -1012,9 +1034,9 @@ class Loop:
         extra: dict[str, int] = {}
         for look in range(CONFIRM_LOOKS):
             before, after = await self._paired(round_no, base.version, base_run, best.version, extra)
-            decision = self._decide("significant", self._judged(before, base.version.version),
-                                    self._judged(after, best.version.version),
-                                    CONFIRM_ALPHA / CONFIRM_LOOKS)
+            decision = await self._decide(
+                round_no, "significant", before, self._judged(before, base.version.version),
+                after, self._judged(after, best.version.version), CONFIRM_ALPHA / CONFIRM_LOOKS)
             extra = self._deciding_cases(before, after) if decision.inconclusive else {}
             if not extra or look == CONFIRM_LOOKS - 1:
                 break
@@ -1051,7 +1073,10 @@ class Loop:
         from cycle.judge.calibration import corrected_gain, label_errors
 
         need = self.settings.confirm_labels or 0
-        llm = {c.id: c.weight for c in self.judge.criteria if c.kind == "llm"}
+        # a pairwise criterion's comparison decided for it: the labels correct scores only
+        pairwise = {c.id for c in self.judge.criteria if c.pairwise}
+        llm = {c.id: c.weight for c in self.judge.criteria if c.kind == "llm"
+               and c.id not in pairwise}
         if not llm:
             return decision
         labels = self.ledger.run_labels([before.run_id, after.run_id])
@@ -1069,9 +1094,14 @@ class Loop:
                 f"cycle judge sample RUN --n {need}, then cycle judge labels import FILE); then "
                 f"continue: {self._resume_command()}")
         before_e, after_e = evaluation_of(before, base.version), evaluation_of(after, candidate.version)
+        if pairwise:
+            from cycle.loop.preference import scored_only
+
+            before_e = scored_only(before_e, before, pairwise)
+            after_e = scored_only(after_e, after, pairwise)
         a, b = paired_scores(before_e, after_e)
         gain = corrected_gain([b[k] - a[k] for k in a], errors[before.run_id], errors[after.run_id],
-                              llm, sum(c.weight for c in self.judge.criteria),
+                              llm, sum(c.weight for c in self.judge.criteria if c.id not in pairwise),
                               alpha=CONFIRM_ALPHA / CONFIRM_LOOKS)
         shifts = ", ".join(f"{c} {v:+.1f}" for c, v in gain.shift.items())
         because = (f"corrected with people's labels, the gain is {gain.corrected:+.2f} (as judged "

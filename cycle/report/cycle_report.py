@@ -137,6 +137,12 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     }
 
 
+def pairwise_lines(store: Store, cycle_id: str) -> list[str]:
+    """The rounds' pairwise comparisons as the console shows them (none: scores decided)."""
+    return f.pairwise_lines([{"round": r.round, "stage": r.stage, "pairwise": r.pairwise}
+                             for r in store.cycles.get_rounds(cycle_id)])
+
+
 def lineage_lines(store: Store, cycle_id: str) -> list[str]:
     """A population's lineage as the console shows it, a compact tree (none for a chain);
     a cost cycle's versions with their score and cost, and the frontier."""
@@ -179,6 +185,7 @@ def _round_items(store: Store, cycle: CycleRow, rounds: list[RoundRow],
             "verdict": _verdict(r),
             "seen_delta": r.seen_delta,
             "held_out_delta": r.held_out_delta,
+            "pairwise": r.pairwise or [],
             "version": r.version,
             "incumbent_version": r.incumbent_version,
             "status": r.status,
@@ -317,6 +324,14 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
             f"{f.bounds(r['ci_low'], r['ci_high'])} | {f.signed(r['delta'])} | {f.split_gain(r)} | "
             f"{r['verdict']} | {f.money(r['cost'] or 0.0)} | {_cell(r['reason'])} |"
         )
+    pairwise = f.pairwise_rows(data["rounds"])
+    if pairwise:
+        out += ["", "## Pairwise comparisons", "", f.PAIRWISE_TITLE + ".", "",
+                "| round | criterion | wins | losses | ties | pairs | order flips | p (one-sided) |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        out += [f"| {t['round']} | {_cell(t['criterion'])} | {t['wins']} | {t['losses']} | "
+                f"{t['ties']} | {t['pairs']} | {f.pct(t['order_flips'])} | {t['p_value']:.3g} |"
+                for t in pairwise]
     if data.get("lineage"):
         from cycle.report import lineage
 

@@ -176,7 +176,8 @@ def word_diff(before: str, after: str) -> Markup:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2", "html"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(score=f.score, money=f.money, signed=f.signed, split_gain=f.split_gain)
+    env.filters.update(score=f.score, money=f.money, signed=f.signed, split_gain=f.split_gain,
+                       pct=f.pct)
     env.globals.update(word_diff=word_diff, diff_lines=diff_lines)
     return env
 
@@ -191,5 +192,6 @@ def render_cycle_html(data: dict[str, Any]) -> str:
         heatmap=heatmap(data.get("cases", {}), data["rounds"]),
         cost_chart=cost_chart(data["rounds"]),
         lineage_tree=lineage.html(data["lineage"]) if data.get("lineage") else Markup(""),
-        lineage_key=lineage.KEY,
+        lineage_key=lineage.KEY, pairwise=f.pairwise_rows(data["rounds"]),
+        pairwise_title=f.PAIRWISE_TITLE,
         costs_table=costs.html(data["costs"]) if data.get("costs") else Markup(""))

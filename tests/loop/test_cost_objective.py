@@ -211,6 +211,13 @@ def test_cost_settings_are_checked_with_clear_errors(cost_world) -> None:
         with pytest.raises(ConfigError) as caught:
             load_improve_config(cost_world([], improve=improve))
         assert says in str(caught.value), str(caught.value)
+    pairwise = cost_world([])
+    doc = json.loads(pairwise.path.read_text())
+    doc["criteria"] = [{"id": "quality", "rubric": "Better.", "pairwise": True}]
+    pairwise.path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError) as caught:
+        prepare(load_config(pairwise.path))
+    assert "(improve.objective): improve.objective: cost compares scores" in str(caught.value)
     loaded = cost_world([], improve={"models": ["tariff:small", "nosuch:model"]})
     with pytest.raises(ConfigError) as caught:
         prepare(loaded)
