@@ -46,7 +46,6 @@ from cycle.loop.acceptance import (
 from cycle.records import Prompt, Suggestion
 
 Objective = Literal["score", "cost"]
-OBJECTIVES: tuple[str, ...] = ("score", "cost")
 
 
 def _finite(x: float | None) -> float | None:
