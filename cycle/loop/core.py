@@ -815,6 +815,7 @@ class Loop:
             of = f" (a merge of {pair.first} and {pair.second}, from {pair.base})"
         candidate = self.ledger.save_candidate(
             applied.prompt, parent=parent.version.version, bump=self.settings.bump,
+            second_parent=merge.pair.second if merge is not None else None,
             message=f"cycle {cid} round {round_no}: {plural(len(applied.applied), 'suggestion')} "
                     f"applied{of}",
         )

@@ -184,11 +184,13 @@ class Ledger:
 
     # -- the writes whose result the loop needs -------------------------------------------
 
-    def save_candidate(self, prompt: Prompt, *, parent: str, bump: str, message: str) -> Version:
+    def save_candidate(self, prompt: Prompt, *, parent: str, bump: str, message: str,
+                       second_parent: str | None = None) -> Version:
         """The candidate as a new version (head does not move); an identical prompt is the
         version it already is."""
         return self.store.save_version(prompt, bump=bump, source="improver", parent=parent,
-                                       move_head=False, author=self.author, message=message)
+                                       second_parent=second_parent, move_head=False,
+                                       author=self.author, message=message)
 
     def move_head(self, *, expected: str, target: str, reason: str) -> str | None:
         """Move head from ``expected`` to ``target``; or, when head was moved outside this

@@ -626,3 +626,11 @@ def m019_pairwise(db: Database) -> None:
     compared, the share of order flips and the one-sided sign test's p. NULL: scores
     alone decided. Portable SQL only."""
     db.execute("ALTER TABLE rounds ADD COLUMN pairwise TEXT")
+
+
+@migration
+def m020_second_parent(db: Database) -> None:
+    """A merged version's second parent (improve.merge): a version read on its own
+    (``cycle history``, the History screen) names both versions it was made from. NULL:
+    one parent. Portable SQL only."""
+    db.execute("ALTER TABLE versions ADD COLUMN second_parent TEXT")

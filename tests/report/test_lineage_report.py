@@ -112,6 +112,16 @@ def test_a_population_cycles_reports_draw_each_candidate_under_its_parent(merge_
                                      data["cycle_id"], "--no-write"])
     assert again.exit_code == 0 and again.output.splitlines() == tree
 
+    # the merged version read on its own names both parents
+    store = ["--store", str(tmp_path / "cycle.db")]
+    shown = CliRunner().invoke(cli, [*store, "show", "support@1.0.4"]).output
+    assert "# source  improver, parent 1.0.1 + 1.0.3, created" in shown
+    (row,) = [line for line in CliRunner().invoke(cli, [*store, "history", "support"]).output
+              .splitlines() if line.startswith("1.0.4 ")]
+    assert "1.0.1 + 1.0.3" in row
+    listed = json.loads(CliRunner().invoke(cli, [*store, "show", "support@1.0.4", "--json"]).output)
+    assert (listed["parent"], listed["second_parent"]) == ("1.0.1", "1.0.3")
+
 
 def test_a_chains_reports_are_as_they_were(world, tmp_path):
     """A round of one: no lineage section, no tree on the console, null in the JSON."""
