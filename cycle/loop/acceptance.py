@@ -89,6 +89,9 @@ class Evaluation(Struct, frozen=True):
     errored_cases: frozenset[str] = frozenset()
     errors: int = 0
     cost: float = 0.0
+    #: case id -> mean agent cost per iteration (cycle.loop.cost); filled only when the
+    #: cycle's objective is cost
+    case_costs: dict[str, float] = field(default_factory=dict)
 
 
 class PairwiseTest(Struct, frozen=True):
@@ -140,6 +143,10 @@ class AcceptanceDecision(Struct, frozen=True):
     inconclusive: bool = False
     #: the reason without its "accepted: " or "rejected: "
     because: str = ""
+    #: with the cost objective: the paired mean agent cost per case, candidate minus
+    #: incumbent, and the candidate's (cycle.loop.cost)
+    cost_delta: float | None = None
+    cost: float | None = None
     #: each pairwise criterion's comparison (none: scores alone decided)
     pairwise: tuple[PairwiseTest, ...] = ()
 

@@ -161,6 +161,11 @@ class Ledger:
         """The round's stored suggestions (a resumed round already paid the improver)."""
         return self.store.cycles.get_suggestions(self.cycle_id, round_no)
 
+    def proposed_before(self, round_no: int) -> list[StoredSuggestion]:
+        """Every suggestion of the rounds before ``round_no`` (the models a cost cycle
+        has tried are among them)."""
+        return [s for s in self.store.cycles.get_suggestions(self.cycle_id) if s.round < round_no]
+
     def refused(self) -> list[RejectedSuggestion]:
         """What the improver must not propose again (cycle.store.cycles)."""
         return self.store.cycles.rejected_suggestions(self.cycle_id)

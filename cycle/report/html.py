@@ -184,7 +184,7 @@ def _environment() -> Environment:
 
 def render_cycle_html(data: dict[str, Any]) -> str:
     """The HTML cycle report from ``cycle_report_dict``."""
-    from cycle.report import lineage
+    from cycle.report import costs, lineage
 
     template = _environment().get_template("cycle.html.j2")
     return template.render(
@@ -193,4 +193,5 @@ def render_cycle_html(data: dict[str, Any]) -> str:
         cost_chart=cost_chart(data["rounds"]),
         lineage_tree=lineage.html(data["lineage"]) if data.get("lineage") else Markup(""),
         lineage_key=lineage.KEY, pairwise=f.pairwise_rows(data["rounds"]),
-        pairwise_title=f.PAIRWISE_TITLE)
+        pairwise_title=f.PAIRWISE_TITLE,
+        costs_table=costs.html(data["costs"]) if data.get("costs") else Markup(""))
