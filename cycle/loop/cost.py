@@ -92,7 +92,7 @@ def decide_cheaper(
     (``significant``) the one-sided bound of its paired score difference at ``alpha`` is
     above ``-margin``; ``improved``: its mean difference is above ``-margin``; ``always``:
     accepted."""
-    from cycle.evals.stats import t_quantile
+    from cycle.stats import t_quantile
 
     before, after = paired_scores(incumbent, candidate)
     common = sorted(before)
