@@ -6,6 +6,7 @@ truth is known.
     .venv/bin/python benchmarks/bench_acceptance.py --quick     # a smoke run, ~1 min
     .venv/bin/python benchmarks/bench_acceptance.py --population 3   # rounds of 3 candidates
     .venv/bin/python benchmarks/bench_acceptance.py --search 200     # chain vs population
+    .venv/bin/python benchmarks/bench_acceptance.py --cost           # improve.objective: cost
 
 The world: each case has a true quality drawn once (uniform 35-65); a prompt version's
 true score on a case is that plus the known effect of every edit it carries; the judge
@@ -17,6 +18,13 @@ same). The improver is a stand-in whose edits have known effects:
 - ``better``: one edit, +5 on every case (1 round): how often does head move (power)?
 - ``overfit``: one edit, +10 on the cases the improver was shown and -5 on the others
   (1 round, validation 0.25): how often is it promoted? (and without validation)
+
+- ``cheaper-worse`` (``--cost``, improve.objective: cost, margin 2): every edit cuts the
+  agent's cost by 30% and is truly worse by exactly the margin on every case (the hardest
+  inferior candidate to refuse): how often does head move (5 rounds)? At most the
+  confirmation's 2.5%.
+- ``cheaper-equal`` (``--cost``): the edit cuts the cost by 30% and changes no score
+  (1 round): how often does head move (power)?
 
 - ``mixed`` (``--search``): edits help different cases (half specialists, +12 on a third of
   the cases each; a quarter harmful, -4; a quarter helping only the cases shown): the
@@ -48,6 +56,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cycle.cases import TestCase
+from cycle.events import EventBus
 from cycle.judge import JudgeResult
 from cycle.loop import Loop, LoopSettings, parse_stop
 from cycle.loop.review import AutoReviewer
@@ -66,10 +75,16 @@ class World:
     quality: dict[str, float]
     effects: dict[str, dict[str, float]] = field(default_factory=dict)
     seed: int = 0
+    #: the factor of every edit on the agent's cost (1: none)
+    savings: dict[str, float] = field(default_factory=dict)
 
     def truth(self, system: str, case_id: str) -> float:
         return self.quality[case_id] + sum(self.effects[m].get(case_id, 0.0)
                                            for m in MARK.findall(system))
+
+    def cost(self, system: str) -> float:
+        """Dollars an agent call of this prompt costs: $0.001 times every edit's factor."""
+        return 0.001 * math.prod(self.savings.get(m, 1.0) for m in MARK.findall(system))
 
     def suite_truth(self, system: str, cases: Any = None) -> float:
         cases = list(cases) if cases else list(self.quality)
@@ -82,10 +97,16 @@ class TruthAgent:
     name = "truth:agent"
     offline = True
 
-    def __init__(self, prompt: Prompt) -> None:
+    def __init__(self, prompt: Prompt, world: World | None = None, bus: Any = None) -> None:
         self.system = prompt.system
+        self.world, self.bus = world, bus
 
     async def run(self, case: TestCase, *, iteration: int, scope: CallScope = NO_SCOPE) -> AgentResult:
+        if self.bus is not None and self.world is not None:  # a priced call, as a model's
+            from cycle.events import ModelCalled
+
+            self.bus.emit(ModelCalled(model=self.name, role="agent", scope=scope,
+                                      cost=self.world.cost(self.system)))
         return AgentResult(output=self.system)
 
     async def aclose(self) -> None:
@@ -136,6 +157,10 @@ class KnownImprover:
             effect = self.mixed(mark, shown)
         elif self.kind == "better":
             effect = dict.fromkeys(self.world.quality, self.gain)
+        elif self.kind.startswith("cheaper"):  # 30% cheaper; worse by the margin, or equal
+            self.world.savings[mark] = 0.7
+            effect = dict.fromkeys(self.world.quality, -self.gain if self.kind ==
+                                   "cheaper-worse" else 0.0)
         else:  # overfit: helps what it saw, hurts the rest
             effect = {c: (10.0 if c in shown else -5.0) for c in self.world.quality}
         self.world.effects[mark] = effect
@@ -175,7 +200,8 @@ class Outcome:
 
 async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: int,
                     iterations: int, validation: float | None, gain: float = 5.0,
-                    population: int = 1, merge: bool = True) -> Outcome:
+                    population: int = 1, merge: bool = True,
+                    objective: str = "score") -> Outcome:
     from cycle.loop.holdout import held_out_cases
 
     rng = random.Random(seed)
@@ -184,12 +210,16 @@ async def one_cycle(store: Store, seed: int, kind: str, *, rounds: int, cases: i
     start = store.save_version(Prompt(id=f"p{seed}", system="You answer."), source="manual")
     held = held_out_cases(suite, validation if validation else False)
     improver = KnownImprover(world, kind, gain)
+    bus = EventBus()
     loop = Loop(
-        start=start, cases=suite, agent=TruthAgent, judge=NoisyJudge(world),  # type: ignore[arg-type]
+        start=start, cases=suite, agent=lambda p: TruthAgent(p, world, bus),  # type: ignore[arg-type,return-value]
+        judge=NoisyJudge(world),  # type: ignore[arg-type]
         improver=improver, reviewer=AutoReviewer(),  # type: ignore[arg-type]
-        store=store, stop=parse_stop({"max_rounds": rounds}),
+        store=store, stop=parse_stop({"max_rounds": rounds}), bus=bus,
         settings=LoopSettings(low_score=100.0, iterations=iterations, concurrency=64, timeout=None,
-                              held_out=held, population=population, merge=merge),
+                              held_out=held, population=population, merge=merge,
+                              objective=objective,  # type: ignore[arg-type]
+                              margin=gain if objective == "cost" else 0.0),
     )
     result = await loop.run()
     final = store.get_version(start.prompt_id, result.final_version)
@@ -264,6 +294,9 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, help="cycles per world (default 3000/1000/1000)")
     parser.add_argument("--search", type=int, metavar="N",
                         help="only the search comparison: N cycles per arm in the mixed world")
+    parser.add_argument("--cost", action="store_true",
+                        help="only improve.objective: cost (margin 2): a cheaper, inferior "
+                        "candidate's promotions and a cheaper, equal one's")
     args = parser.parse_args()
     if args.search:
         search(args.search)
@@ -273,7 +306,13 @@ def main() -> None:
         n_equal = n_better = n_overfit = args.cycles
     common = {"cases": 20, "iterations": 3, "population": args.population}
     t0 = time.perf_counter()
+    cost = {"objective": "cost", "gain": 2.0, "validation": None}
     runs = {
+        "cheaper and worse by the margin (2), 5 rounds: head moved": (
+            "cheaper-worse", n_equal, {"kind": "cheaper-worse", "rounds": 5, **cost}),
+        "cheaper and equal, 1 round: head moved (power)": (
+            "cheaper-equal", n_better, {"kind": "cheaper-equal", "rounds": 1, **cost}),
+    } if args.cost else {
         "equal candidates, 5 rounds: head moved": (
             "equal", n_equal, {"kind": "equal", "rounds": 5, "validation": None}),
         "a true +5, 1 round: head moved (power)": (
@@ -283,8 +322,9 @@ def main() -> None:
         "the same edit without validation: promoted": (
             "overfit-blind", n_overfit, {"kind": "overfit", "rounds": 1, "validation": None}),
     }
+    offsets = 20 if args.cost else 0  # other worlds than the score objective's
     results: dict[str, list[Outcome]] = {}
-    for offset, (label, (_, n, kw)) in enumerate(runs.items()):
+    for offset, (label, (_, n, kw)) in enumerate(runs.items(), start=offsets):
         t = time.perf_counter()
         results[label] = asyncio.run(scenario(offset, n, **common, **kw))
         out = results[label]

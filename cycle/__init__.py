@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from cycle.cases import TestCase, load_cases
     from cycle.errors import CycleError
     from cycle.evals.runner import Runner
-    from cycle.evals.stats import describe, paired_difference
     from cycle.events import Event, EventBus, JsonlSink
     from cycle.improve.apply import apply_suggestions
     from cycle.improve.improver import Improver
@@ -54,6 +53,7 @@ if TYPE_CHECKING:
         Usage,
         Version,
     )
+    from cycle.stats import describe, paired_difference
     from cycle.store import Store
 
 
@@ -105,11 +105,11 @@ _WHERE: dict[str, str] = {
     "apply_suggestions": "cycle.improve.apply",
     "build_loop": "cycle.assemble",
     "build_suite": "cycle.assemble.suite",
-    "describe": "cycle.evals.stats",
+    "describe": "cycle.stats",
     "get_model": "cycle.llm.registry",
     "load_cases": "cycle.cases",
     "load_config": "cycle.assemble.config",
-    "paired_difference": "cycle.evals.stats",
+    "paired_difference": "cycle.stats",
     "parse_stop": "cycle.loop.stop",
     "register_provider": "cycle.llm.registry",
 }

@@ -494,6 +494,18 @@ def load_case_files(
                 )
             where[case.id] = case.source
             if criteria is not None and case.criteria:
+                for o in case.criteria:
+                    if "pairwise" in o.model_fields_set:
+                        # the cycle compares two versions on every case alike: a case
+                        # cannot make a criterion compared on it alone
+                        file, _, line = case.source.rpartition(":")
+                        raise ConfigError(
+                            f"case '{case.id}' sets 'pairwise' on criterion '{o.id}': whether "
+                            "a criterion is compared pairwise is the suite's setting",
+                            file=file, line=int(line) if line.isdigit() else None,
+                            field=f"criteria ({o.id})",
+                            hint="Set pairwise on the criterion in cycle.yaml's criteria:, "
+                            "and remove it from the case.")
                 for c in merge(criteria, case.criteria):
                     try:
                         resolve(c, threshold=threshold)

@@ -268,6 +268,13 @@ class CandidateDecided(Event, frozen=True, kw_only=True):
     #: with held-out cases: the mean gain on the cases the improver saw and on the others
     seen_delta: float | None = None
     held_out_delta: float | None = None
+    #: with improve.objective: cost: the candidate's mean agent cost per case, and its
+    #: paired difference with the incumbent's (negative: cheaper)
+    cost: float | None = None
+    cost_delta: float | None = None
+    #: each pairwise criterion's comparison of the candidate with the incumbent (wins,
+    #: losses, ties, pairs, order_flips, p_value: cycle.loop.acceptance.PairwiseTest)
+    pairwise: list[dict[str, Any]] = field(default_factory=list)
 
 
 class CandidateScreened(Event, frozen=True, kw_only=True):

@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
     {"cycle.errors", "cycle.environment", "cycle.aio", "cycle.heap", "cycle.safetext",
      "cycle.patterns", "cycle.authors"},
     {"cycle.records", "cycle.durations", "cycle.words", "cycle.ids"},
-    {"cycle.events", "cycle.yamlload", "cycle.imports", "cycle.query"},
+    {"cycle.events", "cycle.yamlload", "cycle.imports", "cycle.query", "cycle.stats"},
     {"cycle.llm"},
     {"cycle.prompts"},
     {"cycle.store"},

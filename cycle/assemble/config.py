@@ -474,6 +474,14 @@ def load_config(path: str | Path) -> LoadedConfig:
             resolve(criterion, threshold=config.pass_threshold)
         except ConfigError as e:
             raise relocate(e, file=str(p), line=where, field=f"criteria[{i}]") from None
+    pairwise = [c.id for c in config.criteria if c.pairwise]
+    if pairwise and len(config.judges) > 1:
+        # as `cycle judge pairwise` refuses a panel: a preference has no mean over members
+        raise ConfigError(
+            f"the judge is a panel ({', '.join(config.judges)}) and a pairwise comparison is "
+            f"one judge's (pairwise criteria: {', '.join(pairwise)})",
+            file=str(p), line=doc.line_of(("judge",)), field="judge",
+            hint=f"Judge with one model (judge: {config.judges[0]}), or remove 'pairwise'.")
     return LoadedConfig(config=config, path=p, base_dir=p.parent, doc=doc)
 
 

@@ -17,6 +17,7 @@ from cycle.assemble.improve import ImproveConfig, load_improve_config
 from cycle.assemble.suite import (
     Models,
     agent_model_name,
+    check_model,
     in_flight,
     judge_models,
     needs_judge,
@@ -86,6 +87,18 @@ def prepare(loaded: LoadedConfig, improve: ImproveConfig | None = None, *,
                 + "Name a case id of the suite (or tag the case 'required').",
             )
     held_out(loaded, improve, cases)
+    pairwise = [c.id for c in loaded.config.criteria if c.pairwise]
+    if improve.objective == "cost" and pairwise:
+        raise ConfigError(
+            f"improve.objective: cost compares scores within a margin, and pairwise criteria "
+            f"({', '.join(pairwise)}) give a preference, not a score",
+            file=str(loaded.path), line=loaded.doc.line_of(("improve", "objective")),
+            field="improve.objective",
+            hint="Remove pairwise: true from those criteria for a cost cycle, or keep "
+                 "objective: score.")
+    for i, name in enumerate(improve.models):
+        check_model(loaded, name, keys=keys, file=str(loaded.path),
+                    line=loaded.doc.line_of(("improve", "models", i)), field=f"improve.models[{i}]")
     if improve.examples and agent.adk:
         raise ConfigError(
             "improve.examples: an ADK agent's session starts with the case's message, so a "
@@ -106,8 +119,9 @@ def held_out(loaded: LoadedConfig, improve: ImproveConfig, cases: Sequence[TestC
 
 
 def loop_settings(loaded: LoadedConfig, improve: ImproveConfig,
-                  cases: Sequence[TestCase]) -> LoopSettings:
-    """How the loop evaluates and accepts, as cycle.yaml's ``run:`` and ``improve:`` say."""
+                  cases: Sequence[TestCase], start_model: str | None = None) -> LoopSettings:
+    """How the loop evaluates and accepts, as cycle.yaml's ``run:`` and ``improve:`` say;
+    ``start_model``: the agent model the cycle starts on."""
     c = loaded.config
     concurrency, timeout = in_flight(c.run, batch=improve.batch)
     return LoopSettings(
@@ -123,6 +137,9 @@ def loop_settings(loaded: LoadedConfig, improve: ImproveConfig,
         confirm_labels=improve.judge.confirm_labels if improve.judge else None,
         population=improve.population, screen_cases=improve.screen_cases,
         merge=improve.merge, examples=improve.examples.max if improve.examples else 0,
+        objective=improve.objective, margin=improve.margin or 0.0,
+        # the model the cycle starts on is the incumbent's already: never a candidate
+        models=tuple(dict.fromkeys(m for m in improve.models if m != start_model)),
     )
 
 
@@ -170,6 +187,11 @@ def build_loop(
         name = agent_model_name(loaded, version_prompt)
         if name is None:
             raise _not_a_model_agent(loaded)
+        # a cost cycle's version moved to one of improve.models runs on it, whatever
+        # cycle.yaml's agent says (its params.model is what the version changed)
+        chosen = version_prompt.params.get("model")
+        if chosen in improve.models:
+            name = str(chosen)
         shared = {"owns_model": True, "mocks": c.tools.mocks, "max_steps": c.tools.max_steps,
                   "user_model": lambda user: model(user, "user_sim"),
                   "user_agents": c.tools.user_agents}
@@ -196,7 +218,7 @@ def build_loop(
         judge=Judge(c.criteria, model=judges or None, threshold=c.pass_threshold,
                     description=c.agent_config.description),
         improver=improver, reviewer=reviewer, store=store, stop=stop, budget=budget, bus=bus,
-        settings=loop_settings(loaded, improve, cases),
+        settings=loop_settings(loaded, improve, cases, agent_name),
         record={"config_file": str(loaded.path), "improve": improve.model_dump(mode="json"),
                 "overrides": overridden_values(loaded),
                 "agent": (f"adk:{c.agent_config.adk} on {agent_name}" if c.agent_config.adk

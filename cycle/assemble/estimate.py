@@ -219,6 +219,32 @@ class _Evaluation:
                               likely=(judged, judged * (empty // LOW_CHARS + answer_tokens),
                                       judged * self.out("judge", name, each=len(llm))))
 
+    def compare(self, lines: dict[tuple[str, str], Line], iterations: int, *,
+                times: int = 1) -> None:
+        """``times`` comparisons of two versions on the pairwise criteria (cycle.loop.
+        preference): each case's ``iterations`` pairs, each judged twice (both orders), a
+        call each, carrying both versions' answers."""
+        from cycle.judge.pairwise import request
+
+        pairwise = [resolve(c, threshold=self.loaded.config.pass_threshold)
+                    for c in self.loaded.config.criteria if c.pairwise]
+        if not pairwise or not self.judge_names:
+            return
+        name = self.judge_names[0]  # a panel is refused with pairwise criteria
+        line = lines.setdefault(("judge", name), Line("judge", name))
+        said = self.out("agent", self.agent_name)
+        for case in self.cases:
+            for c in pairwise:
+                empty = message_bytes(request(c.id, c.description, case.input, case.expected,
+                                              "", ""))
+                calls = 2 * iterations
+                line.add(self.prices, (calls, calls * (empty // LOW_CHARS), 0),
+                         (calls, calls * (empty // HIGH_CHARS + 2 * self.max_out),
+                          calls * RESERVED_OUTPUT),
+                         times=times,
+                         likely=(calls, calls * (empty // LOW_CHARS + 2 * said),
+                                 calls * TYPICAL["judge"]))
+
     def _judge_config(self, llm: Sequence[Criterion]) -> GenerateConfig:
         """The judge's call config for these criteria, as its cache key sees it."""
         ids = tuple(c.id for c in llm)
@@ -278,8 +304,9 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
     """A ``cycle improve``. Low: the baseline alone (the cycle may stop at once).
     High: the baseline; per round (improve.stop's max_rounds) the improver's call and the
     candidate's evaluation; the confirmation's two evaluations; and for each round and the
-    confirmation a second look at both versions grown to ``improve.max_iterations``. Every
-    evaluation is a fresh sample: nothing is cached."""
+    confirmation a second look at both versions grown to ``improve.max_iterations``; with
+    pairwise criteria, each of those comparisons' judge calls. Every evaluation is a fresh
+    sample: nothing is cached."""
     prices = price_table(loaded)
     iterations = loaded.config.run.iterations
     evaluation = _Evaluation(loaded, prompt, cases, prices, None, typical)
@@ -310,6 +337,14 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
         notes.append(f"improve.population {population}: {population} improver calls and "
                      f"{population} screens of {min(improve.screen_cases, len(cases))} cases "
                      "a round")
+    if any(c.pairwise for c in loaded.config.criteria):
+        # each round's comparison and the confirmation's, each may look again grown
+        grown = improve.max_iterations or 2 * iterations
+        evaluation.compare(high, iterations, times=rounds + 1)
+        evaluation.compare(high, grown, times=rounds + 1)
+        evaluation.compare(likely, iterations, times=rounds)
+        notes.append("pairwise criteria: each comparison of two versions judges every case's "
+                     "iterations in both orders, a judge call each")
     name = loaded.config.improver or next(iter(evaluation.judge_names), "")
     own = default_improver_prompt()
     chars = sum(len(x.encode()) for x in (own.system, own.user_template, prompt.system,

@@ -11,13 +11,16 @@
                                      # tags, or false; default: 0.25 from 40 cases, else none)
       examples: {max: 3}             # the improver may add few-shot examples drawn from
                                      # improvement cases (default: off)
+      objective: cost                # score (default) | cost: the cheapest version not worse
+      margin: 2                      # than the incumbent by more than this many points,
+      models: [openai:gpt-4o-mini]   # trying these agent models, then cheaper edits
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cycle.assemble.config import LoadedConfig
 from cycle.improve.improver import IMPROVER_PROMPT_ID
@@ -132,6 +135,37 @@ class ImproveConfig(BaseModel):
         None, description="Let the improver add, replace or remove few-shot examples in the "
         "prompt, drawn from the improvement cases it is shown (never a held-out one): "
         "{max: 3}, or true for that. Default: off.")
+
+    objective: Literal["score", "cost"] = Field(
+        "score", description="What a candidate must do to replace the incumbent: score "
+        "(a credible gain, as acceptance says) or cost (a lower mean agent cost per case, "
+        "and a score not worse by more than margin points: a one-sided non-inferiority "
+        "test at the same error levels).")
+    margin: float | None = Field(
+        None, ge=0, le=100, description="With objective: cost, the points of score (0-100) "
+        "a cheaper version may lose at most; required there.")
+    models: list[str] = Field(
+        default_factory=list, description="With objective: cost, agent models (provider:model) "
+        "a round may move the prompt to (its params.model), tried in order, each once, before "
+        "the improver is asked for cheaper edits.")
+
+    @model_validator(mode="after")
+    def _cost(self) -> ImproveConfig:
+        if self.objective == "cost":
+            if self.margin is None:
+                raise ValueError("objective: cost needs margin: the points of score a cheaper "
+                                 "version may lose at most (e.g. margin: 2)")
+            if self.population > 1:
+                raise ValueError("objective: cost works with population: 1 (a population's "
+                                 "screens look for gains in score)")
+            if self.judge is not None and self.judge.confirm_labels:
+                raise ValueError("objective: cost does not yet correct the confirmation with "
+                                 "people's labels (judge.confirm_labels tests a gain in "
+                                 "score): remove judge.confirm_labels")
+        elif self.models:
+            raise ValueError("models are tried only with objective: cost (a cheaper model "
+                             "is not expected to score higher)")
+        return self
 
     @field_validator("examples", mode="before")
     @classmethod

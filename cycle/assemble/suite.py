@@ -540,14 +540,21 @@ def _check_models(
                 names.append((cond.natural_language.model, file, line,
                               f"case {case.id}: conversation.end_when.natural_language.model"))
     for name, file, line, field_ in names:
-        try:
-            if keys:
-                get_api(name, provider_options(loaded, name))
-            else:
-                known_provider(name)
-        except UnknownProviderError as e:
-            raise ConfigError(e.message, file=file or None, line=line, field=field_,
-                              hint=e.hint) from None
+        check_model(loaded, name, keys=keys, file=file, line=line, field=field_)
+
+
+def check_model(loaded: LoadedConfig, name: str, *, keys: bool, file: str, line: int | None,
+                field: str) -> None:
+    """``name`` names a known provider whose key is set (without ``keys``: the provider
+    only); else the ConfigError every model name gets, at file:line (field)."""
+    try:
+        if keys:
+            get_api(name, provider_options(loaded, name))
+        else:
+            known_provider(name)
+    except UnknownProviderError as e:
+        raise ConfigError(e.message, file=file or None, line=line, field=field,
+                          hint=e.hint) from None
 
 
 def validate_suite(

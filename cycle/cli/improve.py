@@ -46,6 +46,8 @@ class CycleConsole:
         #: calls of the round in progress that the response cache answered (free, no latency)
         self.cached = 0
         self.calls = 0
+        #: improve.margin of a cycle whose objective is cost (None: the objective is score)
+        self.margin: float | None = None
 
     def _say(self, text: str) -> None:
         click.echo(text, file=self.stream)
@@ -57,6 +59,11 @@ class CycleConsole:
         elif isinstance(event, ev.CycleStarted):
             verb = "resuming" if event.resumed else "starting"
             self._say(f"{verb} cycle {event.cycle_id} on {event.prompt_id}@{event.version}")
+            improve = event.config.get("improve") or {}
+            if isinstance(improve, dict) and improve.get("objective") == "cost":
+                self.margin = float(improve.get("margin") or 0.0)
+                self._say(f"  objective: cost: the cheapest version not worse by more than "
+                          f"{self.margin:g} points")
             if event.judge_note:
                 self._say(f"  {event.judge_note}")
         elif isinstance(event, ev.RoundStarted):
@@ -102,7 +109,17 @@ class CycleConsole:
             self._say(f"round {event.round} done: {event.version} scored {score}{ci}{delta}, "
                       f"cost ${event.cost:.4f}{cached}{judge}")
             self.cached = self.calls = 0
-            if event.detectable is not None:
+            if event.detectable is not None and self.margin is not None:
+                # the same figure: the loss a comparison of this suite rules out 80% of
+                # the time is what a non-inferiority margin must allow for
+                short = (f"at {self.margin:g}, a cheaper version as good will often not be "
+                         "shown within it; more cases or iterations narrow it"
+                         if event.detectable > self.margin else "")
+                self._say(f"  with {plural(event.cases or 0, 'case')} x "
+                          f"{plural(event.iterations or 0, 'iteration')}, a cheaper version as "
+                          f"good is shown within the margin 80% of the time when the margin is "
+                          f"at least {event.detectable:.1f} points" + (f"; {short}" if short else ""))
+            elif event.detectable is not None:
                 self._say(f"  with {plural(event.cases or 0, 'case')} x "
                           f"{plural(event.iterations or 0, 'iteration')}, gains under "
                           f"{event.detectable:.1f} points will often go undetected "
@@ -422,6 +439,16 @@ def _report(result: CycleResult, store_path: Path, report_dir: Path, config: Pat
     report_cycle(result, store_path, report_dir, loaded.report_formats)
     with Store.open(store_path) as store:
         behind = file_behind_head(loaded, store)
+        final = store.get_version(result.prompt_id, result.final_version).prompt
+    from cycle.safetext import printable
+
+    moved_to = printable(str(final.params.get("model") or ""), oneline=True)
+    named = printable(loaded.config.agent_config.model or "", oneline=True)
+    if named and moved_to and moved_to != named:
+        # the cycle ran the version on its own model; outside it, cycle.yaml's agent wins
+        click.echo(f"{result.final_version} runs on {moved_to} (its params.model); cycle.yaml's "
+                   f"agent names {named}, which cycle run and pytest use: set agent: {moved_to} "
+                   "(or remove agent: so the prompt's params.model decides)")
     if behind is not None:  # the improved prompt back into the user's file (and git)
         click.echo(f"{_shown_path(loaded, behind[0])} still holds {behind[2]}; cycle run and "
                    f"pytest evaluate the file. Put {behind[3]} in it, comments kept:\n"
@@ -437,6 +464,7 @@ def report_cycle(result: CycleResult, store_path: Path, report_dir: Path,
     from cycle.report.cycle_report import (
         cycle_report_dict,
         lineage_lines,
+        pairwise_lines,
         round_lines,
         write_cycle_report,
     )
@@ -445,7 +473,7 @@ def report_cycle(result: CycleResult, store_path: Path, report_dir: Path,
     with Store.open(store_path) as store:
         data = cycle_report_dict(store, result.cycle_id)
         paths = write_cycle_report(store, result.cycle_id, report_dir, formats, data=data)
-        tree = lineage_lines(store, result.cycle_id)
+        tree = lineage_lines(store, result.cycle_id) + pairwise_lines(store, result.cycle_id)
         head = store.labels(result.prompt_id).get(HEAD)
     initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
     final = "—" if result.final_score is None else f"{result.final_score:.1f}"

@@ -264,7 +264,8 @@ def _agreement_of(store: Store, run_id: str, extra: list[Label], *, member: str 
             "labelers": a.labelers,
             "judged_mean": fixed[c].judged if fixed[c] else None,
             "corrected_mean": fixed[c].corrected if fixed[c] else None,
-            "corrected_ci": fixed[c].ci if fixed[c] else None}
+            "corrected_ci": fixed[c].ci if fixed[c] else None,
+            "corrected_power": fixed[c].power if fixed[c] else None}
         for c, a in figures.items()}, settled
 
 
@@ -283,7 +284,7 @@ def _agreement_table(figures: dict[str, dict[str, Any]], settled: dict[str, int]
         if a["corrected_mean"] is not None:
             click.echo(f"{c}: judged {a['judged_mean']:.1f}, corrected with {settled[c]} labels "
                        f"{figure(a['corrected_mean'], a['corrected_ci'], 1)} (the interval "
-                       "holds the judge's error)")
+                       f"holds the judge's error; the judge weighed {a['corrected_power']:.2f})")
 
 
 @judge_group.command("consistency")

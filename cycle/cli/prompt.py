@@ -72,6 +72,11 @@ def when(v: Version) -> str:
     return local_minute(v.created_at)
 
 
+def parents(v: Version) -> str:
+    """The version(s) ``v`` was made from: ``1.0.1 + 1.0.3`` for a merge."""
+    return f"{v.parent} + {v.second_parent}" if v.second_parent else v.parent or "-"
+
+
 def version_json(v: Version, labels: dict[str, str]) -> dict[str, Any]:
     data = v.model_dump(mode="json")
     data["labels"] = [name for name, target in labels.items() if target == v.version]
@@ -226,7 +231,7 @@ def history(prompt_id: str, limit: int, offset: int, show_moves: bool, only_labe
         [
             v.version, labels_of(v.version, labels), v.source,
             f"{scores[v.version]:.1f}" if v.version in scores else "-", str(v.prompt.words),
-            when(v), v.author or "-", v.parent or "-",
+            when(v), v.author or "-", parents(v),
             v.message.splitlines()[0] if v.message else "",
         ]
         for v in versions
@@ -283,7 +288,7 @@ def show(ref: str, as_json: bool) -> None:
     tag = labels_of(v.version, labels)
     click.echo(f"# {v.ref} {tag}".rstrip())
     click.echo(f"# hash    {v.hash}")
-    click.echo(f"# source  {v.source}, parent {v.parent or '-'}, created {when(v)} "
+    click.echo(f"# source  {v.source}, parent {parents(v)}, created {when(v)} "
                f"by {v.author or '-'}")
     if v.message:
         click.echo(f"# message {v.message}")

@@ -24,8 +24,8 @@ from typing import Any
 from msgspec import Struct
 from msgspec.structs import replace
 
-from cycle.evals.stats import EMPTY, SCORE_SCALE, closest_to_mean, describe, percentile
 from cycle.records import CaseStats, IterationResult, RoleUsage, RunResult, SuiteStats
+from cycle.stats import EMPTY, SCORE_SCALE, closest_to_mean, describe, percentile
 from cycle.store.runs import RunLog, StoredResults
 
 

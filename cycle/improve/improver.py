@@ -96,6 +96,17 @@ Its input is taken from that case.
 suggested_value empty.
 - Draw only from the cases shown here; prefer answers that show what the low cases miss."""
 
+#: appended to the improver's system prompt when the cycle's objective is cost
+COST_RULES = """\
+Objective: cost, not score. This cycle looks for the cheapest prompt whose score is not \
+worse than now by more than {margin:g} points (0-100). What the agent spends now is in \
+cost: dollars, input and output tokens and model calls per case. Propose edits that make \
+each case cheaper to run: a shorter system prompt or template (cut repetition, \
+boilerplate and instructions the cases shown do not need), fewer or shorter few-shot \
+examples, answers asked to be shorter, fewer tool calls, a lower max_tokens in \
+parameters. Do not add text unless it removes more (for example one rule that replaces \
+three). The cases are shown lowest score first: keep what they need to score as they do."""
+
 
 def default_improver_prompt() -> Prompt:
     """The built-in improver prompt, saved to the store as ``cycle-improver`` on first use."""
@@ -172,6 +183,20 @@ class ExamplesBrief(BaseModel):
     candidates: list[ExemplarCase] = Field(default_factory=list)
 
 
+class CostBrief(BaseModel):
+    """What the improver is told when the cycle's objective is cost (improve.objective)."""
+
+    #: points of score a cheaper prompt may lose at most
+    margin: float
+    #: the incumbent's mean agent dollars, input and output tokens, and calls per case
+    cost_per_case: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: float = 0.0
+    #: the prompt's length in words
+    words: int = 0
+
+
 class ImproverInput(BaseModel):
     """Everything one improver call sees."""
 
@@ -185,6 +210,8 @@ class ImproverInput(BaseModel):
     merge: dict[str, Any] | None = None
     #: few-shot examples may be proposed (improve.examples); None: they are off
     examples: ExamplesBrief | None = None
+    #: the cycle's objective is cost (improve.objective); None: score
+    cost: CostBrief | None = None
 
     def data(self) -> dict[str, Any]:
         """The JSON block the message ends with (contracts section 2)."""
@@ -206,6 +233,7 @@ class ImproverInput(BaseModel):
             **({"merge": self.merge} if self.merge is not None else {}),
             **({"examples": self.examples.model_dump(mode="json")}
                if self.examples is not None else {}),
+            **({"cost": self.cost.model_dump(mode="json")} if self.cost is not None else {}),
         }
 
 
@@ -396,6 +424,8 @@ class Improver:
         system = render_system(self.prompt, variables)
         if inp.examples is not None:
             system = f"{system.rstrip()}\n\n{EXAMPLE_RULES.format(most=inp.examples.max)}"
+        if inp.cost is not None:  # off, the request is byte for byte what it was
+            system = f"{system.rstrip()}\n\n{COST_RULES.format(margin=inp.cost.margin)}"
         instructions = render_user(self.prompt, variables).rstrip()
         block = json.dumps(inp.data(), indent=2, ensure_ascii=False, default=str)
         user = f"{instructions}\n\n```json\n{block}\n```"

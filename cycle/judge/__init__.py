@@ -123,6 +123,14 @@ class Judge:
         if len(set(names)) < len(names):
             raise ConfigError(f"a judge panel names {names} with a model twice", field="judge",
                               hint="Name each model of the panel once.")
+        pairwise = [c.id for c in self.criteria if c.pairwise]
+        if pairwise and len(self.models) > 1:
+            # a preference has no mean over members: which one compares is the user's choice
+            raise ConfigError(
+                f"the judge is a panel ({', '.join(names)}) and a pairwise comparison is one "
+                f"judge's (pairwise criteria: {', '.join(pairwise)})",
+                field="judge",
+                hint=f"Judge with one model (judge: {names[0]}), or remove 'pairwise'.")
         self._llms = tuple(LlmJudge(m, description=description) for m in self.models)
         self._per_case: dict[str, tuple[Criterion, ...]] = {}
         self.version: str | None = None

@@ -1,11 +1,14 @@
 """What people's labels say about trusting the judge: the corrected score, and the gate a
 cycle's head move must pass.
 
-**The corrected score** (prediction-powered inference, Angelopoulos et al. 2023): over a
-run's N judged outputs and the n of them people labelled, a criterion's mean is estimated
-as the judge's mean over all N plus the mean of (person - judge) over the n labelled ones;
-its 95% interval adds the two variances (the judge's spread over N, the judge's error over
-n), so it holds the judge's error as well as the sampling noise. It assumes the labelled
+**The corrected score** (prediction-powered inference, Angelopoulos et al. 2023, with
+PPI++'s power tuning): over a run's N judged outputs and the n of them people labelled, a
+criterion's mean is estimated as lambda times the judge's mean over all N plus the mean of
+(person - lambda judge) over the n labelled ones; its 95% interval adds the two variances
+(the judge's spread over N, the judge's error over n), so it holds the judge's error as
+well as the sampling noise. lambda (0 to 1) is the one that makes the interval narrowest:
+near 1 for a judge that tracks people, near 0 (the people's mean alone) for one that
+does not, so labels never buy a wider interval than they would alone. It assumes the labelled
 outputs are a random sample of the run's (``cycle judge sample`` draws them so, stratified)
 and that the person is the truth; with no labels there is nothing to correct.
 
@@ -28,6 +31,7 @@ from msgspec import Struct
 
 from cycle.judge.agreement import Rating, measure
 from cycle.records.cycles import JudgeKappa
+from cycle.stats import t_critical
 
 if TYPE_CHECKING:
     from cycle.records import RunResult
@@ -59,26 +63,42 @@ class Corrected(Struct, frozen=True):
     #: outputs judged, and of them labelled with a score
     n_judged: int
     n_labelled: int
+    #: how much of the judge the estimate leans on (PPI++'s lambda): 1 the plain
+    #: prediction-powered estimate, 0 the people's mean alone
+    power: float = 1.0
 
 
 def corrected_mean(judged: Sequence[float], ratings: Sequence[Rating]) -> Corrected | None:
     """The prediction-powered estimate of a criterion's mean on 0-100 (``judged``: the
     judge's score of every output; ``ratings``: the labelled ones, several labelers of one
-    output averaged). None with fewer than two labelled scores."""
+    output averaged; they are among the judged outputs), power-tuned (PPI++, Angelopoulos
+    et al. 2023b): the judge's mean is weighed by the lambda that makes the interval
+    narrowest, so a judge that tracks people poorly costs no more width than labels alone.
+    None with fewer than two labelled scores."""
     by_output: dict[tuple[str, str, int], list[Rating]] = {}
     for r in ratings:
         if r.person_score is not None and r.judge_score is not None:
             by_output.setdefault(r.output, []).append(r)
-    errors = [statistics.fmean(r.person_score for r in rs) - rs[0].judge_score  # type: ignore[operator, misc]
-              for rs in by_output.values()]
-    if len(errors) < 2 or len(judged) < 2:
+    people = [statistics.fmean(r.person_score for r in rs) for rs in by_output.values()]  # type: ignore[misc]
+    judge = [rs[0].judge_score for rs in by_output.values()]
+    if len(people) < 2 or len(judged) < 2:
         return None
-    mean = statistics.fmean(judged)
-    estimate = mean + statistics.fmean(errors)
-    half = Z95 * math.sqrt(statistics.variance(judged) / len(judged)
-                           + statistics.variance(errors) / len(errors))
+    n, big_n = len(people), len(judged)
+    mean, spread = statistics.fmean(judged), statistics.variance(judged)
+    # the labelled outputs are among the judged ones, so the two means share them: the
+    # variance has a covariance term, and the lambda that minimises it is the judge's
+    # regression slope on people's scores, clipped to [0, 1] (past 1 it would
+    # extrapolate the judge, below 0 trust its opposite)
+    lam = min(1.0, max(0.0, statistics.covariance(people, judge) / spread)) if spread > 0 else 1.0
+    errors = [y - lam * f for y, f in zip(people, judge, strict=True)]  # type: ignore[operator]
+    estimate = lam * mean + statistics.fmean(errors)
+    variance = (lam * lam * spread / big_n + statistics.variance(errors) / n
+                + 2 * lam * statistics.covariance(judge, errors) / big_n)  # type: ignore[arg-type]
+    # Student's t on the labels' degrees of freedom: lambda and the error's spread are both
+    # read off the n labels, and a normal quantile undercovers at 25 of them (0.924)
+    half = t_critical(n - 1) * math.sqrt(max(variance, 0.0))
     return Corrected(judged=mean, corrected=estimate, ci=(estimate - half, estimate + half),
-                     n_judged=len(judged), n_labelled=len(errors))
+                     n_judged=big_n, n_labelled=n, power=lam)
 
 
 def label_errors(labelled: Sequence[Any], run_id: str) -> dict[str, list[float]]:

@@ -13,6 +13,11 @@ value) and the suite's ``pass_threshold`` for an LLM criterion.
 A case's score is the weighted mean of its criteria's scores. It passes when
 the score reaches the pass threshold (default 70) **and** every ``required``
 criterion passes.
+
+Pairwise. An LLM criterion with ``pairwise: true`` is still scored like any other, but
+a cycle accepts a candidate on it by the judge's direct comparison of the two versions'
+outputs, not by the difference of their scores (cycle.loop.preference); a check cannot
+compare, nor can a per-turn criterion, and a case cannot make a criterion pairwise.
 """
 
 from __future__ import annotations
@@ -108,6 +113,12 @@ class CriterionConfig(BaseModel):
         100, description="The scale the judge scores an LLM criterion on: 0-100, or 0-10 (seed "
         "004's LLMJudge; passes at 7 unless pass_mark says otherwise). Reported 0-100.",
     )
+    pairwise: bool = Field(
+        False, description="A cycle accepts a candidate on this LLM criterion by the judge's "
+        "direct preference of the candidate's outputs over the incumbent's (each pair judged "
+        "in both orders, order flips as ties, a one-sided sign test over the cases), not by "
+        "the difference of their scores (cycle.loop.preference).",
+    )
 
 
 class Criterion(Struct, frozen=True):
@@ -124,6 +135,8 @@ class Criterion(Struct, frozen=True):
     scale: int = 100
     #: judged on every assistant turn and averaged
     per_turn: bool = False
+    #: a cycle's acceptance compares the two versions' outputs on it directly
+    pairwise: bool = False
 
 
 def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
@@ -143,6 +156,21 @@ def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
         raise ConfigError(
             f"criterion '{config.id}' is a check: 'scale' is for LLM criteria",
             field=config.id, hint="A check scores 0-100 (or 100/0); remove 'scale'.",
+        )
+    if config.check is not None and config.pairwise:
+        # a check's score is the same whichever answer is shown first: there is no judge
+        # to ask which answer is better, and its score difference is already exact
+        raise ConfigError(
+            f"criterion '{config.id}' is a check: 'pairwise' is for LLM criteria",
+            field=config.id,
+            hint="A check cannot compare two answers; remove 'pairwise', or make the "
+            "criterion an LLM rubric.",
+        )
+    if config.per_turn and config.pairwise:
+        raise ConfigError(
+            f"criterion '{config.id}' has both 'per_turn' and 'pairwise'",
+            field=config.id,
+            hint="A pairwise comparison reads each version's whole answer; remove one of them.",
         )
     if config.check is not None:
         description = config.description or f"{config.check.type} check"
@@ -169,7 +197,7 @@ def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
         id=config.id, description=description, kind="llm", weight=config.weight,
         required=config.required,
         pass_mark=default_mark if config.pass_mark is None else config.pass_mark,
-        scale=config.scale, per_turn=config.per_turn,
+        scale=config.scale, per_turn=config.per_turn, pairwise=config.pairwise,
     )
 
 

@@ -74,14 +74,18 @@ def request(criterion: str, rubric: str, case_input: Any, expected: Any, first: 
 
 
 async def compare(model: Model, criterion: str, rubric: str, base: IterationResult,
-                  head: IterationResult, *, expected: Any = None, sample: str = "") -> Pair:
-    """Judge ``base`` against ``head`` on ``criterion`` in both orders."""
+                  head: IterationResult, *, expected: Any = None, sample: str = "",
+                  scope: CallScope | None = None) -> Pair:
+    """Judge ``base`` against ``head`` on ``criterion`` in both orders. ``scope``: where the
+    calls belong (a cycle's round: its journal replays them on a resume, its cost is the
+    round's); the case, iteration and sample are filled in."""
     sides: list[Side] = []
+    within = scope or CallScope()
     for order, (first, second) in enumerate(((base, head), (head, base))):
         out = await model.generate_structured(
             request(criterion, rubric, base.input, expected, first.output, second.output),
             SCHEMA, name=SCHEMA_NAME, role="judge", iteration=base.iteration,
-            scope=CallScope(case_id=base.case_id, iteration=base.iteration,
+            scope=within.at(case_id=base.case_id, iteration=base.iteration,
                             sample=f"{sample}:{criterion}:{order}"))
         winner = out.parsed["winner"]
         shown = ("base", "head") if order == 0 else ("head", "base")
@@ -98,6 +102,16 @@ def sign_test(wins: int, losses: int) -> float:
         return 1.0
     tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def sign_test_greater(wins: int, losses: int) -> float:
+    """The one-sided exact sign test's p-value that wins outnumber losses (ties left out):
+    the chance of ``wins`` or more of ``wins + losses`` fair coin tosses; 1.0 with no
+    decided case."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    return min(1.0, sum(math.comb(n, k) for k in range(wins, n + 1)) / 2 ** n)
 
 
 class Summary(Struct, frozen=True):

@@ -25,6 +25,18 @@ A case that only errored in one version counts against that version: it is
 paired as 0 there (a candidate cannot win by erroring on the cases it would
 lose). A case that errored in both is left out.
 
+Pairwise criteria (``pairwise: true``, cycle.loop.preference). A criterion whose scores
+drift with the judge's mood may decide by direct comparison instead: each case's outputs
+of both versions are judged against each other in both orders, a preference that follows
+the position counts as a tie, and a one-sided exact sign test over the cases (a case
+prefers the version most of its pairs prefer) must reach the same level ``alpha``
+(``improved``: more cases prefer the candidate than the incumbent). Such a criterion
+leaves the difference of scores: the paired test above runs on the weighted mean of the
+other criteria. With both kinds, each test must pass (an intersection-union test: its
+error rate is the level of each test, with no correction). With pairwise criteria only,
+the pairwise tests alone decide; a required case that passed and fails now still
+refuses the candidate, and the held-out split is not tested (no scores decide).
+
 Two guards keep ``significant`` honest on small or noiseless suites: the
 paired standard deviation is floored at ``MIN_SD`` points (identical
 differences, as a deterministic model gives, would otherwise make a zero-width
@@ -35,8 +47,10 @@ to test at all: the decision says so and how to fix it.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
+import msgspec
 from msgspec import Struct, field
 
 if TYPE_CHECKING:
@@ -75,6 +89,38 @@ class Evaluation(Struct, frozen=True):
     errored_cases: frozenset[str] = frozenset()
     errors: int = 0
     cost: float = 0.0
+    #: case id -> mean agent cost per iteration (cycle.loop.cost); filled only when the
+    #: cycle's objective is cost
+    case_costs: dict[str, float] = field(default_factory=dict)
+
+
+class PairwiseTest(Struct, frozen=True):
+    """One pairwise criterion over the cases: how many prefer the candidate (``wins``),
+    the incumbent (``losses``) or neither, the share of pairs whose verdict followed the
+    position, and the one-sided sign test's p that the candidate is preferred."""
+
+    criterion: str
+    wins: int
+    losses: int
+    ties: int
+    #: iteration pairs compared (each judged in both orders)
+    pairs: int
+    order_flips: float
+    p_value: float
+
+    def passes(self, rule: AcceptanceRule, alpha: float) -> bool:
+        if rule == "improved":
+            return self.wins > self.losses
+        return self.wins > self.losses and self.p_value <= alpha
+
+    def line(self) -> str:
+        """``tone: 5 wins, 0 losses, 1 tie, 17% order flips, one-sided sign test p 0.031``"""
+        return (f"{self.criterion}: {self.wins} wins, {self.losses} losses, "
+                f"{self.ties} {'tie' if self.ties == 1 else 'ties'} (cases), "
+                f"{self.order_flips:.0%} order flips, one-sided sign test p {self.p_value:.3g}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return msgspec.structs.asdict(self)
 
 
 class AcceptanceDecision(Struct, frozen=True):
@@ -97,6 +143,12 @@ class AcceptanceDecision(Struct, frozen=True):
     inconclusive: bool = False
     #: the reason without its "accepted: " or "rejected: "
     because: str = ""
+    #: with the cost objective: the paired mean agent cost per case, candidate minus
+    #: incumbent, and the candidate's (cycle.loop.cost)
+    cost_delta: float | None = None
+    cost: float | None = None
+    #: each pairwise criterion's comparison (none: scores alone decided)
+    pairwise: tuple[PairwiseTest, ...] = ()
 
 
 def _finite(x: float | None) -> float | None:
@@ -119,10 +171,66 @@ def decide(
     required: set[str] | frozenset[str] = frozenset(),
     held_out: set[str] | frozenset[str] = frozenset(),
     alpha: float = CONFIRM_ALPHA,
+    pairwise: Sequence[PairwiseTest] = (),
+    absolute: bool = True,
 ) -> AcceptanceDecision:
     """Apply ``rule`` to the paired per-case scores of the two evaluations; ``alpha`` is
-    the one-sided error rate of ``significant`` (2.5%: the 95% interval's lower end)."""
-    from cycle.evals.stats import t_quantile
+    the one-sided error rate of ``significant`` (2.5%: the 95% interval's lower end).
+    ``pairwise``: the pairwise criteria's comparisons, each of which must pass too (the
+    evaluations' scores then leave those criteria out); ``absolute``: False when every
+    criterion is pairwise (the scores decide nothing but the required cases)."""
+    scored = _decide_scores(rule, incumbent, candidate, required=required, held_out=held_out,
+                            alpha=alpha)
+    if not pairwise or rule == "always":
+        return scored
+    tests = tuple(pairwise)
+    failing = [t for t in tests if not t.passes(rule, alpha)]
+    level = f"{alpha:.4g}"
+    evidence = "; ".join(t.line() for t in tests)
+    # more iterations can decide it when every failing comparison leans to the candidate
+    leaning = bool(failing) and all(t.wins > t.losses for t in failing)
+    few = [t.criterion for t in failing if t.wins > t.losses and 0.5 ** (t.wins + t.losses) > alpha
+           and rule == "significant"]
+    short = (f"; {', '.join(few)}: too few cases prefer either version for the sign test to "
+             f"reach {level} even if all did (add cases)") if few else ""
+
+    def verdict(ok: bool, because: str, *, inconclusive: bool = False) -> AcceptanceDecision:
+        return msgspec.structs.replace(
+            scored, accepted=ok, reason=("accepted: " if ok else "rejected: ") + because,
+            because=because, inconclusive=inconclusive, pairwise=tests)
+
+    if scored.regressions:
+        return verdict(False, f"{scored.because}; pairwise: {evidence}")
+    test = "preferred" if rule == "improved" else f"preferred at one-sided {level}"
+    if not absolute:
+        if failing:
+            return verdict(False, f"the judge did not prefer the candidate pairwise "
+                                  f"({', '.join(t.criterion for t in failing)} not {test}; "
+                                  f"{evidence}){short}", inconclusive=leaning)
+        return verdict(True, f"the judge prefers the candidate pairwise ({test}; {evidence})")
+    if not scored.accepted:
+        return verdict(False, f"{scored.because}; pairwise: {evidence}",
+                       inconclusive=scored.inconclusive and (not failing or leaning))
+    if failing:
+        return verdict(False, f"the scored criteria gained, but the judge did not prefer the "
+                              f"candidate pairwise ({', '.join(t.criterion for t in failing)} "
+                              f"not {test}; {evidence}){short}; scored: {scored.because}",
+                       inconclusive=leaning)
+    return verdict(True, f"{scored.because}, and the judge prefers the candidate pairwise "
+                         f"({test}; {evidence})")
+
+
+def _decide_scores(
+    rule: AcceptanceRule,
+    incumbent: Evaluation,
+    candidate: Evaluation,
+    *,
+    required: set[str] | frozenset[str],
+    held_out: set[str] | frozenset[str],
+    alpha: float,
+) -> AcceptanceDecision:
+    """``decide`` on the paired per-case scores alone."""
+    from cycle.stats import t_quantile
 
     before, after = paired_scores(incumbent, candidate)
     common = sorted(before)
@@ -198,7 +306,7 @@ def paired_scores(incumbent: Evaluation, candidate: Evaluation
 def floored_difference(before: dict[str, float], after: dict[str, float]) -> Stats:
     """The paired difference ``after - before`` with its interval, the standard
     deviation floored at MIN_SD (and an interval even for identical differences)."""
-    from cycle.evals.stats import describe, t_critical
+    from cycle.stats import describe, t_critical
 
     stats = describe([after[k] - before[k] for k in before])
     if stats.n < 2 or stats.mean is None:
@@ -213,7 +321,7 @@ def detectable_gain(result_sds: list[float], cases: int, iterations: int) -> flo
     """The smallest true gain a paired comparison of two evaluations of this suite finds
     80% of the time at the 95% level: from the within-case spread of the baseline's
     iterations (each version's case mean has variance sd^2 / iterations)."""
-    from cycle.evals.stats import t_80, t_critical
+    from cycle.stats import t_80, t_critical
 
     if cases < 2:
         return None

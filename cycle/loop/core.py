@@ -62,6 +62,7 @@ from cycle.evals.runner import Runner
 from cycle.improve.apply import apply_suggestions, prompt_diff
 from cycle.improve.guard import copies, example_faults, leaks, repeats
 from cycle.improve.improver import (
+    CostBrief,
     ExamplesBrief,
     Improver,
     ImproverInput,
@@ -83,6 +84,14 @@ from cycle.loop.acceptance import (
     decide,
     detectable_gain,
     paired_scores,
+)
+from cycle.loop.cost import (
+    Objective,
+    decide_cheaper,
+    mean_cost,
+    model_switch,
+    money,
+    switched_model,
 )
 from cycle.loop.ledger import Ledger
 from cycle.loop.merging import (
@@ -239,6 +248,14 @@ class LoopSettings(Struct, frozen=True):
     #: the most few-shot examples the improver may make the prompt hold, drawn from
     #: improvement cases (improve.examples.max); 0: it proposes none
     examples: int = 0
+    #: what a candidate must do to replace the incumbent: score higher (the acceptance
+    #: rule), or (``cost``) cost less per case and score no worse than ``margin`` points
+    #: below it (cycle.loop.cost)
+    objective: Objective = "score"
+    margin: float = 0.0
+    #: with the cost objective: agent models a round may move the prompt to (its
+    #: params.model), tried in this order before the improver is asked for cheaper edits
+    models: tuple[str, ...] = ()
 
 
 class Loop:
@@ -335,6 +352,19 @@ class Loop:
 
     def _starting_version(self) -> Version:
         return self._start if isinstance(self._start, Version) else self._start()
+
+    @property
+    def _by_cost(self) -> bool:
+        return self.settings.objective == "cost"
+
+    def _judged(self, result: RunResult, version: str) -> Evaluation:
+        """What the acceptance rules need of a run; with the cost objective, each case's
+        agent cost too (read from the run's stored calls)."""
+        evaluation = evaluation_of(result, version)
+        if not self._by_cost:
+            return evaluation
+        return msgspec.structs.replace(
+            evaluation, case_costs=self.store.runs.agent_case_costs(result.run_id))
 
     # -- the cycle ------------------------------------------------------------
 
@@ -505,7 +535,7 @@ class Loop:
         self.bus.emit(ev.RoundStarted(cycle_id=self.cycle_id, round=0, version=start.version,
                                       stage="baseline"))
         result = await self._evaluate(start, 0, "baseline")
-        inc = self._head = _Incumbent(start, result, evaluation_of(result, start.version))
+        inc = self._head = _Incumbent(start, result, self._judged(result, start.version))
         self._pool[start.version] = inc
         cost = self.ledger.round_cost(0)
         judged = [c for c in result.cases.values() if c.stats.mean is not None]
@@ -525,12 +555,16 @@ class Loop:
 
     async def _suggestions(self, round_no: int, inc: _Incumbent, low: list[LowCase],
                            refused: list[RejectedSuggestion], slot: int = 0,
-                           merge: _Merge | None = None) -> list[Suggestion]:
+                           merge: _Merge | None = None, switch: str | None = None
+                           ) -> list[Suggestion]:
         stored = [s for s in self.ledger.suggestions(round_no) if s.slot == slot]
         if stored:  # resumed: the improver was already paid for this round
             return [Suggestion(**s.model_dump(include=set(Suggestion.model_fields))) for s in stored]
         merged = merge_suggestions(inc.version.prompt, merge.prompt, merge.pair) if merge else []
-        if merge is not None and not merge.conflicts:
+        if switch is not None:
+            # the same prompt on another model asks no model; the reviewer decides it
+            suggestions = [model_switch(inc.version.prompt, switch, self.settings.margin)]
+        elif merge is not None and not merge.conflicts:
             suggestions = merged  # a clean merge asks no model
         else:
             inp = ImproverInput(
@@ -539,7 +573,7 @@ class Loop:
                 low_cases=fit_cases(low, max_tokens=self.settings.context_tokens),
                 rejected=refused, low_score=self.low_score,
                 merge=conflict_note(merge.pair, merge.conflicts) if merge else None,
-                examples=self._examples_brief(inc),
+                examples=self._examples_brief(inc), cost=self._cost_brief(inc),
             )
             # each candidate of a population is its own sample of the improver (slot 0
             # keeps the scope a round of one always had: older journals replay)
@@ -559,6 +593,18 @@ class Loop:
         return ExamplesBrief(max=self.settings.examples, candidates=exemplar_cases(
             inc.result, at_least=max(self.low_score, self.judge.threshold),
             held_out=self.settings.held_out))
+
+    def _cost_brief(self, inc: _Incumbent) -> CostBrief | None:
+        """What the improver is told of the cost objective (None: the objective is score):
+        the margin, and what the incumbent's agent spends per case."""
+        if not self._by_cost:
+            return None
+        usage = inc.result.suite.role("agent")
+        runs = max(inc.result.suite.iterations, 1)
+        return CostBrief(margin=self.settings.margin, cost_per_case=mean_cost(inc.evaluation),
+                         input_tokens=round(usage.input_tokens / runs),
+                         output_tokens=round(usage.output_tokens / runs),
+                         calls=round(usage.calls / runs, 2), words=inc.version.prompt.words)
 
     def _with_example_inputs(self, suggestions: list[Suggestion]) -> list[Suggestion]:
         """Each example suggestion with its source case's input, taken from the case (never
@@ -658,11 +704,34 @@ class Loop:
         return reason
 
     def _low_cases(self, inc: _Incumbent) -> list[LowCase]:
-        """The cases shown to the improver: low scorers, never a held-out case."""
+        """The cases shown to the improver: low scorers, never a held-out case; with the
+        cost objective every case (lowest first), the evidence of what a cut must keep."""
         held_out = self.settings.held_out
-        return [c for c in low_cases(inc.result, below=self.low_score) if c.id not in held_out]
+        below = math.inf if self._by_cost else self.low_score
+        return [c for c in low_cases(inc.result, below=below) if c.id not in held_out]
+
+    def _next_model(self, round_no: int, inc: _Incumbent) -> str | None:
+        """With the cost objective, the first model of improve.models this cycle has not
+        tried yet and the incumbent is not on (None: all tried: the improver's turn)."""
+        tried = {m for s in self.ledger.proposed_before(round_no)
+                 if s.type == "parameters" and (m := switched_model(s.suggested_value))}
+        current = inc.version.prompt.params.get("model")
+        return next((m for m in self.settings.models if m != current and m not in tried), None)
+
+    def _nothing_cheaper(self, inc: _Incumbent) -> str | None:
+        """Why a cost cycle cannot lower the cost (None: it may try): no agent call of the
+        incumbent was billed, as with the offline model, which costs nothing."""
+        cost = mean_cost(inc.evaluation)
+        if cost is None or cost <= 0:
+            return (f"nothing to make cheaper: {inc.version.version}'s agent calls cost "
+                    f"{money(cost or 0.0)} per case (improve.objective: cost compares what the "
+                    "agent's model calls are billed; a model the price table does not price, "
+                    "such as the offline one, costs nothing)")
+        return None
 
     async def _round(self, round_no: int, inc: _Incumbent) -> _Incumbent:
+        if self._by_cost and (why := self._nothing_cheaper(inc)):
+            raise _Explored(why)
         low = self._low_cases(inc)
         if not low:
             raise _Explored(self._nothing_to_improve(inc))
@@ -674,7 +743,8 @@ class Loop:
         if self.settings.population > 1:
             made = await self._population(round_no, inc, refused)
         else:
-            made = await self._candidate(round_no, inc, low, refused)
+            switch = self._next_model(round_no, inc) if self._by_cost else None
+            made = await self._candidate(round_no, inc, low, refused, switch=switch)
         if isinstance(made, str):  # why the round has no candidate
             self.bus.emit(ev.CandidateDecided(cycle_id=cid, round=round_no,
                                               version=inc.version.version, accepted=False,
@@ -684,10 +754,10 @@ class Loop:
         candidate = made
         result = await self._evaluate(candidate, round_no, "candidate")
         cand = self._pool[candidate.version] = _Incumbent(
-            candidate, result, evaluation_of(result, candidate.version))
+            candidate, result, self._judged(result, candidate.version))
         alpha = EXPLORE_ALPHA if self._confirms else CONFIRM_ALPHA
-        decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
-                          required=self.required_cases, held_out=self.settings.held_out, alpha=alpha)
+        decision = await self._decide(round_no, self.settings.acceptance, inc.result, inc.evaluation,
+                                      result, cand.evaluation, alpha)
         extra = self._deciding_cases(inc.result, result) if decision.inconclusive else {}
         if extra and self._confirms:
             # inconclusive: more iterations of the cases that decide it, in both versions'
@@ -695,12 +765,11 @@ class Loop:
             # confirmation tests, and the confirmation's level bounds the cycle's error
             before, result = await self._paired(round_no, inc.version, inc.result.run_id,
                                                 candidate, extra)
-            inc = _Incumbent(inc.version, before, evaluation_of(before, inc.version.version))
-            cand = _Incumbent(candidate, result, evaluation_of(result, candidate.version))
+            inc = _Incumbent(inc.version, before, self._judged(before, inc.version.version))
+            cand = _Incumbent(candidate, result, self._judged(result, candidate.version))
             self._pool[inc.version.version], self._pool[candidate.version] = inc, cand
-            decision = decide(self.settings.acceptance, inc.evaluation, cand.evaluation,
-                              required=self.required_cases, held_out=self.settings.held_out,
-                              alpha=alpha)
+            decision = await self._decide(round_no, self.settings.acceptance, before,
+                                          inc.evaluation, result, cand.evaluation, alpha)
         if self.settings.population > 1:  # the candidate's full evaluation joined the pool
             self._frontier_changed(round_no)
         reason = decision.reason
@@ -719,12 +788,13 @@ class Loop:
     async def _candidate(self, round_no: int, parent: _Incumbent, low: list[LowCase],
                          refused: list[RejectedSuggestion], slot: int = 0,
                          taken: Mapping[str, int] | None = None,
-                         merge: _Merge | None = None) -> Version | str:
-        """The improver's edits of ``parent`` for ``low`` (or ``merge``'s), reviewed and
-        applied: the new version, or why there is none. ``taken``: versions already tried
-        this cycle."""
+                         merge: _Merge | None = None, switch: str | None = None
+                         ) -> Version | str:
+        """The improver's edits of ``parent`` for ``low`` (or ``merge``'s, or the move to
+        the model ``switch``), reviewed and applied: the new version, or why there is none.
+        ``taken``: versions already tried this cycle."""
         cid = self.cycle_id
-        proposed = await self._suggestions(round_no, parent, low, refused, slot, merge)
+        proposed = await self._suggestions(round_no, parent, low, refused, slot, merge, switch)
         guarded = self._guard(proposed, refused, parent.version.prompt)
         which = ""
         if self.settings.population > 1:
@@ -758,6 +828,7 @@ class Loop:
             of = f" (a merge of {pair.first} and {pair.second}, from {pair.base})"
         candidate = self.ledger.save_candidate(
             applied.prompt, parent=parent.version.version, bump=self.settings.bump,
+            second_parent=merge.pair.second if merge is not None else None,
             message=f"cycle {cid} round {round_no}: {plural(len(applied.applied), 'suggestion')} "
                     f"applied{of}",
         )
@@ -778,7 +849,7 @@ class Loop:
         """``population`` candidates from parents on the frontier, each screened on a
         minibatch; the one that gained most (and gained) goes on to the full evaluation
         (cycle.loop.population). Why none did, else."""
-        from cycle.loop.population import minibatch, parents, screen_gain
+        from cycle.loop.population import minibatch, parents, screen_gain, shares
 
         cid, s = self.cycle_id, self.settings
         self._frontier_changed(round_no)
@@ -789,40 +860,41 @@ class Loop:
             chosen[-1] = merge.pair.first
         children = Counter(chosen[:-1] if merge else chosen)
         weak_of = {v: self._low_cases(self._pool[v]) for v in children}
+        # each child is shown its own share of its parent's weak cases, at most half of
+        # them: other evidence, other edits (even from a model that answers the same
+        # question the same way), and cases its improver never saw to screen it on
+        share_of = {v: shares(weak_of[v], n) for v, n in children.items()}
         born: Counter[str] = Counter()
         taken = self.ledger.evaluated_versions(self._initial.version, before=round_no)
-        made: list[tuple[int, _Incumbent, Version, list[str]]] = []
+        made: list[tuple[int, _Incumbent, Version, list[str], list[str]]] = []
         why: list[str] = []
         for slot, version in enumerate(chosen):
             parent = self._pool[version]
             merging = merge if merge is not None and slot == len(chosen) - 1 else None
             if merging is not None:  # screened on the cases the second version wins
-                low, weak_ids = merging.low, list(merging.pair.second_wins)
+                low, weak_ids, shown = merging.low, list(merging.pair.second_wins), []
             else:
-                # a parent's first child sees all its weak cases (as a round of one does);
-                # its other children each a share of them (GEPA's minibatch of traces):
-                # other evidence, other edits, even from a model that answers the same
-                # question the same way
-                weak = weak_of[version]
                 k, born[version] = born[version], born[version] + 1
-                low = (weak[k - 1::children[version] - 1] or weak) if k else weak
+                low = share_of[version][k]
                 if not low:
                     why.append(f"{version} has no case below improve.low_score")
                     continue
-                weak_ids = [c.id for c in low]
+                weak_ids = [c.id for c in weak_of[version]]
+                shown = [c.id for c in low]
             made_one = await self._candidate(round_no, parent, low, refused, slot, taken,
                                              merging)
             if isinstance(made_one, str):
                 why.append(made_one.removeprefix("no candidate: "))
                 continue
             taken[made_one.version] = round_no
-            made.append((slot, parent, made_one, weak_ids))
+            made.append((slot, parent, made_one, weak_ids, shown))
         if not made:
             return "no candidate: " + "; ".join(dict.fromkeys(why))
         visible = [c.id for c in self.cases if c.id not in s.held_out]
         screened: list[ev.CandidateScreened] = []
-        for slot, parent, candidate, weak_ids in made:
-            batch = minibatch(visible, weak_ids, s.screen_cases, salt=f"{cid}|{round_no}")
+        for slot, parent, candidate, weak_ids, shown in made:
+            batch = minibatch(visible, weak_ids, s.screen_cases, salt=f"{cid}|{round_no}",
+                              shown=shown)
             result = await self._evaluate(candidate, round_no, "screen", only=batch, iterations=1,
                                           run_id=f"{run_id_for(cid, round_no)}-s{slot}")
             screened.append(ev.CandidateScreened(
@@ -840,7 +912,7 @@ class Loop:
             shown = ", ".join(f"{x.version} {x.gain:+.1f}" if x.gain is not None else
                               f"{x.version} not judged" for x in screened)
             return f"no candidate gained on its screen ({shown})"
-        return next(c for slot, _, c, _ in made if slot == best.slot)
+        return next(c for slot, _, c, _, _ in made if slot == best.slot)
 
     def _frontier_changed(self, round_no: int) -> None:
         """Tell the frontier of every version evaluated in full (a view draws it; the
@@ -877,11 +949,43 @@ class Loop:
             return _Merge(pair, prompt, conflicts, low)
         return None
 
+    async def _decide(self, round_no: int, rule: AcceptanceRule, before: RunResult,
+                      before_e: Evaluation, after: RunResult, after_e: Evaluation,
+                      alpha: float) -> AcceptanceDecision:
+        """``decide`` on the two runs; with pairwise criteria, their comparisons of the
+        runs' outputs (paid in this round, cycle.loop.preference) decide for them; with
+        the cost objective, a lower cost within the margin (cycle.loop.cost)."""
+        if self._by_cost:  # pairwise criteria are refused with it (cycle.assemble)
+            return decide_cheaper(rule, before_e, after_e, margin=self.settings.margin,
+                                  required=self.required_cases, held_out=self.settings.held_out,
+                                  alpha=alpha)
+        pairwise = [c for c in self.judge.criteria if c.pairwise]
+        absolute = [c for c in self.judge.criteria if not c.pairwise]
+        if not pairwise or rule == "always" or self.judge.model is None:
+            return decide(rule, before_e, after_e, required=self.required_cases,
+                          held_out=self.settings.held_out, alpha=alpha)
+        from cycle.loop.preference import compare_runs, scored_only
+
+        tests = await compare_runs(
+            self.judge.model, pairwise, before, after,
+            expected={c.id: c.expected for c in self.cases},
+            scope=CallScope(cycle_id=self.cycle_id, round=round_no),
+            concurrency=self.settings.concurrency)
+        if absolute:
+            leave_out = {c.id for c in pairwise}
+            before_e = scored_only(before_e, before, leave_out)
+            after_e = scored_only(after_e, after, leave_out)
+        return decide(rule, before_e, after_e, required=self.required_cases,
+                      held_out=self.settings.held_out, alpha=alpha, pairwise=tests,
+                      absolute=bool(absolute))
+
     def _decided(self, round_no: int, version: str, d: AcceptanceDecision, reason: str) -> None:
         self.bus.emit(ev.CandidateDecided(
             cycle_id=self.cycle_id, round=round_no, version=version, accepted=d.accepted,
             reason=reason, delta=d.delta, ci_low=d.ci_low, ci_high=d.ci_high,
             seen_delta=d.seen_delta, held_out_delta=d.held_out_delta,
+            pairwise=[t.to_dict() for t in d.pairwise], cost=d.cost,
+            cost_delta=d.cost_delta,
         ))
 
     def _move_head(self, to: _Incumbent, reason: str) -> str | None:
@@ -956,21 +1060,23 @@ class Loop:
         extra: dict[str, int] = {}
         for look in range(CONFIRM_LOOKS):
             before, after = await self._paired(round_no, base.version, base_run, best.version, extra)
-            decision = decide("significant", evaluation_of(before, base.version.version),
-                              evaluation_of(after, best.version.version),
-                              required=self.required_cases, held_out=self.settings.held_out,
-                              alpha=CONFIRM_ALPHA / CONFIRM_LOOKS)
+            decision = await self._decide(
+                round_no, "significant", before, self._judged(before, base.version.version),
+                after, self._judged(after, best.version.version), CONFIRM_ALPHA / CONFIRM_LOOKS)
             extra = self._deciding_cases(before, after) if decision.inconclusive else {}
             if not extra or look == CONFIRM_LOOKS - 1:
                 break
         if decision.accepted and self.settings.confirm_labels:
             decision = self._corrected(decision, before, after, base.version, best.version)
-        fresh = _Incumbent(best.version, after, evaluation_of(after, best.version.version))
+        fresh = _Incumbent(best.version, after, self._judged(after, best.version.version))
         old = base.version.version
         verdict = "confirmed" if decision.accepted else "not confirmed"
         self._decided(round_no, best.version.version, decision,
                       f"{verdict} on fresh samples of both versions: {decision.because}")
         gain = f"{decision.delta:+.1f}" if decision.delta is not None else "no paired cases"
+        if decision.cost is not None and decision.cost_delta is not None:
+            gain += (f" points, agent cost per case {money(decision.cost - decision.cost_delta)}"
+                     f" -> {money(decision.cost)}")
         kept = None
         if decision.accepted:
             kept = self._move_head(fresh, f"cycle {cid} round {round_no}: confirmed on fresh "
@@ -980,7 +1086,7 @@ class Loop:
         else:
             outcome = (f"{best.version.version} was not confirmed on fresh samples ({gain}): head "
                        f"stays at {old}")
-        fresh_base = _Incumbent(base.version, before, evaluation_of(before, old))
+        fresh_base = _Incumbent(base.version, before, self._judged(before, old))
         self._end_round(round_no, fresh_base, fresh, accepted=decision.accepted, delta=decision.delta,
                         reason=outcome, evaluated=fresh, stage="confirm")
         return "; ".join(x for x in (why, outcome) if x)
@@ -993,7 +1099,10 @@ class Loop:
         from cycle.judge.calibration import corrected_gain, label_errors
 
         need = self.settings.confirm_labels or 0
-        llm = {c.id: c.weight for c in self.judge.criteria if c.kind == "llm"}
+        # a pairwise criterion's comparison decided for it: the labels correct scores only
+        pairwise = {c.id for c in self.judge.criteria if c.pairwise}
+        llm = {c.id: c.weight for c in self.judge.criteria if c.kind == "llm"
+               and c.id not in pairwise}
         if not llm:
             return decision
         labels = self.ledger.run_labels([before.run_id, after.run_id])
@@ -1011,9 +1120,14 @@ class Loop:
                 f"cycle judge sample RUN --n {need}, then cycle judge labels import FILE); then "
                 f"continue: {self._resume_command()}")
         before_e, after_e = evaluation_of(before, base.version), evaluation_of(after, candidate.version)
+        if pairwise:
+            from cycle.loop.preference import scored_only
+
+            before_e = scored_only(before_e, before, pairwise)
+            after_e = scored_only(after_e, after, pairwise)
         a, b = paired_scores(before_e, after_e)
         gain = corrected_gain([b[k] - a[k] for k in a], errors[before.run_id], errors[after.run_id],
-                              llm, sum(c.weight for c in self.judge.criteria),
+                              llm, sum(c.weight for c in self.judge.criteria if c.id not in pairwise),
                               alpha=CONFIRM_ALPHA / CONFIRM_LOOKS)
         shifts = ", ".join(f"{c} {v:+.1f}" for c, v in gain.shift.items())
         because = (f"corrected with people's labels, the gain is {gain.corrected:+.2f} (as judged "
@@ -1086,7 +1200,7 @@ class Loop:
                 break
             if r.round == 0:
                 result = load_run(self.store.runs, r.baseline_run_id or run_id_for(row.id, 0))
-                incumbent = self._head = _Incumbent(start, result, evaluation_of(result, start.version))
+                incumbent = self._head = _Incumbent(start, result, self._judged(result, start.version))
                 self._pool[start.version] = incumbent
             elif r.candidate_version and r.candidate_run_id and (
                     r.accepted or (self.settings.population > 1 and r.improves)):
@@ -1094,7 +1208,7 @@ class Loop:
                 v = self.ledger.version(r.candidate_version)
                 result = load_run(self.store.runs, r.candidate_run_id)
                 evaluated = self._pool[v.version] = _Incumbent(v, result,
-                                                               evaluation_of(result, v.version))
+                                                               self._judged(result, v.version))
                 if r.accepted:
                     incumbent = evaluated
                     if not self._confirms:  # 'always' moved head every round

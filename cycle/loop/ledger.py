@@ -167,6 +167,11 @@ class Ledger:
         """The round's stored suggestions (a resumed round already paid the improver)."""
         return self.store.cycles.get_suggestions(self.cycle_id, round_no)
 
+    def proposed_before(self, round_no: int) -> list[StoredSuggestion]:
+        """Every suggestion of the rounds before ``round_no`` (the models a cost cycle
+        has tried are among them)."""
+        return [s for s in self.store.cycles.get_suggestions(self.cycle_id) if s.round < round_no]
+
     def refused(self) -> list[RejectedSuggestion]:
         """What the improver must not propose again (cycle.store.cycles)."""
         return self.store.cycles.rejected_suggestions(self.cycle_id)
@@ -185,11 +190,13 @@ class Ledger:
 
     # -- the writes whose result the loop needs -------------------------------------------
 
-    def save_candidate(self, prompt: Prompt, *, parent: str, bump: str, message: str) -> Version:
+    def save_candidate(self, prompt: Prompt, *, parent: str, bump: str, message: str,
+                       second_parent: str | None = None) -> Version:
         """The candidate as a new version (head does not move); an identical prompt is the
         version it already is."""
         return self.store.save_version(prompt, bump=bump, source="improver", parent=parent,
-                                       move_head=False, author=self.author, message=message)
+                                       second_parent=second_parent, move_head=False,
+                                       author=self.author, message=message)
 
     def move_head(self, *, expected: str, target: str, reason: str) -> str | None:
         """Move head from ``expected`` to ``target``; or, when head was moved outside this

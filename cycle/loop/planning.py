@@ -83,7 +83,7 @@ class Plan(Struct, frozen=True):
 
 
 def _z_sum(n: int) -> float:
-    from cycle.evals.stats import t_quantile
+    from cycle.stats import t_quantile
 
     return t_quantile(1 - LEVEL, n - 1) + t_quantile(POWER, n - 1)
 

@@ -4,11 +4,13 @@ gated cycle's way.
 Each round the improver proposes N candidates, each from its own parent: the parents are
 taken from the Pareto frontier of every version the cycle evaluated in full (a version
 survives on the frontier while it is the best on at least one case, so a candidate that
-lost on average but won the cases another lost stays a parent). Each candidate is first
-screened on a small minibatch of the cases the improver may see, one iteration each,
-against its parent's scores on the same cases; only the one that gained most (and gained)
-gets the full evaluation, which the round's acceptance then judges against the incumbent
-as it judges a round of one.
+lost on average but won the cases another lost stays a parent). Each candidate's improver
+is shown a share of its parent's weak cases (never more than half of them), and the
+candidate is first screened on a small minibatch of the cases its improver was not shown
+(never a held-out one), one iteration each, against its parent's scores on the same cases:
+an edit that helps only the cases it was shown gains nothing there. Only the one that
+gained most (and gained) gets the full evaluation, which the round's acceptance then
+judges against the incumbent as it judges a round of one.
 
 Why this costs the cycle's error control nothing: exploring only chooses what the
 confirmation tests. Head moves only when the one best candidate beats head on fresh
@@ -58,14 +60,27 @@ def parents(pool: Sequence[Evaluation], incumbent: str, n: int,
     return [order[k % len(order)] for k in range(n)]
 
 
-def minibatch(case_ids: Sequence[str], weak: Sequence[str], size: int, salt: str) -> list[str]:
-    """The cases a round's candidates are screened on: up to half of them the parent's
-    weak cases (what its candidate tries to mend), the rest drawn from the others in an
-    order fixed by ``salt`` (the cycle and round: a resume draws the same)."""
-    size = min(size, len(case_ids))
-    known = set(case_ids)
+def shares(weak: Sequence[str], children: int) -> list[list[str]]:
+    """What each of a parent's ``children`` is shown of its weak cases: child k every
+    (children + 1)-th case from the k-th, so siblings see different evidence (GEPA's
+    minibatch of traces) and one share is shown to none. No child sees more than half:
+    the rest stay unseen by its improver, for its screen. A share left empty (fewer weak
+    cases than children) is the first case."""
+    return [list(weak[k::children + 1]) or list(weak[:1]) for k in range(children)]
+
+
+def minibatch(case_ids: Sequence[str], weak: Sequence[str], size: int, salt: str,
+              shown: Sequence[str] = ()) -> list[str]:
+    """The cases a candidate is screened on: cases its improver was not ``shown`` (an edit
+    that helps only what it saw gains nothing there), up to half of them its parent's other
+    ``weak`` cases (where the edit should help if it generalises), the rest drawn from the
+    others in an order fixed by ``salt`` (the cycle and round: a resume draws the same).
+    The shown cases only when no other is left (a suite that small cannot screen apart)."""
+    unseen = [c for c in case_ids if c not in set(shown)] or list(case_ids)
+    size = min(size, len(unseen))
+    known = set(unseen)
     chosen = [c for c in weak if c in known][: max(1, size // 2)]
-    rest = sorted((c for c in case_ids if c not in chosen),
+    rest = sorted((c for c in unseen if c not in chosen),
                   key=lambda c: hashlib.blake2b(f"{salt}|{c}".encode(), digest_size=8).digest())
     return chosen + rest[: size - len(chosen)]
 

@@ -80,6 +80,9 @@ class RoundRow(BaseModel):
     #: the mean gain on the cases the improver saw and on the held-out ones (None: no split)
     seen_delta: float | None = None
     held_out_delta: float | None = None
+    #: each pairwise criterion's comparison of the candidate with the incumbent: wins,
+    #: losses, ties (cases), pairs, order_flips, p_value (None: scores alone decided)
+    pairwise: list[dict[str, Any]] | None = None
 
     @property
     def improves(self) -> bool:

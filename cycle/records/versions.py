@@ -34,6 +34,8 @@ class Version(BaseModel):
     seq: int = Field(description="Creation order within the prompt, from 1.")
     hash: str = Field(description="Prompt.content_hash of this version's content.")
     parent: str | None = Field(None, description="Version this one was derived from.")
+    second_parent: str | None = Field(
+        None, description="A merge's other version (improve.merge); None: one parent.")
     source: Source = Field(description="How it was made: initial, improver, manual or rollback.")
     message: str = Field("", description="Why it was made.")
     created_at: datetime = Field(description="When it was stored (UTC).")

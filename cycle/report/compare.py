@@ -8,9 +8,9 @@ from typing import Any
 
 from msgspec import Struct
 
-from cycle.evals.stats import paired_difference
 from cycle.records import RunResult, Stats
 from cycle.report import format as f
+from cycle.stats import paired_difference
 
 
 class CaseDelta(Struct, frozen=True):

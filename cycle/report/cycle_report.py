@@ -78,6 +78,7 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     from cycle.loop.lineage import lineage_of
 
     lineage = lineage_of(store, cycle_id)
+    from cycle.report.costs import score_and_cost
     # per case, its mean in each round's evaluation (the heatmap of the HTML report)
     per_case: dict[str, dict[int, float | None]] = {}
     run_of_round: dict[int, str] = {}
@@ -125,6 +126,9 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
         # a population's candidates as a tree, with the frontier (None: a chain, whose
         # lineage is the rounds table)
         "lineage": lineage.to_dict() if lineage.population > 1 else None,
+        # a cost cycle's versions with their score and agent cost per case, and the
+        # frontier (None: the objective is score)
+        "costs": score_and_cost(store, cycle, rounds),
         "cases": per_case,
         "diff": diff,
         "transcripts": _transcripts(store, run_of_round.get(final_round)),
@@ -133,13 +137,23 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     }
 
 
+def pairwise_lines(store: Store, cycle_id: str) -> list[str]:
+    """The rounds' pairwise comparisons as the console shows them (none: scores decided)."""
+    return f.pairwise_lines([{"round": r.round, "stage": r.stage, "pairwise": r.pairwise}
+                             for r in store.cycles.get_rounds(cycle_id)])
+
+
 def lineage_lines(store: Store, cycle_id: str) -> list[str]:
-    """A population's lineage as the console shows it, a compact tree (none for a chain)."""
+    """A population's lineage as the console shows it, a compact tree (none for a chain);
+    a cost cycle's versions with their score and cost, and the frontier."""
     from cycle.loop.lineage import lineage_of
-    from cycle.report import lineage
+    from cycle.report import costs, lineage
 
     found = lineage_of(store, cycle_id)
-    return lineage.console(found.to_dict()) if found.population > 1 else []
+    lines = lineage.console(found.to_dict()) if found.population > 1 else []
+    cycle = store.cycles.get(cycle_id)
+    priced = costs.score_and_cost(store, cycle, store.cycles.get_rounds(cycle_id))
+    return lines + (costs.console(priced) if priced else [])
 
 
 def round_lines(data: dict[str, Any]) -> list[str]:
@@ -190,6 +204,7 @@ def _round_items(store: Store, cycle: CycleRow, rounds: list[RoundRow],
             "verdict": _verdict(r),
             "seen_delta": r.seen_delta,
             "held_out_delta": r.held_out_delta,
+            "pairwise": r.pairwise or [],
             "version": r.version,
             "incumbent_version": r.incumbent_version,
             "status": r.status,
@@ -342,10 +357,22 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
             f"{f.signed(r['delta'])} | {f.split_gain(r)} | "
             f"{r['verdict']} | {f.money(r['cost'] or 0.0)} | {_cell(r['reason'])} |"
         )
+    pairwise = f.pairwise_rows(data["rounds"])
+    if pairwise:
+        out += ["", "## Pairwise comparisons", "", f.PAIRWISE_TITLE + ".", "",
+                "| round | criterion | wins | losses | ties | pairs | order flips | p (one-sided) |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        out += [f"| {t['round']} | {_cell(t['criterion'])} | {t['wins']} | {t['losses']} | "
+                f"{t['ties']} | {t['pairs']} | {f.pct(t['order_flips'])} | {t['p_value']:.3g} |"
+                for t in pairwise]
     if data.get("lineage"):
         from cycle.report import lineage
 
         out += ["", *lineage.markdown(data["lineage"])]
+    if data.get("costs"):
+        from cycle.report import costs
+
+        out += ["", *costs.markdown(data["costs"])]
     chart = _chart(data)
     if chart:
         out += ["", "## Score across rounds", "", *chart]

@@ -72,6 +72,31 @@ def split_gain(r: dict[str, Any]) -> str:
     return f"{signed(seen)} / {signed(held)} (gap {seen - held:.1f})"
 
 
+#: what the pairwise figures are, in a line
+PAIRWISE_TITLE = ("Pairwise comparisons: the judge's preference of the candidate's outputs "
+                  "over the incumbent's, per pairwise criterion; each pair judged in both "
+                  "orders, a verdict that follows the position is an order flip and counts as "
+                  "a tie; cases preferring the candidate (wins), the incumbent (losses) or "
+                  "neither (ties), and the one-sided sign test's p")
+
+
+def pairwise_rows(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every round's pairwise comparisons, each with its round's name ("1", "2 (confirm)")."""
+    return [{"round": f"{r['round']} (confirm)" if r.get("stage") == "confirm" else str(r["round"]),
+             **t} for r in rounds for t in r.get("pairwise") or []]
+
+
+def pairwise_lines(rounds: list[dict[str, Any]]) -> list[str]:
+    """The pairwise figures as plain lines (the console's); [] when scores alone decided."""
+    rows = pairwise_rows(rounds)
+    if not rows:
+        return []
+    return [PAIRWISE_TITLE + ":"] + [
+        f"  round {t['round']} {t['criterion']}: {t['wins']} wins, {t['losses']} losses, "
+        f"{t['ties']} ties; {pct(t['order_flips'])} order flips over {t['pairs']} pairs; "
+        f"p {t['p_value']:.3g}" for t in rows]
+
+
 _BACKTICKS = re.compile(r"`{3,}")
 
 

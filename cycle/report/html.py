@@ -176,14 +176,15 @@ def word_diff(before: str, after: str) -> Markup:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2", "html"]),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(score=f.score, money=f.money, signed=f.signed, split_gain=f.split_gain)
+    env.filters.update(score=f.score, money=f.money, signed=f.signed, split_gain=f.split_gain,
+                       pct=f.pct)
     env.globals.update(word_diff=word_diff, diff_lines=diff_lines)
     return env
 
 
 def render_cycle_html(data: dict[str, Any]) -> str:
     """The HTML cycle report from ``cycle_report_dict``."""
-    from cycle.report import lineage
+    from cycle.report import costs, lineage
 
     template = _environment().get_template("cycle.html.j2")
     return template.render(
@@ -191,4 +192,6 @@ def render_cycle_html(data: dict[str, Any]) -> str:
         heatmap=heatmap(data.get("cases", {}), data["rounds"]),
         cost_chart=cost_chart(data["rounds"]),
         lineage_tree=lineage.html(data["lineage"]) if data.get("lineage") else Markup(""),
-        lineage_key=lineage.KEY)
+        lineage_key=lineage.KEY, pairwise=f.pairwise_rows(data["rounds"]),
+        pairwise_title=f.PAIRWISE_TITLE,
+        costs_table=costs.html(data["costs"]) if data.get("costs") else Markup(""))

@@ -221,6 +221,8 @@ class CycleLog:
             data = dict(zip(_ROUND_COLUMNS, row))
             if data["accepted"] is not None:
                 data["accepted"] = bool(data["accepted"])
+            if data["pairwise"] is not None:
+                data["pairwise"] = json.loads(data["pairwise"])
             out.append(RoundRow(**data))
         return out
 
@@ -380,7 +382,8 @@ class CycleRecorder:
             # interval of the paired improvement is part of the reason text
             log.update_round(event.cycle_id, event.round, accepted=event.accepted, reason=event.reason,
                              delta=event.delta, seen_delta=event.seen_delta,
-                             held_out_delta=event.held_out_delta)
+                             held_out_delta=event.held_out_delta,
+                             pairwise=json.dumps(event.pairwise) if event.pairwise else None)
         elif isinstance(event, ev.RoundFinished):
             fields = {"status": "finished", "score": event.score, "ci_low": event.ci_low,
                       "ci_high": event.ci_high, "pass_rate": event.pass_rate, "cost": event.cost,

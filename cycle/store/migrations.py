@@ -616,3 +616,21 @@ def m018_screens(db: Database) -> None:
         )
         """,
     )
+
+
+@migration
+def m019_pairwise(db: Database) -> None:
+    """A round's pairwise comparisons (criteria with ``pairwise: true``,
+    cycle.loop.preference): a JSON list, one entry per criterion, of the cases that
+    preferred the candidate (wins), the incumbent (losses) or neither (ties), the pairs
+    compared, the share of order flips and the one-sided sign test's p. NULL: scores
+    alone decided. Portable SQL only."""
+    db.execute("ALTER TABLE rounds ADD COLUMN pairwise TEXT")
+
+
+@migration
+def m020_second_parent(db: Database) -> None:
+    """A merged version's second parent (improve.merge): a version read on its own
+    (``cycle history``, the History screen) names both versions it was made from. NULL:
+    one parent. Portable SQL only."""
+    db.execute("ALTER TABLE versions ADD COLUMN second_parent TEXT")

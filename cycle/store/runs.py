@@ -209,6 +209,19 @@ class RunLog:
             "WHERE run_id = ? GROUP BY case_id", (run_id,)).fetchall()
         return {case_id: mean for case_id, mean in rows}
 
+    def agent_case_costs(self, run_id: str) -> dict[str, float]:
+        """Case id -> the mean dollars per iteration of the agent role's stored calls (every
+        call billed, errored iterations too: they were paid for), for the cases with a
+        stored iteration. What ``improve.objective: cost`` compares."""
+        runs = dict(self.store.db.execute(
+            "SELECT case_id, count(*) FROM results WHERE run_id = ? GROUP BY case_id",
+            (run_id,)).fetchall())
+        paid = dict(self.store.db.execute(
+            "SELECT case_id, coalesce(sum(cost), 0) FROM calls WHERE run_id = ? AND "
+            "coalesce(role, 'agent') = 'agent' AND coalesce(cache_hit, 0) = 0 "
+            "GROUP BY case_id", (run_id,)).fetchall())
+        return {case: float(paid.get(case) or 0.0) / n for case, n in runs.items() if n}
+
     def delete_errors(self, run_id: str) -> int:
         """Remove a run's errored iterations (before resuming re-runs them)."""
         with self.store.transaction() as db:

@@ -123,13 +123,13 @@ _HEX = re.compile(r"^[0-9a-f]{4,64}$")
 
 _VERSION_COLUMNS = (
     "prompt_id, seq, version, hash, parent, source, message, created_at, "
-    "system, user_template, params, metadata, tools, author, examples"
+    "system, user_template, params, metadata, tools, author, examples, second_parent"
 )
 
 
 def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
     (prompt_id, seq, version, hash_, parent, source, message, created_at,
-     system, user_template, params, metadata, tools, author, examples) = row
+     system, user_template, params, metadata, tools, author, examples, second_parent) = row
     prompt = Prompt(
         id=prompt_id,
         system=system,
@@ -141,7 +141,7 @@ def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
     )
     return Version(
         prompt_id=prompt_id, seq=seq, version=version, hash=hash_, parent=parent,
-        source=source, message=message, created_at=datetime.fromisoformat(created_at),
+        second_parent=second_parent, source=source, message=message, created_at=datetime.fromisoformat(created_at),
         author=author, prompt=prompt,
     )
 
@@ -380,6 +380,7 @@ class Store:
         source: str = "manual",
         message: str = "",
         parent: str | None = None,
+        second_parent: str | None = None,
         move_head: bool = True,
         version: str | None = None,
         author: str | None = None,
@@ -393,7 +394,8 @@ class Store:
         ``bump``; the first version is 1.0.0 with label ``head`` and source
         ``initial`` (``production`` is never set by saving: a person promotes a version,
         ``cycle promote``). ``parent`` defaults to the
-        version ``head`` points at. ``move_head`` moves ``head`` to the new
+        version ``head`` points at; ``second_parent``: the other version a merge was
+        made from. ``move_head`` moves ``head`` to the new
         version. Identical content writes nothing and moves no label.
 
         ``author`` (default: cycle.authors.current_author()) is recorded with the version;
@@ -438,8 +440,10 @@ class Store:
                     parent = self._label_target(prompt.id, HEAD) or last_version
                 else:
                     parent = self._resolve_in(prompt.id, parent).version
+                if second_parent is not None:
+                    second_parent = self._resolve_in(prompt.id, second_parent).version
             db.execute(
-                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     prompt.id, seq, number, digest, parent, source, message, now,
                     prompt.system, prompt.user_template,
@@ -450,6 +454,7 @@ class Store:
                     author,
                     json.dumps([e.canonical() for e in prompt.examples],
                                ensure_ascii=False) if prompt.examples else None,
+                    second_parent,
                 ),
             )
             reason = message or f"new version ({source})"

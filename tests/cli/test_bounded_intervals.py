@@ -8,7 +8,7 @@ import json
 from click.testing import CliRunner
 
 from cycle.cli import cli
-from cycle.evals.stats import SCORE_SCALE, describe
+from cycle.stats import SCORE_SCALE, describe
 
 PROMPT = """\
 id: p

@@ -193,3 +193,35 @@ def test_a_likely_figure_beside_the_range_learns_from_the_stores_earlier_calls(
     # the store's agent answers were longer than the default: the likely figure grew
     assert agent["likely_cost"] > before["likely_cost"]
     assert again["likely_cost"] <= again["cost"][1]
+
+
+def test_a_cycle_dry_run_counts_the_pairwise_comparisons(project, server):
+    """tone compared pairwise: each of the 3 comparisons (2 rounds, the confirmation) judges
+    4 cases' 2 iterations in both orders, and may look again at 4 iterations: 144 judge
+    calls more at the high end; the real cycle's judge cost lies in the range."""
+    config = project / "cycle.yaml"
+    config.write_text(config.read_text() + "improve: {stop: {max_rounds: 2}}\n")
+    scored = by_role(dry("improve"))["judge"]["calls"]
+    config.write_text(config.read_text().replace("rubric: Polite and clear.",
+                                                 "rubric: Polite and clear.\n    pairwise: true"))
+    estimate = dry("improve")
+    lines = by_role(estimate)
+    assert lines["judge"]["calls"] == [scored[0], scored[1] + 144]
+    assert any("pairwise criteria" in n for n in estimate["notes"])
+
+    def kind(request):
+        if "winner" in (request.schema or {}).get("properties", {}):
+            block = json.loads(request.last_user.rsplit("```json", 1)[1].rsplit("```", 1)[0])
+            first, second = ("Kindly" in block[k] for k in ("first", "second"))
+            winner = "first" if first > second else "second" if second > first else "tie"
+            return Reply(json={"reasoning": "r", "winner": winner})
+        return _low_scores_and_an_edit(request)
+
+    server.responder = kind
+    r = CliRunner().invoke(cli, ["improve", "--headless", "--yes"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(next((project / "reports").glob("c-*.json")).read_text())
+    judge = report["cost_by_role"]["judge"]
+    assert lines["judge"]["cost"][0] <= judge <= lines["judge"]["cost"][1]
+    assert estimate["cost"][0] <= report["total_cost"] <= estimate["cost"][1]
+    assert any(r["pairwise"] for r in report["rounds"])

@@ -61,10 +61,11 @@ def test_sample_label_import_and_agreement(judged, tmp_path):
     # the score corrected with the labels: the judge's bias taken off, its error in the interval
     assert tone["corrected_mean"] == pytest.approx(tone["judged_mean"] - tone["bias"], abs=2.5)
     low, high = tone["corrected_ci"]
-    assert low <= tone["corrected_mean"] <= high
+    assert low <= tone["corrected_mean"] <= high and 0 <= tone["corrected_power"] <= 1
     r = invoke(store, "agreement", run_id)
     assert "judge offline:default cycle-judge@" in r.output and "bias, points" in r.output
     assert "tone: judged " in r.output and "corrected with" in r.output
+    assert "the judge weighed" in r.output
     # the run (and any later run of the same judge) now shows its agreement
     reports = tmp_path / "reports"
     shown = CliRunner().invoke(cli, ["--store", str(store), "report", run_id, "--report-dir",

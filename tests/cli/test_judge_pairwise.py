@@ -76,3 +76,41 @@ def test_offline_pairwise_says_so_and_bad_input_is_refused(tmp_path: Path) -> No
                                  "--config", config, "--criterion", "cites_order"])
     assert r.exit_code != 0 and "no LLM criterion 'cites_order'" in r.output
     assert "Traceback" not in r.output
+
+
+def cycle_world(request):
+    """A cycle through the loopback server: the agent apologises when its system prompt says
+    so; the improver proposes that; the judge scores every answer 50 and, comparing, prefers
+    the answer that apologises in either place."""
+    if request.schema_name == "cycle_improver":
+        return Reply(json={"suggestions": [{
+            "type": "system_prompt", "priority": "high", "current_value": "",
+            "suggested_value": "Always say sorry.", "reasoning": "apologise",
+            "expected_improvement": "+", "target_cases": ["a"]}]})
+    if request.schema_name == "cycle_judge":
+        block = json.loads(request.last_user.rsplit("```json", 1)[1].rsplit("```", 1)[0])
+        return Reply(json={"verdicts": {c["id"]: {"reasoning": "ok", "score": 50}
+                                        for c in block["criteria"]}})
+    return pairwise_judge(request)
+
+
+def test_a_cycle_with_a_pairwise_criterion_promotes_what_the_judge_prefers(tmp_path: Path) -> None:
+    """cycle improve, through the real OpenAI SDK: the scores see no gain, the pairwise
+    comparisons (the judge's role, its cost, the round's) promote the apologising version;
+    the console says how each comparison went."""
+    store = tmp_path / "s.db"
+    with LoopbackServer(responder=cycle_world) as srv:
+        config = loopback_project(
+            tmp_path / "p", srv.openai_base_url, cases="bcdefghi", concurrency=4,
+            criteria="[{id: empathy, rubric: Apologises for the trouble., pairwise: true}]",
+            extra="improve: {stop: {max_rounds: 1}}\n")
+        r = CliRunner().invoke(cli, ["--store", str(store), "improve", str(config),
+                                     "--headless", "--yes",
+                                     "--report-dir", str(tmp_path / "reports")])
+        compared = [q for q in srv.requests if q.schema_name == "cycle_pairwise"]
+    assert r.exit_code == 0, r.output
+    assert "p: 1.0.0 (50.0) -> 1.0.1 (50.0)" in r.output, r.output
+    # 8 cases x 3 iterations x 2 orders, exploring and again on the confirmation's runs
+    assert len(compared) == 2 * 48
+    assert ("round 2 (confirm) empathy: 8 wins, 0 losses, 0 ties; 0% order flips over "
+            "24 pairs; p 0.00391") in r.output

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cycle.loop.acceptance import Evaluation, decide
+from cycle.loop.acceptance import Evaluation, PairwiseTest, decide
 
 
 def ev(scores: dict[str, float], passed: dict[str, bool] | None = None, errors: int = 0) -> Evaluation:
@@ -122,3 +122,43 @@ def test_held_out_cases_that_did_not_gain_reject_an_overfit_candidate() -> None:
     ok = decide("significant", before, general, held_out={"e", "f"})
     assert ok.accepted and ok.held_out_delta == 8
     assert decide("significant", before, general).held_out_delta is None  # no held-out: not split
+
+
+def pw(wins: int, losses: int, ties: int = 0) -> PairwiseTest:
+    from cycle.judge.pairwise import sign_test_greater
+
+    return PairwiseTest(criterion="tone", wins=wins, losses=losses, ties=ties,
+                        pairs=2 * (wins + losses + ties), order_flips=0.0,
+                        p_value=sign_test_greater(wins, losses))
+
+
+def test_the_one_sided_sign_test_is_exact() -> None:
+    from cycle.judge.pairwise import sign_test_greater
+
+    assert sign_test_greater(5, 0) == 1 / 32
+    assert sign_test_greater(7, 1) == 9 / 256  # 8 of 8 or 7 of 8
+    assert sign_test_greater(0, 0) == 1.0 and sign_test_greater(2, 2) == 11 / 16
+
+
+def test_pairwise_alone_decides_at_the_callers_level() -> None:
+    flat = ev({"a": 50, "b": 50, "c": 50, "d": 50})
+    d = decide("significant", flat, flat, pairwise=[pw(7, 0)], absolute=False, alpha=0.0125)
+    assert d.accepted and d.pairwise[0].wins == 7  # 1/128 <= 1.25%
+    d = decide("significant", flat, flat, pairwise=[pw(6, 0, 1)], absolute=False, alpha=0.0125)
+    assert not d.accepted and d.inconclusive  # 1/64: a lean, not a proof
+    assert "too few cases prefer either version for the sign test to reach 0.0125" in d.reason
+    assert decide("improved", flat, flat, pairwise=[pw(2, 1)], absolute=False).accepted
+
+
+def test_with_scored_criteria_both_tests_must_pass() -> None:
+    better = ev({"a": 60, "b": 68, "c": 79, "d": 52})
+    assert decide("significant", BASE, better, pairwise=[pw(8, 0)], alpha=0.1).accepted
+    d = decide("significant", BASE, better, pairwise=[pw(2, 2, 4)], alpha=0.1)
+    assert not d.accepted and d.reason.startswith(
+        "rejected: the scored criteria gained, but the judge did not prefer")
+    d = decide("significant", BASE, BASE, pairwise=[pw(8, 0)], alpha=0.1)
+    assert not d.accepted and "not significant" in d.reason and "tone: 8 wins" in d.reason
+    # a required case that fails now refuses whatever the judge prefers
+    d = decide("significant", ev({"a": 80}), ev({"a": 20}), pairwise=[pw(8, 0)],
+               required={"a"}, absolute=False)
+    assert not d.accepted and d.regressions == ("a",)

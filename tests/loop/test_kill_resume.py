@@ -347,8 +347,17 @@ def test_a_second_resume_of_a_running_cycle_refuses_and_the_first_finishes(proje
         if held and held[0] == first.pid:
             break
         time.sleep(0.01)
-    second = start(project, "--resume", cycle_id)
-    _, err = second.communicate(timeout=60)
+    # the first is paused while the second starts (on a loaded machine it would otherwise
+    # finish first), once it holds no write transaction the second would wait on
+    first.send_signal(signal.SIGSTOP)
+    with sqlite3.connect(db, timeout=30) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.rollback()
+    try:
+        second = start(project, "--resume", cycle_id)
+        _, err = second.communicate(timeout=60)
+    finally:
+        first.send_signal(signal.SIGCONT)
     assert second.returncode == 2, err
     assert f"cycle {cycle_id} is being run by process {first.pid} on this machine" in err
     assert "Traceback" not in err

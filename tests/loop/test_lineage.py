@@ -42,7 +42,7 @@ def test_a_finished_cycles_lineage_holds_every_candidate_under_its_parent(merge_
     assert lineage.population == 2 and lineage.head == result.final_version == "1.0.4"
     assert shown(lineage) == [
         (0, "1.0.0", 0, None, None, None, None, 35.5, None, "start", None, False, 0),
-        (1, "1.0.1", 1, 0, "1.0.0", None, 22.5, 58.0, 22.5, "kept", None, False, 6),
+        (1, "1.0.1", 1, 0, "1.0.0", None, 24.0, 58.0, 22.5, "kept", None, False, 6),
         (2, "1.0.4", 3, 1, "1.0.1", "1.0.3", 7.5, 65.5, 7.5, "kept", True, True, 8),
         (1, "1.0.2", 1, 1, "1.0.0", None, 0.0, None, None, "ended at its screen", None, False, 0),
         (1, "1.0.3", 2, 1, "1.0.0", None, 7.5, 43.0, -15.0, "rejected", None, False, 2),

@@ -106,7 +106,9 @@ def test_two_siblings_that_win_different_cases_are_merged_and_the_merge_is_promo
     sorry = by_text["You help customers.\n\nAlways say sorry."]
     order = by_text["You help customers.\n\nAlways say order."]
     merged = by_text["You help customers.\n\nAlways say sorry.\n\nAlways say order."]
-    assert versions[merged].parent == sorry
+    # the version names both parents, as read on its own (cycle history, the History screen)
+    assert (versions[merged].parent, versions[merged].second_parent) == (sorry, order)
+    assert versions[sorry].second_parent is None
     assert f"a merge of {sorry} and {order}, from 1.0.0" in versions[merged].message
     # the reviewer is told which candidate it decides on, its parent and, for a merge, both
     assert (3, sorry, f"candidate 2 of 2, a merge of {sorry} and {order}") in asked

@@ -12,7 +12,7 @@ import pytest
 from cycle import events as ev
 from cycle.assemble import build_loop
 from cycle.loop.acceptance import Evaluation
-from cycle.loop.population import frontier, minibatch, parents, screen_gain
+from cycle.loop.population import frontier, minibatch, parents, screen_gain, shares
 from cycle.loop.review import AutoReviewer
 from cycle.testing import script
 
@@ -42,6 +42,20 @@ def test_a_minibatch_is_half_weak_cases_the_rest_fixed_by_its_salt():
     assert len(minibatch(cases, ["c1"], 20, salt="s")) == 10
 
 
+def test_a_candidate_is_shown_at_most_half_its_parents_weak_cases_and_screened_on_others():
+    weak = [f"c{i}" for i in range(8)]
+    assert shares(weak, 1) == [["c0", "c2", "c4", "c6"]]
+    assert shares(weak, 3) == [["c0", "c4"], ["c1", "c5"], ["c2", "c6"]]  # c3, c7: no one's
+    assert shares(["c0"], 2) == [["c0"], ["c0"]]  # fewer weak cases than children
+    cases = [f"c{i}" for i in range(10)]
+    batch = minibatch(cases, weak, 6, salt="cycle|1", shown=["c0", "c4"])
+    # none of what it was shown; half of it the parent's other weak cases
+    assert not {"c0", "c4"} & set(batch) and batch[:3] == ["c1", "c2", "c3"]
+    assert len(minibatch(cases, weak, 20, salt="s", shown=["c0", "c4"])) == 8
+    # a suite with no case left unshown screens on what it has
+    assert sorted(minibatch(["a", "b"], ["a", "b"], 8, salt="s", shown=["a", "b"])) == ["a", "b"]
+
+
 def test_the_screen_gain_counts_an_errored_case_as_a_loss():
     parent = _e("p", x=50, y=60)
     assert screen_gain(_e("c", x=70, y=60), parent, ["x", "y"]) == 10
@@ -62,15 +76,16 @@ def judge(messages, tools, config):
 
 
 def improver(messages, tools, config):
-    """Reads what it is shown: all eight cases -> 'sorry' (or 'order' once it has 'sorry');
-    a share holding c1 -> 'order'; another share -> an edit that changes nothing."""
+    """Reads what it is shown (each child of a parent every fourth of its weak cases, or
+    every third, or every other): a share with c5 -> 'sorry' (or 'order' once it has
+    'sorry'); one with c2 -> 'order'; another -> an edit that changes nothing."""
     data = last_json(messages)
     shown = {c["id"] for c in data["low_cases"]}
     system = data["prompt"]["system"]
-    if len(shown) == 8:
+    if "c5" in shown:
         return {"suggestions": [suggestion("Always say order." if "sorry" in system
                                            else "Always say sorry.")]}
-    if "c1" in shown:
+    if "c2" in shown:
         return {"suggestions": [suggestion("Always say order.")]}
     return {"suggestions": [suggestion("Be calm.")]}
 
@@ -83,17 +98,20 @@ def test_a_round_of_three_screens_each_and_evaluates_the_best_in_full(population
     cid = result.cycle_id
     screened = [e for e in log if isinstance(e, ev.CandidateScreened)]
     first = [e for e in screened if e.round == 1]
-    # round 1: three children of 1.0.0; 'sorry' gains on six cases of eight, 'order' on
-    # two, 'Be calm.' on none: only the best goes on
-    assert (first[0].slot, first[0].gain, first[0].kept) == (0, 22.5, True)
-    assert sorted((e.gain, e.kept) for e in first[1:]) == [(0.0, False), (7.5, False)]
-    assert all(e.cases == 8 and e.parent == "1.0.0" for e in first)
+    # round 1: three children of 1.0.0, each shown two of the eight cases and screened on
+    # the six it was not shown; 'sorry' gains on five of them, 'order' on one, 'Be calm.'
+    # on none: only the best goes on
+    assert (first[0].slot, first[0].gain, first[0].kept) == (0, 25.0, True)
+    assert sorted((e.gain, e.kept) for e in first[1:]) == [(0.0, False), (5.0, False)]
+    assert all(e.cases == 6 and e.parent == "1.0.0" for e in first)
     runs = {r.id: r for r in store.runs.recent(cycle_id=cid, limit=None)}
     for e in first:
         assert runs[e.run_id].role == "screen" and e.run_id == f"{cid}-r1-s{e.slot}"
-        assert len(store.runs.case_means(e.run_id)) == 8  # one iteration each
+        # slot k was shown c(k+1) and c(k+5); its screen ran on the other six, once each
+        assert set(store.runs.case_means(e.run_id)) == {f"c{i}" for i in range(1, 9)} - {
+            f"c{e.slot + 1}", f"c{e.slot + 5}"}
         assert store.db.execute("SELECT count(*) FROM results WHERE run_id = ?",
-                                [e.run_id]).fetchone()[0] == 8
+                                [e.run_id]).fetchone()[0] == 6
     rounds = store.cycles.get_rounds(cid)
     assert rounds[1].candidate_version == first[0].version  # the round evaluated the kept one
     assert rounds[1].candidate_run_id == f"{cid}-r1" and runs[f"{cid}-r1"].role == "candidate"

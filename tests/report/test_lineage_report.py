@@ -16,14 +16,14 @@ from cycle.cli import cli
 #: the merge world's cycle: two rounds of two candidates, then a merge, confirmed
 TREE = [
     (0, "1.0.0", "**1.0.0** · start · baseline 35.5"),
-    (1, "1.0.1", ("**1.0.1** · round 1, candidate 1 · screen +22.5 on 8 cases · "
+    (1, "1.0.1", ("**1.0.1** · round 1, candidate 1 · screen +24.0 on 5 cases · "
                   "full 58.0 (+22.5) · kept · frontier: best on 6 cases")),
     (2, "1.0.4", ("**1.0.4** · round 3, candidate 2 · merge of 1.0.1 and 1.0.3 · "
                   "screen +7.5 on 8 cases · full 65.5 (+7.5) · kept, confirmed · **head** · "
                   "frontier: best on 8 cases")),
-    (1, "1.0.2", ("**1.0.2** · round 1, candidate 2 · screen +0.0 on 8 cases · "
+    (1, "1.0.2", ("**1.0.2** · round 1, candidate 2 · screen +0.0 on 5 cases · "
                   "ended at its screen")),
-    (1, "1.0.3", ("**1.0.3** · round 2, candidate 2 · screen +7.5 on 8 cases · "
+    (1, "1.0.3", ("**1.0.3** · round 2, candidate 2 · screen +7.5 on 4 cases · "
                   "full 43.0 (-15.0) · rejected · frontier: best on 2 cases")),
 ]
 
@@ -99,7 +99,7 @@ def test_a_population_cycles_reports_draw_each_candidate_under_its_parent(merge_
     tree = [
         "lineage (a population of 2; rN.K: round N's candidate K):",
         "  1.0.0  start  baseline 35.5",
-        "  ├─ 1.0.1  r1.1  screen +22.5  full 58.0 (+22.5)  kept  frontier 6",
+        "  ├─ 1.0.1  r1.1  screen +24.0  full 58.0 (+22.5)  kept  frontier 6",
         ("  │  └─ 1.0.4  r3.2  merge of 1.0.1 and 1.0.3  screen +7.5  full 65.5 (+7.5)  "
          "kept, confirmed  head  frontier 8"),
         "  ├─ 1.0.2  r1.2  screen +0.0  ended at its screen",
@@ -111,6 +111,16 @@ def test_a_population_cycles_reports_draw_each_candidate_under_its_parent(merge_
     again = CliRunner().invoke(cli, ["--store", str(tmp_path / "cycle.db"), "report",
                                      data["cycle_id"], "--no-write"])
     assert again.exit_code == 0 and again.output.splitlines() == tree
+
+    # the merged version read on its own names both parents
+    store = ["--store", str(tmp_path / "cycle.db")]
+    shown = CliRunner().invoke(cli, [*store, "show", "support@1.0.4"]).output
+    assert "# source  improver, parent 1.0.1 + 1.0.3, created" in shown
+    (row,) = [line for line in CliRunner().invoke(cli, [*store, "history", "support"]).output
+              .splitlines() if line.startswith("1.0.4 ")]
+    assert "1.0.1 + 1.0.3" in row
+    listed = json.loads(CliRunner().invoke(cli, [*store, "show", "support@1.0.4", "--json"]).output)
+    assert (listed["parent"], listed["second_parent"]) == ("1.0.1", "1.0.3")
 
 
 def test_a_chains_reports_are_as_they_were(world, tmp_path):

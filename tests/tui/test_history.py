@@ -219,3 +219,17 @@ async def test_the_history_screen_on_a_team_store(postgres) -> None:
         assert "cycle:***@" in app.info.store
     with Store.open(url) as store:
         assert store.labels("support-reply")["head"] == "1.0.0"
+
+
+async def test_a_merged_version_names_both_parents(history_store: Store) -> None:
+    """A merge (improve.merge) is made from two versions: its heading says both."""
+    base = history_store.resolve("support-reply@1.0.0")
+    merged = history_store.save_version(
+        base.prompt.model_copy(update={"system": base.prompt.system + " Merged."}),
+        source="improver", parent="1.0.2", second_parent="1.0.1", move_head=False)
+    assert (merged.parent, merged.second_parent) == ("1.0.2", "1.0.1")
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()  # the newest version first, highlighted
+        meta = str(app.screen.query_one("#version-meta").render())
+        assert f"v{merged.version}" in meta and "merge of 1.0.2 and 1.0.1" in meta

@@ -263,6 +263,8 @@ session becomes a golden trace.
         meta.append(f" · {version.source} · {_when(version.created_at)} · by ")
         meta.append(version.author or "-")  # a name is text from outside: never markup
         meta.append(f" · {version.hash[:10]}")
+        if version.second_parent:
+            meta.append(f" · merge of {version.parent} and {version.second_parent}")
         if version.message:
             meta.append(f"\n{version.message}", style="italic")
         self.query_one("#version-meta", Static).update(meta)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from cycle.evals.stats import (
+from cycle.stats import (
     closest_to_mean,
     describe,
     paired_difference,
