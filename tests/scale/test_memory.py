@@ -113,13 +113,14 @@ def test_writing_the_reports_holds_a_few_cases_at_a_time(tmp_path: Path, monkeyp
     store.close()
 
 
-def test_the_reports_read_a_stored_run_once_for_all_four(tmp_path: Path, monkeypatch):
+def test_the_reports_read_a_stored_run_once_for_all_four(store_target, tmp_path: Path,
+                                                        monkeypatch):
     """The four reports are written together, each read of the store serving all of them
     (written one after the other, they read the run four times), and they are the files
-    each writes alone."""
+    each writes alone; on both backends."""
     from cycle.store.runs import RunLog
 
-    store = Store.open(tmp_path / "s.db")
+    store = Store.open(store_target)
     run = load_run(store.runs, _run(store, 200).run_id)
     monkeypatch.setattr("cycle.store.runs.CASES_READ", 10)
     reads: list[int] = []
