@@ -432,8 +432,8 @@ class SharedReads:
     through the run's cases in its order side by side, as its reports are written
     together: each read of ``CASES_READ`` cases serves every reader, and a read is let go
     once every reader still reading (not ``done``) has passed it, so a few reads' cases
-    are held whatever the run's size. Four reports written one after the other read the run four
-    times (at 2,000 cases, a quarter of the reports' time: benchmarks/RESULTS.md)."""
+    are held whatever the run's size. Written one after the other, the four reports read
+    the run four times (benchmarks/RESULTS.md, issue 40)."""
 
     def __init__(self, log: RunLog, run_id: str, order: list[str]) -> None:
         self.log = log
@@ -463,9 +463,8 @@ class SharedReads:
 class SharedReader:
     """One reader of ``SharedReads`` (a run's results source, as ``StoredResults``):
     ``read`` is the number of the shared read its cases in order last came from. Asked
-    out of order, it takes the case from a shared read still held, else reads on its own
-    as ``StoredResults`` does: the cases ahead when it asked for the one after the last,
-    else the one case asked (never a hundred to use one)."""
+    for a case behind that, not the one after the last (a jump back), it takes it from a
+    shared read still held, else reads that one case alone (never a hundred to use one)."""
 
     def __init__(self, shared: SharedReads) -> None:
         self.shared = shared
@@ -493,9 +492,7 @@ class SharedReader:
                 self.read = number
             if in_order or number in shared.held:
                 return shared.read(number)[case_id]
-        ahead = shared.order[at:at + CASES_READ] if at is not None and after_last \
-            else [case_id]
-        self._own = shared.log.load_cases(shared.run_id, ahead)
+        self._own = shared.log.load_cases(shared.run_id, [case_id])
         return self._own[case_id]
 
     def criterion_means(self) -> dict[str, float]:
