@@ -13,6 +13,10 @@ server's timeline (each request's arrival and answer): the time before the first
 (start-up), the serving span (first arrival to last answer), the time after the last
 answer (results, reports, exit), and the mean calls in flight over the span.
 
+cycle's modules are compiled to bytecode first, as ``pip install`` does for the SDK's (as
+bench_startup.py does): a checkout run with PYTHONDONTWRITEBYTECODE set would otherwise
+compile every cycle module from source on each start, a cost no installed cycle pays.
+
     .venv/bin/python benchmarks/bench_latency.py                       # the three workloads
     .venv/bin/python benchmarks/bench_latency.py --only 2000/16/100 --pairs 3
 """
@@ -20,6 +24,7 @@ answer (results, reports, exit), and the mean calls in flight over the span.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -133,6 +138,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", default=list(WORKLOADS), metavar="N/C/L")
     parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
+    compileall.compile_dir(ROOT / "cycle", quiet=1)
     print(f"{'N/C/L ms':>12} {'run':>6} {'wall s':>7} {'before':>7} {'span s':>7} {'after':>6} "
           f"{'ideal':>6} {'in flight':>9} {'CPU s':>6}")
     for spec in args.only:

@@ -444,14 +444,16 @@ def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt
         (name, mock, cfg, loaded.doc.line_of(("tools", "mocks", name)), f"tools.mocks.{name}")
         for name, mock in loaded.config.tools.mocks.items()
     ]
+    agents = [(name, spec, cfg, loaded.doc.line_of(("tools", "user_agents", name)),
+               f"tools.user_agents.{name}") for name, spec in loaded.config.tools.user_agents.items()]
+    # one pass (each unpacks every case: 25 ms for 2,000), and a case's place is looked up
+    # only when it has mocks to name it
     for case in cases:
+        if not (case.mocks or case.user_agents):
+            continue
         file, line = _case_where(case)
         sources += [(name, mock, file, line, f"case {case.id}: mocks.{name}")
                     for name, mock in case.mocks.items()]
-    agents = [(name, spec, cfg, loaded.doc.line_of(("tools", "user_agents", name)),
-               f"tools.user_agents.{name}") for name, spec in loaded.config.tools.user_agents.items()]
-    for case in cases:
-        file, line = _case_where(case)
         agents += [(name, spec, file, line, f"case {case.id}: user_agents.{name}")
                    for name, spec in case.user_agents.items()]
     for name, spec, file, line, field_ in agents:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TextIO
+
+from msgspec.structs import replace
 
 from cycle.errors import ConfigError, ReportError
+from cycle.evals.results import CaseTable
 from cycle.records import RunResult
 from cycle.report.console import render_console
 from cycle.report.json import iter_json, render_json
 from cycle.report.junit import iter_junit, render_junit
 from cycle.report.markdown import iter_markdown, render_markdown
+from cycle.store.runs import SharedReader, StoredResults
 
 __all__ = ["RUN_REPORTS", "ReportFormat", "render_console", "render_json", "render_junit",
            "render_markdown", "report_formats", "write_reports"]
@@ -57,22 +62,37 @@ def report_formats(names: Sequence[str] | None, *, file: str | None = None,
 
 
 def write_files(directory: Path, files: dict[Path, Callable[[], Iterable[str]]], *,
-                what: str, again: str) -> None:
+                what: str, again: str,
+                side_by_side: dict[Path, SharedReader] | None = None) -> None:
     """Write each file from its pieces beside its name, renamed into place when whole: a
     disk that fills up meanwhile never leaves a file cut short. A failure raises a
-    ``ReportError`` naming ``what`` and the command that writes them ``again``."""
-    part: Path | None = None
+    ``ReportError`` naming ``what`` and the command that writes them ``again``. With
+    ``side_by_side`` (each file's reader of one ``SharedReads``) the files are written
+    together, in turns (``_side_by_side``)."""
+    parts: list[Path] = []
     try:
         directory.mkdir(parents=True, exist_ok=True)
+        if side_by_side is not None:
+            parts = [path.with_name(path.name + ".part") for path in files]
+            with contextlib.ExitStack() as stack:
+                outs = [stack.enter_context(open(part, "w", encoding="utf-8"))
+                        for part in parts]
+                _side_by_side([
+                    (out, iter(pieces()), side_by_side[path])
+                    for out, (path, pieces) in zip(outs, files.items(), strict=True)])
+            for part, path in zip(parts, files, strict=True):
+                os.replace(part, path)
+            parts = []
+            return
         for path, pieces in files.items():
-            part = path.with_name(path.name + ".part")
+            parts = [path.with_name(path.name + ".part")]
             # streamed: a report of 100,000 cases is never one string in memory
-            with open(part, "w", encoding="utf-8") as out:
+            with open(parts[0], "w", encoding="utf-8") as out:
                 out.writelines(pieces())
-            os.replace(part, path)
-            part = None
+            os.replace(parts[0], path)
+            parts = []
     except OSError as e:
-        if part is not None:
+        for part in parts:
             part.unlink(missing_ok=True)
         flag = "" if directory == Path("reports") else f" --report-dir {directory}"
         raise ReportError(
@@ -81,13 +101,45 @@ def write_files(directory: Path, files: dict[Path, Callable[[], Iterable[str]]],
             hint=f"Free some space (or fix the folder), then: {again}{flag}") from None
 
 
+def _side_by_side(files: list[tuple[TextIO, Iterator[str], SharedReader]]) -> None:
+    """Write the files in turns: each as far as its reader stays within the read the
+    slowest has reached (the frontier) and one past it; then the frontier moves on (the
+    reads behind it are let go as the next is read). Every read serves every file, and at
+    most a few reads are held whatever the run's size."""
+    frontier = 0
+    going = list(files)
+    while going:
+        for entry in list(going):
+            out, pieces, reader = entry
+            while reader.read <= frontier:
+                piece = next(pieces, None)
+                if piece is None:
+                    reader.done = True
+                    going.remove(entry)
+                    break
+                out.write(piece)
+        if going:
+            frontier = min(reader.read for _, _, reader in going)
+
+
 def write_reports(result: RunResult, directory: str | Path,
                   formats: Sequence[str] | None = None) -> dict[str, Path]:
     """Write a run's reports (``formats``: names of ``RUN_REPORTS``; all by default);
-    returns format -> path."""
+    returns format -> path. A stored run's reports are written together, its results
+    read once for all of them."""
     d = Path(directory)
     chosen = {name: RUN_REPORTS[name] for name in report_formats(formats)}
     paths = {name: d / f"{result.run_id}{f.suffix}" for name, f in chosen.items()}
-    write_files(d, {paths[name]: (lambda f=f: f.pieces(result)) for name, f in chosen.items()},
-                what=f"run {result.run_id}", again=f"cycle report {result.run_id}")
+    readers: dict[Path, SharedReader] | None = None
+    runs = {name: result for name in chosen}
+    if len(chosen) > 1 and isinstance(result.source, StoredResults) \
+            and isinstance(result.cases, CaseTable):
+        shared, readers = result.source.shared(), {}
+        for name in chosen:
+            reader = readers[paths[name]] = shared.reader()
+            runs[name] = replace(result, source=reader, cases=result.cases.reading(reader))
+    write_files(d, {paths[name]: (lambda f=f, r=runs[name]: f.pieces(r))
+                    for name, f in chosen.items()},
+                what=f"run {result.run_id}", again=f"cycle report {result.run_id}",
+                side_by_side=readers)
     return paths

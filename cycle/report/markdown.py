@@ -136,26 +136,29 @@ def _lines(result: RunResult) -> Iterator[str]:
               "| --- | --- | ---: | ---: | ---: | ---: |"]
     yield from lines
     # the cases are read three times rather than held: a run of any size is written in
-    # the memory of one case (CaseStats are built from the run's figures as they are read)
+    # the memory of one case (CaseStats are built from the run's figures as they are read);
+    # the first pass notes which passed, so that each later one builds only its own
+    passed: list[str] = []
+    others: list[str] = []
     for c in result.cases.values():
+        (passed if c.status == "passed" else others).append(c.case_id)
         yield (f"| {_cell(c.name)} (`{c.case_id}`) | {c.status} | {f.score_ci(c.stats)} | "
                f"{f.score(c.stats.sd)} | {f.pct(c.pass_rate)} | {c.errors} |")
     yield ""
-    s = result.suite
-    if s.cases - s.passed:  # failed, errored, terminated
+    if others:  # failed, errored, terminated
         yield from ["## Failed and errored cases", ""]
-        for c in result.cases.values():
-            if c.status != "passed":
-                yield from [f"### {c.status.upper()}: {c.name} (`{c.case_id}`)", ""]
-                yield from _case_body(c, result)
-    if s.passed:
+        for case_id in others:
+            c = result.cases[case_id]
+            yield from [f"### {c.status.upper()}: {c.name} (`{c.case_id}`)", ""]
+            yield from _case_body(c, result)
+    if passed:
         yield from ["## Passed cases", ""]
-        for c in result.cases.values():
-            if c.status == "passed":
-                yield from ["<details>", (f"<summary>{c.name} (<code>{c.case_id}</code>): "
-                            f"{f.score_ci(c.stats)}</summary>"), ""]
-                yield from _case_body(c, result)
-                yield from ["</details>", ""]
+        for case_id in passed:
+            c = result.cases[case_id]
+            yield from ["<details>", (f"<summary>{c.name} (<code>{c.case_id}</code>): "
+                        f"{f.score_ci(c.stats)}</summary>"), ""]
+            yield from _case_body(c, result)
+            yield from ["</details>", ""]
 
 
 def iter_markdown(result: RunResult) -> Iterator[str]:

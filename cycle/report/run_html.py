@@ -186,8 +186,9 @@ def iter_run_html(result: RunResult) -> Iterator[str]:
         "<h2>Case scores</h2>",
         ('<p class="muted">How many cases scored in each band of ten (red: below the pass '
         "threshold).</p>"),
-        histogram([c.stats.mean for c in result.cases.values() if c.stats.mean is not None],
-                  result.threshold),
+        # the judged cases' means, in the cases' order: the run's figures hold them, so
+        # no pass builds every case's statistics for them (2,000 cases: about 30 ms)
+        histogram(list(result.case_means.values()), result.threshold),
         "<h2>Cases</h2>",
         ('<p class="muted">Every case: the iteration closest to its mean (its output, or the '
         "conversation when the agent did more than answer), each criterion's score and "

@@ -16,9 +16,10 @@ Opening also refuses what is not ours: a file that is not SQLite, a SQLite
 file with tables but no cycle migration record, or a store recording a
 migration this release does not know (written by a newer cycle).
 
-Opening a store that is up to date reads the record with plain SQL: importing
-sqlite_utils costs about 45 ms, a fifth of what ``cycle run`` spent starting
-beyond the SDK's own import, and only a store that needs migrating pays it.
+Opening a store that is up to date reads the record with plain SQL, and a new store is
+made with plain SQL too (``_apply_to_new``, the same tables and record sqlite_utils would
+write): importing sqlite_utils costs about 45 ms, a fifth of what ``cycle run`` spent
+starting beyond the SDK's own import, and only an older store that needs migrating pays it.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def apply_migrations(conn: sqlite3.Connection, **options: Any) -> None:
     (``options`` go to ``Migrations.apply``, e.g. ``stop_before``)."""
     if dialect_of(conn).name == "postgresql":
         _apply_on_postgres(conn, **options)
+        return
+    if not options and not dialect_of(conn).tables(conn):
+        _apply_to_new(conn)
         return
     from sqlite_utils import Database
     from sqlite_utils.migrations import Migrations
@@ -321,6 +325,32 @@ def _run(db: Database, script: str) -> None:
     for statement in script.split(";"):
         if statement.strip():
             db.execute(statement)
+
+
+#: the record table as sqlite_utils.migrations creates it, to the letter: a store made by
+#: ``_apply_to_new`` is the one sqlite_utils would have made
+_SQLITE_RECORD_TABLE = (
+    (f'CREATE TABLE "{RECORD_TABLE}" (\n   "id" INTEGER PRIMARY KEY,\n   "migration_set" TEXT,'
+     '\n   "name" TEXT,\n   "applied_at" TEXT\n)'),
+    (f'CREATE UNIQUE INDEX "idx_{RECORD_TABLE}_migration_set_name"\n    ON "{RECORD_TABLE}" '
+     '("migration_set", "name")'))
+
+
+def _apply_to_new(conn: sqlite3.Connection) -> None:
+    """A new SQLite store: every migration and its record through the connection, as
+    sqlite_utils.migrations would write them (its import and its table inspection cost a
+    new store's first run about 0.1 s of start-up; benchmarks/RESULTS.md, issue 40). The
+    caller (Store._migrate) holds the write transaction: a new store gets all of them or
+    none. An older store still migrates through sqlite_utils, which also mends a record
+    table an older sqlite_utils wrote."""
+    from datetime import UTC, datetime
+
+    for statement in _SQLITE_RECORD_TABLE:
+        conn.execute(statement)
+    for fn in MIGRATIONS:
+        fn(conn)  # type: ignore[arg-type]
+        conn.execute(f'INSERT INTO "{RECORD_TABLE}" ("migration_set", "name", "applied_at") '
+                     "VALUES (?, ?, ?)", (MIGRATION_SET, fn.__name__, str(datetime.now(UTC))))
 
 
 class _PgMigrating:

@@ -434,6 +434,83 @@ class StoredResults:
     def criterion_means(self) -> dict[str, float]:
         return self.log.criterion_means(self.run_id)
 
+    def shared(self) -> SharedReads:
+        """The run's results read once for several readers going through it side by side
+        (the reports, written together)."""
+        return SharedReads(self.log, self.run_id, self._order)
+
+
+class SharedReads:
+    """A stored run's results read once for several readers (``reader()``) that go
+    through the run's cases in its order side by side, as its reports are written
+    together: each read of ``CASES_READ`` cases serves every reader, and a read is let go
+    once every reader still reading (not ``done``) has passed it, so a few reads' cases
+    are held whatever the run's size. Written one after the other, the four reports read
+    the run four times (benchmarks/RESULTS.md, issue 40)."""
+
+    def __init__(self, log: RunLog, run_id: str, order: list[str]) -> None:
+        self.log = log
+        self.run_id = run_id
+        self.order = order
+        self.at = {c: i for i, c in enumerate(order)}
+        #: read number -> its cases' results
+        self.held: dict[int, dict[str, list[IterationResult]]] = {}
+        self.readers: list[SharedReader] = []
+
+    def reader(self) -> SharedReader:
+        reader = SharedReader(self)
+        self.readers.append(reader)
+        return reader
+
+    def read(self, number: int) -> dict[str, list[IterationResult]]:
+        if number not in self.held:
+            # the reads every reader still reading is past are let go first
+            slowest = min((r.read for r in self.readers if not r.done), default=number)
+            for passed in [n for n in self.held if n < slowest]:
+                del self.held[passed]
+            self.held[number] = self.log.load_cases(
+                self.run_id, self.order[number * CASES_READ:(number + 1) * CASES_READ])
+        return self.held[number]
+
+
+class SharedReader:
+    """One reader of ``SharedReads`` (a run's results source, as ``StoredResults``):
+    ``read`` is the number of the shared read its cases in order last came from. Asked
+    for a case behind that, not the one after the last (a jump back), it takes it from a
+    shared read still held, else reads that one case alone (never a hundred to use one)."""
+
+    def __init__(self, shared: SharedReads) -> None:
+        self.shared = shared
+        self.read = 0
+        #: it reads no more (its report is written)
+        self.done = False
+        self._last: int | None = None
+        self._own: dict[str, list[IterationResult]] = {}
+
+    def of(self, case_id: str) -> list[IterationResult]:
+        shared = self.shared
+        at = shared.at.get(case_id)
+        after_last = at is not None and (self._last is None or at == self._last + 1)
+        self._last = at
+        if case_id in self._own:
+            return self._own[case_id]
+        if at is not None:
+            number = at // CASES_READ
+            # in order: a case in this shared read or one ahead (a pass that skips cases,
+            # as a report's failed ones: the others read every case, so the read is
+            # theirs too), or the one after the last in an earlier read (a second pass).
+            # A reader ahead waits for the others (_side_by_side), so each holds one read
+            in_order = after_last or number >= self.read
+            if in_order:
+                self.read = number
+            if in_order or number in shared.held:
+                return shared.read(number)[case_id]
+        self._own = shared.log.load_cases(shared.run_id, [case_id])
+        return self._own[case_id]
+
+    def criterion_means(self) -> dict[str, float]:
+        return self.shared.log.criterion_means(self.shared.run_id)
+
 
 class CallRecorder:
     """A bus subscriber that records ``ModelCalled`` events as rows of ``calls``.

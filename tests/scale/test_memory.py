@@ -113,6 +113,36 @@ def test_writing_the_reports_holds_a_few_cases_at_a_time(tmp_path: Path, monkeyp
     store.close()
 
 
+def test_the_reports_read_a_stored_run_once_for_all_four(store_target, tmp_path: Path,
+                                                        monkeypatch):
+    """The four reports are written together, each read of the store serving all of them
+    (written one after the other, they read the run four times), and they are the files
+    each writes alone; on both backends."""
+    from cycle.store.runs import RunLog
+
+    store = Store.open(store_target)
+    run = load_run(store.runs, _run(store, 200).run_id)
+    monkeypatch.setattr("cycle.store.runs.CASES_READ", 10)
+    reads: list[int] = []
+    load_cases = RunLog.load_cases
+
+    def counted(self: RunLog, run_id: str, case_ids: list[str]) -> Any:
+        reads.append(len(case_ids))
+        return load_cases(self, run_id, case_ids)
+
+    monkeypatch.setattr(RunLog, "load_cases", counted)
+    together = write_reports(run, tmp_path / "together")
+    # 20 reads of 10 for the cases in order; the Markdown report's failed cases, every
+    # third one, come out of those reads; its passed cases, read in a second pass, are
+    # two of every three: the first after a failed one alone, then the next with it
+    assert sum(reads) < 2 * 200 * 2, reads
+    assert reads.count(10) <= 2 * 20, reads
+    for name, path in together.items():
+        alone = write_reports(load_run(store.runs, run.run_id), tmp_path / name, [name])
+        assert path.read_text() == alone[name].read_text(), name
+    store.close()
+
+
 def _case_file(path: Path, n: int) -> Path:
     path.write_text("".join(
         f"- id: c{i}\n  tags: [t{i % 7}]\n  input: {{question: 'What is {i}?', n: {i}}}\n"
