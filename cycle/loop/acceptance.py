@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 from msgspec import Struct, field
@@ -230,20 +230,8 @@ def _decide_scores(
     alpha: float,
 ) -> AcceptanceDecision:
     """``decide`` on the paired per-case scores alone."""
-    from cycle.stats import t_quantile
-
-    before, after = paired_scores(incumbent, candidate)
-    common = sorted(before)
-    stats = floored_difference(before, after) if common else None
-    delta = _finite(stats.mean) if stats else None
-    low = _finite(stats.ci_low) if stats else None
-    high = _finite(stats.ci_high) if stats else None
-    bound = None
-    if stats is not None and stats.n >= 2 and delta is not None and stats.sd is not None:
-        bound = delta - t_quantile(1 - alpha, stats.n - 1) * stats.sd / math.sqrt(stats.n)
-    diffs = {k: after[k] - before[k] for k in common}
-    seen = _mean([d for k, d in diffs.items() if k not in held_out]) if held_out else None
-    unseen = _mean([d for k, d in diffs.items() if k in held_out]) if held_out else None
+    common, delta, low, high, bound, seen, unseen = paired_difference(
+        incumbent, candidate, alpha=alpha, held_out=held_out)
 
     def verdict(ok: bool, because: str, *, inconclusive: bool = False,
                 regressions: tuple[str, ...] = ()) -> AcceptanceDecision:
@@ -301,6 +289,44 @@ def paired_scores(incumbent: Evaluation, candidate: Evaluation
     ids = ran_in_both - (incumbent.errored_cases & candidate.errored_cases)
     return ({k: incumbent.case_scores.get(k, 0.0) for k in ids},
             {k: candidate.case_scores.get(k, 0.0) for k in ids})
+
+
+class PairedDifference(NamedTuple):
+    """The paired per-case score difference (candidate minus incumbent) a rule decides on."""
+
+    #: the cases paired (paired_scores), sorted
+    common: list[str]
+    delta: float | None
+    #: its two-sided 95% interval
+    low: float | None
+    high: float | None
+    #: its one-sided lower bound at the decision's alpha (None: under two cases)
+    bound: float | None
+    #: its mean over the cases shown to the improver, and over the held-out ones (None:
+    #: nothing held out)
+    seen: float | None
+    unseen: float | None
+
+
+def paired_difference(incumbent: Evaluation, candidate: Evaluation, *, alpha: float,
+                      held_out: set[str] | frozenset[str]) -> PairedDifference:
+    """The figures of the paired score difference, the standard deviation floored
+    (floored_difference), the bound by Student's t at one-sided ``alpha``."""
+    from cycle.stats import t_quantile
+
+    before, after = paired_scores(incumbent, candidate)
+    common = sorted(before)
+    stats = floored_difference(before, after) if common else None
+    delta = _finite(stats.mean) if stats else None
+    bound = None
+    if stats is not None and stats.n >= 2 and delta is not None and stats.sd is not None:
+        bound = delta - t_quantile(1 - alpha, stats.n - 1) * stats.sd / math.sqrt(stats.n)
+    diffs = {k: after[k] - before[k] for k in common}
+    return PairedDifference(
+        common, delta, _finite(stats.ci_low) if stats else None,
+        _finite(stats.ci_high) if stats else None, bound,
+        _mean([d for k, d in diffs.items() if k not in held_out]) if held_out else None,
+        _mean([d for k, d in diffs.items() if k in held_out]) if held_out else None)
 
 
 def floored_difference(before: dict[str, float], after: dict[str, float]) -> Stats:

@@ -29,7 +29,6 @@ reports show.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -40,16 +39,11 @@ from cycle.loop.acceptance import (
     AcceptanceDecision,
     AcceptanceRule,
     Evaluation,
-    floored_difference,
-    paired_scores,
+    paired_difference,
 )
 from cycle.records import Prompt, Suggestion
 
 Objective = Literal["score", "cost"]
-
-
-def _finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
 
 
 def _fmt(x: float | None) -> str:
@@ -92,22 +86,8 @@ def decide_cheaper(
     (``significant``) the one-sided bound of its paired score difference at ``alpha`` is
     above ``-margin``; ``improved``: its mean difference is above ``-margin``; ``always``:
     accepted."""
-    from cycle.stats import t_quantile
-
-    before, after = paired_scores(incumbent, candidate)
-    common = sorted(before)
-    stats = floored_difference(before, after) if common else None
-    delta = _finite(stats.mean) if stats else None
-    low = _finite(stats.ci_low) if stats else None
-    high = _finite(stats.ci_high) if stats else None
-    bound = None
-    if stats is not None and stats.n >= 2 and delta is not None and stats.sd is not None:
-        bound = delta - t_quantile(1 - alpha, stats.n - 1) * stats.sd / math.sqrt(stats.n)
-    diffs = {k: after[k] - before[k] for k in common}
-    seen_d = [d for k, d in diffs.items() if k not in held_out]
-    unseen_d = [d for k, d in diffs.items() if k in held_out]
-    seen = sum(seen_d) / len(seen_d) if held_out and seen_d else None
-    unseen = sum(unseen_d) / len(unseen_d) if held_out and unseen_d else None
+    common, delta, low, high, bound, seen, unseen = paired_difference(
+        incumbent, candidate, alpha=alpha, held_out=held_out)
     costs = paired_costs(incumbent, candidate)
     cost_delta = costs[1] - costs[0] if costs else None
 
