@@ -22,7 +22,11 @@ QUICKSTART = ROOT / "examples" / "quickstart"
 # The real CLI in a subprocess, on the offline model made a little slow (30 ms a call)
 # so that a round is long enough to be killed in the middle of it.
 WRAPPER = '''
-import asyncio, sys
+import asyncio, signal, sys
+# a suite started in the background of a non-interactive shell ignores SIGINT, and this
+# process inherits that: Python then installs no KeyboardInterrupt, and Ctrl-C would be a
+# signal the cycle never hears (as for any program started that way)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from cycle.testing.offline import OfflineAPI
 from cycle.llm.registry import register_provider
 
