@@ -462,9 +462,8 @@ def report_cycle(result: CycleResult, store_path: Path, report_dir: Path,
     where the report is, and how to undo a head move."""
     from cycle.records import HEAD
     from cycle.report.cycle_report import (
+        console_lines,
         cycle_report_dict,
-        lineage_lines,
-        pairwise_lines,
         round_lines,
         write_cycle_report,
     )
@@ -473,7 +472,7 @@ def report_cycle(result: CycleResult, store_path: Path, report_dir: Path,
     with Store.open(store_path) as store:
         data = cycle_report_dict(store, result.cycle_id)
         paths = write_cycle_report(store, result.cycle_id, report_dir, formats, data=data)
-        tree = lineage_lines(store, result.cycle_id) + pairwise_lines(store, result.cycle_id)
+        tree = console_lines(data)
         head = store.labels(result.prompt_id).get(HEAD)
     initial = "—" if result.initial_score is None else f"{result.initial_score:.1f}"
     final = "—" if result.final_score is None else f"{result.final_score:.1f}"

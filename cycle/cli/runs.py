@@ -181,16 +181,17 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
     from cycle.cli.run import _show_run, with_judge_note
     from cycle.evals.results import load_run
     from cycle.report import write_reports
-    from cycle.report.cycle_report import lineage_lines, pairwise_lines, write_cycle_report
+    from cycle.report.cycle_report import console_lines, cycle_report_dict, write_cycle_report
     from cycle.store import Store
 
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     with Store.open(obj.store_path(base), create=False) as store:
         if run_id.startswith("c-") and store.runs.get(run_id) is None:
             cycle_id = store.cycles.get(run_id).id
-            paths = {} if report_dir is None else write_cycle_report(store, cycle_id, report_dir)
-            for line in [] if as_json else (lineage_lines(store, cycle_id)
-                                            + pairwise_lines(store, cycle_id)):
+            data = cycle_report_dict(store, cycle_id)
+            paths = {} if report_dir is None else write_cycle_report(store, cycle_id, report_dir,
+                                                                     data=data)
+            for line in [] if as_json else console_lines(data):
                 click.echo(line)
             for kind, path in paths.items():
                 click.echo(f"{kind + ' report':16} {path}")

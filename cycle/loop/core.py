@@ -964,17 +964,18 @@ class Loop:
         if not pairwise or rule == "always" or self.judge.model is None:
             return decide(rule, before_e, after_e, required=self.required_cases,
                           held_out=self.settings.held_out, alpha=alpha)
-        from cycle.loop.preference import compare_runs, scored_only
+        from cycle.loop.preference import judged, preferences, scored_only
 
-        tests = await compare_runs(
-            self.judge.model, pairwise, before, after,
+        old, new = judged(before), judged(after)  # each run read once for both uses
+        tests = await preferences(
+            self.judge.model, pairwise, before, after, old, new,
             expected={c.id: c.expected for c in self.cases},
             scope=CallScope(cycle_id=self.cycle_id, round=round_no),
             concurrency=self.settings.concurrency)
         if absolute:
             leave_out = {c.id for c in pairwise}
-            before_e = scored_only(before_e, before, leave_out)
-            after_e = scored_only(after_e, after, leave_out)
+            before_e = scored_only(before_e, old, leave_out)
+            after_e = scored_only(after_e, new, leave_out)
         return decide(rule, before_e, after_e, required=self.required_cases,
                       held_out=self.settings.held_out, alpha=alpha, pairwise=tests,
                       absolute=bool(absolute))
@@ -1121,10 +1122,10 @@ class Loop:
                 f"continue: {self._resume_command()}")
         before_e, after_e = evaluation_of(before, base.version), evaluation_of(after, candidate.version)
         if pairwise:
-            from cycle.loop.preference import scored_only
+            from cycle.loop.preference import judged, scored_only
 
-            before_e = scored_only(before_e, before, pairwise)
-            after_e = scored_only(after_e, after, pairwise)
+            before_e = scored_only(before_e, judged(before), pairwise)
+            after_e = scored_only(after_e, judged(after), pairwise)
         a, b = paired_scores(before_e, after_e)
         gain = corrected_gain([b[k] - a[k] for k in a], errors[before.run_id], errors[after.run_id],
                               llm, sum(c.weight for c in self.judge.criteria if c.id not in pairwise),

@@ -40,18 +40,20 @@ def judged(result: RunResult) -> dict[str, dict[int, IterationResult]]:
     return out
 
 
-async def compare_runs(
+async def preferences(
     model: Model,
     criteria: Sequence[Criterion],
     before: RunResult,
     after: RunResult,
+    old: Mapping[str, Mapping[int, IterationResult]],
+    new: Mapping[str, Mapping[int, IterationResult]],
     *,
     expected: Mapping[str, Any],
     scope: CallScope,
     concurrency: int = 8,
 ) -> tuple[PairwiseTest, ...]:
-    """Each pairwise criterion's comparison of ``after`` (the candidate) with ``before``."""
-    old, new = judged(before), judged(after)
+    """Each pairwise criterion's comparison of ``after`` (the candidate) with ``before``;
+    ``old`` and ``new``: their judged results (``judged``), read once by the caller."""
     gate = asyncio.Semaphore(max(1, concurrency))
     sample = f"{before.run_id}|{after.run_id}"
 
@@ -87,11 +89,13 @@ def _test(criterion: str, pairs: Sequence[Pair], won: Iterable[str], lost: Itera
         p_value=sign_test_greater(wins, losses))
 
 
-def scored_only(evaluation: Evaluation, result: RunResult, leave_out: set[str]) -> Evaluation:
+def scored_only(evaluation: Evaluation, results: Mapping[str, Mapping[int, IterationResult]],
+                leave_out: set[str]) -> Evaluation:
     """``evaluation`` with each case's score the weighted mean of the criteria not in
-    ``leave_out`` (the pairwise ones: their comparison decides for them)."""
+    ``leave_out`` (the pairwise ones: their comparison decides for them); ``results``:
+    the run's judged results (``judged``)."""
     means: dict[str, float] = {}
-    for case_id, iterations in judged(result).items():
+    for case_id, iterations in results.items():
         scores = [weighted_score([(v.score, v.weight) for v in r.verdicts
                                   if v.criterion_id not in leave_out]) for r in iterations.values()]
         if scores:

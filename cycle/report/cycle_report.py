@@ -137,23 +137,16 @@ def cycle_report_dict(store: Store, cycle_id: str) -> dict[str, Any]:
     }
 
 
-def pairwise_lines(store: Store, cycle_id: str) -> list[str]:
-    """The rounds' pairwise comparisons as the console shows them (none: scores decided)."""
-    return f.pairwise_lines([{"round": r.round, "stage": r.stage, "pairwise": r.pairwise}
-                             for r in store.cycles.get_rounds(cycle_id)])
-
-
-def lineage_lines(store: Store, cycle_id: str) -> list[str]:
-    """A population's lineage as the console shows it, a compact tree (none for a chain);
-    a cost cycle's versions with their score and cost, and the frontier."""
-    from cycle.loop.lineage import lineage_of
+def console_lines(data: dict[str, Any]) -> list[str]:
+    """What the console adds after a cycle's rounds, from its ``cycle_report_dict``: a
+    population's lineage as a compact tree, a cost cycle's versions with their score and
+    cost and the frontier, and the rounds' pairwise comparisons (none of them for a chain
+    that scores decided)."""
     from cycle.report import costs, lineage
 
-    found = lineage_of(store, cycle_id)
-    lines = lineage.console(found.to_dict()) if found.population > 1 else []
-    cycle = store.cycles.get(cycle_id)
-    priced = costs.score_and_cost(store, cycle, store.cycles.get_rounds(cycle_id))
-    return lines + (costs.console(priced) if priced else [])
+    return ((lineage.console(data["lineage"]) if data["lineage"] else [])
+            + (costs.console(data["costs"]) if data["costs"] else [])
+            + f.pairwise_lines(data["rounds"]))
 
 
 def round_lines(data: dict[str, Any]) -> list[str]:

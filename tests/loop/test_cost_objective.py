@@ -227,7 +227,7 @@ def test_cost_settings_are_checked_with_clear_errors(cost_world) -> None:
 
 def test_the_reports_show_each_version_s_score_and_cost_and_the_frontier(
         cost_world, store, tmp_path) -> None:
-    from cycle.report.cycle_report import lineage_lines, write_cycle_report
+    from cycle.report.cycle_report import console_lines, cycle_report_dict, write_cycle_report
 
     def improver(messages, tools, config):  # round 2: cheaper; round 3: cheaper, worse
         calls.append(1)
@@ -253,7 +253,7 @@ def test_the_reports_show_each_version_s_score_and_cost_and_the_frontier(
     assert "<h2>Score and cost</h2>" in html and "frontier, final" in html
     data = json.loads(paths["json"].read_text())
     assert [v["frontier"] for v in data["costs"]["versions"]] == [False, False, True, True]
-    console = lineage_lines(store, result.cycle_id)
+    console = console_lines(cycle_report_dict(store, result.cycle_id))
     assert console[0].startswith("score and cost")
     assert "[frontier, final]" in console[-2] and "tariff:small" in console[-2]
 
