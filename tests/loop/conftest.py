@@ -49,27 +49,29 @@ def suggestion(value: str, *, current: str = "", type: str = "system_prompt", pr
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[Callable[..., LoadedConfig]]:
-    """``world(improver_outputs, improve={...}, cases=4, iterations=2)`` -> a LoadedConfig."""
+    """``world(improver_outputs, improve={...}, cases=4, iterations=2)`` -> a LoadedConfig
+    (``required``: c1 is a required case; ``config``: more cycle.yaml keys)."""
 
     def make(improver: list[Any] | Callable[..., Any], *, improve: dict[str, Any] | None = None,
              cases: int = 4, iterations: int = 2, system: str = "You help customers.",
-             judge: str = "scripted:judge") -> LoadedConfig:
+             judge: str = "scripted:judge", agent: str = "scripted:agent", required: bool = True,
+             config: dict[str, Any] | None = None) -> LoadedConfig:
         script("agent", agent_answer)
         script("judge", judge_answer)
         script("improver", improver)
         (tmp_path / "prompt.yaml").write_text(json.dumps(
             {"id": "support", "system": system, "user_template": "{{ input }}"}))
         (tmp_path / "cases.yaml").write_text(json.dumps(
-            [{"id": f"c{i}", "input": f"case {i}", "tags": ["required"] if i == 1 else []}
+            [{"id": f"c{i}", "input": f"case {i}",
+              **({"tags": ["required"] if i == 1 else []} if required else {})}
              for i in range(1, cases + 1)]))
-        config = {
-            "prompt": "prompt.yaml", "agent": "scripted:agent", "judge": judge,
+        (tmp_path / "cycle.yaml").write_text(json.dumps({
+            "prompt": "prompt.yaml", "agent": agent, "judge": judge,
             "improver": "scripted:improver",
             "criteria": [{"id": "quality", "rubric": "Uses the right keywords."}],
             "cases": ["cases.yaml"], "run": {"iterations": iterations, "concurrency": 4},
-            "improve": improve or {},
-        }
-        (tmp_path / "cycle.yaml").write_text(json.dumps(config))
+            "improve": improve or {}, **(config or {}),
+        }))
         return load_config(tmp_path / "cycle.yaml")
 
     yield make

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
@@ -19,9 +18,9 @@ from cycle.llm.registry import register_provider
 from cycle.loop.review import AutoReviewer
 from cycle.records import Usage
 from cycle.store import Store
-from cycle.testing import ScriptedAPI, clear_scripts, script
+from cycle.testing import ScriptedAPI, script
 
-from .conftest import agent_answer, judge_answer, suggestion
+from .conftest import agent_answer, suggestion
 
 FILLER = "Please be courteous, calm, careful, thorough and kind in every single reply."
 SYSTEM = f"You help customers. {FILLER} Always say sorry. Always say order. Always say thanks."
@@ -44,32 +43,20 @@ register_provider("tariff", TariffAPI)
 
 
 @pytest.fixture
-def cost_world(tmp_path: Path):
+def cost_world(world):
     """``cost_world(improver, improve={...}, agent='tariff:big')`` -> a LoadedConfig of
-    eight cases, two iterations each."""
+    eight cases (none required), two iterations each (conftest's world, priced)."""
 
     def make(improver, *, improve=None, agent="tariff:big", cases=8, system=SYSTEM):
+        loaded = world(improver, improve={"objective": "cost", "margin": 2, **(improve or {})},
+                       cases=cases, system=system, agent=agent, required=False, config={
+                           "pricing": {"big": {"input": 10, "output": 10},
+                                       "small": {"input": 1, "output": 1}}})
         for name in ("big", "small"):
             script(name, agent_answer)
-        script("agent", agent_answer)
-        script("judge", judge_answer)
-        script("improver", improver)
-        (tmp_path / "prompt.yaml").write_text(json.dumps(
-            {"id": "support", "system": system, "user_template": "{{ input }}"}))
-        (tmp_path / "cases.yaml").write_text(json.dumps(
-            [{"id": f"c{i}", "input": f"case {i}"} for i in range(1, cases + 1)]))
-        (tmp_path / "cycle.yaml").write_text(json.dumps({
-            "prompt": "prompt.yaml", "agent": agent, "judge": "scripted:judge",
-            "improver": "scripted:improver",
-            "criteria": [{"id": "quality", "rubric": "Uses the right keywords."}],
-            "cases": ["cases.yaml"], "run": {"iterations": 2, "concurrency": 4},
-            "pricing": {"big": {"input": 10, "output": 10}, "small": {"input": 1, "output": 1}},
-            "improve": {"objective": "cost", "margin": 2, **(improve or {})},
-        }))
-        return load_config(tmp_path / "cycle.yaml")
+        return loaded
 
-    yield make
-    clear_scripts()
+    return make
 
 
 def run(loaded, store, *, bus=None, resume=None):
