@@ -10,6 +10,8 @@ error into one ``ConfigError`` naming the file, the line and the field.
 from __future__ import annotations
 
 import difflib
+import itertools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -430,3 +432,40 @@ def relocate(
     if error.file or error.field:  # drop the old "where: " prefix ConfigError added
         message = message.split(": ", 1)[-1]
     return ConfigError(message, file=file, line=line, field=field or error.field, hint=error.hint)
+
+
+def round_trip(text: str) -> tuple[Any, Any]:
+    """ruamel.yaml's round trip of ``text`` (a YAML object and the loaded data) set up to
+    write it back as it was written: quotes kept, no line folded, and the indentation of
+    its nested mappings and of its block sequences' dashes (ruamel writes ``- item`` at
+    the parent key's column otherwise) read off the text."""
+    from ruamel.yaml import YAML
+
+    mapping, offset = _indents(text)
+    rt = YAML()
+    rt.preserve_quotes = True
+    rt.width = 1 << 30  # never fold: a text must come back exactly
+    rt.indent(mapping=mapping, sequence=offset + 2, offset=offset)
+    return rt, rt.load(text)
+
+
+#: a line that is a mapping's key with its value on the lines below (a comment may follow)
+_OPENS_BLOCK = re.compile(r"^\s*[^\s#-][^#]*:\s*(#.*)?$")
+
+
+def _indents(text: str) -> tuple[int, int]:
+    """How far a nested mapping is indented under its key (default 2), and a block
+    sequence's dash under its key (default 0): the first of each in ``text``."""
+    mapping = offset = None
+    lines = [x for x in text.splitlines() if x.strip() and not x.lstrip().startswith("#")]
+    for above, below in itertools.pairwise(lines):
+        if not _OPENS_BLOCK.match(above):
+            continue
+        step = (len(below) - len(below.lstrip())) - (len(above) - len(above.lstrip()))
+        if below.lstrip().startswith("- "):
+            offset = step if offset is None and step >= 0 else offset
+        elif step > 0 and mapping is None:
+            mapping = step
+        if mapping is not None and offset is not None:
+            break
+    return mapping or 2, offset or 0

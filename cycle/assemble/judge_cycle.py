@@ -5,8 +5,13 @@ that improves the judge prompt (``cycle-judge``), the cycle's own loop unchanged
   shows the run's case input, the output judged, the reference and the criterion; its
   expected is people's verdict (cycle.judge.alignment.people_verdict).
 - **The agent** is the judge prompt under improvement on that output, with the criterion's
-  rubric from cycle.yaml: the messages a run's judge sends, one call
-  (cycle.judge.judge_agent.JudgeAgent).
+  rubric: the messages a run's judge sends, one call (cycle.judge.judge_agent.JudgeAgent).
+- **The rubrics** are improved with the prompt: the cycle starts from the judge prompt's
+  head carrying cycle.yaml's rubric of each criterion learnt (``Prompt.rubrics``; saved
+  off head as a version of its own when head does not carry them, standing for head), so
+  the improver may edit a rubric like any other part of the prompt. A run's judge reads
+  its rubrics from cycle.yaml: a confirmed rubric edit is written back there
+  (cycle.assemble.rubric_file) by the command, after the cycle.
 - **The score** is the agreement of its verdict with people's (a check, no model:
   cycle.judge.alignment); a labelled output counts as agreed at 75.
 - **Held out**: ``held_out`` of the labelled outputs, stratified over people's verdict and
@@ -39,7 +44,7 @@ from cycle.events import EventBus
 from cycle.improve.improver import Improver, ensure_improver_prompt
 from cycle.judge import Judge
 from cycle.judge.alignment import AGREED_AT, CHECK, Figures, figures, people_verdict, verdict_of
-from cycle.judge.criteria import Criterion, CriterionConfig, merge, resolve
+from cycle.judge.criteria import Criterion, CriterionConfig, merge, resolve, rubric_of
 from cycle.judge.judge_agent import JudgeAgent, JudgedOutput
 from cycle.judge.llm_judge import judge_prompt_in
 from cycle.llm.budget import Budget
@@ -71,6 +76,8 @@ class LabelledSet(Struct):
     held_out: frozenset[str]
     #: labelled outputs left out, by why
     left_out: dict[str, int]
+    #: cycle.yaml's rubric of each criterion learnt (cycle.judge.criteria.rubric_of)
+    rubrics: dict[str, str]
 
 
 def case_id(case: str, iteration: int, criterion: str) -> str:
@@ -114,6 +121,7 @@ def labelled_set(store: Store, loaded: LoadedConfig, run_id: str, *, held_out: f
     results = {(r.case_id, r.iteration): r for rs in store.runs.load_cases(
         run_id, sorted({k[0] for k in by_output})).values() for r in rs} if by_output else {}
     resolved: dict[str, Criterion] = {}
+    rubrics: dict[str, str] = {}
     cases: list[TestCase] = []
     outputs: dict[str, JudgedOutput] = {}
     strata: dict[str, tuple[bool, bool | None]] = {}
@@ -124,6 +132,7 @@ def labelled_set(store: Store, loaded: LoadedConfig, run_id: str, *, held_out: f
             continue
         source = configured.get(case)
         criterion = _criterion(llm, source, cid, c.pass_threshold, resolved)
+        rubrics[cid] = rubric_of(llm[cid])[1]
         if criterion.per_turn:
             left_out["judged per turn"] = left_out.get("judged per turn", 0) + 1
             continue
@@ -136,7 +145,9 @@ def labelled_set(store: Store, loaded: LoadedConfig, run_id: str, *, held_out: f
             "criterion": cid}, expected=people))
         outputs[cid_] = JudgedOutput(criterion=criterion, input=shown_input,
                                      output=result.output, expected=reference,
-                                     trace=result.trace)
+                                     trace=result.trace,
+                                     config=_rubric_config(llm[cid], source),
+                                     threshold=c.pass_threshold)
         strata[cid_] = (people["passed"], stored_judge[(case, iteration, cid)])
     chosen = split(strata, held_out, seed)
     seen = len(cases) - len(chosen)
@@ -152,7 +163,7 @@ def labelled_set(store: Store, loaded: LoadedConfig, run_id: str, *, held_out: f
             hint=f"cycle judge sample {run_id} --n {more}, label them, then cycle judge "
             f"labels import FILE (or label in the TUI: cycle judge label {run_id}).")
     return LabelledSet(run_id=run_id, cases=cases, outputs=outputs, held_out=chosen,
-                       left_out=left_out)
+                       left_out=left_out, rubrics=rubrics)
 
 
 def _config_cases(loaded: LoadedConfig, ids: set[str]) -> dict[str, TestCase]:
@@ -173,6 +184,17 @@ def _criterion(llm: dict[str, CriterionConfig], case: TestCase | None, cid: str,
         return cache[cid]
     return resolve(next(x for x in merge(list(llm.values()), case.criteria) if x.id == cid),
                    threshold=threshold)
+
+
+def _rubric_config(suite: CriterionConfig, case: TestCase | None) -> CriterionConfig | None:
+    """The criterion's entry as the case's judge reads it, whose rubric the carried one
+    replaces; None when the case sets its own rubric (or description): it keeps it."""
+    own = next((x for x in case.criteria if x.id == suite.id), None) if case else None
+    if own is None:
+        return suite
+    if own.model_fields_set & {"rubric", "description"}:
+        return None
+    return next(x for x in merge([suite], [own]) if x.id == suite.id)
 
 
 def split(strata: dict[str, tuple[bool, bool | None]], fraction: float,
@@ -347,7 +369,8 @@ def build_judge_loop(
 
     def start() -> Version:
         _, version = judge_prompt_in(store)  # the judge later runs would use
-        return store.get_version(JUDGE_PROMPT_ID, version)
+        return carrying_rubrics(store, store.get_version(JUDGE_PROMPT_ID, version),
+                                labelled.rubrics)
 
     def agent_for(prompt: Prompt) -> JudgeAgent:
         return JudgeAgent(prompt, models(judge_name, "judge"), labelled.outputs,
@@ -380,7 +403,49 @@ def build_judge_loop(
                 "judge": "agreement with people's labels", "improver": improver_name},
         run_config={"judge_improve": about, "config_path": str(loaded.path)},
         closers=[improver_model.aclose],
+        head_of_start=lambda v: stands_for(store, v),
     )
+
+
+#: the message of a judge prompt version saved to carry cycle.yaml's rubrics
+CARRIES_RUBRICS = "cycle.yaml's rubrics, carried for cycle judge improve"
+
+
+def carrying_rubrics(store: Store, head: Version, rubrics: dict[str, str]) -> Version:
+    """``head`` when it carries exactly ``rubrics``, else the version that does: head's
+    prompt with them, saved off head (runs read the rubrics from cycle.yaml, so head need
+    not move), standing for head (``stands_for``)."""
+    if head.prompt.rubrics == rubrics:
+        return head
+    from cycle.authors import LOOP, on_behalf
+
+    return store.save_version(head.prompt.model_copy(update={"rubrics": rubrics}),
+                              parent=head.version, move_head=False, source="manual",
+                              message=CARRIES_RUBRICS, author=on_behalf(LOOP))
+
+
+def stands_for(store: Store, start: Version) -> str:
+    """The version head is at that ``start`` stands for: head, when its prompt is
+    ``start``'s but for the rubrics (what a run's judge sends is the same); else ``start``
+    itself (head was moved elsewhere: the cycle leaves it)."""
+    head = store.resolve(JUDGE_PROMPT_ID)
+
+    def bare(v: Version) -> str:
+        return v.prompt.model_copy(update={"rubrics": {}}).content_hash
+
+    return head.version if bare(head) == bare(start) else start.version
+
+
+def learnt_rubrics(store: Store, result: CycleResult) -> dict[str, tuple[str, str]]:
+    """The rubrics the cycle changed, by criterion: (the rubric it started from, the
+    learnt one); none unless head is at the version the cycle ended on."""
+    if result.final_version == result.initial_version or \
+            store.resolve(JUDGE_PROMPT_ID).version != result.final_version:
+        return {}
+    before = store.get_version(JUDGE_PROMPT_ID, result.initial_version).prompt.rubrics
+    after = store.get_version(JUDGE_PROMPT_ID, result.final_version).prompt.rubrics
+    return {cid: (before[cid], text) for cid, text in after.items()
+            if cid in before and before[cid] != text}
 
 
 class HeldOut(Struct, frozen=True):
@@ -415,6 +480,11 @@ def held_out_figures(store: Store, result: CycleResult, labelled: LabelledSet) -
     after = measured(result.final_version)
     if before is None or after is None:
         return None
-    return HeldOut(before=before[0], after=after[0], before_version=result.initial_version,
-                   after_version=result.final_version, before_run=before[1],
+    # the start carrying cycle.yaml's rubrics is, for a run's judge, the head it stands for
+    def shown(version: str) -> str:
+        return result.head_before or version if version == result.initial_version else version
+
+    return HeldOut(before=before[0], after=after[0],
+                   before_version=shown(result.initial_version),
+                   after_version=shown(result.final_version), before_run=before[1],
                    after_run=after[1])

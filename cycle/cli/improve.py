@@ -489,8 +489,10 @@ def report_cycle(result: CycleResult, store_path: Path, report_dir: Path,
     for n, path in enumerate(paths.values()):
         click.echo(f"{'report:' if n == 0 else '':8}{path}")
     # only while head is still where the cycle left it (the TUI may have rolled it back)
-    if result.final_version != result.initial_version and head == result.final_version:
-        click.echo(f"undo with: cycle rollback {result.prompt_id} --to {result.initial_version}"
+    before = result.head_before or result.initial_version
+    if result.final_version not in (result.initial_version, before) and \
+            head == result.final_version:
+        click.echo(f"undo with: cycle rollback {result.prompt_id} --to {before}"
                    f"{store_flag(store_path)}")
 
 

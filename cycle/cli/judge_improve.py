@@ -14,12 +14,14 @@ import click
 
 from cycle.cli import FiniteFloat, store_of
 from cycle.cli.improve import cycle_options, event_bus
+from cycle.records import JUDGE_PROMPT_ID
 from cycle.words import plural
 
 if TYPE_CHECKING:
     from cycle import events as ev
     from cycle.assemble import ImproveConfig, LoadedConfig
     from cycle.assemble.judge_cycle import HeldOut
+    from cycle.assemble.rubric_file import RubricWrite
     from cycle.judge.alignment import Figures
     from cycle.llm.cache import ResponseCache
     from cycle.loop import Loop
@@ -70,7 +72,8 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
     fresh samples are cycle improve's; a share of the labels is held out and the
     agreement on them reported before and after. A confirmed judge prompt becomes head
     of cycle-judge, which later runs judge with (undo: cycle rollback
-    cycle-judge --to VERSION).
+    cycle-judge --to VERSION). Each criterion's rubric is improved with it: a confirmed
+    rubric edit is written back to CONFIG, its comments and layout kept.
     """
     import sys
 
@@ -86,7 +89,6 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
     from cycle.cli import load_env
     from cycle.cli.improve import _choose_review, report_cycle, run_cycle
     from cycle.cli.run import say_overrides
-    from cycle.records import JUDGE_PROMPT_ID
     from cycle.store import Store
 
     given = {k: v for k, v in {"judge": judge_model, "improver": improver_model,
@@ -147,12 +149,18 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
             if sink.failed:
                 click.echo(f"warning: {sink.failed}", err=True)
     report_cycle(outcome, store_path, report_dir or loaded.report_dir, loaded.report_formats)
-    from cycle.assemble.judge_cycle import held_out_figures
+    from cycle.assemble.judge_cycle import held_out_figures, learnt_rubrics
+    from cycle.assemble.rubric_file import write_rubrics
 
     with Store.open(store_path) as store:
         figures = held_out_figures(store, outcome, labelled)
+        learnt = learnt_rubrics(store, outcome)
     if figures is not None:
         click.echo(_held_out_line(figures))
+    if learnt:
+        for line in rubric_lines(write_rubrics(loaded.path, learnt), loaded.path,
+                                 outcome.final_version):
+            click.echo(line)
 
 
 def _dry_run(loaded: LoadedConfig, run_id: str, *, criteria: tuple[str, ...],
@@ -204,6 +212,19 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
          f"improver {calls['improver'][0]} to {calls['improver'][1]}"),
         *plan["replaced"],
     ]
+
+
+def rubric_lines(writes: list[RubricWrite], path: Path, version: str) -> list[str]:
+    """What became of each learnt rubric, with the text it replaced (to put it back)."""
+    out = []
+    for w in writes:
+        if w.written:
+            out.append(f"{path}:{w.line}: the {w.field} of criterion '{w.criterion}' is now "
+                       f"{JUDGE_PROMPT_ID} {version}'s: \"{w.after}\" (was: \"{w.before}\")")
+        else:
+            out.append(f"the learnt {w.field} of criterion '{w.criterion}' was not written: "
+                       f"{w.why}; it is: \"{w.after}\"")
+    return out
 
 
 def _held_out_line(h: HeldOut) -> str:

@@ -8,7 +8,9 @@ comma dropped); the review's diff shows the reviewer exactly what is replaced. A
 ``parameters`` suggestion is a JSON object merged into ``params``. An ``example``
 suggestion adds a few-shot example (its ``example_input``, the source case's, with the
 suggested output), or replaces or removes (an empty suggested value) the example whose
-output its ``current_value`` quotes. A
+output its ``current_value`` quotes. A ``rubric`` suggestion edits the rubric the
+judge prompt carries for the criterion it names, as text (an empty ``current_value``
+appends a sentence). A
 suggestion that cannot be applied is marked ``skipped`` with the reason, never
 dropped silently. Bumping the version number is the store's job
 (``Store.save_version(bump=...)``).
@@ -139,6 +141,8 @@ def apply_one(prompt: Prompt, suggestion: Suggestion) -> Prompt:
         return _edit_examples(prompt, suggestion)
     if suggestion.type == "tool_description":
         return _edit_tool(prompt, suggestion.tool, suggestion.current_value, value)
+    if suggestion.type == "rubric":
+        return _edit_rubric(prompt, suggestion.criterion, suggestion.current_value, value)
     if suggestion.type == "parameters":
         params = _merge_params(prompt.params, value)
         if params == prompt.params:
@@ -168,6 +172,23 @@ def _edit_tool(prompt: Prompt, name: str, current: str, value: str) -> Prompt:
     edited = tool.model_copy(update={"description": after})
     return prompt.model_copy(update={"tools": tuple(edited if t.name == name else t
                                                     for t in prompt.tools)})
+
+
+def _edit_rubric(prompt: Prompt, criterion: str, current: str, value: str) -> Prompt:
+    before = prompt.rubrics.get(criterion)
+    if before is None:
+        known = ", ".join(prompt.rubrics) or "none"
+        raise NotApplicable(f"the prompt carries no rubric of a criterion {criterion!r} "
+                            f"(rubrics: {known})")
+    # a rubric is one paragraph (cycle.yaml's one line): an appended rule is its next sentence
+    after = (f"{before.rstrip()} {value.strip()}".strip() if not current.strip()
+             else replace_text(before, current, value))
+    if after == before:
+        raise NotApplicable("the suggestion changes nothing")
+    if not after.strip():
+        raise NotApplicable(f"the rubric of {criterion!r} would be empty: the judge would not "
+                            "know what to score")
+    return prompt.model_copy(update={"rubrics": {**prompt.rubrics, criterion: after}})
 
 
 def quoted_example(examples: tuple[Example, ...], quoted: str) -> int:

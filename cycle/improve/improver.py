@@ -16,14 +16,16 @@ With few-shot examples on (``improve.examples``) the improver may also propose a
 or one of the cases that scored well (``examples.candidates`` in the block, never a
 held-out case). The rules for them are added to its system message, and its answer's
 schema gains the kind and ``source_case``; with examples off, its request is what it
-always was.
+always was. So with rubrics: a judge prompt that carries its criteria's rubrics
+(``cycle judge improve``) shows them in the block, and the improver may propose a
+``rubric`` edit of one, naming its ``criterion``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -95,6 +97,16 @@ Its input is taken from that case.
 - To replace one, quote its output in current_value; to remove one, also leave \
 suggested_value empty.
 - Draw only from the cases shown here; prefer answers that show what the low cases miss."""
+
+#: the rules for rubric edits, added to the improver's system message when the prompt under
+#: improvement carries its criteria's rubrics (the judge prompt, in cycle judge improve)
+RUBRIC_RULES = """\
+Rubrics: this prompt is a judge's, and prompt.rubrics holds the rubric of each criterion it \
+judges (what it is told to look for on that criterion), by criterion id. An edit of type \
+rubric changes one: "criterion" names it, current_value quotes the text of its rubric to \
+replace (empty: append a sentence), suggested_value is the new text. Put a rule that \
+concerns one criterion in that criterion's rubric, and one that concerns several in the \
+system prompt."""
 
 #: appended to the improver's system prompt when the cycle's objective is cost
 COST_RULES = """\
@@ -226,10 +238,14 @@ class ImproverInput(BaseModel):
                    if self.prompt.tools else {}),
                 **({"examples": [e.canonical() for e in self.prompt.examples]}
                    if self.prompt.examples else {}),
+                **({"rubrics": dict(self.prompt.rubrics)} if self.prompt.rubrics else {}),
             },
             "aggregates": self.aggregates,
             "low_cases": [c.model_dump(mode="json") for c in self.low_cases],
-            "rejected": [r.model_dump(mode="json") for r in self.rejected],
+            # a criterion only where one was named: the block of any other cycle stays
+            # byte for byte what it was (cached answers and recorded journals still match)
+            "rejected": [r.model_dump(mode="json", exclude=None if r.criterion else {"criterion"})
+                         for r in self.rejected],
             **({"merge": self.merge} if self.merge is not None else {}),
             **({"examples": self.examples.model_dump(mode="json")}
                if self.examples is not None else {}),
@@ -393,6 +409,32 @@ class ImproverOutputWithExamples(BaseModel):
     suggestions: list[ExampleDraft] = Field(description="The proposed edits, most important first.")
 
 
+class RubricDraft(SuggestionDraft):
+    """One suggestion, when the prompt carries its criteria's rubrics (a judge prompt)."""
+
+    type: Literal[EditType, "rubric"]  # type: ignore[assignment,valid-type]
+    criterion: str = Field("", description="For rubric: the id of the criterion it edits.")
+
+
+class ImproverOutputWithRubrics(BaseModel):
+    """The improver's structured answer, when rubric edits may be proposed too."""
+
+    suggestions: list[RubricDraft] = Field(description="The proposed edits, most important first.")
+
+
+#: the improver's answer schemas
+Answer = ImproverOutput | ImproverOutputWithExamples | ImproverOutputWithRubrics
+
+
+def answer_schema(inp: ImproverInput) -> type[Answer]:
+    """What the improver may answer: the kinds of edit it is told of. Without examples or
+    rubrics the schema is what it always was (cached answers and recorded journals still
+    match)."""
+    if inp.prompt.rubrics:
+        return ImproverOutputWithRubrics
+    return ImproverOutput if inp.examples is None else ImproverOutputWithExamples
+
+
 class Improver:
     """Builds the improver call from a round's evidence and returns Suggestions."""
 
@@ -424,6 +466,8 @@ class Improver:
         system = render_system(self.prompt, variables)
         if inp.examples is not None:
             system = f"{system.rstrip()}\n\n{EXAMPLE_RULES.format(most=inp.examples.max)}"
+        if inp.prompt.rubrics:
+            system = f"{system.rstrip()}\n\n{RUBRIC_RULES}"
         if inp.cost is not None:  # off, the request is byte for byte what it was
             system = f"{system.rstrip()}\n\n{COST_RULES.format(margin=inp.cost.margin)}"
         instructions = render_user(self.prompt, variables).rstrip()
@@ -434,10 +478,7 @@ class Improver:
     async def propose(self, inp: ImproverInput, *, scope: CallScope = NO_SCOPE
                       ) -> list[Suggestion]:
         """One structured call; suggestions sorted by priority, at most ``max_suggestions``."""
-        # the schema gains the example kind only when examples are on: off, the request
-        # is byte for byte what it was (cached answers and recorded journals still match)
-        schema: type[ImproverOutput | ImproverOutputWithExamples] = (
-            ImproverOutput if inp.examples is None else ImproverOutputWithExamples)
+        schema = answer_schema(inp)
         out = await self.model.generate_structured(
             self.messages(inp), schema, name=SCHEMA_NAME, role="improver", scope=scope,
         )

@@ -201,6 +201,23 @@ def resolve(config: CriterionConfig, *, threshold: float) -> Criterion:
     )
 
 
+def rubric_of(config: CriterionConfig) -> tuple[str, str]:
+    """Which field of an LLM criterion's entry holds the text the judge reads as its rubric,
+    and that text: ``rubric`` when set; else, for a built-in, ``description`` when set (it
+    is read instead of the built-in's text), or the built-in's text (written back as a new
+    ``rubric``). What ``cycle judge improve`` carries and edits."""
+    if config.rubric is not None:
+        return "rubric", config.rubric
+    if config.description:
+        return "description", config.description
+    return "rubric", BUILTIN_CRITERIA.get(config.id, "")
+
+
+def with_rubric(config: CriterionConfig, text: str) -> CriterionConfig:
+    """The entry with its rubric (``rubric_of``) replaced by ``text``."""
+    return config.model_copy(update={rubric_of(config)[0]: text})
+
+
 def merge(
     suite: Sequence[CriterionConfig], overrides: Iterable[CriterionConfig]
 ) -> list[CriterionConfig]:

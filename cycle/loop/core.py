@@ -143,6 +143,9 @@ class CycleResult(Struct, frozen=True):
     total_cost: float = 0.0
     cost_by_role: dict[str, float] = field(default_factory=dict)
     offline: bool = False
+    #: the version head was at when the cycle started: the initial version, or the one it
+    #: stands for (Loop's ``head_of_start``); what undoing the cycle rolls back to
+    head_before: str = ""
 
     @property
     def improvement_rounds(self) -> int:
@@ -288,6 +291,7 @@ class Loop:
         record: Mapping[str, Any] | None = None,
         run_config: Mapping[str, Any] | None = None,
         closers: Sequence[Callable[[], Awaitable[None]]] = (),
+        head_of_start: Callable[[Version], str] | None = None,
     ) -> None:
         """``start``: the version round 0 evaluates, or a function giving it (called only
         when a new cycle starts: a resumed one continues from its stored versions).
@@ -296,7 +300,11 @@ class Loop:
         ``cycle improve CONFIG``, the command that resumes it; ``low_score_setting``, when
         not improve.low_score, what sets the low score); ``run_config``: stored with each
         run.
-        ``closers`` run when the cycle ends (the models the assembler opened)."""
+        ``closers`` run when the cycle ends (the models the assembler opened).
+        ``head_of_start``: for a start saved off head that stands for the version head is
+        at, that version (``cycle judge improve`` starts from the judge prompt carrying
+        cycle.yaml's rubrics, which runs read from cycle.yaml, not from the prompt): head
+        moves from it, and the cycle says head is there."""
         if isinstance(start, Version):
             prompt_id = prompt_id or start.prompt_id
         if not prompt_id:
@@ -308,6 +316,8 @@ class Loop:
                 hint="Add a limit, e.g. stop: {any: [{target_score: 90}, {max_rounds: 5}]}",
             )
         self._start = start
+        self._head_of_start = head_of_start
+        self._head_before = ""
         self.prompt_id = prompt_id
         self.cases = CaseList.of(cases)
         self.agent_for = agent
@@ -349,6 +359,12 @@ class Loop:
     def required_cases(self) -> frozenset[str]:
         tagged = {c.id for c in self.cases if REQUIRED_TAG in c.tags}
         return frozenset(tagged | self.settings.required_cases)
+
+    def _head_at(self) -> str:
+        """The version head is at while this cycle holds it."""
+        assert self._head is not None
+        v = self._head.version.version
+        return self._head_before if v == self._initial.version else v
 
     def _starting_version(self) -> Version:
         return self._start if isinstance(self._start, Version) else self._start()
@@ -396,6 +412,8 @@ class Loop:
                 judge_note=self._judge_note(),
             ))
             self._initial = start
+            self._head_before = (start.version if self._head_of_start is None
+                                 else self._head_of_start(start))
             try:
                 if incumbent is None:
                     incumbent = await self._baseline(start)
@@ -471,6 +489,7 @@ class Loop:
         return CycleResult(
             cycle_id=self.cycle_id, prompt_id=self.prompt_id, status=status, stop_reason=reason,
             initial_version=self._initial.version, final_version=final.version,
+            head_before=self._head_before,
             initial_score=initial.score if initial else None, final_score=final_score,
             rounds=tuple(rounds), total_cost=self.budget.spent,
             cost_by_role=self.ledger.cost_by_role(),
@@ -646,7 +665,8 @@ class Loop:
                      **({"tools": json.dumps([t.model_dump(exclude_none=True) for t in p.tools])}
                         if p.tools else {}),
                      **({"examples": json.dumps([e.canonical() for e in p.examples])}
-                        if p.examples else {})},
+                        if p.examples else {}),
+                     **({"rubrics": json.dumps(p.rubrics)} if p.rubrics else {})},
             suggestions=pending, score=inc.evaluation.score, candidate=candidate,
         )
         decided = {s.id: s for s in await self.reviewer.review(request)}
@@ -774,7 +794,7 @@ class Loop:
             self._frontier_changed(round_no)
         reason = decision.reason
         if decision.accepted and self._confirms:
-            reason += f"; head stays at {self._head.version.version} until a confirmation on fresh samples"
+            reason += f"; head stays at {self._head_at()} until a confirmation on fresh samples"
         self._decided(round_no, candidate.version, decision, reason)
         kept = None
         if decision.accepted and not self._confirms:
@@ -993,27 +1013,26 @@ class Loop:
         """Move head to ``to``; or, when head was moved outside this cycle since the cycle
         set it (a person's ``cycle rollback``, another cycle), leave it and say why (None:
         moved). A person's choice is never silently overridden."""
-        assert self._head is not None
         target = to.version.version
+        at = self._head_at()
         unproven = self._judge_unproven()
         if unproven is not None:
-            return (f"head stays at {self._head.version.version}: the judge's agreement with "
-                    f"people is not established (improve.judge.min_agreement "
+            return (f"head stays at {at}: the judge's agreement with people is not "
+                    f"established (improve.judge.min_agreement "
                     f"{self.settings.min_agreement:g}): {unproven}")
         try:
-            now = self.ledger.move_head(expected=self._head.version.version, target=target,
-                                        reason=reason)
+            now = self.ledger.move_head(expected=at, target=target, reason=reason)
         except ProtectedLabelError as e:
             # the cycle stops as when a person moved head: it says why and how to go on,
             # and the candidate stays stored
             who = e.protection.who_may() if e.protection and e.protection.allowed else None
-            return (f"head stays at {self._head.version.version}: {e.message}; to use {target}: "
+            return (f"head stays at {at}: {e.message}; to use {target}: "
                     f"cycle rollback {self.prompt_id} --to {target}"
                     + (f" (by {who}, or with --force)" if who else " --force"))
         if now is not None:
-            return (f"head was moved to {now} outside this cycle (the cycle had it at "
-                    f"{self._head.version.version}): left there; to use {target} instead: "
-                    f"cycle rollback {self.prompt_id} --to {target}")
+            return (f"head was moved to {now} outside this cycle (the cycle had it at {at}): "
+                    f"left there; to use {target} instead: cycle rollback {self.prompt_id} "
+                    f"--to {target}")
         self._head = to
         return None
 
@@ -1070,7 +1089,7 @@ class Loop:
         if decision.accepted and self.settings.confirm_labels:
             decision = self._corrected(decision, before, after, base.version, best.version)
         fresh = _Incumbent(best.version, after, self._judged(after, best.version.version))
-        old = base.version.version
+        old = self._head_at()
         verdict = "confirmed" if decision.accepted else "not confirmed"
         self._decided(round_no, best.version.version, decision,
                       f"{verdict} on fresh samples of both versions: {decision.because}")
@@ -1087,7 +1106,7 @@ class Loop:
         else:
             outcome = (f"{best.version.version} was not confirmed on fresh samples ({gain}): head "
                        f"stays at {old}")
-        fresh_base = _Incumbent(base.version, before, self._judged(before, old))
+        fresh_base = _Incumbent(base.version, before, self._judged(before, base.version.version))
         self._end_round(round_no, fresh_base, fresh, accepted=decision.accepted, delta=decision.delta,
                         reason=outcome, evaluated=fresh, stage="confirm")
         return "; ".join(x for x in (why, outcome) if x)
@@ -1163,7 +1182,7 @@ class Loop:
         if not self._confirms or best is None or head is None or best.version == head.version:
             return ""
         return (f"; {best.version.version}, the best candidate, was not confirmed: head stays at "
-                f"{head.version.version} (to use it anyway: cycle rollback {self.prompt_id} "
+                f"{self._head_at()} (to use it anyway: cycle rollback {self.prompt_id} "
                 f"--to {best.version.version})")
 
     def _end_round(self, round_no: int, inc: _Incumbent, cand: _Incumbent, *, accepted: bool,

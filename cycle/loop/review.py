@@ -30,7 +30,7 @@ from cycle.records import (
 )
 from cycle.words import plural
 
-__all__ = ["AutoReviewer", "PromptReviewer", "Reviewer", "decider", "example_source",
+__all__ = ["AutoReviewer", "PromptReviewer", "Reviewer", "decider", "edits", "example_source",
            "request_prompt"]
 
 
@@ -64,7 +64,16 @@ def request_prompt(request: ReviewRequest) -> Prompt:
         tools=tuple(ToolDef.model_validate(t) for t in json.loads(current.get("tools") or "[]")),
         examples=tuple(Example.model_validate(e)
                        for e in json.loads(current.get("examples") or "[]")),
+        rubrics=json.loads(current.get("rubrics") or "{}"),
     )
+
+
+def edits(s: Suggestion, short: dict[str, str] | None = None) -> str:
+    """What a suggestion edits, as a reviewer reads it: its type (``short``: by its short
+    name), and the tool or the criterion it names."""
+    kind = (short or {}).get(s.type, s.type)
+    named = s.criterion or s.tool
+    return f"{kind} of '{named}'" if named else kind
 
 
 def example_source(s: Suggestion) -> str:
@@ -141,7 +150,7 @@ class PromptReviewer:
             if rest == "R":
                 out.append(s.model_copy(update={"decision": "rejected", "reason": "rejected by the reviewer"}))
                 continue
-            click.echo(f"\n[{i}/{total}] {s.type} ({s.priority})  targets: {', '.join(s.target_cases) or '-'}")
+            click.echo(f"\n[{i}/{total}] {edits(s)} ({s.priority})  targets: {', '.join(s.target_cases) or '-'}")
             if s.type == "example":
                 click.echo(f"  {example_source(s)}")
             if s.reasoning:

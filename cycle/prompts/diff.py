@@ -1,8 +1,9 @@
 """Differences between two prompt versions: one unified diff per field.
 
 Fields are the system prompt, the user template and the parameters (as
-sorted, pretty JSON so that key order never shows up as a change), and the tools and
-the few-shot examples when either side has some.
+sorted, pretty JSON so that key order never shows up as a change), and the tools, the
+few-shot examples and the criteria's rubrics (the judge prompt's) when either side has
+some.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from msgspec import Struct
 
 from cycle.records import Prompt
 
-#: the fields compared, in display order ("tools" and "examples" only when either side has some)
-FIELDS: tuple[str, ...] = ("system", "user_template", "params", "tools", "examples")
+#: the fields compared, in display order ("tools", "examples" and "rubrics" only when either
+#: side has some)
+FIELDS: tuple[str, ...] = ("system", "user_template", "params", "tools", "examples", "rubrics")
 #: the fields diffed only when either side has them
-_OPTIONAL = frozenset({"tools", "examples"})
+_OPTIONAL = frozenset({"tools", "examples", "rubrics"})
 
 
 def _indented(text: str) -> str:
@@ -52,6 +54,9 @@ def field_text(prompt: Prompt, name: str) -> str:
             head = f"example {n}" + (f"  (from case {e.source})" if e.source else "")
             blocks.append(f"{head}\n  input: {_indented(shown)}\n  output: {_indented(e.output)}\n")
         return "".join(blocks)
+    if name == "rubrics":
+        # one criterion after another, its rubric on a line of its own
+        return "".join(f"{cid}\n  {_indented(text)}\n" for cid, text in sorted(prompt.rubrics.items()))
     return str(getattr(prompt, name))
 
 

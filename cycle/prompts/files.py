@@ -381,17 +381,13 @@ def write_back(path: str | Path, prompt: Prompt, version: str | None = None) -> 
     import os
     import tempfile
 
-    from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap
     from ruamel.yaml.scalarstring import LiteralScalarString
 
-    from cycle.yamlload import read_text
+    from cycle.yamlload import read_text, round_trip
 
     p = Path(path)
-    rt = YAML()
-    rt.preserve_quotes = True
-    rt.width = 1 << 30
-    data = rt.load(read_text(p))
+    rt, data = round_trip(read_text(p))
     if not isinstance(data, CommentedMap):
         raise ConfigError("expected a mapping (id:, system:, user_template:, ...)", file=str(p))
     if data.get("id") != prompt.id:

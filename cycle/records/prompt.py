@@ -1,5 +1,5 @@
-"""Prompt: what is versioned. A system prompt, a user template, model parameters, tools
-and few-shot examples.
+"""Prompt: what is versioned. A system prompt, a user template, model parameters, tools,
+few-shot examples and, for the judge prompt, the criteria's rubrics.
 
 The content only; rendering its templates is ``cycle.prompts``' work.
 """
@@ -53,11 +53,17 @@ class Prompt(BaseModel):
     )
     examples: tuple[Example, ...] = Field(
         (), description="Few-shot demonstrations sent before the real user message.")
+    rubrics: dict[str, str] = Field(
+        default_factory=dict,
+        description="The judge prompt's (cycle-judge) criteria rubrics under improvement, by "
+        "criterion id, as ``cycle judge improve`` carries and edits them; a run's judge reads "
+        "its rubrics from cycle.yaml, where a confirmed edit is written back.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not hashed.")
 
     def canonical(self) -> dict[str, Any]:
-        """The fields that make a version: everything but metadata (tools and examples only
-        when there are some, so a prompt without them keeps the hash it always had)."""
+        """The fields that make a version: everything but metadata (tools, examples and
+        rubrics only when there are some, so a prompt without them keeps the hash it always
+        had)."""
         out: dict[str, Any] = {
             "id": self.id,
             "system": self.system,
@@ -68,6 +74,8 @@ class Prompt(BaseModel):
             out["tools"] = [t.model_dump(exclude_none=True) for t in self.tools]
         if self.examples:
             out["examples"] = [e.canonical() for e in self.examples]
+        if self.rubrics:
+            out["rubrics"] = dict(self.rubrics)
         return out
 
     def tool(self, name: str) -> ToolDef | None:

@@ -9,9 +9,10 @@ from pydantic import BaseModel, Field
 
 #: the edits of the prompt's text and parameters
 EditType = Literal["system_prompt", "user_prompt", "parameters", "tool_description"]
-#: ``example``: add, replace or remove a few-shot example (improve.examples)
+#: ``example``: add, replace or remove a few-shot example (improve.examples); ``rubric``:
+#: edit a criterion's rubric carried by the judge prompt (cycle judge improve)
 SuggestionType = Literal["system_prompt", "user_prompt", "parameters", "tool_description",
-                         "example"]
+                         "example", "rubric"]
 Priority = Literal["high", "medium", "low"]
 Decision = Literal["pending", "approved", "rejected", "edited", "skipped"]
 
@@ -25,6 +26,7 @@ class Suggestion(BaseModel):
     type: SuggestionType = Field(description="Which part of the prompt it edits.")
     priority: Priority = "medium"
     tool: str = Field("", description="For tool_description: the tool whose description it edits.")
+    criterion: str = Field("", description="For rubric: the criterion whose rubric it edits.")
     current_value: str = Field(
         "", description="Text to replace (empty: append to the system prompt / template); "
         "for an example: the output of the example it replaces or removes (empty: add one)."
@@ -63,8 +65,8 @@ class ReviewRequest(BaseModel):
     round: int
     prompt_id: str
     version: str
-    #: the incumbent's fields, for previews: system, user_template, params, and tools and
-    #: examples when it has some (JSON)
+    #: the incumbent's fields, for previews: system, user_template, params, and tools,
+    #: examples and rubrics when it has some (JSON)
     current: dict[str, str] = Field(default_factory=dict)
     suggestions: list[Suggestion]
     score: float | None = None
@@ -94,6 +96,7 @@ class RejectedSuggestion(BaseModel):
 
     type: SuggestionType
     tool: str = ""
+    criterion: str = ""
     current_value: str = ""
     suggested_value: str
     reason: str

@@ -147,6 +147,7 @@ class CycleLog:
                 by, now if by else None, data.get("source_case") or None,
                 None if data.get("example_input") is None else json.dumps(
                     data["example_input"], ensure_ascii=False),
+                data.get("criterion") or None,
             ))
         with self.store.transaction() as db:
             for row in rows:
@@ -154,8 +155,8 @@ class CycleLog:
                     "INSERT INTO suggestions (id, cycle_id, round, type, priority, current_value, "
                     "suggested_value, reasoning, expected_improvement, target_cases, decision, reason, "
                     "edited_value, applied, tool, slot, decided_by, decided_at, source_case, "
-                    "example_input) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "example_input, criterion) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET decision = excluded.decision, reason = excluded.reason, "
                     "edited_value = excluded.edited_value, applied = excluded.applied, "
                     "decided_by = COALESCE(suggestions.decided_by, excluded.decided_by), "
@@ -231,7 +232,7 @@ class CycleLog:
         sql = (
             "SELECT id, cycle_id, round, type, priority, current_value, suggested_value, reasoning, "
             "expected_improvement, target_cases, decision, reason, edited_value, applied, tool, "
-            "slot, decided_by, decided_at, source_case, example_input FROM suggestions "
+            "slot, decided_by, decided_at, source_case, example_input, criterion FROM suggestions "
             "WHERE cycle_id = ?"
         )
         params: list[Any] = [cycle_id]
@@ -242,7 +243,8 @@ class CycleLog:
         out = []
         for row in self.store.db.execute(sql, params).fetchall():
             (sid, cid, rnd, typ, prio, cur, sug, why, exp, targets, decision, reason, edited,
-             applied, tool, slot, decided_by, decided_at, source_case, example_input) = row
+             applied, tool, slot, decided_by, decided_at, source_case, example_input,
+             criterion) = row
             out.append(StoredSuggestion(
                 id=sid, cycle_id=cid, round=rnd, type=typ, priority=prio, current_value=cur or "",
                 suggested_value=sug or "", reasoning=why or "", expected_improvement=exp or "",
@@ -251,6 +253,7 @@ class CycleLog:
                 slot=slot or 0, decided_by=decided_by, decided_at=decided_at,
                 source_case=source_case or "",
                 example_input=None if example_input is None else json.loads(example_input),
+                criterion=criterion or "",
             ))
         return out
 
@@ -337,8 +340,8 @@ class CycleLog:
             else:
                 continue
             out.append(RejectedSuggestion(
-                type=s.type, tool=s.tool, current_value=s.current_value, suggested_value=s.value,
-                reason=reason,
+                type=s.type, tool=s.tool, criterion=s.criterion, current_value=s.current_value,
+                suggested_value=s.value, reason=reason,
             ))
         return out
 

@@ -664,3 +664,12 @@ def m020_second_parent(db: Database) -> None:
     (``cycle history``, the History screen) names both versions it was made from. NULL:
     one parent. Portable SQL only."""
     db.execute("ALTER TABLE versions ADD COLUMN second_parent TEXT")
+
+
+@migration
+def m021_rubrics(db: Database) -> None:
+    """The rubrics a judge prompt version carries (``cycle judge improve``: JSON, by
+    criterion id; NULL: none), and the criterion a rubric suggestion edits. Portable SQL
+    only."""
+    db.execute("ALTER TABLE versions ADD COLUMN rubrics TEXT")
+    db.execute("ALTER TABLE suggestions ADD COLUMN criterion TEXT")

@@ -123,13 +123,14 @@ _HEX = re.compile(r"^[0-9a-f]{4,64}$")
 
 _VERSION_COLUMNS = (
     "prompt_id, seq, version, hash, parent, source, message, created_at, "
-    "system, user_template, params, metadata, tools, author, examples, second_parent"
+    "system, user_template, params, metadata, tools, author, examples, second_parent, rubrics"
 )
 
 
 def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
     (prompt_id, seq, version, hash_, parent, source, message, created_at,
-     system, user_template, params, metadata, tools, author, examples, second_parent) = row
+     system, user_template, params, metadata, tools, author, examples, second_parent,
+     rubrics) = row
     prompt = Prompt(
         id=prompt_id,
         system=system,
@@ -137,6 +138,7 @@ def _row_to_version(row: sqlite3.Row | tuple[Any, ...]) -> Version:
         params=json.loads(params),
         tools=tuple(ToolDef.model_validate(t) for t in json.loads(tools)) if tools else (),
         examples=tuple(Example.model_validate(e) for e in json.loads(examples)) if examples else (),
+        rubrics=json.loads(rubrics) if rubrics else {},
         metadata=json.loads(metadata),
     )
     return Version(
@@ -443,7 +445,7 @@ class Store:
                 if second_parent is not None:
                     second_parent = self._resolve_in(prompt.id, second_parent).version
             db.execute(
-                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO versions ({_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     prompt.id, seq, number, digest, parent, source, message, now,
                     prompt.system, prompt.user_template,
@@ -455,6 +457,7 @@ class Store:
                     json.dumps([e.canonical() for e in prompt.examples],
                                ensure_ascii=False) if prompt.examples else None,
                     second_parent,
+                    json.dumps(prompt.rubrics, ensure_ascii=False) if prompt.rubrics else None,
                 ),
             )
             reason = message or f"new version ({source})"

@@ -16,7 +16,7 @@ from cycle.judge.llm_judge import BUILT_IN
 from cycle.records import JUDGE_PROMPT_ID
 from cycle.store import Store
 from cycle.testing import LoopbackServer
-from cycle.testing.offline.labelled import needs_order, next_step, write_project
+from cycle.testing.offline.labelled import RUBRIC, needs_order, next_step, write_project
 from tests.stored import run
 
 
@@ -74,29 +74,44 @@ def head(store: Path) -> tuple[str, str, str]:
 
 def test_held_out_agreement_rises_when_the_rubric_omits_a_rule_people_apply(tmp_path) -> None:
     """People fail a reply without the order number; the rubric asks for a next step only.
-    The cycle learns the rule, the judge agrees with people on labels it never saw, and the
-    next `cycle run` judges with the promoted version."""
+    The cycle learns the rule into the criterion's rubric, the judge agrees with people on
+    labels it never saw, the rubric is written back to cycle.yaml (its layout kept), and
+    the next `cycle run` judges with it."""
     store, config, run_id = world(tmp_path, lambda _, reply: needs_order(reply))
+    config.write_text(config.read_text().replace(
+        "criteria:\n", "criteria:  # what every reply is judged on\n"))
+    before = config.read_text()
     r = improve(store, config, run_id)
     assert r.exit_code == 0, r.output
     assert "32 labelled outputs of run" in r.output and "10 held out (seed 0)" in r.output
-    assert "head moved 1.0.0 -> 1.0.1" in r.output
+    # 1.0.1 is the built-in judge prompt carrying cycle.yaml's rubric; head stood at 1.0.0
+    assert "starting cycle" in r.output and "on cycle-judge@1.0.1" in r.output
+    assert "head stays at 1.0.0 until a confirmation" in r.output
+    assert "head moved 1.0.0 -> 1.0.2" in r.output
     assert "undo with: cycle rollback cycle-judge --to 1.0.0" in r.output
     (k_before, k_after), (e_before, e_after) = held_out(r.output)
-    assert k_after == 1.0 > k_before + 0.3 and e_after < e_before - 10
-    version, _, system = head(store)
-    assert version == "1.0.1"
-    assert system.endswith("For 'helpful': a reply that does not cite the order number fails, "
-                           "whatever else it does well.")
-    # a later run judges with the promoted judge prompt: replies without the order number fail
+    assert k_after == 1.0 > k_before + 0.3 and e_after < e_before - 5
+    learnt = f"{RUBRIC} A reply that does not cite the order number fails, whatever else it does well."
+    with Store.open(store) as s:
+        v = s.resolve(JUDGE_PROMPT_ID)
+        carried = s.get_version(JUDGE_PROMPT_ID, "1.0.1")
+        assert s.resolve(f"{JUDGE_PROMPT_ID}@1.0.0").prompt.rubrics == {}
+    assert v.version == "1.0.2" and v.prompt.rubrics == {"helpful": learnt}
+    assert carried.prompt.rubrics == {"helpful": RUBRIC} and carried.parent == "1.0.0"
+    assert v.prompt.system == carried.prompt.system  # the rule went into the rubric
+    assert f'cycle.yaml:7: the rubric of criterion \'helpful\' is now cycle-judge 1.0.2\'s: "{learnt}"' \
+        in r.output and f'(was: "{RUBRIC}")' in r.output
+    # only the rubric changed in cycle.yaml: its comment, quotes and indentation stay
+    assert config.read_text() == before.replace(RUBRIC, learnt)
+    # a later run judges with the learnt rubric: replies without the order number fail
     later = run(store, config)
     with Store.open(store) as s:
-        assert s.runs.get(later).judge_version == "1.0.1"
+        assert s.runs.get(later).judge_version == "1.0.2"
         passed = {o["case"] for o in s.human_labels.outputs(later)
                   if o["verdicts"]["helpful"]["passed"]}
     assert passed == {f"c{i:03d}" for i in range(0, 32, 4)}  # next step and order number
     shown = invoke(store, "report", later, "--no-write")
-    assert "Judge offline:default cycle-judge@1.0.1" in shown.output
+    assert "Judge offline:default cycle-judge@1.0.2" in shown.output
 
 
 def test_a_judge_with_nothing_to_learn_is_not_changed(tmp_path) -> None:
@@ -148,7 +163,7 @@ def test_a_person_reviews_the_judge_rule_like_any_suggestion(tmp_path) -> None:
     r = improve(store, config, run_id, "--review", "prompt", "--rounds", "1",
                 input="r\nnot how we judge\ns\n")
     assert r.exit_code == 0, r.output
-    assert "+++ suggested/system" in r.output
+    assert "+++ suggested/rubrics" in r.output
     assert "no candidate: every suggestion was rejected" in r.output
     assert head(store)[0] == "1.0.0"
 
@@ -170,7 +185,7 @@ def test_a_judge_on_a_provider_sdk_learns_within_its_budget(tmp_path, monkeypatc
         assert 0 < spent <= 0.006 and head(store)[0] == "1.0.0"
         r = improve(store, config, run_id)
         assert r.exit_code == 0, r.output
-    assert "head moved 1.0.0 -> 1.0.1" in r.output and "[offline model]" not in r.output
+    assert "head moved 1.0.0 -> 1.0.2" in r.output and "[offline model]" not in r.output
     (k_before, k_after), _ = held_out(r.output)
     assert k_after == 1.0 > k_before
 

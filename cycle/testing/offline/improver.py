@@ -42,6 +42,7 @@ _SUGGESTION_ALIASES: dict[str, tuple[str, ...]] = {
     "expected_improvement": ("expected_improvement", "expected_impact", "impact"),
     "target_cases": ("target_cases", "cases", "case_ids"),
     "tool": ("tool",),
+    "criterion": ("criterion",),
     "source_case": ("source_case", "source", "case"),
 }
 

@@ -17,7 +17,10 @@ it disagrees with people on (``cycle judge improve``), proposes the one rule tha
 most of the outputs it passed and people failed: the feature their replies lack (a
 feature a people's note names first, then the feature most of them lack, ties in the
 world's table order), skipping features the prompt already has a rule for and rules
-rejected before. One rule a round: two at once would be judged together. It proposes
+rejected before. A rule about one criterion whose rubric the prompt carries goes into that
+rubric (a ``rubric`` edit, appending the sentence); a rule about several criteria, or one
+whose rubric is not carried, into the system prompt. One rule a round: two at once would
+be judged together. It proposes
 nothing for outputs the judge failed and people passed (it never loosens a rule), nor
 when no feature is missing from those replies.
 """
@@ -75,9 +78,11 @@ def apply_rules(rules: list[Rule], criterion: str, facts: Any, output: str,
     return score, reasoning
 
 
-def rule_sentence(f: Feature, criteria: list[str]) -> str:
-    """The sentence that states the rule for ``f`` (naming ``criteria`` when given)."""
-    scope = f"For {', '.join(repr(c) for c in criteria)}: a" if criteria else "Rule: a"
+def rule_sentence(f: Feature, criteria: list[str], *, rubric: bool = False) -> str:
+    """The sentence that states the rule for ``f`` (naming ``criteria`` when given; in a
+    ``rubric``, the criterion's own, naming none)."""
+    scope = "A" if rubric else (f"For {', '.join(repr(c) for c in criteria)}: a" if criteria
+                                 else "Rule: a")
     return f"{scope} reply that {f.missing_phrase} fails, whatever else it does well."
 
 
@@ -96,7 +101,7 @@ def propose_rule(block: dict[str, Any]) -> list[dict[str, Any]]:
     """The improver's suggestions for a judge prompt (see the module docstring)."""
     prompt = block.get("prompt") if isinstance(block.get("prompt"), dict) else {}
     system = str(prompt.get("system") or "")
-    have = {r.feature.name for r in rules_in(system)}
+    rubrics = prompt.get("rubrics") if isinstance(prompt.get("rubrics"), dict) else {}
     refused = {r.feature.name for x in block.get("rejected") or () if isinstance(x, dict)
                for r in rules_in(str(x.get("suggested_value") or ""))}
     missing: dict[str, list[str]] = {f.name: [] for f in FEATURES}
@@ -119,6 +124,11 @@ def propose_rule(block: dict[str, Any]) -> list[dict[str, Any]]:
                                       or f.missing_phrase.lower() in notes.lower())
         if judged.get("criterion") and judged["criterion"] not in criteria:
             criteria.append(str(judged["criterion"]))
+    # one criterion whose rubric is carried: the rule is that rubric's
+    rubric = criteria[0] if len(criteria) == 1 and criteria[0] in rubrics else None
+    have = {r.feature.name for r in rules_in(system) if rubric is None or r.covers(rubric)}
+    if rubric is not None:
+        have |= {r.feature.name for r in rules_in(str(rubrics[rubric]), criterion=rubric)}
     order = {f.name: i for i, f in enumerate(FEATURES)}
     ranked = sorted((f for f in FEATURES if missing[f.name] and f.name not in have | refused),
                     key=lambda f: (-noted[f.name], -len(missing[f.name]), order[f.name]))
@@ -126,11 +136,14 @@ def propose_rule(block: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     f = ranked[0]
     ids = missing[f.name]
+    where = {"type": "rubric", "criterion": rubric} if rubric else {"type": "system_prompt"}
     return [{
-        "type": "system_prompt", "priority": "high", "current_value": "",
-        "suggested_value": rule_sentence(f, criteria),
+        **where, "priority": "high", "current_value": "",
+        "suggested_value": rule_sentence(f, criteria, rubric=rubric is not None),
         "reasoning": (f"In {len(ids)} labelled outputs the judge passed and people failed, the "
-                      f"reply {f.missing_phrase}; the judge prompt has no rule for it."),
+                      f"reply {f.missing_phrase}; "
+                      + (f"the rubric of {rubric!r} has no rule for it." if rubric else
+                         "the judge prompt has no rule for it.")),
         "expected_improvement": f"agreement with people on {len(ids)} labelled outputs",
         "target_cases": ids,
     }]

@@ -26,7 +26,7 @@ from cycle.improve.apply import (
     suggestion_diff,
     whole_prompt_edit,
 )
-from cycle.loop.review import example_source, request_prompt
+from cycle.loop.review import edits, example_source, request_prompt
 from cycle.records import PRIORITY_ORDER, ReviewRequest, Suggestion
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.widgets import plain
@@ -241,7 +241,7 @@ Undecided suggestions are rejected at submit.
 
     def _show(self, s: Suggestion) -> None:
         detail = Text()
-        detail.append(f"{s.priority} priority · {TYPE_SHORT.get(s.type, s.type)}\n", style="bold")
+        detail.append(f"{s.priority} priority · {edits(s, TYPE_SHORT)}\n", style="bold")
         if s.type == "example":
             detail.append("Source: ", style="bold")
             detail.append(example_source(s) + "\n")
