@@ -437,35 +437,41 @@ def relocate(
 def round_trip(text: str) -> tuple[Any, Any]:
     """ruamel.yaml's round trip of ``text`` (a YAML object and the loaded data) set up to
     write it back as it was written: quotes kept, no line folded, and the indentation of
-    its nested mappings and of its block sequences' dashes (ruamel writes ``- item`` at
-    the parent key's column otherwise) read off the text."""
+    its nested mappings and of its block sequences (where the dash is under its key and
+    where the item starts after it; ruamel writes ``- item`` at the key's column
+    otherwise) read off the text."""
     from ruamel.yaml import YAML
 
-    mapping, offset = _indents(text)
+    mapping, sequence, offset = _indents(text)
     rt = YAML()
     rt.preserve_quotes = True
     rt.width = 1 << 30  # never fold: a text must come back exactly
-    rt.indent(mapping=mapping, sequence=offset + 2, offset=offset)
+    rt.indent(mapping=mapping, sequence=sequence, offset=offset)
     return rt, rt.load(text)
 
 
 #: a line that is a mapping's key with its value on the lines below (a comment may follow)
 _OPENS_BLOCK = re.compile(r"^\s*[^\s#-][^#]*:\s*(#.*)?$")
+#: a block sequence's item: the dash and the spaces after it
+_ITEM = re.compile(r"^(\s*)-(\s+)\S")
 
 
-def _indents(text: str) -> tuple[int, int]:
+def _indents(text: str) -> tuple[int, int, int]:
     """How far a nested mapping is indented under its key (default 2), and a block
-    sequence's dash under its key (default 0): the first of each in ``text``."""
-    mapping = offset = None
+    sequence's items (default 2) and their dashes (default 0) under theirs: the first of
+    each in ``text``."""
+    mapping = items = None
     lines = [x for x in text.splitlines() if x.strip() and not x.lstrip().startswith("#")]
     for above, below in itertools.pairwise(lines):
         if not _OPENS_BLOCK.match(above):
             continue
-        step = (len(below) - len(below.lstrip())) - (len(above) - len(above.lstrip()))
-        if below.lstrip().startswith("- "):
-            offset = step if offset is None and step >= 0 else offset
-        elif step > 0 and mapping is None:
-            mapping = step
-        if mapping is not None and offset is not None:
+        key = len(above) - len(above.lstrip())
+        item = _ITEM.match(below)
+        if item and items is None and len(item.group(1)) >= key:
+            dash = len(item.group(1)) - key
+            items = (dash + 1 + len(item.group(2)), dash)
+        elif not item and mapping is None and len(below) - len(below.lstrip()) > key:
+            mapping = len(below) - len(below.lstrip()) - key
+        if mapping is not None and items is not None:
             break
-    return mapping or 2, offset or 0
+    return (mapping or 2, *(items or (2, 0)))

@@ -18,8 +18,11 @@
     metadata:
       owner: support-team
 
+The judge prompt (``cycle-judge``) may also carry ``rubrics:``, each criterion's rubric by
+id, as ``cycle judge improve`` edits them.
+
 ``dump_prompt`` writes this canonical form (keys in this order, multi-line
-strings as literal ``|`` blocks, empty ``system``/``params``/``tools``/``examples``/``metadata`` left out), and ``load_prompt_file`` reads it back to the same prompt: so
+strings as literal ``|`` blocks, empty ``system``/``params``/``tools``/``examples``/``rubrics``/``metadata`` left out), and ``load_prompt_file`` reads it back to the same prompt: so
 ``cycle prompt export`` of an imported canonical file reproduces it byte for
 byte. Errors name the file, the line and the field, and say how to fix it.
 The parameters cycle reads (model, temperature, top_p, max_tokens, seed,
@@ -55,7 +58,7 @@ from cycle.yamlload import LoadedYaml, parse_yaml, read_text, validate
 
 #: keys in the order they are written
 KEYS: tuple[str, ...] = ("id", "version", "system", "user_template", "params", "tools", "examples",
-                         "metadata")
+                         "rubrics", "metadata")
 
 
 #: a prompt id: what the store accepts (kept in step with cycle.store.store._PROMPT_ID)
@@ -146,6 +149,9 @@ class PromptFileModel(BaseModel):
     tools: list[ToolEntry] = Field(default_factory=list, description="Tools the model may call.")
     examples: list[ExampleEntry] = Field(
         default_factory=list, description="Few-shot demonstrations: {input, output}.")
+    rubrics: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict, description="The judge prompt's criteria rubrics, by criterion "
+        "id (cycle judge improve).")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free metadata, not versioned.")
 
     @field_validator("version")
@@ -200,7 +206,7 @@ def parse_prompt(text: str, file: str = "<prompt>") -> PromptFile:
         # the params as written (validation only checked them): the round trip stays exact
         params=dict(doc.data.get("params") or {}), tools=tools,
         examples=tuple(Example(**e.model_dump(exclude_none=True)) for e in model.examples),
-        metadata=model.metadata,
+        rubrics=model.rubrics, metadata=model.metadata,
     )
     try:
         check_examples(prompt)
@@ -348,6 +354,8 @@ def prompt_document(prompt: Prompt, version: str | None = None) -> dict[str, Any
         doc["tools"] = [t.model_dump(exclude_none=True) for t in prompt.tools]
     if prompt.examples:
         doc["examples"] = [e.canonical() for e in prompt.examples]
+    if prompt.rubrics:
+        doc["rubrics"] = dict(prompt.rubrics)
     if prompt.metadata:
         doc["metadata"] = prompt.metadata
     return doc
