@@ -308,6 +308,7 @@ def judge_plan(store: Store, loaded: LoadedConfig, labelled: LabelledSet, *,
     return {
         "kind": "judge_improve_plan",
         "run_id": labelled.run_id,
+        "config": str(loaded.path),
         "judge": {"model": judge_name, "prompt": JUDGE_PROMPT_ID, "version": version,
                   # the built-in prompt, not stored yet: the cycle stores it first
                   "stored": version is not None},
@@ -315,6 +316,8 @@ def judge_plan(store: Store, loaded: LoadedConfig, labelled: LabelledSet, *,
         "labelled": n, "learn_from": n - len(labelled.held_out),
         "held_out": len(labelled.held_out), "held_out_share": held_out, "seed": seed,
         "criteria": dict(sorted(per_criterion.items())),
+        # improved with the prompt; a confirmed edit is written back to cycle.yaml
+        "rubrics": dict(sorted(labelled.rubrics.items())),
         "left_out": dict(sorted(labelled.left_out.items())),
         "rounds": rounds, "iterations": iterations, "max_iterations": most,
         # one judge call a labelled output an iteration; one improver call a round

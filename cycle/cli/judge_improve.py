@@ -210,6 +210,8 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
          f"{plural(plan['iterations'], 'iteration')} (a comparison may grow to "
          f"{plan['max_iterations']}): judge {calls['judge'][0]} to {calls['judge'][1]}, "
          f"improver {calls['improver'][0]} to {calls['improver'][1]}"),
+        (f"rubrics improved with the judge prompt (a confirmed edit is written to "
+         f"{plan['config']}): {', '.join(plan['rubrics']) or 'none'}"),
         *plan["replaced"],
     ]
 

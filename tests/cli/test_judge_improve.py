@@ -229,6 +229,8 @@ def test_a_dry_run_says_the_plan_and_calls_and_writes_nothing(tmp_path) -> None:
     # two evaluations and each comparison grown to 2 iterations
     assert lines[4] == (f"calls, for at most 3 rounds of 1 iteration (a comparison may grow "
                         f"to 2): judge {n} to {n * 6 + 2 * n * 4}, improver 0 to 3")
+    assert lines[5] == (f"rubrics improved with the judge prompt (a confirmed edit is written "
+                        f"to {config}): helpful")
     assert _rows(store) == before  # no version, run, call or cycle
 
     plan = json.loads(improve(store, config, run_id, "--dry-run", "--json").output)
@@ -236,6 +238,7 @@ def test_a_dry_run_says_the_plan_and_calls_and_writes_nothing(tmp_path) -> None:
                              "version": "1.0.0", "stored": True}
     assert (plan["labelled"], plan["learn_from"], plan["held_out"]) == (n, learn, held)
     assert plan["calls"] == {"judge": [n, n * 14], "improver": [0, 3]}
+    assert plan["rubrics"] == {"helpful": RUBRIC}
 
     # the cycle itself holds out what the dry run said, and calls the judge within its range
     r = improve(store, config, run_id, "--yes")
