@@ -257,3 +257,41 @@ async def test_an_example_is_reviewed_with_its_source_case_and_its_turns(tmp_pat
     prompt = apply_suggestions(request_prompt(request), [approved]).prompt
     assert prompt.examples == (had, Example(input="Where is my refund?", output="Hi Ann, sorry.",
                                             source="refund-1"))
+
+
+async def test_a_rubric_edit_is_reviewed_naming_its_criterion_with_the_rubric_diff(
+        tmp_path: Path) -> None:
+    """The judge prompt's rubric edit (cycle judge improve) names the criterion it edits,
+    its diff shows the rubric before and after, and approved it is applied to that rubric."""
+    import json
+
+    rubric = "The reply ends with one concrete next step."
+    rule = "A reply without the order number fails."
+    request = review_request().model_copy(update={
+        "prompt_id": "cycle-judge",
+        "current": {**review_request().current,
+                    "rubrics": json.dumps({"helpful": rubric, "tone": "Polite."})},
+        "suggestions": [Suggestion(
+            id="s-rubric", type="rubric", criterion="helpful", priority="high",
+            suggested_value=rule, reasoning="People fail replies without it.")]})
+
+    async def cycle(bus: EventBus, reviewer: Reviewer) -> list[Suggestion]:
+        return await reviewer.review(request)
+
+    app = CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await _wait_for_review(pilot)
+        assert "high priority · rubric of 'helpful'" in str(screen.query_one("#detail").render())
+        diff = str(screen.query_one("#diff", DiffView).render())
+        assert f"-  {rubric}" in diff and f"+  {rubric} {rule}" in diff
+        assert "-  Polite." not in diff and "+  Polite." not in diff  # context only
+        await pilot.press("a")
+        await pilot.press("s")
+        for _ in range(50):
+            if app.outcome is not None:
+                break
+            await pilot.pause(0.02)
+    assert app.outcome is not None
+    (approved,) = app.outcome.result
+    prompt = apply_suggestions(request_prompt(request), [approved]).prompt
+    assert prompt.rubrics == {"helpful": f"{rubric} {rule}", "tone": "Polite."}
