@@ -132,10 +132,10 @@ def labelled_set(store: Store, loaded: LoadedConfig, run_id: str, *, held_out: f
             continue
         source = configured.get(case)
         criterion = _criterion(llm, source, cid, c.pass_threshold, resolved)
-        rubrics[cid] = rubric_of(llm[cid])[1]
         if criterion.per_turn:
             left_out["judged per turn"] = left_out.get("judged per turn", 0) + 1
             continue
+        rubrics[cid] = rubric_of(llm[cid])[1]
         people = people_verdict(labels, criterion.pass_mark)
         shown_input = source.input if source is not None else result.input
         reference = source.expected if source is not None else None

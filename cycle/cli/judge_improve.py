@@ -89,6 +89,7 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
     from cycle.cli import load_env
     from cycle.cli.improve import _choose_review, report_cycle, run_cycle
     from cycle.cli.run import say_overrides
+    from cycle.errors import ConfigError
     from cycle.store import Store
 
     given = {k: v for k, v in {"judge": judge_model, "improver": improver_model,
@@ -158,8 +159,14 @@ def improve_judge(run_id: str, config: Path, criteria: tuple[str, ...], held_out
     if figures is not None:
         click.echo(_held_out_line(figures))
     if learnt:
-        for line in rubric_lines(write_rubrics(loaded.path, learnt), loaded.path,
-                                 outcome.final_version):
+        try:
+            writes = write_rubrics(loaded.path, learnt)
+        except ConfigError:  # said with the learnt text, which head keeps
+            for cid, (_, text) in learnt.items():
+                click.echo(f"the learnt rubric of criterion '{cid}' ({JUDGE_PROMPT_ID} "
+                           f"{outcome.final_version}): \"{text}\"")
+            raise
+        for line in rubric_lines(writes, loaded.path, outcome.final_version):
             click.echo(line)
 
 

@@ -90,7 +90,7 @@ def test_held_out_agreement_rises_when_the_rubric_omits_a_rule_people_apply(tmp_
     assert "head moved 1.0.0 -> 1.0.2" in r.output
     assert "undo with: cycle rollback cycle-judge --to 1.0.0" in r.output
     (k_before, k_after), (e_before, e_after) = held_out(r.output)
-    assert k_after == 1.0 > k_before + 0.3 and e_after < e_before - 5
+    assert k_after == 1.0 > k_before + 0.3 and e_after < e_before - 10
     learnt = f"{RUBRIC} A reply that does not cite the order number fails, whatever else it does well."
     with Store.open(store) as s:
         v = s.resolve(JUDGE_PROMPT_ID)

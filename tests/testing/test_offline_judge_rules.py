@@ -83,3 +83,16 @@ def test_the_offline_improver_proposes_the_rule_people_apply(system, cases, prop
         if proposed else [])
     if proposed:
         assert got[0].type == "system_prompt" and got[0].current_value == ""
+
+
+def test_a_rule_in_a_rubric_is_applied_as_a_rule_not_scored_as_a_quality() -> None:
+    """The rule's words ('the order number') do not make the criterion score the order
+    number as one more quality: the rubric's own keywords decide, the rule caps."""
+    from cycle.testing.offline.judge_rules import without_rules
+
+    in_rubric = msgspec.structs.replace(HELPFUL, description=HELPFUL.description + " " + RULE)
+    assert without_rules(in_rubric.description).startswith(HELPFUL.description)
+    assert "order" not in without_rules(in_rubric.description)
+    no_step = NO_ORDER.replace("Next step: follow", "You can follow").replace(
+        "Your parcel", "Order #A-1042: your parcel")
+    assert score("", in_rubric, no_step) == score("", HELPFUL, no_step)

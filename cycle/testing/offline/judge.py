@@ -18,7 +18,7 @@ from typing import Any
 from msgspec import Struct
 
 from cycle.testing.offline import schema as js
-from cycle.testing.offline.judge_rules import apply_rules, rules_in
+from cycle.testing.offline.judge_rules import apply_rules, rules_in, without_rules
 from cycle.testing.offline.world import (
     FEATURES,
     GENERIC,
@@ -207,7 +207,7 @@ def prefer(block: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, An
     """The judge's answer to a ``cycle_pairwise`` request: each answer scored on the
     criterion as ``judge`` would, the higher one wins (the same whichever is shown first)."""
     c = block.get("criterion") or {}
-    cid, about = str(c.get("id") or ""), str(c.get("rubric") or "")
+    cid, about = str(c.get("id") or ""), without_rules(str(c.get("rubric") or ""))
     first, second = (judge_criterion(_Case(block.get("input"), str(block.get(k) or ""),
                                            block.get("expected")), cid, about)
                      for k in ("first", "second"))
@@ -231,7 +231,7 @@ def judge(block: dict[str, Any], schema: dict[str, Any] | None,
     for c in block.get("criteria") or []:
         if isinstance(c, dict) and c.get("id") is not None:
             cid, about = str(c["id"]), str(c.get("description") or "")
-            v = judge_criterion(case, cid, about)
+            v = judge_criterion(case, cid, without_rules(about))
             rules = told + rules_in(about, criterion=cid)
             if rules and case.output.strip():
                 v = Verdict(*apply_rules(rules, cid, case.facts, case.output, v.score,

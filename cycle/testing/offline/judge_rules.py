@@ -67,6 +67,17 @@ def rules_in(text: str, *, criterion: str | None = None) -> list[Rule]:
     return out
 
 
+def without_rules(text: str) -> str:
+    """``text`` without the sentences that state rules: what a criterion's description
+    says it is about (its keywords), a rule in it being applied as a rule, not read as
+    one more quality to score."""
+    rules = [m for m in _SENTENCE.finditer(text or "")
+             if _FAILS.search(m.group(0)) and rules_in(m.group(0))]
+    for m in reversed(rules):
+        text = text[:m.start()] + text[m.end():]
+    return text
+
+
 def apply_rules(rules: list[Rule], criterion: str, facts: Any, output: str,
                 score: int, reasoning: str) -> tuple[int, str]:
     """A criterion's score and reasoning after the rules that cover it."""
