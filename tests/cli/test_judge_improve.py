@@ -277,3 +277,21 @@ def test_improve_settings_the_judge_cycle_cannot_honour_are_refused(tmp_path) ->
             "go to the improver") in r.output
     # --rounds 1, not the config's 9: one improving round, then the confirmation
     assert "round 2: confirming" in r.output and "round 3:" not in r.output
+
+
+def test_an_interrupted_judge_cycle_resumes_from_its_carried_rubrics(tmp_path) -> None:
+    """Stopped at the review (no answer), the cycle resumes from the version carrying
+    cycle.yaml's rubric, head moves from where it stood, and the rubric is written."""
+    store, config, run_id = world(tmp_path, lambda _, reply: needs_order(reply))
+    r = improve(store, config, run_id, "--review", "prompt", input="")
+    assert r.exit_code == 130, r.output
+    assert "--- current/rubrics" in r.output and "[1/1] rubric of 'helpful' (high)" in r.output
+    assert head(store)[0] == "1.0.0" and RUBRIC in config.read_text()
+    r = improve(store, config, run_id, "--yes", "--resume")
+    assert r.exit_code == 0, r.output
+    assert "head moved 1.0.0 -> 1.0.2" in r.output
+    assert "undo with: cycle rollback cycle-judge --to 1.0.0" in r.output
+    assert "A reply that does not cite the order number fails" in config.read_text()
+    with Store.open(store) as s:  # one carrying version, not a second one on resume
+        assert sorted(v.version for v in s.history(JUDGE_PROMPT_ID)) == ["1.0.0", "1.0.1",
+                                                                          "1.0.2"]
