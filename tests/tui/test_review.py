@@ -7,7 +7,7 @@ from pathlib import Path
 from cycle.events import EventBus
 from cycle.improve.apply import apply_suggestions
 from cycle.loop.review import Reviewer, request_prompt
-from cycle.records import Suggestion
+from cycle.records import ReviewRequest, Suggestion
 from cycle.tui.app import CycleApp
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.screens.review import UNDECIDED_REASON, ReviewScreen
@@ -15,11 +15,12 @@ from cycle.tui.widgets.diff_view import DiffView
 from tests.tui.conftest import review_request
 
 
-def reviewing_app(tmp_path: Path) -> CycleApp:
-    """An app whose 'cycle' asks for one review and returns the answer."""
+def reviewing_app(tmp_path: Path, request: ReviewRequest | None = None) -> CycleApp:
+    """An app whose 'cycle' asks for one review (``request``, by default conftest's) and
+    returns the answer."""
 
     async def cycle(bus: EventBus, reviewer: Reviewer) -> list[Suggestion]:
-        return await reviewer.review(review_request())
+        return await reviewer.review(request or review_request())
 
     return CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
 
@@ -27,6 +28,14 @@ def reviewing_app(tmp_path: Path) -> CycleApp:
 def decided(app: CycleApp) -> list[list[Suggestion]]:
     """The decisions the cycle received (it returns them as it ends)."""
     return [] if app.outcome is None else [app.outcome.result]
+
+
+async def _until_decided(pilot) -> None:  # type: ignore[no-untyped-def]
+    """Until the cycle has the decisions (the app sets its outcome), a second at most."""
+    for _ in range(50):
+        if pilot.app.outcome is not None:
+            return
+        await pilot.pause(0.02)
 
 
 async def _wait_for_review(pilot) -> ReviewScreen:  # type: ignore[no-untyped-def]
@@ -63,10 +72,7 @@ async def test_approve_reject_edit_then_submit(tmp_path: Path) -> None:
         assert '+  "temperature": 0.1' in str(screen.query_one("#diff", DiffView).render())
         assert decided(app) == []  # nothing goes back to the loop before submit
         await pilot.press("s")
-        for _ in range(50):
-            if app.outcome is not None:
-                break
-            await pilot.pause(0.02)
+        await _until_decided(pilot)
     assert app.outcome is not None and app.outcome.status == "finished"
     by_id = {s.id: s for s in decided(app)[0]}
     assert [s.id for s in decided(app)[0]] == ["s-low", "s-high", "s-mid"]  # the request's order
@@ -134,10 +140,7 @@ async def test_the_text_a_suggestion_replaces_can_be_edited(tmp_path: Path) -> N
         diff = str(screen.query_one("#diff", DiffView).render())
         assert "-You are a support agent" in diff
         await pilot.press("A", "s")
-        for _ in range(50):
-            if app.outcome is not None:
-                break
-            await pilot.pause(0.02)
+        await _until_decided(pilot)
     high = next(s for s in decided(app)[0] if s.id == "s-high")
     assert (high.decision, high.current_value) == ("edited", "You are a support agent")
     assert high.value == "Answer politely and cite the order number."
@@ -172,10 +175,7 @@ async def test_the_whole_candidate_can_be_rewritten(tmp_path: Path) -> None:
         await pilot.press("enter")
         await pilot.pause()
         await pilot.press("s")
-        for _ in range(50):
-            if app.outcome is not None:
-                break
-            await pilot.pause(0.02)
+        await _until_decided(pilot)
     out = decided(app)[0]
     assert out[-1].id.startswith("rewrite-") and out[-1].decision == "edited"
     final = apply_suggestions(request_prompt(review_request()), out).prompt
@@ -234,10 +234,7 @@ async def test_an_example_is_reviewed_with_its_source_case_and_its_turns(tmp_pat
             source_case="refund-1", example_input="Where is my refund?",
             reasoning="Its reference answer greets and apologises.")]})
 
-    async def cycle(bus: EventBus, reviewer: Reviewer) -> list[Suggestion]:
-        return await reviewer.review(request)
-
-    app = CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
+    app = reviewing_app(tmp_path, request)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await _wait_for_review(pilot)
         detail = str(screen.query_one("#detail").render())
@@ -248,10 +245,7 @@ async def test_an_example_is_reviewed_with_its_source_case_and_its_turns(tmp_pat
         assert "-example 1" not in diff and "+example 1" not in diff  # the kept one is context
         await pilot.press("a")
         await pilot.press("s")
-        for _ in range(50):
-            if app.outcome is not None:
-                break
-            await pilot.pause(0.02)
+        await _until_decided(pilot)
     assert app.outcome is not None
     (approved,) = app.outcome.result
     prompt = apply_suggestions(request_prompt(request), [approved]).prompt
@@ -275,10 +269,7 @@ async def test_a_rubric_edit_is_reviewed_naming_its_criterion_with_the_rubric_di
             id="s-rubric", type="rubric", criterion="helpful", priority="high",
             suggested_value=rule, reasoning="People fail replies without it.")]})
 
-    async def cycle(bus: EventBus, reviewer: Reviewer) -> list[Suggestion]:
-        return await reviewer.review(request)
-
-    app = CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
+    app = reviewing_app(tmp_path, request)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await _wait_for_review(pilot)
         assert "high priority · rubric of 'helpful'" in str(screen.query_one("#detail").render())
@@ -287,10 +278,7 @@ async def test_a_rubric_edit_is_reviewed_naming_its_criterion_with_the_rubric_di
         assert "-  Polite." not in diff and "+  Polite." not in diff  # context only
         await pilot.press("a")
         await pilot.press("s")
-        for _ in range(50):
-            if app.outcome is not None:
-                break
-            await pilot.pause(0.02)
+        await _until_decided(pilot)
     assert app.outcome is not None
     (approved,) = app.outcome.result
     prompt = apply_suggestions(request_prompt(request), [approved]).prompt
