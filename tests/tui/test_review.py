@@ -7,7 +7,7 @@ from pathlib import Path
 from cycle.events import EventBus
 from cycle.improve.apply import apply_suggestions
 from cycle.loop.review import Reviewer, request_prompt
-from cycle.records import ReviewRequest, Suggestion
+from cycle.records import Prompt, ReviewRequest, Suggestion
 from cycle.tui.app import CycleApp
 from cycle.tui.screens.confirm import ConfirmScreen
 from cycle.tui.screens.review import UNDECIDED_REASON, ReviewScreen
@@ -36,6 +36,16 @@ async def _until_decided(pilot) -> None:  # type: ignore[no-untyped-def]
         if pilot.app.outcome is not None:
             return
         await pilot.pause(0.02)
+
+
+async def _approved(pilot, request: ReviewRequest) -> Prompt:  # type: ignore[no-untyped-def]
+    """The prompt of ``request`` with its one suggestion approved at the keyboard (a, s)."""
+    await pilot.press("a")
+    await pilot.press("s")
+    await _until_decided(pilot)
+    assert pilot.app.outcome is not None
+    (approved,) = pilot.app.outcome.result
+    return apply_suggestions(request_prompt(request), [approved]).prompt
 
 
 async def _wait_for_review(pilot) -> ReviewScreen:  # type: ignore[no-untyped-def]
@@ -96,10 +106,7 @@ async def test_approve_all_and_undecided_are_rejected_on_submit(tmp_path: Path) 
         await pilot.press("n")
         await pilot.pause()
         await pilot.press("A", "s")  # approve the rest, submit
-        for _ in range(50):
-            if decided(app):
-                break
-            await pilot.pause(0.02)
+        await _until_decided(pilot)
     decisions = {s.id: (s.decision, s.reason) for s in decided(app)[0]}
     assert decisions == {
         "s-high": ("rejected", "rejected by the reviewer"),
@@ -115,10 +122,7 @@ async def test_submit_with_undecided_rejects_them(tmp_path: Path) -> None:
         await pilot.press("a", "s")
         await pilot.pause()
         await pilot.press("y")
-        for _ in range(50):
-            if decided(app):
-                break
-            await pilot.pause(0.02)
+        await _until_decided(pilot)
     decisions = {s.id: (s.decision, s.reason) for s in decided(app)[0]}
     assert decisions["s-high"] == ("approved", "")
     assert decisions["s-mid"] == decisions["s-low"] == ("rejected", UNDECIDED_REASON)
@@ -243,12 +247,7 @@ async def test_an_example_is_reviewed_with_its_source_case_and_its_turns(tmp_pat
         assert "+example 2  (from case refund-1)" in diff
         assert "+  input: Where is my refund?" in diff and "+  output: Hi Ann, sorry." in diff
         assert "-example 1" not in diff and "+example 1" not in diff  # the kept one is context
-        await pilot.press("a")
-        await pilot.press("s")
-        await _until_decided(pilot)
-    assert app.outcome is not None
-    (approved,) = app.outcome.result
-    prompt = apply_suggestions(request_prompt(request), [approved]).prompt
+        prompt = await _approved(pilot, request)
     assert prompt.examples == (had, Example(input="Where is my refund?", output="Hi Ann, sorry.",
                                             source="refund-1"))
 
@@ -276,10 +275,5 @@ async def test_a_rubric_edit_is_reviewed_naming_its_criterion_with_the_rubric_di
         diff = str(screen.query_one("#diff", DiffView).render())
         assert f"-  {rubric}" in diff and f"+  {rubric} {rule}" in diff
         assert "-  Polite." not in diff and "+  Polite." not in diff  # context only
-        await pilot.press("a")
-        await pilot.press("s")
-        await _until_decided(pilot)
-    assert app.outcome is not None
-    (approved,) = app.outcome.result
-    prompt = apply_suggestions(request_prompt(request), [approved]).prompt
+        prompt = await _approved(pilot, request)
     assert prompt.rubrics == {"helpful": f"{rubric} {rule}", "tone": "Polite."}
