@@ -63,18 +63,21 @@ class ReportsAhead:
         once it is stored."""
         self._base, self._log, self._iterations = base, log, iterations
         self._order = [k for k in base.case_info if iterations(k) > 0]
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            for name in self.formats:
-                self._parts[name] = parts = self._new_parts[name]()
-                # anonymous: a run killed on the way leaves nothing behind
-                self._files[name] = [
-                    tempfile.TemporaryFile("w+", encoding="utf-8", newline="",  # noqa: SIM115 - closed by close()
-                                           dir=self.directory)
-                    for _ in range(parts.streams)]
-        except OSError:
-            self._give_up()
         return self.stored
+
+    def _open_streams(self) -> None:
+        """The streams' files, made with the first case written (not before the run's
+        first request)."""
+        if self._files:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for name in self.formats:
+            self._parts[name] = parts = self._new_parts[name]()
+            # anonymous: a run killed on the way leaves nothing behind
+            self._files[name] = [
+                tempfile.TemporaryFile("w+", encoding="utf-8", newline="",  # noqa: SIM115 - closed by close()
+                                       dir=self.directory)
+                for _ in range(parts.streams)]
 
     def stored(self, batch: list[IterationResult]) -> None:
         """``batch`` is stored: write every case now whole whose cases before it are."""
@@ -106,6 +109,7 @@ class ReportsAhead:
 
     def _write_cases(self, run: RunResult, ids: list[str]) -> None:
         """The text of cases ``ids`` (the next ones in order) of ``run``, in every report."""
+        self._open_streams()
         for n, case_id in enumerate(ids, start=self.written):
             c = run.cases[case_id]
             for name, parts in self._parts.items():
@@ -130,8 +134,7 @@ class ReportsAhead:
         """Report ``name`` of the finished run ``result`` in pieces: the cases not
         written yet are written first (into every report's streams), then its head, its
         streams, its tail."""
-        if self.written < len(result.cases):
-            self._write_cases(result, list(result.cases)[self.written:])
+        self._write_cases(result, list(result.cases)[self.written:])
         parts = self._parts[name]
         yield parts.head(result)
         for stream, file in enumerate(self._files[name]):
