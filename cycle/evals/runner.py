@@ -24,6 +24,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from msgspec.structs import replace
+
 from cycle.agents import Agent
 from cycle.cases import CaseList, TestCase
 from cycle.errors import (
@@ -146,10 +148,11 @@ class Runner:
             raise
         done = {(k, t.iteration) for k, ts in tallies.items() for t in ts}
         if ahead is not None and not tallies and isinstance(recorder, StoredRunRecorder):
-            # the run's figures as they are at its start: a case's text needs none of the rest
-            start = summarize(run_id=run_id, status="running", threshold=self.judge.threshold,
-                              tallies={}, source=recorder.results(), case_info=info,
-                              **self._figures(meta))
+            # the run's figures as they are at its start: a case's text needs none of the
+            # rest; its cases' data is the run's own (not a copy: 100,000 cases' worth)
+            start = replace(summarize(run_id=run_id, status="running", tallies={},
+                                      threshold=self.judge.threshold, source=recorder.results(),
+                                      **self._figures(meta)), case_info=info)
             recorder.on_stored = ahead.follow(start, recorder.log, self._iterations_of)
         try:
             status = await self._work(run_id, meta, tallies, done, recorder)

@@ -140,8 +140,8 @@ def _head_lines(result: RunResult) -> list[str]:
 
 class Lines:
     """Markdown lines as text: a run of blank lines is written only once a line follows
-    it (the report ends on its last line), so that lines written in parts, each part
-    carrying on from the one before (``blanks``), make the text they make written whole."""
+    it (the report ends on its last line). Lines written in parts, each part carrying on
+    from the one before (``blanks``), give the text of the same lines written at once."""
 
     def __init__(self, blanks: int = 0) -> None:
         #: blank lines seen and not written yet
