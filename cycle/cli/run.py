@@ -307,7 +307,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
     from cycle.assemble.suite import build_suite, open_cache, run_budget, validate_suite
     from cycle.events import EventBus
     from cycle.progress import Progress
-    from cycle.report import write_reports
+    from cycle.report import reports_ahead, write_reports
     from cycle.store import Store
 
     # every input is checked before the store (or the cache) is opened: a bad file
@@ -319,6 +319,9 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
                   reports_flag=report_dir is not None)
     store = Store.open(store_of(loaded))
     cache = None
+    # the reports are written as the results are stored: the run waits on its model
+    # most of the time, and at its end only their heads are left (cycle.report.ahead)
+    ahead = None if no_reports else reports_ahead(report_dir or loaded.report_dir, formats)
     try:
         if resume:
             resume = store.runs.resolve(resume)
@@ -344,16 +347,19 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
             heap.settle()
-            result = await runner.run(run_id=resume, meta=suite.meta(), take_over=take_over)
+            result = await runner.run(run_id=resume, meta=suite.meta(), take_over=take_over,
+                                      ahead=ahead)
         finally:
             await suite.aclose()
         # the reports read the results from the store, a case at a time
         result = with_judge_note(result, store)
         paths: dict[str, Path] = {}
         if not no_reports:
-            paths = write_reports(result, report_dir or loaded.report_dir, formats)
+            paths = write_reports(result, report_dir or loaded.report_dir, formats, ahead=ahead)
         _show_run(result, paths, quiet=quiet, as_json=as_json)
     finally:
+        if ahead is not None:
+            ahead.close()
         store.close()
         if cache is not None:
             cache.close()

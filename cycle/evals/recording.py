@@ -11,14 +11,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from cycle.evals.results import MemoryResults, Tally, stored_tallies
 from cycle.events import Event, EventBus, ModelCalled
-from cycle.records import IterationResult, RoleUsage
+from cycle.records import IterationResult, RoleUsage, RunResult
 from cycle.records.results import ResultSource
 from cycle.store import CallRecorder
 from cycle.store.runs import FLUSH_EVERY, RunLog, StoredResults
+
+
+class Follower(Protocol):
+    """What follows a new stored run as its results are stored (the reports written
+    ahead, cycle.report.ahead)."""
+
+    def follow(self, base: RunResult, log: RunLog, iterations: Callable[[str], int]
+               ) -> Callable[[list[IterationResult]], None]:
+        """Start following the run ``base`` (its figures at its start), whose results
+        ``log`` stores, each case ``iterations(case_id)`` times; returns what to call
+        with each batch of results once it is stored."""
+        ...
 
 
 class Usage:
@@ -106,6 +118,8 @@ class StoredRunRecorder(RunRecorder):
         self._unsubscribe.append(bus.subscribe(self._calls))
         self._unwritten: list[IterationResult] = []
         self._last_write = time.monotonic()
+        #: told of each batch of results once it is stored (the reports written ahead)
+        self.on_stored: Callable[[list[IterationResult]], None] | None = None
 
     def begin(self, row: Callable[[], dict[str, Any]]) -> dict[str, list[Tally]]:
         if self.log.get(self.run_id) is None:
@@ -129,8 +143,11 @@ class StoredRunRecorder(RunRecorder):
         batch, self._unwritten = self._unwritten, []
         self.log.write_results(self.run_id, batch, calls=self._calls.take())
         self._last_write = now
+        if self.on_stored is not None:
+            self.on_stored(batch)
 
     def interrupted(self) -> None:
+        self.on_stored = None  # no report is written of a run stopped by an exception
         self._write(force=True)
         self.log.finish(self.run_id, status="interrupted", summary=None)
 

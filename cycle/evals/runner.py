@@ -24,6 +24,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from msgspec.structs import replace
+
 from cycle.agents import Agent
 from cycle.cases import CaseList, TestCase
 from cycle.errors import (
@@ -32,7 +34,7 @@ from cycle.errors import (
     MissingCredentialsError,
     describe,
 )
-from cycle.evals.recording import RunRecorder, StoredRunRecorder
+from cycle.evals.recording import Follower, RunRecorder, StoredRunRecorder
 from cycle.evals.results import Tally, summarize
 from cycle.events import CaseFinished, EventBus, RunFinished, RunStarted
 from cycle.ids import new_run_id, now_iso
@@ -100,23 +102,34 @@ class Runner:
         return bool(getattr(self.agent, "offline", False)) or self.judge.offline
 
     async def run(self, *, run_id: str | None = None, meta: dict[str, Any] | None = None,
-                  take_over: bool = False) -> RunResult:
+                  take_over: bool = False, ahead: Follower | None = None) -> RunResult:
         """Run (or resume) the suite. ``meta`` may give prompt_id, version, cycle_id,
         round, role ('eval', 'baseline', 'candidate') and config (stored with the run).
         A run of its own holds its lease (cycle.store.locks) while it runs: a second
         process resuming it refuses (a cycle's runs are under the cycle's lease);
-        ``take_over``: take a lease another machine holds."""
+        ``take_over``: take a lease another machine holds. ``ahead``: the reports to
+        write as the results are stored (a new stored run; cycle.report.ahead)."""
         meta = dict(meta or {})
         run_id = run_id or new_run_id()
         if self.store is None or meta.get("cycle_id") is not None:
-            return await self._run(run_id, meta)
+            return await self._run(run_id, meta, ahead)
         from cycle.store.locks import held
 
         with held(self.store, f"run:{run_id}", what=f"run {run_id}",
                   resume_hint=f"cycle run cycle.yaml --resume {run_id}", take_over=take_over):
-            return await self._run(run_id, meta)
+            return await self._run(run_id, meta, ahead)
 
-    async def _run(self, run_id: str, meta: dict[str, Any]) -> RunResult:
+    def _figures(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """What a run's result says of its prompt and models."""
+        return {"prompt_id": meta.get("prompt_id"), "version": meta.get("version"),
+                "agent_model": self.agent.name, "judge_model": self.judge.name,
+                "judge_version": self.judge.version, "offline": self.offline}
+
+    def _iterations_of(self, case_id: str) -> int:
+        return self.iterations_for.get(case_id, self.iterations)
+
+    async def _run(self, run_id: str, meta: dict[str, Any],
+                   ahead: Follower | None = None) -> RunResult:
         began = now_iso()
         info = case_info(self.cases)
         log = self.store.runs if self.store is not None else None
@@ -134,6 +147,13 @@ class Runner:
             recorder.close()
             raise
         done = {(k, t.iteration) for k, ts in tallies.items() for t in ts}
+        if ahead is not None and not tallies and isinstance(recorder, StoredRunRecorder):
+            # the run's figures as they are at its start: a case's text needs none of the
+            # rest; its cases' data is the run's own (not a copy: 100,000 cases' worth)
+            start = replace(summarize(run_id=run_id, status="running", tallies={},
+                                      threshold=self.judge.threshold, source=recorder.results(),
+                                      **self._figures(meta)), case_info=info)
+            recorder.on_stored = ahead.follow(start, recorder.log, self._iterations_of)
         try:
             status = await self._work(run_id, meta, tallies, done, recorder)
         except BaseException:
@@ -146,10 +166,7 @@ class Runner:
         result = summarize(
             run_id=run_id, status=status, threshold=self.judge.threshold, tallies=tallies,
             source=recorder.results(), usage=recorder.role_usage(), case_info=info,
-            prompt_id=meta.get("prompt_id"), version=meta.get("version"),
-            agent_model=self.agent.name, judge_model=self.judge.name,
-            judge_version=self.judge.version, offline=self.offline,
-            stop_reason=self._stop_reason,
+            **self._figures(meta), stop_reason=self._stop_reason,
             # the reports carry their times (a resumed run started when it first started)
             started_at=recorder.started_at(began), finished_at=now_iso(),
         )
@@ -182,13 +199,10 @@ class Runner:
                               round=meta.get("round"),
                               sample=run_id if meta.get("fresh") else None)
 
-        def iterations(case_id: str) -> int:
-            return self.iterations_for.get(case_id, self.iterations)
-
         # the cases are unpacked as the workers reach them, never all at once
-        jobs = ((case, i) for case in self.cases for i in range(iterations(case.id))
+        jobs = ((case, i) for case in self.cases for i in range(self._iterations_of(case.id))
                 if (case.id, i) not in done)
-        todo = sum(1 for k in self.cases.ids for i in range(iterations(k)) if (k, i) not in done)
+        todo = sum(1 for k in self.cases.ids for i in range(self._iterations_of(k)) if (k, i) not in done)
         self.bus.emit(RunStarted(run_id=run_id, prompt_id=meta.get("prompt_id"),
                                  version=meta.get("version"), cases=len(self.cases),
                                  iterations=self.iterations))

@@ -13,35 +13,42 @@ from msgspec.structs import replace
 from cycle.errors import ConfigError, ReportError
 from cycle.evals.results import CaseTable
 from cycle.records import RunResult
+from cycle.report.ahead import ReportsAhead
 from cycle.report.console import render_console
-from cycle.report.json import iter_json, render_json
-from cycle.report.junit import iter_junit, render_junit
-from cycle.report.markdown import iter_markdown, render_markdown
+from cycle.report.json import json_parts, render_json
+from cycle.report.junit import junit_parts, render_junit
+from cycle.report.markdown import markdown_parts, render_markdown
+from cycle.report.parts import Parts, pieces
 from cycle.store.runs import SharedReader, StoredResults
 
 __all__ = ["RUN_REPORTS", "ReportFormat", "render_console", "render_json", "render_junit",
-           "render_markdown", "report_formats", "write_reports"]
+           "render_markdown", "report_formats", "reports_ahead", "write_reports"]
 
 
 class ReportFormat(NamedTuple):
-    """A report a run writes: its file's suffix (after the run id) and its text, in pieces."""
+    """A report a run writes: its file's suffix (after the run id) and its parts (a new
+    one for each file written)."""
 
     suffix: str
-    pieces: Callable[[RunResult], Iterable[str]]
+    parts: Callable[[], Parts]
+
+    def pieces(self, result: RunResult) -> Iterable[str]:
+        """The whole report's text, in pieces."""
+        return pieces(self.parts(), result)
 
 
-def _html(result: RunResult) -> Iterable[str]:
-    from cycle.report.run_html import iter_run_html  # its page helpers load only when asked
+def _html() -> Parts:
+    from cycle.report.run_html import html_parts  # its page helpers load only when asked
 
-    return iter_run_html(result)
+    return html_parts()
 
 
 #: the reports of a run, by the name ``reports.formats`` gives them: a new format is one
-#: entry here (``RUN_REPORTS["csv"] = ReportFormat(".csv", iter_csv)``)
+#: entry here (``RUN_REPORTS["csv"] = ReportFormat(".csv", csv_parts)``)
 RUN_REPORTS: dict[str, ReportFormat] = {
-    "markdown": ReportFormat(".md", iter_markdown),
-    "json": ReportFormat(".json", iter_json),
-    "junit": ReportFormat(".junit.xml", iter_junit),
+    "markdown": ReportFormat(".md", markdown_parts),
+    "json": ReportFormat(".json", json_parts),
+    "junit": ReportFormat(".junit.xml", junit_parts),
     "html": ReportFormat(".html", _html),
 }
 
@@ -122,14 +129,31 @@ def _side_by_side(files: list[tuple[TextIO, Iterator[str], SharedReader]]) -> No
             frontier = min(reader.read for _, _, reader in going)
 
 
+def reports_ahead(directory: str | Path, formats: Sequence[str] | None = None) -> ReportsAhead:
+    """The reports ``formats`` of a run to write while it runs (``Runner.run``'s
+    ``ahead``), then with ``write_reports``."""
+    return ReportsAhead(Path(directory), report_formats(formats),
+                        {name: f.parts for name, f in RUN_REPORTS.items()})
+
+
 def write_reports(result: RunResult, directory: str | Path,
-                  formats: Sequence[str] | None = None) -> dict[str, Path]:
+                  formats: Sequence[str] | None = None, *,
+                  ahead: ReportsAhead | None = None) -> dict[str, Path]:
     """Write a run's reports (``formats``: names of ``RUN_REPORTS``; all by default);
-    returns format -> path. A stored run's reports are written together, its results
-    read once for all of them."""
+    returns format -> path. Written ``ahead`` while the run ran, they are finished from
+    that; else a stored run's reports are written together, its results read once for
+    all of them."""
     d = Path(directory)
     chosen = {name: RUN_REPORTS[name] for name in report_formats(formats)}
     paths = {name: d / f"{result.run_id}{f.suffix}" for name, f in chosen.items()}
+    if ahead is not None and ahead.ready(result, d, list(chosen)):
+        try:
+            write_files(d, {paths[name]: (lambda name=name: ahead.pieces(name, result))
+                            for name in chosen},
+                        what=f"run {result.run_id}", again=f"cycle report {result.run_id}")
+        finally:
+            ahead.close()
+        return paths
     readers: dict[Path, SharedReader] | None = None
     runs = {name: result for name in chosen}
     if len(chosen) > 1 and isinstance(result.source, StoredResults) \

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from cycle.records import CaseStats, IterationResult, RunResult
+from cycle.report.parts import Parts, Plain, pieces
 
 OFFLINE_NOTE = "offline model: these results do not come from a real model"
 
@@ -69,14 +70,29 @@ def _dumps(value: Any) -> str:
     return msgspec.json.format(msgspec.json.encode(value, enc_hook=str), indent=2).decode()
 
 
+def json_head(result: RunResult) -> str:
+    """The report up to its first case."""
+    head = _dumps({**_head(result), "cases": None})
+    return head[:-len("null\n}")] + "["
+
+
+def json_case(n: int, c: CaseStats, result: RunResult) -> str:
+    """The ``n``-th case (from 0) of the report."""
+    return ("," if n else "") + "\n    " + _dumps(_case(c, result)).replace("\n", "\n    ")
+
+
+def json_tail(result: RunResult) -> str:
+    return "\n  ]\n}" if result.cases else "]\n}"
+
+
+def json_parts() -> Parts:
+    return Plain(json_head, json_case, json_tail)
+
+
 def iter_json(result: RunResult) -> Iterator[str]:
     """The JSON report in pieces, a case at a time (a case's results are read when its
     turn comes, so the report of any run is written in the memory of one case)."""
-    head = _dumps({**_head(result), "cases": None})
-    yield head[:-len("null\n}")] + "["
-    for i, c in enumerate(result.cases.values()):
-        yield ("," if i else "") + "\n    " + _dumps(_case(c, result)).replace("\n", "\n    ")
-    yield "\n  ]\n}" if result.cases else "]\n}"
+    return pieces(json_parts(), result)
 
 
 def render_json(result: RunResult) -> str:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 
 from cycle.records import CaseStats, RunResult
+from cycle.report.parts import Parts, Plain, pieces
 
 #: what XML 1.0 forbids even as a character reference (controls, lone surrogates, U+FFFE/F)
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -69,26 +70,42 @@ def _case(c: CaseStats, result: RunResult) -> str:
     return "".join(out)
 
 
-def iter_junit(result: RunResult) -> Iterator[str]:
+def junit_head(result: RunResult) -> str:
+    """The report up to its first case."""
     s = result.suite
     total = f"{s.latency_total:.3f}"
     name = f"cycle {result.prompt_id or ''}@{result.version or ''}".strip("@ ") or "cycle"
     counts = {"tests": str(s.cases), "failures": str(s.failed), "errors": str(s.errored),
               "time": total}
-    yield '<?xml version="1.0" encoding="UTF-8"?>\n'
-    yield "<testsuites" + "".join(f" {k}={quoteattr(v)}" for k, v in
-                                  {"name": "cycle", **counts}.items()) + ">\n"
-    yield "  <testsuite" + "".join(f" {k}={quoteattr(v)}" for k, v in
-                                   {"name": name, **counts}.items()) + ">\n"
-    yield "    <properties>\n"
+    out = ['<?xml version="1.0" encoding="UTF-8"?>\n',
+           "<testsuites" + "".join(f" {k}={quoteattr(v)}" for k, v in
+                                   {"name": "cycle", **counts}.items()) + ">\n",
+           "  <testsuite" + "".join(f" {k}={quoteattr(v)}" for k, v in
+                                    {"name": name, **counts}.items()) + ">\n",
+           "    <properties>\n"]
     for key, value in (("run_id", result.run_id), ("agent_model", result.agent_model),
                        ("judge_model", result.judge_model), ("score", _fmt(result.score)),
                        ("offline", "true" if result.offline else "false")):
-        yield _element("property", {"name": key, "value": str(value or "")}, indent=3)
-    yield "    </properties>\n"
-    for c in result.cases.values():
-        yield _case(c, result)
-    yield "  </testsuite>\n</testsuites>\n"
+        out.append(_element("property", {"name": key, "value": str(value or "")}, indent=3))
+    out.append("    </properties>\n")
+    return "".join(out)
+
+
+def junit_case(n: int, c: CaseStats, result: RunResult) -> str:
+    """The ``n``-th case (from 0): its testcase element."""
+    return _case(c, result)
+
+
+def junit_tail(result: RunResult) -> str:
+    return "  </testsuite>\n</testsuites>\n"
+
+
+def junit_parts() -> Parts:
+    return Plain(junit_head, junit_case, junit_tail)
+
+
+def iter_junit(result: RunResult) -> Iterator[str]:
+    return pieces(junit_parts(), result)
 
 
 def render_junit(result: RunResult) -> str:

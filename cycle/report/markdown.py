@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from cycle.records import CaseStats, IterationResult, RunResult
 from cycle.records.transcript import has_behaviour, transcript_lines
 from cycle.report import format as f
 from cycle.report.json import OFFLINE_NOTE
+from cycle.report.parts import Parts, pieces
 from cycle.words import plural
 
 
@@ -96,7 +97,7 @@ def _input_text(value: object) -> str:
     return str(value)
 
 
-def _lines(result: RunResult) -> Iterator[str]:
+def _head_lines(result: RunResult) -> list[str]:
     s = result.suite
     title = f"{result.prompt_id}@{result.version}" if result.prompt_id else result.run_id
     lines = [f"# Evaluation: {title}", ""]
@@ -134,42 +135,105 @@ def _lines(result: RunResult) -> Iterator[str]:
     lines += _panel(result)
     lines += ["## Cases", "", "| case | status | mean ± 95% CI | sd | pass rate | errors |",
               "| --- | --- | ---: | ---: | ---: | ---: |"]
-    yield from lines
-    # the cases are read three times rather than held: a run of any size is written in
-    # the memory of one case (CaseStats are built from the run's figures as they are read);
-    # the first pass notes which passed, so that each later one builds only its own
-    passed: list[str] = []
-    others: list[str] = []
-    for c in result.cases.values():
-        (passed if c.status == "passed" else others).append(c.case_id)
-        yield (f"| {_cell(c.name)} (`{c.case_id}`) | {c.status} | {f.score_ci(c.stats)} | "
-               f"{f.score(c.stats.sd)} | {f.pct(c.pass_rate)} | {c.errors} |")
-    yield ""
-    if others:  # failed, errored, terminated
-        yield from ["## Failed and errored cases", ""]
-        for case_id in others:
-            c = result.cases[case_id]
-            yield from [f"### {c.status.upper()}: {c.name} (`{c.case_id}`)", ""]
-            yield from _case_body(c, result)
-    if passed:
-        yield from ["## Passed cases", ""]
-        for case_id in passed:
-            c = result.cases[case_id]
-            yield from ["<details>", (f"<summary>{c.name} (<code>{c.case_id}</code>): "
-                        f"{f.score_ci(c.stats)}</summary>"), ""]
-            yield from _case_body(c, result)
-            yield from ["</details>", ""]
+    return lines
+
+
+class Lines:
+    """Markdown lines as text: a run of blank lines is written only once a line follows
+    it (the report ends on its last line). Lines written in parts, each part carrying on
+    from the one before (``blanks``), give the text of the same lines written at once."""
+
+    def __init__(self, blanks: int = 0) -> None:
+        #: blank lines seen and not written yet
+        self.blanks = blanks
+
+    def text(self, lines: Iterable[str]) -> str:
+        out = []
+        for line in lines:
+            if not line.strip():
+                self.blanks += 1
+                continue
+            out.append("\n" * self.blanks + line + "\n")
+            self.blanks = 0
+        return "".join(out)
+
+
+#: the report's streams: the cases table's rows, the failed (errored, ended) cases, the
+#: passed ones; each case is in the first and in one of the others
+ROWS, FAILED, PASSED = range(3)
+#: the titles of the sections of the failed and passed cases (each followed by a blank line)
+_TITLES = {FAILED: "## Failed and errored cases", PASSED: "## Passed cases"}
+
+
+class MarkdownParts(Parts):
+    """The Markdown report's parts: a summary table, the cases' table, failed cases
+    expanded, passed cases collapsed."""
+
+    streams = 3
+
+    def __init__(self) -> None:
+        # a section's title (before()) is followed by a blank line
+        self._lines = {ROWS: Lines(), FAILED: Lines(1), PASSED: Lines(1)}
+        self._head_blanks = 0
+        self._last: int | None = None  # the stream written last
+        # written whole, the first pass notes which cases passed, so that each later
+        # one builds only its own cases' statistics
+        self._noted: dict[int, list[str]] = {FAILED: [], PASSED: []}
+
+    def head(self, result: RunResult) -> str:
+        lines = Lines()
+        text = lines.text(_head_lines(result))
+        self._head_blanks = lines.blanks
+        return text
+
+    def case(self, stream: int, n: int, c: CaseStats, result: RunResult) -> str:
+        lines = self._lines[stream]
+        if stream == ROWS:
+            row = (f"| {_cell(c.name)} (`{c.case_id}`) | {c.status} | {f.score_ci(c.stats)} | "
+                   f"{f.score(c.stats.sd)} | {f.pct(c.pass_rate)} | {c.errors} |")
+            return lines.text([row])
+        if (stream == PASSED) != (c.status == "passed"):
+            return ""
+        if stream == FAILED:
+            body = [f"### {c.status.upper()}: {c.name} (`{c.case_id}`)", "",
+                    *_case_body(c, result)]
+        else:
+            body = ["<details>", (f"<summary>{c.name} (<code>{c.case_id}</code>): "
+                    f"{f.score_ci(c.stats)}</summary>"), "", *_case_body(c, result),
+                    "</details>", ""]
+        return lines.text(body)
+
+    def before(self, stream: int) -> str:
+        # the blank lines the stream before left (the cases' table ends with one), then
+        # the section's title
+        last = self._last
+        blanks = self._head_blanks if last is None else \
+            self._lines[last].blanks + (last == ROWS)
+        self._last = stream
+        return "\n" * blanks + (_TITLES[stream] + "\n" if stream in _TITLES else "")
+
+    def tail(self, result: RunResult) -> str:
+        return ""
+
+    def cases(self, stream: int, result: RunResult) -> Iterable[tuple[int, CaseStats]]:
+        if stream == ROWS:
+            for n, c in enumerate(result.cases.values()):
+                self._noted[PASSED if c.status == "passed" else FAILED].append(c.case_id)
+                yield n, c
+        else:
+            for case_id in self._noted[stream]:
+                yield 0, result.cases[case_id]
+
+
+def markdown_parts() -> Parts:
+    return MarkdownParts()
 
 
 def iter_markdown(result: RunResult) -> Iterator[str]:
-    """The Markdown report in pieces (a line at a time; no blank lines at the end)."""
-    blanks = 0
-    for line in _lines(result):
-        if not line.strip():
-            blanks += 1
-            continue
-        yield "\n" * blanks + line + "\n"
-        blanks = 0
+    """The Markdown report in pieces (a case at a time; no blank lines at the end). The
+    cases are read three times rather than held: a run of any size is written in the
+    memory of one case (CaseStats are built from the run's figures as they are read)."""
+    return pieces(markdown_parts(), result)
 
 
 def render_markdown(result: RunResult) -> str:

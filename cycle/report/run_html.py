@@ -20,6 +20,7 @@ from cycle.report import format as f
 from cycle.report.console import ROLE_NAMES
 from cycle.report.json import OFFLINE_NOTE
 from cycle.report.page import BASE_CSS, Frame, axes
+from cycle.report.parts import Parts, Plain, pieces
 
 CSS = Markup("""\
   .chart rect { fill: #4e79a7; } .chart rect.low { fill: #cf222e; }
@@ -141,9 +142,8 @@ def _panel(result: RunResult) -> list[str]:
     return out
 
 
-def iter_run_html(result: RunResult) -> Iterator[str]:
-    """The page in pieces: its head and summary, then a case at a time (a run of any
-    size is written in the memory of one case)."""
+def html_head(result: RunResult) -> str:
+    """The page up to its first case: its head, summary and histogram."""
     s = result.suite
     title = f"{result.prompt_id}@{result.version}" if result.prompt_id else "an eval file"
     started, finished = (result.started_at or "")[:19], (result.finished_at or "")[:19]
@@ -194,7 +194,23 @@ def iter_run_html(result: RunResult) -> Iterator[str]:
         "conversation when the agent did more than answer), each criterion's score and "
         "reasoning, and what went wrong. Failed and errored cases are open.</p>"),
     ]
-    yield "\n".join(head) + "\n"
-    for n, c in enumerate(result.cases.values(), start=1):
-        yield _case(n, c, result)
-    yield "</body>\n</html>\n"
+    return "\n".join(head) + "\n"
+
+
+def html_case(n: int, c: CaseStats, result: RunResult) -> str:
+    """The ``n``-th case (from 0) of the page."""
+    return _case(n + 1, c, result)
+
+
+def html_tail(result: RunResult) -> str:
+    return "</body>\n</html>\n"
+
+
+def html_parts() -> Parts:
+    return Plain(html_head, html_case, html_tail)
+
+
+def iter_run_html(result: RunResult) -> Iterator[str]:
+    """The page in pieces: its head and summary, then a case at a time (a run of any
+    size is written in the memory of one case)."""
+    return pieces(html_parts(), result)

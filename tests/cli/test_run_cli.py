@@ -408,3 +408,37 @@ def test_an_unknown_report_format_is_refused_before_any_call(tmp_path):
         assert "cycle.yaml:7 (reports.formats): unknown report format 'pdf'" in r.output
         assert "Known formats: markdown, json, junit, html" in r.output
     assert not (tmp_path / "store.db").exists()
+
+
+def test_run_writes_its_reports_while_it_runs_and_they_are_the_stored_runs(tmp_path,
+                                                                          monkeypatch):
+    """`cycle run` writes each case's text in its reports as the case is stored
+    (cycle.report.ahead): at the end only the heads are left, and the files are those
+    `cycle report` writes of the stored run (the Markdown and JUnit ones carry no time of
+    the end, which the run knows to the microsecond and its stored row a moment later)."""
+    from cycle.report.ahead import ReportsAhead
+
+    finished = []
+    pieces = ReportsAhead.pieces
+
+    def spied(self, name, result):
+        finished.append((name, self.written))
+        yield from pieces(self, name, result)
+
+    monkeypatch.setattr(ReportsAhead, "pieces", spied)
+    cfg = project(tmp_path, """
+        criteria:
+          - id: no_parcel
+            check: {type: not_contains, values: [parcel]}
+        run: {iterations: 2}
+    """)
+    r = invoke(tmp_path, "run", cfg)
+    assert r.exit_code in (0, 1), r.output
+    # every case was written before the end: the end wrote the four reports from them
+    assert finished == [("markdown", 2), ("json", 2), ("junit", 2), ("html", 2)]
+    run_id = next((tmp_path / "reports").glob("*.md")).stem
+    again = invoke(tmp_path, "report", run_id, "--report-dir", str(tmp_path / "again"))
+    assert again.exit_code == 0, again.output
+    for suffix in (".md", ".junit.xml"):
+        assert (tmp_path / "reports" / f"{run_id}{suffix}").read_bytes() == \
+            (tmp_path / "again" / f"{run_id}{suffix}").read_bytes(), suffix

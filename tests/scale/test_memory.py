@@ -24,7 +24,7 @@ from cycle.evals.runner import Runner
 from cycle.judge import Judge
 from cycle.judge.criteria import CriterionConfig
 from cycle.records import IterationResult
-from cycle.report import write_reports
+from cycle.report import reports_ahead, write_reports
 from cycle.store import Store
 
 
@@ -54,12 +54,12 @@ def _answer(inp: dict[str, Any]) -> str:
 CRITERIA = [CriterionConfig(id="says-pass", check={"type": "contains", "values": ["PASS"]})]
 
 
-def _run(store: Store, n: int, **kwargs: Any):
+def _run(store: Store, n: int, ahead: Any = None, **kwargs: Any):
     cases = [TestCase(id=f"c{i}", input={"n": i}) for i in range(n)]
     agent = CallableAgent(_answer)
     runner = Runner(agent=agent, judge=Judge(CRITERIA), cases=cases, iterations=2,
                     concurrency=8, store=store, **kwargs)
-    return aio.run(runner.run())
+    return aio.run(runner.run(ahead=ahead))
 
 
 def test_a_stored_run_holds_no_results_once_they_are_written(tmp_path: Path):
@@ -110,6 +110,28 @@ def test_writing_the_reports_holds_a_few_cases_at_a_time(tmp_path: Path, monkeyp
     md = paths["markdown"].read_text()
     assert md.count("### FAILED:") == 67 and md.count("<details>") == 133
     assert md.endswith("</details>\n")
+    store.close()
+
+
+def test_reports_written_while_the_run_runs_hold_a_few_cases_at_a_time(tmp_path: Path,
+                                                                       monkeypatch):
+    """``cycle run`` writes its reports as the results are stored (cycle.report.ahead):
+    four times the cases, not four times the memory, and no result left in memory."""
+    monkeypatch.setattr("cycle.store.runs.CASES_READ", 10)
+    # a write per result: written in batches of a quarter second, a fast run's batch
+    # would be the whole run, whatever the reports do
+    monkeypatch.setattr("cycle.evals.recording.FLUSH_EVERY", 0)
+    store = Store.open(tmp_path / "s.db")
+    before = live(IterationResult)
+
+    def run_and_report(n: int) -> None:
+        ahead = reports_ahead(tmp_path / str(n))
+        write_reports(_run(store, n, ahead=ahead), tmp_path / str(n), ahead=ahead)
+        assert ahead.written == n
+
+    peaks = {n: peak_bytes(lambda n=n: run_and_report(n)) for n in (50, 200)}
+    assert peaks[200] < 2 * peaks[50], peaks
+    assert live(IterationResult) - before == 0
     store.close()
 
 
