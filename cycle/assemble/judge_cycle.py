@@ -485,7 +485,7 @@ def held_out_figures(store: Store, result: CycleResult, labelled: LabelledSet) -
         return None
     # the start carrying cycle.yaml's rubrics is, for a run's judge, the head it stands for
     def shown(version: str) -> str:
-        return result.head_before or version if version == result.initial_version else version
+        return (result.head_before or version) if version == result.initial_version else version
 
     return HeldOut(before=before[0], after=after[0],
                    before_version=shown(result.initial_version),

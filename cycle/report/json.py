@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -86,14 +85,10 @@ def json_tail(result: RunResult) -> str:
 
 
 def json_parts() -> Parts:
+    """The JSON report's parts, a case at a time (a case's results are read when its
+    turn comes, so the report of any run is written in the memory of one case)."""
     return Plain(json_head, json_case, json_tail)
 
 
-def iter_json(result: RunResult) -> Iterator[str]:
-    """The JSON report in pieces, a case at a time (a case's results are read when its
-    turn comes, so the report of any run is written in the memory of one case)."""
-    return pieces(json_parts(), result)
-
-
 def render_json(result: RunResult) -> str:
-    return "".join(iter_json(result))
+    return "".join(pieces(json_parts(), result))

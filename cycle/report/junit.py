@@ -1,13 +1,12 @@
 """JUnit XML for CI: one testcase per case; failed cases fail, errored cases error.
 
-Written as it goes, a case at a time (``iter_junit``): the report of a run of any size
+Written as it goes, a case at a time (``junit_parts``): the report of a run of any size
 needs the memory of one case."""
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 
 from cycle.records import CaseStats, RunResult
 from cycle.report.parts import Parts, Plain, pieces
@@ -104,9 +103,5 @@ def junit_parts() -> Parts:
     return Plain(junit_head, junit_case, junit_tail)
 
 
-def iter_junit(result: RunResult) -> Iterator[str]:
-    return pieces(junit_parts(), result)
-
-
 def render_junit(result: RunResult) -> str:
-    return "".join(iter_junit(result))
+    return "".join(pieces(junit_parts(), result))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from cycle.records import CaseStats, IterationResult, RunResult
 from cycle.records.transcript import has_behaviour, transcript_lines
@@ -226,15 +226,12 @@ class MarkdownParts(Parts):
 
 
 def markdown_parts() -> Parts:
+    """The Markdown report's parts (a case at a time; no blank lines at the end). Written
+    whole, the cases are read three times rather than held: a run of any size is written
+    in the memory of one case (CaseStats are built from the run's figures as they are
+    read)."""
     return MarkdownParts()
 
 
-def iter_markdown(result: RunResult) -> Iterator[str]:
-    """The Markdown report in pieces (a case at a time; no blank lines at the end). The
-    cases are read three times rather than held: a run of any size is written in the
-    memory of one case (CaseStats are built from the run's figures as they are read)."""
-    return pieces(markdown_parts(), result)
-
-
 def render_markdown(result: RunResult) -> str:
-    return "".join(iter_markdown(result))
+    return "".join(pieces(markdown_parts(), result))

@@ -10,7 +10,6 @@ streamed a case at a time like the other reports."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 from markupsafe import Markup, escape
 
@@ -20,7 +19,7 @@ from cycle.report import format as f
 from cycle.report.console import ROLE_NAMES
 from cycle.report.json import OFFLINE_NOTE
 from cycle.report.page import BASE_CSS, Frame, axes
-from cycle.report.parts import Parts, Plain, pieces
+from cycle.report.parts import Parts, Plain
 
 CSS = Markup("""\
   .chart rect { fill: #4e79a7; } .chart rect.low { fill: #cf222e; }
@@ -207,10 +206,6 @@ def html_tail(result: RunResult) -> str:
 
 
 def html_parts() -> Parts:
+    """The page's parts: its head and summary, then a case at a time (a run of any size
+    is written in the memory of one case)."""
     return Plain(html_head, html_case, html_tail)
-
-
-def iter_run_html(result: RunResult) -> Iterator[str]:
-    """The page in pieces: its head and summary, then a case at a time (a run of any
-    size is written in the memory of one case)."""
-    return pieces(html_parts(), result)
