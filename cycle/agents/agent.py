@@ -392,9 +392,11 @@ class HttpAgent(TurnAgent):
         #: the values the headers took from the environment (tokens): masked in answers
         self._secrets = maskable(os.environ.get(name) for v in (headers or {}).values()
                                  for name in _ENV_REF.findall(v))
+        from cycle.llm import tls
         from cycle.llm.bodies import cap_client
 
-        self._client = cap_client(httpx.AsyncClient(headers=resolved, timeout=timeout))
+        self._client = cap_client(httpx.AsyncClient(headers=resolved, timeout=timeout,
+                                                    verify=tls.context()))
         self._httpx = httpx
 
     def opening(self, case: TestCase) -> list[Message]:

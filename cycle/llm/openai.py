@@ -31,7 +31,7 @@ from cycle.errors import (
     ProviderConnectionError,
     ProviderError,
 )
-from cycle.llm import compat
+from cycle.llm import compat, tls
 from cycle.llm.base import (
     CUT_SLACK,
     PLACEHOLDER_KEY,
@@ -111,6 +111,7 @@ class OpenAIAPI(ModelAPI):
         return _clients.get(self, self._client_key, self._new_client)
 
     def _new_client(self) -> openai.AsyncOpenAI:
+        tls.prepare()  # the certificates are read in a thread while the SDK is imported
         openai = heap.import_module("openai")
         extra = self.options.extra
         return openai.AsyncOpenAI(
@@ -121,8 +122,9 @@ class OpenAIAPI(ModelAPI):
             max_retries=0,
             default_headers=extra.get("headers"),
             # every body read under a cap, after decompression (cycle.llm.bodies)
-            http_client=cap_client(openai.DefaultAsyncHttpxClient(timeout=self.options.timeout),
-                                   limit_mb=self.options.max_response_mb),
+            http_client=cap_client(openai.DefaultAsyncHttpxClient(
+                timeout=self.options.timeout, verify=tls.context()),
+                limit_mb=self.options.max_response_mb),
         )
 
     async def aclose(self) -> None:

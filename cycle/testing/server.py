@@ -42,6 +42,7 @@ import json
 import re
 import selectors
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -382,11 +383,13 @@ class LoopbackServer:
         stream_chars: int = 4,
         stream_delay: float = 0.0,
         compat: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         """``stream_chars``: characters of a streamed answer a chunk (a token);
         ``stream_delay``: seconds between two chunks (a model's speed: a client that stops
         reading is noticed within one); ``compat``: behave as a real OpenAI-compatible
-        server does (cycle.testing.compat: llamacpp, text-only, no-tool-role)."""
+        server does (cycle.testing.compat: llamacpp, text-only, no-tool-role); ``tls``: a
+        server context to serve HTTPS with (its certificate is the test's to trust)."""
         if compat is not None and compat not in _compat.MODES:
             raise ValueError(f"compat: one of {', '.join(_compat.MODES)}, not {compat!r}")
         #: the OpenAI-compatible server this one behaves as (None: OpenAI itself)
@@ -396,6 +399,7 @@ class LoopbackServer:
         self.timeline: list[tuple[float, float]] | None = None
         self.host = host
         self.port = port
+        self.tls = tls
         self.stream_chars = stream_chars
         self.stream_delay = stream_delay
         #: seconds every answer waits (a model's thinking time)
@@ -457,7 +461,7 @@ class LoopbackServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     @property
     def openai_base_url(self) -> str:
@@ -484,7 +488,7 @@ class LoopbackServer:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
         self._server = await asyncio.start_server(
-            self._handle, self.host, self.port, backlog=1024, reuse_address=True
+            self._handle, self.host, self.port, backlog=1024, reuse_address=True, ssl=self.tls
         )
         self.port = self._server.sockets[0].getsockname()[1]
 
