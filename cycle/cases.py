@@ -312,8 +312,11 @@ class CaseList(Sequence[TestCase]):
 
     def where(self, keep: Callable[[TestCase], bool]) -> CaseList:
         """The cases ``keep`` keeps, in order (not packed again)."""
-        kept = [i for i, case in enumerate(self) if keep(case)]
-        return self._subset([self._packed[i] for i in kept], [self.ids[i] for i in kept])
+        return self.pick([i for i, case in enumerate(self) if keep(case)])
+
+    def pick(self, indices: Sequence[int]) -> CaseList:
+        """The cases at ``indices``, in their order (not packed again)."""
+        return self._subset([self._packed[i] for i in indices], [self.ids[i] for i in indices])
 
     @classmethod
     def _subset(cls, packed: list[bytes], ids: list[str]) -> CaseList:
