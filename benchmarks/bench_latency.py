@@ -8,6 +8,11 @@ process, ``providers.openai.max_connections: C``, every report written. The floo
 ``chat.completions.create`` calls a case (the judge's with the same strict schema), no
 store, no report. The two alternate, each pair in turn order.
 
+``--structured json_schema`` tells cycle the judge's form, as the floor assumes it. With
+``auto`` (the default, the issue's workload) cycle knows nothing of the server: the judge's
+first call learns whether it takes ``json_schema`` while the other cases' judge calls wait
+for it, one round trip (docs/local-models.md).
+
 Per run: the wall (the process, start-up included), its CPU (rusage), and from the
 server's timeline (each request's arrival and answer): the time before the first request
 (start-up), the serving span (first arrival to last answer), the time after the last
@@ -19,6 +24,7 @@ compile every cycle module from source on each start, a cost no installed cycle 
 
     .venv/bin/python benchmarks/bench_latency.py                       # the three workloads
     .venv/bin/python benchmarks/bench_latency.py --only 2000/16/100 --pairs 3
+    .venv/bin/python benchmarks/bench_latency.py --only 500/64/100 --structured json_schema
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ criteria:
 cases: [cases/*.yaml]
 run: {{iterations: 1, concurrency: {c}, timeout: 600}}
 cache: {{enabled: false}}
-providers: {{openai: {{base_url: '{url}', max_connections: {c}}}}}
+providers: {{openai: {{base_url: '{url}', max_connections: {c}, structured: {structured}}}}}
 """
 
 FLOOR = r'''
@@ -102,7 +108,8 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, float, float, float]:
     return t1 - t0, usage.ru_utime + usage.ru_stime, t0, t1
 
 
-def one(kind: str, n: int, c: int, latency: float, work: Path) -> dict:
+def one(kind: str, n: int, c: int, latency: float, work: Path, structured: str = "auto"
+        ) -> dict:
     timeline = work / f"{kind}-timeline.json"
     proc, url = server(latency, timeline)
     try:
@@ -115,7 +122,7 @@ def one(kind: str, n: int, c: int, latency: float, work: Path) -> dict:
                 (project / "cases" / "c.yaml").write_text("".join(
                     f"- id: c{i:05d}\n  input: {{customer: C{i}, question: 'where is parcel {i}?'}}\n"
                     for i in range(n)))
-            (project / "cycle.yaml").write_text(CONFIG.format(c=c, url=url))
+            (project / "cycle.yaml").write_text(CONFIG.format(c=c, url=url, structured=structured))
             (project / "s.db").unlink(missing_ok=True)
             wall, cpu, t0, t1 = timed([sys.executable, "-m", "cycle", "--store", str(project / "s.db"),
                                "run", "cycle.yaml", "-n", "1", "-c", str(c), "--no-cache", "-q"],
@@ -137,6 +144,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="+", default=list(WORKLOADS), metavar="N/C/L")
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument(
+        "--structured", choices=("auto", "json_schema"), default="auto",
+        help="cycle.yaml's providers.openai.structured: auto (the default: the judge's first "
+        "call learns the server's form while the others wait) or json_schema (the form the "
+        "floor assumes, given)")
     args = parser.parse_args()
     compileall.compile_dir(ROOT / "cycle", quiet=1)
     print(f"{'N/C/L ms':>12} {'run':>6} {'wall s':>7} {'before':>7} {'span s':>7} {'after':>6} "
@@ -148,7 +160,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
             for i in range(args.pairs):
                 for kind in (("cycle", "floor") if i % 2 == 0 else ("floor", "cycle")):
-                    r = one(kind, n, c, ms / 1000, Path(tmp))
+                    r = one(kind, n, c, ms / 1000, Path(tmp), args.structured)
                     got[kind].append(r)
                     print(f"{spec:>12} {kind:>6} {r['wall']:>7.2f} {r['before']:>7.2f} "
                           f"{r['span']:>7.2f} {r['after']:>6.2f} {ideal:>6.1f} "

@@ -11,23 +11,32 @@ the pattern, never a hang.
 
 from __future__ import annotations
 
-import regex
+from typing import TYPE_CHECKING, Any
 
 from cycle.errors import EvalError
+
+if TYPE_CHECKING:
+    import regex
 
 #: seconds one match may take
 TIMEOUT = 1.0
 
-IGNORECASE = regex.IGNORECASE
-MULTILINE = regex.MULTILINE
-#: what a bad pattern raises
-error = regex.error
 
-Pattern = regex.Pattern
+def __getattr__(name: str) -> Any:
+    """``IGNORECASE``, ``MULTILINE``, ``Pattern`` and ``error`` (what a bad pattern
+    raises): regex's own, imported by the first use (5 ms of a start-up otherwise, for
+    every run, whether or not it has a pattern)."""
+    if name in ("IGNORECASE", "MULTILINE", "Pattern", "error"):
+        import regex
+
+        return getattr(regex, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def compile_pattern(pattern: str, flags: int = 0) -> regex.Pattern[str]:
     """``pattern`` compiled as ``re`` would read it; a bad one raises ``error``."""
+    import regex
+
     return regex.compile(pattern, flags | regex.V0)
 
 

@@ -282,7 +282,8 @@ class Regex(_Check):
     ignore_case: bool = Field(False, description="Match case-insensitively.")
     multiline: bool = Field(False, description="^ and $ match at every line.")
 
-    _compiled: patterns.Pattern[str] | None = PrivateAttr(None)
+    #: a patterns.Pattern (Any: pydantic reads the annotation, and regex loads on first use)
+    _compiled: Any = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _compile(self) -> Regex:

@@ -140,3 +140,18 @@ def test_the_collector_is_off_while_loading_and_on_for_every_command_that_works(
         assert at_exit(args, tmp_path, state) == [True, 10_000, True], args
     assert at_exit(["history", "p"], tmp_path, state)[0] is True  # type: ignore[index]
     assert at_exit(["run", "--dry-run"], tmp_path, "gc.isenabled()") is False  # loads, runs nothing
+
+
+def test_only_a_run_with_a_pattern_imports_regex(tmp_path: Path) -> None:
+    """regex (5 ms of start-up) is imported by the first pattern a run matches."""
+    (tmp_path / "p.yaml").write_text(json.dumps({"id": "p", "system": "Hi.",
+                                                 "user_template": "{{ input }}"}))
+    (tmp_path / "cases.yaml").write_text(json.dumps([{"id": "c1", "input": "Hello"}]))
+    for check, imports in (({"type": "contains", "values": ["x"]}, False),
+                           ({"type": "regex", "pattern": "x+"}, True)):
+        config = {"prompt": "p.yaml", "agent": "offline:default", "cases": ["cases.yaml"],
+                  "criteria": [{"id": "said", "check": check}], "run": {"iterations": 1}}
+        (tmp_path / "cycle.yaml").write_text(json.dumps(config))
+        modules = imported_by(["run", "--no-reports", "-q"], tmp_path)
+        assert "cycle.evals.runner" in modules  # it did run
+        assert ("regex" in modules) is imports, check
