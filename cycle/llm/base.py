@@ -8,6 +8,7 @@ and cost live once in ``cycle.llm.model.Model``.
 from __future__ import annotations
 
 import abc
+import contextlib
 from typing import Any
 
 from msgspec import Struct, field
@@ -161,6 +162,14 @@ class ModelAPI(abc.ABC):
         """The most answers one ``generate`` may pay for (a budget reserves for each): one,
         but for a provider that may ask again in another form (cycle.llm.compat)."""
         return 1
+
+    def learning(self, messages: list[Message], tools: list[ToolDef],
+                 config: GenerateConfig) -> contextlib.AbstractAsyncContextManager[None]:
+        """Entered around a call before it takes a connection or reserves its budget: a
+        provider that learns its server's forms (cycle.llm.compat) holds the first call
+        that needs one learned there, and the calls needing it too wait outside, holding
+        nothing. The others: nothing to wait for."""
+        return contextlib.nullcontext()
 
     def server_key(self) -> str | None:
         """The key what a provider that adapts to its server (cycle.llm.compat) learned is

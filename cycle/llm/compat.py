@@ -17,8 +17,9 @@ Servers that speak OpenAI's chat completions differ from OpenAI where cycle lean
   conversation's tool calls and results as text (``tool_text``, below).
 
 What one server and model accept is learned once (the first call that needs it pays at
-most one refused or wasted call a step, the calls in flight with it wait), kept for the
-process and in the response cache (a later process asks right away); the setting
+most one refused or wasted call a step; the calls in flight with it wait before they take
+a connection or reserve their budget: ``OpenAIAPI.learning``), kept for the process and
+in the response cache (a later process asks right away); the setting
 ``providers.openai.structured`` (``auto``, the default, or a fixed mode) skips the
 learning. OpenAI's own API is never stepped down.
 """

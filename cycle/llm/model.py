@@ -542,7 +542,7 @@ class Model:
                 pass
         global_sem = _loop_semaphore(_global_semaphores, _max_concurrency)
         limit = provider_limit(self.api)
-        async with global_sem:
+        async with self.api.learning(messages, tools, config), global_sem:
             sent = await limit.acquire()
             try:
                 output = await self._send(messages, tools, config, role)

@@ -18,9 +18,11 @@ answer, about a third of the client's CPU per call (benchmarks/RESULTS.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -209,29 +211,40 @@ class OpenAIAPI(ModelAPI):
     def _structured_setting(self) -> str:
         return str(self.options.extra.get("structured") or "auto")
 
+    def _unknown(self, messages: list[Message], config: GenerateConfig) -> bool:
+        """Whether this call needs something not yet learned of the server."""
+        learned = compat.accepted(self.base_url, self.model_name)
+        return ((config.response_schema is not None and learned.structured is None
+                 and self._structured_setting() == "auto")
+                or (learned.tool_role is None and any(m.role == "tool" for m in messages)))
+
+    @contextlib.asynccontextmanager
+    async def learning(self, messages: list[Message], tools: list[ToolDef],
+                       config: GenerateConfig) -> AsyncIterator[None]:
+        # the first calls that need something learned go one at a time: the others wait,
+        # then send the form that worked (one refused call per server, not one per call in
+        # flight). They wait here, before the call's connection, budget and timeout, so
+        # that a waiting call holds no connection another case could use, reserves for
+        # the form learned, and is not timed out by the call it waits for.
+        if self.official or not self._unknown(messages, config):
+            yield
+            return
+        async with compat.learning(self.base_url, self.model_name):
+            if self._unknown(messages, config):
+                yield  # this call learns, holding the lock
+                return
+        yield  # learned while this call waited
+
     async def generate(
         self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig
     ) -> ModelOutput:
         """One call; to a server that is not OpenAI's own, adapted to what it accepts
         (cycle.llm.compat), learning it from a refusal (or from a structured answer that
-        is not JSON) once. The usage of a wasted answer is added to the call's."""
+        is not JSON) once (the calls that need it too wait in ``learning``). The usage of a
+        wasted answer is added to the call's."""
         if self.official:  # OpenAI's own API takes OpenAI's forms: nothing to learn
             return await self._send(self.build_request(messages, tools, config), config)
         steps = self._structured_setting() == "auto" and config.response_schema is not None
-        with_tools = any(m.role == "tool" for m in messages)
-
-        def unknown() -> bool:
-            learned = compat.accepted(self.base_url, self.model_name)
-            return ((steps and learned.structured is None)
-                    or (with_tools and learned.tool_role is None))
-
-        if unknown():
-            # the first calls that need something learned go one at a time: the others
-            # wait, then send the form that worked (one refused call per server, not one
-            # per call in flight)
-            async with compat.learning(self.base_url, self.model_name):
-                if unknown():
-                    return await self._adapted(messages, tools, config, steps)
         return await self._adapted(messages, tools, config, steps)
 
     async def _adapted(self, messages: list[Message], tools: list[ToolDef],

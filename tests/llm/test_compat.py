@@ -73,6 +73,33 @@ async def test_first_calls_in_flight_learn_once(make_model, server):
     assert server.request_count == 9  # eight answers and one refused call, not eight
 
 
+async def test_calls_waiting_for_the_learning_hold_no_connection(make_model, server):
+    """With two connections, a structured call waiting for the first one's learning does
+    not sit on the second: a plain call (nothing to learn) takes it meanwhile."""
+    server.latency = 0.1
+    model = make_model(NAME, options={"max_connections": 2})
+    judged = [asyncio.create_task(model.generate_structured([Message.user(f"q{i}")], Verdict))
+              for i in range(3)]
+    await asyncio.sleep(0.02)  # the three structured calls are at the gate: one learning
+    plain = asyncio.create_task(model.generate([Message.user("Plain")]))
+    await asyncio.gather(plain, *judged)
+    assert formats(server) == ["json_schema", None, "json_schema", "json_schema"]
+
+
+async def test_a_call_waiting_for_the_learning_is_not_timed_out_by_it(make_model, server,
+                                                                      recorder):
+    """The call's timeout is its own: the wait for another call's learning is not in it,
+    so the call is neither cut off nor sent twice."""
+    server.latency = 0.2
+    model = make_model(NAME, bus=recorder.bus)
+    config = GenerateConfig(timeout=0.3)
+    outs = await asyncio.gather(*(model.generate_structured([Message.user(f"q{i}")], Verdict,
+                                                            config=config) for i in range(2)))
+    assert all(isinstance(o.parsed, Verdict) for o in outs)
+    assert server.request_count == 2
+    assert [c.attempts for c in recorder.calls] == [1, 1]
+
+
 @pytest.mark.parametrize("setting, sent", [("json_schema", "json_schema"),
                                            ("json_object", "json_object"), ("prompt", None)])
 async def test_the_setting_fixes_the_form(make_model, server, setting, sent):
@@ -186,6 +213,13 @@ async def test_the_budget_reserves_for_the_call_asked_again(make_model, server):
     first, second = held
     assert first == pytest.approx(2 * second)  # the first may be asked twice: reserved twice
     assert server.request_count == 3 and 0 < budget.spent <= 1.0
+    # calls in flight with the learning one reserve once it is done, for the form learned
+    held.clear()
+    compat.forget()
+    server.latency = 0.05
+    await asyncio.gather(*(model.generate_structured([Message.user("Judge")], Verdict)
+                           for _ in range(3)))
+    assert held == pytest.approx([first, second, second])
 
 
 async def test_a_server_refusing_tool_choice_is_asked_without_it(make_model, server):
