@@ -192,6 +192,12 @@ def word_level(lines: list[str], *, color: bool = False) -> list[str]:
 
 
 def _unified(name: str, old: str, new: str, a: str, b: str) -> tuple[str, ...]:
+    if old and new and not old.endswith("\n") and not new.endswith("\n"):
+        # neither side ends its last line (a prompt field seldom does): both are ended, so
+        # that a line added after the last shows as added alone, not as the last line
+        # removed and added again with its newline (what the marker below says stays
+        # true: only a side whose newline really differs gets one)
+        old, new = old + "\n", new + "\n"
     old_lines = old.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
     out: list[str] = []

@@ -194,6 +194,20 @@ def test_diff_per_field(store: Store):
     assert not store.diff("support", "1.0.0", "production").changed
 
 
+def test_a_line_added_after_the_last_is_shown_as_added_alone(store: Store):
+    """Prompt fields seldom end with a newline: a line the improver adds after the last
+    one is one added line, not the last line removed and added again."""
+    store.save_version(make("You help.\nAnswer politely."))
+    store.save_version(make("You help.\nAnswer politely.\nNever promise a refund."))
+    text = store.diff("support", "1.0.0", "1.0.1").field("system").text
+    assert text.splitlines()[2:] == ["@@ -1,2 +1,3 @@", " You help.", " Answer politely.",
+                                     "+Never promise a refund."]
+    # a newline really added or taken away is still said
+    store.save_version(make("You help.\nAnswer politely.\nNever promise a refund.\n"))
+    text = store.diff("support", "1.0.1", "1.0.2").field("system").text
+    assert "\\ No newline at end of field" in text
+
+
 def test_template_that_does_not_compile_is_not_stored(store: Store):
     with pytest.raises(TemplateError):
         store.save_version(Prompt(id="support", user_template="{% if %}"))
