@@ -49,3 +49,45 @@ def test_configuration_few_shot_examples_load(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(cli, [*store, "prompt", "export", "fewshot"])
     assert r.exit_code == 0 and "source: late-delivery" in r.output, r.output
+
+
+AGENT = '''\
+import cycle
+
+
+async def answer(inp, tools):
+    looked = await tools.acall("lookup_order", order="D-4501")
+    try:
+        await tools.acall("refund", order="D-4501")
+    except cycle.ToolError as e:
+        return f"looked up {looked['status']}; the refund failed: {e}"
+    return "refunded"
+
+
+def lookup(arguments, context):
+    return cycle.with_state({"status": "delivered"}, {"session.looked": True})
+'''
+
+
+def test_agents_and_tools_names_import_from_cycle(tmp_path):
+    # found walking docs/agents-and-tools.md: a mock function returns `with_state(...)`,
+    # but `from cycle import with_state` failed (it lived only in cycle.agents.tools), and
+    # a Python agent had no documented way to catch a tool's failure
+    (tmp_path / "docs_shop_agent.py").write_text(AGENT)
+    (tmp_path / "prompt.yaml").write_text(
+        "id: shop\nsystem: Help.\ntools:\n"
+        "  - {name: lookup_order, description: Find an order., parameters: {type: object}}\n"
+        "  - {name: refund, description: Refund an order., parameters: {type: object}}\n")
+    (tmp_path / "cases.yaml").write_text("- {id: one, input: I want a refund.}\n")
+    (tmp_path / "cycle.yaml").write_text(
+        "prompt: prompt.yaml\nagent: {function: docs_shop_agent:answer}\n"
+        "criteria:\n"
+        "  - {id: coped, check: {type: contains, values: ['the refund failed:', 'bank down']}}\n"
+        "  - {id: looked, check: {type: state_value, path: session.looked, equals: true}}\n"
+        "cases: [cases.yaml]\nrun: {iterations: 1}\n"
+        "tools:\n  mocks:\n    lookup_order: {function: docs_shop_agent:lookup}\n"
+        "    refund: {error: bank down}\n")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                 str(tmp_path / "cycle.yaml"), "--json", "--no-reports"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["summary"]["passed"] == 1
