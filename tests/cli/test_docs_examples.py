@@ -4,8 +4,11 @@ so it must load (and run, offline) as the page says. Each test names the page an
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -91,3 +94,31 @@ def test_agents_and_tools_names_import_from_cycle(tmp_path):
                                  str(tmp_path / "cycle.yaml"), "--json", "--no-reports"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["summary"]["passed"] == 1
+
+
+def python_blocks(page: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", (ROOT / "docs" / page).read_text(), re.DOTALL)
+
+
+def test_pytest_gate_of_ones_own_runs_on_the_quickstart(tmp_path):
+    # found walking docs/pytest.md: its gate read run.cases["refund"], a case neither the
+    # quickstart nor `cycle init` has, and failed with a bare KeyError: 'refund'
+    project = quickstart(tmp_path)
+    (project / "test_gate.py").write_text("import pytest\n\n" + python_blocks("pytest.md")[0]
+                                          + "\n\ndef test_an_unknown_case_says_which_there_are"
+                                          "(cycle_suite):\n"
+                                          "    with pytest.raises(KeyError, match="
+                                          "\"no case 'refund' in this run; its cases: \"):\n"
+                                          "        cycle_suite('cycle.yaml', iterations=1)"
+                                          ".cases['refund']\n")
+    # the quickstart's first prompt fails its cases: the gate runs on the improved one
+    prompt = project / "prompts" / "support-reply.yaml"
+    prompt.write_text(prompt.read_text().replace(
+        "Answer the customer's question.", "Answer the customer's question. Apologise for "
+        "the trouble the customer has had. Greet the customer by name. End with one concrete "
+        "next step, starting with 'Next step:'. Cite the customer's order number."))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "test_gate.py"], cwd=project, capture_output=True, text=True, check=False,
+                         env={**os.environ, "CYCLE_STORE": str(tmp_path / "s.db")})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 passed" in out.stdout
