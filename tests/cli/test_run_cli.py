@@ -54,6 +54,8 @@ def test_exit_0_all_passed_and_four_reports(tmp_path):
     r = invoke(tmp_path, "run", cfg)
     assert r.exit_code == 0, r.output
     assert "[offline model]" in r.output and "2 passed" in r.output
+    # checks only: no judge was called, and the header says so (it said "judge None")
+    assert "(agent offline:default, no judge: checks only)" in r.output
     reports = sorted(p.suffixes[-1] for p in (tmp_path / "reports").iterdir())
     assert reports == [".html", ".json", ".md", ".xml"]
     md = next((tmp_path / "reports").glob("*.md")).read_text()
