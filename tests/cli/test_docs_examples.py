@@ -122,3 +122,13 @@ def test_pytest_gate_of_ones_own_runs_on_the_quickstart(tmp_path):
                          env={**os.environ, "CYCLE_STORE": str(tmp_path / "s.db")})
     assert out.returncode == 0, out.stdout + out.stderr
     assert "2 passed" in out.stdout
+
+
+def test_configuration_names_every_top_level_key():
+    # found walking the page: cycle.yaml's budget, providers, pricing, cache, tools and
+    # improve were nowhere on it, though `cycle init` writes two of them
+    from cycle.assemble.config import CycleConfig
+
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    assert [k for k in CycleConfig.model_fields if f"`{k}`" not in page
+            and f"\n{k}:" not in page] == []
