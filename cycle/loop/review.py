@@ -112,6 +112,13 @@ class AutoReviewer:
         return out
 
 
+class ReviewInputEnded(CycleError):
+    """Standard input ended while the terminal review asked: the cycle stops where it
+    stands, resumable, as an interruption (exit 130)."""
+
+    exit_code = 130
+
+
 class PromptReviewer:
     """Asks in the terminal for each suggestion, showing its diff.
 
@@ -139,7 +146,7 @@ class PromptReviewer:
             # click.prompt at the end of standard input (answers piped in and used up, or
             # Ctrl-D; Ctrl-C reaches the main thread, not this one): a bare "Aborted." left
             # the cycle looking killed, with no word of why or what next
-            raise CycleError(
+            raise ReviewInputEnded(
                 f"standard input ended during the review of round {request.round}: "
                 "--review prompt reads every decision from it",
                 hint=f"Resume in a terminal: cycle improve --resume {request.cycle_id} "

@@ -96,12 +96,12 @@ def test_terminal_review_whose_input_ends_says_so_and_resumes(quickstart: Path) 
     # found walking the tour's review with answers piped in: when they ran out, a bare
     # "Aborted." (exit 130), and `cycle cycles` called the cycle killed
     r = invoke("improve", "--headless", "--review", "prompt", input="a\n")
-    assert r.exit_code == 2, r.output
+    assert r.exit_code == 130, r.output
     assert "standard input ended during the review of round 1" in r.output
     assert "Aborted." not in r.output
     cycle_id = r.output.split("cycle improve --resume ")[1].split()[0]
     listed = json.loads(invoke("cycles", "--json").output)
-    assert [(c["id"], c["status"]) for c in listed] == [(cycle_id, "failed")]
+    assert [(c["id"], c["status"]) for c in listed] == [(cycle_id, "interrupted")]
     resumed = invoke("improve", "--resume", cycle_id, "--headless", "--yes")
     assert resumed.exit_code == 0, resumed.output
     assert "head moved 1.0.0 -> " in resumed.stdout
