@@ -132,3 +132,25 @@ def test_configuration_names_every_top_level_key():
     page = (ROOT / "docs" / "configuration.md").read_text()
     assert [k for k in CycleConfig.model_fields if f"`{k}`" not in page
             and f"\n{k}:" not in page] == []
+
+
+def test_readme_five_minute_tour_runs_as_written(tmp_path):
+    # the tour's block, command by command (comments off, `cd` followed), then the commands
+    # the paragraph after it names: each as a reader types it, `cycle` being this checkout
+    text = (ROOT / "README.md").read_text().split("## Five-minute tour", 1)[1]
+    block = re.search(r"```\n(.*?)```", text, re.DOTALL).group(1)
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    commands += ["cycle runs", "cycle runs show @last", "cycle compare @prev @last"]
+    here = tmp_path
+    for command in filter(None, commands):
+        words = command.split()
+        if words[0] == "cd":
+            here = here / words[1]
+            continue
+        assert words[0] == "cycle", command
+        out = subprocess.run([sys.executable, "-m", "cycle", *words[1:]], cwd=here,
+                             capture_output=True, text=True, check=False,
+                             env={k: v for k, v in os.environ.items() if k != "CYCLE_STORE"})
+        # `cycle run` fails the first prompt's cases, "as it should"
+        assert out.returncode == (1 if words[1:] == ["run"] else 0), (command, out.stderr)
+    assert out.stdout.startswith("Compare ") and "Newly passing" in out.stdout
