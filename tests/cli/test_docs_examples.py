@@ -180,3 +180,67 @@ def test_tour_shows_make_demos_output_as_it_is(tmp_path):
         if line.strip() == "...":
             continue
         assert same(line) in printed, line  # found after the lines before it
+
+
+SHOP = {
+    "tools.py": '''\
+def refund(order: str, reason: str = "") -> dict:
+    """Refunds an order.
+
+    Args:
+        order: the order number
+        reason: why it is returned
+    """
+    raise AssertionError("a mock answers it")
+''',
+    "users.py": "def approver(arguments, state):\n    return {'approved': True}\n",
+    "sim.py": "def as_lines(turns):\n    return '\\n'.join(f\"{t['role']}: {t['text']}\" "
+              "for t in turns)\n",
+}
+
+
+def agents_project(tmp_path: Path) -> Path:
+    """docs/agents-and-tools.md's blocks put together: the prompt's tools, the scripted
+    conversation case, a case with the simulated user and its end condition, and the
+    user agent (with mocks, which the page shows elsewhere as a table)."""
+    tools, _http, scripted, user, end, user_agents = yaml_blocks("agents-and-tools.md")
+    package = tmp_path / "shop"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, text in SHOP.items():
+        (package / name).write_text(text)
+    (tmp_path / "prompt.yaml").write_text(
+        "id: shop\nsystem: You help a shop's customers.\nuser_template: '{{ question }}'\n"
+        + tools + "  - {name: approve_refund, description: Asks the customer., "
+        "parameters: {type: object}}\n")
+    (tmp_path / "cases.yaml").write_text(
+        scripted + "- id: broken\n  input: {question: My shoes broke., customer: Dana}\n"
+        + user + end)
+    (tmp_path / "cycle.yaml").write_text(
+        "prompt: prompt.yaml\nagent: offline:default\njudge: offline:default\n"
+        "criteria: [{id: tone, rubric: Polite.}]\ncases: [cases.yaml]\nrun: {iterations: 1}\n"
+        + user_agents + "  mocks:\n    lookup_order: {value: {status: delivered}}\n"
+        "    refund: {value: {refunded: true}, state: {session.refunded: true}}\n")
+    return tmp_path
+
+
+def test_agents_and_tools_blocks_load_and_run_offline(tmp_path, monkeypatch):
+    # found walking the page: its conversation case's follow-up said {{ order }}, which
+    # the case's input did not give (exit 2: 'order' is undefined)
+    project = agents_project(tmp_path)
+    monkeypatch.syspath_prepend(str(project))
+    for name in [m for m in sys.modules if m == "shop" or m.startswith("shop.")]:
+        monkeypatch.delitem(sys.modules, name)  # the page's package is this one
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")  # the user's model, priced only
+    store = ["--store", str(tmp_path / "s.db")]
+    r = CliRunner().invoke(cli, [*store, "run", str(project / "cycle.yaml"), "--dry-run"])
+    assert r.exit_code == 0, r.output
+    # offline, as the page says the offline model plays a user (without format_history)
+    cases = project / "cases.yaml"
+    cases.write_text("".join(line for line in cases.read_text().replace(
+        "openai:gpt-4o-mini", "offline:default").splitlines(keepends=True)
+        if "format_history" not in line))
+    r = CliRunner().invoke(cli, [*store, "run", str(project / "cycle.yaml"), "--json",
+                                 "--no-reports"])
+    assert r.exit_code in (0, 1), r.output
+    assert json.loads(r.output)["summary"]["errored"] == 0
