@@ -218,7 +218,12 @@ def agents_project(tmp_path: Path) -> Path:
         + user + end)
     (tmp_path / "cycle.yaml").write_text(
         "prompt: prompt.yaml\nagent: offline:default\njudge: offline:default\n"
-        "criteria: [{id: tone, rubric: Polite.}]\ncases: [cases.yaml]\nrun: {iterations: 1}\n"
+        "criteria: [{id: tone, rubric: Polite.},\n"
+        # the trace checks' keys the page's table names
+        "  {id: order, check: {type: tool_order, tools: [lookup_order, refund], mode: exact}},\n"
+        "  {id: refunds, check: {type: event_count, kind: tool_result, where: {tool: refund},"
+        " max: 1}}]\n"
+        "cases: [cases.yaml]\nrun: {iterations: 1}\n"
         + user_agents + "  mocks:\n    lookup_order: {value: {status: delivered}}\n"
         "    refund: {value: {refunded: true}, state: {session.refunded: true}}\n")
     return tmp_path
