@@ -303,3 +303,31 @@ def test_cli_md_names_every_command_and_option():
 
     walk(cli, click.Context(cli), ())
     assert missing == []
+
+
+def test_tour_commands_after_the_demo_run_as_written(tmp_path):
+    # the tour's block of commands in examples/quickstart after `make demo`, each as a
+    # reader types it (CYCLE_ID the demo's cycle); the two that open the TUI are left out
+    page = (ROOT / "docs" / "tour.md").read_text()
+    block = re.search(r"```\n(\. \.\./\.\./\.venv/bin/activate.*?)```", page, re.DOTALL).group(1)
+    project = tmp_path / "examples" / "quickstart"
+    shutil.copytree(QUICKSTART, project, ignore=shutil.ignore_patterns(".cycle", "reports"))
+    env = {k: v for k, v in os.environ.items() if k != "CYCLE_STORE"}
+
+    def cycle(*args: str, cwd: Path = project) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cycle", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, check=False)
+
+    demo = cycle("improve", "examples/quickstart/cycle.yaml", "--headless", "--yes",
+                 cwd=tmp_path)
+    assert demo.returncode == 0, demo.stderr
+    cycle_id = re.search(r"starting cycle (c-\S+)", demo.stdout).group(1)
+    ran = []
+    for line in block.splitlines():
+        words = line.split("#", 1)[0].replace("CYCLE_ID", cycle_id).split()
+        if not words or words[0] != "cycle" or words[1:] in (["improve", "cycle.yaml"], ["tui"]):
+            continue
+        out = cycle(*words[1:])
+        assert out.returncode == 0, (line, out.stderr)
+        ran.append(words[1])
+    assert ran == ["history", "diff", "rollback", "rollback", "cycles", "cycles"]
