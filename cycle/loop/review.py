@@ -149,8 +149,8 @@ class PromptReviewer:
             raise ReviewInputEnded(
                 f"standard input ended during the review of round {request.round}: "
                 "--review prompt reads every decision from it",
-                hint=f"Resume in a terminal: cycle improve --resume {request.cycle_id} "
-                "--headless --review prompt (or --yes to approve automatically).",
+                hint=f"Resume cycle {request.cycle_id} where the review can be answered, "
+                "or with --yes (cycle cycles shows the command).",  # the loop names it
             ) from None
 
     def _review_sync(self, request: ReviewRequest) -> list[Suggestion]:

@@ -99,7 +99,9 @@ def test_terminal_review_whose_input_ends_says_so_and_resumes(quickstart: Path) 
     assert r.exit_code == 130, r.output
     assert "standard input ended during the review of round 1" in r.output
     assert "Aborted." not in r.output
-    cycle_id = r.output.split("cycle improve --resume ")[1].split()[0]
+    assert "Resume it where the review can be answered, or with --yes: cycle improve " \
+           "cycle.yaml --resume c-" in r.output
+    cycle_id = r.output.split("--resume ")[1].split()[0]
     listed = json.loads(invoke("cycles", "--json").output)
     assert [(c["id"], c["status"]) for c in listed] == [(cycle_id, "interrupted")]
     resumed = invoke("improve", "--resume", cycle_id, "--headless", "--yes")
