@@ -331,3 +331,15 @@ def test_tour_commands_after_the_demo_run_as_written(tmp_path):
         assert out.returncode == 0, (line, out.stderr)
         ran.append(words[1])
     assert ran == ["history", "diff", "rollback", "rollback", "cycles", "cycles"]
+
+
+def test_configuration_says_which_keys_are_required():
+    # found walking the page: it said "every key has a default", and a cycle.yaml without
+    # criteria was refused ("required key 'criteria' is missing")
+    from cycle.assemble.config import CycleConfig
+
+    required = [name for name, field in CycleConfig.model_fields.items() if field.is_required()]
+    page = " ".join((ROOT / "docs" / "configuration.md").read_text().split())
+    assert required == ["prompt", "criteria"]
+    assert "(`prompt` and one criterion at least are required, every other key has a default" \
+        in page
