@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cycle.agents import PromptAgent
+    from cycle.agents.tools import ToolError, with_state
     from cycle.assemble import build_loop
     from cycle.assemble.config import CycleConfig, LoadedConfig, load_config
     from cycle.assemble.suite import Suite, build_suite
@@ -100,6 +101,7 @@ _WHERE: dict[str, str] = {
     "TestCase": "cycle.cases",
     "ToolCall": "cycle.records",
     "ToolDef": "cycle.records",
+    "ToolError": "cycle.agents.tools",
     "Usage": "cycle.records",
     "Version": "cycle.records",
     "apply_suggestions": "cycle.improve.apply",
@@ -112,6 +114,7 @@ _WHERE: dict[str, str] = {
     "paired_difference": "cycle.stats",
     "parse_stop": "cycle.loop.stop",
     "register_provider": "cycle.llm.registry",
+    "with_state": "cycle.agents.tools",
 }
 
 __version__ = "0.1.0"
@@ -157,6 +160,7 @@ __all__ = [
     "TestCase",
     "ToolCall",
     "ToolDef",
+    "ToolError",
     "Usage",
     "Version",
     "__version__",
@@ -170,6 +174,7 @@ __all__ = [
     "paired_difference",
     "parse_stop",
     "register_provider",
+    "with_state",
 ]
 
 

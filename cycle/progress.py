@@ -48,7 +48,11 @@ class Progress:
             self.total, self.done, self.failed, self.errors, self.ended, self.cost = (
                 event.cases * event.iterations, 0, 0, 0, 0, 0.0)
             self._run_id, self._tenths = event.run_id, 0
-            self._draw(force=True)
+            if self.tty:
+                self._draw(force=True)
+            else:
+                self.stream.write(f"running {self._run_id}: {self.total} iterations\n")
+                self.stream.flush()
         elif isinstance(event, CaseFinished):
             self.done += 1
             self.cost += event.cost
@@ -98,10 +102,10 @@ class Progress:
             self.stream.write("\r\x1b[2K" + self.line())
             self.stream.flush()
             return
+        # the header is RunStarted's: a run resumed with nothing left ends with done at 0,
+        # and printed it a second time
         tenths = self.done * 10 // self.total if self.total else 10
-        if force and self.done == 0:
-            self.stream.write(f"running {self._run_id}: {self.total} iterations\n")
-        elif tenths > self._tenths:
+        if tenths > self._tenths:
             self._tenths = tenths
             self.stream.write(self.line() + "\n")
         self.stream.flush()

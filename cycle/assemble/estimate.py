@@ -185,13 +185,15 @@ class _Evaluation:
             judge_config = self._judge_config(llm) if llm and self.cache is not None else None
             for iteration in range(iterations):
                 answer = None
-                if not fresh and self.cache is not None and turns == 1 and not self.prompt.tools:
-                    answer = self.cache.get(cache_key(self.agent_name, messages, [], self.config,
-                                                      iteration, None))
-                if answer is not None:
-                    line("agent", self.agent_name).cached += 1
-                else:
-                    self._agent(line("agent", self.agent_name), chars, turns)
+                if self.agent_name:  # an endpoint's or a function's calls: not cycle's
+                    if not fresh and self.cache is not None and turns == 1 \
+                            and not self.prompt.tools:
+                        answer = self.cache.get(cache_key(self.agent_name, messages, [],
+                                                          self.config, iteration, None))
+                    if answer is not None:
+                        line("agent", self.agent_name).cached += 1
+                    else:
+                        self._agent(line("agent", self.agent_name), chars, turns)
                 simulated = case.conversation.user if case.conversation else None
                 if isinstance(simulated, SimulatedUser):
                     said = self.out("user", simulated.model)
@@ -274,6 +276,17 @@ class _Evaluation:
         return min(typical, self.max_out) if role == "agent" else typical
 
 
+def own_agent(loaded: LoadedConfig) -> list[str]:
+    """The note of an agent whose model calls cycle neither makes nor sees (an HTTP
+    endpoint, a Python function): none of its lines, whose model name was '' (a dry run
+    refused with "model name '' must have the form provider:model")."""
+    spec = loaded.config.agent_config
+    what = (f"the HTTP endpoint {spec.http}" if spec.http
+            else f"the Python function {spec.function}" if spec.function else None)
+    return [] if what is None else [
+        f"agent: {what} makes its own calls, which cycle does not see: not counted here"]
+
+
 def estimate_run(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase], *,
                  cache: ResponseCache | None,
                  typical: Mapping[tuple[str, str], float] | None = None) -> Estimate:
@@ -282,7 +295,8 @@ def estimate_run(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCase]
     lines: dict[tuple[str, str], Line] = {}
     _Evaluation(loaded, prompt, cases, price_table(loaded), cache, typical).add(
         lines, loaded.config.run.iterations, fresh=False)
-    return _batched(Estimate(list(lines.values())), batch=loaded.config.run.batch)
+    return _batched(Estimate(list(lines.values()), own_agent(loaded)),
+                    batch=loaded.config.run.batch)
 
 
 def _batched(estimate: Estimate, *, batch: bool) -> Estimate:
@@ -310,7 +324,7 @@ def estimate_cycle(loaded: LoadedConfig, prompt: Prompt, cases: Sequence[TestCas
     prices = price_table(loaded)
     iterations = loaded.config.run.iterations
     evaluation = _Evaluation(loaded, prompt, cases, prices, None, typical)
-    notes = []
+    notes = own_agent(loaded)
     rounds = max_rounds_of(stop)
     if rounds is None:
         rounds = 1

@@ -410,6 +410,18 @@ def _check_agent_kind(loaded: LoadedConfig, cases: Sequence[TestCase]) -> None:
     function that is not given the conversation."""
     spec = loaded.config.agent_config
     cfg = str(loaded.path)
+    if spec.http:
+        from cycle.agents.agent import unset_env_refs
+
+        unset = unset_env_refs(spec.headers)
+        if unset:
+            header, name = unset[0]
+            raise ConfigError(
+                f"the HTTP agent's header {header} reads ${{{name}}}, which is not set",
+                file=cfg, line=loaded.doc.line_of(("agent", "headers", header)),
+                field=f"agent.headers.{header}",
+                hint=f"export {name}=... (or put it in .env) before running: unset, the "
+                "header would go out empty.")
     if spec.http and spec.protocol == "plain":
         given = [(cfg, loaded.doc.line_of(("tools", key)), f"tools.{key}")
                  for key in ("mocks", "user_agents") if getattr(loaded.config.tools, key)]

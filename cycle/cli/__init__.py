@@ -272,7 +272,7 @@ class CycleGroup(click.Group):
     type=click.Path(dir_okay=False),
     default=None,
     help="The store: a SQLite file or a postgresql:// URL (default: $CYCLE_STORE, else "
-    ".cycle/cycle.db beside the config).",
+    "cycle.yaml's store:, else .cycle/cycle.db beside cycle.yaml).",
 )
 @click.version_option(version=__version__, prog_name="cycle")
 @click.pass_context

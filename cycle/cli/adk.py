@@ -10,6 +10,7 @@ import click
 
 from cycle.cli import CliContext
 from cycle.errors import ConfigError
+from cycle.words import plural
 
 
 @click.group("import")
@@ -182,8 +183,10 @@ def write_project(out: Path, *, prompt_id: str, system: str, user_template: str,
     (out / "cycle.yaml").write_text(
         f"# converted from {source}\n" + (f"# not converted:\n{notes}" if notes else "")
         + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    click.echo(f"wrote {out}: {len(cases)} cases, {len(criteria)} criteria (prompt "
-               f"{prompt_id}); run it: cycle run {out / 'cycle.yaml'}")
+    # "1 cases, 1 criteria" read as a slip
+    click.echo(f"wrote {out}: {plural(len(cases), 'case')}, "
+               f"{plural(len(criteria), 'criterion', 'criteria')} (prompt {prompt_id}); "
+               f"run it: cycle run {out / 'cycle.yaml'}")
     for gap in gaps:
         click.echo(f"not converted: {gap}")
 

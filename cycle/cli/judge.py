@@ -178,12 +178,18 @@ def import_labels(file: Path, labeler: str | None) -> None:
 def export_labels(run_id: str, out: Path | None) -> None:
     """Write the stored labels of RUN_ID as JSONL."""
     with open_store() as store:
-        rows = store.human_labels.of_run(store.runs.resolve(run_id))
+        run_id = store.runs.resolve(run_id)
+        rows = store.human_labels.of_run(run_id)
     text = "".join(json.dumps({
         "run": r.label.run, "case": r.label.case, "iteration": r.label.iteration,
         "criterion": r.label.criterion, "score": r.label.score, "pass": r.label.passed,
         "labeler": r.label.labeler, "note": r.label.note}, ensure_ascii=False) + "\n"
         for r in rows)
+    if not rows:
+        # printed nothing, exit 0: as if the command had not run
+        click.echo(f"no labels of run {run_id} in the store: label its outputs with "
+                   f"cycle judge sample {run_id} (then cycle judge labels import FILE) or "
+                   f"cycle judge label {run_id}", err=True)
     if out is None:
         click.echo(text, nl=False)
     else:

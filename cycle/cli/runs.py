@@ -181,7 +181,12 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
     from cycle.cli.run import _show_run, with_judge_note
     from cycle.evals.results import load_run
     from cycle.report import write_reports
-    from cycle.report.cycle_report import console_lines, cycle_report_dict, write_cycle_report
+    from cycle.report.cycle_report import (
+        console_lines,
+        cycle_report_dict,
+        round_lines,
+        write_cycle_report,
+    )
     from cycle.store import Store
 
     obj = click.get_current_context().find_object(CliContext) or CliContext()
@@ -191,7 +196,12 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
             data = cycle_report_dict(store, cycle_id)
             paths = {} if report_dir is None else write_cycle_report(store, cycle_id, report_dir,
                                                                      data=data)
-            for line in [] if as_json else console_lines(data):
+            if as_json:
+                # --json printed the report paths as text, and --no-write nothing at all
+                click.echo(json.dumps({**data, "reports": {k: str(p) for k, p in paths.items()}},
+                                      indent=2, default=str))
+                return
+            for line in [f"cycle {cycle_id}:", *round_lines(data), *console_lines(data)]:
                 click.echo(line)
             for kind, path in paths.items():
                 click.echo(f"{kind + ' report':16} {path}")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -59,4 +60,8 @@ def simulate(ctx: click.Context, config: Path | None, adk_paths: tuple[str, ...]
     simulation = Simulation(agents)  # no agent at all: a clear error
     for agent in agents:
         check_targets(agent)  # before any session: a finished one must not be lost
+    if not (sys.stdin.isatty() and sys.__stdout__.isatty()):
+        # as cycle improve: the app would write its screens into a pipe and wait for keys
+        raise click.UsageError("no terminal for the TUI: cycle simulate has a person play "
+                               "the agent's model on screen; run it in a terminal")
     SimulateApp(simulation).run()

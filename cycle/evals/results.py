@@ -18,6 +18,7 @@ a case at a time when a report or the loop asks (``RunResult.results_of``), so a
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -87,7 +88,13 @@ class CaseTable(Mapping[str, CaseStats]):
         self._source = source
 
     def __getitem__(self, case_id: str) -> CaseStats:
-        tallies = self._tallies[case_id]
+        tallies = self._tallies.get(case_id)
+        if tallies is None:
+            # a bare KeyError: 'refund' in a gate's test says nothing of the ids there are
+            known = list(itertools.islice(self._tallies, 10))
+            more = ", ..." if len(self._tallies) > len(known) else ""
+            raise KeyError(f"no case {case_id!r} in this run; its cases: "
+                           f"{', '.join(known) or 'none'}{more}")
         stats = case_stats(case_id, str(self._info.get(case_id, {}).get("name") or case_id),
                            tallies)
         stats._source = self._source

@@ -200,12 +200,15 @@ def current_judge_prompt(store: Store) -> tuple[Prompt, str | None]:
         head = store.resolve(JUDGE_PROMPT_ID)
         if head.message != BUILT_IN:
             if "payload" not in head.prompt.user_template:
+                # the hint named `cycle prompt rollback`, which does not exist
+                own = store.find_version(JUDGE_PROMPT)
+                back = ("" if own is None else f", or go back to cycle's own: cycle rollback "
+                        f"{JUDGE_PROMPT_ID} --to {own.version}")
                 raise ConfigError(
                     f"the judge prompt {head.ref} does not show the judge the case: its "
                     "user_template has no {{ payload }}", field="cycle-judge",
                     hint="Put {{ payload }} (the case as JSON) and {{ criteria }} (one line "
-                    "each) in its user_template and import it again, or roll it back: "
-                    "cycle prompt rollback cycle-judge.")
+                    f"each) in its user_template and import it again{back}.")
             return head.prompt, head.version
     found = store.find_version(JUDGE_PROMPT)
     return JUDGE_PROMPT, None if found is None else str(found.version)

@@ -451,7 +451,14 @@ class Loop:
             raise
         except CycleError as e:
             if self.cycle_id and getattr(self, "_initial", None) is not None:
-                self._emit_end(status="failed", reason=describe(e))
+                # an error of exit 130 is an interruption (a review's input ended), not a
+                # failure of the cycle's; only the loop knows the command that resumes it
+                # (cycle improve CONFIG, cycle judge improve RUN...)
+                if e.exit_code == 130:
+                    e.hint = (f"Resume it where the review can be answered, or with --yes: "
+                              f"{self._resume_command()}")
+                self._emit_end(status="interrupted" if e.exit_code == 130 else "failed",
+                               reason=describe(e))
             raise
         finally:
             for unsubscribe in getattr(self, "_unsubscribe", []):

@@ -18,6 +18,7 @@ from typing import Protocol
 import click
 
 from cycle.authors import current_author, on_behalf
+from cycle.errors import CycleError
 from cycle.improve.apply import apply_suggestions, prompt_diff, suggestion_diff, whole_prompt_edit
 from cycle.records import (
     PRIORITY_ORDER,
@@ -111,6 +112,13 @@ class AutoReviewer:
         return out
 
 
+class ReviewInputEnded(CycleError):
+    """Standard input ended while the terminal review asked: the cycle stops where it
+    stands, resumable, as an interruption (exit 130)."""
+
+    exit_code = 130
+
+
 class PromptReviewer:
     """Asks in the terminal for each suggestion, showing its diff.
 
@@ -132,7 +140,18 @@ class PromptReviewer:
 
     async def review(self, request: ReviewRequest) -> list[Suggestion]:
         # click.prompt blocks: keep the event loop free for the other subscribers
-        return await asyncio.to_thread(self._review_sync, request)
+        try:
+            return await asyncio.to_thread(self._review_sync, request)
+        except click.exceptions.Abort:
+            # click.prompt at the end of standard input (answers piped in and used up, or
+            # Ctrl-D; Ctrl-C reaches the main thread, not this one): a bare "Aborted." left
+            # the cycle looking killed, with no word of why or what next
+            raise ReviewInputEnded(
+                f"standard input ended during the review of round {request.round}: "
+                "--review prompt reads every decision from it",
+                hint=f"Resume cycle {request.cycle_id} where the review can be answered, "
+                "or with --yes (cycle cycles shows the command).",  # the loop names it
+            ) from None
 
     def _review_sync(self, request: ReviewRequest) -> list[Suggestion]:
         prompt = request_prompt(request)

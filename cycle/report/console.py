@@ -16,7 +16,9 @@ def _paint(text: str, status: str, color: bool) -> str:
 def render_console(result: RunResult, *, color: bool = False, max_cases: int = 50) -> str:
     s = result.suite
     title = f"{result.prompt_id}@{result.version}" if result.prompt_id else result.run_id
-    lines = [f"Run {result.run_id}: {title}  (agent {result.agent_model}, judge {result.judge_model})"]
+    # a suite of checks only calls no judge (it printed "judge None")
+    judge = f"judge {result.judge_model}" if result.judge_model else "no judge: checks only"
+    lines = [f"Run {result.run_id}: {title}  (agent {result.agent_model}, {judge})"]
     if result.offline:
         lines.append("[offline model] these results do not come from a real model.")
     if result.status != "finished":

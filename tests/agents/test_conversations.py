@@ -233,6 +233,29 @@ async def test_the_simulated_user_is_shaped_by_templates_over_the_case_and_a_his
     assert "USER: I want to return shoes.\nASSISTANT: Hello, how can I help?" in message.content
 
 
+def test_an_offline_user_with_format_history_says_what_to_change(tmp_path):
+    # found walking docs/agents-and-tools.md: its simulated user, played by the offline
+    # model, errored with "the cycle_user request has no ```json block" and a hint about
+    # the judge and the improver; format_history, which took the block away, went unnamed
+    (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ q }}'\n"
+                                     "params: {model: 'offline:default'}\n")
+    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""\
+        - id: c
+          input: {q: hi}
+          conversation:
+            user: {model: 'offline:default', persona: P, goal: G,
+                   format_history: 'tests.agents.test_conversations:history_as_lines'}
+        """))
+    (tmp_path / "cycle.yaml").write_text(
+        "prompt: p.yaml\ncases: [cases.yaml]\ncriteria: [{id: a, check: {type: contains, "
+        "values: [x]}}]\nrun: {iterations: 1}\n")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                 str(tmp_path / "cycle.yaml")])
+    assert r.exit_code == 3, r.output
+    report = next((tmp_path / "reports").glob("*.md")).read_text()
+    assert "format_history" in report and "leave format_history out" in report
+
+
 def test_a_simulated_users_template_with_an_unknown_variable_is_refused(tmp_path):
     (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ q }}'\n"
                                      "params: {model: 'offline:default'}\n")

@@ -225,3 +225,23 @@ def test_a_cycle_dry_run_counts_the_pairwise_comparisons(project, server):
     assert lines["judge"]["cost"][0] <= judge <= lines["judge"]["cost"][1]
     assert estimate["cost"][0] <= report["total_cost"] <= estimate["cost"][1]
     assert any(r["pairwise"] for r in report["rounds"])
+
+
+@pytest.mark.parametrize("agent", ["{http: 'http://127.0.0.1:9/chat'}",
+                                   "{function: 'os.path:basename'}"])
+def test_an_agent_that_makes_its_own_calls_is_noted_not_counted(tmp_path, monkeypatch, agent):
+    # found walking docs/cli.md's --dry-run with an HTTP agent (and a Python one): it was
+    # refused, "model name '' must have the form provider:model", the agent having none
+    import shutil
+
+    quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+    for name in ("cases", "prompts", "cycle.yaml"):
+        src = quickstart / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "cycle.yaml"
+    config.write_text(config.read_text().replace("agent: offline:default", f"agent: {agent}"))
+    out = dry("run")
+    assert [line["role"] for line in out["lines"]] == ["judge"]  # the judge is cycle's
+    assert out["notes"] and "makes its own calls, which cycle does not see" in out["notes"][0]
+    assert not (tmp_path / ".cycle").exists()

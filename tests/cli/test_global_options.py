@@ -78,3 +78,18 @@ def test_user_lists_do_not_show_cycle_s_internals(tmp_path, monkeypatch):
         get_api("nowhere:x")
     assert "Known providers: gemini, offline, openai" in str(e.value)
     assert "scripted" not in str(e.value)
+
+
+def test_the_store_option_says_the_order_cli_md_gives(tmp_path, monkeypatch):
+    # found walking docs/cli.md: `cycle --help` left out cycle.yaml's `store:`, which the
+    # commands in the project's folder do read (between $CYCLE_STORE and .cycle/cycle.db)
+    monkeypatch.delenv("CYCLE_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(cli, ["init", "."]).exit_code == 0
+    with open("cycle.yaml", "a") as f:
+        f.write("store: data/team.db\n")
+    assert CliRunner().invoke(cli, ["run", "-q"]).exit_code == 1
+    assert (tmp_path / "data" / "team.db").exists() and not (tmp_path / ".cycle" / "cycle.db").exists()
+    assert CliRunner().invoke(cli, ["history", "support-reply"]).exit_code == 0
+    text = " ".join(CliRunner().invoke(cli, ["--help"]).output.split())
+    assert "(default: $CYCLE_STORE, else cycle.yaml's store:, else .cycle/cycle.db" in text

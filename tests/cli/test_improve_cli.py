@@ -77,6 +77,38 @@ def test_terminal_review_rejects_with_a_reason(quickstart: Path) -> None:
     assert "no candidate: every suggestion was rejected" in r.stdout
 
 
+def test_report_of_a_cycle_shows_its_rounds_and_json_is_json(quickstart: Path) -> None:
+    # found walking docs/cli.md: `cycle report CYCLE_ID --json` printed the report paths as
+    # text, and `--no-write` printed nothing at all
+    r = invoke("improve", "--headless", "--yes")
+    assert r.exit_code == 0, r.output
+    cycle_id = next(line.split()[1].rstrip(":") for line in r.stdout.splitlines()
+                    if line.startswith("cycle c-"))
+    shown = invoke("report", cycle_id, "--no-write")
+    assert shown.exit_code == 0, shown.output
+    assert f"cycle {cycle_id}:" in shown.output and "round   0: 1.0.0 scored" in shown.output
+    data = json.loads(invoke("report", cycle_id, "--json", "--report-dir", "again").output)
+    assert data["cycle_id"] == cycle_id and data["reports"]["json"] == f"again/{cycle_id}.json"
+    assert (quickstart / "again" / f"{cycle_id}.json").exists()
+
+
+def test_terminal_review_whose_input_ends_says_so_and_resumes(quickstart: Path) -> None:
+    # found walking the tour's review with answers piped in: when they ran out, a bare
+    # "Aborted." (exit 130), and `cycle cycles` called the cycle killed
+    r = invoke("improve", "--headless", "--review", "prompt", input="a\n")
+    assert r.exit_code == 130, r.output
+    assert "standard input ended during the review of round 1" in r.output
+    assert "Aborted." not in r.output
+    assert "Resume it where the review can be answered, or with --yes: cycle improve " \
+           "cycle.yaml --resume c-" in r.output
+    cycle_id = r.output.split("--resume ")[1].split()[0]
+    listed = json.loads(invoke("cycles", "--json").output)
+    assert [(c["id"], c["status"]) for c in listed] == [(cycle_id, "interrupted")]
+    resumed = invoke("improve", "--resume", cycle_id, "--headless", "--yes")
+    assert resumed.exit_code == 0, resumed.output
+    assert "head moved 1.0.0 -> " in resumed.stdout
+
+
 @pytest.mark.parametrize("args, message", [
     (["--headless"], "pass --yes"),
     (["--headless", "--review", "tui"], "needs the TUI"),

@@ -167,3 +167,15 @@ def test_a_label_that_names_no_labeler_is_the_importers(judged, tmp_path, monkey
                  if (x.label.case, x.label.iteration) == ("late-delivery", 1)}
     assert {("tone", "cy"), ("tone", "dee"), ("accuracy", "eve")} <= given
     assert not [who for _, who in given if not who]
+
+
+def test_exporting_a_run_without_labels_says_so_and_how_to_label(tmp_path):
+    # found walking docs/cli.md: `cycle judge labels export RUN` printed nothing, exit 0
+    project = copied("quickstart", tmp_path)
+    store = project / "s.db"
+    run_id = run(store, project / "cycle.yaml")
+    r = CliRunner().invoke(cli, ["--store", str(store), "judge", "labels",
+                                 "export", run_id])
+    assert r.exit_code == 0 and r.stdout == ""  # the JSONL stays empty for a script
+    assert f"no labels of run {run_id} in the store" in r.stderr
+    assert f"cycle judge sample {run_id}" in r.stderr

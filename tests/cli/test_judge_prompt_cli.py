@@ -80,3 +80,18 @@ def test_a_judge_prompt_without_the_payload_is_refused_before_any_call(project, 
     assert r.exit_code == 2, r.output
     assert "cycle-judge@1.0.0" in r.output and "{{ payload }}" in r.output
     assert _judge_requests(server) == []
+    assert "rollback" not in r.output  # nothing of cycle's own to go back to here
+
+
+def test_a_judge_prompt_without_the_payload_names_the_rollback_that_exists(project, server):
+    # found walking docs/configuration.md: the hint said `cycle prompt rollback
+    # cycle-judge`, a command that does not exist
+    assert CliRunner().invoke(cli, ["run", "cycle.yaml"]).exit_code in (0, 1)  # built-in
+    (project / "judge.yaml").write_text(JUDGE.replace("{{ payload }}", "nothing"))
+    assert CliRunner().invoke(cli, ["prompt", "import", "judge.yaml"]).exit_code == 0
+    r = CliRunner().invoke(cli, ["run", "cycle.yaml", "--no-cache"])
+    assert r.exit_code == 2, r.output
+    command = r.output.split("go back to cycle's own: ")[1].split("\n")[0].rstrip(".")
+    assert command == "cycle rollback cycle-judge --to 1.0.0"
+    assert CliRunner().invoke(cli, command.split()[1:]).exit_code == 0
+    assert CliRunner().invoke(cli, ["run", "cycle.yaml", "--no-cache"]).exit_code in (0, 1)

@@ -54,6 +54,8 @@ def test_exit_0_all_passed_and_four_reports(tmp_path):
     r = invoke(tmp_path, "run", cfg)
     assert r.exit_code == 0, r.output
     assert "[offline model]" in r.output and "2 passed" in r.output
+    # checks only: no judge was called, and the header says so (it said "judge None")
+    assert "(agent offline:default, no judge: checks only)" in r.output
     reports = sorted(p.suffixes[-1] for p in (tmp_path / "reports").iterdir())
     assert reports == [".html", ".json", ".md", ".xml"]
     md = next((tmp_path / "reports").glob("*.md")).read_text()
@@ -442,3 +444,17 @@ def test_run_writes_its_reports_while_it_runs_and_they_are_the_stored_runs(tmp_p
     for suffix in (".md", ".junit.xml"):
         assert (tmp_path / "reports" / f"{run_id}{suffix}").read_bytes() == \
             (tmp_path / "again" / f"{run_id}{suffix}").read_bytes(), suffix
+
+
+def test_an_http_agent_header_reading_an_unset_variable_is_refused_before_any_call(tmp_path,
+                                                                                  monkeypatch):
+    # found walking docs/agents-and-tools.md: ${NAME} unset went out as "Bearer " on every
+    # POST, each case then failing on the endpoint's 401
+    monkeypatch.delenv("AGENT_TOKEN", raising=False)
+    cfg = project(tmp_path, CHECK, "agent:\n  http: http://127.0.0.1:9/chat\n"
+                  "  headers: {Authorization: 'Bearer ${AGENT_TOKEN}'}\n")
+    r = invoke(tmp_path, "run", cfg, "-n", "1")
+    assert r.exit_code == 2, r.output
+    assert "cycle.yaml:7 (agent.headers.Authorization)" in r.output
+    assert "reads ${AGENT_TOKEN}, which is not set" in r.output and "export AGENT_TOKEN" in r.output
+    assert not (tmp_path / "reports").exists()

@@ -73,3 +73,10 @@ def test_no_config_and_no_adk_agent_is_a_clear_error(tmp_path, monkeypatch):
     r = simulate()
     assert r.exit_code == 2 and "no agent to simulate" in r.output
     assert "--adk" in r.output
+
+
+def test_without_a_terminal_it_refuses_before_the_screen(project):
+    # as `cycle improve` and `cycle tui`: the screen would be written into a pipe
+    r = simulate()
+    assert r.exit_code == 2, r.output
+    assert "no terminal for the TUI" in r.output

@@ -71,7 +71,7 @@ def test_the_getting_started_example_converts_with_its_gaps_listed(tmp_path):
     out = tmp_path / "project"
     r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out))
     assert r.exit_code == 0, r.output
-    assert "2 cases, 1 criteria" in r.output
+    assert "2 cases, 1 criterion (prompt" in r.output  # "1 criteria" before
     for gap in ("1 other prompt(s)", "1 other provider(s)", ("defaultTest: assertion "
                 "'javascript' is not converted (it runs code)"), ("test 1: assertion "
                 "'contains-json' is not converted"), "test 2: assertion 'similar' is not converted"):
@@ -137,3 +137,14 @@ def test_a_prompt_that_is_not_text_is_refused_with_the_fix(tmp_path):
     r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
                str(tmp_path / "p"), "--prompt", "2")
     assert r.exit_code == 0, r.output
+
+
+def test_one_case_and_two_criteria_are_counted_in_words(tmp_path):
+    # found running interop.md's importers: "wrote DIR: 1 cases, 1 criteria"
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "prompts: ['Answer {{name}}']\nproviders: [openai:gpt-4o-mini]\n"
+        "defaultTest: {assert: [{type: icontains, value: '{{name}}'}, "
+        "{type: llm-rubric, value: Polite.}]}\ntests: [{vars: {name: Ann}}]\n")
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
+               str(tmp_path / "p"))
+    assert r.exit_code == 0 and ": 1 case, 2 criteria (prompt" in r.output, r.output

@@ -67,3 +67,10 @@ def test_a_batch_job_waiting_is_on_the_line_and_its_start_and_end_in_a_log():
     assert out.getvalue().splitlines()[1:] == [
         "openai:gpt-4o-mini batch batch_1 submitted (3 calls)",
         "openai:gpt-4o-mini batch batch_1 completed 3/3 answered"]
+
+
+def test_in_a_log_a_run_with_nothing_left_to_run_says_so_once():
+    # found resuming a finished run (`cycle run --resume @last`): the header came twice
+    out = io.StringIO()
+    _feed(Progress(out), n=0)
+    assert out.getvalue() == "running run-x: 10 iterations\n"

@@ -22,3 +22,12 @@ def test_tui_on_an_unknown_prompt_lists_the_known_ones(history_store: Store) -> 
     result = CliRunner().invoke(cli, ["--store", str(history_store.path), "tui", "nosuch"])
     assert result.exit_code == 2
     assert "no prompt 'nosuch'" in result.output and "greeter" in result.output
+
+
+def test_tui_without_a_terminal_refuses_and_says_what_reads_the_store(
+        history_store: Store) -> None:
+    # found walking the tour with its output piped: `cycle tui` wrote its screens into the
+    # pipe and waited for keys, where `cycle improve` refuses at once
+    result = CliRunner().invoke(cli, ["--store", str(history_store.path), "tui"])
+    assert result.exit_code == 2, result.output
+    assert "no terminal for the TUI" in result.output and "cycle history" in result.output

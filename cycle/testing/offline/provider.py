@@ -105,12 +105,17 @@ class OfflineAPI(ModelAPI):
             block = next((b for m in reversed(messages) if m.role == "user"
                           if (b := last_json_block(m.content)) is not None), None)
             if block is None:
+                hint = ("The offline judge and improver read their input from the last fenced "
+                        "```json block of the last user message (see cycle.testing.offline).")
+                if schema_name == "cycle_user":
+                    # the one way a config (not a custom prompt) takes the block away
+                    hint = ("A simulated user's format_history writes the conversation its own "
+                            "way, and the offline model reads only the ```json block cycle "
+                            "writes: leave format_history out to play the user offline, or "
+                            "give the user a real model.")
                 raise BadRequestError(
                     f"offline model: the {schema_name} request has no ```json block in its last "
-                    "user message",
-                    hint="The offline judge and improver read their input from the last fenced "
-                    "```json block of the last user message (see cycle.testing.offline).",
-                )
+                    "user message", hint=hint)
             if schema_name == "cycle_judge":
                 system = next((m.content for m in messages if m.role == "system"), "")
                 answer = judge(block, config.response_schema, system)
