@@ -134,6 +134,15 @@ class RunStarted(Event, frozen=True, kw_only=True):
     version: str | None = None
     cases: int = 0
     iterations: int = 1
+    #: the run's iterations in all, cases with iterations of their own counted as they run
+    #: (0, from an older events file: ``cases * iterations``)
+    total: int = 0
+    #: of them, judged before this start (a resumed run's): counted done from the start
+    done: int = 0
+
+    @property
+    def iterations_in_all(self) -> int:
+        return self.total or self.cases * max(1, self.iterations)
 
 
 class CaseFinished(Event, frozen=True, kw_only=True):

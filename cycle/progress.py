@@ -46,12 +46,13 @@ class Progress:
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self.total, self.done, self.failed, self.errors, self.ended, self.cost = (
-                event.cases * event.iterations, 0, 0, 0, 0, 0.0)
+                event.iterations_in_all, event.done, 0, 0, 0, 0.0)
             self._run_id, self._tenths = event.run_id, 0
             if self.tty:
                 self._draw(force=True)
             else:
-                self.stream.write(f"running {self._run_id}: {self.total} iterations\n")
+                before = f", {self.done} judged before" if self.done else ""
+                self.stream.write(f"running {self._run_id}: {self.total} iterations{before}\n")
                 self.stream.flush()
         elif isinstance(event, CaseFinished):
             self.done += 1

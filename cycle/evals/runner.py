@@ -202,10 +202,12 @@ class Runner:
         # the cases are unpacked as the workers reach them, never all at once
         jobs = ((case, i) for case in self.cases for i in range(self._iterations_of(case.id))
                 if (case.id, i) not in done)
+        total = sum(self._iterations_of(k) for k in self.cases.ids)
         todo = sum(1 for k in self.cases.ids for i in range(self._iterations_of(k)) if (k, i) not in done)
+        # a resumed run's progress starts at what it had judged, not at zero of the whole
         self.bus.emit(RunStarted(run_id=run_id, prompt_id=meta.get("prompt_id"),
                                  version=meta.get("version"), cases=len(self.cases),
-                                 iterations=self.iterations))
+                                 iterations=self.iterations, total=total, done=total - todo))
 
         async def worker() -> None:
             for case, iteration in jobs:

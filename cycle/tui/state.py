@@ -278,7 +278,7 @@ def _evaluation_started(s: DashboardState, e: ev.EvaluationStarted) -> None:
 def _run_started(s: DashboardState, e: ev.RunStarted) -> None:
     s.run_id, s.run_version = e.run_id, e.version
     s.run_started_at, s.run_finished_at = e.at, None
-    s.total, s.done, s.errors = e.cases * max(1, e.iterations), 0, 0
+    s.total, s.done, s.errors = e.iterations_in_all, e.done, 0
     s.cases = {}
     s._dirty_cases = {}
     s._run_reset = True

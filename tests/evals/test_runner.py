@@ -1,6 +1,7 @@
 """The runner: iterations, errors kept apart from failures, the store, resume, stop, timeout."""
 
 import asyncio
+import io
 
 import pytest
 
@@ -14,6 +15,7 @@ from cycle.judge import Judge
 from cycle.judge.criteria import CriterionConfig
 from cycle.llm.model import ModelServices
 from cycle.llm.registry import get_model
+from cycle.progress import Progress
 from cycle.records import Prompt
 from cycle.store import Store
 from cycle.testing import script
@@ -100,9 +102,15 @@ async def test_resume_skips_judged_iterations_and_reruns_errors(store):
                              store=store).run()
         assert first.suite.errors == 2 and len(agent_script.calls) == 4
         state["down"] = False
+        bus, log = EventBus(), io.StringIO()
+        bus.subscribe(Progress(log))
         second = await Runner(agent=agent, judge=judge, cases=CASES[:2], iterations=2,
-                              store=store).run(run_id=first.run_id)
+                              store=store, bus=bus).run(run_id=first.run_id)
     assert len(agent_script.calls) == 6  # only the two errored iterations ran again
+    # the progress counts the two judged before as done: it ends at 4 of 4, not 2 of 4
+    lines = log.getvalue().splitlines()
+    assert lines[0] == f"running {first.run_id}: 4 iterations, 2 judged before"
+    assert "4/4 iterations" in lines[-1]
     assert second.run_id == first.run_id and second.suite.errors == 0
     assert second.suite.iterations == 4 and second.exit_code == 0
     assert len(load_run(store.runs, first.run_id).results) == 4

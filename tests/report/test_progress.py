@@ -74,3 +74,11 @@ def test_in_a_log_a_run_with_nothing_left_to_run_says_so_once():
     out = io.StringIO()
     _feed(Progress(out), n=0)
     assert out.getvalue() == "running run-x: 10 iterations\n"
+
+
+def test_per_case_iterations_count_as_they_run():
+    # the total is the runner's (a case with iterations of its own), not cases x iterations
+    out = io.StringIO()
+    progress = Progress(out)
+    progress(RunStarted(run_id="run-x", cases=2, iterations=3, total=4))
+    assert out.getvalue() == "running run-x: 4 iterations\n"

@@ -355,3 +355,12 @@ async def test_a_chain_has_no_population_panel(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot, app)
         assert not app.screen.query_one("#population").display
+
+
+def test_a_resumed_run_starts_at_what_it_had_judged() -> None:
+    state = DashboardState()
+    state.apply(ev.RunStarted(at=T0, run_id="r", cases=3, iterations=3, total=9, done=5))
+    assert (state.total, state.done) == (9, 5)
+    state.apply(ev.CaseFinished(at=T0 + 1, run_id="r", case_id="c1", iteration=2, score=80.0,
+                                passed=True))
+    assert state.done == 6
