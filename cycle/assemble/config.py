@@ -445,6 +445,24 @@ def resumed_overrides(stored: dict[str, Any], given: dict[str, Any]) -> dict[str
     return {**stored}
 
 
+def _naming_config() -> str:
+    """The command being run with its config named (``cycle improve path/to/cycle.yaml``,
+    ``cycle judge improve ... --config path/to/cycle.yaml``), for a hint to repeat it;
+    ``cycle run``'s outside the CLI."""
+    import sys
+
+    click = sys.modules.get("click")  # only a command line has a context to read
+    ctx = click.get_current_context(silent=True) if click is not None else None
+    if ctx is None:
+        return "cycle run path/to/cycle.yaml"
+    named = next((p for p in ctx.command.params if p.name == "config"), None)
+    if isinstance(named, click.Option):
+        given = [p.human_readable_name for p in ctx.command.params
+                 if isinstance(p, click.Argument)]
+        return " ".join([ctx.command_path, *given, "--config path/to/cycle.yaml"])
+    return f"{ctx.command_path} path/to/cycle.yaml"
+
+
 def load_config(path: str | Path) -> LoadedConfig:
     """Read and validate cycle.yaml; every error names file:line (field)."""
     p = Path(path)
@@ -455,7 +473,7 @@ def load_config(path: str | Path) -> LoadedConfig:
         raise ConfigError(
             "file not found", file=str(p),
             hint=f"No cycle.yaml in {where}: cd into your project, name its config "
-            "(cycle run path/to/cycle.yaml), or start one with cycle init.")
+            f"({_naming_config()}), or start one with cycle init.")
     doc = load_yaml(p)
     if not isinstance(doc.data, dict):
         raise ConfigError("expected a mapping of settings (prompt:, criteria:, cases:, ...)",

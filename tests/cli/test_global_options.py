@@ -47,7 +47,12 @@ def test_commands_outside_a_project_say_the_folder_is_the_cause(tmp_path, monkey
     assert "Import a prompt first" not in diff.output
     run = CliRunner().invoke(cli, ["run"])
     assert run.exit_code == 2 and "No cycle.yaml in this folder" in run.output
-    assert "cycle init" in run.output
+    assert "cycle init" in run.output and "(cycle run path/to/cycle.yaml)" in run.output
+    # the hint repeats the command given, with its config where that command takes it
+    improve = CliRunner().invoke(cli, ["improve", "--headless", "--yes"])
+    assert "(cycle improve path/to/cycle.yaml)" in improve.output
+    judged = CliRunner().invoke(cli, ["judge", "improve", "r-1"])
+    assert "(cycle judge improve RUN_ID --config path/to/cycle.yaml)" in judged.output
 
 
 def test_user_lists_do_not_show_cycle_s_internals(tmp_path, monkeypatch):
