@@ -455,12 +455,15 @@ def _naming_config() -> str:
     ctx = click.get_current_context(silent=True) if click is not None else None
     if ctx is None:
         return "cycle run path/to/cycle.yaml"
+    # "cycle", however it was started (python -m cycle, a test's runner)
+    root = (ctx.find_root().info_name or "cycle").split()
+    command = " ".join(["cycle", *ctx.command_path.split()[len(root):]])
     named = next((p for p in ctx.command.params if p.name == "config"), None)
     if isinstance(named, click.Option):
         given = [p.human_readable_name for p in ctx.command.params
                  if isinstance(p, click.Argument)]
-        return " ".join([ctx.command_path, *given, "--config path/to/cycle.yaml"])
-    return f"{ctx.command_path} path/to/cycle.yaml"
+        return " ".join([command, *given, "--config path/to/cycle.yaml"])
+    return f"{command} path/to/cycle.yaml"
 
 
 def load_config(path: str | Path) -> LoadedConfig:
