@@ -98,3 +98,23 @@ def test_the_store_option_says_the_order_cli_md_gives(tmp_path, monkeypatch):
     assert CliRunner().invoke(cli, ["history", "support-reply"]).exit_code == 0
     text = " ".join(CliRunner().invoke(cli, ["--help"]).output.split())
     assert "(default: $CYCLE_STORE, else cycle.yaml's store:, else .cycle/cycle.db" in text
+
+
+def test_the_command_list_cuts_each_help_at_a_clause_and_needs_no_deprecated_click():
+    import subprocess
+    import sys
+
+    from cycle.cli import short_help
+
+    assert short_help("Compare two stored runs, paired by case: B against A, and more.",
+                      45) == "Compare two stored runs, paired by case"
+    # never inside a parenthesis; a sentence that fits is whole; no clause: cut at a word
+    assert short_help("List the cycles in the store (of ID, if given), newest first.",
+                      40) == "List the cycles in the store"
+    assert short_help("Show one version.\n\nMore here.", 40) == "Show one version."
+    assert short_help("Say how many cases and iterations a gain needs to be seen",
+                      30) == "Say how many cases and..."
+    # click 9 removes make_default_short_help: `cycle --help` must not lean on it
+    out = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-m", "cycle",
+                          "--help"], capture_output=True, text=True, check=True).stdout
+    assert "  compare    Compare two stored runs, paired by case" in out
