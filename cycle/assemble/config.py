@@ -557,7 +557,14 @@ def load_prompt(loaded: LoadedConfig, store: Store | None = None) -> tuple[Promp
             raise ConfigError(f"prompt '{ref}' is in the store, but no store is open",
                               file=str(loaded.path), line=loaded.doc.line_of(("prompt",)),
                               field="prompt")
-        version = store.resolve(ref[len(STORE_PREFIX):])
+        from cycle.errors import NotFoundError
+
+        try:
+            version = store.resolve(ref[len(STORE_PREFIX):])
+        except NotFoundError as e:  # said where it is named, as every other config error
+            raise ConfigError(e.message, file=str(loaded.path),
+                              line=loaded.doc.line_of(("prompt",)), field="prompt",
+                              hint=e.hint) from e
         return version.prompt, version.version
     from cycle.prompts.files import load_prompt_file
 
