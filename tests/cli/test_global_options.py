@@ -127,7 +127,9 @@ def test_a_stored_prompt_the_store_lacks_is_named_where_cycle_yaml_names_it(tmp_
     from cycle.cli import cli
 
     (tmp_path / "cycle.yaml").write_text("agent: offline:default\nprompt: store:nope@head\n"
-                                         "cases: []\ncriteria: [{id: ok, rubric: Helpful.}]\n")
+                                         "cases: [c.yaml]\n"
+                                         "criteria: [{id: ok, rubric: Helpful.}]\n")
+    (tmp_path / "c.yaml").write_text("- {id: a, input: {q: hi}}\n")
     monkeypatch.chdir(tmp_path)
     out = CliRunner().invoke(cli, ["run"])
     assert out.exit_code == 2
