@@ -57,14 +57,18 @@ def _score(entry: dict[str, Any]) -> str:
     return f"{score} ({entry['version'] or '—'})"
 
 
-def _is_cycle(store: Store, ref: str) -> bool:
+def _cycle_named(store: Store, ref: str) -> str | None:
+    """The cycle ``ref`` names (its id or a unique part of it), unless it names a prompt."""
     from cycle.errors import NotFoundError
 
+    if store.count_versions(ref):
+        return None
     try:
-        store.cycles.get(ref)
+        return store.cycles.resolve(ref)
     except NotFoundError:
-        return False
-    return True
+        if ref.startswith("c-"):
+            raise  # a cycle's id that is wrong: say what is wrong with it
+        return None
 
 
 def _show_cycle(store: Store, cycle_id: str, as_json: bool) -> None:
@@ -118,8 +122,9 @@ def cycles(prompt_id: str | None, config: Path | None, limit: int, as_json: bool
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     base = None if config is None else (config if config.is_dir() else config.parent)
     with Store.open(obj.store_path(base), create=False) as store:
-        if prompt_id is not None and _is_cycle(store, prompt_id):
-            _show_cycle(store, prompt_id, as_json)
+        cycle_id = None if prompt_id is None else _cycle_named(store, prompt_id)
+        if cycle_id is not None:
+            _show_cycle(store, cycle_id, as_json)
             return
         rows = cycle_summaries(store, prompt_id, limit=limit)
     if as_json:

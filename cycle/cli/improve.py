@@ -325,7 +325,7 @@ def _stored_overrides(config: Path, resume: str) -> dict[str, Any] | None:
     with found as store:
         try:
             if resume:
-                row = store.cycles.get(resume)
+                row = store.cycles.get(store.cycles.resolve(resume))
             else:
                 prompt_id = (ref[len(STORE_PREFIX):].split("@")[0] if ref.startswith(STORE_PREFIX)
                              else load_prompt_file(loaded.resolve_path(ref)).prompt.id)

@@ -20,6 +20,7 @@ from cycle.durations import parse_duration
 
 if TYPE_CHECKING:
     from cycle.records import RunRow
+    from cycle.store import Store
 
 
 def when(value: str, flag: str) -> str:
@@ -174,6 +175,23 @@ def report(run_id: str, report_dir: Path, no_write: bool, as_json: bool,
     _show_stored(run_id, base, report_dir=None if no_write else report_dir, as_json=as_json)
 
 
+def _cycle_meant(store: Store, ref: str) -> str | None:
+    """The cycle ``ref`` names when it names no run: a cycle's id or a unique part of it
+    (a run's id, or part of one, wins; None: a run is meant)."""
+    from cycle.errors import NotFoundError
+
+    try:
+        store.runs.resolve(ref)
+        return None
+    except NotFoundError as no_run:
+        try:
+            return store.cycles.resolve(ref)
+        except NotFoundError:
+            if ref.startswith("c-"):
+                raise  # a cycle's id: what is wrong with it, not with runs
+            raise no_run from None
+
+
 def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
                  as_json: bool) -> None:
     """Show a stored run case by case, writing its reports to ``report_dir`` (if given);
@@ -191,8 +209,8 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
 
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     with Store.open(obj.store_path(base), create=False) as store:
-        if run_id.startswith("c-") and store.runs.get(run_id) is None:
-            cycle_id = store.cycles.get(run_id).id
+        cycle_id = _cycle_meant(store, run_id)
+        if cycle_id is not None:
             data = cycle_report_dict(store, cycle_id)
             paths = {} if report_dir is None else write_cycle_report(store, cycle_id, report_dir,
                                                                      data=data)

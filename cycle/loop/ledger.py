@@ -75,7 +75,7 @@ class Ledger:
                     hint="Start a new one: cycle improve cycle.yaml",
                 )
         else:
-            row = self.store.cycles.get(str(resume))
+            row = self.store.cycles.get(self.store.cycles.resolve(str(resume)))
             if row.prompt_id != self.prompt_id:
                 raise ConfigError(
                     f"cycle {row.id} improved '{row.prompt_id}', but this config's prompt is "

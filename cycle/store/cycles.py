@@ -184,11 +184,20 @@ class CycleLog:
             f"SELECT {', '.join(_CYCLE_COLUMNS)} FROM cycles WHERE id = ?", (cycle_id,)
         ).fetchall()
         if not rows:
-            known = [r[0] for r in self.store.db.execute(
-                "SELECT id FROM cycles ORDER BY started_at DESC LIMIT 5").fetchall()]
-            hint = ("Recent cycles: " + ", ".join(known)) if known else "No cycle has run in this store yet."
-            raise NotFoundError(f"no cycle '{cycle_id}' in the store", hint=hint)
+            raise NotFoundError(f"no cycle '{cycle_id}' in the store", hint=self._recent_hint())
         return _cycle(rows[0])
+
+    def resolve(self, ref: str) -> str:
+        """The cycle id a person means: an id, or a unique prefix or suffix of one
+        (``c-20261128-0836`` or the random ``302e6d``), as for runs."""
+        from cycle.store.lookup import by_part
+
+        return by_part(self.store.db, "cycles", ref, what="cycle", hint=self._recent_hint())
+
+    def _recent_hint(self) -> str:
+        known = [r[0] for r in self.store.db.execute(
+            "SELECT id FROM cycles ORDER BY started_at DESC LIMIT 5").fetchall()]
+        return ("Recent cycles: " + ", ".join(known)) if known else "No cycle has run in this store yet."
 
     def recent(self, prompt_id: str | None = None, *, limit: int = 20) -> list[CycleRow]:
         """Cycles, newest first."""

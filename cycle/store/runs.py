@@ -153,19 +153,9 @@ class RunLog:
                 raise NotFoundError(f"{ref}: the store has {have}",
                                     hint="Run one first: cycle run cycle.yaml.")
             return row[0]
-        if self.get(ref) is not None:
-            return ref
-        like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        matches = [r[0] for r in self.store.db.execute(
-            "SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\' "
-            "ORDER BY started_at DESC LIMIT 6", (like + "%", "%" + like)).fetchall()]
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
-            raise NotFoundError(f"'{ref}' matches several runs: {shown}",
-                                hint="Give more of the id.")
-        raise NotFoundError(f"no run '{ref}' in the store", hint=self._recent_hint())
+        from cycle.store.lookup import by_part
+
+        return by_part(self.store.db, "runs", ref, what="run", hint=self._recent_hint())
 
     def recent(self, *, prompt_id: str | None = None, version: str | None = None,
                since: str | None = None, until: str | None = None, cycle_id: str | None = None,

@@ -90,6 +90,15 @@ def test_report_of_a_cycle_shows_its_rounds_and_json_is_json(quickstart: Path) -
     data = json.loads(invoke("report", cycle_id, "--json", "--report-dir", "again").output)
     assert data["cycle_id"] == cycle_id and data["reports"]["json"] == f"again/{cycle_id}.json"
     assert (quickstart / "again" / f"{cycle_id}.json").exists()
+    # a cycle is named by a unique part of its id, as a run is: its random end or its start
+    by_end = invoke("report", cycle_id[-6:], "--no-write")
+    assert by_end.exit_code == 0 and f"cycle {cycle_id}:" in by_end.output
+    by_start = invoke("cycles", cycle_id[:-7])
+    assert by_start.exit_code == 0 and cycle_id in by_start.output
+    assert "round   0" in by_start.output
+    wrong = invoke("report", "c-19990101", "--no-write")
+    assert wrong.exit_code == 2 and "no cycle 'c-19990101'" in wrong.output
+    assert f"Recent cycles: {cycle_id}" in wrong.output
 
 
 def test_terminal_review_whose_input_ends_says_so_and_resumes(quickstart: Path) -> None:
@@ -104,7 +113,7 @@ def test_terminal_review_whose_input_ends_says_so_and_resumes(quickstart: Path) 
     cycle_id = r.output.split("--resume ")[1].split()[0]
     listed = json.loads(invoke("cycles", "--json").output)
     assert [(c["id"], c["status"]) for c in listed] == [(cycle_id, "interrupted")]
-    resumed = invoke("improve", "--resume", cycle_id, "--headless", "--yes")
+    resumed = invoke("improve", "--resume", cycle_id[-6:], "--headless", "--yes")
     assert resumed.exit_code == 0, resumed.output
     assert "head moved 1.0.0 -> " in resumed.stdout
 

@@ -290,3 +290,17 @@ def test_open_without_create_refuses_a_missing_store(tmp_path: Path):
     with pytest.raises(NotFoundError, match="no cycle store"):
         Store.open(tmp_path / "missing.db", create=False)
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_a_cycle_is_named_by_a_unique_part_of_its_id(store: Store):
+    for cycle_id in ("c-20261128-083621-302e6d", "c-20261128-090000-aa11bb",
+                     "c-20261128-090000-cc22dd"):
+        store.cycles.create(cycle_id=cycle_id, prompt_id="support", initial_version="1.0.0",
+                            config={})
+    assert store.cycles.resolve("302e6d") == "c-20261128-083621-302e6d"
+    assert store.cycles.resolve("c-20261128-0836") == "c-20261128-083621-302e6d"
+    with pytest.raises(NotFoundError, match="matches several cycles: c-20261128-090000-"):
+        store.cycles.resolve("c-20261128-0900")
+    with pytest.raises(NotFoundError, match="no cycle '1_%'") as e:
+        store.cycles.resolve("1_%")  # LIKE's wildcards are the id's own characters
+    assert "Recent cycles: " in str(e.value)
