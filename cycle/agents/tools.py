@@ -202,7 +202,10 @@ class Toolbox:
             raise
         except Exception as e:  # noqa: BLE001 - the tool failed: the model is told, as in production
             self.last_failure = e
-            return self._failed(call, f"{e.__class__.__name__}: {e}", began, changes=changes)
+            # a mock's own error is the user's words, as they wrote them; a function's
+            # exception keeps its class, which says what kind of failure it was
+            said = str(e) if isinstance(e, ToolFailure) else f"{e.__class__.__name__}: {e}"
+            return self._failed(call, said, began, changes=changes)
         try:
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError) as e:
