@@ -352,11 +352,20 @@ def test_a_second_resume_of_a_running_cycle_refuses_and_the_first_finishes(proje
             break
         time.sleep(0.01)
     # the first is paused while the second starts (on a loaded machine it would otherwise
-    # finish first), once it holds no write transaction the second would wait on
-    first.send_signal(signal.SIGSTOP)
-    with sqlite3.connect(db, timeout=30) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.rollback()
+    # finish first), at a moment it holds no write transaction the second would wait on:
+    # stopped inside one, it goes on a moment and is stopped again
+    for _ in range(200):
+        first.send_signal(signal.SIGSTOP)
+        try:
+            with sqlite3.connect(db, timeout=0.2) as conn:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.rollback()
+            break
+        except sqlite3.OperationalError:
+            first.send_signal(signal.SIGCONT)
+            time.sleep(0.005)
+    else:
+        raise AssertionError("the first resume never stood outside a write transaction")
     try:
         second = start(project, "--resume", cycle_id)
         _, err = second.communicate(timeout=60)
