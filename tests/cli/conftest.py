@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cycle.testing import LoopbackServer
+from tests.stored import copied
 
 
 @pytest.fixture
@@ -32,3 +33,11 @@ def loopback_project(tmp_path, server, monkeypatch) -> Callable[[str, str, str],
         return tmp_path
 
     return make
+
+
+@pytest.fixture
+def quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """examples/quickstart copied (no store, no reports) and made the current folder."""
+    project = copied("quickstart", tmp_path)
+    monkeypatch.chdir(project)
+    return project

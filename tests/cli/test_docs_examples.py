@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +13,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cycle.cli import cli
+from tests.stored import copied
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICKSTART = ROOT / "examples" / "quickstart"
 
 
 def yaml_blocks(page: str) -> list[str]:
@@ -24,15 +23,9 @@ def yaml_blocks(page: str) -> list[str]:
     return re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / page).read_text(), re.DOTALL)
 
 
-def quickstart(tmp_path: Path) -> Path:
-    project = tmp_path / "qs"
-    shutil.copytree(QUICKSTART, project, ignore=shutil.ignore_patterns(".cycle", "reports"))
-    return project
-
-
 def test_configuration_cycle_yaml_runs_on_the_quickstart(tmp_path):
     block = next(b for b in yaml_blocks("configuration.md") if b.startswith("prompt:"))
-    project = quickstart(tmp_path)
+    project = copied("quickstart", tmp_path)
     (project / "cycle.yaml").write_text(block)
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
                                  str(project / "cycle.yaml"), "-n", "1", "--json", "--no-reports"])
@@ -103,7 +96,7 @@ def python_blocks(page: str) -> list[str]:
 def test_pytest_gate_of_ones_own_runs_on_the_quickstart(tmp_path):
     # found walking docs/pytest.md: its gate read run.cases["refund"], a case neither the
     # quickstart nor `cycle init` has, and failed with a bare KeyError: 'refund'
-    project = quickstart(tmp_path)
+    project = copied("quickstart", tmp_path)
     (project / "test_gate.py").write_text("import pytest\n\n" + python_blocks("pytest.md")[0]
                                           + "\n\ndef test_an_unknown_case_says_which_there_are"
                                           "(cycle_suite):\n"
@@ -164,8 +157,7 @@ def test_tour_shows_make_demos_output_as_it_is(tmp_path):
     page = (ROOT / "docs" / "tour.md").read_text()
     shown = re.search(r"runs `cycle improve examples/quickstart/cycle.yaml --headless --yes`:"
                       r"\n\n```\n(.*?)```", page, re.DOTALL).group(1).splitlines()
-    shutil.copytree(QUICKSTART, tmp_path / "examples" / "quickstart",
-                    ignore=shutil.ignore_patterns(".cycle", "reports"))
+    copied("quickstart", tmp_path / "examples")
     out = subprocess.run([sys.executable, "-m", "cycle", "improve",
                           "examples/quickstart/cycle.yaml", "--headless", "--yes"],
                          cwd=tmp_path, capture_output=True, text=True, check=False,
@@ -310,8 +302,7 @@ def test_tour_commands_after_the_demo_run_as_written(tmp_path):
     # reader types it (CYCLE_ID the demo's cycle); the two that open the TUI are left out
     page = (ROOT / "docs" / "tour.md").read_text()
     block = re.search(r"```\n(\. \.\./\.\./\.venv/bin/activate.*?)```", page, re.DOTALL).group(1)
-    project = tmp_path / "examples" / "quickstart"
-    shutil.copytree(QUICKSTART, project, ignore=shutil.ignore_patterns(".cycle", "reports"))
+    project = copied("quickstart", tmp_path / "examples")
     env = {k: v for k, v in os.environ.items() if k != "CYCLE_STORE"}
 
     def cycle(*args: str, cwd: Path = project) -> subprocess.CompletedProcess[str]:

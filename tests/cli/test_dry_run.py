@@ -7,7 +7,6 @@ the texts' length at four characters a token."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -148,16 +147,10 @@ def test_dry_run_with_bad_input_is_the_same_clear_error(project, server):
     assert r.exit_code == 2 and "--dry-run" in r.output
 
 
-def test_an_offline_dry_run_is_free_and_a_dry_run_needs_no_key(tmp_path, monkeypatch):
+def test_an_offline_dry_run_is_free_and_a_dry_run_needs_no_key(quickstart, monkeypatch):
     """Issue 33: the offline model was priced at the fallback rate ($0.02-$9.00 for a free
     cycle), and a dry run refused to run without an API key though it sends nothing."""
-    import shutil
-
-    quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
-    for name in ("cases", "prompts", "cycle.yaml"):
-        src = quickstart / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
+    tmp_path = quickstart
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     for command in ("run", "improve"):
         out = dry(command)
@@ -229,19 +222,12 @@ def test_a_cycle_dry_run_counts_the_pairwise_comparisons(project, server):
 
 @pytest.mark.parametrize("agent", ["{http: 'http://127.0.0.1:9/chat'}",
                                    "{function: 'os.path:basename'}"])
-def test_an_agent_that_makes_its_own_calls_is_noted_not_counted(tmp_path, monkeypatch, agent):
+def test_an_agent_that_makes_its_own_calls_is_noted_not_counted(quickstart, agent):
     # found walking docs/cli.md's --dry-run with an HTTP agent (and a Python one): it was
     # refused, "model name '' must have the form provider:model", the agent having none
-    import shutil
-
-    quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
-    for name in ("cases", "prompts", "cycle.yaml"):
-        src = quickstart / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    config = tmp_path / "cycle.yaml"
+    config = quickstart / "cycle.yaml"
     config.write_text(config.read_text().replace("agent: offline:default", f"agent: {agent}"))
     out = dry("run")
     assert [line["role"] for line in out["lines"]] == ["judge"]  # the judge is cycle's
     assert out["notes"] and "makes its own calls, which cycle does not see" in out["notes"][0]
-    assert not (tmp_path / ".cycle").exists()
+    assert not (quickstart / ".cycle").exists()

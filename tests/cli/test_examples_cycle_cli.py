@@ -6,7 +6,6 @@ undoes it; with examples off the cycle makes the very versions it made before.""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,17 +13,14 @@ import yaml
 from click.testing import CliRunner
 
 from cycle.cli import cli
+from tests.stored import copied
 
-QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 HELD_OUT = "damaged-item"
 
 
 @pytest.fixture
 def quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    for name in ("cases", "prompts", "cycle.yaml"):
-        src = QUICKSTART / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(copied("quickstart", tmp_path))
 
     def configure(**improve: object) -> None:
         cfg = yaml.safe_load(Path("cycle.yaml").read_text())

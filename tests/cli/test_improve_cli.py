@@ -4,7 +4,6 @@ report is written, history and rollback work on the result, --events logs every 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,17 +11,6 @@ import yaml
 from click.testing import CliRunner
 
 from cycle.cli import cli
-
-QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
-
-
-@pytest.fixture
-def quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("cases", "prompts", "cycle.yaml"):
-        src = QUICKSTART / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def invoke(*args: str, input: str | None = None):

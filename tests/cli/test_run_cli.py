@@ -351,17 +351,10 @@ def test_a_number_that_is_not_finite_is_refused_before_anything_runs(tmp_path, f
     assert not (tmp_path / "s.db").exists()  # nothing was written, nothing was paid
 
 
-def test_a_check_key_or_type_typo_gets_the_right_did_you_mean(tmp_path, monkeypatch):
+def test_a_check_key_or_type_typo_gets_the_right_did_you_mean(quickstart):
     """Issue 33: ``type: contain`` got no did-you-mean, and ``value:`` on a contains check
     said "Did you mean 'value'?" and listed every check type's keys."""
-    import shutil
-
-    quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
-    for name in ("cases", "prompts", "cycle.yaml"):
-        src = quickstart / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    config = tmp_path / "cycle.yaml"
+    config = quickstart / "cycle.yaml"
     good = config.read_text()
     assert 'check: {type: contains, values: ["{{ order }}"]}' in good
     config.write_text(good.replace('{type: contains, values: ["{{ order }}"]}',
