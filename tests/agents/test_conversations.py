@@ -154,19 +154,26 @@ async def test_the_judge_sees_every_turn_not_only_the_first_and_the_last():
                                      "assistant: turn 3"]
 
 
-def test_a_follow_up_with_an_unknown_variable_is_refused_before_any_call(tmp_path):
-    (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ question }}'\n"
+def run_case(tmp_path, case: str, *, extra: str = ""):
+    """``cycle run`` of one case (``case``: its YAML under ``- id: c``, input ``{q: hi}``)
+    on a prompt the offline model plays, with one contains check (``extra``: more of
+    cycle.yaml)."""
+    (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ q }}'\n"
                                      "params: {model: 'offline:default'}\n")
-    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""\
-        - id: c
-          input: {question: hi}
-          conversation:
-            follow_ups: ["my order is {{ ordr }}"]
-        """))
-    (tmp_path / "cycle.yaml").write_text("prompt: p.yaml\ncriteria: [{id: x, check: "
-                                         "{type: contains, values: [a]}}]\ncases: [cases.yaml]\n")
-    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
-                                 str(tmp_path / "cycle.yaml")])
+    (tmp_path / "cases.yaml").write_text("- id: c\n  input: {q: hi}\n"
+                                         + textwrap.indent(textwrap.dedent(case), "  "))
+    (tmp_path / "cycle.yaml").write_text("prompt: p.yaml\ncases: [cases.yaml]\ncriteria: "
+                                         "[{id: a, check: {type: contains, values: [x]}}]\n"
+                                         + extra)
+    return CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                    str(tmp_path / "cycle.yaml")])
+
+
+def test_a_follow_up_with_an_unknown_variable_is_refused_before_any_call(tmp_path):
+    r = run_case(tmp_path, """\
+        conversation:
+          follow_ups: ["my order is {{ ordr }}"]
+        """)
     assert r.exit_code == 2, r.output
     assert "cases.yaml:1" in r.output and "follow-up turn 2" in r.output and "ordr" in r.output
     assert not (tmp_path / "s.db").exists()
@@ -237,39 +244,21 @@ def test_an_offline_user_with_format_history_says_what_to_change(tmp_path):
     # found walking docs/agents-and-tools.md: its simulated user, played by the offline
     # model, errored with "the cycle_user request has no ```json block" and a hint about
     # the judge and the improver; format_history, which took the block away, went unnamed
-    (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ q }}'\n"
-                                     "params: {model: 'offline:default'}\n")
-    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""\
-        - id: c
-          input: {q: hi}
-          conversation:
-            user: {model: 'offline:default', persona: P, goal: G,
-                   format_history: 'tests.agents.test_conversations:history_as_lines'}
-        """))
-    (tmp_path / "cycle.yaml").write_text(
-        "prompt: p.yaml\ncases: [cases.yaml]\ncriteria: [{id: a, check: {type: contains, "
-        "values: [x]}}]\nrun: {iterations: 1}\n")
-    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
-                                 str(tmp_path / "cycle.yaml")])
+    r = run_case(tmp_path, """\
+        conversation:
+          user: {model: 'offline:default', persona: P, goal: G,
+                 format_history: 'tests.agents.test_conversations:history_as_lines'}
+        """, extra="run: {iterations: 1}\n")
     assert r.exit_code == 3, r.output
     report = next((tmp_path / "reports").glob("*.md")).read_text()
     assert "format_history" in report and "leave format_history out" in report
 
 
 def test_a_simulated_users_template_with_an_unknown_variable_is_refused(tmp_path):
-    (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ q }}'\n"
-                                     "params: {model: 'offline:default'}\n")
-    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""\
-        - id: c
-          input: {q: hi}
-          conversation:
-            user: {model: 'offline:default', persona: 'owner of {{ ordr }}', goal: G}
-        """))
-    (tmp_path / "cycle.yaml").write_text(
-        "prompt: p.yaml\ncases: [cases.yaml]\ncriteria: [{id: a, check: {type: contains, "
-        "values: [x]}}]\n")
-    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
-                                 str(tmp_path / "cycle.yaml")])
+    r = run_case(tmp_path, """\
+        conversation:
+          user: {model: 'offline:default', persona: 'owner of {{ ordr }}', goal: G}
+        """)
     assert r.exit_code == 2, r.output
     assert "cases.yaml:1" in r.output and "conversation.user.persona" in r.output
     assert "ordr" in r.output
@@ -324,18 +313,10 @@ def test_an_offline_conversation_with_a_simulated_user_through_the_cli(tmp_path)
 
 
 def test_a_simulated_user_on_an_unknown_provider_is_refused_before_any_call(tmp_path):
-    (tmp_path / "p.yaml").write_text("id: p\nuser_template: '{{ question }}'\n"
-                                     "params: {model: 'offline:default'}\n")
-    (tmp_path / "cases.yaml").write_text(textwrap.dedent("""\
-        - id: c
-          input: {question: hi}
-          conversation:
-            user: {model: 'nosuch:model', persona: P, goal: G}
-        """))
-    (tmp_path / "cycle.yaml").write_text("prompt: p.yaml\ncriteria: [{id: x, check: "
-                                         "{type: contains, values: [a]}}]\ncases: [cases.yaml]\n")
-    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
-                                 str(tmp_path / "cycle.yaml")])
+    r = run_case(tmp_path, """\
+        conversation:
+          user: {model: 'nosuch:model', persona: P, goal: G}
+        """)
     assert r.exit_code == 2, r.output
     assert "cases.yaml" in r.output and "nosuch" in r.output
     assert "conversation.user.model" in r.output
