@@ -16,6 +16,7 @@ from cycle.errors import (
     RetriesExhaustedError,
 )
 from cycle.llm.base import GenerateConfig, ProviderOptions
+from cycle.llm.budget import Budget
 from cycle.llm.model import RetryPolicy
 from cycle.llm.registry import get_model
 from cycle.records import Message
@@ -167,6 +168,25 @@ async def test_openai_answers_that_are_not_chat_completions_are_named(make_model
     server.enqueue(Fault.malformed(body))
     with pytest.raises(MalformedResponseError, match=says):
         await model.generate(HI)
+
+
+@pytest.mark.parametrize("body", [
+    "<html><body>Sign in to the gateway</body></html>",
+    "",
+    '{"error": {"message": "quota exceeded", "type": "insufficient_quota"}}',
+    '{"id": "x", "object": "chat.completion"}',
+])
+async def test_a_streamed_answer_that_is_no_stream_is_an_error_not_an_empty_answer(
+        make_model, server, body):
+    """Under a budget a compatible server's answer is streamed; a 200 whose body holds no
+    event (a gateway's HTML page, an error in JSON, nothing) was read as an empty answer,
+    and scored as a failed case instead of counted as an error."""
+    model = make_model("openai:local-model", budget=Budget(1.0),
+                       config=GenerateConfig(max_tokens=50))
+    server.enqueue(Fault.malformed(body))
+    with pytest.raises(MalformedResponseError, match="no chat completion chunk"):
+        await model.generate(HI)
+    assert server.requests[-1].body["stream"] is True
 
 
 async def test_openai_compatible_quirks_are_read_leniently(make_model, server):
