@@ -235,6 +235,24 @@ def test_bad_input_is_one_located_message_exit_2_and_nothing_stored(tmp_path, na
     assert not (tmp_path / ".cycle").exists() and not (tmp_path / "reports").exists()
 
 
+@pytest.mark.parametrize("content", [b"not a cache\n" * 200, b"SQLite format 3\x00" + b"\x00" * 90],
+                         ids=["text", "damaged"])
+def test_a_cache_file_that_is_not_a_cache_is_an_input_error_and_left_alone(tmp_path, content):
+    """A damaged .cycle/cache.db was an internal error ("DatabaseError: file is not a
+    database", exit 4) naming neither the file nor the fix."""
+    cfg = project(tmp_path, CHECK)
+    cache = tmp_path / ".cycle" / "cache.db"
+    cache.parent.mkdir()
+    cache.write_bytes(content)
+    r = invoke(tmp_path, "run", cfg)
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {cache}: cannot use the response cache")
+    assert "--no-cache" in r.output and "Traceback" not in r.output
+    assert cache.read_bytes() == content  # said, never rewritten
+    assert invoke(tmp_path, "runs").output.startswith("No runs")  # and no run was begun
+    assert invoke(tmp_path, "run", cfg, "--no-cache", "-q").exit_code in (0, 1)  # the fix given
+
+
 def test_quiet_prints_nothing_and_json_prints_only_json(tmp_path):
     cfg = project(tmp_path, "criteria:\n  - {id: polite, check: {type: not_contains, values: [stupid]}}\n")
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", cfg, "-q", "-n", "1"])
