@@ -190,6 +190,13 @@ def _mutate(tmp_path, name: str) -> None:
                                     "{type: python, function: 'nope_pkg.checks:ok'}"))
     elif name == "agent_function_import":
         cfg.write_text(text + "agent: {function: 'nope_pkg.agents:answer'}\n")
+    elif name == "agent_function_syntax":
+        (tmp_path / "broken_agent_syntax.py").write_text("def answer(case)\n    return 'hi'\n")
+        cfg.write_text(text + "agent: {function: 'broken_agent_syntax:answer'}\n")
+    elif name == "python_check_raises_on_import":
+        (tmp_path / "broken_check_import.py").write_text("x = 1\nraise KeyError('API_URL')\n")
+        cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
+                                    "{type: python, function: 'broken_check_import:ok'}"))
     elif name == "unknown_provider":
         cfg.write_text(text + "agent: foo:bar\n")
     elif name == "undefined_variable":
@@ -214,6 +221,10 @@ BAD_INPUTS = {
     "missing_prompt": ("cycle.yaml:1 (prompt)", "relative to cycle.yaml"),
     "python_check_import": ("cycle.yaml:4 (criteria[0].check.function)", "nope_pkg"),
     "agent_function_import": ("cycle.yaml:5 (agent.function)", "nope_pkg"),
+    # user code that does not compile, or raises as it loads, was an internal error (exit 4)
+    "agent_function_syntax": ("cycle.yaml:5 (agent.function)", "broken_agent_syntax.py, line 1)"),
+    "python_check_raises_on_import": ("cycle.yaml:4 (criteria[0].check.function)",
+                                      "raised KeyError: 'API_URL' ("),
     "unknown_provider": ("cycle.yaml:5 (agent)", "unknown model provider 'foo'"),
     "undefined_variable": ("all.yaml:7 (input)", "'order' is undefined"),
     "undefined_check_variable": ("cycle.yaml:4 (criteria[0].check.values)", "case 'bare'"),
