@@ -264,6 +264,24 @@ def test_a_cache_file_that_is_not_a_cache_is_an_input_error_and_left_alone(tmp_p
     assert invoke(tmp_path, "run", cfg, "--no-cache", "-q").exit_code in (0, 1)  # the fix given
 
 
+def test_a_store_that_is_a_folder_names_the_setting_that_named_it(tmp_path, monkeypatch):
+    """The message blamed --store / CYCLE_STORE for a store named by cycle.yaml's store:,
+    or left at its default, though neither was given."""
+    monkeypatch.delenv("CYCLE_STORE", raising=False)
+    cfg = project(tmp_path, CHECK)
+    (tmp_path / ".cycle" / "cycle.db").mkdir(parents=True)
+    r = CliRunner().invoke(cli, ["run", cfg])
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {cfg} (store (the default)): the store ")
+    (tmp_path / "cycle.yaml").write_text(Path(cfg).read_text() + "store: data\n")
+    (tmp_path / "data").mkdir()
+    r = CliRunner().invoke(cli, ["run", cfg])
+    assert r.exit_code == 2 and r.output.startswith(f"error: {cfg}:5 (store): the store "), r.output
+    monkeypatch.setenv("CYCLE_STORE", str(tmp_path / "data"))
+    r = CliRunner().invoke(cli, ["run", cfg])
+    assert r.exit_code == 2 and r.output.startswith("error: --store / CYCLE_STORE: "), r.output
+
+
 def test_quiet_prints_nothing_and_json_prints_only_json(tmp_path):
     cfg = project(tmp_path, "criteria:\n  - {id: polite, check: {type: not_contains, values: [stupid]}}\n")
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", cfg, "-q", "-n", "1"])
