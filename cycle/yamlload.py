@@ -356,6 +356,14 @@ def _describe(model: type[BaseModel] | None, path: Path_) -> str | None:
     return None
 
 
+#: the errors of a member of a union that takes a scalar, for a value that is not one
+_SCALAR_TYPES = {"string_type", "int_type", "float_type", "bool_type", "literal_error"}
+
+
+def _scalar_for_mapping(error: Any) -> bool:
+    return error["type"] in _SCALAR_TYPES and isinstance(error.get("input"), dict)
+
+
 def config_error(
     err: ValidationError,
     doc: LoadedYaml,
@@ -369,6 +377,11 @@ def config_error(
     errors = err.errors()
     # a misspelt key also makes the right one "missing": report the misspelling
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    if _scalar_for_mapping(first):
+        # a union such as `agent: str | a section`, given a section: its str member's
+        # "should be a valid string" hid the section's own error (a bad URL, two kinds)
+        first = next((e for e in errors if e["loc"][:len(first["loc"]) - 1] == first["loc"][:-1]
+                      and not _scalar_for_mapping(e)), first)
     loc = prefix + _clean_loc(first["loc"])
     # drop discriminator tags that are not real keys, keeping the deepest real path
     real: list[str | int] = []

@@ -199,6 +199,8 @@ def _mutate(tmp_path, name: str) -> None:
                                     "{type: python, function: 'broken_check_import:ok'}"))
     elif name == "unknown_provider":
         cfg.write_text(text + "agent: foo:bar\n")
+    elif name == "agent_two_kinds":
+        cfg.write_text(text + "agent: {function: 'agents:answer', http: 'http://localhost/chat'}\n")
     elif name == "undefined_variable":
         cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
                                     "{type: regex, pattern: '.'}"))
@@ -226,6 +228,9 @@ BAD_INPUTS = {
     "python_check_raises_on_import": ("cycle.yaml:4 (criteria[0].check.function)",
                                       "raised KeyError: 'API_URL' ("),
     "unknown_provider": ("cycle.yaml:5 (agent)", "unknown model provider 'foo'"),
+    # an agent section's own error was hidden behind "Input should be a valid string"
+    # (agent: str | a section): its str member's error came first
+    "agent_two_kinds": ("cycle.yaml:5 (agent)", "give one of model, function, http and adk"),
     "undefined_variable": ("all.yaml:7 (input)", "'order' is undefined"),
     "undefined_check_variable": ("cycle.yaml:4 (criteria[0].check.values)", "case 'bare'"),
     "case_unknown_key": ("all.yaml:3 (cases[0].tag)", "Did you mean 'tags'"),
