@@ -199,8 +199,12 @@ def _mutate(tmp_path, name: str) -> None:
                                     "{type: python, function: 'broken_check_import:ok'}"))
     elif name == "unknown_provider":
         cfg.write_text(text + "agent: foo:bar\n")
+    elif name == "agent_http_not_a_url":
+        cfg.write_text(text + "agent: {http: 'localhost/chat'}\n")
     elif name == "agent_two_kinds":
         cfg.write_text(text + "agent: {function: 'agents:answer', http: 'http://localhost/chat'}\n")
+    elif name == "provider_base_url":
+        cfg.write_text(text + "agent: openai:gpt-4o-mini\nproviders: {openai: {base_url: 'localhost:11434'}}\n")
     elif name == "undefined_variable":
         cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
                                     "{type: regex, pattern: '.'}"))
@@ -231,6 +235,9 @@ BAD_INPUTS = {
     # an agent section's own error was hidden behind "Input should be a valid string"
     # (agent: str | a section): its str member's error came first
     "agent_two_kinds": ("cycle.yaml:5 (agent)", "give one of model, function, http and adk"),
+    # an address that is no URL failed every case (a provider's: retried 5 times a call)
+    "agent_http_not_a_url": ("cycle.yaml:5 (agent.http)", "is not an http(s) URL"),
+    "provider_base_url": ("cycle.yaml:6 (providers.openai.base_url)", "http://localhost:11434/v1"),
     "undefined_variable": ("all.yaml:7 (input)", "'order' is undefined"),
     "undefined_check_variable": ("cycle.yaml:4 (criteria[0].check.values)", "case 'bare'"),
     "case_unknown_key": ("all.yaml:3 (cases[0].tag)", "Did you mean 'tags'"),
