@@ -347,6 +347,11 @@ class CallableAgent(TurnAgent):
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+def env_names(value: str) -> list[str]:
+    """The variables a header's value reads (``Bearer ${TOKEN}``: ``['TOKEN']``)."""
+    return _ENV_REF.findall(value)
+
+
 class HttpAgent(TurnAgent):
     """An HTTP endpoint, one POST a turn: ``{"message", "input", "messages"}`` answered by
     ``{"response": ..., "toolCalls": [...]}`` (the tool calls it ran itself, reported).

@@ -205,6 +205,9 @@ def _mutate(tmp_path, name: str) -> None:
         cfg.write_text(text + "agent: {function: 'agents:answer', http: 'http://localhost/chat'}\n")
     elif name == "provider_base_url":
         cfg.write_text(text + "agent: openai:gpt-4o-mini\nproviders: {openai: {base_url: 'localhost:11434'}}\n")
+    elif name == "agent_header_variable_unset":
+        cfg.write_text(text + "agent:\n  http: 'http://localhost/chat'\n  headers:\n"
+                       "    Authorization: 'Bearer ${CYCLE_TEST_UNSET_TOKEN}'\n")
     elif name == "undefined_variable":
         cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
                                     "{type: regex, pattern: '.'}"))
@@ -238,6 +241,9 @@ BAD_INPUTS = {
     # an address that is no URL failed every case (a provider's: retried 5 times a call)
     "agent_http_not_a_url": ("cycle.yaml:5 (agent.http)", "is not an http(s) URL"),
     "provider_base_url": ("cycle.yaml:6 (providers.openai.base_url)", "http://localhost:11434/v1"),
+    # an unset ${NAME} was sent as an empty string, and every case failed on the 401
+    "agent_header_variable_unset": ("cycle.yaml:8 (agent.headers.Authorization)",
+                                    "Set CYCLE_TEST_UNSET_TOKEN in the environment"),
     "undefined_variable": ("all.yaml:7 (input)", "'order' is undefined"),
     "undefined_check_variable": ("cycle.yaml:4 (criteria[0].check.values)", "case 'bare'"),
     "case_unknown_key": ("all.yaml:3 (cases[0].tag)", "Did you mean 'tags'"),
