@@ -297,3 +297,24 @@ def test_import_otel_refuses_what_it_cannot_read_and_writes_nothing(tmp_path):
     r = CliRunner().invoke(cli, ["import", "otel", str(empty), "--out", str(out)])
     assert r.exit_code != 0 and "no case" in r.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("spans", "field"), [
+    ({"resourceSpans": [5]}, "resourceSpans[0]"),
+    ({"resourceSpans": [{"resource": {"attributes": 5}}]}, "resourceSpans[0].resource.attributes"),
+    ({"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": "soon"}]}]}]},
+     "resourceSpans[0].scopeSpans[0].spans[0].startTimeUnixNano"),
+    ({"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "k", "value": {
+        "intValue": "many"}}]}]}]}]},
+     "resourceSpans[0].scopeSpans[0].spans[0].attributes[0].value.intValue"),
+])
+def test_import_otel_names_the_part_of_the_export_of_the_wrong_shape(tmp_path, spans, field):
+    """A part of another shape than OTLP JSON gives it (a resource that is a number, a
+    time that is not one) was an internal error ('int' object has no attribute 'get')."""
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(spans))
+    out = tmp_path / "cases.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {path} ({field}): expected a "), r.output
+    assert not out.exists()
