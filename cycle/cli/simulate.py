@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -59,4 +60,8 @@ def simulate(ctx: click.Context, config: Path | None, adk_paths: tuple[str, ...]
     simulation = Simulation(agents)  # no agent at all: a clear error
     for agent in agents:
         check_targets(agent)  # before any session: a finished one must not be lost
+    if not (sys.stdin.isatty() and sys.__stdout__.isatty()):
+        # the screen would be written into a pipe, waiting for keys that never come
+        raise click.UsageError("no terminal for the simulation: a person plays the agent's "
+                               "model on its screen; run cycle simulate in a terminal")
     SimulateApp(simulation).run()

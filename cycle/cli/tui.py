@@ -9,6 +9,7 @@ against an endpoint (runs with no prompt) opens on that list.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -59,5 +60,10 @@ def tui(ctx: click.Context, prompt_id: str | None) -> None:
             prompt_id = config_prompt_id(Path.cwd())
             if prompt_id not in known:
                 prompt_id = store.last_used_prompt()
+        if not (sys.stdin.isatty() and sys.__stdout__.isatty()):
+            # the screen would be written into a pipe, waiting for keys that never come
+            raise click.UsageError(
+                "no terminal for the TUI: from a script, read the store with cycle history "
+                "ID, cycle runs, cycle cycles (each with --json)")
         app = CycleApp(store=store, info=HeaderInfo(store=str(path)), prompt_id=prompt_id)
         app.run()
