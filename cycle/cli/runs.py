@@ -34,7 +34,14 @@ def when(value: str, flag: str) -> str:
             raise click.BadParameter(
                 f"{value!r} is neither a date (2026-11-01), a date and time (2026-11-01T14:30) "
                 "nor a duration ago (90m, 2h, 7d)", param_hint=flag) from None
-        at = at.astimezone(UTC)  # a naive time is local, as people write it
+        try:
+            at = at.astimezone(UTC)  # a naive time is local, as people write it
+        except (ValueError, OverflowError):  # 0001-01-01 local, east of UTC: year 0
+            raise click.BadParameter(f"{value!r} is out of the range of dates",
+                                     param_hint=flag) from None
+    except OverflowError:  # "99999999d": before the first year a date can hold
+        raise click.BadParameter(f"{value!r} is out of the range of dates",
+                                 param_hint=flag) from None
     return at.isoformat(timespec="microseconds")
 
 

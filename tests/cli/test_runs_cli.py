@@ -3,6 +3,7 @@ suffix, @last and @prev."""
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from cycle.cli import cli
@@ -59,6 +60,15 @@ def test_filters_by_prompt_version_and_date(tmp_path):
     assert r.exit_code == 2 and "--since" in r.output and "2026-11-01" in r.output
     r = invoke(tmp_path, "runs", "--version", "1.0.0")
     assert r.exit_code == 2 and "needs the prompt" in r.output
+
+
+@pytest.mark.parametrize("value", ["99999999d", "0001-01-01"])
+def test_a_date_out_of_range_is_a_usage_error(tmp_path, value):
+    """--since 99999999d (before year 1) and a local 0001-01-01 (year 0 in UTC) were
+    internal errors: OverflowError / ValueError, exit 4."""
+    two_runs(tmp_path)
+    r = invoke(tmp_path, "runs", "--since", value)
+    assert r.exit_code == 2 and "out of the range of dates" in r.output, r.output
 
 
 def test_cycle_rounds_are_runs_too(tmp_path):
