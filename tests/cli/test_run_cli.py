@@ -197,6 +197,8 @@ def _mutate(tmp_path, name: str) -> None:
         (tmp_path / "broken_check_import.py").write_text("x = 1\nraise KeyError('API_URL')\n")
         cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
                                     "{type: python, function: 'broken_check_import:ok'}"))
+    elif name == "weight_overflow":
+        cfg.write_text(text.replace("  - id: cites\n", "  - id: cites\n    weight: 1.0e+308\n"))
     elif name == "unknown_provider":
         cfg.write_text(text + "agent: foo:bar\n")
     elif name == "agent_http_not_a_url":
@@ -235,6 +237,8 @@ BAD_INPUTS = {
     "python_check_raises_on_import": ("cycle.yaml:4 (criteria[0].check.function)",
                                       "raised KeyError: 'API_URL' ("),
     "unknown_provider": ("cycle.yaml:5 (agent)", "unknown model provider 'foo'"),
+    # overflowed the weighted mean to nan: a run of nan scores, then an internal error
+    "weight_overflow": ("cycle.yaml:4 (criteria[0].weight)", "less than or equal to 1000000"),
     # an agent section's own error was hidden behind "Input should be a valid string"
     # (agent: str | a section): its str member's error came first
     "agent_two_kinds": ("cycle.yaml:5 (agent)", "give one of model, function, http and adk"),
