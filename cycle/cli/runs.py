@@ -20,6 +20,7 @@ from cycle.durations import parse_duration
 
 if TYPE_CHECKING:
     from cycle.records import RunRow
+    from cycle.store import Store
 
 
 def when(value: str, flag: str) -> str:
@@ -142,7 +143,11 @@ def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: 
     with Store.open(obj.store_path(base), create=False) as store:
         found = store.runs.recent(prompt_id=prompt_id, version=version, since=after, until=before,
                                   cycle_id=cycle_id, evals_only=no_cycles, limit=limit)
+        gone = {r.id: interrupted(store, r) for r in found}
     rows = [run_summary(r) for r in found]
+    for row in rows:
+        if gone[row["id"]]:
+            row["status"], row["stop_reason"] = "interrupted", gone[row["id"]]
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
         return
@@ -153,6 +158,21 @@ def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: 
         return
     for text in render_table(rows):
         click.echo(text)
+    for row in rows:
+        if gone[row["id"]]:
+            click.echo(f"{row['id']}: {gone[row['id']]}")
+
+
+def interrupted(store: Store, run: RunRow) -> str | None:
+    """Why a run stored as running is not (its process is gone: killed, or crashed) and
+    how to go on; None for any other run. A cycle's runs resume with their cycle."""
+    from cycle.store.locks import abandoned
+
+    if run.status != "running" or run.cycle_id is not None \
+            or not abandoned(store, f"run:{run.id}"):
+        return None
+    where = (run.config or {}).get("config_path") or "cycle.yaml"
+    return f"its process is gone (killed?); resume with: cycle run {where} --resume {run.id}"
 
 
 @click.command()
@@ -185,6 +205,8 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
                  as_json: bool) -> None:
     """Show a stored run case by case, writing its reports to ``report_dir`` (if given);
     a cycle's id writes the cycle's reports."""
+    from msgspec.structs import replace
+
     from cycle.cli.run import _show_run, with_judge_note
     from cycle.evals.results import load_run
     from cycle.report import write_reports
@@ -203,6 +225,10 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
             for kind, path in paths.items():
                 click.echo(f"{kind + ' report':16} {path}")
             return
-        result = with_judge_note(load_run(store.runs, store.runs.resolve(run_id)), store)
+        row = store.runs.require(store.runs.resolve(run_id))
+        result = with_judge_note(load_run(store.runs, row.id), store)
+        gone = interrupted(store, row)
+        if gone:
+            result = replace(result, status="interrupted", stop_reason=gone)
         paths = {} if report_dir is None else write_reports(result, report_dir)
         _show_run(result, paths, quiet=False, as_json=as_json)

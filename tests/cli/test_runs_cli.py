@@ -131,3 +131,31 @@ def test_runs_show_prints_one_run_case_by_case_and_writes_nothing(tmp_path, monk
     assert not (tmp_path / "reports").exists()
     wrong = invoke(tmp_path, "runs", "support", first)
     assert wrong.exit_code == 2 and "cycle runs show RUN_ID" in wrong.output
+
+
+def test_a_killed_run_shows_as_interrupted_with_the_command_that_resumes_it(tmp_path):
+    """A run whose process was killed (kill -9: its lease left behind, its row 'running')
+    was listed and shown as 'running', with no word of how to go on; a killed cycle
+    already said 'interrupted' and how to resume it."""
+    import socket
+    import subprocess
+    import sys
+
+    from cycle.store import Store
+
+    cfg, (_, last) = two_runs(tmp_path)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid of this machine that no longer runs
+    with Store.open(tmp_path / "store.db") as store, store.transaction() as db:
+        db.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (last,))
+        db.execute("INSERT INTO locks (name, host, pid, acquired_at) VALUES (?, ?, ?, 'x')",
+                   (f"run:{last}", socket.gethostname(), gone.pid))
+    resume = f"resume with: cycle run {cfg} --resume {last}"
+    r = invoke(tmp_path, "runs")
+    assert r.exit_code == 0 and " interrupted " in r.output and resume in r.output, r.output
+    assert json.loads(invoke(tmp_path, "runs", "--json").output)[0]["status"] == "interrupted"
+    r = invoke(tmp_path, "runs", "show", last)
+    assert f"Run interrupted: its process is gone (killed?); {resume}" in r.output, r.output
+    r = invoke(tmp_path, "run", cfg, "--resume", last, "--json", "--no-reports")
+    assert r.exit_code == 0, r.output  # the command it gives works
+    assert json.loads(invoke(tmp_path, "runs", "--json").output)[0]["status"] == "finished"
