@@ -151,11 +151,20 @@ def run(
             loaded, store_path=store_of(loaded), agents=agent_models,
             versions=prompt_versions, tags=tags, case_ids=case_ids, report_dir=report_dir,
             no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json))
-    code = asyncio.run(_run(
-        loaded, tags=tags, case_ids=case_ids, resume=resume, report_dir=report_dir,
-        no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json,
-        take_over=take_over,
-    ))
+    started: list[str] = []
+    try:
+        code = asyncio.run(_run(
+            loaded, tags=tags, case_ids=case_ids, resume=resume, report_dir=report_dir,
+            no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json,
+            take_over=take_over, started=started,
+        ))
+    except KeyboardInterrupt:
+        # click would say only "Aborted.": what finished is stored, and the run resumes
+        if not started:
+            raise
+        click.echo(f"\nInterrupted; the run is saved. Resume with: cycle run {loaded.path} "
+                   f"--resume {started[-1]}", err=True)
+        raise click.exceptions.Exit(130) from None
     sys.exit(code)
 
 
@@ -302,10 +311,12 @@ def say_overrides(changes: list[str], quiet: bool, *, resumed: bool = False) -> 
 
 async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[str, ...],
                resume: str | None, report_dir: Path | None, no_reports: bool, no_cache: bool,
-               quiet: bool, as_json: bool, take_over: bool = False) -> int:
+               quiet: bool, as_json: bool, take_over: bool = False,
+               started: list[str] | None = None) -> int:
+    """Run (or resume) the suite; ``started`` gets the run's id once it has begun."""
     from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import build_suite, open_cache, run_budget, validate_suite
-    from cycle.events import EventBus
+    from cycle.events import EventBus, RunStarted
     from cycle.progress import Progress
     from cycle.report import reports_ahead, write_reports
     from cycle.store import Store
@@ -336,6 +347,8 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
             _say_file_behind_head(loaded, store)
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
+        if started is not None:
+            bus.subscribe(lambda e: started.append(e.run_id) if isinstance(e, RunStarted) else None)
         budget = run_budget(loaded)
         if resume and budget is not None:  # what it spent before counts against the same cap
             for role, cost in store.runs.paid(resume).items():

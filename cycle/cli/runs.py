@@ -143,7 +143,8 @@ def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: 
     with Store.open(obj.store_path(base), create=False) as store:
         found = store.runs.recent(prompt_id=prompt_id, version=version, since=after, until=before,
                                   cycle_id=cycle_id, evals_only=no_cycles, limit=limit)
-        gone = {r.id: interrupted(store, r) for r in found}
+        # a run stored as running whose process is gone: said, or it would look running
+        gone = {r.id: interrupted(store, r) if r.status == "running" else None for r in found}
     rows = [run_summary(r) for r in found]
     for row in rows:
         if gone[row["id"]]:
@@ -164,15 +165,20 @@ def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: 
 
 
 def interrupted(store: Store, run: RunRow) -> str | None:
-    """Why a run stored as running is not (its process is gone: killed, or crashed) and
-    how to go on; None for any other run. A cycle's runs resume with their cycle."""
+    """How to go on with a run that was interrupted (Ctrl-C), or is stored as running
+    though its process is gone (killed, crashed); None for any other run. A cycle's runs
+    resume with their cycle."""
     from cycle.store.locks import abandoned
 
-    if run.status != "running" or run.cycle_id is not None \
-            or not abandoned(store, f"run:{run.id}"):
+    if run.cycle_id is not None:
         return None
     where = (run.config or {}).get("config_path") or "cycle.yaml"
-    return f"its process is gone (killed?); resume with: cycle run {where} --resume {run.id}"
+    again = f"resume with: cycle run {where} --resume {run.id}"
+    if run.status == "interrupted":
+        return again
+    if run.status == "running" and abandoned(store, f"run:{run.id}"):
+        return f"its process is gone (killed?); {again}"
+    return None
 
 
 @click.command()
@@ -229,6 +235,8 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
         result = with_judge_note(load_run(store.runs, row.id), store)
         gone = interrupted(store, row)
         if gone:
-            result = replace(result, status="interrupted", stop_reason=gone)
+            said = result.stop_reason if result.status == "interrupted" else None
+            result = replace(result, status="interrupted",
+                             stop_reason=f"{said}; {gone}" if said else gone)
         paths = {} if report_dir is None else write_reports(result, report_dir)
         _show_run(result, paths, quiet=False, as_json=as_json)

@@ -304,6 +304,26 @@ def test_a_store_that_is_a_folder_names_the_setting_that_named_it(tmp_path, monk
     assert r.exit_code == 2 and r.output.startswith("error: --store / CYCLE_STORE: "), r.output
 
 
+def test_ctrl_c_says_the_run_is_saved_and_the_command_that_resumes_it(tmp_path):
+    """Ctrl-C during cycle run printed click's bare "Aborted.": nothing said that what had
+    finished was stored, nor how to resume (cycle improve said both). The second case's
+    agent call is interrupted here, as a Ctrl-C does."""
+    (tmp_path / "ctrl_c_agent.py").write_text(
+        "def answer(case):\n"
+        "    if case['order'] == 'B-2210':\n"
+        "        raise KeyboardInterrupt\n"
+        "    return 'Your order ' + case['order'] + ' is on its way.'\n")
+    cfg = project(tmp_path, CHECK, "agent: {function: 'ctrl_c_agent:answer'}\n"
+                  "run: {iterations: 1, concurrency: 1}\n")
+    r = invoke(tmp_path, "run", cfg, "--no-reports")
+    assert r.exit_code == 130, r.output
+    [line] = [x for x in r.output.splitlines() if x.startswith("Interrupted")]
+    run_id = line.rsplit(" ", 1)[-1]
+    assert line == f"Interrupted; the run is saved. Resume with: cycle run {cfg} --resume {run_id}"
+    shown = invoke(tmp_path, "runs", "show", run_id)
+    assert f"Run interrupted: resume with: cycle run {cfg} --resume {run_id}" in shown.output
+
+
 def test_quiet_prints_nothing_and_json_prints_only_json(tmp_path):
     cfg = project(tmp_path, "criteria:\n  - {id: polite, check: {type: not_contains, values: [stupid]}}\n")
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", cfg, "-q", "-n", "1"])
