@@ -18,6 +18,7 @@ from typing import Protocol
 import click
 
 from cycle.authors import current_author, on_behalf
+from cycle.errors import CycleError
 from cycle.improve.apply import apply_suggestions, prompt_diff, suggestion_diff, whole_prompt_edit
 from cycle.records import (
     PRIORITY_ORDER,
@@ -111,6 +112,11 @@ class AutoReviewer:
         return out
 
 
+class ReviewEnded(CycleError):
+    """Standard input ended before the review was answered (a pipe of answers ran dry):
+    the cycle stops as interrupted, resumable, instead of as a killed process."""
+
+
 class PromptReviewer:
     """Asks in the terminal for each suggestion, showing its diff.
 
@@ -132,7 +138,11 @@ class PromptReviewer:
 
     async def review(self, request: ReviewRequest) -> list[Suggestion]:
         # click.prompt blocks: keep the event loop free for the other subscribers
-        return await asyncio.to_thread(self._review_sync, request)
+        try:
+            return await asyncio.to_thread(self._review_sync, request)
+        except click.exceptions.Abort:  # what click.prompt raises at the end of the input
+            raise ReviewEnded(f"standard input ended before round {request.round}'s "
+                              "suggestions were all reviewed") from None
 
     def _review_sync(self, request: ReviewRequest) -> list[Suggestion]:
         prompt = request_prompt(request)

@@ -77,6 +77,22 @@ def test_terminal_review_rejects_with_a_reason(quickstart: Path) -> None:
     assert "no candidate: every suggestion was rejected" in r.stdout
 
 
+def test_answers_that_run_out_leave_the_cycle_interrupted_and_say_how_to_resume(
+        quickstart: Path) -> None:
+    """--review prompt fed answers through a pipe that ran dry ended in click's bare
+    "Aborted." (exit 130) and left the cycle stored as running, later shown as "its
+    process is gone (killed?)"."""
+    r = invoke("improve", "--headless", "--review", "prompt", input="r\nnot our tone\n")
+    assert r.exit_code == 2, r.output
+    assert "error: standard input ended before round 1's suggestions were all reviewed" \
+        in r.stderr
+    assert "The cycle is saved" in r.stderr and "--resume c-" in r.stderr
+    [listed] = json.loads(invoke("cycles", "--json").output)
+    assert listed["status"] == "interrupted" and "resume with:" in listed["stop_reason"]
+    resumed = invoke("improve", "--headless", "--yes", "--resume", listed["id"])
+    assert resumed.exit_code == 0, resumed.output
+
+
 @pytest.mark.parametrize("args, message", [
     (["--headless"], "pass --yes"),
     (["--headless", "--review", "tui"], "needs the TUI"),
