@@ -116,20 +116,31 @@ def _bounded(node: yaml.Node, file: str) -> None:
 def parse_yaml(text: str, file: str) -> LoadedYaml:
     """Parse YAML text; a syntax error becomes a ConfigError with its line."""
     try:
-        loader = _Loader(text)
         try:
-            node = loader.get_single_node()
-            if node is not None and "*" in text:
-                _bounded(node, file)
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as e:
-        raise _syntax_error(e, file) from e
-    lines: dict[Path_, int] = {}
-    if node is not None:
-        _record_lines(node, (), lines, file)
+            loader = _Loader(text)
+            try:
+                node = loader.get_single_node()
+                if node is not None and "*" in text:
+                    _bounded(node, file)
+                data = loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
+        except yaml.YAMLError as e:
+            raise _syntax_error(e, file) from e
+        lines: dict[Path_, int] = {}
+        if node is not None:
+            _record_lines(node, (), lines, file)
+    except RecursionError:
+        raise too_deep(file, "YAML") from None
     return LoadedYaml(data=data, file=file, lines=lines)
+
+
+def too_deep(file: str, what: str, line: int | None = None) -> ConfigError:
+    """Nesting deeper than the parser can follow: the parser's own limit covers flow
+    style (``[[[...]]]``) only; indented blocks went on to a RecursionError."""
+    return ConfigError(f"the {what} is nested deeper than cycle reads (some hundreds of "
+                       "levels)", file=file, line=line,
+                       hint="Flatten the data: no eval file or case needs that depth.")
 
 
 class _ItemComposer(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid-type]
@@ -202,11 +213,16 @@ def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliase
                 data = loader.construct_document(node)
             except yaml.YAMLError as e:
                 raise _syntax_error(e, file) from e
+            except RecursionError:
+                raise too_deep(file, "YAML") from None
             at = prefix + (index,)
             lines: dict[Path_, int] = {(): line}
             if prefix:
                 lines[prefix] = line
-            _record_lines(node, at, lines, file)
+            try:
+                _record_lines(node, at, lines, file)
+            except RecursionError:
+                raise too_deep(file, "YAML") from None
             holder: Any = {index: data}
             for part in reversed(prefix):
                 holder = {part: holder}
@@ -257,9 +273,7 @@ def parse_json_text(text: str, file: str, *, hint: str | None = None) -> Any:
         raise ConfigError(f"not valid JSON: {e.msg} (column {e.colno})", file=file,
                           line=e.lineno, hint=hint) from None
     except RecursionError:
-        raise ConfigError(
-            "the JSON is nested deeper than cycle reads (about a thousand levels)", file=file,
-            hint="Flatten the data: no eval file or case needs that depth.") from None
+        raise too_deep(file, "JSON") from None
 
 
 def load_yaml(path: str | Path) -> LoadedYaml:

@@ -110,7 +110,7 @@ def read_labels(path: Path) -> tuple[list[Any], int]:
     ConfigError naming the file, the line and the field."""
     from cycle.judge.calibration import PASS_AT
     from cycle.store.human_labels import Label
-    from cycle.yamlload import read_text
+    from cycle.yamlload import read_text, too_deep
 
     text = read_text(path)
     labels, open_lines = [], 0
@@ -126,6 +126,8 @@ def read_labels(path: Path) -> tuple[list[Any], int]:
             row = json.loads(line)
         except ValueError as e:
             raise bad(f"not JSON: {e}") from None
+        except RecursionError:
+            raise too_deep(str(path), "JSON", n) from None
         if not isinstance(row, dict):
             raise bad("a line is one JSON object")
         extra = sorted(set(row) - _KEYS)

@@ -28,7 +28,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from cycle.errors import ConfigError
-from cycle.yamlload import parse_json_text, read_text
+from cycle.yamlload import parse_json_text, read_text, too_deep
 
 _REFERENCE_FIELDS = ("ideal", "reference", "expected", "answer")
 _ITEM = re.compile(r"\{\{\s*item\.([A-Za-z_]\w*)\s*\}\}")
@@ -64,6 +64,8 @@ def read_items(path: Path) -> list[dict[str, Any]]:
             row = json.loads(line)
         except ValueError as e:
             raise ConfigError(f"not JSON: {e}", file=str(path), line=n) from None
+        except RecursionError:
+            raise too_deep(str(path), "JSON", n) from None
         item = row.get("item", row) if isinstance(row, dict) else None
         if not isinstance(item, dict):
             raise ConfigError("a line is one JSON object (an item, or {\"item\": {...}})",

@@ -35,7 +35,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from cycle.errors import ConfigError
-from cycle.yamlload import relocate
+from cycle.yamlload import relocate, too_deep
 
 
 class Span(Struct):
@@ -137,6 +137,8 @@ def _requests(path: Path) -> list[dict[str, Any]]:
     try:
         whole = json.loads(text)
         return whole if isinstance(whole, list) else [whole]
+    except RecursionError:
+        raise too_deep(str(path), "JSON") from None
     except json.JSONDecodeError as first:
         requests = []
         for n, line in enumerate(text.splitlines(), 1):
@@ -144,6 +146,8 @@ def _requests(path: Path) -> list[dict[str, Any]]:
                 continue
             try:
                 requests.append(json.loads(line))
+            except RecursionError:
+                raise too_deep(str(path), "JSON", n) from None
             except json.JSONDecodeError as e:
                 raise ConfigError(f"{path} is neither one JSON document nor JSON lines: "
                                   f"line {n}: {e.msg}", file=str(path),
@@ -199,7 +203,7 @@ def _loads(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # kept as the text it is
             return value
     return value
 

@@ -124,3 +124,12 @@ def test_a_model_grader_of_the_wrong_shape_is_named(tmp_path, grader, field, say
     assert r.exit_code == 2, r.output
     assert r.output.startswith(f"error: {graders} ({field}): expected") and says in r.output
     assert not (tmp_path / "o").exists()
+
+
+def test_an_items_line_nested_too_deep_is_named(tmp_path):
+    """A line nested 100,000 deep was an internal error: RecursionError, exit 4."""
+    items = tmp_path / "deep.jsonl"
+    items.write_text(json.dumps(HOSTED_ITEMS[0]) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {items}:2: the JSON is nested deeper than cycle reads")

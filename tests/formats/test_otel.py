@@ -318,3 +318,15 @@ def test_import_otel_names_the_part_of_the_export_of_the_wrong_shape(tmp_path, s
     assert r.exit_code == 2, r.output
     assert r.output.startswith(f"error: {path} ({field}): expected a "), r.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000,
+                                  '{"resourceSpans": []}\n' + "[" * 100_000 + "]" * 100_000])
+def test_import_otel_names_a_file_nested_too_deep(tmp_path, text):
+    """An export (or a line of one) nested 100,000 deep was an internal error:
+    RecursionError, exit 4."""
+    path = tmp_path / "deep.json"
+    path.write_text(text)
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(tmp_path / "c.yaml")])
+    assert r.exit_code == 2, r.output
+    assert "the JSON is nested deeper than cycle reads" in r.output and str(path) in r.output
