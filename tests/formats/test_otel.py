@@ -107,6 +107,16 @@ def test_a_collector_that_is_not_there_is_a_clear_error(stored_run):
     assert r.exit_code == 2 and "--out FILE" in r.output
 
 
+@pytest.mark.parametrize("timeout", ["inf", "1e300", "nan"])
+def test_a_timeout_out_of_range_is_a_usage_error(stored_run, timeout):
+    """--timeout inf (or 1e300) overflowed the exporter's deadline: 'internal error:
+    OverflowError: timestamp out of range'; nan was taken as a timeout."""
+    store, run_id = stored_run
+    r = CliRunner().invoke(cli, ["--store", str(store), "export", "otel", run_id,
+                                 "--endpoint", "http://127.0.0.1:9/v1/traces", "--timeout", timeout])
+    assert r.exit_code == 2 and "Invalid value for '--timeout'" in r.output, r.output
+
+
 def test_a_deadline_spent_in_the_exporters_backoff_is_the_same_clear_error(stored_run,
                                                                           monkeypatch):
     # The exporter waits a backoff that fits the deadline, then posts with the time left,
