@@ -294,8 +294,9 @@ def _agreement_table(figures: dict[str, dict[str, Any]], settled: dict[str, int]
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("cycle.yaml"), show_default=True,
               help="The cycle.yaml whose judge and criteria judge again.")
-@click.option("--repeats", type=click.IntRange(min=2), default=3, show_default=True,
-              help="Fresh judgements of each output.")
+@click.option("--repeats", type=click.IntRange(min=2, max=100), default=3, show_default=True,
+              help="Fresh judgements of each output (at most 100: each is a judging of the "
+              "whole run).")
 @click.option("--max-flips", type=click.FloatRange(0, 1), default=0.1, show_default=True,
               help="The share of outputs whose pass/fail may change between repeats before a "
               "criterion is flagged (exit 1).")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cycle.cli import CliContext, local_minute
+from cycle.cli import MAX_ROWS, CliContext, local_minute
 from cycle.durations import parse_duration
 
 if TYPE_CHECKING:
@@ -112,7 +112,8 @@ def render_table(rows: list[dict[str, Any]]) -> list[str]:
 @click.option("--no-cycles", is_flag=True, help="Leave out the runs of improvement cycles.")
 @click.option("--config", "config", type=click.Path(path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_ROWS), default=20,
+              show_default=True,
               help="Show at most this many runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
 def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: str | None,

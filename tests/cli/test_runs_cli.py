@@ -159,3 +159,14 @@ def test_a_killed_run_shows_as_interrupted_with_the_command_that_resumes_it(tmp_
     r = invoke(tmp_path, "run", cfg, "--resume", last, "--json", "--no-reports")
     assert r.exit_code == 0, r.output  # the command it gives works
     assert json.loads(invoke(tmp_path, "runs", "--json").output)[0]["status"] == "finished"
+
+
+@pytest.mark.parametrize("args", [["runs", "-n", "1" + "0" * 22], ["cycles", "-n", "1" + "0" * 22],
+                                  ["history", "support", "-n", "1" + "0" * 22],
+                                  ["history", "support", "--offset", "1" + "0" * 22]])
+def test_a_listing_size_past_what_the_store_holds_is_a_usage_error(tmp_path, args):
+    """-n 10**22 reached SQLite's LIMIT: 'internal error: OverflowError: Python int too
+    large to convert to SQLite INTEGER'."""
+    two_runs(tmp_path)
+    r = invoke(tmp_path, *args)
+    assert r.exit_code == 2 and "is not in the range" in r.output, r.output
