@@ -461,20 +461,28 @@ def relocate(
     return ConfigError(message, file=file, line=line, field=field or error.field, hint=error.hint)
 
 
-def round_trip(text: str) -> tuple[Any, Any]:
+def round_trip(text: str, file: str | None = None) -> tuple[Any, Any]:
     """ruamel.yaml's round trip of ``text`` (a YAML object and the loaded data) set up to
     write it back as it was written: quotes kept, no line folded, and the indentation of
     its nested mappings and of its block sequences (where the dash is under its key and
     where the item starts after it; ruamel writes ``- item`` at the key's column
     otherwise) read off the text."""
     from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     mapping, sequence, offset = _indents(text)
     rt = YAML()
     rt.preserve_quotes = True
     rt.width = 1 << 30  # never fold: a text must come back exactly
     rt.indent(mapping=mapping, sequence=sequence, offset=offset)
-    return rt, rt.load(text)
+    try:
+        return rt, rt.load(text)
+    except YAMLError as e:  # the file to write back into does not parse: said, not a crash
+        mark = (e.problem_mark or e.context_mark) if isinstance(e, MarkedYAMLError) else None
+        problem = e.problem if isinstance(e, MarkedYAMLError) and e.problem else str(e)
+        raise ConfigError(f"not valid YAML: {problem}", file=file,
+                          line=mark.line + 1 if mark else None,
+                          hint="Fix the file, or write the version to a new one.") from None
 
 
 #: a line that is a mapping's key with its value on the lines below (a comment may follow)
