@@ -116,6 +116,8 @@ class ReviewEnded(CycleError):
     """Standard input ended before the review was answered (a pipe of answers ran dry):
     the cycle stops as interrupted, resumable, instead of as a killed process."""
 
+    exit_code = 130  # the cycle is interrupted, as by a Ctrl-C
+
 
 class PromptReviewer:
     """Asks in the terminal for each suggestion, showing its diff.
