@@ -373,6 +373,12 @@ class OpenAIAPI(ModelAPI):
             raise MalformedResponseError(
                 f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
                 f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
+        if not cut and finish is None:
+            # every server ends a stream with a finish_reason: one without was cut (the
+            # connection dropped), and its half answer would be scored as a whole one
+            raise ProviderConnectionError(
+                f"openai:{self.model_name}'s stream ended before the answer did (no "
+                f"finish_reason after {tokens} chunks of text): the connection was cut")
         completion: dict[str, Any] = {
             "model": model,
             "choices": [{"finish_reason": "length" if cut else finish, "message": {

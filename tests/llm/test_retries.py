@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -187,6 +188,27 @@ async def test_a_streamed_answer_that_is_no_stream_is_an_error_not_an_empty_answ
     with pytest.raises(MalformedResponseError, match="no chat completion chunk"):
         await model.generate(HI)
     assert server.requests[-1].body["stream"] is True
+
+
+async def test_a_stream_cut_before_its_end_is_a_connection_error_not_half_an_answer(
+        make_model, server):
+    """A compatible server whose stream stopped mid-answer (its connection dropped: no
+    finish_reason, no [DONE]) had its half answer scored as a whole one (a failed case,
+    not an error). It is now a connection error, retried like one."""
+    chunk = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "Your order A-1042 is "},
+                          "finish_reason": None}]}
+    cut = Fault.malformed("data: " + json.dumps(chunk) + "\n\n")
+    model = make_model("openai:local-model", budget=Budget(1.0),
+                       config=GenerateConfig(max_tokens=50))
+    server.enqueue(cut, "Your order A-1042 is on its way.")
+    out = await model.generate(HI)
+    assert out.text == "Your order A-1042 is on its way." and server.request_count == 2
+    server.enqueue(cut, cut, cut)
+    with pytest.raises(RetriesExhaustedError) as info:
+        await model.generate(HI, iteration=1)
+    assert isinstance(info.value.last, ProviderConnectionError)
+    assert "stream ended before the answer did" in str(info.value.last)
 
 
 async def test_openai_compatible_quirks_are_read_leniently(make_model, server):
