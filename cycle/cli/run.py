@@ -356,6 +356,9 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
         suite = build_suite(loaded, store=store, bus=bus, cache=cache, cases=cases,
                             budget=budget)
         try:
+            if resume:
+                _same_version(store, resume, suite.prompt.id if suite.prompt else None,
+                              suite.version, loaded)
             runner = suite.runner(store=store, bus=bus)
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
@@ -377,6 +380,28 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
         if cache is not None:
             cache.close()
     return result.exit_code
+
+
+def _same_version(store: Store, run_id: str, prompt_id: str | None, version: str | None,
+                  loaded: LoadedConfig) -> None:
+    """A run resumes on the prompt version it started with: the prompt file edited in
+    between went on with the new version, and the run mixed the two (reported as the new
+    one)."""
+    from cycle.assemble.config import STORE_PREFIX
+    from cycle.errors import ConfigError
+
+    row = store.runs.require(run_id)
+    if row.version is None or (row.prompt_id, row.version) == (prompt_id, version):
+        return
+    prompt = loaded.config.prompt
+    back = (f"set prompt: {STORE_PREFIX}{row.prompt_id}@{row.version} in {loaded.path}"
+            if prompt.startswith(STORE_PREFIX) else
+            f"cycle prompt export {row.prompt_id}@{row.version} --write {prompt}")
+    raise ConfigError(
+        f"run {run_id} was started on {row.prompt_id}@{row.version}, but {prompt} now gives "
+        f"{prompt_id}@{version}: resuming it would mix two versions in one run",
+        field="--resume",
+        hint=f"Put {row.version} back ({back}) and resume, or start a new run of {version}.")
 
 
 def with_judge_note(result: RunResult, store: Store) -> RunResult:

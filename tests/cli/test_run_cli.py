@@ -324,6 +324,37 @@ def test_ctrl_c_says_the_run_is_saved_and_the_command_that_resumes_it(tmp_path):
     assert f"Run interrupted: resume with: cycle run {cfg} --resume {run_id}" in shown.output
 
 
+def test_a_run_resumes_only_on_the_prompt_version_it_started_with(tmp_path):
+    """Interrupted, then resumed after the prompt file was edited, a run went on with the
+    new version: one run held the answers of two versions (stored as the first, shown as
+    the second)."""
+    (tmp_path / "stop_agent.py").write_text(
+        "import os\n"
+        "def answer(case):\n"
+        f"    if case['order'] == 'B-2210' and os.path.exists({str(tmp_path / 'stop-here')!r}):\n"
+        "        raise KeyboardInterrupt\n"
+        "    return 'Your order ' + case['order'] + ' is on its way.'\n")
+    cfg = project(tmp_path, CHECK, "agent: {function: 'stop_agent:answer'}\n"
+                  "run: {iterations: 1, concurrency: 1}\n")
+    (tmp_path / "stop-here").touch()
+    first = invoke(tmp_path, "run", cfg, "--no-reports", "--json")
+    assert first.exit_code == 130, first.output
+    run_id = first.output.rsplit(" ", 1)[-1].strip()
+    (tmp_path / "stop-here").unlink()
+    prompt = tmp_path / "prompts" / "support.yaml"
+    original = prompt.read_text()
+    prompt.write_text(original.replace("Answer the customer's question.", "Be brief."))
+    refused = invoke(tmp_path, "run", cfg, "--resume", run_id, "--no-reports")
+    assert refused.exit_code == 2, refused.output
+    assert (f"run {run_id} was started on support@1.0.0, but prompts/support.yaml now gives "
+            "support@1.0.1: resuming it would mix two versions in one run") in refused.output
+    assert "cycle prompt export support@1.0.0 --write prompts/support.yaml" in refused.output
+    prompt.write_text(original)  # the fix it gives
+    resumed = invoke(tmp_path, "run", cfg, "--resume", run_id, "--no-reports", "--json")
+    assert resumed.exit_code in (0, 1), resumed.output
+    assert json.loads(resumed.output)["version"] == "1.0.0"
+
+
 def test_quiet_prints_nothing_and_json_prints_only_json(tmp_path):
     cfg = project(tmp_path, "criteria:\n  - {id: polite, check: {type: not_contains, values: [stupid]}}\n")
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", cfg, "-q", "-n", "1"])
