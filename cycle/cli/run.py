@@ -359,6 +359,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
             if resume:
                 _same_version(store, resume, suite.prompt.id if suite.prompt else None,
                               suite.version, loaded)
+                _same_judging(store, resume, suite.meta()["config"], loaded)
             runner = suite.runner(store=store, bus=bus)
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
@@ -402,6 +403,33 @@ def _same_version(store: Store, run_id: str, prompt_id: str | None, version: str
         f"{prompt_id}@{version}: resuming it would mix two versions in one run",
         field="--resume",
         hint=f"Put {row.version} back ({back}) and resume, or start a new run of {version}.")
+
+
+def _same_judging(store: Store, run_id: str, config: dict[str, Any],
+                  loaded: LoadedConfig) -> None:
+    """A run resumes judged as it started: criteria or a pass_threshold edited in between
+    judged its first iterations one way and the rest another (a case failing at a score
+    that passes the next)."""
+    from cycle.errors import ConfigError
+
+    stored = store.runs.require(run_id).config or {}
+    changed = [key for key in ("criteria", "pass_threshold")
+               if key in stored and not _as_stored(stored[key], config.get(key))]
+    if changed:
+        raise ConfigError(
+            f"run {run_id} was judged with other {' and '.join(changed)} than {loaded.path} "
+            "gives now: resuming it would judge its cases two ways", field="--resume",
+            hint=f"Put {' and '.join(changed)} back as before and resume, or start a new run.")
+
+
+def _as_stored(stored: Any, now: Any) -> bool:
+    """``now`` says what ``stored`` said; a key ``stored`` lacks (a setting a later release
+    added, at its default) is not a change."""
+    if isinstance(stored, dict) and isinstance(now, dict):
+        return all(_as_stored(v, now.get(k)) for k, v in stored.items())
+    if isinstance(stored, list) and isinstance(now, list):
+        return len(stored) == len(now) and all(map(_as_stored, stored, now))
+    return bool(stored == now)
 
 
 def with_judge_note(result: RunResult, store: Store) -> RunResult:

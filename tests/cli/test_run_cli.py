@@ -324,10 +324,10 @@ def test_ctrl_c_says_the_run_is_saved_and_the_command_that_resumes_it(tmp_path):
     assert f"Run interrupted: resume with: cycle run {cfg} --resume {run_id}" in shown.output
 
 
-def test_a_run_resumes_only_on_the_prompt_version_it_started_with(tmp_path):
+def test_a_run_resumes_only_on_the_prompt_version_and_judging_it_started_with(tmp_path):
     """Interrupted, then resumed after the prompt file was edited, a run went on with the
     new version: one run held the answers of two versions (stored as the first, shown as
-    the second)."""
+    the second); and after a pass_threshold edit, it judged its cases two ways."""
     (tmp_path / "stop_agent.py").write_text(
         "import os\n"
         "def answer(case):\n"
@@ -350,6 +350,14 @@ def test_a_run_resumes_only_on_the_prompt_version_it_started_with(tmp_path):
             "support@1.0.1: resuming it would mix two versions in one run") in refused.output
     assert "cycle prompt export support@1.0.0 --write prompts/support.yaml" in refused.output
     prompt.write_text(original)  # the fix it gives
+    # so with the judging: a pass_threshold edited in between judged the run two ways
+    config = Path(cfg).read_text()
+    Path(cfg).write_text(config + "pass_threshold: 10\n")
+    refused = invoke(tmp_path, "run", cfg, "--resume", run_id, "--no-reports")
+    assert refused.exit_code == 2, refused.output
+    assert (f"run {run_id} was judged with other pass_threshold than {cfg} gives now"
+            in refused.output)
+    Path(cfg).write_text(config)
     resumed = invoke(tmp_path, "run", cfg, "--resume", run_id, "--no-reports", "--json")
     assert resumed.exit_code in (0, 1), resumed.output
     assert json.loads(resumed.output)["version"] == "1.0.0"
