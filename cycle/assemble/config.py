@@ -564,7 +564,16 @@ def load_prompt(loaded: LoadedConfig, store: Store | None = None) -> tuple[Promp
             raise ConfigError(f"prompt '{ref}' is in the store, but no store is open",
                               file=str(loaded.path), line=loaded.doc.line_of(("prompt",)),
                               field="prompt")
-        version = store.resolve(ref[len(STORE_PREFIX):])
+        from cycle.errors import NotFoundError
+
+        try:
+            version = store.resolve(ref[len(STORE_PREFIX):])
+        except NotFoundError as e:  # said at the line that names it, with the store looked in
+            raise ConfigError(
+                f"{e.message} in the store {store.where}", file=str(loaded.path),
+                line=loaded.doc.line_of(("prompt",)), field="prompt",
+                hint=e.hint or "Import it first (cycle prompt import FILE), or point --store "
+                "at the store that holds it.") from None
         return version.prompt, version.version
     from cycle.prompts.files import load_prompt_file
 

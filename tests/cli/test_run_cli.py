@@ -363,6 +363,24 @@ def test_a_run_resumes_only_on_the_prompt_version_and_judging_it_started_with(tm
     assert json.loads(resumed.output)["version"] == "1.0.0"
 
 
+def test_a_stored_prompt_the_store_does_not_hold_is_named_at_its_line(tmp_path):
+    """prompt: store:ID@label naming no stored prompt (or no such label) said only
+    "unknown prompt 'support'": neither the line of cycle.yaml nor the store looked in."""
+    cfg = project(tmp_path, CHECK)
+    Path(cfg).write_text(Path(cfg).read_text().replace("prompts/support.yaml",
+                                                       "store:support@staging"))
+    r = invoke(tmp_path, "run", cfg)
+    assert r.exit_code == 2, r.output
+    store = tmp_path / "store.db"
+    assert r.output.startswith(f"error: {cfg}:1 (prompt): unknown prompt 'support' in the "
+                               f"store {store}"), r.output
+    assert "cycle prompt import" in r.output
+    assert invoke(tmp_path, "prompt", "import", str(tmp_path / "prompts" / "support.yaml")
+                  ).exit_code == 0
+    r = invoke(tmp_path, "run", cfg)
+    assert r.exit_code == 2 and "no version or label 'staging' in the store" in r.output
+
+
 def test_quiet_prints_nothing_and_json_prints_only_json(tmp_path):
     cfg = project(tmp_path, "criteria:\n  - {id: polite, check: {type: not_contains, values: [stupid]}}\n")
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", cfg, "-q", "-n", "1"])
