@@ -27,10 +27,33 @@ def load_env(directory: str | Path) -> None:
     """
     path = Path(directory) / ".env"
     if path.is_file():
+        import io
+
         from dotenv import dotenv_values, load_dotenv  # only then: it costs 10 ms of start-up
 
-        _refuse_key_redirect(path, dotenv_values(path))
-        load_dotenv(path, override=False)
+        text = _read(path)
+        _refuse_key_redirect(path, dotenv_values(stream=io.StringIO(text)))
+        load_dotenv(stream=io.StringIO(text), override=False)
+
+
+def _read(path: Path) -> str:
+    """The .env's text; bytes that are not UTF-8, or a NUL (which no variable can hold),
+    are a ConfigError naming the line: both were internal errors (UnicodeDecodeError,
+    'ValueError: embedded null byte') of every command run beside the file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read file: {e.strerror}", file=str(path)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
+                          file=str(path), line=raw.count(b"\n", 0, e.start) + 1,
+                          hint="Save the file as UTF-8, or remove it.") from None
+    if "\x00" in text:
+        raise ConfigError("holds a NUL character, which no variable can hold", file=str(path),
+                          line=text.count("\n", 0, text.index("\x00")) + 1)
+    return text
 
 
 def _refuse_key_redirect(path: Path, values: dict[str, str | None]) -> None:

@@ -55,7 +55,23 @@ def suite_paths(config: pytest.Config) -> list[Path]:
     return [config.rootpath / p for p in config.getini("cycle")]
 
 
+def _check_options(config: pytest.Config) -> None:
+    """The cycle flags' values, refused before any test is collected: ``--cycle-iterations
+    0`` was an error of every test (a ValueError), and ``--cycle-min-score nan`` a gate
+    that could never fail (nan compares false with everything)."""
+    for flag in ("iterations", "concurrency"):
+        value = config.getoption(f"cycle_{flag}")
+        if value is not None and value < 1:
+            raise pytest.UsageError(f"--cycle-{flag}: {value} is not a whole number >= 1")
+    for flag in ("min_score", "min_pass_rate"):
+        value = config.getoption(f"cycle_{flag}")
+        if value is not None and not 0 <= value <= 100:  # nan is refused here too
+            raise pytest.UsageError(f"--cycle-{flag.replace('_', '-')}: {value} is not a "
+                                    "number from 0 to 100")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _check_options(config)
     config.addinivalue_line(
         "markers", "cycle_suite(path, iterations=None, concurrency=None): the suite the "
         "cycle_suite fixture runs for this test when called without a path")

@@ -116,20 +116,31 @@ def _bounded(node: yaml.Node, file: str) -> None:
 def parse_yaml(text: str, file: str) -> LoadedYaml:
     """Parse YAML text; a syntax error becomes a ConfigError with its line."""
     try:
-        loader = _Loader(text)
         try:
-            node = loader.get_single_node()
-            if node is not None and "*" in text:
-                _bounded(node, file)
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as e:
-        raise _syntax_error(e, file) from e
-    lines: dict[Path_, int] = {}
-    if node is not None:
-        _record_lines(node, (), lines, file)
+            loader = _Loader(text)
+            try:
+                node = loader.get_single_node()
+                if node is not None and "*" in text:
+                    _bounded(node, file)
+                data = loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
+        except yaml.YAMLError as e:
+            raise _syntax_error(e, file) from e
+        lines: dict[Path_, int] = {}
+        if node is not None:
+            _record_lines(node, (), lines, file)
+    except RecursionError:
+        raise too_deep(file, "YAML") from None
     return LoadedYaml(data=data, file=file, lines=lines)
+
+
+def too_deep(file: str, what: str, line: int | None = None) -> ConfigError:
+    """Nesting deeper than the parser can follow: the parser's own limit covers flow
+    style (``[[[...]]]``) only; indented blocks went on to a RecursionError."""
+    return ConfigError(f"the {what} is nested deeper than cycle reads (some hundreds of "
+                       "levels)", file=file, line=line,
+                       hint="Flatten the data: no eval file or case needs that depth.")
 
 
 class _ItemComposer(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid-type]
@@ -202,11 +213,16 @@ def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliase
                 data = loader.construct_document(node)
             except yaml.YAMLError as e:
                 raise _syntax_error(e, file) from e
+            except RecursionError:
+                raise too_deep(file, "YAML") from None
             at = prefix + (index,)
             lines: dict[Path_, int] = {(): line}
             if prefix:
                 lines[prefix] = line
-            _record_lines(node, at, lines, file)
+            try:
+                _record_lines(node, at, lines, file)
+            except RecursionError:
+                raise too_deep(file, "YAML") from None
             holder: Any = {index: data}
             for part in reversed(prefix):
                 holder = {part: holder}
@@ -257,9 +273,7 @@ def parse_json_text(text: str, file: str, *, hint: str | None = None) -> Any:
         raise ConfigError(f"not valid JSON: {e.msg} (column {e.colno})", file=file,
                           line=e.lineno, hint=hint) from None
     except RecursionError:
-        raise ConfigError(
-            "the JSON is nested deeper than cycle reads (about a thousand levels)", file=file,
-            hint="Flatten the data: no eval file or case needs that depth.") from None
+        raise too_deep(file, "JSON") from None
 
 
 def load_yaml(path: str | Path) -> LoadedYaml:
@@ -356,6 +370,14 @@ def _describe(model: type[BaseModel] | None, path: Path_) -> str | None:
     return None
 
 
+#: the errors of a member of a union that takes a scalar, for a value that is not one
+_SCALAR_TYPES = {"string_type", "int_type", "float_type", "bool_type", "literal_error"}
+
+
+def _scalar_for_mapping(error: Any) -> bool:
+    return error["type"] in _SCALAR_TYPES and isinstance(error.get("input"), dict)
+
+
 def config_error(
     err: ValidationError,
     doc: LoadedYaml,
@@ -369,6 +391,11 @@ def config_error(
     errors = err.errors()
     # a misspelt key also makes the right one "missing": report the misspelling
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    if _scalar_for_mapping(first):
+        # a union such as `agent: str | a section`, given a section: its str member's
+        # "should be a valid string" hid the section's own error (a bad URL, two kinds)
+        first = next((e for e in errors if e["loc"][:len(first["loc"]) - 1] == first["loc"][:-1]
+                      and not _scalar_for_mapping(e)), first)
     loc = prefix + _clean_loc(first["loc"])
     # drop discriminator tags that are not real keys, keeping the deepest real path
     real: list[str | int] = []
@@ -434,20 +461,28 @@ def relocate(
     return ConfigError(message, file=file, line=line, field=field or error.field, hint=error.hint)
 
 
-def round_trip(text: str) -> tuple[Any, Any]:
+def round_trip(text: str, file: str | None = None) -> tuple[Any, Any]:
     """ruamel.yaml's round trip of ``text`` (a YAML object and the loaded data) set up to
     write it back as it was written: quotes kept, no line folded, and the indentation of
     its nested mappings and of its block sequences (where the dash is under its key and
     where the item starts after it; ruamel writes ``- item`` at the key's column
     otherwise) read off the text."""
     from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     mapping, sequence, offset = _indents(text)
     rt = YAML()
     rt.preserve_quotes = True
     rt.width = 1 << 30  # never fold: a text must come back exactly
     rt.indent(mapping=mapping, sequence=sequence, offset=offset)
-    return rt, rt.load(text)
+    try:
+        return rt, rt.load(text)
+    except YAMLError as e:  # the file to write back into does not parse: said, not a crash
+        mark = (e.problem_mark or e.context_mark) if isinstance(e, MarkedYAMLError) else None
+        problem = e.problem if isinstance(e, MarkedYAMLError) and e.problem else str(e)
+        raise ConfigError(f"not valid YAML: {problem}", file=file,
+                          line=mark.line + 1 if mark else None,
+                          hint="Fix the file, or write the version to a new one.") from None
 
 
 #: a line that is a mapping's key with its value on the lines below (a comment may follow)

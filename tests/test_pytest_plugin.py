@@ -114,6 +114,19 @@ def test_a_bad_config_is_a_collection_error_naming_the_file(project):
     assert "cycle.yaml:2" in result.stdout.str() and "unknown key 'chek'" in result.stdout.str()
 
 
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--cycle-iterations", "0", "--cycle-iterations: 0 is not a whole number >= 1"),
+    ("--cycle-min-score", "nan", "--cycle-min-score: nan is not a number from 0 to 100"),
+    ("--cycle-min-pass-rate", "150", "--cycle-min-pass-rate: 150.0 is not a number from 0"),
+])
+def test_a_flag_out_of_range_is_a_usage_error_before_any_test(project, flag, value, says):
+    """--cycle-iterations 0 made every test an error (ValueError: iterations must be >= 1),
+    and --cycle-min-score nan a gate that could never fail."""
+    result = run(project, "--cycle", "cycle.yaml", flag, value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert says in result.stderr.str()
+
+
 def test_tool_forge_eval_files_collect_the_same_way(pytester):
     def agent(body):
         return {"response": f"You said: {body['message']}", "toolCalls": []}

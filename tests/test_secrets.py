@@ -259,3 +259,15 @@ def test_a_dotenv_pointing_the_shells_key_at_another_host_is_refused(tmp_path, m
     (tmp_path / ".env").write_text(f"OPENAI_BASE_URL={elsewhere}\n")
     monkeypatch.setenv("CYCLE_TRUST_HOSTS", "localtest.invalid")
     load_env(tmp_path)
+
+
+def test_a_dotenv_cycle_cannot_read_is_named_with_its_line(tmp_path, monkeypatch):
+    """A .env with bytes that are not UTF-8 (saved as Latin-1), or a NUL, made every
+    command beside it an internal error: UnicodeDecodeError, 'ValueError: embedded null
+    byte'."""
+    monkeypatch.chdir(tmp_path)
+    for content, says in [(b"A=1\nB=caf\xe9\n", ".env:2: not UTF-8 text (byte 0xe9"),
+                          (b"A=b\x00c\n", ".env:1: holds a NUL character")]:
+        (tmp_path / ".env").write_bytes(content)
+        r = CliRunner().invoke(cli, ["models"])
+        assert r.exit_code == 2 and says in r.output, r.output

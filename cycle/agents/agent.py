@@ -347,11 +347,9 @@ class CallableAgent(TurnAgent):
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def unset_env_refs(headers: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(header, NAME) of each ``${NAME}`` in ``headers`` that the environment does not
-    set: it would be sent as an empty string (a token missing, a 401 on every case)."""
-    return [(k, name) for k, v in headers.items() for name in _ENV_REF.findall(v)
-            if name not in os.environ]
+def env_names(value: str) -> list[str]:
+    """The variables a header's value reads (``Bearer ${TOKEN}``: ``['TOKEN']``)."""
+    return _ENV_REF.findall(value)
 
 
 class HttpAgent(TurnAgent):

@@ -37,6 +37,24 @@ from cycle.yamlload import LoadedYaml, load_yaml, relocate, validate
 STORE_PREFIX = "store:"
 
 
+def http_url(value: str | None, example: str) -> str | None:
+    """``value`` if it is an http(s) URL with a host; else a ValueError saying so (an
+    address without one failed every case, or was retried five times a call, as a
+    connection error instead of being refused before the run)."""
+    from urllib.parse import urlparse
+
+    if value is None:
+        return value
+    try:
+        url = urlparse(value.strip())
+        host = url.hostname
+    except ValueError:
+        host = None
+    if url.scheme not in ("http", "https") or not host:
+        raise ValueError(f"{value!r} is not an http(s) URL; write one such as {example}")
+    return value
+
+
 class AgentConfig(BaseModel):
     """The agent under test, when it is not simply the prompt on a model."""
 
@@ -76,6 +94,11 @@ class AgentConfig(BaseModel):
         False, description="Run an ADK agent that has a code executor (it runs model-written "
         "code on this machine during evaluation); refused unless true.")
 
+    @field_validator("http")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        return http_url(value, "http://localhost:8000/chat")
+
     @model_validator(mode="after")
     def _one_kind(self) -> AgentConfig:
         given = [k for k in ("model", "function", "http", "adk") if getattr(self, k)]
@@ -113,6 +136,11 @@ class ProviderSettings(BaseModel):
     structured: Literal["auto", "json_schema", "json_object", "prompt"] = Field(
         "auto", description="How an OpenAI-compatible server is asked for JSON: auto (learn "
         "it: json_schema, else json_object, else the schema in the prompt), or one of them.")
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return http_url(value, "http://localhost:11434/v1")
 
 
 class PriceOverride(BaseModel):
@@ -561,10 +589,12 @@ def load_prompt(loaded: LoadedConfig, store: Store | None = None) -> tuple[Promp
 
         try:
             version = store.resolve(ref[len(STORE_PREFIX):])
-        except NotFoundError as e:  # said where it is named, as every other config error
-            raise ConfigError(e.message, file=str(loaded.path),
-                              line=loaded.doc.line_of(("prompt",)), field="prompt",
-                              hint=e.hint) from e
+        except NotFoundError as e:  # said at the line that names it, with the store looked in
+            raise ConfigError(
+                f"{e.message} in the store {store.where}", file=str(loaded.path),
+                line=loaded.doc.line_of(("prompt",)), field="prompt",
+                hint=e.hint or "Import it first (cycle prompt import FILE), or point --store "
+                "at the store that holds it.") from None
         return version.prompt, version.version
     from cycle.prompts.files import load_prompt_file
 

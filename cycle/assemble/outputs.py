@@ -63,6 +63,17 @@ def _setting(loaded: LoadedConfig, *path: str) -> dict[str, Any]:
             "field": ".".join(path) + ("" if line else " (the default)")}
 
 
+def _store_setting(loaded: LoadedConfig | None, store: Path) -> dict[str, Any]:
+    """Where the store was named: cycle.yaml's ``store:`` or its default beside cycle.yaml
+    (so that a message blames neither --store nor CYCLE_STORE when neither was given)."""
+    if loaded is not None and not os.environ.get("CYCLE_STORE"):
+        if loaded.store is not None and str(loaded.store) == str(store):
+            return _setting(loaded, "store")
+        if loaded.store is None and Path(store) == loaded.base_dir / ".cycle" / "cycle.db":
+            return _setting(loaded, "store")
+    return {"field": "--store / CYCLE_STORE"}
+
+
 def check_outputs(
     loaded: LoadedConfig | None,
     *,
@@ -77,7 +88,7 @@ def check_outputs(
     from cycle.store.postgres import is_url
 
     if not is_url(store):  # a database server's room is its own to check
-        writable_file(store, what="store", field="--store / CYCLE_STORE")
+        writable_file(store, what="store", **_store_setting(loaded, store))
     if reports is not None:
         where = ({"field": "--report-dir"} if reports_flag or loaded is None
                  else _setting(loaded, "reports"))

@@ -66,7 +66,7 @@ def write_rubrics(path: Path, changes: Mapping[str, tuple[str, str]]) -> list[Ru
         todo[cid] = (field, after)
     if not todo:
         return out
-    rt, data = round_trip(read_text(path))
+    rt, data = round_trip(read_text(path), str(path))
     for item in data["criteria"]:
         if not isinstance(item, CommentedMap) or item.get("id") not in todo:
             continue

@@ -11,7 +11,7 @@ called. The loop builds a suite per prompt version with ``prompt=``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -310,6 +310,8 @@ def _check_suite_code(loaded: LoadedConfig, crits: Sequence[CriterionConfig]) ->
     if spec.function:
         _importable(spec.function, file=cfg, line=loaded.doc.line_of(("agent", "function")),
                     field="agent.function")
+    if spec.http:
+        _header_variables_set(loaded, spec.headers)
     if spec.adk:
         from cycle.agents.adk import load_adk_agent, refuse_code_execution
 
@@ -320,6 +322,23 @@ def _check_suite_code(loaded: LoadedConfig, crits: Sequence[CriterionConfig]) ->
         except ConfigError as e:
             raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", "adk")),
                            field="agent.adk") from None
+
+
+def _header_variables_set(loaded: LoadedConfig, headers: Mapping[str, str]) -> None:
+    """Every ${NAME} an HTTP agent's headers read is set: an unset one was sent as an
+    empty string (``Authorization: Bearer ``), and every case failed on the endpoint's 401."""
+    import os
+
+    from cycle.agents.agent import env_names
+
+    for header, value in headers.items():
+        unset = [name for name in env_names(value) if name not in os.environ]
+        if unset:
+            raise ConfigError(
+                f"header {header!r} reads ${{{unset[0]}}}, which is not set",
+                file=str(loaded.path), line=loaded.doc.line_of(("agent", "headers", header)),
+                field=f"agent.headers.{header}",
+                hint=f"Set {unset[0]} in the environment or in .env beside cycle.yaml.")
 
 
 def _check_conversation(case: TestCase, file: str, line: int | None) -> None:
@@ -410,18 +429,6 @@ def _check_agent_kind(loaded: LoadedConfig, cases: Sequence[TestCase]) -> None:
     function that is not given the conversation."""
     spec = loaded.config.agent_config
     cfg = str(loaded.path)
-    if spec.http:
-        from cycle.agents.agent import unset_env_refs
-
-        unset = unset_env_refs(spec.headers)
-        if unset:
-            header, name = unset[0]
-            raise ConfigError(
-                f"the HTTP agent's header {header} reads ${{{name}}}, which is not set",
-                file=cfg, line=loaded.doc.line_of(("agent", "headers", header)),
-                field=f"agent.headers.{header}",
-                hint=f"export {name}=... (or put it in .env) before running: unset, the "
-                "header would go out empty.")
     if spec.http and spec.protocol == "plain":
         given = [(cfg, loaded.doc.line_of(("tools", key)), f"tools.{key}")
                  for key in ("mocks", "user_agents") if getattr(loaded.config.tools, key)]

@@ -118,6 +118,11 @@ class FiniteFloat(click.FloatRange):
         return number
 
 
+#: the most rows a listing's -n/--offset takes: what SQLite's LIMIT and OFFSET can hold is
+#: an int64, and a larger number was an internal error (OverflowError) instead of a usage one
+MAX_ROWS = 1_000_000_000
+
+
 class CliContext(Struct):
     debug: bool = False
     #: --store as given; None means "CYCLE_STORE, else beside the config"

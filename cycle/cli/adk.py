@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from cycle.cli import CliContext
+from cycle.cli import CliContext, FiniteFloat
 from cycle.errors import ConfigError
 from cycle.words import plural
 
@@ -89,8 +89,10 @@ def export_adk(ctx: click.Context, config: Path, out: Path, run_id: str | None) 
 @click.option("--endpoint", default=None, metavar="URL",
               help="Send them to an OpenTelemetry collector over OTLP/HTTP (e.g. "
               "http://localhost:4318).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
-              help="Seconds the collector has to take them (retries included).")
+# bounded and finite: inf (or 1e300) overflowed the deadline into an internal error
+@click.option("--timeout", type=FiniteFloat(min=0.1, max=3600), default=10.0,
+              show_default=True, help="Seconds the collector has to take them (retries "
+              "included; at most an hour).")
 @click.option("--content", is_flag=True,
               help="Include what was said: the messages, tool arguments and results, and each "
               "case's input (the conventions' opt-in content attributes; what cycle import "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cycle.cli import CliContext
+from cycle.cli import MAX_ROWS, CliContext
 
 if TYPE_CHECKING:
     from cycle.store import Store
@@ -104,7 +104,8 @@ def _show_cycle(store: Store, cycle_id: str, as_json: bool) -> None:
 @click.argument("prompt_id", required=False)
 @click.option("--config", "config", type=click.Path(path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_ROWS), default=20,
+              show_default=True,
               help="Show at most this many cycles.")
 @click.option("--json", "as_json", is_flag=True, help="Print the cycles as JSON.")
 def cycles(prompt_id: str | None, config: Path | None, limit: int, as_json: bool) -> None:

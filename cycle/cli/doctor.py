@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from cycle import aio
+from cycle.cli import FiniteFloat
 from cycle.errors import ConfigError
 
 #: the cap of a doctor's calls when cycle.yaml sets no budget (USD)
@@ -20,7 +21,7 @@ DOCTOR_BUDGET = 0.05
               "of --provider); default: cycle.yaml's agent.")
 @click.option("--provider", type=click.Choice(["openai", "gemini"]), default=None,
               help="The provider of --model when it names none.")
-@click.option("--budget", type=float, default=None, help="A cap in USD on the probes' calls "
+@click.option("--budget", type=FiniteFloat(min=0), default=None, help="A cap in USD on the probes' calls "
               f"(default: cycle.yaml's budget, at most {DOCTOR_BUDGET}).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 def doctor(config: Path | None, model_name: str | None, provider: str | None,

@@ -11,6 +11,7 @@ writes none and says which.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
@@ -50,8 +51,19 @@ PROVIDERS = {
 DEFAULT_SERVER_MODEL = "llama3.1"
 
 
+#: what a model name is made of (gpt-4o-mini, llama3.1:8b, hf.co/org/model:Q4_K_M): it is
+#: written into cycle.yaml as it is, where a space, a newline, a quote or a # broke the file
+_MODEL_NAME = re.compile(r"[A-Za-z0-9._:/@+-]+")
+#: what no base URL holds, and what would break cycle.yaml or its comment line
+_NOT_IN_URL = re.compile(r"[\s\"'\\#<>{}|^`\x00-\x1f\x7f]")
+
+
 def choose_provider(provider: str, model: str | None) -> Provider:
     """The Provider for --provider (a name or an http(s) URL), with --model for every role."""
+    if model is not None and not _MODEL_NAME.fullmatch(model):
+        raise click.BadParameter(
+            f"{model!r} is not a model name: letters, digits and . _ : / @ + - (e.g. gpt-4o-mini, "
+            "llama3.1:8b)", param_hint="--model")
     if provider in PROVIDERS:
         chosen = PROVIDERS[provider]
         if model is None:
@@ -62,7 +74,7 @@ def choose_provider(provider: str, model: str | None) -> Provider:
         name = model if ":" in model else f"{provider}:{model}"
         return Provider(chosen.name, name, name, name, key=chosen.key)
     url = urlparse(provider)
-    if url.scheme not in ("http", "https") or not url.netloc:
+    if url.scheme not in ("http", "https") or not url.netloc or _NOT_IN_URL.search(provider):
         raise click.BadParameter(
             f"{provider!r} is neither offline, openai, gemini nor an http(s) URL "
             "(an OpenAI-compatible server, e.g. http://localhost:11434/v1)",

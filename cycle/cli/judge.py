@@ -110,7 +110,7 @@ def read_labels(path: Path) -> tuple[list[Any], int]:
     ConfigError naming the file, the line and the field."""
     from cycle.judge.calibration import PASS_AT
     from cycle.store.human_labels import Label
-    from cycle.yamlload import read_text
+    from cycle.yamlload import read_text, too_deep
 
     text = read_text(path)
     labels, open_lines = [], 0
@@ -126,6 +126,8 @@ def read_labels(path: Path) -> tuple[list[Any], int]:
             row = json.loads(line)
         except ValueError as e:
             raise bad(f"not JSON: {e}") from None
+        except RecursionError:
+            raise too_deep(str(path), "JSON", n) from None
         if not isinstance(row, dict):
             raise bad("a line is one JSON object")
         extra = sorted(set(row) - _KEYS)
@@ -298,8 +300,9 @@ def _agreement_table(figures: dict[str, dict[str, Any]], settled: dict[str, int]
 @click.option("--config", "config", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("cycle.yaml"), show_default=True,
               help="The cycle.yaml whose judge and criteria judge again.")
-@click.option("--repeats", type=click.IntRange(min=2), default=3, show_default=True,
-              help="Fresh judgements of each output.")
+@click.option("--repeats", type=click.IntRange(min=2, max=100), default=3, show_default=True,
+              help="Fresh judgements of each output (at most 100: each is a judging of the "
+              "whole run).")
 @click.option("--max-flips", type=click.FloatRange(0, 1), default=0.1, show_default=True,
               help="The share of outputs whose pass/fail may change between repeats before a "
               "criterion is flagged (exit 1).")

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import click
 
 from cycle.authors import current_author
-from cycle.cli import CliContext, local_minute
+from cycle.cli import MAX_ROWS, CliContext, local_minute
 from cycle.errors import NotFoundError
 from cycle.prompts.files import dump_prompt, load_prompt_file, save_prompt_file
 from cycle.prompts.semver import BUMPS
@@ -197,8 +197,10 @@ def export(ref: str, output: str | None, system_only: bool, write_to: str | None
 
 @click.command()
 @click.argument("prompt_id", metavar="ID")
-@click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1), help="Versions per page.")
-@click.option("--offset", default=0, type=click.IntRange(0), help="Skip this many of the newest versions.")
+@click.option("-n", "--limit", default=50, show_default=True, type=click.IntRange(1, MAX_ROWS),
+              help="Versions per page.")
+@click.option("--offset", default=0, type=click.IntRange(0, MAX_ROWS),
+              help="Skip this many of the newest versions.")
 @click.option("--labels", "show_moves", is_flag=True,
               help="Show the recorded label moves (from, to, why, who, when) instead of the versions.")
 @click.option("--label", "only_label", default=None, metavar="NAME",

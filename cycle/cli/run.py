@@ -151,11 +151,20 @@ def run(
             loaded, store_path=store_of(loaded), agents=agent_models,
             versions=prompt_versions, tags=tags, case_ids=case_ids, report_dir=report_dir,
             no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json))
-    code = asyncio.run(_run(
-        loaded, tags=tags, case_ids=case_ids, resume=resume, report_dir=report_dir,
-        no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json,
-        take_over=take_over,
-    ))
+    started: list[str] = []
+    try:
+        code = asyncio.run(_run(
+            loaded, tags=tags, case_ids=case_ids, resume=resume, report_dir=report_dir,
+            no_reports=no_reports, no_cache=no_cache, quiet=quiet, as_json=as_json,
+            take_over=take_over, started=started,
+        ))
+    except KeyboardInterrupt:
+        # click would say only "Aborted.": what finished is stored, and the run resumes
+        if not started:
+            raise
+        click.echo(f"\nInterrupted; the run is saved. Resume with: cycle run {loaded.path} "
+                   f"--resume {started[-1]}", err=True)
+        raise click.exceptions.Exit(130) from None
     sys.exit(code)
 
 
@@ -302,10 +311,12 @@ def say_overrides(changes: list[str], quiet: bool, *, resumed: bool = False) -> 
 
 async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[str, ...],
                resume: str | None, report_dir: Path | None, no_reports: bool, no_cache: bool,
-               quiet: bool, as_json: bool, take_over: bool = False) -> int:
+               quiet: bool, as_json: bool, take_over: bool = False,
+               started: list[str] | None = None) -> int:
+    """Run (or resume) the suite; ``started`` gets the run's id once it has begun."""
     from cycle.assemble.outputs import check_outputs
     from cycle.assemble.suite import build_suite, open_cache, run_budget, validate_suite
-    from cycle.events import EventBus
+    from cycle.events import EventBus, RunStarted
     from cycle.progress import Progress
     from cycle.report import reports_ahead, write_reports
     from cycle.store import Store
@@ -336,6 +347,8 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
             _say_file_behind_head(loaded, store)
         cache = open_cache(loaded, enabled=not no_cache)
         bus = EventBus()
+        if started is not None:
+            bus.subscribe(lambda e: started.append(e.run_id) if isinstance(e, RunStarted) else None)
         budget = run_budget(loaded)
         if resume and budget is not None:  # what it spent before counts against the same cap
             for role, cost in store.runs.paid(resume).items():
@@ -343,6 +356,10 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
         suite = build_suite(loaded, store=store, bus=bus, cache=cache, cases=cases,
                             budget=budget)
         try:
+            if resume:
+                _same_version(store, resume, suite.prompt.id if suite.prompt else None,
+                              suite.version, loaded)
+                _same_judging(store, resume, suite.meta()["config"], loaded)
             runner = suite.runner(store=store, bus=bus)
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
@@ -364,6 +381,55 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
         if cache is not None:
             cache.close()
     return result.exit_code
+
+
+def _same_version(store: Store, run_id: str, prompt_id: str | None, version: str | None,
+                  loaded: LoadedConfig) -> None:
+    """A run resumes on the prompt version it started with: the prompt file edited in
+    between went on with the new version, and the run mixed the two (reported as the new
+    one)."""
+    from cycle.assemble.config import STORE_PREFIX
+    from cycle.errors import ConfigError
+
+    row = store.runs.require(run_id)
+    if row.version is None or (row.prompt_id, row.version) == (prompt_id, version):
+        return
+    prompt = loaded.config.prompt
+    back = (f"set prompt: {STORE_PREFIX}{row.prompt_id}@{row.version} in {loaded.path}"
+            if prompt.startswith(STORE_PREFIX) else
+            f"cycle prompt export {row.prompt_id}@{row.version} --write {prompt}")
+    raise ConfigError(
+        f"run {run_id} was started on {row.prompt_id}@{row.version}, but {prompt} now gives "
+        f"{prompt_id}@{version}: resuming it would mix two versions in one run",
+        field="--resume",
+        hint=f"Put {row.version} back ({back}) and resume, or start a new run of {version}.")
+
+
+def _same_judging(store: Store, run_id: str, config: dict[str, Any],
+                  loaded: LoadedConfig) -> None:
+    """A run resumes judged as it started: criteria or a pass_threshold edited in between
+    judged its first iterations one way and the rest another (a case failing at a score
+    that passes the next)."""
+    from cycle.errors import ConfigError
+
+    stored = store.runs.require(run_id).config or {}
+    changed = [key for key in ("criteria", "pass_threshold")
+               if key in stored and not _as_stored(stored[key], config.get(key))]
+    if changed:
+        raise ConfigError(
+            f"run {run_id} was judged with other {' and '.join(changed)} than {loaded.path} "
+            "gives now: resuming it would judge its cases two ways", field="--resume",
+            hint=f"Put {' and '.join(changed)} back as before and resume, or start a new run.")
+
+
+def _as_stored(stored: Any, now: Any) -> bool:
+    """``now`` says what ``stored`` said; a key ``stored`` lacks (a setting a later release
+    added, at its default) is not a change."""
+    if isinstance(stored, dict) and isinstance(now, dict):
+        return all(_as_stored(v, now.get(k)) for k, v in stored.items())
+    if isinstance(stored, list) and isinstance(now, list):
+        return len(stored) == len(now) and all(map(_as_stored, stored, now))
+    return bool(stored == now)
 
 
 def with_judge_note(result: RunResult, store: Store) -> RunResult:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cycle.cli import CliContext, local_minute
+from cycle.cli import MAX_ROWS, CliContext, local_minute
 from cycle.durations import parse_duration
 
 if TYPE_CHECKING:
@@ -35,7 +35,14 @@ def when(value: str, flag: str) -> str:
             raise click.BadParameter(
                 f"{value!r} is neither a date (2026-11-01), a date and time (2026-11-01T14:30) "
                 "nor a duration ago (90m, 2h, 7d)", param_hint=flag) from None
-        at = at.astimezone(UTC)  # a naive time is local, as people write it
+        try:
+            at = at.astimezone(UTC)  # a naive time is local, as people write it
+        except (ValueError, OverflowError):  # 0001-01-01 local, east of UTC: year 0
+            raise click.BadParameter(f"{value!r} is out of the range of dates",
+                                     param_hint=flag) from None
+    except OverflowError:  # "99999999d": before the first year a date can hold
+        raise click.BadParameter(f"{value!r} is out of the range of dates",
+                                 param_hint=flag) from None
     return at.isoformat(timespec="microseconds")
 
 
@@ -105,7 +112,8 @@ def render_table(rows: list[dict[str, Any]]) -> list[str]:
 @click.option("--no-cycles", is_flag=True, help="Leave out the runs of improvement cycles.")
 @click.option("--config", "config", type=click.Path(path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_ROWS), default=20,
+              show_default=True,
               help="Show at most this many runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
 def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: str | None,
@@ -136,7 +144,12 @@ def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: 
     with Store.open(obj.store_path(base), create=False) as store:
         found = store.runs.recent(prompt_id=prompt_id, version=version, since=after, until=before,
                                   cycle_id=cycle_id, evals_only=no_cycles, limit=limit)
+        # a run stored as running whose process is gone: said, or it would look running
+        gone = {r.id: interrupted(store, r) if r.status == "running" else None for r in found}
     rows = [run_summary(r) for r in found]
+    for row in rows:
+        if gone[row["id"]]:
+            row["status"], row["stop_reason"] = "interrupted", gone[row["id"]]
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
         return
@@ -147,6 +160,26 @@ def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: 
         return
     for text in render_table(rows):
         click.echo(text)
+    for row in rows:
+        if gone[row["id"]]:
+            click.echo(f"{row['id']}: {gone[row['id']]}")
+
+
+def interrupted(store: Store, run: RunRow) -> str | None:
+    """How to go on with a run that was interrupted (Ctrl-C), or is stored as running
+    though its process is gone (killed, crashed); None for any other run. A cycle's runs
+    resume with their cycle."""
+    from cycle.store.locks import abandoned
+
+    if run.cycle_id is not None:
+        return None
+    where = (run.config or {}).get("config_path") or "cycle.yaml"
+    again = f"resume with: cycle run {where} --resume {run.id}"
+    if run.status == "interrupted":
+        return again
+    if run.status == "running" and abandoned(store, f"run:{run.id}"):
+        return f"its process is gone (killed?); {again}"
+    return None
 
 
 @click.command()
@@ -196,6 +229,8 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
                  as_json: bool) -> None:
     """Show a stored run case by case, writing its reports to ``report_dir`` (if given);
     a cycle's id writes the cycle's reports."""
+    from msgspec.structs import replace
+
     from cycle.cli.run import _show_run, with_judge_note
     from cycle.evals.results import load_run
     from cycle.report import write_reports
@@ -224,6 +259,12 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
             for kind, path in paths.items():
                 click.echo(f"{kind + ' report':16} {path}")
             return
-        result = with_judge_note(load_run(store.runs, store.runs.resolve(run_id)), store)
+        row = store.runs.require(store.runs.resolve(run_id))
+        result = with_judge_note(load_run(store.runs, row.id), store)
+        gone = interrupted(store, row)
+        if gone:
+            said = result.stop_reason if result.status == "interrupted" else None
+            result = replace(result, status="interrupted",
+                             stop_reason=f"{said}; {gone}" if said else gone)
         paths = {} if report_dir is None else write_reports(result, report_dir)
         _show_run(result, paths, quiet=False, as_json=as_json)

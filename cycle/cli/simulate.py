@@ -61,7 +61,7 @@ def simulate(ctx: click.Context, config: Path | None, adk_paths: tuple[str, ...]
     for agent in agents:
         check_targets(agent)  # before any session: a finished one must not be lost
     if not (sys.stdin.isatty() and sys.__stdout__.isatty()):
-        # as cycle improve: the app would write its screens into a pipe and wait for keys
-        raise click.UsageError("no terminal for the TUI: cycle simulate has a person play "
-                               "the agent's model on screen; run it in a terminal")
+        # the screen would be written into a pipe, waiting for keys that never come
+        raise click.UsageError("no terminal for the simulation: a person plays the agent's "
+                               "model on its screen; run cycle simulate in a terminal")
     SimulateApp(simulation).run()

@@ -61,10 +61,9 @@ def tui(ctx: click.Context, prompt_id: str | None) -> None:
             if prompt_id not in known:
                 prompt_id = store.last_used_prompt()
         if not (sys.stdin.isatty() and sys.__stdout__.isatty()):
-            # as cycle improve: the app would write its screens into a pipe and wait for
-            # keys that never come
+            # the screen would be written into a pipe, waiting for keys that never come
             raise click.UsageError(
-                "no terminal for the TUI: read the store with cycle history ID, cycle diff ID "
-                "A B, cycle runs and cycle cycles instead")
+                "no terminal for the TUI: from a script, read the store with cycle history "
+                "ID, cycle runs, cycle cycles (each with --json)")
         app = CycleApp(store=store, info=HeaderInfo(store=str(path)), prompt_id=prompt_id)
         app.run()

@@ -20,6 +20,7 @@ multi-turn input, a list of ideal answers) is listed, never dropped silently.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from cycle.errors import ConfigError
-from cycle.yamlload import parse_json_text, read_text
+from cycle.yamlload import parse_json_text, read_text, too_deep
 
 _REFERENCE_FIELDS = ("ideal", "reference", "expected", "answer")
 _ITEM = re.compile(r"\{\{\s*item\.([A-Za-z_]\w*)\s*\}\}")
@@ -63,6 +64,8 @@ def read_items(path: Path) -> list[dict[str, Any]]:
             row = json.loads(line)
         except ValueError as e:
             raise ConfigError(f"not JSON: {e}", file=str(path), line=n) from None
+        except RecursionError:
+            raise too_deep(str(path), "JSON", n) from None
         item = row.get("item", row) if isinstance(row, dict) else None
         if not isinstance(item, dict):
             raise ConfigError("a line is one JSON object (an item, or {\"item\": {...}})",
@@ -80,7 +83,41 @@ def read_graders(path: Path) -> list[dict[str, Any]]:
     if not isinstance(graders, list) or not all(isinstance(g, dict) for g in graders):
         raise ConfigError("expected a list of graders (or an eval with testing_criteria)",
                           file=str(path))
+    key = "" if isinstance(data, list) else "testing_criteria" if "testing_criteria" in data \
+        else "graders"
+    for n, grader in enumerate(graders):
+        _check_grader(grader, where=f"{key}[{n}]", file=str(path))
     return graders
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _check_grader(grader: dict[str, Any], *, where: str, file: str) -> None:
+    """A model grader's fields have the shapes the conversion reads (a range of two
+    numbers, a numeric pass threshold, messages and labels as lists), else a ConfigError
+    naming the field: a wrong one was an internal error (``'int' object is not iterable``)."""
+    if grader.get("type") not in ("score_model", "label_model"):
+        return
+    fields: dict[str, tuple[bool, str]] = {
+        "input": (isinstance(grader.get("input"), list), "a list of messages"),
+    }
+    if grader["type"] == "score_model":
+        scale = grader.get("range")
+        fields["range"] = (isinstance(scale, list) and len(scale) == 2
+                           and all(map(_number, scale)) and scale[0] < scale[1],
+                           "two numbers, the lowest score first, e.g. [0, 1]")
+        fields["pass_threshold"] = (_number(grader.get("pass_threshold")), "a number")
+    else:
+        fields["labels"] = (isinstance(grader.get("labels"), list), "a list of labels")
+        fields["passing_labels"] = (isinstance(grader.get("passing_labels"), list),
+                                    "a list of labels")
+    for name, (ok, shape) in fields.items():
+        if name in grader and grader[name] is not None and not ok:
+            raise ConfigError(f"expected {shape}, got {json.dumps(grader[name])[:80]}",
+                              file=file, field=f"{where}.{name}".lstrip("."))
 
 
 def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *,

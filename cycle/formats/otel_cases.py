@@ -28,13 +28,14 @@ import base64
 import json
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from msgspec import Struct, field
 
 from cycle.errors import ConfigError
+from cycle.yamlload import relocate, too_deep
 
 
 class Span(Struct):
@@ -60,27 +61,57 @@ class Imported(Struct):
 
 # -- reading OTLP JSON ---------------------------------------------------------
 
-def _value(v: dict[str, Any]) -> Any:
+def _shape(value: Any, kind: type, where: str) -> Any:
+    """``value`` if it is a ``kind`` (None: an empty one), else a ConfigError naming where
+    it is in the export: a part of another shape was an internal error (``'int' object
+    has no attribute 'get'``)."""
+    if value is None:
+        return kind()
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ConfigError(f"expected a {'list' if kind is list else 'mapping'}, got "
+                          f"{json.dumps(value)[:60]}", field=where,
+                          hint="OTLP JSON is expected, as the OpenTelemetry SDK exports it.")
+    return value
+
+
+def _number(value: Any, kind: type, where: str) -> Any:
+    try:
+        return kind(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"expected a number, got {json.dumps(value)[:60]}",
+                          field=where) from None
+
+
+def _value(v: Any, where: str) -> Any:
     """An OTLP AnyValue as Python."""
+    v = _shape(v, dict, where)
     if "stringValue" in v:
         return v["stringValue"]
     if "boolValue" in v:
         return bool(v["boolValue"])
     if "intValue" in v:
-        return int(v["intValue"])
+        return _number(v["intValue"], int, f"{where}.intValue")
     if "doubleValue" in v:
-        return float(v["doubleValue"])
+        return _number(v["doubleValue"], float, f"{where}.doubleValue")
     if "arrayValue" in v:
-        return [_value(x) for x in v["arrayValue"].get("values", [])]
+        values = _shape(_shape(v["arrayValue"], dict, f"{where}.arrayValue").get("values"), list,
+                        f"{where}.arrayValue.values")
+        return [_value(x, f"{where}.arrayValue.values[{i}]") for i, x in enumerate(values)]
     if "kvlistValue" in v:
-        return _attributes(v["kvlistValue"].get("values", []))
+        return _attributes(_shape(v["kvlistValue"], dict, f"{where}.kvlistValue").get("values"),
+                           f"{where}.kvlistValue.values")
     if "bytesValue" in v:
         return v["bytesValue"]
     return None
 
 
-def _attributes(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    return {a["key"]: _value(a.get("value") or {}) for a in items if "key" in a}
+def _attributes(items: Any, where: str) -> dict[str, Any]:
+    out = {}
+    for i, a in enumerate(_shape(items, list, where)):
+        a = _shape(a, dict, f"{where}[{i}]")
+        if "key" in a:
+            out[str(a["key"])] = _value(a.get("value"), f"{where}[{i}].value")
+    return out
 
 
 def _id(value: Any) -> str:
@@ -106,6 +137,8 @@ def _requests(path: Path) -> list[dict[str, Any]]:
     try:
         whole = json.loads(text)
         return whole if isinstance(whole, list) else [whole]
+    except RecursionError:
+        raise too_deep(str(path), "JSON") from None
     except json.JSONDecodeError as first:
         requests = []
         for n, line in enumerate(text.splitlines(), 1):
@@ -113,6 +146,8 @@ def _requests(path: Path) -> list[dict[str, Any]]:
                 continue
             try:
                 requests.append(json.loads(line))
+            except RecursionError:
+                raise too_deep(str(path), "JSON", n) from None
             except json.JSONDecodeError as e:
                 raise ConfigError(f"{path} is neither one JSON document nor JSON lines: "
                                   f"line {n}: {e.msg}", file=str(path),
@@ -129,18 +164,36 @@ def read_spans(path: Path) -> list[Span]:
                               "'resourceSpans'", file=str(path),
                               hint="Export with the OTLP JSON format (e.g. cycle export otel "
                               "--content, or the collector's file exporter).")
-        for resource in request["resourceSpans"]:
-            base = _attributes((resource.get("resource") or {}).get("attributes", []))
-            for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []:
-                for s in scope.get("spans", []):
-                    status = s.get("status") or {}
-                    failed = status.get("code") in (2, "STATUS_CODE_ERROR")
-                    spans.append(Span(
-                        trace_id=_id(s.get("traceId")), span_id=_id(s.get("spanId")),
-                        parent_id=_id(s.get("parentSpanId")), name=str(s.get("name") or ""),
-                        start=int(s.get("startTimeUnixNano") or 0),
-                        attributes={**base, **_attributes(s.get("attributes", []))},
-                        error=(status.get("message") or "error") if failed else None))
+        try:
+            spans += _request_spans(request["resourceSpans"])
+        except ConfigError as e:
+            raise relocate(e, file=str(path), line=None) from None
+    return spans
+
+
+def _request_spans(resources: list[Any]) -> list[Span]:
+    spans = []
+    for r, resource in enumerate(resources):
+        at = f"resourceSpans[{r}]"
+        resource = _shape(resource, dict, at)
+        base = _attributes(_shape(resource.get("resource"), dict, f"{at}.resource")
+                           .get("attributes"), f"{at}.resource.attributes")
+        key = "scopeSpans" if resource.get("scopeSpans") else "instrumentationLibrarySpans"
+        for c, scope in enumerate(_shape(resource.get(key), list, f"{at}.{key}")):
+            where = f"{at}.{key}[{c}]"
+            for n, s in enumerate(_shape(_shape(scope, dict, where).get("spans"), list,
+                                         f"{where}.spans")):
+                span = f"{where}.spans[{n}]"
+                s = _shape(s, dict, span)
+                status = _shape(s.get("status"), dict, f"{span}.status")
+                failed = status.get("code") in (2, "STATUS_CODE_ERROR")
+                spans.append(Span(
+                    trace_id=_id(s.get("traceId")), span_id=_id(s.get("spanId")),
+                    parent_id=_id(s.get("parentSpanId")), name=str(s.get("name") or ""),
+                    start=_number(s.get("startTimeUnixNano") or 0, int,
+                                  f"{span}.startTimeUnixNano"),
+                    attributes={**base, **_attributes(s.get("attributes"), f"{span}.attributes")},
+                    error=(status.get("message") or "error") if failed else None))
     return spans
 
 
@@ -150,7 +203,7 @@ def _loads(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # kept as the text it is
             return value
     return value
 

@@ -93,6 +93,7 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
                         "with --prompt N for another")
     providers = doc.get("providers")
     providers = [providers] if isinstance(providers, (str, dict)) else providers or []
+    _shape(providers, list, "providers", "a list of providers (or one)", source)
     if providers:
         out.model = _model(providers[0])
         if out.model is None:
@@ -104,6 +105,10 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
     if isinstance(default, str):
         out.gaps.append(f"defaultTest {default}: a file, not read")
         default = {}
+    _shape(default, dict, "defaultTest", "a mapping (vars, assert)", source)
+    _shape(default.get("assert") or [], list, "defaultTest.assert", "a list of assertions",
+           source)
+    _shape(default.get("vars") or {}, dict, "defaultTest.vars", "a mapping of variables", source)
     for n, a in enumerate(default.get("assert") or []):
         criterion = _criterion(a, f"default_{n + 1}", out.gaps, "defaultTest")
         if criterion is not None:
@@ -119,11 +124,15 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
             out.gaps.append(f"tests {tests}: only YAML test files are read (CSV, scripts, "
                             "datasets are not)")
             tests = []
+    _shape(tests, list, "tests", "a list of tests (or a YAML file of them)", source)
     defaults = dict(default.get("vars") or {})
     for i, test in enumerate(tests):
         if not isinstance(test, dict):
             out.gaps.append(f"test {i + 1}: not a mapping")
             continue
+        _shape(test.get("vars") or {}, dict, f"tests[{i}].vars", "a mapping of variables", source)
+        _shape(test.get("assert") or [], list, f"tests[{i}].assert", "a list of assertions",
+               source)
         variables = {**defaults, **(test.get("vars") or {})}
         case: dict[str, Any] = {"id": f"test-{i + 1:03d}", "input": variables}
         if test.get("description"):
@@ -139,6 +148,14 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
     if not out.cases:
         out.gaps.append("no tests: add cases")
     return out
+
+
+def _shape(value: Any, kind: type, field: str, shape: str, source: str | None) -> None:
+    """``value`` is a ``kind``, else a ConfigError naming the field (a wrong shape was an
+    internal error: ``'int' object is not iterable``)."""
+    if not isinstance(value, kind):
+        raise ConfigError(f"expected {shape}, got {type(value).__name__} {str(value)[:60]!r}",
+                          file=source, field=field)
 
 
 def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] | None:

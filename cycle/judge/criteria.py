@@ -96,7 +96,9 @@ class CriterionConfig(BaseModel):
     description: str | None = Field(
         None, description="What it checks, in words (shown in reports; the judge reads it)."
     )
-    weight: float = Field(1.0, gt=0, description="Its weight in the case's weighted mean (above 0).")
+    # bounded: weights of 1e308 overflow the weighted mean to nan, stored as the case's score
+    weight: float = Field(1.0, gt=0, le=1_000_000, description="Its weight in the case's "
+                          "weighted mean (above 0, at most 1,000,000).")
     required: bool = Field(
         False, description="The case fails when this criterion fails, whatever the mean."
     )

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Self
 
+from cycle.errors import ConfigError
 from cycle.llm.base import GenerateConfig, ModelOutput
 from cycle.records import Message, ToolDef
 
@@ -84,11 +85,20 @@ class ResponseCache:
         self._conn = sqlite3.connect(
             str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None
         )
-        self._conn.execute("pragma journal_mode=wal")
-        self._conn.execute("pragma synchronous=normal")
-        self._conn.execute("pragma busy_timeout=30000")
-        with self._lock:
-            self._conn.executescript(_SCHEMA)
+        try:
+            self._conn.execute("pragma journal_mode=wal")
+            self._conn.execute("pragma synchronous=normal")
+            self._conn.execute("pragma busy_timeout=30000")
+            with self._lock:
+                self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            # a damaged file, or one that is not a cache: said here, before any call is
+            # paid for, instead of an internal error (nothing in it is worth keeping)
+            self._conn.close()
+            raise ConfigError(
+                f"cannot use the response cache: {e}", file=str(self.path),
+                hint="It only saves repeated calls: delete the file, or run with --no-cache "
+                "(or set cache.path in cycle.yaml to another file).") from None
 
     def get(self, key: str) -> ModelOutput | None:
         """The stored answer for ``key``, or None (absent or expired)."""

@@ -103,6 +103,7 @@ async def diagnose(name: str, options: ProviderOptions | None, *, budget: Budget
         out.probes.append(got)
         return got
 
+    first: Probe | None = None  # None: the budget stopped the very first call
     try:
         plain = model()
         first = await probe("plain answer", plain.generate([Message.user("Say OK.")]))
@@ -126,8 +127,9 @@ async def diagnose(name: str, options: ProviderOptions | None, *, budget: Budget
     except BudgetExceededError as e:
         out.notes.append(f"stopped at the budget: {e.message}")
     if compatible:
-        out.probes.append(Probe("streaming", first.ok, "the form cycle uses under a budget"
-                                if first.ok else "not tried: no plain answer"))
+        answered = first is not None and first.ok
+        out.probes.append(Probe("streaming", answered, "the form cycle uses under a budget"
+                                if answered else "not tried: no plain answer"))
     out.spent = budget.spent
     _advise(out, compatible)
     return out

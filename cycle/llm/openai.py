@@ -336,10 +336,11 @@ class OpenAIAPI(ModelAPI):
         finish: str | None = None
         usage: Any = None
         model = self.model_name
-        tokens = size = 0
+        tokens = size = chunks = 0
         cut = False
         try:
             async for chunk in _chunks(stream, self):
+                chunks += 1
                 usage = chunk.get("usage") or usage
                 model = chunk.get("model") or model
                 for choice in (chunk.get("choices") or [])[:1]:
@@ -365,6 +366,19 @@ class OpenAIAPI(ModelAPI):
                     break
         finally:
             await stream.close()  # a cut stream: the server sees the connection close
+        if not chunks:
+            # a 200 whose body held no event (an HTML page, a JSON error, nothing): the SDK
+            # skips what is not an event, which would make it an empty answer, scored as one
+            kind = stream.response.headers.get("content-type") or "no content type"
+            raise MalformedResponseError(
+                f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
+                f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
+        if not cut and finish is None:
+            # every server ends a stream with a finish_reason: one without was cut (the
+            # connection dropped), and its half answer would be scored as a whole one
+            raise ProviderConnectionError(
+                f"openai:{self.model_name}'s stream ended before the answer did (no "
+                f"finish_reason after {tokens} chunks of text): the connection was cut")
         completion: dict[str, Any] = {
             "model": model,
             "choices": [{"finish_reason": "length" if cut else finish, "message": {

@@ -102,7 +102,7 @@ from cycle.loop.merging import (
     merge_prompts,
     merge_suggestions,
 )
-from cycle.loop.review import Reviewer, decider
+from cycle.loop.review import ReviewEnded, Reviewer, decider
 from cycle.loop.stop import CycleState, RoundRecord, StopCondition, cost_cap, has_limit, target_of
 from cycle.records import (
     JudgeKappa,
@@ -449,16 +449,17 @@ class Loop:
                     reason=f"interrupted{where}; resume with: {self._resume_command()}",
                 )
             raise
+        except ReviewEnded as e:  # a pipe of answers ran dry: resumable, as a Ctrl-C is
+            if not self.cycle_id:
+                raise
+            self._emit_end(status="interrupted",
+                           reason=f"{e.message}; resume with: {self._resume_command()}")
+            raise ReviewEnded(e.message, hint="The cycle is saved. Review in a terminal, or "
+                              "give one answer a line on standard input, and resume with: "
+                              f"{self._resume_command()}") from None
         except CycleError as e:
             if self.cycle_id and getattr(self, "_initial", None) is not None:
-                # an error of exit 130 is an interruption (a review's input ended), not a
-                # failure of the cycle's; only the loop knows the command that resumes it
-                # (cycle improve CONFIG, cycle judge improve RUN...)
-                if e.exit_code == 130:
-                    e.hint = (f"Resume it where the review can be answered, or with --yes: "
-                              f"{self._resume_command()}")
-                self._emit_end(status="interrupted" if e.exit_code == 130 else "failed",
-                               reason=describe(e))
+                self._emit_end(status="failed", reason=describe(e))
             raise
         finally:
             for unsubscribe in getattr(self, "_unsubscribe", []):

@@ -112,11 +112,11 @@ class AutoReviewer:
         return out
 
 
-class ReviewInputEnded(CycleError):
-    """Standard input ended while the terminal review asked: the cycle stops where it
-    stands, resumable, as an interruption (exit 130)."""
+class ReviewEnded(CycleError):
+    """Standard input ended before the review was answered (a pipe of answers ran dry):
+    the cycle stops as interrupted, resumable, instead of as a killed process."""
 
-    exit_code = 130
+    exit_code = 130  # the cycle is interrupted, as by a Ctrl-C
 
 
 class PromptReviewer:
@@ -142,16 +142,9 @@ class PromptReviewer:
         # click.prompt blocks: keep the event loop free for the other subscribers
         try:
             return await asyncio.to_thread(self._review_sync, request)
-        except click.exceptions.Abort:
-            # click.prompt at the end of standard input (answers piped in and used up, or
-            # Ctrl-D; Ctrl-C reaches the main thread, not this one): a bare "Aborted." left
-            # the cycle looking killed, with no word of why or what next
-            raise ReviewInputEnded(
-                f"standard input ended during the review of round {request.round}: "
-                "--review prompt reads every decision from it",
-                hint=f"Resume cycle {request.cycle_id} where the review can be answered, "
-                "or with --yes (cycle cycles shows the command).",  # the loop names it
-            ) from None
+        except click.exceptions.Abort:  # what click.prompt raises at the end of the input
+            raise ReviewEnded(f"standard input ended before round {request.round}'s "
+                              "suggestions were all reviewed") from None
 
     def _review_sync(self, request: ReviewRequest) -> list[Suggestion]:
         prompt = request_prompt(request)

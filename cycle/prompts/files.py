@@ -395,7 +395,7 @@ def write_back(path: str | Path, prompt: Prompt, version: str | None = None) -> 
     from cycle.yamlload import read_text, round_trip
 
     p = Path(path)
-    rt, data = round_trip(read_text(p))
+    rt, data = round_trip(read_text(p), str(p))
     if not isinstance(data, CommentedMap):
         raise ConfigError("expected a mapping (id:, system:, user_template:, ...)", file=str(p))
     if data.get("id") != prompt.id:

@@ -63,7 +63,9 @@ class StoreJournal:
             batch = self._batches[loop] = (loop.create_future(), [])
             loop.call_soon(self._commit, loop)
         batch[1].append(row)
-        await batch[0]
+        # shielded: the future is the whole batch's, and a caller cancelled while it waits
+        # (its case timed out) must cancel only itself, not every caller of the batch
+        await asyncio.shield(batch[0])
 
     def _commit(self, loop: asyncio.AbstractEventLoop) -> None:
         done, rows = self._batches.pop(loop)

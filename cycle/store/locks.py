@@ -64,6 +64,13 @@ def acquire(store: Store, name: str, *, what: str, resume_hint: str,
             (name, host, pid, datetime.now(UTC).isoformat(timespec="seconds")))
 
 
+def abandoned(store: Store, name: str) -> bool:
+    """Whether the lease ``name`` is held by a process of this machine that no longer
+    exists (killed, crashed): what it ran is interrupted, not running. Reads only."""
+    row = store.db.execute("SELECT host, pid FROM locks WHERE name = ?", (name,)).fetchone()
+    return row is not None and row[0] == socket.gethostname() and not _alive(int(row[1]))
+
+
 def release(store: Store, name: str) -> None:
     """Give the lease back (only this process's own)."""
     with store.transaction() as db:

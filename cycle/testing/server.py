@@ -627,9 +627,17 @@ class LoopbackServer:
         """An answer as OpenAI streams it (server-sent events, ``stream_chars`` of content a
         chunk, ``stream_delay`` apart), stopped where the client closes the connection:
         ``request.streamed`` says how much was written (what a provider bills)."""
-        completion = json.loads(payload)
-        message = completion["choices"][0]["message"]
-        content = message.get("content") or ""
+        try:
+            completion = json.loads(payload)
+            message = completion["choices"][0]["message"]
+            content = message.get("content") or ""
+        except (ValueError, LookupError, TypeError, AttributeError):
+            # a Fault.malformed body: a server gone wrong sends it as it is, not as events
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: " + str(len(payload)).encode() + b"\r\n"
+                         b"Connection: close\r\n\r\n" + payload)
+            await writer.drain()
+            return
         base = {k: completion[k] for k in ("id", "created", "model")}
         base["object"] = "chat.completion.chunk"
 

@@ -131,6 +131,11 @@ BAD = {
     "case file a symlink loop": (
         lambda p: (p / "cases" / "loop.yaml").symlink_to(p / "cases" / "loop.yaml"), RUN,
         "loop.yaml", "symlink"),
+    # nested blocks (not flow [[...]]) escaped the parser's limit: a RecursionError, exit 4
+    "case nested 3000 blocks deep": (
+        lambda p: (p / "cases" / "deep.yaml").write_text(
+            "- id: deep\n  input:\n" + "".join("  " * (i + 2) + "k:\n" for i in range(3000))),
+        RUN, "deep.yaml: the YAML is nested deeper", "Flatten"),
     "eval file nested 100k deep": (
         lambda p: (p / "deep.json").write_text("[" * 100_000 + "]" * 100_000),
         ["run", "--eval", "deep.json"], "deep.json: the JSON is nested deeper", "Flatten"),

@@ -71,3 +71,24 @@ def test_doctor_talks_to_people_and_fails_a_server_that_cannot_judge(tmp_path, s
 def test_doctor_refuses_the_offline_model(tmp_path):
     r = CliRunner().invoke(cli, ["doctor", "--model", "offline:default"])
     assert r.exit_code == 2 and "no endpoint to probe" in r.output
+
+
+@pytest.mark.parametrize("budget", ["nan", "-1"])
+def test_a_budget_that_is_no_cap_is_refused(tmp_path, server, budget):
+    """--budget nan or -1 reached Budget() and ended in 'internal error: ValueError'."""
+    r = doctor(tmp_path, server, "--budget", budget)
+    assert r.exit_code == 2 and "Invalid value for '--budget'" in r.output, r.output
+
+
+def test_a_budget_that_stops_the_first_call_says_so(tmp_path, server):
+    """A cap below the first probe's reservation ended in 'internal error:
+    UnboundLocalError' (the streaming line read the first probe, never made)."""
+    server.reset()
+    config = tmp_path / "cycle.yaml"
+    config.write_text("prompt: p.yaml\nagent: openai:local-model\ncriteria: [{id: accuracy}]\n"
+                      f"providers:\n  openai: {{base_url: '{server.openai_base_url}'}}\n")
+    r = CliRunner().invoke(cli, ["doctor", str(config), "--budget", "0", "--json"])
+    assert r.exit_code == 1, r.output
+    data = json.loads(r.output)
+    assert any(n.startswith("stopped at the budget") for n in data["notes"])
+    assert server.request_count == 0

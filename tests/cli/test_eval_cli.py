@@ -182,6 +182,10 @@ def test_a_snapshot_function_and_a_runner_config_file(project, endpoint, monkeyp
      "cannot write the output folder"),
     (lambda p: None, ["--tool-registry", "tools/tools.exports.ts"], "tool registry"),
     (lambda p: None, ["--snapshot", "nosuchmodule:capture"], "cannot import module"),
+    # an id cycle refuses (it would act on the terminal) was an internal error, exit 4
+    (lambda p: (p / "evals" / "get_weather.golden.json").write_text(
+        json.dumps([{"id": "a\u001b[2Jb", "input": {"message": "m"}, "expect": {}}])),
+     [], "[0].id): a case id may not hold control characters"),
 ])
 def test_bad_input_exits_2_before_any_call_and_writes_nothing(project, endpoint, setup, args,
                                                               message):

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -133,6 +134,21 @@ def test_unknown_provider_is_a_usage_error(tmp_path):
     r = invoke("init", str(tmp_path), "--provider", "anthropic")
     assert r.exit_code == 2
     assert "neither offline, openai, gemini nor an http(s) URL" in r.output
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (["--provider", "openai", "--model", "gpt 4o\nagent: x"], "--model"),
+    (["--provider", "openai", "--model", "my#model"], "--model"),
+    (["--provider", 'http://localhost:11434/v1"'], "--provider"),
+    (["--provider", "http://localhost:11434/v1\n#"], "--provider"),
+])
+def test_a_model_or_url_that_would_break_cycle_yaml_is_refused(tmp_path, args, flag):
+    """--model 'gpt 4o<newline>...' (or one with '#', or a URL with a quote or a newline)
+    was written into cycle.yaml as it was: the project init made did not parse
+    (cycle run: 'cycle.yaml:5: not valid YAML')."""
+    r = invoke("init", str(tmp_path), *args)
+    assert r.exit_code == 2 and f"Invalid value for {flag}" in r.output, r.output
     assert not any(tmp_path.iterdir())
 
 

@@ -286,7 +286,7 @@ def test_an_interrupted_judge_cycle_resumes_from_its_carried_rubrics(tmp_path) -
     r = improve(store, config, run_id, "--review", "prompt", input="")
     assert r.exit_code == 130, r.output
     # the command that resumes it is judge improve's, not cycle improve's
-    assert f"or with --yes: cycle judge improve {run_id}" in r.output
+    assert f"resume with: cycle judge improve {run_id}" in r.output
     assert "--- current/rubrics" in r.output and "[1/1] rubric of 'helpful' (high)" in r.output
     assert head(store)[0] == "1.0.0" and RUBRIC in config.read_text()
     r = improve(store, config, run_id, "--yes", "--resume")

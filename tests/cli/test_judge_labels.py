@@ -102,6 +102,15 @@ def test_a_bad_label_file_names_the_line_and_stores_nothing(judged, tmp_path):
         assert not [x for x in s.human_labels.of_run(run_id) if x.label.labeler == "bo"]
 
 
+def test_a_label_line_nested_too_deep_is_named(judged, tmp_path):
+    """A line nested 100,000 deep was an internal error: RecursionError, exit 4."""
+    store, _ = judged
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    r = invoke(store, "labels", "import", str(deep))
+    assert r.exit_code == 2 and "deep.jsonl:1: the JSON is nested deeper" in r.output, r.output
+
+
 def test_consistency_of_a_deterministic_judge_is_perfect(judged):
     store, run_id = judged
     config = store.parent / "cycle.yaml"

@@ -192,8 +192,26 @@ def _mutate(tmp_path, name: str) -> None:
                                     "{type: python, function: 'nope_pkg.checks:ok'}"))
     elif name == "agent_function_import":
         cfg.write_text(text + "agent: {function: 'nope_pkg.agents:answer'}\n")
+    elif name == "agent_function_syntax":
+        (tmp_path / "broken_agent_syntax.py").write_text("def answer(case)\n    return 'hi'\n")
+        cfg.write_text(text + "agent: {function: 'broken_agent_syntax:answer'}\n")
+    elif name == "python_check_raises_on_import":
+        (tmp_path / "broken_check_import.py").write_text("x = 1\nraise KeyError('API_URL')\n")
+        cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
+                                    "{type: python, function: 'broken_check_import:ok'}"))
+    elif name == "weight_overflow":
+        cfg.write_text(text.replace("  - id: cites\n", "  - id: cites\n    weight: 1.0e+308\n"))
     elif name == "unknown_provider":
         cfg.write_text(text + "agent: foo:bar\n")
+    elif name == "agent_http_not_a_url":
+        cfg.write_text(text + "agent: {http: 'localhost/chat'}\n")
+    elif name == "agent_two_kinds":
+        cfg.write_text(text + "agent: {function: 'agents:answer', http: 'http://localhost/chat'}\n")
+    elif name == "provider_base_url":
+        cfg.write_text(text + "agent: openai:gpt-4o-mini\nproviders: {openai: {base_url: 'localhost:11434'}}\n")
+    elif name == "agent_header_variable_unset":
+        cfg.write_text(text + "agent:\n  http: 'http://localhost/chat'\n  headers:\n"
+                       "    Authorization: 'Bearer ${CYCLE_TEST_UNSET_TOKEN}'\n")
     elif name == "undefined_variable":
         cfg.write_text(text.replace("{type: contains, values: ['{{ order }}']}",
                                     "{type: regex, pattern: '.'}"))
@@ -216,7 +234,22 @@ BAD_INPUTS = {
     "missing_prompt": ("cycle.yaml:1 (prompt)", "relative to cycle.yaml"),
     "python_check_import": ("cycle.yaml:4 (criteria[0].check.function)", "nope_pkg"),
     "agent_function_import": ("cycle.yaml:5 (agent.function)", "nope_pkg"),
+    # user code that does not compile, or raises as it loads, was an internal error (exit 4)
+    "agent_function_syntax": ("cycle.yaml:5 (agent.function)", "broken_agent_syntax.py, line 1)"),
+    "python_check_raises_on_import": ("cycle.yaml:4 (criteria[0].check.function)",
+                                      "raised KeyError: 'API_URL' ("),
     "unknown_provider": ("cycle.yaml:5 (agent)", "unknown model provider 'foo'"),
+    # overflowed the weighted mean to nan: a run of nan scores, then an internal error
+    "weight_overflow": ("cycle.yaml:4 (criteria[0].weight)", "less than or equal to 1000000"),
+    # an agent section's own error was hidden behind "Input should be a valid string"
+    # (agent: str | a section): its str member's error came first
+    "agent_two_kinds": ("cycle.yaml:5 (agent)", "give one of model, function, http and adk"),
+    # an address that is no URL failed every case (a provider's: retried 5 times a call)
+    "agent_http_not_a_url": ("cycle.yaml:5 (agent.http)", "is not an http(s) URL"),
+    "provider_base_url": ("cycle.yaml:6 (providers.openai.base_url)", "http://localhost:11434/v1"),
+    # an unset ${NAME} was sent as an empty string, and every case failed on the 401
+    "agent_header_variable_unset": ("cycle.yaml:8 (agent.headers.Authorization)",
+                                    "Set CYCLE_TEST_UNSET_TOKEN in the environment"),
     "undefined_variable": ("all.yaml:7 (input)", "'order' is undefined"),
     "undefined_check_variable": ("cycle.yaml:4 (criteria[0].check.values)", "case 'bare'"),
     "case_unknown_key": ("all.yaml:3 (cases[0].tag)", "Did you mean 'tags'"),
@@ -235,6 +268,119 @@ def test_bad_input_is_one_located_message_exit_2_and_nothing_stored(tmp_path, na
     # validated before the store (or the cache) was opened: nothing was written
     assert not (tmp_path / "store.db").exists()
     assert not (tmp_path / ".cycle").exists() and not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("content", [b"not a cache\n" * 200, b"SQLite format 3\x00" + b"\x00" * 90],
+                         ids=["text", "damaged"])
+def test_a_cache_file_that_is_not_a_cache_is_an_input_error_and_left_alone(tmp_path, content):
+    """A damaged .cycle/cache.db was an internal error ("DatabaseError: file is not a
+    database", exit 4) naming neither the file nor the fix."""
+    cfg = project(tmp_path, CHECK)
+    cache = tmp_path / ".cycle" / "cache.db"
+    cache.parent.mkdir()
+    cache.write_bytes(content)
+    r = invoke(tmp_path, "run", cfg)
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {cache}: cannot use the response cache")
+    assert "--no-cache" in r.output and "Traceback" not in r.output
+    assert cache.read_bytes() == content  # said, never rewritten
+    assert invoke(tmp_path, "runs").output.startswith("No runs")  # and no run was begun
+    assert invoke(tmp_path, "run", cfg, "--no-cache", "-q").exit_code in (0, 1)  # the fix given
+
+
+def test_a_store_that_is_a_folder_names_the_setting_that_named_it(tmp_path, monkeypatch):
+    """The message blamed --store / CYCLE_STORE for a store named by cycle.yaml's store:,
+    or left at its default, though neither was given."""
+    monkeypatch.delenv("CYCLE_STORE", raising=False)
+    cfg = project(tmp_path, CHECK)
+    (tmp_path / ".cycle" / "cycle.db").mkdir(parents=True)
+    r = CliRunner().invoke(cli, ["run", cfg])
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {cfg} (store (the default)): the store ")
+    (tmp_path / "cycle.yaml").write_text(Path(cfg).read_text() + "store: data\n")
+    (tmp_path / "data").mkdir()
+    r = CliRunner().invoke(cli, ["run", cfg])
+    assert r.exit_code == 2 and r.output.startswith(f"error: {cfg}:5 (store): the store "), r.output
+    monkeypatch.setenv("CYCLE_STORE", str(tmp_path / "data"))
+    r = CliRunner().invoke(cli, ["run", cfg])
+    assert r.exit_code == 2 and r.output.startswith("error: --store / CYCLE_STORE: "), r.output
+
+
+def test_ctrl_c_says_the_run_is_saved_and_the_command_that_resumes_it(tmp_path):
+    """Ctrl-C during cycle run printed click's bare "Aborted.": nothing said that what had
+    finished was stored, nor how to resume (cycle improve said both). The second case's
+    agent call is interrupted here, as a Ctrl-C does."""
+    (tmp_path / "ctrl_c_agent.py").write_text(
+        "def answer(case):\n"
+        "    if case['order'] == 'B-2210':\n"
+        "        raise KeyboardInterrupt\n"
+        "    return 'Your order ' + case['order'] + ' is on its way.'\n")
+    cfg = project(tmp_path, CHECK, "agent: {function: 'ctrl_c_agent:answer'}\n"
+                  "run: {iterations: 1, concurrency: 1}\n")
+    r = invoke(tmp_path, "run", cfg, "--no-reports")
+    assert r.exit_code == 130, r.output
+    [line] = [x for x in r.output.splitlines() if x.startswith("Interrupted")]
+    run_id = line.rsplit(" ", 1)[-1]
+    assert line == f"Interrupted; the run is saved. Resume with: cycle run {cfg} --resume {run_id}"
+    shown = invoke(tmp_path, "runs", "show", run_id)
+    assert f"Run interrupted: resume with: cycle run {cfg} --resume {run_id}" in shown.output
+
+
+def test_a_run_resumes_only_on_the_prompt_version_and_judging_it_started_with(tmp_path):
+    """Interrupted, then resumed after the prompt file was edited, a run went on with the
+    new version: one run held the answers of two versions (stored as the first, shown as
+    the second); and after a pass_threshold edit, it judged its cases two ways."""
+    (tmp_path / "stop_agent.py").write_text(
+        "import os\n"
+        "def answer(case):\n"
+        f"    if case['order'] == 'B-2210' and os.path.exists({str(tmp_path / 'stop-here')!r}):\n"
+        "        raise KeyboardInterrupt\n"
+        "    return 'Your order ' + case['order'] + ' is on its way.'\n")
+    cfg = project(tmp_path, CHECK, "agent: {function: 'stop_agent:answer'}\n"
+                  "run: {iterations: 1, concurrency: 1}\n")
+    (tmp_path / "stop-here").touch()
+    first = invoke(tmp_path, "run", cfg, "--no-reports", "--json")
+    assert first.exit_code == 130, first.output
+    run_id = first.output.rsplit(" ", 1)[-1].strip()
+    (tmp_path / "stop-here").unlink()
+    prompt = tmp_path / "prompts" / "support.yaml"
+    original = prompt.read_text()
+    prompt.write_text(original.replace("Answer the customer's question.", "Be brief."))
+    refused = invoke(tmp_path, "run", cfg, "--resume", run_id, "--no-reports")
+    assert refused.exit_code == 2, refused.output
+    assert (f"run {run_id} was started on support@1.0.0, but prompts/support.yaml now gives "
+            "support@1.0.1: resuming it would mix two versions in one run") in refused.output
+    assert "cycle prompt export support@1.0.0 --write prompts/support.yaml" in refused.output
+    prompt.write_text(original)  # the fix it gives
+    # so with the judging: a pass_threshold edited in between judged the run two ways
+    config = Path(cfg).read_text()
+    Path(cfg).write_text(config + "pass_threshold: 10\n")
+    refused = invoke(tmp_path, "run", cfg, "--resume", run_id, "--no-reports")
+    assert refused.exit_code == 2, refused.output
+    assert (f"run {run_id} was judged with other pass_threshold than {cfg} gives now"
+            in refused.output)
+    Path(cfg).write_text(config)
+    resumed = invoke(tmp_path, "run", cfg, "--resume", run_id, "--no-reports", "--json")
+    assert resumed.exit_code in (0, 1), resumed.output
+    assert json.loads(resumed.output)["version"] == "1.0.0"
+
+
+def test_a_stored_prompt_the_store_does_not_hold_is_named_at_its_line(tmp_path):
+    """prompt: store:ID@label naming no stored prompt (or no such label) said only
+    "unknown prompt 'support'": neither the line of cycle.yaml nor the store looked in."""
+    cfg = project(tmp_path, CHECK)
+    Path(cfg).write_text(Path(cfg).read_text().replace("prompts/support.yaml",
+                                                       "store:support@staging"))
+    r = invoke(tmp_path, "run", cfg)
+    assert r.exit_code == 2, r.output
+    store = tmp_path / "store.db"
+    assert r.output.startswith(f"error: {cfg}:1 (prompt): unknown prompt 'support' in the "
+                               f"store {store}"), r.output
+    assert "cycle prompt import" in r.output
+    assert invoke(tmp_path, "prompt", "import", str(tmp_path / "prompts" / "support.yaml")
+                  ).exit_code == 0
+    r = invoke(tmp_path, "run", cfg)
+    assert r.exit_code == 2 and "no version or label 'staging' in the store" in r.output
 
 
 def test_quiet_prints_nothing_and_json_prints_only_json(tmp_path):
@@ -449,5 +595,5 @@ def test_an_http_agent_header_reading_an_unset_variable_is_refused_before_any_ca
     r = invoke(tmp_path, "run", cfg, "-n", "1")
     assert r.exit_code == 2, r.output
     assert "cycle.yaml:7 (agent.headers.Authorization)" in r.output
-    assert "reads ${AGENT_TOKEN}, which is not set" in r.output and "export AGENT_TOKEN" in r.output
+    assert "reads ${AGENT_TOKEN}, which is not set" in r.output and "Set AGENT_TOKEN" in r.output
     assert not (tmp_path / "reports").exists()

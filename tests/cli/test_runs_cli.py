@@ -3,6 +3,7 @@ suffix, @last and @prev."""
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from cycle.cli import cli
@@ -59,6 +60,15 @@ def test_filters_by_prompt_version_and_date(tmp_path):
     assert r.exit_code == 2 and "--since" in r.output and "2026-11-01" in r.output
     r = invoke(tmp_path, "runs", "--version", "1.0.0")
     assert r.exit_code == 2 and "needs the prompt" in r.output
+
+
+@pytest.mark.parametrize("value", ["99999999d", "0001-01-01"])
+def test_a_date_out_of_range_is_a_usage_error(tmp_path, value):
+    """--since 99999999d (before year 1) and a local 0001-01-01 (year 0 in UTC) were
+    internal errors: OverflowError / ValueError, exit 4."""
+    two_runs(tmp_path)
+    r = invoke(tmp_path, "runs", "--since", value)
+    assert r.exit_code == 2 and "out of the range of dates" in r.output, r.output
 
 
 def test_cycle_rounds_are_runs_too(tmp_path):
@@ -121,3 +131,42 @@ def test_runs_show_prints_one_run_case_by_case_and_writes_nothing(tmp_path, monk
     assert not (tmp_path / "reports").exists()
     wrong = invoke(tmp_path, "runs", "support", first)
     assert wrong.exit_code == 2 and "cycle runs show RUN_ID" in wrong.output
+
+
+def test_a_killed_run_shows_as_interrupted_with_the_command_that_resumes_it(tmp_path):
+    """A run whose process was killed (kill -9: its lease left behind, its row 'running')
+    was listed and shown as 'running', with no word of how to go on; a killed cycle
+    already said 'interrupted' and how to resume it."""
+    import socket
+    import subprocess
+    import sys
+
+    from cycle.store import Store
+
+    cfg, (_, last) = two_runs(tmp_path)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid of this machine that no longer runs
+    with Store.open(tmp_path / "store.db") as store, store.transaction() as db:
+        db.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (last,))
+        db.execute("INSERT INTO locks (name, host, pid, acquired_at) VALUES (?, ?, ?, 'x')",
+                   (f"run:{last}", socket.gethostname(), gone.pid))
+    resume = f"resume with: cycle run {cfg} --resume {last}"
+    r = invoke(tmp_path, "runs")
+    assert r.exit_code == 0 and " interrupted " in r.output and resume in r.output, r.output
+    assert json.loads(invoke(tmp_path, "runs", "--json").output)[0]["status"] == "interrupted"
+    r = invoke(tmp_path, "runs", "show", last)
+    assert f"Run interrupted: its process is gone (killed?); {resume}" in r.output, r.output
+    r = invoke(tmp_path, "run", cfg, "--resume", last, "--json", "--no-reports")
+    assert r.exit_code == 0, r.output  # the command it gives works
+    assert json.loads(invoke(tmp_path, "runs", "--json").output)[0]["status"] == "finished"
+
+
+@pytest.mark.parametrize("args", [["runs", "-n", "1" + "0" * 22], ["cycles", "-n", "1" + "0" * 22],
+                                  ["history", "support", "-n", "1" + "0" * 22],
+                                  ["history", "support", "--offset", "1" + "0" * 22]])
+def test_a_listing_size_past_what_the_store_holds_is_a_usage_error(tmp_path, args):
+    """-n 10**22 reached SQLite's LIMIT: 'internal error: OverflowError: Python int too
+    large to convert to SQLite INTEGER'."""
+    two_runs(tmp_path)
+    r = invoke(tmp_path, *args)
+    assert r.exit_code == 2 and "is not in the range" in r.output, r.output

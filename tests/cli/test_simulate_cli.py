@@ -75,8 +75,9 @@ def test_no_config_and_no_adk_agent_is_a_clear_error(tmp_path, monkeypatch):
     assert "--adk" in r.output
 
 
-def test_without_a_terminal_it_refuses_before_the_screen(project):
-    # as `cycle improve` and `cycle tui`: the screen would be written into a pipe
+def test_without_a_terminal_it_says_so_instead_of_waiting(project):
+    """Run from a script (stdin not a terminal), the screen was written into the pipe and
+    waited for keys that never came: the command hung."""
     r = simulate()
-    assert r.exit_code == 2, r.output
-    assert "no terminal for the TUI" in r.output
+    assert r.exit_code == 2 and "no terminal for the simulation" in r.output, r.output
+    assert not list(project.glob("*.json"))  # nothing begun

@@ -67,3 +67,21 @@ def test_write_back_refuses_another_prompt_s_file(tmp_path, monkeypatch):
     refused = runner.invoke(cli, ["prompt", "export", "a", "--write", "b.yaml"])
     assert refused.exit_code == 2 and "holds prompt 'b', not 'a'" in refused.output
     assert (tmp_path / "b.yaml").read_text().startswith("id: b\nsystem: B.")
+
+
+def test_write_back_into_a_file_that_does_not_parse_says_where_and_leaves_it(tmp_path,
+                                                                              monkeypatch):
+    """A prompt file broken since it was imported (a tab, a second document, an unclosed
+    list) ended the write-back in 'internal error: ScannerError/ComposerError/ParserError'."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.yaml").write_text("id: a\nsystem: A.\nuser_template: '{{ q }}'\n")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["prompt", "import", "a.yaml"]).exit_code == 0
+    for broken, line in [("id: a\nsystem: A.\n\tuser_template: x\n", 3),
+                         ("id: a\nsystem: A.\n---\nid: b\n", 3),
+                         ("id: a\nsystem: [A.\n", 3)]:
+        (tmp_path / "a.yaml").write_text(broken)
+        refused = runner.invoke(cli, ["prompt", "export", "a", "--write", "a.yaml"])
+        assert refused.exit_code == 2, refused.output
+        assert refused.output.startswith(f"error: a.yaml:{line}: not valid YAML: "), refused.output
+        assert (tmp_path / "a.yaml").read_text() == broken

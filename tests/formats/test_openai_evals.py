@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -102,3 +103,33 @@ def test_a_bad_items_line_is_named(tmp_path):
     items.write_text(json.dumps({"ideal": "x"}) + "\n")
     r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(tmp_path / "p")])
     assert r.exit_code == 2 and "bad.jsonl:1 (input): the item has no input" in r.output
+
+
+@pytest.mark.parametrize(("grader", "field", "says"), [
+    ({"range": 5}, "testing_criteria[0].range", "two numbers, the lowest score first"),
+    ({"range": [1, "x"]}, "testing_criteria[0].range", "two numbers"),
+    ({"pass_threshold": "high"}, "testing_criteria[0].pass_threshold", "expected a number"),
+    ({"input": 5}, "testing_criteria[0].input", "a list of messages"),
+    ({"type": "label_model", "labels": "polite"}, "testing_criteria[0].labels", "a list of labels"),
+])
+def test_a_model_grader_of_the_wrong_shape_is_named(tmp_path, grader, field, says):
+    """A score_model's range or pass_threshold, or a model grader's messages or labels, of
+    the wrong type was an internal error ('int' object is not subscriptable), exit 4."""
+    items = write(tmp_path / "i.jsonl", HOSTED_ITEMS)
+    graders = tmp_path / "graders.json"
+    graders.write_text(json.dumps({"testing_criteria": [{**GRADERS["testing_criteria"][2],
+                                                         **grader}]}))
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--graders", str(graders),
+                                 "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {graders} ({field}): expected") and says in r.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_items_line_nested_too_deep_is_named(tmp_path):
+    """A line nested 100,000 deep was an internal error: RecursionError, exit 4."""
+    items = tmp_path / "deep.jsonl"
+    items.write_text(json.dumps(HOSTED_ITEMS[0]) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {items}:2: the JSON is nested deeper than cycle reads")

@@ -107,6 +107,16 @@ def test_a_collector_that_is_not_there_is_a_clear_error(stored_run):
     assert r.exit_code == 2 and "--out FILE" in r.output
 
 
+@pytest.mark.parametrize("timeout", ["inf", "1e300", "nan"])
+def test_a_timeout_out_of_range_is_a_usage_error(stored_run, timeout):
+    """--timeout inf (or 1e300) overflowed the exporter's deadline: 'internal error:
+    OverflowError: timestamp out of range'; nan was taken as a timeout."""
+    store, run_id = stored_run
+    r = CliRunner().invoke(cli, ["--store", str(store), "export", "otel", run_id,
+                                 "--endpoint", "http://127.0.0.1:9/v1/traces", "--timeout", timeout])
+    assert r.exit_code == 2 and "Invalid value for '--timeout'" in r.output, r.output
+
+
 def test_a_deadline_spent_in_the_exporters_backoff_is_the_same_clear_error(stored_run,
                                                                           monkeypatch):
     # The exporter waits a backoff that fits the deadline, then posts with the time left,
@@ -297,3 +307,36 @@ def test_import_otel_refuses_what_it_cannot_read_and_writes_nothing(tmp_path):
     r = CliRunner().invoke(cli, ["import", "otel", str(empty), "--out", str(out)])
     assert r.exit_code != 0 and "no case" in r.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("spans", "field"), [
+    ({"resourceSpans": [5]}, "resourceSpans[0]"),
+    ({"resourceSpans": [{"resource": {"attributes": 5}}]}, "resourceSpans[0].resource.attributes"),
+    ({"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": "soon"}]}]}]},
+     "resourceSpans[0].scopeSpans[0].spans[0].startTimeUnixNano"),
+    ({"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "k", "value": {
+        "intValue": "many"}}]}]}]}]},
+     "resourceSpans[0].scopeSpans[0].spans[0].attributes[0].value.intValue"),
+])
+def test_import_otel_names_the_part_of_the_export_of_the_wrong_shape(tmp_path, spans, field):
+    """A part of another shape than OTLP JSON gives it (a resource that is a number, a
+    time that is not one) was an internal error ('int' object has no attribute 'get')."""
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(spans))
+    out = tmp_path / "cases.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {path} ({field}): expected a "), r.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000,
+                                  '{"resourceSpans": []}\n' + "[" * 100_000 + "]" * 100_000])
+def test_import_otel_names_a_file_nested_too_deep(tmp_path, text):
+    """An export (or a line of one) nested 100,000 deep was an internal error:
+    RecursionError, exit 4."""
+    path = tmp_path / "deep.json"
+    path.write_text(text)
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(tmp_path / "c.yaml")])
+    assert r.exit_code == 2, r.output
+    assert "the JSON is nested deeper than cycle reads" in r.output and str(path) in r.output

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -148,3 +149,25 @@ def test_one_case_and_two_criteria_are_counted_in_words(tmp_path):
     r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
                str(tmp_path / "p"))
     assert r.exit_code == 0 and ": 1 case, 2 criteria (prompt" in r.output, r.output
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"providers": 5}, "providers"),
+    ({"defaultTest": [1]}, "defaultTest"),
+    ({"defaultTest": {"assert": 5}}, "defaultTest.assert"),
+    ({"defaultTest": {"vars": "x"}}, "defaultTest.vars"),
+    ({"tests": 7}, "tests"),
+    ({"tests": [{"vars": "language=French"}]}, "tests[0].vars"),
+    ({"tests": [{"vars": {}, "assert": {"type": "equals"}}]}, "tests[0].assert"),
+])
+def test_a_section_of_the_wrong_shape_is_named(tmp_path, change, field):
+    """A section of the wrong type (providers: 5, vars: a string, assert: a mapping) was an
+    internal error ('int' object is not subscriptable, ... is not a mapping), exit 4."""
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(yaml.safe_dump({**yaml.safe_load(FILES.replace("file://tests.yaml", "[]")),
+                                      **change}))
+    (tmp_path / "prompt.txt").write_text("Hi {{customer}}")
+    r = invoke("import", "promptfoo", str(config), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {config} ({field}): expected "), r.output
+    assert not (tmp_path / "o").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
@@ -16,6 +17,7 @@ from cycle.errors import (
     RetriesExhaustedError,
 )
 from cycle.llm.base import GenerateConfig, ProviderOptions
+from cycle.llm.budget import Budget
 from cycle.llm.model import RetryPolicy
 from cycle.llm.registry import get_model
 from cycle.records import Message
@@ -167,6 +169,46 @@ async def test_openai_answers_that_are_not_chat_completions_are_named(make_model
     server.enqueue(Fault.malformed(body))
     with pytest.raises(MalformedResponseError, match=says):
         await model.generate(HI)
+
+
+@pytest.mark.parametrize("body", [
+    "<html><body>Sign in to the gateway</body></html>",
+    "",
+    '{"error": {"message": "quota exceeded", "type": "insufficient_quota"}}',
+    '{"id": "x", "object": "chat.completion"}',
+])
+async def test_a_streamed_answer_that_is_no_stream_is_an_error_not_an_empty_answer(
+        make_model, server, body):
+    """Under a budget a compatible server's answer is streamed; a 200 whose body holds no
+    event (a gateway's HTML page, an error in JSON, nothing) was read as an empty answer,
+    and scored as a failed case instead of counted as an error."""
+    model = make_model("openai:local-model", budget=Budget(1.0),
+                       config=GenerateConfig(max_tokens=50))
+    server.enqueue(Fault.malformed(body))
+    with pytest.raises(MalformedResponseError, match="no chat completion chunk"):
+        await model.generate(HI)
+    assert server.requests[-1].body["stream"] is True
+
+
+async def test_a_stream_cut_before_its_end_is_a_connection_error_not_half_an_answer(
+        make_model, server):
+    """A compatible server whose stream stopped mid-answer (its connection dropped: no
+    finish_reason, no [DONE]) had its half answer scored as a whole one (a failed case,
+    not an error). It is now a connection error, retried like one."""
+    chunk = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "Your order A-1042 is "},
+                          "finish_reason": None}]}
+    cut = Fault.malformed("data: " + json.dumps(chunk) + "\n\n")
+    model = make_model("openai:local-model", budget=Budget(1.0),
+                       config=GenerateConfig(max_tokens=50))
+    server.enqueue(cut, "Your order A-1042 is on its way.")
+    out = await model.generate(HI)
+    assert out.text == "Your order A-1042 is on its way." and server.request_count == 2
+    server.enqueue(cut, cut, cut)
+    with pytest.raises(RetriesExhaustedError) as info:
+        await model.generate(HI, iteration=1)
+    assert isinstance(info.value.last, ProviderConnectionError)
+    assert "stream ended before the answer did" in str(info.value.last)
 
 
 async def test_openai_compatible_quirks_are_read_leniently(make_model, server):

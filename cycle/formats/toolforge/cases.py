@@ -153,16 +153,21 @@ def to_cases(ef: EvalFile, tokens: Tokens) -> Loaded:
         check = ToolforgeCheck(expect=checked, stubs=sorted(stubs) if stubs is not None else None,
                                skipped=skipped, skipped_tokens=skipped_tokens)
         tags = raw.get("tags")
-        case = TestCase(
-            id=cid, description=str(raw.get("description") or ""),
-            tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
-            input=case_message(ef, i),
-            criteria=[CriterionConfig(id=CRITERION_ID, required=True, check=check,
-                                      description="the eval file's assertions (tool-forge)")],
-            mocks={name: MockSpec(value=v) for name, v in (stubs or {}).items()},
-            run_tools=stubs is not None,
-            max_steps=(raw.get("maxTurns") or DEFAULT_MAX_TURNS) if stubs is not None else None,
-        )
+        try:
+            case = TestCase(
+                id=cid, description=str(raw.get("description") or ""),
+                tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
+                input=case_message(ef, i),
+                criteria=[CriterionConfig(id=CRITERION_ID, required=True, check=check,
+                                          description="the eval file's assertions (tool-forge)")],
+                mocks={name: MockSpec(value=v) for name, v in (stubs or {}).items()},
+                run_tools=stubs is not None,
+                max_steps=(raw.get("maxTurns") or DEFAULT_MAX_TURNS) if stubs is not None
+                else None,
+            )
+        except ValidationError as e:  # what a case refuses (an id with an escape sequence)
+            raise config_error(e, ef.doc, prefix=(*ef.prefix, i), what=ef.where(i),
+                               model=TestCase) from None
         case._source = f"{ef.path}:{ef.case_lines.get(cid, 1)}"
         out.cases.append(case)
     return out
