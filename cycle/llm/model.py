@@ -460,11 +460,13 @@ class Model:
         failure is reported once (with its attempts) and raised as what the user reads."""
         started = time.monotonic()
         attempts = 1
+        wasted = 0.0  # what failed attempts were charged (a dropped answer's)
         try:
             try:
                 # the fast path: a call that succeeds first time needs no retry machinery
                 return await self._attempt(messages, tools, config, role, batched, scope), 1
             except BaseException as first:
+                wasted += _charged(first)
                 if self.retry.attempts <= 1 or not self._should_retry(first):
                     raise
                 # tenacity's first attempt replays this failure, so that it counts
@@ -472,21 +474,29 @@ class Model:
                 replay = [first]
 
                 async def again() -> ModelOutput:
+                    nonlocal wasted
                     if replay:
                         raise replay.pop()
-                    return await self._attempt(messages, tools, config, role)
+                    try:
+                        return await self._attempt(messages, tools, config, role)
+                    except BaseException as e:
+                        wasted += _charged(e)
+                        raise
 
                 retrying = self._retrying()
                 try:
                     output = await retrying(again)
                 finally:
                     attempts = retrying.statistics.get("attempt_number", attempts)
+                if wasted:  # the answer's cost carries what the attempts before it were charged
+                    output = output.model_copy(update={"cost": output.cost + wasted,
+                                                       "cost_estimated": True})
                 return output, attempts
         except BudgetExceededError:
             raise  # no call was made: nothing to report
         except BaseException as e:
             self._emit_failure(e, role=role, scope=scope, attempts=attempts,
-                               latency=time.monotonic() - started)
+                               latency=time.monotonic() - started, cost=wasted)
             too_long = self._waits_too_long(e)
             if too_long is not None:
                 raise RetriesExhaustedError(
@@ -583,7 +593,12 @@ class Model:
             else:
                 output = await self.api.generate(messages, tools, config)
         except BaseException as e:
-            if self.budget is not None:
+            paid = e.paid if isinstance(e, ProviderConnectionError) else None
+            if paid is not None:  # a dropped answer may be billed: charged, then raised
+                e.cost = self._priced(paid, messages, tools, config, share).usd
+                if self.budget is not None:
+                    self.budget.settle(held, e.cost, role, estimated=True)
+            elif self.budget is not None:
                 self.budget.release(held)
             if isinstance(e, TimeoutError):
                 raise ProviderConnectionError(
@@ -594,11 +609,7 @@ class Model:
         if output.usage_estimated and not self.offline:
             output = output.model_copy(update={"usage": self._bounded_usage(
                 output, messages, tools, config)})
-        cost = FREE if self.offline else self.pricing.cost(self.name, output.usage)
-        if output.usage_estimated:
-            cost = Cost(cost.usd, estimated=True)
-        if share != 1.0:
-            cost = Cost(cost.usd * share, estimated=cost.estimated)
+        cost = self._priced(output, messages, tools, config, share)
         if self.budget is not None:  # spent the moment it arrived
             self.budget.settle(held, cost.usd, role, estimated=cost.estimated)
         return output.model_copy(update={
@@ -606,6 +617,18 @@ class Model:
             "cost_estimated": cost.estimated, "cache_hit": False,
             "model": output.model or self.name,
         })
+
+    def _priced(self, output: ModelOutput, messages: list[Message], tools: list[ToolDef],
+                config: GenerateConfig, share: float = 1.0) -> Cost:
+        """What an answer costs (at ``share`` of the list price: a batch's), estimated when
+        its usage was (by the byte bound: ``_bounded_usage``)."""
+        if self.offline:
+            return FREE
+        usage = (self._bounded_usage(output, messages, tools, config)
+                 if output.usage_estimated else output.usage)
+        cost = self.pricing.cost(self.name, usage)
+        estimated = cost.estimated or output.usage_estimated
+        return Cost(cost.usd * share, estimated=estimated)
 
     def _batcher(self) -> Batcher:
         loop = asyncio.get_running_loop()
@@ -705,14 +728,21 @@ class Model:
 
     def _emit_failure(
         self, error: BaseException, *, role: str, scope: CallScope, attempts: int,
-        latency: float,
+        latency: float, cost: float = 0.0,
     ) -> None:
+        """A call that failed, with what its attempts were charged (``cost``, estimated:
+        answers dropped on the way, which the provider may bill)."""
         if self.bus is None:
             return
         self.bus.emit(ModelCalled(
             model=self.name, role=role, latency=latency, attempts=attempts,
-            error=describe(error), scope=scope,
+            error=describe(error), scope=scope, cost=cost, cost_estimated=cost > 0,
         ))
+
+
+def _charged(error: BaseException) -> float:
+    """What a failed attempt was charged: a dropped answer's cost, else nothing."""
+    return error.cost if isinstance(error, ProviderConnectionError) else 0.0
 
 
 def _what(error: BaseException) -> str:

@@ -373,12 +373,7 @@ class OpenAIAPI(ModelAPI):
             raise MalformedResponseError(
                 f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
                 f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
-        if not cut and finish is None:
-            # every server ends a stream with a finish_reason: one without was cut (the
-            # connection dropped), and its half answer would be scored as a whole one
-            raise ProviderConnectionError(
-                f"openai:{self.model_name}'s stream ended before the answer did (no "
-                f"finish_reason after {tokens} chunks of text): the connection was cut")
+        dropped = not cut and finish is None
         completion: dict[str, Any] = {
             "model": model,
             "choices": [{"finish_reason": "length" if cut else finish, "message": {
@@ -387,11 +382,20 @@ class OpenAIAPI(ModelAPI):
                     "name": c["name"], "arguments": c["arguments"] or "{}"}}
                     for _, c in sorted(calls.items())] if not cut else []}}],
         }
-        if cut:  # what it may have billed: the whole reservation
+        if cut or dropped:  # what it may have billed: the reservation, or what came
             completion["usage"] = {"prompt_tokens": None, "completion_tokens": None}
         elif usage is not None:
             completion["usage"] = usage
         output = self._output(completion, body)
+        if dropped:
+            # every server ends a stream with a finish_reason: one without was cut (the
+            # connection dropped), and its half answer would be scored as a whole one. What
+            # came may be billed: Model charges it (priced by its bytes) before a retry
+            error = ProviderConnectionError(
+                f"openai:{self.model_name}'s stream ended before the answer did (no "
+                f"finish_reason after {tokens} chunks of text): the connection was cut")
+            error.paid = output
+            raise error
         if cut:
             output = output.model_copy(update={"usage": output.usage.model_copy(update={
                 "output_tokens": max_tokens + CUT_SLACK}), "usage_estimated": True})

@@ -19,6 +19,7 @@ from cycle.errors import (
 from cycle.llm.base import GenerateConfig, ProviderOptions
 from cycle.llm.budget import Budget
 from cycle.llm.model import RetryPolicy
+from cycle.llm.pricing import DEFAULT_TABLE
 from cycle.llm.registry import get_model
 from cycle.records import Message
 from cycle.records.scope import CallScope
@@ -190,8 +191,12 @@ async def test_a_streamed_answer_that_is_no_stream_is_an_error_not_an_empty_answ
     assert server.requests[-1].body["stream"] is True
 
 
+#: a price for the local model, so that what it bills shows
+PRICED = DEFAULT_TABLE.with_overrides({"openai:local-model": {"input": 1.0, "output": 4.0}})
+
+
 async def test_a_stream_cut_before_its_end_is_a_connection_error_not_half_an_answer(
-        make_model, server):
+        make_model, server, recorder):
     """A compatible server whose stream stopped mid-answer (its connection dropped: no
     finish_reason, no [DONE]) had its half answer scored as a whole one (a failed case,
     not an error). It is now a connection error, retried like one."""
@@ -199,16 +204,27 @@ async def test_a_stream_cut_before_its_end_is_a_connection_error_not_half_an_ans
              "choices": [{"index": 0, "delta": {"content": "Your order A-1042 is "},
                           "finish_reason": None}]}
     cut = Fault.malformed("data: " + json.dumps(chunk) + "\n\n")
-    model = make_model("openai:local-model", budget=Budget(1.0),
-                       config=GenerateConfig(max_tokens=50))
+    budget = Budget(1.0)
+    model = make_model("openai:local-model", budget=budget, bus=recorder.bus,
+                       config=GenerateConfig(max_tokens=50), pricing=PRICED)
+    server.enqueue("Your order A-1042 is on its way.")
+    whole = await model.generate(HI, iteration=9)
     server.enqueue(cut, "Your order A-1042 is on its way.")
     out = await model.generate(HI)
-    assert out.text == "Your order A-1042 is on its way." and server.request_count == 2
+    assert out.text == "Your order A-1042 is on its way." and server.request_count == 3
+    # what came before the drop may be billed: it is charged (estimated), and the budget
+    # and the ledger carry it, not only the answer used
+    assert out.cost > whole.cost and out.cost_estimated
+    assert budget.spent == pytest.approx(whole.cost + out.cost)
     server.enqueue(cut, cut, cut)
     with pytest.raises(RetriesExhaustedError) as info:
         await model.generate(HI, iteration=1)
     assert isinstance(info.value.last, ProviderConnectionError)
     assert "stream ended before the answer did" in str(info.value.last)
+    failed = recorder.calls[-1]
+    assert failed.error is not None and failed.cost > 0 and failed.cost_estimated
+    assert budget.spent == pytest.approx(whole.cost + out.cost + failed.cost)
+    assert sum(c.cost for c in recorder.calls) == pytest.approx(budget.spent)
 
 
 async def test_openai_compatible_quirks_are_read_leniently(make_model, server):
