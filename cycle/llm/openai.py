@@ -373,7 +373,8 @@ class OpenAIAPI(ModelAPI):
             raise MalformedResponseError(
                 f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
                 f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
-        dropped = not cut and finish is None
+        # ended without a finish_reason or the usage that closes a stream: dropped
+        dropped = not cut and finish is None and usage is None
         completion: dict[str, Any] = {
             "model": model,
             "choices": [{"finish_reason": "length" if cut else finish, "message": {

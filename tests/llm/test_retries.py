@@ -227,6 +227,24 @@ async def test_a_stream_cut_before_its_end_is_a_connection_error_not_half_an_ans
     assert sum(c.cost for c in recorder.calls) == pytest.approx(budget.spent)
 
 
+async def test_a_stream_that_closes_with_its_usage_but_no_finish_reason_is_whole(
+        make_model, server):
+    # a server that leaves finish_reason out but sends the usage that closes a stream
+    # ended its answer: taken as it is, not asked again
+    text = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": {"content": "Shipped."}, "finish_reason": None}]}
+    usage = {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m",
+             "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2,
+                                      "total_tokens": 11}}
+    server.enqueue(Fault.malformed("".join(f"data: {json.dumps(c)}\n\n" for c in (text, usage))
+                                   + "data: [DONE]\n\n"))
+    model = make_model("openai:local-model", budget=Budget(1.0),
+                       config=GenerateConfig(max_tokens=50))
+    out = await model.generate(HI)
+    assert out.text == "Shipped." and out.usage.output_tokens == 2
+    assert server.request_count == 1
+
+
 async def test_openai_compatible_quirks_are_read_leniently(make_model, server):
     # some compatible servers send content as a list of text parts, or odd usage fields
     model = make_model("openai:local-model")
