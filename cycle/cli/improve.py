@@ -224,6 +224,9 @@ def improve(config: Path, headless: bool, yes: bool, review: str | None, min_pri
     from cycle.cli import load_env
     from cycle.cli.run import say_overrides
 
+    if take_over and resume is None:
+        raise click.UsageError("--take-over takes over a cycle another machine holds: it goes "
+                               "with --resume [CYCLE_ID]")
     given = {k: v for k, v in {"agent": agent_model, "judge": judge_flag(judge_models),
                                "improver": improver_model, "budget": budget,
                                "iterations": iterations, "concurrency": concurrency}.items()

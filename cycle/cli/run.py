@@ -107,6 +107,9 @@ def run(
     if dry_run and (matrix or resume or eval_file):
         raise click.UsageError("--dry-run estimates a run of cycle.yaml's prompt; it does not go "
                                "with several --agent, --prompt-version, --resume or --eval")
+    if take_over and not resume:
+        raise click.UsageError("--take-over takes over a run another machine holds: it goes "
+                               "with --resume RUN_ID")
     if matrix and (resume or eval_file):
         raise click.UsageError("several --agent or --prompt-version make a matrix, which "
                                f"cannot go with {'--resume' if resume else '--eval'}")

@@ -134,3 +134,16 @@ def test_a_stored_prompt_the_store_lacks_is_named_where_cycle_yaml_names_it(tmp_
     out = CliRunner().invoke(cli, ["run"])
     assert out.exit_code == 2
     assert "cycle.yaml:2 (prompt): unknown prompt 'nope'" in out.output
+
+
+def test_take_over_without_resume_is_refused(tmp_path, monkeypatch):
+    # it was ignored: a user meaning to take a held run over started a new one
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    for command in ("run", "improve"):
+        r = CliRunner().invoke(cli, [command, "--take-over"])
+        assert r.exit_code == 2 and "--take-over" in r.output and "--resume" in r.output, \
+            r.output
