@@ -102,7 +102,7 @@ def _show_cycle(store: Store, cycle_id: str, as_json: bool) -> None:
 
 @click.command()
 @click.argument("prompt_id", required=False)
-@click.option("--config", "config", type=click.Path(path_type=Path),
+@click.option("--config", "config", type=click.Path(exists=True, path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
 @click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_ROWS), default=20,
               show_default=True,

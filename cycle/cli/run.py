@@ -539,7 +539,7 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
 @click.command()
 @click.argument("run_a", metavar="RUN_A")
 @click.argument("run_b", metavar="RUN_B")
-@click.option("--config", "config", type=click.Path(path_type=Path),
+@click.option("--config", "config", type=click.Path(exists=True, path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--markdown", "markdown", type=click.Path(dir_okay=False, path_type=Path),

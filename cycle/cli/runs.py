@@ -110,7 +110,7 @@ def render_table(rows: list[dict[str, Any]]) -> list[str]:
 @click.option("--until", help="Only runs started before this time (same forms as --since).")
 @click.option("--cycle", "cycle_id", help="Only the runs of this improvement cycle.")
 @click.option("--no-cycles", is_flag=True, help="Leave out the runs of improvement cycles.")
-@click.option("--config", "config", type=click.Path(path_type=Path),
+@click.option("--config", "config", type=click.Path(exists=True, path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
 @click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_ROWS), default=20,
               show_default=True,
@@ -188,7 +188,7 @@ def interrupted(store: Store, run: RunRow) -> str | None:
               default=Path("reports"), show_default=True, help="Where to write the reports.")
 @click.option("--no-write", is_flag=True, help="Only show the run; write no report.")
 @click.option("--json", "as_json", is_flag=True, help="The run's summary and cases as JSON.")
-@click.option("--config", "config", type=click.Path(path_type=Path),
+@click.option("--config", "config", type=click.Path(exists=True, path_type=Path),
               help="A cycle.yaml whose store to use (default: --store, $CYCLE_STORE, ./.cycle).")
 def report(run_id: str, report_dir: Path, no_write: bool, as_json: bool,
            config: Path | None) -> None:

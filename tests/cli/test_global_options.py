@@ -147,3 +147,16 @@ def test_take_over_without_resume_is_refused(tmp_path, monkeypatch):
         r = CliRunner().invoke(cli, [command, "--take-over"])
         assert r.exit_code == 2 and "--take-over" in r.output and "--resume" in r.output, \
             r.output
+
+
+def test_a_config_that_is_not_there_is_refused_by_the_commands_that_read_its_store(tmp_path,
+                                                                                   monkeypatch):
+    # `cycle runs --config nope.yaml` listed the current folder's store as if it were asked
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    for args in (["runs"], ["cycles"], ["report", "@last"], ["compare", "a", "b"]):
+        r = CliRunner().invoke(cli, [*args, "--config", "nope.yaml"])
+        assert r.exit_code == 2 and "'nope.yaml' does not exist" in r.output, (args, r.output)
