@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from cycle.errors import ConfigError
@@ -28,12 +29,36 @@ def load_env(directory: str | Path) -> None:
     path = Path(directory) / ".env"
     if path.is_file():
         import io
+        import logging
 
-        from dotenv import dotenv_values, load_dotenv  # only then: it costs 10 ms of start-up
+        # only then: it costs 10 ms of start-up
+        from dotenv import dotenv_values
+        from dotenv.parser import parse_stream
 
         text = _read(path)
-        _refuse_key_redirect(path, dotenv_values(stream=io.StringIO(text)))
-        load_dotenv(stream=io.StringIO(text), override=False)
+        if _LOADED.get(path.resolve()) == text:
+            return  # read already by this process (the CLI, then the command)
+        # python-dotenv says of a line it cannot read "could not parse statement starting
+        # at line 2", without the file, once a parse: said here once, naming the file
+        quiet = logging.getLogger("dotenv.main")
+        was, quiet.disabled = quiet.disabled, True
+        try:
+            values = dotenv_values(stream=io.StringIO(text))
+        finally:
+            quiet.disabled = was
+        _refuse_key_redirect(path, values)
+        for binding in parse_stream(io.StringIO(text)):
+            if binding.error:
+                sys.stderr.write(f"warning: {path}:{binding.original.line}: not NAME=value, "
+                                 "skipped\n")
+        for name, value in values.items():
+            if value is not None and name not in os.environ:  # the environment's win
+                os.environ[name] = value
+        _LOADED[path.resolve()] = text
+
+
+#: each .env read, with the text it had: read once a process while it stays the same
+_LOADED: dict[Path, str] = {}
 
 
 def _read(path: Path) -> str:

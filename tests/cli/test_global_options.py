@@ -160,3 +160,23 @@ def test_a_config_that_is_not_there_is_refused_by_the_commands_that_read_its_sto
     for args in (["runs"], ["cycles"], ["report", "@last"], ["compare", "a", "b"]):
         r = CliRunner().invoke(cli, [*args, "--config", "nope.yaml"])
         assert r.exit_code == 2 and "'nope.yaml' does not exist" in r.output, (args, r.output)
+
+
+def test_a_dotenv_line_that_is_not_a_variable_is_said_once_naming_the_file(quickstart,
+                                                                           monkeypatch):
+    # python-dotenv said "could not parse statement starting at line 2", four times a
+    # command, naming no file
+    import os
+
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+
+    monkeypatch.setenv("CYCLE_TEST_GOOD", "")
+    monkeypatch.delenv("CYCLE_TEST_GOOD")  # unset, and unset again after the test
+    (quickstart / ".env").write_text("CYCLE_TEST_GOOD=1\nthis is not valid\n")
+    r = CliRunner().invoke(cli, ["run", "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("not NAME=value") == 1 and ".env:2: not NAME=value, skipped" in r.output
+    assert "python-dotenv" not in r.output
+    assert os.environ["CYCLE_TEST_GOOD"] == "1"  # the lines it can read are read
