@@ -103,8 +103,17 @@ def _configured(config: Path) -> StoreTarget | None:
 
 
 def store_target(value: str | Path) -> StoreTarget:
-    """A store named by a person: a PostgreSQL URL stays text, anything else is a path."""
-    return value if is_url(value) else Path(value)
+    """A store named by a person: a PostgreSQL URL stays text, a path is a path; a URL of
+    another kind (mysql://...) is refused, not taken as a file of that name."""
+    if is_url(value):
+        return value
+    scheme = re.match(r"([a-z][a-z0-9+.-]*)://", str(value), re.IGNORECASE)
+    if isinstance(value, str) and scheme:
+        raise StoreFormatError(
+            f"{scheme.group(1)}:// is not a store cycle can open: a store is a SQLite "
+            "file's path or a postgresql:// URL",
+            hint="Give a file's path (e.g. .cycle/cycle.db) or a postgresql:// URL.")
+    return Path(value)
 
 
 def shown_target(target: StoreTarget) -> str:
@@ -242,7 +251,7 @@ class Store:
         """
         if is_url(path):
             return cls._open_postgres(str(path), create=create)
-        p = Path(path)
+        p = Path(store_target(path))
         if p.is_dir():
             raise StoreFormatError(f"{p} is a directory, not a cycle store",
                                    hint="Give the path of the store file, e.g. .cycle/cycle.db.")

@@ -180,3 +180,19 @@ def test_a_dotenv_line_that_is_not_a_variable_is_said_once_naming_the_file(quick
     assert r.output.count("not NAME=value") == 1 and ".env:2: not NAME=value, skipped" in r.output
     assert "python-dotenv" not in r.output
     assert os.environ["CYCLE_TEST_GOOD"] == "1"  # the lines it can read are read
+
+
+def test_a_store_url_of_another_kind_is_refused_not_made_a_file(tmp_path, monkeypatch):
+    # CYCLE_STORE=mysql://x was taken as the file mysql:/x: a store nobody asked for
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CYCLE_STORE", "mysql://db.example/cycle")
+    r = CliRunner().invoke(cli, ["runs"])
+    assert r.exit_code == 2 and "mysql:// is not a store cycle can open" in r.output, r.output
+    monkeypatch.delenv("CYCLE_STORE")
+    r = CliRunner().invoke(cli, ["--store", "sqlite:///s.db", "prompt", "list"])
+    assert r.exit_code == 2 and "sqlite:// is not a store" in r.output, r.output
+    assert list(tmp_path.iterdir()) == []
