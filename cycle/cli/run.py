@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from cycle.assemble import LoadedConfig
     from cycle.assemble.estimate import Estimate
     from cycle.assemble.evalfile import EvalOptions
-    from cycle.cases import TestCase
+    from cycle.cases import CaseList, TestCase
     from cycle.records import Prompt, RunResult
     from cycle.store import Store
 
@@ -363,6 +363,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
                 _same_version(store, resume, suite.prompt.id if suite.prompt else None,
                               suite.version, loaded)
                 _same_judging(store, resume, suite.meta()["config"], loaded)
+                _same_cases(store, resume, suite.cases, loaded)
             runner = suite.runner(store=store, bus=bus)
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
@@ -423,6 +424,34 @@ def _same_judging(store: Store, run_id: str, config: dict[str, Any],
             f"run {run_id} was judged with other {' and '.join(changed)} than {loaded.path} "
             "gives now: resuming it would judge its cases two ways", field="--resume",
             hint=f"Put {' and '.join(changed)} back as before and resume, or start a new run.")
+
+
+def _same_cases(store: Store, run_id: str, cases: CaseList, loaded: LoadedConfig) -> None:
+    """A run resumes on the cases it started with: a case whose input or expected output
+    was edited in between had its first iterations of the old case and the rest of the new
+    (one figure of two cases)."""
+    import json
+
+    from cycle.errors import ConfigError
+
+    expected = {k: v.get("expected") for k, v in
+                ((store.runs.require(run_id).config or {}).get("case_info") or {}).items()}
+    at = {case_id: i for i, case_id in enumerate(cases.ids)}  # unpacked one at a time
+    for case_id, stored in store.runs.judged_inputs(run_id):
+        if case_id not in at:
+            continue  # left out of this resume (--case, --tag): nothing of it is run
+        case = cases[at[case_id]]
+        now = json.loads(json.dumps(case.input, ensure_ascii=False, default=str))
+        was = json.loads(stored) if stored else None
+        edited = ("input" if was is not None and was != now else
+                  "expected" if case_id in expected and expected[case_id] != case.expected
+                  else None)
+        if edited:
+            raise ConfigError(
+                f"case '{case_id}' of run {run_id} has another {edited} than when the run "
+                "judged it: resuming would put two versions of the case in one run",
+                field="--resume", hint=f"Put case '{case_id}' back as it was and resume, or "
+                f"start a new run ({loaded.path}).")
 
 
 def _as_stored(stored: Any, now: Any) -> bool:

@@ -353,6 +353,13 @@ class RunLog:
             out.setdefault(criterion, []).append((int(n), float(total), float(squares)))
         return out
 
+    def judged_inputs(self, run_id: str) -> Iterator[tuple[str, str | None]]:
+        """(case id, its input as stored) of each case a run judged (or errored) once or
+        more: what a resume compares the cases it is given with."""
+        return self.store.db.execute(
+            "SELECT case_id, min(input) FROM results WHERE run_id = ? GROUP BY case_id",
+            (run_id,))
+
     def paid(self, run_id: str) -> dict[str, float]:
         """Dollars a run's calls were billed, per role (cache hits cost nothing): what a
         resumed run has already spent of its cap."""

@@ -360,6 +360,14 @@ def test_a_run_resumes_only_on_the_prompt_version_and_judging_it_started_with(tm
     assert (f"run {run_id} was judged with other pass_threshold than {cfg} gives now"
             in refused.output)
     Path(cfg).write_text(config)
+    # and with the cases: a judged case edited in between would be two cases in one run
+    cases = tmp_path / "cases" / "all.yaml"
+    cases.write_text(CASES.replace("Where is my parcel?", "Where is my order?"))
+    refused = invoke(tmp_path, "run", cfg, "--resume", run_id, "--no-reports")
+    assert refused.exit_code == 2, refused.output
+    assert (f"case 'late' of run {run_id} has another input than when the run judged it"
+            in refused.output)
+    cases.write_text(CASES)
     resumed = invoke(tmp_path, "run", cfg, "--resume", run_id, "--no-reports", "--json")
     assert resumed.exit_code in (0, 1), resumed.output
     assert json.loads(resumed.output)["version"] == "1.0.0"
