@@ -334,7 +334,19 @@ class CycleConfig(BaseModel):
     @classmethod
     def _structured_only_for_openai(cls, providers: dict[str, ProviderSettings]
                                     ) -> dict[str, ProviderSettings]:
+        from cycle.llm.providers import is_provider
+        from cycle.llm.providers import providers as known
+
         for name, settings in providers.items():
+            if not is_provider(name):
+                # a misspelt name (opnai) was ignored: its base_url with it, so the calls
+                # meant for a local server went to the provider's own, paid
+                import difflib
+
+                close = difflib.get_close_matches(name, known(), n=1)
+                raise ValueError(f"providers.{name}: there is no provider '{name}'"
+                                 + (f"; did you mean '{close[0]}'?" if close else "")
+                                 + f" (providers: {', '.join(known())})")
             if settings.structured != "auto" and name != "openai":
                 raise ValueError(f"providers.{name}.structured: only OpenAI-compatible servers "
                                  f"(providers.openai) take it; {name} has one form")

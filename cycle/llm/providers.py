@@ -67,6 +67,15 @@ def providers(*, internal: bool = False) -> list[str]:
     return sorted(p for p in _PROVIDERS if internal or p not in INTERNAL)
 
 
+def is_provider(name: str) -> bool:
+    """Whether a provider is registered as ``name`` (the installed packages' read only when
+    it is none of cycle's own)."""
+    if name in _PROVIDERS:
+        return True
+    _read_entry_points()
+    return name in _PROVIDERS
+
+
 def parse_model_name(name: str) -> tuple[str, str]:
     """Split ``"provider:model"``; a clear error for any other form."""
     provider, sep, model = name.partition(":")

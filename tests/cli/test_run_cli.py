@@ -605,3 +605,14 @@ def test_an_http_agent_header_reading_an_unset_variable_is_refused_before_any_ca
     assert "cycle.yaml:7 (agent.headers.Authorization)" in r.output
     assert "reads ${AGENT_TOKEN}, which is not set" in r.output and "Set AGENT_TOKEN" in r.output
     assert not (tmp_path / "reports").exists()
+
+
+def test_a_misspelt_provider_is_refused_not_ignored(tmp_path):
+    # providers: {opnai: {base_url: ...}} was ignored with its base_url: the calls meant
+    # for a local server would have gone to OpenAI's own, paid
+    cfg = project(tmp_path, CHECK, "providers:\n  opnai: {base_url: 'http://localhost:8080/v1'}\n")
+    r = invoke(tmp_path, "run", cfg)
+    assert r.exit_code == 2, r.output
+    assert "cycle.yaml:5 (providers): providers.opnai: there is no provider 'opnai'; did you " \
+           "mean 'openai'?" in r.output
+    assert not (tmp_path / "store.db").exists()
