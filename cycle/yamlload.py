@@ -126,7 +126,7 @@ def parse_yaml(text: str, file: str) -> LoadedYaml:
             finally:
                 loader.dispose()
         except yaml.YAMLError as e:
-            raise _syntax_error(e, file) from e
+            raise _syntax_error(e, file, text) from e
         lines: dict[Path_, int] = {}
         if node is not None:
             _record_lines(node, (), lines, file)
@@ -179,15 +179,16 @@ def iter_items(text: str, file: str, key: str | None = None
                 return None
             start = loader.get_event()
         except yaml.YAMLError as e:
-            raise _syntax_error(e, file) from e
+            raise _syntax_error(e, file, text) from e
     except BaseException:
         loader.dispose()
         raise
-    return _items(loader, file, prefix, start.start_mark.line + 1, aliases="*" in text)
+    return _items(loader, file, prefix, start.start_mark.line + 1, text)
 
 
-def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliases: bool
+def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, text: str
            ) -> Iterator[tuple[Path_, LoadedYaml]]:
+    aliases = "*" in text
     events = yaml.events
     try:
         index = 0
@@ -212,7 +213,7 @@ def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliase
                     _bounded(node, file)
                 data = loader.construct_document(node)
             except yaml.YAMLError as e:
-                raise _syntax_error(e, file) from e
+                raise _syntax_error(e, file, text) from e
             except RecursionError:
                 raise too_deep(file, "YAML") from None
             at = prefix + (index,)
@@ -232,11 +233,18 @@ def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliase
         loader.dispose()
 
 
-def _syntax_error(e: yaml.YAMLError, file: str) -> ConfigError:
+def _syntax_error(e: yaml.YAMLError, file: str, text: str | None = None) -> ConfigError:
     if isinstance(e, yaml.MarkedYAMLError):
         mark = e.problem_mark or e.context_mark
         return ConfigError(f"not valid YAML: {e.problem or e}", file=file,
                            line=(mark.line + 1) if mark else None)
+    if isinstance(e, yaml.reader.ReaderError) and text is not None:
+        # a character YAML does not allow (a NUL, a control character): said at its line,
+        # not at "position 1715" of "<unicode string>"
+        shown = f"U+{e.character:04X}" if isinstance(e.character, int) else repr(e.character)
+        return ConfigError(f"not valid YAML: {e.reason} ({shown})", file=file,
+                           line=text.count("\n", 0, e.position) + 1,
+                           hint="Remove the character (or write it escaped in a quoted string).")
     return ConfigError(f"not valid YAML: {e}", file=file)
 
 

@@ -172,6 +172,10 @@ def _mutate(tmp_path, name: str) -> None:
     text = cfg.read_text()
     if name == "yaml_syntax":
         cfg.write_text(text + "run: {iterations: [3}\n")
+    elif name == "yaml_control_character":
+        cfg.write_text(text + "run: {iterations: 1}\n\x00\n")
+    elif name == "case_control_character":
+        (tmp_path / "cases" / "all.yaml").write_text(CASES.replace("Where is", "Where\x01 is"))
     elif name == "unknown_key":
         cfg.write_text(text + "pass_treshold: 80\n")
     elif name == "wrong_type":
@@ -225,6 +229,9 @@ def _mutate(tmp_path, name: str) -> None:
 BAD_INPUTS = {
     # mutation: (file:line (field) in the message, a word of the fix)
     "yaml_syntax": ("cycle.yaml:5", "not valid YAML"),
+    # a NUL or a control character was said at "position 1715" of "<unicode string>"
+    "yaml_control_character": ("cycle.yaml:6", "control characters are not allowed (U+0000)"),
+    "case_control_character": ("all.yaml:4", "control characters are not allowed (U+0001)"),
     "unknown_key": ("cycle.yaml:5 (pass_treshold)", "Did you mean 'pass_threshold'"),
     "wrong_type": ("cycle.yaml:6 (run.iterations)", "Times each case is run"),
     "duplicate_case": ("more.yaml:1 (id)", "duplicate case id 'late'"),
