@@ -153,8 +153,6 @@ class ProviderConnectionError(ModelError):
     #: what came back before the connection dropped (a ModelOutput of what was streamed):
     #: the provider may bill it, so the budget and the ledger charge it, estimated
     paid: Any = None
-    #: its cost in USD, once Model priced it
-    cost: float = 0.0
 
 
 class MalformedResponseError(ModelError):

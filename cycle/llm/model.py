@@ -593,16 +593,26 @@ class Model:
             else:
                 output = await self.api.generate(messages, tools, config)
         except BaseException as e:
+            charged = 0.0
             paid = e.paid if isinstance(e, ProviderConnectionError) else None
             if paid is not None:  # a dropped answer may be billed: charged, then raised
-                e.cost = self._priced(paid, messages, tools, config, share).usd
-                if self.budget is not None:
-                    self.budget.settle(held, e.cost, role, estimated=True)
-            elif self.budget is not None:
-                self.budget.release(held)
+                charged = self._priced(paid, messages, tools, config, share).usd
+            elif held and isinstance(e, TimeoutError | asyncio.CancelledError):
+                # cut off by cycle once sent (its timeout, a case's, Ctrl-C): the provider
+                # may bill what it generated, up to the reservation, so under a cap the
+                # reservation is spent (estimated), never handed back to other calls
+                charged = held
+            if self.budget is not None:
+                if paid is not None or charged:
+                    self.budget.settle(held, charged, role, estimated=True)
+                else:
+                    self.budget.release(held)
             if isinstance(e, TimeoutError):
-                raise ProviderConnectionError(
-                    f"{self.name} did not answer within {config.timeout} s") from e
+                error = ProviderConnectionError(
+                    f"{self.name} did not answer within {config.timeout} s")
+                error.charged = charged
+                raise error from e
+            e.charged = charged  # type: ignore[attr-defined]  # the ledger reads it
             raise
         if self._secrets:  # a proxy or a model may echo the key: never keep it
             output = without_secrets(output, self._secrets)
@@ -741,8 +751,9 @@ class Model:
 
 
 def _charged(error: BaseException) -> float:
-    """What a failed attempt was charged: a dropped answer's cost, else nothing."""
-    return error.cost if isinstance(error, ProviderConnectionError) else 0.0
+    """What a failed attempt was charged (``Model._send``): a dropped answer's cost, an
+    abandoned call's reservation under a cap; else nothing."""
+    return float(getattr(error, "charged", 0.0))
 
 
 def _what(error: BaseException) -> str:

@@ -79,3 +79,48 @@ async def test_under_a_budget_a_compatible_servers_answer_is_streamed_whole(make
     unbudgeted = make_model(MODEL, config=GenerateConfig(max_tokens=200))
     await unbudgeted.generate([Message.user("where?")], iteration=1)
     assert "stream" not in server.requests[-1].body  # no cap, nothing to guard: not streamed
+
+
+class _Held(Budget):
+    """A budget that keeps what each call reserved."""
+
+    def __init__(self, limit: float) -> None:
+        super().__init__(limit)
+        self.held: list[float] = []
+
+    async def reserve(self, worst: float) -> float:
+        held = await super().reserve(worst)
+        self.held.append(held)
+        return held
+
+
+async def test_a_call_cut_off_by_its_timeout_is_charged_its_reservation(make_model, server,
+                                                                         recorder):
+    """The provider may bill what it generated after cycle stopped waiting: under a cap a
+    timed-out call was handed its reservation back, and the spend could pass the cap."""
+    from cycle.errors import RetriesExhaustedError
+
+    server.latency = 0.5
+    budget = _Held(1.0)
+    model = make_model(MODEL, budget=budget, bus=recorder.bus,
+                       config=GenerateConfig(max_tokens=64, timeout=0.05))
+    with pytest.raises(RetriesExhaustedError, match="did not answer within 0.05 s"):
+        await model.generate([Message.user("Where is my order?")])
+    assert len(budget.held) == 3 and budget.spent == pytest.approx(sum(budget.held))
+    assert budget.estimated and budget.reserved == 0
+    failed = recorder.calls[-1]
+    assert failed.error and failed.cost == pytest.approx(budget.spent) and failed.cost_estimated
+
+
+async def test_a_call_cancelled_once_sent_is_charged_its_reservation(make_model, server):
+    """A case's timeout or a Ctrl-C cancels the calls in flight: the same holds."""
+    server.latency = 0.5
+    budget = _Held(1.0)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=64))
+    call = asyncio.create_task(model.generate([Message.user("Where is my order?")]))
+    while server.request_count == 0:  # sent
+        await asyncio.sleep(0.01)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert budget.spent == pytest.approx(budget.held[0]) and budget.reserved == 0
