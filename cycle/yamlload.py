@@ -160,7 +160,10 @@ def iter_items(text: str, file: str, key: str | None = None
     ``at(path)`` is the item and whose lines are the item's, under their full paths). None when the document has another shape (the caller parses it whole,
     and says what is wrong with it); a syntax error is a ConfigError with its line."""
     events = yaml.events
-    loader = _ItemComposer(text)
+    try:
+        loader = _ItemComposer(text)  # (a character YAML refuses is found here)
+    except yaml.YAMLError as e:
+        raise _syntax_error(e, file, text) from e
     try:
         try:
             loader.get_event()  # stream start
@@ -183,12 +186,13 @@ def iter_items(text: str, file: str, key: str | None = None
     except BaseException:
         loader.dispose()
         raise
-    return _items(loader, file, prefix, start.start_mark.line + 1, text)
+    return _items(loader, file, prefix, start.start_mark.line + 1, aliases="*" in text)
 
 
-def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, text: str
+def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliases: bool
            ) -> Iterator[tuple[Path_, LoadedYaml]]:
-    aliases = "*" in text
+    # (not the text: the loader has its own copy, and a second held while the items are
+    # read adds the file's size to the peak; a character YAML refuses is found before)
     events = yaml.events
     try:
         index = 0
@@ -213,7 +217,7 @@ def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, text: str
                     _bounded(node, file)
                 data = loader.construct_document(node)
             except yaml.YAMLError as e:
-                raise _syntax_error(e, file, text) from e
+                raise _syntax_error(e, file) from e
             except RecursionError:
                 raise too_deep(file, "YAML") from None
             at = prefix + (index,)
