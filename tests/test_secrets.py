@@ -271,3 +271,18 @@ def test_a_dotenv_cycle_cannot_read_is_named_with_its_line(tmp_path, monkeypatch
         (tmp_path / ".env").write_bytes(content)
         r = CliRunner().invoke(cli, ["models"])
         assert r.exit_code == 2 and says in r.output, r.output
+
+
+def test_doctor_names_the_endpoint_without_the_credentials_in_its_url(tmp_path):
+    """`cycle doctor` printed the base URL as it was given, password and ?api-key= with
+    it, in its text and in --json (found by running every command with a base_url of
+    http://user:password@host and grepping the output)."""
+    with LoopbackServer() as srv:
+        cfg = _project(tmp_path, srv.openai_base_url.replace("http://", "http://bob:Hunter2Secret@")
+                       + "?api-key=QuerySecret99")
+        shown = [CliRunner().invoke(cli, ["doctor", str(cfg), *args]) for args in ([], ["--json"])]
+    assert all(r.exit_code in (0, 1) for r in shown), shown[0].output
+    assert f"127.0.0.1:{srv.port}/v1?api-key=***" in shown[0].output
+    assert json.loads(shown[1].output)["endpoint"].endswith("/v1?api-key=***")
+    for secret in ("Hunter2Secret", "QuerySecret99"):
+        assert all(secret not in r.output for r in shown)
