@@ -3,6 +3,7 @@ the event log or an error message, even when the provider echoes them back."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import textwrap
@@ -227,7 +228,9 @@ def test_a_safe_url_keeps_the_host_and_drops_the_credentials():
 
     url = "https://bob:pw-123456@gw.example:8443/v1?api-key=k-999999&region=eu"
     assert safe_url(url) == "https://gw.example:8443/v1?api-key=***&region=eu"
-    assert set(url_secrets(url)) == {"pw-123456", "k-999999"}
+    # the user and password as an HTTP client sends them (Basic auth) are masked too
+    basic = base64.b64encode(b"bob:pw-123456").decode()
+    assert set(url_secrets(url)) == {"pw-123456", "k-999999", basic}
     assert safe_url("http://localhost:11434/v1") == "http://localhost:11434/v1"
 
 
@@ -286,3 +289,30 @@ def test_doctor_names_the_endpoint_without_the_credentials_in_its_url(tmp_path):
     assert json.loads(shown[1].output)["endpoint"].endswith("/v1?api-key=***")
     for secret in ("Hunter2Secret", "QuerySecret99"):
         assert all(secret not in r.output for r in shown)
+
+
+def test_credentials_in_cycle_yamls_base_url_are_not_stored_nor_echoed_as_basic_auth(tmp_path):
+    """A ``providers.openai.base_url`` of ``http://user:password@host`` was stored whole in
+    every run's config (the store, and any copy of it), and the password went back out
+    base64-encoded in the ``Authorization: Basic`` header the HTTP client made of it: a
+    server echoing its request headers had it stored, cached and reported (found by
+    grepping the store and the cache for the password, plain and base64)."""
+    basic = base64.b64encode(b"alice:Hunter2Secret").decode()
+
+    def echoing(request):
+        return _responder(request) if request.schema_name else Reply(
+            text=f"you came from {request.headers}")
+
+    with LoopbackServer(responder=echoing) as srv:
+        url = srv.openai_base_url.replace("http://", "http://alice:Hunter2Secret@")
+        cfg = _project(tmp_path, url)
+        ran = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        sent = {x.headers.get("authorization") for x in srv.requests}
+    assert ran.exit_code in (0, 1), ran.output
+    assert sent == {f"Basic {basic}"}  # what a server saw, and could echo
+    cfg.unlink()  # it holds the URL as the user wrote it
+    written = _every_byte_written(tmp_path)
+    assert f"127.0.0.1:{srv.port}/v1".encode() in written  # the host is kept
+    for secret in ("Hunter2Secret", basic):
+        assert secret not in ran.output and secret.encode() not in written
+

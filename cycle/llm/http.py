@@ -74,6 +74,12 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
     try:
         parts = urlsplit(url)
         found = [parts.password or "", parts.username or ""]
+        if parts.password:  # as HTTP clients send them: Authorization: Basic base64(user:pass)
+            from base64 import b64encode
+            from urllib.parse import unquote
+
+            found.append(b64encode(f"{unquote(parts.username or '')}:{unquote(parts.password)}"
+                                   .encode()).decode())
         found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
                   if _SECRET_PARAM.search(k)]
     except ValueError:
