@@ -316,3 +316,26 @@ def test_credentials_in_cycle_yamls_base_url_are_not_stored_nor_echoed_as_basic_
     for secret in ("Hunter2Secret", basic):
         assert secret not in ran.output and secret.encode() not in written
 
+
+def test_credentials_in_an_http_agents_url_are_not_stored_shown_or_exported(tmp_path, monkeypatch):
+    """``agent: {http: 'http://user:password@host/chat?token=...'}`` had the URL, password
+    and token with it, stored as the run's agent model and in each trace, printed by
+    ``cycle run``, ``runs`` and ``report``, and exported as the OpenTelemetry span names
+    (found by running those commands against such an agent and grepping every output)."""
+    from cycle.testing.endpoint import AgentEndpoint
+
+    monkeypatch.chdir(tmp_path)
+    with AgentEndpoint(lambda body: {"response": "4"}) as endpoint:
+        url = endpoint.url.replace("http://", "http://alice:Hunter2Secret@") + "?token=QuerySecret99"
+        cfg = _project(tmp_path, "http://unused")
+        cfg.write_text(cfg.read_text().replace("agent: openai:gpt-4o-mini", f"agent: {{http: '{url}'}}"))
+        shown = [CliRunner().invoke(cli, args) for args in (
+            ["run", str(cfg)], ["runs", "--json"], ["runs", "show", "@last"], ["report", "@last"],
+            ["export", "otel", "@last", "--out", str(tmp_path / "otel.json")])]
+        assert endpoint.request_count >= 2, shown[0].output
+    cfg.unlink()  # it holds the URL as the user wrote it
+    assert all(r.exit_code in (0, 1, 3) for r in shown), [r.output for r in shown]
+    written = _every_byte_written(tmp_path)
+    assert f"127.0.0.1:{endpoint.port}/chat?token=***".encode() in written
+    for secret in ("Hunter2Secret", "QuerySecret99"):
+        assert all(secret not in r.output for r in shown) and secret.encode() not in written
