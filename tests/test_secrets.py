@@ -339,3 +339,32 @@ def test_credentials_in_an_http_agents_url_are_not_stored_shown_or_exported(tmp_
     assert f"127.0.0.1:{endpoint.port}/chat?token=***".encode() in written
     for secret in ("Hunter2Secret", "QuerySecret99"):
         assert all(secret not in r.output for r in shown) and secret.encode() not in written
+
+
+def test_a_python_agent_saying_the_environments_keys_has_them_masked(tmp_path, monkeypatch):
+    """A Python function agent whose answer, or exception, held a key of the environment
+    (OPENAI_API_KEY from .env, an AGENT_TOKEN of its own) had it stored and reported:
+    ``agent python:... raised RuntimeError: bad key sk-...`` (found by running a function
+    agent that quotes os.environ and grepping the store and the reports)."""
+    token = "agent-token-0123456789"
+    monkeypatch.setenv("AGENT_TOKEN", token)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "leaky_agent.py").write_text(textwrap.dedent("""\
+        import os
+
+        def answer(case_input):
+            if case_input["question"].startswith("What is 2"):
+                return f"4 (as {os.environ['OPENAI_API_KEY']})"
+            raise RuntimeError(f"upstream refused {os.environ['AGENT_TOKEN']}")
+    """))
+    with LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace(
+            "agent: openai:gpt-4o-mini", "agent: {function: 'leaky_agent:answer'}"))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+    assert r.exit_code in (0, 1, 3), r.output
+    (tmp_path / "leaky_agent.py").unlink()
+    written = _every_byte_written(tmp_path)
+    for secret in (SECRET, token):
+        assert secret not in r.output and secret.encode() not in written
+    assert b"4 (as ***)" in written and b"upstream refused ***" in written

@@ -27,7 +27,7 @@ from cycle.aio import in_thread
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig
-from cycle.llm.http import maskable, safe_url, scrub, url_secrets
+from cycle.llm.http import environment_secrets, maskable, safe_url, scrub, url_secrets
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.prompts.examples import example_turn, shown_examples
@@ -291,6 +291,9 @@ class CallableAgent(TurnAgent):
             raise ConfigError(f"agent function {self.name} is not callable", field="agent.function")
         self.function = function
         self.offline = False
+        #: the keys and tokens of the environment: the function may say them (in its
+        #: answer, its exception) as cycle never does; they are masked before kept
+        self._secrets = environment_secrets()
         #: the declared tools a direct call of the agent's reaches by import path
         self._intercept = interceptable(self.tools)
         self._is_async = inspect.iscoroutinefunction(function)
@@ -336,10 +339,11 @@ class CallableAgent(TurnAgent):
         except (EvalError, asyncio.CancelledError):
             raise  # an unmocked tool among them: the iteration's error says how to mock it
         except Exception as e:
-            raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: {e}") from e
+            raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: "
+                            f"{scrub(str(e), self._secrets)}") from e
         if handed is not None and handed.fatal is not None:
             raise handed.fatal  # the agent caught it: it is still the iteration's error
-        return record_answer(it, answer, source=self.name, began=began,
+        return record_answer(it, scrub(answer, self._secrets), source=self.name, began=began,
                              made=handed.calls[calls:] if handed else (),
                              events=handed.events[events:] if handed else ())
 

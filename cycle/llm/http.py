@@ -118,6 +118,25 @@ def maskable(values: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(v for v in values if v and len(v) >= MIN_SECRET)
 
 
+#: environment variables whose values are credentials (OPENAI_API_KEY, MY_TOKEN, ...)
+_SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+
+
+def environment_secrets() -> tuple[str, ...]:
+    """The credentials the environment (and so .env) holds, to mask in what code cycle did
+    not write may say (a Python agent's answer or exception): the values of variables
+    named like a key, token, secret or password, and those inside a URL's credentials."""
+    import os
+
+    found: list[str] = []
+    for name, value in os.environ.items():
+        if _SECRET_VARIABLE.search(name):
+            found.append(value)
+        elif value.startswith(("http://", "https://")):
+            found.extend(url_secrets(value))
+    return maskable(found)
+
+
 def scrub(value: Any, secrets: tuple[str, ...]) -> Any:
     """``value`` (a text, or JSON-like data: dicts, lists, strings) with every secret (from
     ``maskable``) replaced by ``***``; what holds no secret is returned as it is, not
