@@ -368,3 +368,26 @@ def test_a_python_agent_saying_the_environments_keys_has_them_masked(tmp_path, m
     for secret in (SECRET, token):
         assert secret not in r.output and secret.encode() not in written
     assert b"4 (as ***)" in written and b"upstream refused ***" in written
+
+
+def test_debug_tracebacks_do_not_show_the_key_a_provider_quoted(tmp_path):
+    """``--debug`` printed the traceback with its causes: the openai SDK's error a
+    ProviderError is raised from carries the body unredacted, so an improver answering
+    401 "Incorrect API key provided: KEY" had the key on the terminal (found by running
+    ``cycle --debug improve`` against a server quoting the Authorization header)."""
+    plain = "PlainKey0123456789abcdefXYZ"  # no key shape: masked as the environment's key
+
+    def refusing(request):
+        if request.schema_name == "cycle_improver":
+            key = _echoed_key(request)
+            return Fault.status(401, message=f"Incorrect API key provided: {key}")
+        return _responder(request)
+
+    with LoopbackServer(responder=refusing) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        (tmp_path / ".env").write_text(f"OPENAI_API_KEY={plain}\n")
+        r = CliRunner().invoke(cli, ["--debug", "improve", str(cfg), "--headless", "--yes"])
+        assert {x.headers.get("authorization") for x in srv.requests} == {f"Bearer {plain}"}
+    assert r.exit_code == 2 and "Traceback" in r.output, r.output
+    assert "openai.AuthenticationError" in r.output  # the cause is still shown
+    assert plain not in r.output
