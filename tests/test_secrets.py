@@ -391,3 +391,21 @@ def test_debug_tracebacks_do_not_show_the_key_a_provider_quoted(tmp_path):
     assert r.exit_code == 2 and "Traceback" in r.output, r.output
     assert "openai.AuthenticationError" in r.output  # the cause is still shown
     assert plain not in r.output
+
+
+def test_an_otel_collector_url_with_credentials_is_not_shown(tmp_path, monkeypatch, caplog):
+    """``cycle export otel --endpoint http://user:password@host/...?token=...`` named the
+    URL whole in its error, and the exporter's log line (requests' error) quoted its
+    ?token= (found by exporting to a collector that is not there and grepping stderr)."""
+    with LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        assert CliRunner().invoke(cli, ["run", str(cfg)]).exit_code in (0, 1)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, [
+        "export", "otel", "@last", "--timeout", "2",
+        "--endpoint", "http://alice:Hunter2Secret@127.0.0.1:9/v1/traces?token=QuerySecret99"])
+    assert r.exit_code == 2 and "the collector at http://127.0.0.1:9/v1/traces?token=***" in r.output
+    logged = caplog.text
+    assert "127.0.0.1" in logged  # the exporter's own line is kept, masked
+    for secret in ("Hunter2Secret", "QuerySecret99"):
+        assert secret not in r.output and secret not in logged
