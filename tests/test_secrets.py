@@ -409,3 +409,49 @@ def test_an_otel_collector_url_with_credentials_is_not_shown(tmp_path, monkeypat
     assert "127.0.0.1" in logged  # the exporter's own line is kept, masked
     for secret in ("Hunter2Secret", "QuerySecret99"):
         assert secret not in r.output and secret not in logged
+
+
+def test_a_mock_tool_function_saying_the_environments_keys_has_them_masked(tmp_path, monkeypatch):
+    """A tool's mock function that returned a key of the environment had it sent to the
+    model and stored in the trace; one that raised with it, in the iteration's error
+    (found with a mock function quoting os.environ, grepping the store)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "leaky_tools.py").write_text(textwrap.dedent("""\
+        import os
+
+        def lookup(arguments, ctx):
+            if ctx.case_id == "one":
+                return {"found": f"using {os.environ['OPENAI_API_KEY']}"}
+            raise PermissionError(f"denied for {os.environ['OPENAI_API_KEY']}")
+    """))
+
+    def calling(request):
+        if request.schema_name:
+            return _responder(request)
+        if any(m.get("role") == "tool" for m in request.messages):
+            return Reply(text=f"done: {request.messages[-1].get('content')}")
+        return Reply(tool_calls=(("lookup", {}),))
+
+    with LoopbackServer(responder=calling) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        prompt = tmp_path / "prompts" / "p.yaml"
+        prompt.write_text(prompt.read_text() + textwrap.dedent("""\
+            tools:
+              - name: lookup
+                description: Look it up.
+                parameters: {type: object, properties: {}}
+        """))
+        cfg.write_text(cfg.read_text() + textwrap.dedent("""\
+            tools:
+              mocks:
+                lookup: {function: 'leaky_tools:lookup'}
+        """))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        told = " ".join(str(m.get("content")) for x in srv.requests for m in x.messages
+                        if m.get("role") == "tool")
+    assert r.exit_code == 3, r.output  # case two's mock function raised: its error
+    assert "using ***" in told and SECRET not in told
+    (tmp_path / "leaky_tools.py").unlink()
+    written = _every_byte_written(tmp_path)
+    assert SECRET.encode() not in written and SECRET not in r.output
+    assert b"denied for ***" in written
