@@ -455,3 +455,26 @@ def test_a_mock_tool_function_saying_the_environments_keys_has_them_masked(tmp_p
     written = _every_byte_written(tmp_path)
     assert SECRET.encode() not in written and SECRET not in r.output
     assert b"denied for ***" in written
+
+
+def test_an_http_agent_echoing_its_token_with_json_escapes_is_masked(tmp_path, monkeypatch):
+    """The endpoint's body was masked as text only: a JSON answer spelling the token with
+    escapes (``"\\u0061gent-token-..."``, as some encoders write it) held no token as
+    text, and had it once parsed, stored and reported (found by echoing the header back
+    JSON-escaped)."""
+    from cycle.testing.endpoint import AgentEndpoint
+
+    token = "agent-token-0123456789"
+    monkeypatch.setenv("AGENT_TOKEN", token)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in token)
+    with AgentEndpoint(lambda body: (200, f'{{"response": "hi, you sent {escaped}"}}')) as endpoint, \
+            LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace(
+            "agent: openai:gpt-4o-mini",
+            f"agent: {{http: '{endpoint.url}', headers: {{Authorization: 'Bearer ${{AGENT_TOKEN}}'}}}}"))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+    assert r.exit_code == 1, r.output
+    written = _every_byte_written(tmp_path)
+    assert token.encode() not in written and token not in r.output
+    assert b"hi, you sent ***" in written

@@ -453,7 +453,8 @@ class HttpAgent(TurnAgent):
                 f"agent endpoint {self.name} answered HTTP {response.status_code}: {text[:200]}"
             )
         try:
-            return json.loads(text)
+            # and once parsed: JSON may spell the token with escapes ("\u0074ok-...")
+            return scrub(json.loads(text), self._secrets)
         except ValueError as e:
             raise EvalError(f"agent endpoint {self.name} did not answer JSON: {text[:200]!r}") from e
 
