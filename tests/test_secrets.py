@@ -478,3 +478,14 @@ def test_an_http_agent_echoing_its_token_with_json_escapes_is_masked(tmp_path, m
     written = _every_byte_written(tmp_path)
     assert token.encode() not in written and token not in r.output
     assert b"hi, you sent ***" in written
+
+
+def test_init_refuses_a_server_url_with_credentials(tmp_path):
+    """``cycle init --provider http://user:password@host/v1`` wrote the password into
+    cycle.yaml, a file committed with the project (found by grepping what init wrote)."""
+    r = CliRunner().invoke(cli, ["init", str(tmp_path / "p"), "--provider",
+                                 "http://bob:Hunter2Secret@gw.example/v1?api-key=QuerySecret99"])
+    assert r.exit_code == 2 and "OPENAI_BASE_URL" in r.output, r.output
+    assert "gw.example/v1?api-key=***" in r.output
+    assert "Hunter2Secret" not in r.output and "QuerySecret99" not in r.output
+    assert not (tmp_path / "p" / "cycle.yaml").exists()
