@@ -489,3 +489,31 @@ def test_init_refuses_a_server_url_with_credentials(tmp_path):
     assert "gw.example/v1?api-key=***" in r.output
     assert "Hunter2Secret" not in r.output and "QuerySecret99" not in r.output
     assert not (tmp_path / "p" / "cycle.yaml").exists()
+
+
+def test_a_key_echoed_url_encoded_or_base64_is_masked(tmp_path, monkeypatch):
+    """A server echoing the key URL-encoded (``sk-a%2Fb%2B...``, as in a query string it
+    logs) or base64-encoded (as in an ``Authorization: Basic`` it builds) had it stored,
+    cached and reported: only the key as sent was masked (found by grepping the store for
+    the key's encodings)."""
+    from urllib.parse import quote, urlencode
+
+    key = "sk-test/Plus+Slash=0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+
+    def encoding(request):
+        if request.schema_name:
+            return _responder(request)
+        sent = _echoed_key(request)
+        b64 = base64.b64encode(f"{sent}:more".encode()).decode()
+        return Reply(text=f"4 {quote(sent)} {urlencode({'k': sent})} {b64}")
+
+    with LoopbackServer(responder=encoding) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        assert {x.headers.get("authorization") for x in srv.requests} == {f"Bearer {key}"}
+    assert r.exit_code == 1, r.output
+    written = _every_byte_written(tmp_path)
+    for form in (key, quote(key), quote(key, safe=""), base64.b64encode(key.encode()).decode()[:24]):
+        assert form.encode() not in written and form not in r.output, form
+    assert b"4 *** k=***" in written

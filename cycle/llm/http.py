@@ -114,8 +114,20 @@ MIN_SECRET = 8
 
 
 def maskable(values: Iterable[str | None]) -> tuple[str, ...]:
-    """The secrets among ``values`` long enough to mask (see ``scrub``)."""
-    return tuple(v for v in values if v and len(v) >= MIN_SECRET)
+    """The secrets among ``values`` long enough to mask (see ``scrub``), each also as a
+    server echoing it may spell it: URL-encoded, and base64 (of its whole 3-byte groups:
+    what every base64 text that starts with the secret starts with)."""
+    from base64 import b64encode
+    from urllib.parse import quote, quote_plus
+
+    found: dict[str, None] = {}
+    for v in values:
+        if v and len(v) >= MIN_SECRET:
+            raw = v.encode()
+            for form in (v, quote(v), quote(v, safe=""), quote_plus(v),
+                         b64encode(raw[:len(raw) - len(raw) % 3]).decode()):
+                found[form] = None
+    return tuple(found)
 
 
 #: environment variables whose values are credentials (OPENAI_API_KEY, MY_TOKEN, ...)
