@@ -517,3 +517,18 @@ def test_a_key_echoed_url_encoded_or_base64_is_masked(tmp_path, monkeypatch):
     for form in (key, quote(key), quote(key, safe=""), base64.b64encode(key.encode()).decode()[:24]):
         assert form.encode() not in written and form not in r.output, form
     assert b"4 *** k=***" in written
+
+
+def test_an_error_body_quoting_the_key_url_encoded_is_redacted():
+    """status_error redacted the key as sent only: a 400 whose body quoted the request
+    line (``GET /v1/x?key=sk-a%2Fb...``) kept it URL-encoded in the error's message and
+    body (found by grepping errors for the key's encodings)."""
+    from urllib.parse import quote
+
+    from cycle.llm.http import status_error
+
+    key = "sk-test/Plus+Slash=0123456789abcdef"
+    body = f"bad request: GET /v1/models?key={quote(key, safe='')}"
+    error = status_error("openai", "m", 400, body=body, headers={}, detail=body, secrets=(key,))
+    assert quote(key, safe="") not in str(error) + error.body
+    assert "key=***" in error.body

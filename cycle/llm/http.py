@@ -206,6 +206,7 @@ def status_error(
     key_variable: str | None = None,
 ) -> ProviderError:
     """The ``cycle`` error for an HTTP error status from ``provider``."""
+    secrets = (*secrets, *maskable(secrets))  # and as a body may spell them (URL, base64)
     body = redact(body or "", *secrets)[:MAX_BODY]
     detail = redact(detail or "", *secrets).strip()
     headers = dict(headers or {})
