@@ -532,3 +532,15 @@ def test_an_error_body_quoting_the_key_url_encoded_is_redacted():
     error = status_error("openai", "m", 400, body=body, headers={}, detail=body, secrets=(key,))
     assert quote(key, safe="") not in str(error) + error.body
     assert "key=***" in error.body
+
+
+def test_a_basic_credential_is_masked_whole_though_its_user_name_is_a_secret_too():
+    """The user name of a URL's credentials is masked too, and so is its base64: masked
+    first, it broke the Basic credential (base64 of user:password) it starts, whose rest,
+    the password's part, then stayed (found by echoing an HTTP agent's request headers
+    with a URL of http://agentuser:password@host)."""
+    from cycle.llm.http import maskable, scrub, url_secrets
+
+    basic = base64.b64encode(b"agentuser:Hunter2Secret").decode()
+    secrets = maskable(url_secrets("http://agentuser:Hunter2Secret@host/chat"))
+    assert scrub(f"Authorization: Basic {basic}", secrets) == "Authorization: Basic ***"

@@ -36,8 +36,8 @@ _KEY_PATTERNS = re.compile(
 
 def redact(text: str, *secrets: str | None) -> str:
     """``text`` with the given secrets and anything shaped like an API key masked."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        if len(secret) >= 4:
             text = text.replace(secret, "***")
     return _KEY_PATTERNS.sub("***", text)
 
@@ -127,7 +127,9 @@ def maskable(values: Iterable[str | None]) -> tuple[str, ...]:
             for form in (v, quote(v), quote(v, safe=""), quote_plus(v),
                          b64encode(raw[:len(raw) - len(raw) % 3]).decode()):
                 found[form] = None
-    return tuple(found)
+    # the longest first: one secret inside another (a user name inside the Basic
+    # credential made of it) must not break the longer one before it is masked whole
+    return tuple(sorted(found, key=len, reverse=True))
 
 
 #: environment variables whose values are credentials (OPENAI_API_KEY, MY_TOKEN, ...)
