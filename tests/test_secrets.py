@@ -3,6 +3,7 @@ the event log or an error message, even when the provider echoes them back."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import textwrap
@@ -227,7 +228,9 @@ def test_a_safe_url_keeps_the_host_and_drops_the_credentials():
 
     url = "https://bob:pw-123456@gw.example:8443/v1?api-key=k-999999&region=eu"
     assert safe_url(url) == "https://gw.example:8443/v1?api-key=***&region=eu"
-    assert set(url_secrets(url)) == {"pw-123456", "k-999999"}
+    # the user and password as an HTTP client sends them (Basic auth) are masked too
+    basic = base64.b64encode(b"bob:pw-123456").decode()
+    assert set(url_secrets(url)) == {"pw-123456", "k-999999", basic}
     assert safe_url("http://localhost:11434/v1") == "http://localhost:11434/v1"
 
 
@@ -271,3 +274,273 @@ def test_a_dotenv_cycle_cannot_read_is_named_with_its_line(tmp_path, monkeypatch
         (tmp_path / ".env").write_bytes(content)
         r = CliRunner().invoke(cli, ["models"])
         assert r.exit_code == 2 and says in r.output, r.output
+
+
+def test_doctor_names_the_endpoint_without_the_credentials_in_its_url(tmp_path):
+    """`cycle doctor` printed the base URL as it was given, password and ?api-key= with
+    it, in its text and in --json (found by running every command with a base_url of
+    http://user:password@host and grepping the output)."""
+    with LoopbackServer() as srv:
+        cfg = _project(tmp_path, srv.openai_base_url.replace("http://", "http://bob:Hunter2Secret@")
+                       + "?api-key=QuerySecret99")
+        shown = [CliRunner().invoke(cli, ["doctor", str(cfg), *args]) for args in ([], ["--json"])]
+    assert all(r.exit_code in (0, 1) for r in shown), shown[0].output
+    assert f"127.0.0.1:{srv.port}/v1?api-key=***" in shown[0].output
+    assert json.loads(shown[1].output)["endpoint"].endswith("/v1?api-key=***")
+    for secret in ("Hunter2Secret", "QuerySecret99"):
+        assert all(secret not in r.output for r in shown)
+
+
+def test_credentials_in_cycle_yamls_base_url_are_not_stored_nor_echoed_as_basic_auth(tmp_path):
+    """A ``providers.openai.base_url`` of ``http://user:password@host`` was stored whole in
+    every run's config (the store, and any copy of it), and the password went back out
+    base64-encoded in the ``Authorization: Basic`` header the HTTP client made of it: a
+    server echoing its request headers had it stored, cached and reported (found by
+    grepping the store and the cache for the password, plain and base64)."""
+    basic = base64.b64encode(b"alice:Hunter2Secret").decode()
+
+    def echoing(request):
+        return _responder(request) if request.schema_name else Reply(
+            text=f"you came from {request.headers}")
+
+    with LoopbackServer(responder=echoing) as srv:
+        url = srv.openai_base_url.replace("http://", "http://alice:Hunter2Secret@")
+        cfg = _project(tmp_path, url)
+        ran = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        sent = {x.headers.get("authorization") for x in srv.requests}
+    assert ran.exit_code in (0, 1), ran.output
+    assert sent == {f"Basic {basic}"}  # what a server saw, and could echo
+    cfg.unlink()  # it holds the URL as the user wrote it
+    written = _every_byte_written(tmp_path)
+    assert f"127.0.0.1:{srv.port}/v1".encode() in written  # the host is kept
+    for secret in ("Hunter2Secret", basic):
+        assert secret not in ran.output and secret.encode() not in written
+
+
+def test_credentials_in_an_http_agents_url_are_not_stored_shown_or_exported(tmp_path, monkeypatch):
+    """``agent: {http: 'http://user:password@host/chat?token=...'}`` had the URL, password
+    and token with it, stored as the run's agent model and in each trace, printed by
+    ``cycle run``, ``runs`` and ``report``, and exported as the OpenTelemetry span names
+    (found by running those commands against such an agent and grepping every output)."""
+    from cycle.testing.endpoint import AgentEndpoint
+
+    monkeypatch.chdir(tmp_path)
+    with AgentEndpoint(lambda body: {"response": "4"}) as endpoint:
+        url = endpoint.url.replace("http://", "http://alice:Hunter2Secret@") + "?token=QuerySecret99"
+        cfg = _project(tmp_path, "http://unused")
+        cfg.write_text(cfg.read_text().replace("agent: openai:gpt-4o-mini", f"agent: {{http: '{url}'}}"))
+        shown = [CliRunner().invoke(cli, args) for args in (
+            ["run", str(cfg)], ["runs", "--json"], ["runs", "show", "@last"], ["report", "@last"],
+            ["export", "otel", "@last", "--out", str(tmp_path / "otel.json")])]
+        assert endpoint.request_count >= 2, shown[0].output
+    cfg.unlink()  # it holds the URL as the user wrote it
+    assert all(r.exit_code in (0, 1, 3) for r in shown), [r.output for r in shown]
+    written = _every_byte_written(tmp_path)
+    assert f"127.0.0.1:{endpoint.port}/chat?token=***".encode() in written
+    for secret in ("Hunter2Secret", "QuerySecret99"):
+        assert all(secret not in r.output for r in shown) and secret.encode() not in written
+
+
+def test_a_python_agent_saying_the_environments_keys_has_them_masked(tmp_path, monkeypatch):
+    """A Python function agent whose answer, or exception, held a key of the environment
+    (OPENAI_API_KEY from .env, an AGENT_TOKEN of its own) had it stored and reported:
+    ``agent python:... raised RuntimeError: bad key sk-...`` (found by running a function
+    agent that quotes os.environ and grepping the store and the reports)."""
+    token = "agent-token-0123456789"
+    monkeypatch.setenv("AGENT_TOKEN", token)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "leaky_agent.py").write_text(textwrap.dedent("""\
+        import os
+
+        def answer(case_input):
+            if case_input["question"].startswith("What is 2"):
+                return f"4 (as {os.environ['OPENAI_API_KEY']})"
+            raise RuntimeError(f"upstream refused {os.environ['AGENT_TOKEN']}")
+    """))
+    with LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace(
+            "agent: openai:gpt-4o-mini", "agent: {function: 'leaky_agent:answer'}"))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+    assert r.exit_code in (0, 1, 3), r.output
+    (tmp_path / "leaky_agent.py").unlink()
+    written = _every_byte_written(tmp_path)
+    for secret in (SECRET, token):
+        assert secret not in r.output and secret.encode() not in written
+    assert b"4 (as ***)" in written and b"upstream refused ***" in written
+
+
+def test_debug_tracebacks_do_not_show_the_key_a_provider_quoted(tmp_path):
+    """``--debug`` printed the traceback with its causes: the openai SDK's error a
+    ProviderError is raised from carries the body unredacted, so an improver answering
+    401 "Incorrect API key provided: KEY" had the key on the terminal (found by running
+    ``cycle --debug improve`` against a server quoting the Authorization header)."""
+    plain = "PlainKey0123456789abcdefXYZ"  # no key shape: masked as the environment's key
+
+    def refusing(request):
+        if request.schema_name == "cycle_improver":
+            key = _echoed_key(request)
+            return Fault.status(401, message=f"Incorrect API key provided: {key}")
+        return _responder(request)
+
+    with LoopbackServer(responder=refusing) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        (tmp_path / ".env").write_text(f"OPENAI_API_KEY={plain}\n")
+        r = CliRunner().invoke(cli, ["--debug", "improve", str(cfg), "--headless", "--yes"])
+        assert {x.headers.get("authorization") for x in srv.requests} == {f"Bearer {plain}"}
+    assert r.exit_code == 2 and "Traceback" in r.output, r.output
+    assert "openai.AuthenticationError" in r.output  # the cause is still shown
+    assert plain not in r.output
+
+
+def test_an_otel_collector_url_with_credentials_is_not_shown(tmp_path, monkeypatch, caplog):
+    """``cycle export otel --endpoint http://user:password@host/...?token=...`` named the
+    URL whole in its error, and the exporter's log line (requests' error) quoted its
+    ?token= (found by exporting to a collector that is not there and grepping stderr)."""
+    with LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        assert CliRunner().invoke(cli, ["run", str(cfg)]).exit_code in (0, 1)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, [
+        "export", "otel", "@last", "--timeout", "2",
+        "--endpoint", "http://alice:Hunter2Secret@127.0.0.1:9/v1/traces?token=QuerySecret99"])
+    assert r.exit_code == 2 and "the collector at http://127.0.0.1:9/v1/traces?token=***" in r.output
+    logged = caplog.text
+    assert "127.0.0.1" in logged  # the exporter's own line is kept, masked
+    for secret in ("Hunter2Secret", "QuerySecret99"):
+        assert secret not in r.output and secret not in logged
+
+
+def test_a_mock_tool_function_saying_the_environments_keys_has_them_masked(tmp_path, monkeypatch):
+    """A tool's mock function that returned a key of the environment had it sent to the
+    model and stored in the trace; one that raised with it, in the iteration's error
+    (found with a mock function quoting os.environ, grepping the store)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "leaky_tools.py").write_text(textwrap.dedent("""\
+        import os
+
+        def lookup(arguments, ctx):
+            if ctx.case_id == "one":
+                return {"found": f"using {os.environ['OPENAI_API_KEY']}"}
+            raise PermissionError(f"denied for {os.environ['OPENAI_API_KEY']}")
+    """))
+
+    def calling(request):
+        if request.schema_name:
+            return _responder(request)
+        if any(m.get("role") == "tool" for m in request.messages):
+            return Reply(text=f"done: {request.messages[-1].get('content')}")
+        return Reply(tool_calls=(("lookup", {}),))
+
+    with LoopbackServer(responder=calling) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        prompt = tmp_path / "prompts" / "p.yaml"
+        prompt.write_text(prompt.read_text() + textwrap.dedent("""\
+            tools:
+              - name: lookup
+                description: Look it up.
+                parameters: {type: object, properties: {}}
+        """))
+        cfg.write_text(cfg.read_text() + textwrap.dedent("""\
+            tools:
+              mocks:
+                lookup: {function: 'leaky_tools:lookup'}
+        """))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        told = " ".join(str(m.get("content")) for x in srv.requests for m in x.messages
+                        if m.get("role") == "tool")
+    assert r.exit_code == 3, r.output  # case two's mock function raised: its error
+    assert "using ***" in told and SECRET not in told
+    (tmp_path / "leaky_tools.py").unlink()
+    written = _every_byte_written(tmp_path)
+    assert SECRET.encode() not in written and SECRET not in r.output
+    assert b"denied for ***" in written
+
+
+def test_an_http_agent_echoing_its_token_with_json_escapes_is_masked(tmp_path, monkeypatch):
+    """The endpoint's body was masked as text only: a JSON answer spelling the token with
+    escapes (``"\\u0061gent-token-..."``, as some encoders write it) held no token as
+    text, and had it once parsed, stored and reported (found by echoing the header back
+    JSON-escaped)."""
+    from cycle.testing.endpoint import AgentEndpoint
+
+    token = "agent-token-0123456789"
+    monkeypatch.setenv("AGENT_TOKEN", token)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in token)
+    with AgentEndpoint(lambda body: (200, f'{{"response": "hi, you sent {escaped}"}}')) as endpoint, \
+            LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace(
+            "agent: openai:gpt-4o-mini",
+            f"agent: {{http: '{endpoint.url}', headers: {{Authorization: 'Bearer ${{AGENT_TOKEN}}'}}}}"))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+    assert r.exit_code == 1, r.output
+    written = _every_byte_written(tmp_path)
+    assert token.encode() not in written and token not in r.output
+    assert b"hi, you sent ***" in written
+
+
+def test_init_refuses_a_server_url_with_credentials(tmp_path):
+    """``cycle init --provider http://user:password@host/v1`` wrote the password into
+    cycle.yaml, a file committed with the project (found by grepping what init wrote)."""
+    r = CliRunner().invoke(cli, ["init", str(tmp_path / "p"), "--provider",
+                                 "http://bob:Hunter2Secret@gw.example/v1?api-key=QuerySecret99"])
+    assert r.exit_code == 2 and "OPENAI_BASE_URL" in r.output, r.output
+    assert "gw.example/v1?api-key=***" in r.output
+    assert "Hunter2Secret" not in r.output and "QuerySecret99" not in r.output
+    assert not (tmp_path / "p" / "cycle.yaml").exists()
+
+
+def test_a_key_echoed_url_encoded_or_base64_is_masked(tmp_path, monkeypatch):
+    """A server echoing the key URL-encoded (``sk-a%2Fb%2B...``, as in a query string it
+    logs) or base64-encoded (as in an ``Authorization: Basic`` it builds) had it stored,
+    cached and reported: only the key as sent was masked (found by grepping the store for
+    the key's encodings)."""
+    from urllib.parse import quote, urlencode
+
+    key = "sk-test/Plus+Slash=0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+
+    def encoding(request):
+        if request.schema_name:
+            return _responder(request)
+        sent = _echoed_key(request)
+        b64 = base64.b64encode(f"{sent}:more".encode()).decode()
+        return Reply(text=f"4 {quote(sent)} {urlencode({'k': sent})} {b64}")
+
+    with LoopbackServer(responder=encoding) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        assert {x.headers.get("authorization") for x in srv.requests} == {f"Bearer {key}"}
+    assert r.exit_code == 1, r.output
+    written = _every_byte_written(tmp_path)
+    for form in (key, quote(key), quote(key, safe=""), base64.b64encode(key.encode()).decode()[:24]):
+        assert form.encode() not in written and form not in r.output, form
+    assert b"4 *** k=***" in written
+
+
+def test_an_error_body_quoting_the_key_url_encoded_is_redacted():
+    """status_error redacted the key as sent only: a 400 whose body quoted the request
+    line (``GET /v1/x?key=sk-a%2Fb...``) kept it URL-encoded in the error's message and
+    body (found by grepping errors for the key's encodings)."""
+    from urllib.parse import quote
+
+    from cycle.llm.http import status_error
+
+    key = "sk-test/Plus+Slash=0123456789abcdef"
+    body = f"bad request: GET /v1/models?key={quote(key, safe='')}"
+    error = status_error("openai", "m", 400, body=body, headers={}, detail=body, secrets=(key,))
+    assert quote(key, safe="") not in str(error) + error.body
+    assert "key=***" in error.body
+
+
+def test_a_basic_credential_is_masked_whole_though_its_user_name_is_a_secret_too():
+    """The user name of a URL's credentials is masked too, and so is its base64: masked
+    first, it broke the Basic credential (base64 of user:password) it starts, whose rest,
+    the password's part, then stayed (found by echoing an HTTP agent's request headers
+    with a URL of http://agentuser:password@host)."""
+    from cycle.llm.http import maskable, scrub, url_secrets
+
+    basic = base64.b64encode(b"agentuser:Hunter2Secret").decode()
+    secrets = maskable(url_secrets("http://agentuser:Hunter2Secret@host/chat"))
+    assert scrub(f"Authorization: Basic {basic}", secrets) == "Authorization: Basic ***"

@@ -42,6 +42,7 @@ from cycle.agents.conversation import Iteration, TurnAgent
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig
+from cycle.llm.http import environment_secrets, scrub
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.records import Message, Prompt, ToolCall, ToolDef, TraceEvent
@@ -402,7 +403,8 @@ class AdkAgent(TurnAgent):
                 raise ours from None
             if _cause(e, LlmCallsLimitExceededError) is not None:
                 return None  # the step limit
-            raise EvalError(f"ADK agent {self.path} raised {e.__class__.__name__}: {e}") from e
+            raise EvalError(f"ADK agent {self.path} raised {e.__class__.__name__}: "
+                            f"{scrub(str(e), environment_secrets())}") from e
         return answer
 
     async def aclose(self) -> None:

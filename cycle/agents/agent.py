@@ -27,7 +27,7 @@ from cycle.aio import in_thread
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig
-from cycle.llm.http import maskable, scrub
+from cycle.llm.http import environment_secrets, maskable, safe_url, scrub, url_secrets
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.prompts.examples import example_turn, shown_examples
@@ -291,6 +291,9 @@ class CallableAgent(TurnAgent):
             raise ConfigError(f"agent function {self.name} is not callable", field="agent.function")
         self.function = function
         self.offline = False
+        #: the keys and tokens of the environment: the function may say them (in its
+        #: answer, its exception) as cycle never does; they are masked before kept
+        self._secrets = environment_secrets()
         #: the declared tools a direct call of the agent's reaches by import path
         self._intercept = interceptable(self.tools)
         self._is_async = inspect.iscoroutinefunction(function)
@@ -336,10 +339,11 @@ class CallableAgent(TurnAgent):
         except (EvalError, asyncio.CancelledError):
             raise  # an unmocked tool among them: the iteration's error says how to mock it
         except Exception as e:
-            raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: {e}") from e
+            raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: "
+                            f"{scrub(str(e), self._secrets)}") from e
         if handed is not None and handed.fatal is not None:
             raise handed.fatal  # the agent caught it: it is still the iteration's error
-        return record_answer(it, answer, source=self.name, began=began,
+        return record_answer(it, scrub(answer, self._secrets), source=self.name, began=began,
                              made=handed.calls[calls:] if handed else (),
                              events=handed.events[events:] if handed else ())
 
@@ -388,15 +392,17 @@ class HttpAgent(TurnAgent):
         super().__init__(tools=tools, mocks=mocks, max_steps=max_steps, user_model=user_model,
                          user_agents=user_agents)
         self.url = url
-        self.name = url
+        #: the URL as it is shown and stored: without the credentials it may carry
+        #: (user:password@, ?token=...), which are masked in answers and errors too
+        self.name = safe_url(url)
         self.offline = False
         self.prompt = prompt
         self.protocol = protocol
         resolved = {k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v)
                     for k, v in (headers or {}).items()}
         #: the values the headers took from the environment (tokens): masked in answers
-        self._secrets = maskable(os.environ.get(name) for v in (headers or {}).values()
-                                 for name in _ENV_REF.findall(v))
+        self._secrets = maskable([*(os.environ.get(name) for v in (headers or {}).values()
+                                    for name in _ENV_REF.findall(v)), *url_secrets(url)])
         from cycle.llm import tls
         from cycle.llm.bodies import cap_client
 
@@ -423,14 +429,14 @@ class HttpAgent(TurnAgent):
             answer = await self._post(body)
             asked = _asked_calls(answer) if self.protocol == "tools" else None
             if asked is None:
-                return record_answer(it, answer, source=self.url, began=began)
+                return record_answer(it, answer, source=self.name, began=began)
             it.tally.latency += it.now() - began
             it.tally.calls += asked
             it.trace.append(TraceEvent(kind="model", at=it.now(), tool_calls=asked,
-                                       model=self.url))
+                                       model=self.name))
             it.messages.append(Message.assistant("", asked))
             if it.toolbox is None:  # declared no tool, yet asked for one
-                raise EvalError(f"agent endpoint {self.url} asked for tool "
+                raise EvalError(f"agent endpoint {self.name} asked for tool "
                                 f"'{asked[0].name}', and the prompt declares no tools")
             await answer_tools(it.toolbox, asked, it)
         return None
@@ -439,16 +445,18 @@ class HttpAgent(TurnAgent):
         try:
             response = await self._client.post(self.url, json=body)
         except self._httpx.HTTPError as e:
-            raise EvalError(f"agent endpoint {self.url} failed: {e.__class__.__name__}: {e}") from e
+            raise EvalError(f"agent endpoint {self.name} failed: {e.__class__.__name__}: "
+                            f"{scrub(str(e), self._secrets)}") from e
         text = scrub(response.text, self._secrets)  # an endpoint may echo the token
         if response.status_code >= 400:
             raise EvalError(
-                f"agent endpoint {self.url} answered HTTP {response.status_code}: {text[:200]}"
+                f"agent endpoint {self.name} answered HTTP {response.status_code}: {text[:200]}"
             )
         try:
-            return json.loads(text)
+            # and once parsed: JSON may spell the token with escapes ("\u0074ok-...")
+            return scrub(json.loads(text), self._secrets)
         except ValueError as e:
-            raise EvalError(f"agent endpoint {self.url} did not answer JSON: {text[:200]!r}") from e
+            raise EvalError(f"agent endpoint {self.name} did not answer JSON: {text[:200]!r}") from e
 
     async def aclose(self) -> None:
         await super().aclose()

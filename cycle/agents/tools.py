@@ -50,6 +50,7 @@ from cycle.errors import (
     EvalError,
     MissingCredentialsError,
 )
+from cycle.llm.http import environment_secrets, scrub
 from cycle.mocks import MockSpec
 from cycle.records import ToolCall, ToolDef
 from cycle.records.trace import TraceEvent
@@ -148,6 +149,9 @@ class Toolbox:
         self.state: dict[str, Any] = copy.deepcopy(dict(state or {}))
         #: tool name -> its real function, or its import path (for passthrough)
         self.functions = dict(functions or {})
+        #: the environment's keys and tokens, which a tool's code may say (its result, its
+        #: exception) as cycle never does: masked before the model sees them or they are kept
+        self._secrets = environment_secrets()
         self._calls: dict[str, int] = {}
         #: the exception of the last call, when its tool raised one (its type and traceback,
         #: which cycle simulate shows; the trace keeps the message)
@@ -195,17 +199,18 @@ class Toolbox:
         self._calls[call.name] = n + 1
         changes = dict(mock.state)
         try:
-            value = await self._answer(mock, call, n, changes, tool_context)
-        except CycleError:
+            value = scrub(await self._answer(mock, call, n, changes, tool_context), self._secrets)
+        except CycleError as e:
             # an unmocked tool, or a mock function, user agent or bridge that failed: an
             # error of the iteration naming it, never a tool error the agent could pass by
+            e.message = scrub(e.message, self._secrets)
             raise
         except Exception as e:  # noqa: BLE001 - the tool failed: the model is told, as in production
             self.last_failure = e
             # a mock's own error is the user's words, as they wrote them; a function's
             # exception keeps its class, which says what kind of failure it was
             said = str(e) if isinstance(e, ToolFailure) else f"{e.__class__.__name__}: {e}"
-            return self._failed(call, said, began, changes=changes)
+            return self._failed(call, scrub(said, self._secrets), began, changes=changes)
         try:
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError) as e:

@@ -21,6 +21,7 @@ from cycle.assemble.suite import (
     in_flight,
     judge_models,
     needs_judge,
+    stored_config,
     validate_suite,
 )
 from cycle.cases import TestCase
@@ -211,7 +212,7 @@ def build_loop(
     improver_model = model(improver_name, "improver")
     improver = Improver(improver_model, prompt=improver_prompt, version=improver_version,
                         max_suggestions=improve.max_suggestions)
-    run_config = c.model_dump(mode="json", exclude={"improve"})
+    run_config = stored_config(c)
     run_config["config_path"] = str(loaded.path)
     return Loop(
         start=starting_version, prompt_id=prompt.id, cases=cases, agent=agent_for,

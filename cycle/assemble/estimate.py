@@ -28,6 +28,7 @@ from cycle.judge.criteria import Criterion, merge, resolve
 from cycle.judge.llm_judge import JUDGE_PROMPT, SCHEMA_NAME, LlmJudge, verdict_model
 from cycle.llm.base import GenerateConfig, Usage
 from cycle.llm.cache import ResponseCache, cache_key
+from cycle.llm.http import safe_url
 from cycle.llm.model import RESERVED_OUTPUT, message_bytes, structured_config
 from cycle.llm.pricing import PriceTable
 from cycle.llm.providers import batch_price
@@ -281,7 +282,7 @@ def own_agent(loaded: LoadedConfig) -> list[str]:
     endpoint, a Python function): none of its lines, whose model name was '' (a dry run
     refused with "model name '' must have the form provider:model")."""
     spec = loaded.config.agent_config
-    what = (f"the HTTP endpoint {spec.http}" if spec.http
+    what = (f"the HTTP endpoint {safe_url(spec.http)}" if spec.http
             else f"the Python function {spec.function}" if spec.function else None)
     return [] if what is None else [
         f"agent: {what} makes its own calls, which cycle does not see: not counted here"]

@@ -44,6 +44,7 @@ from cycle.llm.base import ProviderOptions
 from cycle.llm.batch import BatchSettings
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache
+from cycle.llm.http import safe_url
 from cycle.llm.model import Model, ModelServices, RetryPolicy
 from cycle.llm.pricing import DEFAULT_TABLE, PriceTable
 from cycle.llm.providers import known_provider
@@ -126,6 +127,19 @@ class Models:
                          role=role, retry=retry, batch=batching)
 
 
+def stored_config(config: Any) -> dict[str, Any]:
+    """cycle.yaml's settings as a run or a cycle stores them: the URLs (a provider's
+    base_url, an HTTP agent's endpoint) without the credentials they may carry."""
+    cfg = config.model_dump(mode="json", exclude={"improve"})
+    for settings in (cfg.get("providers") or {}).values():
+        if isinstance(settings, dict) and settings.get("base_url"):
+            settings["base_url"] = safe_url(settings["base_url"])
+    agent = cfg.get("agent")
+    if isinstance(agent, dict) and agent.get("http"):
+        agent["http"] = safe_url(agent["http"])
+    return cfg
+
+
 def agent_model_name(loaded: LoadedConfig, prompt: Prompt | None) -> str | None:
     """The agent's model: cycle.yaml's agent (or agent.model), else the prompt's params.model."""
     spec = loaded.config.agent_config
@@ -180,7 +194,7 @@ class Suite(Struct):
 
     def meta(self, **extra: Any) -> dict[str, Any]:
         """The run metadata to store: prompt id and version, and the config as run."""
-        cfg = self.loaded.config.model_dump(mode="json", exclude={"improve"})
+        cfg = stored_config(self.loaded.config)
         cfg["config_path"] = str(self.loaded.path)
         # the command line's settings: a --resume runs with them again
         cfg["overrides"] = overridden_values(self.loaded)

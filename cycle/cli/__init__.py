@@ -278,7 +278,7 @@ class CycleGroup(click.Group):
             code = e.exit_code
         except CycleError as e:
             if debug:
-                traceback.print_exc()
+                _print_traceback()
             click.echo(f"error: {e}", err=True)
             code = e.exit_code
         except KeyboardInterrupt:
@@ -286,14 +286,28 @@ class CycleGroup(click.Group):
             code = 130
         except Exception as e:  # noqa: BLE001 - a bug: say so plainly, keep the traceback for --debug
             if debug:
-                traceback.print_exc()
+                _print_traceback()
             click.echo(
-                f"internal error: {e.__class__.__name__}: {e}\n"
+                f"internal error: {e.__class__.__name__}: {_masked(str(e))}\n"
                 "This is a bug in cycle; run again with --debug for the traceback.",
                 err=True,
             )
             code = EXIT_INTERNAL
         return code
+
+
+def _masked(text: str) -> str:
+    """``text`` without the environment's keys and tokens, nor anything shaped like a key."""
+    from cycle.llm.http import environment_secrets, redact
+
+    return redact(text, *environment_secrets())
+
+
+def _print_traceback() -> None:
+    """The traceback of the error being handled, its causes' among them: the SDK error
+    a provider's error is raised from carries the body as the provider sent it (a body
+    that may quote the key), so the keys are masked here, in the last text cycle shows."""
+    sys.stderr.write(_masked(traceback.format_exc()))
 
 
 @click.group(cls=CycleGroup, context_settings={"help_option_names": ["-h", "--help"]})

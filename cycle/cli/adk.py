@@ -107,6 +107,7 @@ def export_otel(run_id: str, out: Path | None, endpoint: str | None, timeout: fl
     from cycle.errors import CycleError
     from cycle.evals.results import load_run
     from cycle.formats.otel import otlp_json, send, spans_of
+    from cycle.llm.http import safe_url
 
     if out is None and endpoint is None:
         raise click.UsageError("say where: --out FILE (OTLP JSON) or --endpoint URL (OTLP/HTTP)")
@@ -119,10 +120,10 @@ def export_otel(run_id: str, out: Path | None, endpoint: str | None, timeout: fl
         click.echo(f"{traces} traces ({len(spans)} spans) of run {run.run_id} written to {out}")
     if endpoint is not None:
         if not send(spans, endpoint, timeout=timeout):
-            raise CycleError(f"the collector at {endpoint} did not take the traces",
+            raise CycleError(f"the collector at {safe_url(endpoint)} did not take the traces",
                              hint="Check the URL (an OTLP/HTTP receiver, e.g. port 4318) and "
                              "that the collector runs.")
-        click.echo(f"{traces} traces ({len(spans)} spans) of run {run.run_id} sent to {endpoint}")
+        click.echo(f"{traces} traces ({len(spans)} spans) of run {run.run_id} sent to {safe_url(endpoint)}")
 
 
 @import_group.command("otel")

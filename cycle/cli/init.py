@@ -79,6 +79,15 @@ def choose_provider(provider: str, model: str | None) -> Provider:
             f"{provider!r} is neither offline, openai, gemini nor an http(s) URL "
             "(an OpenAI-compatible server, e.g. http://localhost:11434/v1)",
             param_hint="--provider")
+    from cycle.llm.http import safe_url, url_secrets
+
+    if url_secrets(provider):
+        # cycle.yaml is committed with the project: credentials in it would be in git
+        raise click.BadParameter(
+            f"{safe_url(provider)} is given with credentials (a user and password, or a key "
+            "in the query), which cycle init would write into cycle.yaml; give the URL "
+            "without them, and put the whole URL in .env (git-ignored) as OPENAI_BASE_URL "
+            "in place of cycle.yaml's providers.openai.base_url", param_hint="--provider")
     name = f"openai:{model or DEFAULT_SERVER_MODEL}"
     return Provider("server", name, name, name, key="OPENAI_API_KEY", base_url=provider.rstrip("/"))
 

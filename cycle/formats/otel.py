@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from cycle.llm.http import maskable, scrub, url_secrets
 from cycle.records import IterationResult, RunResult
 
 if TYPE_CHECKING:
@@ -187,6 +189,11 @@ def send(spans: Sequence[ReadableSpan], endpoint: str, *, timeout: float = 30.0)
 
     url = endpoint if urlparse(endpoint).path.rstrip("/") else endpoint.rstrip("/") + "/v1/traces"
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    # the exporter logs its failures with requests' errors, which quote the URL: its
+    # credentials (?token=, user:password@) are masked in them
+    masking = _Masking(maskable(url_secrets(url)))
+    logger = logging.getLogger(OTLPSpanExporter.__module__)
+    logger.addFilter(masking)
     try:
         return exporter.export(spans) == SpanExportResult.SUCCESS
     except ValueError:
@@ -196,3 +203,17 @@ def send(spans: Sequence[ReadableSpan], endpoint: str, *, timeout: float = 30.0)
         return False
     finally:
         exporter.shutdown()
+        logger.removeFilter(masking)
+
+
+class _Masking(logging.Filter):
+    """Masks ``secrets`` in the records of the logger it filters."""
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            record.msg, record.args = scrub(record.getMessage(), self.secrets), None
+        return True

@@ -21,6 +21,7 @@ from cycle.errors import BudgetExceededError, CycleError, ProviderError, Structu
 from cycle.llm import compat
 from cycle.llm.base import GenerateConfig, ProviderOptions
 from cycle.llm.budget import Budget
+from cycle.llm.http import safe_url
 from cycle.llm.model import Model, ModelServices, RetryPolicy
 from cycle.llm.pricing import PriceTable
 from cycle.llm.providers import get_api
@@ -76,7 +77,8 @@ async def diagnose(name: str, options: ProviderOptions | None, *, budget: Budget
     api = get_api(name, options)
     official = bool(getattr(api, "official", True))
     compatible = name.startswith("openai:") and not official
-    endpoint = str(getattr(api, "base_url", None) or "the provider's API")
+    # the URL is shown and printed as JSON: never its user, password or ?api-key=
+    endpoint = safe_url(getattr(api, "base_url", None)) or "the provider's API"
     out = Diagnosis(model=name, endpoint=endpoint)
     retry = RetryPolicy(attempts=1)
     services = ModelServices(budget=budget, pricing=pricing)

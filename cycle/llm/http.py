@@ -36,8 +36,8 @@ _KEY_PATTERNS = re.compile(
 
 def redact(text: str, *secrets: str | None) -> str:
     """``text`` with the given secrets and anything shaped like an API key masked."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        if len(secret) >= 4:
             text = text.replace(secret, "***")
     return _KEY_PATTERNS.sub("***", text)
 
@@ -74,6 +74,12 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
     try:
         parts = urlsplit(url)
         found = [parts.password or "", parts.username or ""]
+        if parts.password:  # as HTTP clients send them: Authorization: Basic base64(user:pass)
+            from base64 import b64encode
+            from urllib.parse import unquote
+
+            found.append(b64encode(f"{unquote(parts.username or '')}:{unquote(parts.password)}"
+                                   .encode()).decode())
         found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
                   if _SECRET_PARAM.search(k)]
     except ValueError:
@@ -108,8 +114,41 @@ MIN_SECRET = 8
 
 
 def maskable(values: Iterable[str | None]) -> tuple[str, ...]:
-    """The secrets among ``values`` long enough to mask (see ``scrub``)."""
-    return tuple(v for v in values if v and len(v) >= MIN_SECRET)
+    """The secrets among ``values`` long enough to mask (see ``scrub``), each also as a
+    server echoing it may spell it: URL-encoded, and base64 (of its whole 3-byte groups:
+    what every base64 text that starts with the secret starts with)."""
+    from base64 import b64encode
+    from urllib.parse import quote, quote_plus
+
+    found: dict[str, None] = {}
+    for v in values:
+        if v and len(v) >= MIN_SECRET:
+            raw = v.encode()
+            for form in (v, quote(v), quote(v, safe=""), quote_plus(v),
+                         b64encode(raw[:len(raw) - len(raw) % 3]).decode()):
+                found[form] = None
+    # the longest first: one secret inside another (a user name inside the Basic
+    # credential made of it) must not break the longer one before it is masked whole
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+#: environment variables whose values are credentials (OPENAI_API_KEY, MY_TOKEN, ...)
+_SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+
+
+def environment_secrets() -> tuple[str, ...]:
+    """The credentials the environment (and so .env) holds, to mask in what code cycle did
+    not write may say (a Python agent's answer or exception): the values of variables
+    named like a key, token, secret or password, and those inside a URL's credentials."""
+    import os
+
+    found: list[str] = []
+    for name, value in os.environ.items():
+        if _SECRET_VARIABLE.search(name):
+            found.append(value)
+        elif value.startswith(("http://", "https://")):
+            found.extend(url_secrets(value))
+    return maskable(found)
 
 
 def scrub(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -169,6 +208,7 @@ def status_error(
     key_variable: str | None = None,
 ) -> ProviderError:
     """The ``cycle`` error for an HTTP error status from ``provider``."""
+    secrets = (*secrets, *maskable(secrets))  # and as a body may spell them (URL, base64)
     body = redact(body or "", *secrets)[:MAX_BODY]
     detail = redact(detail or "", *secrets).strip()
     headers = dict(headers or {})
