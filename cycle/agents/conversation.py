@@ -141,6 +141,9 @@ class TurnAgent:
         self._user_model = user_model
         self._user_models: dict[str, Model] = {}
         self.user_agents = dict(user_agents or {})
+        #: the environment's keys a tool's code may say, read once for the run's cases (a
+        #: pass over the environment is 60 us: not one a case)
+        self._secrets: tuple[str, ...] | None = None
 
     # --- what each kind says -------------------------------------------------------
 
@@ -184,9 +187,13 @@ class TurnAgent:
                        tally=Tally(usage=Usage(), model=self.name),
                        max_steps=case.max_steps or self.max_steps)
         if self.wants_toolbox(case):
+            if self._secrets is None:
+                from cycle.llm.http import environment_secrets
+
+                self._secrets = environment_secrets()
             it.toolbox = Toolbox(
                 self.tools, {**self.mocks, **case.mocks}, case_id=case.id, state=case.state,
-                functions=self._functions, started=started,
+                functions=self._functions, started=started, secrets=self._secrets,
                 ask=UserAgents({**self.user_agents, **case.user_agents}, model=self._user,
                                case_id=case.id, iteration=iteration, scope=scope))
         await self.begin(it)

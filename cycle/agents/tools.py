@@ -140,9 +140,11 @@ class Toolbox:
         functions: Mapping[str, str | Callable[..., Any]] | None = None,
         started: float | None = None,
         ask: Callable[[ToolCall, dict[str, Any]], Awaitable[Any]] | None = None,
+        secrets: tuple[str, ...] | None = None,
     ) -> None:
         """``ask(call, state)``: answers a tool whose mock says ``ask_user`` (the case's
-        user agents, see cycle.agents.users)."""
+        user agents, see cycle.agents.users); ``secrets``: the environment's
+        (``environment_secrets``, read here when not given)."""
         self.tools = {t.name: t for t in tools}
         self.mocks = dict(mocks)
         self.case_id = case_id
@@ -151,7 +153,7 @@ class Toolbox:
         self.functions = dict(functions or {})
         #: the environment's keys and tokens, which a tool's code may say (its result, its
         #: exception) as cycle never does: masked before the model sees them or they are kept
-        self._secrets = environment_secrets()
+        self._secrets = environment_secrets() if secrets is None else secrets
         self._calls: dict[str, int] = {}
         #: the exception of the last call, when its tool raised one (its type and traceback,
         #: which cycle simulate shows; the trace keeps the message)
