@@ -285,6 +285,15 @@ class CycleGroup(click.Group):
             click.echo("Interrupted.", err=True)
             code = 130
         except Exception as e:  # noqa: BLE001 - a bug: say so plainly, keep the traceback for --debug
+            if _damaged_store(e):
+                # a table or column gone from a store its migrations made (dropped by hand,
+                # a file of another program's under a cycle store's name): not a bug of cycle's
+                if debug:
+                    _print_traceback()
+                click.echo(f"error: the store is damaged: {_masked(str(e))}\n"
+                           "Restore it from a backup, or point "
+                           "--store / CYCLE_STORE at another store.", err=True)
+                return 2
             if debug:
                 _print_traceback()
             click.echo(
@@ -294,6 +303,16 @@ class CycleGroup(click.Group):
             )
             code = EXIT_INTERNAL
         return code
+
+
+def _damaged_store(error: Exception) -> bool:
+    """Whether ``error`` is a store's table or column that is not there (SQLite's
+    OperationalError, PostgreSQL's UndefinedTable / UndefinedColumn)."""
+    import sqlite3
+
+    if isinstance(error, sqlite3.OperationalError):
+        return str(error).startswith(("no such table", "no such column"))
+    return type(error).__name__ in ("UndefinedTable", "UndefinedColumn")
 
 
 def _masked(text: str) -> str:

@@ -196,3 +196,22 @@ def test_a_store_url_of_another_kind_is_refused_not_made_a_file(tmp_path, monkey
     r = CliRunner().invoke(cli, ["--store", "sqlite:///s.db", "prompt", "list"])
     assert r.exit_code == 2 and "sqlite:// is not a store" in r.output, r.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_store_missing_a_table_is_said_damaged_not_a_bug(tmp_path, monkeypatch):
+    # a table dropped by hand was "internal error: OperationalError ... This is a bug"
+    import sqlite3
+
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+    from cycle.store import Store
+
+    monkeypatch.chdir(tmp_path)
+    Store.open(tmp_path / "s.db").close()
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("DROP TABLE runs")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "runs"])
+    assert r.exit_code == 2, r.output
+    assert "error: the store is damaged: no such table: runs" in r.output
+    assert "bug" not in r.output
