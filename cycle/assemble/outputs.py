@@ -88,6 +88,17 @@ def check_outputs(
     from cycle.store.postgres import is_url
 
     if not is_url(store):  # a database server's room is its own to check
+        if loaded is not None and not Path(store).exists():
+            from cycle.assemble.config import STORE_PREFIX
+
+            ref = loaded.config.prompt
+            if ref.startswith(STORE_PREFIX):  # an empty store would be made, then refused
+                raise ConfigError(
+                    f"the prompt is {ref}, but there is no store at {store}",
+                    file=str(loaded.path), line=loaded.doc.line_of(("prompt",)),
+                    field="prompt", hint="Run it where the store that holds the prompt is "
+                    "(or point --store / CYCLE_STORE at it), or import the prompt first: "
+                    "cycle prompt import FILE.")
         writable_file(store, what="store", **_store_setting(loaded, store))
     if reports is not None:
         where = ({"field": "--report-dir"} if reports_flag or loaded is None

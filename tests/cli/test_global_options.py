@@ -120,22 +120,6 @@ def test_the_command_list_cuts_each_help_at_a_clause_and_needs_no_deprecated_cli
     assert "  compare    Compare two stored runs, paired by case" in out
 
 
-def test_a_stored_prompt_the_store_lacks_is_named_where_cycle_yaml_names_it(tmp_path,
-                                                                             monkeypatch):
-    from click.testing import CliRunner
-
-    from cycle.cli import cli
-
-    (tmp_path / "cycle.yaml").write_text("agent: offline:default\nprompt: store:nope@head\n"
-                                         "cases: [c.yaml]\n"
-                                         "criteria: [{id: ok, rubric: Helpful.}]\n")
-    (tmp_path / "c.yaml").write_text("- {id: a, input: {q: hi}}\n")
-    monkeypatch.chdir(tmp_path)
-    out = CliRunner().invoke(cli, ["run"])
-    assert out.exit_code == 2
-    assert "cycle.yaml:2 (prompt): unknown prompt 'nope'" in out.output
-
-
 def test_take_over_without_resume_is_refused(tmp_path, monkeypatch):
     # it was ignored: a user meaning to take a held run over started a new one
     from click.testing import CliRunner

@@ -386,9 +386,18 @@ def test_a_stored_prompt_the_store_does_not_hold_is_named_at_its_line(tmp_path):
     cfg = project(tmp_path, CHECK)
     Path(cfg).write_text(Path(cfg).read_text().replace("prompts/support.yaml",
                                                        "store:support@staging"))
+    store = tmp_path / "store.db"
+    r = invoke(tmp_path, "run", cfg)
+    # no store at all: said, and none made (an empty one was, then the prompt refused)
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith(f"error: {cfg}:1 (prompt): the prompt is store:support@staging, "
+                               f"but there is no store at {store}"), r.output
+    assert not store.exists()
+    from cycle.store import Store
+
+    Store.open(store).close()
     r = invoke(tmp_path, "run", cfg)
     assert r.exit_code == 2, r.output
-    store = tmp_path / "store.db"
     assert r.output.startswith(f"error: {cfg}:1 (prompt): unknown prompt 'support' in the "
                                f"store {store}"), r.output
     assert "cycle prompt import" in r.output
