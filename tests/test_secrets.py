@@ -52,6 +52,15 @@ def _project(tmp_path: Path, base_url: str) -> Path:
     return cfg
 
 
+
+def _with_lookup(tmp_path, cfg, mock: str) -> None:
+    """The project's prompt given a ``lookup`` tool, which ``mock`` (its YAML) answers."""
+    prompt = tmp_path / "prompts" / "p.yaml"
+    prompt.write_text(prompt.read_text() + "tools:\n  - name: lookup\n    description: Look "
+                      "it up.\n    parameters: {type: object, properties: {}}\n")
+    cfg.write_text(cfg.read_text() + f"tools:\n  mocks:\n    lookup: {mock}\n")
+
+
 def _every_byte_written(root: Path) -> bytes:
     return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file() and p.name != ".env")
 
@@ -185,14 +194,7 @@ def test_a_key_echoed_as_the_model_and_as_tool_call_names_and_ids_is_masked(tmp_
 
     with LoopbackServer(responder=hostile) as srv:
         cfg = _project(tmp_path, srv.openai_base_url)
-        prompt = tmp_path / "prompts" / "p.yaml"
-        prompt.write_text(prompt.read_text() + textwrap.dedent("""\
-            tools:
-              - name: lookup
-                description: Look it up.
-                parameters: {type: object, properties: {}}
-        """))
-        cfg.write_text(cfg.read_text() + "tools:\n  mocks:\n    lookup: {value: found}\n")
+        _with_lookup(tmp_path, cfg, "{value: found}")
         result = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
         assert srv.request_count >= 4
     assert result.exit_code in (0, 1), result.output
@@ -434,18 +436,7 @@ def test_a_mock_tool_function_saying_the_environments_keys_has_them_masked(tmp_p
 
     with LoopbackServer(responder=calling) as srv:
         cfg = _project(tmp_path, srv.openai_base_url)
-        prompt = tmp_path / "prompts" / "p.yaml"
-        prompt.write_text(prompt.read_text() + textwrap.dedent("""\
-            tools:
-              - name: lookup
-                description: Look it up.
-                parameters: {type: object, properties: {}}
-        """))
-        cfg.write_text(cfg.read_text() + textwrap.dedent("""\
-            tools:
-              mocks:
-                lookup: {function: 'leaky_tools:lookup'}
-        """))
+        _with_lookup(tmp_path, cfg, "{function: 'leaky_tools:lookup'}")
         r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
         told = " ".join(str(m.get("content")) for x in srv.requests for m in x.messages
                         if m.get("role") == "tool")
