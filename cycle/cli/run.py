@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from cycle.assemble.estimate import Estimate
     from cycle.assemble.evalfile import EvalOptions
     from cycle.cases import CaseList, TestCase
-    from cycle.records import Prompt, RunResult
+    from cycle.records import Prompt, RunResult, RunRow
     from cycle.store import Store
 
 
@@ -359,16 +359,18 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
         suite = build_suite(loaded, store=store, bus=bus, cache=cache, cases=cases,
                             budget=budget)
         try:
-            if resume:
-                _same_version(store, resume, suite.prompt.id if suite.prompt else None,
-                              suite.version, loaded)
-                _same_judging(store, resume, suite.meta()["config"], loaded)
-                _same_cases(store, resume, suite.cases, loaded)
+            meta = suite.meta()
+            if resume:  # it goes on with what it started with, or not at all
+                row = store.runs.require(resume)
+                _same_version(row, suite.prompt.id if suite.prompt else None, suite.version,
+                              loaded)
+                _same_judging(row, meta["config"], loaded)
+                _same_cases(store, row, suite.cases, loaded)
             runner = suite.runner(store=store, bus=bus)
             if not quiet and not as_json:
                 bus.subscribe(Progress(offline=runner.offline))
             heap.settle()
-            result = await runner.run(run_id=resume, meta=suite.meta(), take_over=take_over,
+            result = await runner.run(run_id=resume, meta=meta, take_over=take_over,
                                       ahead=ahead)
         finally:
             await suite.aclose()
@@ -387,7 +389,7 @@ async def _run(loaded: LoadedConfig, *, tags: tuple[str, ...], case_ids: tuple[s
     return result.exit_code
 
 
-def _same_version(store: Store, run_id: str, prompt_id: str | None, version: str | None,
+def _same_version(row: RunRow, prompt_id: str | None, version: str | None,
                   loaded: LoadedConfig) -> None:
     """A run resumes on the prompt version it started with: the prompt file edited in
     between went on with the new version, and the run mixed the two (reported as the new
@@ -395,7 +397,6 @@ def _same_version(store: Store, run_id: str, prompt_id: str | None, version: str
     from cycle.assemble.config import STORE_PREFIX
     from cycle.errors import ConfigError
 
-    row = store.runs.require(run_id)
     if row.version is None or (row.prompt_id, row.version) == (prompt_id, version):
         return
     prompt = loaded.config.prompt
@@ -403,30 +404,29 @@ def _same_version(store: Store, run_id: str, prompt_id: str | None, version: str
             if prompt.startswith(STORE_PREFIX) else
             f"cycle prompt export {row.prompt_id}@{row.version} --write {prompt}")
     raise ConfigError(
-        f"run {run_id} was started on {row.prompt_id}@{row.version}, but {prompt} now gives "
+        f"run {row.id} was started on {row.prompt_id}@{row.version}, but {prompt} now gives "
         f"{prompt_id}@{version}: resuming it would mix two versions in one run",
         field="--resume",
         hint=f"Put {row.version} back ({back}) and resume, or start a new run of {version}.")
 
 
-def _same_judging(store: Store, run_id: str, config: dict[str, Any],
-                  loaded: LoadedConfig) -> None:
+def _same_judging(row: RunRow, config: dict[str, Any], loaded: LoadedConfig) -> None:
     """A run resumes judged as it started: criteria or a pass_threshold edited in between
     judged its first iterations one way and the rest another (a case failing at a score
     that passes the next)."""
     from cycle.errors import ConfigError
 
-    stored = store.runs.require(run_id).config or {}
+    stored = row.config or {}
     changed = [key for key in ("criteria", "pass_threshold")
                if key in stored and not _as_stored(stored[key], config.get(key))]
     if changed:
         raise ConfigError(
-            f"run {run_id} was judged with other {' and '.join(changed)} than {loaded.path} "
+            f"run {row.id} was judged with other {' and '.join(changed)} than {loaded.path} "
             "gives now: resuming it would judge its cases two ways", field="--resume",
             hint=f"Put {' and '.join(changed)} back as before and resume, or start a new run.")
 
 
-def _same_cases(store: Store, run_id: str, cases: CaseList, loaded: LoadedConfig) -> None:
+def _same_cases(store: Store, row: RunRow, cases: CaseList, loaded: LoadedConfig) -> None:
     """A run resumes on the cases it started with: a case whose input or expected output
     was edited in between had its first iterations of the old case and the rest of the new
     (one figure of two cases)."""
@@ -435,9 +435,9 @@ def _same_cases(store: Store, run_id: str, cases: CaseList, loaded: LoadedConfig
     from cycle.errors import ConfigError
 
     expected = {k: v.get("expected") for k, v in
-                ((store.runs.require(run_id).config or {}).get("case_info") or {}).items()}
+                ((row.config or {}).get("case_info") or {}).items()}
     at = {case_id: i for i, case_id in enumerate(cases.ids)}  # unpacked one at a time
-    for case_id, stored in store.runs.judged_inputs(run_id):
+    for case_id, stored in store.runs.judged_inputs(row.id):
         if case_id not in at:
             continue  # left out of this resume (--case, --tag): nothing of it is run
         case = cases[at[case_id]]
@@ -448,7 +448,7 @@ def _same_cases(store: Store, run_id: str, cases: CaseList, loaded: LoadedConfig
                   else None)
         if edited:
             raise ConfigError(
-                f"case '{case_id}' of run {run_id} has another {edited} than when the run "
+                f"case '{case_id}' of run {row.id} has another {edited} than when the run "
                 "judged it: resuming would put two versions of the case in one run",
                 field="--resume", hint=f"Put case '{case_id}' back as it was and resume, or "
                 f"start a new run ({loaded.path}).")

@@ -208,17 +208,16 @@ def report(run_id: str, report_dir: Path, no_write: bool, as_json: bool,
     _show_stored(run_id, base, report_dir=None if no_write else report_dir, as_json=as_json)
 
 
-def _cycle_meant(store: Store, ref: str) -> str | None:
-    """The cycle ``ref`` names when it names no run: a cycle's id or a unique part of it
-    (a run's id, or part of one, wins; None: a run is meant)."""
+def _meant(store: Store, ref: str) -> tuple[str | None, str | None]:
+    """(run id, cycle id) of what ``ref`` names, one of them: a run's id or a unique part
+    of it (which wins), else a cycle's."""
     from cycle.errors import NotFoundError
 
     try:
-        store.runs.resolve(ref)
-        return None
+        return store.runs.resolve(ref), None
     except NotFoundError as no_run:
         try:
-            return store.cycles.resolve(ref)
+            return None, store.cycles.resolve(ref)
         except NotFoundError:
             if ref.startswith("c-"):
                 raise  # a cycle's id: what is wrong with it, not with runs
@@ -244,8 +243,9 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
 
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     with Store.open(obj.store_path(base), create=False) as store:
-        cycle_id = _cycle_meant(store, run_id)
-        if cycle_id is not None:
+        found, cycle_id = _meant(store, run_id)
+        if found is None:
+            assert cycle_id is not None
             data = cycle_report_dict(store, cycle_id)
             paths = {} if report_dir is None else write_cycle_report(store, cycle_id, report_dir,
                                                                      data=data)
@@ -259,7 +259,7 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
             for kind, path in paths.items():
                 click.echo(f"{kind + ' report':16} {path}")
             return
-        row = store.runs.require(store.runs.resolve(run_id))
+        row = store.runs.require(found)
         result = with_judge_note(load_run(store.runs, row.id), store)
         gone = interrupted(store, row)
         if gone:

@@ -596,7 +596,7 @@ class Model:
             charged = 0.0
             paid = e.paid if isinstance(e, ProviderConnectionError) else None
             if paid is not None:  # a dropped answer may be billed: charged, then raised
-                charged = self._priced(paid, messages, tools, config, share).usd
+                charged = self._priced(self._bounded(paid, messages, tools, config), share).usd
             elif held and isinstance(e, TimeoutError | asyncio.CancelledError):
                 # cut off by cycle once sent (its timeout, a case's, Ctrl-C): the provider
                 # may bill what it generated, up to the reservation, so under a cap the
@@ -616,10 +616,8 @@ class Model:
             raise
         if self._secrets:  # a proxy or a model may echo the key: never keep it
             output = without_secrets(output, self._secrets)
-        if output.usage_estimated and not self.offline:
-            output = output.model_copy(update={"usage": self._bounded_usage(
-                output, messages, tools, config)})
-        cost = self._priced(output, messages, tools, config, share)
+        output = self._bounded(output, messages, tools, config)
+        cost = self._priced(output, share)
         if self.budget is not None:  # spent the moment it arrived
             self.budget.settle(held, cost.usd, role, estimated=cost.estimated)
         return output.model_copy(update={
@@ -628,17 +626,22 @@ class Model:
             "model": output.model or self.name,
         })
 
-    def _priced(self, output: ModelOutput, messages: list[Message], tools: list[ToolDef],
-                config: GenerateConfig, share: float = 1.0) -> Cost:
+    def _bounded(self, output: ModelOutput, messages: list[Message], tools: list[ToolDef],
+                 config: GenerateConfig) -> ModelOutput:
+        """The answer with its usage bounded by its bytes when the provider gave none
+        usable (``_bounded_usage``)."""
+        if not output.usage_estimated or self.offline:
+            return output
+        return output.model_copy(update={"usage": self._bounded_usage(
+            output, messages, tools, config)})
+
+    def _priced(self, output: ModelOutput, share: float = 1.0) -> Cost:
         """What an answer costs (at ``share`` of the list price: a batch's), estimated when
-        its usage was (by the byte bound: ``_bounded_usage``)."""
+        its usage was."""
         if self.offline:
             return FREE
-        usage = (self._bounded_usage(output, messages, tools, config)
-                 if output.usage_estimated else output.usage)
-        cost = self.pricing.cost(self.name, usage)
-        estimated = cost.estimated or output.usage_estimated
-        return Cost(cost.usd * share, estimated=estimated)
+        cost = self.pricing.cost(self.name, output.usage)
+        return Cost(cost.usd * share, estimated=cost.estimated or output.usage_estimated)
 
     def _batcher(self) -> Batcher:
         loop = asyncio.get_running_loop()
