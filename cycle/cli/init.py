@@ -307,7 +307,8 @@ def write_project(root: Path, files: dict[str, str]) -> tuple[list[Path], list[P
             f"{outside[0].parent} is a symlink to {outside[0].parent.resolve()}; "
             "nothing was written", hint="Choose a folder without such links: cycle init NEW_FOLDER.")
     if taken:
-        names = ", ".join(str(p) for p in taken)
+        names = ", ".join(f"{p} (a symlink to {os.readlink(p)})" if p.is_symlink() else str(p)
+                          for p in taken)
         raise ConfigError(f"cycle init would overwrite {names}; nothing was written",
                           hint="Choose an empty folder: cycle init NEW_FOLDER.")
     written = [path for path in targets if path not in kept]

@@ -99,6 +99,18 @@ def test_a_subfolder_that_is_a_dangling_link_or_a_file_is_refused_before_anythin
     assert not (project / "gone").exists()
 
 
+def test_a_file_linked_to_an_existing_file_is_not_overwritten_through_the_link(tmp_path):
+    project, mine = tmp_path / "p", tmp_path / "my-config.yaml"
+    project.mkdir()
+    mine.write_text("prompt: mine.yaml\n")
+    (project / "cycle.yaml").symlink_to(mine)
+    r = invoke("init", str(project))
+    assert r.exit_code == 2, r.output
+    assert f"would overwrite {project / 'cycle.yaml'} (a symlink to {mine})" in r.output
+    assert mine.read_text() == "prompt: mine.yaml\n"
+    assert sorted(p.name for p in project.iterdir()) == ["cycle.yaml"]
+
+
 def test_a_folder_that_links_outside_is_refused(tmp_path):
     project, elsewhere = tmp_path / "p", tmp_path / "elsewhere"
     project.mkdir()
