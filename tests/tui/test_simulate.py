@@ -300,3 +300,24 @@ async def test_a_real_tools_error_quoting_the_environments_key_is_masked_on_scre
     for written in ("golden.json", "cases.yaml"):
         assert key not in (project / written).read_text()
     assert "refused the key ***" in (project / "golden.json").read_text()
+
+
+@pytest.mark.parametrize("url", ["ftp://bob:hunter2pass@gw.example.com/v1",
+                                 "http://bob:hunter2pass@[::1/v1"])
+async def test_a_base_url_refused_in_the_config_is_named_without_its_password(
+        project, history_store, url):
+    """s on the History screen opens Simulate on ./cycle.yaml; a config whose base_url is
+    not an http(s) URL was refused quoting it whole, the password with it (and one that
+    does not parse at all was an internal error: UnboundLocalError)."""
+    from cycle.tui.app import CycleApp
+
+    (project / "cycle.yaml").write_text(
+        CONFIG + f"providers:\n  openai: {{base_url: '{url}'}}\n")
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(110, 32)) as pilot:
+        await pilot.press("s")
+        await pilot.pause()
+        said = " ".join(str(n.message) for n in app._notifications)
+        await pilot.press("q")
+    assert "providers.openai.base_url" in said and "is not an http(s) URL" in said
+    assert "hunter2pass" not in said
