@@ -88,6 +88,24 @@ async def test_history_reaches_the_runs_and_back(history_store: Store, endpoint_
         assert isinstance(app.screen, HistoryScreen)
 
 
+async def test_an_endpoint_url_a_store_kept_with_its_credentials_is_shown_without_them(
+        endpoint_store) -> None:
+    """Stores written before cycle dropped an HTTP agent's credentials from its URL hold
+    them in the run's agent: the Runs screen names it without them (safe_url)."""
+    with Store.open(endpoint_store) as store, store.transaction() as db:
+        db.execute("update runs set agent_model = replace(agent_model, 'http://', ?) || ?",
+                   ["http://agentuser:agent-pass-7a7a@", "?api-key=qk-1234567890"])
+    with Store.open(endpoint_store) as store:
+        app = CycleApp(store=store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            subject = cells(app.screen.query_one("#runs"), 0)[3]
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+    assert subject.startswith("http://127.0.0.1:") and subject.endswith("/chat?api-key=***")
+    assert "agent-pass-7a7a" not in subject and "agentuser" not in subject
+
+
 async def test_a_store_written_before_masking_shows_no_key_of_the_environment(
         endpoint_store, monkeypatch) -> None:
     """Stores written before cycle masked keys (in answers, errors, an endpoint's URL)

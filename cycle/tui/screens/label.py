@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from cycle.tui.widgets import masked, plain
+from cycle.tui.widgets import masked, model_name, plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
@@ -68,8 +68,9 @@ cycle judge agreement RUN_ID.
         # a real model's
         self.info = HeaderInfo(
             prompt_id=(row.prompt_id or "") if row else "", version=(row.version or "") if row else "",
-            models={k: v for k, v in (("agent", row.agent_model), ("judge", row.judge_model))
-                    if v} if row else {}, offline=bool(row and row.offline))
+            models={k: v for k, v in (("agent", model_name(row.agent_model)),
+                                      ("judge", model_name(row.judge_model))) if v}
+            if row else {}, offline=bool(row and row.offline))
         self.at = 0
         #: what is being typed into the entry line: "score" or "note"
         self.asking: str | None = None

@@ -36,3 +36,13 @@ def masked(value: T, secrets: tuple[str, ...] | None = None) -> T:
         clean = scrub(data, secrets)
         return value if clean is data else type(value).model_validate(clean)
     return scrub(value, secrets)  # type: ignore[no-any-return]
+
+
+def model_name(name: str | None) -> str | None:
+    """A run's agent or judge as shown: an HTTP endpoint's URL without its user, password
+    and token (``safe_url``), which stores written before cycle dropped them still hold."""
+    if name and name.startswith(("http://", "https://")):
+        from cycle.llm.http import safe_url
+
+        return safe_url(name)
+    return name
