@@ -565,3 +565,34 @@ def test_a_python_check_saying_the_environments_keys_has_them_masked(tmp_path, m
     for secret in (SECRET, token):
         assert secret not in r.output and secret.encode() not in written
     assert b"scored with ***" in written and b"scorer refused ***" in written
+
+
+def test_a_python_user_saying_the_environments_keys_has_them_masked(tmp_path, monkeypatch):
+    """A conversation's user played by a Python function that said a key of the
+    environment had it sent to the agent's model as the user's turn, stored in the trace
+    and reported (what a Python agent or a tool says was masked; the user's function,
+    code cycle did not write either, was not)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "leaky_user.py").write_text(textwrap.dedent("""\
+        import os
+
+        def next_turn(conversation, state):
+            if len(conversation) > 2:
+                return None
+            return f"my key is {os.environ['OPENAI_API_KEY']}"
+    """))
+    with LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        (tmp_path / "cases" / "c.yaml").write_text(textwrap.dedent("""\
+            - id: talk
+              input: {question: hello}
+              conversation:
+                user: {function: 'leaky_user:next_turn'}
+        """))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        sent = json.dumps([x.messages for x in srv.requests])
+    assert r.exit_code in (0, 1), r.output
+    (tmp_path / "leaky_user.py").unlink()
+    written = _every_byte_written(tmp_path)
+    assert SECRET not in sent and SECRET not in r.output and SECRET.encode() not in written
+    assert "my key is ***" in sent and b"my key is ***" in written
