@@ -51,6 +51,7 @@ from cycle.formats.adk import (
     load_evalset,
     snake,
 )
+from cycle.llm.http import environment_secrets, scrub
 from cycle.mocks import MockSpec
 from cycle.records import ToolCall, ToolDef
 
@@ -269,6 +270,9 @@ class Simulation:
         self.session_id = uuid.uuid4().hex[:12]
         self.start_timestamp = self._clock()
         self._toolbox: Toolbox | None = None
+        #: the environment's keys, masked in a tool's exception as the toolbox masks them
+        #: in what the model is shown (read when a session begins)
+        self._secrets: tuple[str, ...] = ()
         self._calls = 0
         if len(self.agents) == 1:
             self.select(next(iter(self.agents)))
@@ -294,8 +298,9 @@ class Simulation:
             raise SimulationError("type the user's query first", field="query")
         assert self.agent is not None
         self.start_timestamp = self._clock()
+        self._secrets = environment_secrets()
         self._toolbox = Toolbox(self.agent.tools, self.agent.mocks, case_id=self.session_id,
-                                functions=self.agent.functions)
+                                functions=self.agent.functions, secrets=self._secrets)
         self.history.append(UserQuery(content=query))
         self.state = SessionState.ACTIVE
 
@@ -330,12 +335,15 @@ class Simulation:
         if outcome.kind == "tool_result":
             entry = ToolOutput(call_id=call.id, result=outcome.result, duration_ms=took)
         else:
+            # the exception as raised (the trace's error is masked already): its message
+            # and traceback are shown and exported, so the environment's keys go first
             failure = self._toolbox.last_failure
             entry = ToolErrorEntry(
                 call_id=call.id, duration_ms=took,
                 error_type=type(failure).__name__ if failure else "ToolError",
-                error_message=str(failure) if failure else outcome.error or "",
-                traceback="".join(traceback.format_exception(failure)) if failure else None)
+                error_message=scrub(str(failure), self._secrets) if failure else outcome.error or "",
+                traceback=scrub("".join(traceback.format_exception(failure)), self._secrets)
+                if failure else None)
         self.history.append(entry)
         return entry
 

@@ -535,3 +535,64 @@ def test_a_basic_credential_is_masked_whole_though_its_user_name_is_a_secret_too
     basic = base64.b64encode(b"agentuser:Hunter2Secret").decode()
     secrets = maskable(url_secrets("http://agentuser:Hunter2Secret@host/chat"))
     assert scrub(f"Authorization: Basic {basic}", secrets) == "Authorization: Basic ***"
+
+
+def test_a_python_check_saying_the_environments_keys_has_them_masked(tmp_path, monkeypatch):
+    """A python check whose reason, or exception, quoted a key of the environment had it
+    stored in the verdict's reasoning and the iteration's error, shown live in the TUI's
+    log and written into every report (found with a check quoting os.environ, grepping
+    the store and the reports)."""
+    token = "scorer-token-0123456789"
+    monkeypatch.setenv("SCORER_TOKEN", token)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "leaky_check.py").write_text(textwrap.dedent("""\
+        import os
+
+        def check(ctx):
+            if ctx.case_id == "one":
+                return (50, f"scored with {os.environ['SCORER_TOKEN']}")
+            raise RuntimeError(f"scorer refused {os.environ['OPENAI_API_KEY']}")
+    """))
+    with LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace(
+            "  - id: accuracy\n",
+            "  - id: accuracy\n  - id: custom\n    check: {type: python, function: 'leaky_check:check'}\n"))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+    assert r.exit_code == 3, r.output  # case two's check raised: its error
+    (tmp_path / "leaky_check.py").unlink()
+    written = _every_byte_written(tmp_path)
+    for secret in (SECRET, token):
+        assert secret not in r.output and secret.encode() not in written
+    assert b"scored with ***" in written and b"scorer refused ***" in written
+
+
+def test_a_python_user_saying_the_environments_keys_has_them_masked(tmp_path, monkeypatch):
+    """A conversation's user played by a Python function that said a key of the
+    environment had it sent to the agent's model as the user's turn, stored in the trace
+    and reported (what a Python agent or a tool says was masked; the user's function,
+    code cycle did not write either, was not)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "leaky_user.py").write_text(textwrap.dedent("""\
+        import os
+
+        def next_turn(conversation, state):
+            if len(conversation) > 2:
+                return None
+            return f"my key is {os.environ['OPENAI_API_KEY']}"
+    """))
+    with LoopbackServer(responder=_responder) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        (tmp_path / "cases" / "c.yaml").write_text(textwrap.dedent("""\
+            - id: talk
+              input: {question: hello}
+              conversation:
+                user: {function: 'leaky_user:next_turn'}
+        """))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        sent = json.dumps([x.messages for x in srv.requests])
+    assert r.exit_code in (0, 1), r.output
+    (tmp_path / "leaky_user.py").unlink()
+    written = _every_byte_written(tmp_path)
+    assert SECRET not in sent and SECRET not in r.output and SECRET.encode() not in written
+    assert "my key is ***" in sent and b"my key is ***" in written

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from cycle.agents.tools import StateChange, no_user_agent
 from cycle.aio import call_user_function
 from cycle.imports import import_object
+from cycle.llm.http import environment_secrets, scrub
 from cycle.mocks import UserAgentSpec
 from cycle.prompts.template import render
 from cycle.records import Message, ToolCall, TraceEvent
@@ -63,10 +64,11 @@ class FunctionUserPlayer:
     """Plays a ``FunctionUser``: the function decides the next message."""
 
     def __init__(self, function: str) -> None:
-        from cycle.imports import import_object
-
         self.path = function
         self.function = import_object(function, what="conversation.user.function")
+        #: the environment's keys, masked in what the function says (as in what a Python
+        #: agent or a tool says): its turn is sent to the models and kept in the trace
+        self._secrets = environment_secrets()
 
     async def next_turn(self, conversation: Sequence[TraceEvent], *, iteration: int,
                         scope: CallScope = NO_SCOPE, state: dict[str, Any] | None = None) -> UserTurn:
@@ -77,8 +79,8 @@ class FunctionUserPlayer:
             return UserTurn(message="", done=True)
         if isinstance(value, tuple):
             message, done = value
-            return UserTurn(message=str(message), done=bool(done))
-        return UserTurn(message=str(value), done=False)
+            return UserTurn(message=scrub(str(message), self._secrets), done=bool(done))
+        return UserTurn(message=scrub(str(value), self._secrets), done=False)
 
 
 class UserSimulator:

@@ -43,15 +43,19 @@ def http_url(value: str | None, example: str) -> str | None:
     connection error instead of being refused before the run)."""
     from urllib.parse import urlparse
 
+    from cycle.llm.http import safe_url
+
     if value is None:
         return value
     try:
         url = urlparse(value.strip())
-        host = url.hostname
-    except ValueError:
-        host = None
-    if url.scheme not in ("http", "https") or not host:
-        raise ValueError(f"{value!r} is not an http(s) URL; write one such as {example}")
+        scheme, host = url.scheme, url.hostname
+    except ValueError:  # "http://[::1": no URL at all
+        scheme, host = "", None
+    if scheme not in ("http", "https") or not host:
+        # named without its credentials (safe_url): a password in the URL is no less one
+        # for the URL being wrong
+        raise ValueError(f"{safe_url(value)!r} is not an http(s) URL; write one such as {example}")
     return value
 
 

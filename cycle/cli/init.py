@@ -11,6 +11,7 @@ writes none and says which.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -263,12 +264,35 @@ def project_files(p: Provider) -> dict[str, str]:
 OPTIONAL = {".gitignore"}
 
 
+def _not_a_folder(folder: Path) -> ConfigError | None:
+    """Why ``folder`` (one cycle init writes into, or makes) cannot hold the project: a
+    symlink to what does not exist (init would make a folder where it points, or fail once
+    it has written half the project), or a file."""
+    if folder.is_symlink() and not folder.exists():
+        return ConfigError(
+            f"cycle init cannot write into {folder}: it is a symlink to {os.readlink(folder)}, "
+            "which does not exist; nothing was written",
+            hint="Create the folder it points to, remove the link, or choose another folder: "
+                 "cycle init NEW_FOLDER.")
+    if folder.exists() and not folder.is_dir():
+        return ConfigError(f"cycle init cannot write into {folder}: it is a file, not a folder; "
+                           "nothing was written",
+                           hint="Move the file away, or choose another folder: cycle init NEW_FOLDER.")
+    return None
+
+
 def write_project(root: Path, files: dict[str, str]) -> tuple[list[Path], list[Path]]:
     """Write every file, or none if one that matters exists (nothing is ever overwritten).
 
     Returns the files written and the optional ones left as they were.
     """
     targets = {root / rel: text for rel, text in files.items()}
+    # the folders the files go into (DIRECTORY, those it is in, prompts/ and cases/), before
+    # anything is written: one linked to nothing failed only once cycle.yaml was written
+    for folder in dict.fromkeys(f for path in targets for f in reversed(path.parents)):
+        refused = _not_a_folder(folder)
+        if refused is not None:
+            raise refused
     kept = [root / rel for rel in files if rel in OPTIONAL and (root / rel).exists()]
     # a symlink (even one pointing nowhere) is taken: writing through it would write
     # wherever it points, outside the project
@@ -283,7 +307,8 @@ def write_project(root: Path, files: dict[str, str]) -> tuple[list[Path], list[P
             f"{outside[0].parent} is a symlink to {outside[0].parent.resolve()}; "
             "nothing was written", hint="Choose a folder without such links: cycle init NEW_FOLDER.")
     if taken:
-        names = ", ".join(str(p) for p in taken)
+        names = ", ".join(f"{p} (a symlink to {os.readlink(p)})" if p.is_symlink() else str(p)
+                          for p in taken)
         raise ConfigError(f"cycle init would overwrite {names}; nothing was written",
                           hint="Choose an empty folder: cycle init NEW_FOLDER.")
     written = [path for path in targets if path not in kept]

@@ -45,6 +45,7 @@ def tui(ctx: click.Context, prompt_id: str | None) -> None:
     """Open the History screen on the store: on PROMPT_ID, else the prompt of
     ./cycle.yaml, else the prompt used last."""
     from cycle.store import Store
+    from cycle.store.store import shown_target
     from cycle.tui.app import CycleApp
     from cycle.tui.widgets.header import HeaderInfo
 
@@ -65,5 +66,5 @@ def tui(ctx: click.Context, prompt_id: str | None) -> None:
             raise click.UsageError(
                 "no terminal for the TUI: from a script, read the store with cycle history "
                 "ID, cycle runs, cycle cycles (each with --json)")
-        app = CycleApp(store=store, info=HeaderInfo(store=str(path)), prompt_id=prompt_id)
+        app = CycleApp(store=store, info=HeaderInfo(store=shown_target(path)), prompt_id=prompt_id)
         app.run()

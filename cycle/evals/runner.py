@@ -39,6 +39,7 @@ from cycle.evals.results import Tally, summarize
 from cycle.events import CaseFinished, EventBus, RunFinished, RunStarted
 from cycle.ids import new_run_id, now_iso
 from cycle.judge import Judge
+from cycle.llm.http import environment_secrets, scrub
 from cycle.records import AgentResult, IterationResult, RunResult, TraceEvent, Verdict
 from cycle.records.scope import CallScope
 from cycle.records.transcript import cut
@@ -96,6 +97,9 @@ class Runner:
         #: the latencies its recorder saw)
         self._recorder: RunRecorder | None = None
         self._finished = 0
+        #: the environment's keys (read when a run starts), masked in the errors of code
+        #: cycle did not write: a check, a user function or an end condition may say them
+        self._secrets: tuple[str, ...] = ()
 
     @property
     def offline(self) -> bool:
@@ -138,6 +142,7 @@ class Runner:
         self._recorder = recorder
         self._finished = 0
         self._stop_reason = None
+        self._secrets = environment_secrets()
         if self.store is not None:
             # a new run and a resumed one judge with the store's judge prompt
             self.judge.register(self.store)
@@ -308,7 +313,7 @@ class Runner:
     def _errored(
         self, case: TestCase, iteration: int, error: str, a: AgentResult | None, started_at: str
     ) -> IterationResult:
-        return self._ended(case, iteration, a, started_at, "error", error)
+        return self._ended(case, iteration, a, started_at, "error", scrub(error, self._secrets))
 
     @staticmethod
     def _ended(case: TestCase, iteration: int, a: AgentResult | None, started_at: str,

@@ -430,9 +430,15 @@ class PythonCheck(_Check):
         raise NotImplementedError("python checks are evaluated with aevaluate")
 
     async def aevaluate(self, ctx: CheckContext) -> CheckOutcome:
+        from cycle.llm.http import environment_secrets, scrub
+
         fn = import_object(self.function, what="check.function")
         value = await call_user_function(fn, ctx, what=f"check {self.function}")
-        return _outcome(value, self.function)
+        outcome = _outcome(value, self.function)
+        # its reason is the user's code speaking, which may quote the environment's keys
+        # (its exception is masked where the runner keeps the iteration's error)
+        reason = scrub(outcome.reason, environment_secrets())
+        return outcome if reason is outcome.reason else CheckOutcome(outcome.score, reason)
 
 
 def _outcome(value: Any, name: str) -> CheckOutcome:

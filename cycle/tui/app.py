@@ -40,6 +40,7 @@ from cycle.tui.screens.help import HelpScreen
 from cycle.tui.screens.history import HistoryScreen
 from cycle.tui.screens.review import ReviewScreen
 from cycle.tui.state import DashboardState
+from cycle.tui.widgets import masked
 from cycle.tui.widgets.header import HeaderInfo
 
 if TYPE_CHECKING:
@@ -278,7 +279,9 @@ class CycleApp(App[CycleOutcome | None]):
         if outcome.status == "failed":
             self.state.status = "failed"
             error = outcome.error
-            self.state.note(f"[error] the cycle failed: {type(error).__name__}: {error}")
+            # an error cycle did not write (a library's, a plugin's) may quote a key: masked
+            # here as the CLI masks it in an internal error
+            self.state.note(masked(f"[error] the cycle failed: {type(error).__name__}: {error}"))
         elif outcome.status == "interrupted":
             self.state.status = "interrupted"
             self.state.note("the cycle was interrupted; it can be resumed")

@@ -66,6 +66,51 @@ def test_a_dangling_symlink_is_refused_and_nothing_is_written_where_it_points(tm
     assert list(elsewhere.iterdir()) == []
 
 
+def test_a_directory_that_is_a_dangling_symlink_is_refused_naming_it(tmp_path):
+    """init into a link to nothing said "cannot write the project in p: File exists", and
+    to write into a folder you can write to: nothing said the link was the matter."""
+    project, target = tmp_path / "p", tmp_path / "not-yet"
+    project.symlink_to(target, target_is_directory=True)
+    r = invoke("init", str(project))
+    assert r.exit_code == 2, r.output
+    assert f"cannot write into {project}: it is a symlink to {target}, which does not exist" in (
+        r.output)
+    assert "nothing was written" in r.output and "Create the folder it points to" in r.output
+    assert not target.exists() and project.is_symlink()
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "file"])
+def test_a_subfolder_that_is_a_dangling_link_or_a_file_is_refused_before_anything_is_written(
+        tmp_path, kind):
+    """prompts/ linked to nothing (or a file named prompts) failed only when init came to
+    it, once cycle.yaml was written: half a project, and a message saying "File exists"."""
+    project = tmp_path / "p"
+    project.mkdir()
+    if kind == "file":
+        (project / "prompts").write_text("mine\n")
+    else:
+        (project / "prompts").symlink_to("gone", target_is_directory=True)
+    r = invoke("init", str(project))
+    assert r.exit_code == 2, r.output
+    said = "it is a file, not a folder" if kind == "file" else "it is a symlink to gone"
+    assert f"cannot write into {project / 'prompts'}: {said}" in r.output
+    assert "nothing was written" in r.output and "Traceback" not in r.output
+    assert sorted(p.name for p in project.iterdir()) == ["prompts"]
+    assert not (project / "gone").exists()
+
+
+def test_a_file_linked_to_an_existing_file_is_not_overwritten_through_the_link(tmp_path):
+    project, mine = tmp_path / "p", tmp_path / "my-config.yaml"
+    project.mkdir()
+    mine.write_text("prompt: mine.yaml\n")
+    (project / "cycle.yaml").symlink_to(mine)
+    r = invoke("init", str(project))
+    assert r.exit_code == 2, r.output
+    assert f"would overwrite {project / 'cycle.yaml'} (a symlink to {mine})" in r.output
+    assert mine.read_text() == "prompt: mine.yaml\n"
+    assert sorted(p.name for p in project.iterdir()) == ["cycle.yaml"]
+
+
 def test_a_folder_that_links_outside_is_refused(tmp_path):
     project, elsewhere = tmp_path / "p", tmp_path / "elsewhere"
     project.mkdir()

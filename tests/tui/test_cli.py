@@ -30,3 +30,36 @@ def test_tui_without_a_terminal_says_so_instead_of_waiting(history_store: Store)
     result = CliRunner().invoke(cli, ["--store", str(history_store.path), "tui", "greeter"])
     assert result.exit_code == 2
     assert "no terminal for the TUI" in result.output and "cycle history ID" in result.output
+
+
+def test_tui_on_a_postgresql_store_does_not_show_its_password(postgres, monkeypatch) -> None:
+    """The History screen's header names the store: it named --store as given, the
+    password of a team store's URL with it (cycle improve's header masked it)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from cycle.testing.postgres import PASSWORD
+    from cycle.tui.app import CycleApp
+    from cycle.tui.widgets.header import CycleHeader
+    from tests.tui.conftest import fill_history
+
+    url = postgres.schema_url()
+    assert PASSWORD in url
+    fill_history(Store.open(url)).close()
+    shown: list[str] = []
+
+    def run(app: CycleApp) -> None:  # the real app, driven headless instead of on a terminal
+        async def look() -> None:
+            async with app.run_test(size=(160, 30)) as pilot:
+                await pilot.pause()
+                shown.append(str(app.screen.query_one(CycleHeader).query_one("#title").render()))
+        asyncio.run(look())
+
+    monkeypatch.setattr(CycleApp, "run", run)
+    terminal = SimpleNamespace(isatty=lambda: True)  # CliRunner's streams are no terminal
+    monkeypatch.setattr("cycle.cli.tui.sys", SimpleNamespace(stdin=terminal, __stdout__=terminal))
+    result = CliRunner().invoke(cli, ["--store", url, "tui", "greeter"])
+    assert result.exit_code == 0, result.output
+    (header,) = shown
+    assert "store postgresql://" in header and ":***@" in header
+    assert PASSWORD not in header

@@ -136,6 +136,29 @@ async def test_a_failing_cycle_is_reported_not_raised(tmp_path: Path) -> None:
     assert app.return_value is app.outcome
 
 
+async def test_a_cycle_failing_with_the_environments_key_in_its_error_shows_it_masked(
+        tmp_path: Path, monkeypatch) -> None:
+    """An error cycle did not write (a plugin's, a library's) may quote a key: the CLI masks
+    the environment's keys in such an 'internal error', and the Dashboard's log showed it."""
+    key = "gw-secret-31415926535"
+    monkeypatch.setenv("GATEWAY_SECRET", key)
+
+    async def cycle(bus: EventBus, reviewer: Reviewer) -> None:
+        raise RuntimeError(f"gateway refused {key}")
+
+    app = CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            if app.outcome is not None:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause(0.15)
+        log = "".join(line.text for line in app.screen.query_one("#log", RichLog).lines)
+        await pilot.press("q")
+        await pilot.pause()
+    assert "the cycle failed: RuntimeError: gateway refused ***" in log and key not in log
+
+
 async def test_ten_thousand_cases_are_drawn_in_few_batches(tmp_path: Path) -> None:
     n = 10_000
     events: list[ev.Event] = [ev.RunStarted(at=T0, run_id="big", cases=n, iterations=1)]

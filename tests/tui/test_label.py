@@ -124,3 +124,27 @@ async def test_labels_given_earlier_are_shown_and_replaced_not_added(store: Stor
 def test_the_command_refuses_without_a_terminal(run_db: Path) -> None:
     r = CliRunner().invoke(cli, ["--store", str(run_db), "judge", "label", RUN])
     assert r.exit_code == 2 and "cycle judge sample" in r.output and "Traceback" not in r.output
+
+
+async def test_an_output_a_store_kept_with_the_environments_key_is_shown_masked(
+        store: Store, monkeypatch) -> None:
+    """A store written before cycle masked keys may hold one in an answer: the output to
+    label is shown with the environment's keys masked (cycle.tui.widgets.masked)."""
+    import io
+
+    from rich.console import Console
+
+    key = "sk-live-0a1b2c3d4e5f6a7b"
+    monkeypatch.setenv("SUPPORT_DESK_TOKEN", key)
+    with store.transaction() as db:
+        db.execute("update results set output = output || ? where run_id = ?",
+                   [f" (desk token {key})", RUN])
+    app = app_for(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        answer = app.screen.query_one("#label-answer", Static)
+        console = Console(width=200, file=io.StringIO(), record=True)
+        console.print(getattr(answer.visual, "_renderable", answer.visual))
+        shown = console.export_text()
+        await pilot.press("escape")
+    assert "(desk token ***)" in shown and key not in shown

@@ -86,3 +86,64 @@ async def test_history_reaches_the_runs_and_back(history_store: Store, endpoint_
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, HistoryScreen)
+
+
+async def test_an_endpoint_url_a_store_kept_with_its_credentials_is_shown_without_them(
+        endpoint_store) -> None:
+    """Stores written before cycle dropped an HTTP agent's credentials from its URL hold
+    them in the run's agent: the Runs screen names it without them (safe_url)."""
+    with Store.open(endpoint_store) as store, store.transaction() as db:
+        db.execute("update runs set agent_model = replace(agent_model, 'http://', ?) || ?",
+                   ["http://agentuser:agent-pass-7a7a@", "?api-key=qk-1234567890"])
+    with Store.open(endpoint_store) as store:
+        app = CycleApp(store=store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            subject = cells(app.screen.query_one("#runs"), 0)[3]
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+    assert subject.startswith("http://127.0.0.1:") and subject.endswith("/chat?api-key=***")
+    assert "agent-pass-7a7a" not in subject and "agentuser" not in subject
+
+
+async def test_a_store_written_before_masking_shows_no_key_of_the_environment(
+        endpoint_store, monkeypatch) -> None:
+    """Stores written before cycle masked keys (in answers, errors, an endpoint's URL)
+    may hold them raw: the screens show what they read with the environment's keys
+    masked, as a defence in depth (the store is not rewritten)."""
+    import io
+
+    from rich.console import Console
+
+    key = "agent-token-9f8e7d6c5b"
+    monkeypatch.setenv("AGENT_TOKEN", key)
+    with Store.open(endpoint_store) as store, store.transaction() as db:
+        # what an older cycle wrote: the endpoint's URL with its token, answers and errors
+        # quoting it, a judge's reasoning repeating it
+        db.execute("update runs set agent_model = agent_model || ?", [f"?token={key}"])
+        db.execute("update results set output = output || ?, error = ?, trace = replace(trace, "
+                   "'Sunny', ?) where case_id = 'weather-joke'",
+                   [f" (token {key})", f"endpoint refused {key}", key])
+        db.execute("update verdicts set reasoning = ?", [f"the answer quotes {key}"])
+    with Store.open(endpoint_store) as store:
+        app = CycleApp(store=store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            subject = cells(app.screen.query_one("#runs"), 0)[3]
+            assert subject.endswith("?token=***") and key not in subject
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.press("enter")  # into the cases
+            await pilot.press("down", "enter")  # the one that quotes it
+            await pilot.pause()
+            assert isinstance(app.screen, CaseScreen) and app.screen.case_id == "weather-joke"
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            console = Console(width=200, file=io.StringIO(), record=True)
+            detail = app.screen.query_one("#case-detail")
+            console.print(getattr(detail.visual, "_renderable", detail.visual))
+            shown = console.export_text()
+            await pilot.press("escape")
+    assert "endpoint refused ***" in shown and "(token ***)" in shown
+    assert "the answer quotes ***" in shown
+    assert key not in shown

@@ -267,3 +267,57 @@ async def test_cycle_tui_opens_simulate_on_the_config_here(project, history_stor
         await pilot.press("ctrl+q")  # nothing under way: back to History, not out of the app
         await pilot.pause()
         assert not isinstance(app.screen, SimulateScreen) and app.is_running
+
+
+async def test_a_real_tools_error_quoting_the_environments_key_is_masked_on_screen_and_in_the_files(
+        project, monkeypatch):
+    """The toolbox masked the key in what the model is shown, but the session kept the
+    exception as it was raised: its message and traceback, shown in the history and
+    written into the EvalSet and the case file (files committed with the project)."""
+    key = "shop-key-5c1e7a9d0b"
+    monkeypatch.setenv("SHOP_API_KEY", key)
+    sim = simulation(project)
+    app = SimulateApp(sim)
+    async with app.run_test(size=(110, 32)) as pilot:
+        pilot.app.screen.query_one("#query", TextArea).text = "where is it?"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await choose(pilot, "#tools", "find_order")
+        await fill(pilot, {"order": "keyed"})
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        history = pilot.app.screen.query_one("#sim-history")
+        shown = "\n".join(str(w.render()) for w in history.query(".entry"))
+        assert "PermissionError: the order system refused the key ***" in shown
+        assert key not in shown
+        await choose(pilot, "#tools", "__final__")
+        pilot.app.screen.query_one("#response", TextArea).text = "The system is down."
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert sim.state is SessionState.COMPLETED
+    error = sim.history[2]
+    assert key not in error.error_message and key not in (error.traceback or "")
+    for written in ("golden.json", "cases.yaml"):
+        assert key not in (project / written).read_text()
+    assert "refused the key ***" in (project / "golden.json").read_text()
+
+
+@pytest.mark.parametrize("url", ["ftp://bob:hunter2pass@gw.example.com/v1",
+                                 "http://bob:hunter2pass@[::1/v1"])
+async def test_a_base_url_refused_in_the_config_is_named_without_its_password(
+        project, history_store, url):
+    """s on the History screen opens Simulate on ./cycle.yaml; a config whose base_url is
+    not an http(s) URL was refused quoting it whole, the password with it (and one that
+    does not parse at all was an internal error: UnboundLocalError)."""
+    from cycle.tui.app import CycleApp
+
+    (project / "cycle.yaml").write_text(
+        CONFIG + f"providers:\n  openai: {{base_url: '{url}'}}\n")
+    app = CycleApp(store=history_store, prompt_id="support-reply")
+    async with app.run_test(size=(110, 32)) as pilot:
+        await pilot.press("s")
+        await pilot.pause()
+        said = " ".join(str(n.message) for n in app._notifications)
+        await pilot.press("q")
+    assert "providers.openai.base_url" in said and "is not an http(s) URL" in said
+    assert "hunter2pass" not in said

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from cycle.records.transcript import event_lines, has_behaviour
-from cycle.tui.widgets import plain
+from cycle.tui.widgets import masked, plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 from cycle.words import plural
 
@@ -143,7 +143,10 @@ the judge's score and reasoning per criterion
 
     @work(thread=True, exclusive=True)
     def load(self) -> None:
-        results = self.store.runs.load_results(self.run_id, self.case_id)
+        from cycle.llm.http import environment_secrets
+
+        secrets = environment_secrets()
+        results = [masked(r, secrets) for r in self.store.runs.load_results(self.run_id, self.case_id)]
         self.app.call_from_thread(self._show, results)
 
     def _show(self, results: list[IterationResult]) -> None:

@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from cycle.tui.widgets import plain
+from cycle.tui.widgets import masked, model_name, plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
@@ -59,13 +59,18 @@ cycle judge agreement RUN_ID.
         self.outputs = outputs
         self.criteria = criteria
         self.labeler = labeler
-        row = store.runs.get(run_id)
+        from cycle.llm.http import environment_secrets
+
+        #: the environment's keys, masked in what the store gives (cycle.tui.widgets.masked)
+        self._secrets = environment_secrets()
+        row = masked(store.runs.get(run_id), self._secrets)
         # the run's own prompt and models, and the offline badge when its outputs are not
         # a real model's
         self.info = HeaderInfo(
             prompt_id=(row.prompt_id or "") if row else "", version=(row.version or "") if row else "",
-            models={k: v for k, v in (("agent", row.agent_model), ("judge", row.judge_model))
-                    if v} if row else {}, offline=bool(row and row.offline))
+            models={k: v for k, v in (("agent", model_name(row.agent_model)),
+                                      ("judge", model_name(row.judge_model))) if v}
+            if row else {}, offline=bool(row and row.offline))
         self.at = 0
         #: what is being typed into the entry line: "score" or "note"
         self.asking: str | None = None
@@ -149,13 +154,14 @@ cycle judge agreement RUN_ID.
         from cycle.tui.screens.case import input_text, render_answer
 
         o = self.output
-        results = [r for r in self.store.runs.load_results(self.run_id, o["case"])
+        results = [masked(r, self._secrets)
+                   for r in self.store.runs.load_results(self.run_id, o["case"])
                    if r.iteration == o["iteration"]]
         parts: list[RenderableType] = [Text("Input", style="bold underline")]
         if results:
             parts += [Text(input_text(results[0].input)), Text(""), *render_answer(results[0])]
         else:
-            parts += [Text("Output", style="bold"), Text(o["output"])]
+            parts += [Text("Output", style="bold"), Text(masked(o["output"], self._secrets))]
         return Group(*parts)
 
     def _yours(self, criterion: str) -> Text:

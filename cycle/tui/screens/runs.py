@@ -14,7 +14,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from cycle.tui.widgets import plain
+from cycle.tui.widgets import masked, model_name, plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def run_subject(row: RunRow) -> str:
     """What a run evaluated: the prompt version, else the agent (an endpoint's URL)."""
     if row.prompt_id:
         return f"{row.prompt_id}@{row.version}" if row.version else row.prompt_id
-    return row.agent_model or "-"
+    return model_name(row.agent_model) or "-"
 
 
 def run_origin(row: RunRow) -> str:
@@ -81,8 +81,11 @@ the judge's scores), to measure its judge. Escape goes back.
         cases = self.query_one("#run-cases", DataTable)
         for label in ("case", "status", "mean", "pass", "err"):
             cases.add_column(label, key=label)
+        from cycle.llm.http import environment_secrets
+
+        secrets = environment_secrets()
         for row in self.store.runs.recent(limit=LIMIT):
-            self.rows[row.id] = row
+            self.rows[row.id] = row = masked(row, secrets)
             s = row.summary or {}
             score = s.get("score")
             rate = s.get("pass_rate")
