@@ -187,13 +187,9 @@ class TurnAgent:
                        tally=Tally(usage=Usage(), model=self.name),
                        max_steps=case.max_steps or self.max_steps)
         if self.wants_toolbox(case):
-            if self._secrets is None:
-                from cycle.llm.http import environment_secrets
-
-                self._secrets = environment_secrets()
             it.toolbox = Toolbox(
                 self.tools, {**self.mocks, **case.mocks}, case_id=case.id, state=case.state,
-                functions=self._functions, started=started, secrets=self._secrets,
+                functions=self._functions, started=started, secrets=self._environment_secrets(),
                 ask=UserAgents({**self.user_agents, **case.user_agents}, model=self._user,
                                case_id=case.id, iteration=iteration, scope=scope))
         await self.begin(it)
@@ -292,8 +288,17 @@ class TurnAgent:
         if user is None:
             return None
         if isinstance(user, FunctionUser):
-            return FunctionUserPlayer(user.function)
+            return FunctionUserPlayer(user.function, secrets=self._environment_secrets())
         return UserSimulator(user, self._user(user.model), case.variables)
+
+    def _environment_secrets(self) -> tuple[str, ...]:
+        """The environment's keys, masked in what code the user wrote says (its tools, its
+        user function): read once, not a case at a time (0.1 ms a read)."""
+        if self._secrets is None:
+            from cycle.llm.http import environment_secrets
+
+            self._secrets = environment_secrets()
+        return self._secrets
 
     def _condition_model(self, conversation: ConversationSpec) -> str:
         user = conversation.user

@@ -63,12 +63,12 @@ def said_so_far(conversation: Sequence[TraceEvent]) -> list[dict[str, str]]:
 class FunctionUserPlayer:
     """Plays a ``FunctionUser``: the function decides the next message."""
 
-    def __init__(self, function: str) -> None:
+    def __init__(self, function: str, *, secrets: tuple[str, ...] | None = None) -> None:
         self.path = function
         self.function = import_object(function, what="conversation.user.function")
         #: the environment's keys, masked in what the function says (as in what a Python
         #: agent or a tool says): its turn is sent to the models and kept in the trace
-        self._secrets = environment_secrets()
+        self._secrets = environment_secrets() if secrets is None else secrets
 
     async def next_turn(self, conversation: Sequence[TraceEvent], *, iteration: int,
                         scope: CallScope = NO_SCOPE, state: dict[str, Any] | None = None) -> UserTurn:
