@@ -138,15 +138,20 @@ class ReportsAhead:
         loop.call_soon(self._slice)
 
     def _slice(self) -> None:
-        """Write what is due for at most ``SLICE`` seconds, then let the loop go on."""
+        """Write what is due for ``SLICE`` seconds, then let the loop go on; but an eighth
+        of what is due at least, so that a run leaving the loop no idle time (answers at
+        once) does not pile its cases up for the end (at 20,000 cases, 11,000 were left,
+        and the memory their runs held)."""
         self._sliced = False
         if self._given_up:
             return
         try:
             until = time.perf_counter() + SLICE
+            least = (len(self._due) + 7) // 8
             while self._due:
                 self._write_cases(*self._next_due())
-                if time.perf_counter() >= until:
+                least -= 1
+                if least <= 0 and time.perf_counter() >= until:
                     break
             if self._due:
                 self._slice_soon()
