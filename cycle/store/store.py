@@ -202,7 +202,7 @@ class Store:
         self.where = where or str(path)
         self.dialect = dialect_of(db)
         #: what ``reopen`` connects to again (the URL's password included)
-        self._target: StoreTarget | None = path
+        self._target: StoreTarget | None = None if path is None else path.absolute()
         # the TUI's threads read through connections of their own (``reopen``); a
         # connection shared by threads anyway has its writers take turns
         self._lock = threading.RLock()
