@@ -596,3 +596,40 @@ def test_a_python_user_saying_the_environments_keys_has_them_masked(tmp_path, mo
     written = _every_byte_written(tmp_path)
     assert SECRET not in sent and SECRET not in r.output and SECRET.encode() not in written
     assert "my key is ***" in sent and b"my key is ***" in written
+
+
+#: credentials by their usual names, the short spellings included
+SECRET_NAMES = ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD",
+                "GOOGLE_APPLICATION_CREDENTIALS", "GPG_PASSPHRASE", "HTTP_AUTHORIZATION",
+                "DB_PASS", "PGPASS", "REDIS_PASS", "SMTP_PASSWD", "SMTP_PASSWD_PROD", "DB_PWD",
+                "MYSQL_PWD", "X_AUTH", "BASIC_AUTH", "GITHUB_OAUTH", "SMTP_AUTH_USER", "db_pass"]
+#: what a shell, a desktop or a CI machine sets that is no credential
+PLAIN_NAMES = ["PATH", "PWD", "OLDPWD", "PYTHONPATH", "HOME", "USER", "SHELL", "LANG", "TERM",
+               "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+               "XAUTHORITY", "OS_AUTH_URL", "NO_PROXY", "PROXY_BYPASS", "COMPASS_HOME",
+               "PASSENGER_APP_ENV", "DB_PASS_FILE", "AUTH_TYPE", "LOGNAME", "DISPLAY"]
+
+
+def test_credentials_are_known_by_their_usual_names_and_short_spellings():
+    from cycle.llm.http import secret_variable
+
+    assert [n for n in SECRET_NAMES if not secret_variable(n)] == []
+    assert [n for n in PLAIN_NAMES if secret_variable(n)] == []
+
+
+def test_the_environments_short_spelled_passwords_are_masked_and_its_folders_are_not(monkeypatch):
+    """DB_PASS, SMTP_PASSWD, X_AUTH were missed (only KEY, TOKEN, SECRET, PASSWORD and
+    CREDENTIAL were read as secrets); PWD, the shell's current folder, must not be one: a
+    folder's path would be masked wherever an answer names it."""
+    from cycle.llm.http import environment_secrets, scrub
+
+    values = {"DB_PASS": "db-pass-0123456789", "SMTP_PASSWD": "smtp-pw-0123456789",
+              "X_AUTH": "x-auth-0123456789", "MYSQL_PWD": "mysql-pw-0123456789",
+              "PWD": "/home/someone/project", "OLDPWD": "/home/someone/elsewhere",
+              "SSH_AUTH_SOCK": "/tmp/ssh-XXXXabcd/agent.1234"}
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    said = " ".join(values.values())
+    assert scrub(said, environment_secrets()) == (
+        "*** *** *** *** /home/someone/project /home/someone/elsewhere "
+        "/tmp/ssh-XXXXabcd/agent.1234")

@@ -61,8 +61,11 @@ def export_adk(ctx: click.Context, config: Path, out: Path, run_id: str | None) 
         from cycle.store import Store
 
         obj = ctx.find_object(CliContext) or CliContext()
+        from cycle.store.masking import MaskedRunLog
+
         with Store.open(obj.store_path(), create=False) as store:
-            result = load_run(store.runs, store.runs.resolve(run_id))
+            # an older store may hold keys raw: exported masked (cycle.store.masking)
+            result = load_run(MaskedRunLog(store), store.runs.resolve(run_id))
             cases = [evalset_case_from_trace(c.representative, c.case_id)
                      for c in result.cases.values() if c.representative is not None]
         name = result.prompt_id or result.agent_model or result.run_id
@@ -111,8 +114,11 @@ def export_otel(run_id: str, out: Path | None, endpoint: str | None, timeout: fl
 
     if out is None and endpoint is None:
         raise click.UsageError("say where: --out FILE (OTLP JSON) or --endpoint URL (OTLP/HTTP)")
+    from cycle.store.masking import MaskedRunLog
+
     with open_store() as store:
-        run = load_run(store.runs, store.runs.resolve(run_id))
+        # an older store may hold keys raw: exported masked (cycle.store.masking)
+        run = load_run(MaskedRunLog(store), store.runs.resolve(run_id))
         spans = spans_of(run, content=content)
     traces = len({s.context.trace_id for s in spans})
     if out is not None:

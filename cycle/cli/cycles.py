@@ -76,8 +76,9 @@ def _show_cycle(store: Store, cycle_id: str, as_json: bool) -> None:
     beside its judge's kappa with people (the cycle report's figures)."""
     from cycle.report.cycle_report import cycle_report_dict, round_lines
     from cycle.report.format import bounds, score, signed
+    from cycle.store.masking import masked
 
-    data = cycle_report_dict(store, cycle_id)
+    data = masked(cycle_report_dict(store, cycle_id))  # an older store may hold keys raw
     if as_json:
         keep = ("cycle_id", "prompt_id", "status", "stop_reason", "started_at", "finished_at",
                 "offline", "judge_agreement", "rounds_run", "initial", "final", "improvement",
@@ -127,7 +128,9 @@ def cycles(prompt_id: str | None, config: Path | None, limit: int, as_json: bool
         if cycle_id is not None:
             _show_cycle(store, cycle_id, as_json)
             return
-        rows = cycle_summaries(store, prompt_id, limit=limit)
+        from cycle.store.masking import masked
+
+        rows = masked(cycle_summaries(store, prompt_id, limit=limit))
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
         return

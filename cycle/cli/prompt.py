@@ -217,19 +217,22 @@ def history(prompt_id: str, limit: int, offset: int, show_moves: bool, only_labe
     if show_moves:
         label_log(prompt_id, only_label, limit=limit, offset=offset, as_json=as_json)
         return
+    from cycle.store.masking import masked
+
     with open_store() as store:
         versions = store.history(prompt_id, limit=limit, offset=offset)
         labels = store.labels(prompt_id)
         scores = store.latest_scores(prompt_id)
         total = store.count_versions(prompt_id)
+    # a version's message (a cycle's improver wrote most) is shown masked, as the runs
     if as_json:
-        emit_json({
+        emit_json(masked({
             "prompt_id": prompt_id, "total": total, "offset": offset, "labels": labels,
             "versions": [{**version_json(v, labels), "score": scores.get(v.version),
                           "words": v.prompt.words} for v in versions],
-        })
+        }))
         return
-    rows = [
+    rows = masked([
         [
             v.version, labels_of(v.version, labels), v.source,
             f"{scores[v.version]:.1f}" if v.version in scores else "-", str(v.prompt.words),
@@ -237,7 +240,7 @@ def history(prompt_id: str, limit: int, offset: int, show_moves: bool, only_labe
             v.message.splitlines()[0] if v.message else "",
         ]
         for v in versions
-    ]
+    ])
     shown = f"{offset + 1}-{offset + len(versions)} of {total}" if total > len(versions) else str(total)
     click.echo(f"{prompt_id}: {shown} version{'s' if total != 1 else ''}")
     click.echo(table(rows, ["VERSION", "LABELS", "SOURCE", "SCORE", "WORDS", "CREATED", "AUTHOR",

@@ -601,10 +601,13 @@ def compare(run_a: str, run_b: str, config: Path | None, as_json: bool, markdown
     base = None
     if config is not None:
         base = (config if config.is_dir() else config.parent)
+    from cycle.store.masking import MaskedRunLog
+
     store = Store.open(store_of(base), create=False)
     try:
         a, b = store.runs.resolve(run_a), store.runs.resolve(run_b)
-        comparison = compare_runs(load_run(store.runs, a), load_run(store.runs, b))
+        log = MaskedRunLog(store)  # an older store may hold keys raw (cycle.store.masking)
+        comparison = compare_runs(load_run(log, a), load_run(log, b))
     finally:
         store.close()
     click.echo(render_compare_json(comparison) if as_json else render_compare(comparison))

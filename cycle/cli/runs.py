@@ -128,6 +128,7 @@ def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: 
     --no-write`).
     """
     from cycle.store import Store
+    from cycle.store.masking import MaskedRunLog
 
     base = None if config is None else (config if config.is_dir() else config.parent)
     if prompt_id == "show" and run_id:
@@ -142,7 +143,8 @@ def runs(prompt_id: str | None, run_id: str | None, version: str | None, since: 
     before = when(until, "--until") if until else None
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     with Store.open(obj.store_path(base), create=False) as store:
-        found = store.runs.recent(prompt_id=prompt_id, version=version, since=after, until=before,
+        # an older store's rows may hold an endpoint's credentials: shown masked
+        found = MaskedRunLog(store).recent(prompt_id=prompt_id, version=version, since=after, until=before,
                                   cycle_id=cycle_id, evals_only=no_cycles, limit=limit)
         # a run stored as running whose process is gone: said, or it would look running
         gone = {r.id: interrupted(store, r) if r.status == "running" else None for r in found}
@@ -240,13 +242,15 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
         write_cycle_report,
     )
     from cycle.store import Store
+    from cycle.store.masking import MaskedRunLog, masked
 
     obj = click.get_current_context().find_object(CliContext) or CliContext()
     with Store.open(obj.store_path(base), create=False) as store:
         found, cycle_id = _meant(store, run_id)
         if found is None:
             assert cycle_id is not None
-            data = cycle_report_dict(store, cycle_id)
+            # what an older store holds is shown and written with today's masking
+            data = masked(cycle_report_dict(store, cycle_id))
             paths = {} if report_dir is None else write_cycle_report(store, cycle_id, report_dir,
                                                                      data=data)
             if as_json:
@@ -259,8 +263,11 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
             for kind, path in paths.items():
                 click.echo(f"{kind + ' report':16} {path}")
             return
-        row = store.runs.require(found)
-        result = with_judge_note(load_run(store.runs, row.id), store)
+        # read back as its own run wrote it, masked (cycle.store.masking): an older store
+        # may hold a key of the environment, or an endpoint's URL with its credentials
+        log = MaskedRunLog(store)
+        row = log.require(found)
+        result = with_judge_note(load_run(log, row.id), store)
         gone = interrupted(store, row)
         if gone:
             said = result.stop_reason if result.status == "interrupted" else None

@@ -132,19 +132,43 @@ def maskable(values: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(sorted(found, key=len, reverse=True))
 
 
-#: environment variables whose values are credentials (OPENAI_API_KEY, MY_TOKEN, ...)
-_SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+#: environment variables whose values are credentials: named with one of these words
+#: anywhere (OPENAI_API_KEY, GITHUBTOKEN, DB_PASSWORD, GPG_PASSPHRASE, ...)
+_SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSPHRASE|CREDENTIAL|AUTHORIZATION",
+                              re.IGNORECASE)
+#: ... or with a short spelling of a password or of credentials as a part of the name
+#: (DB_PASS, PGPASS, SMTP_PASSWD, MYSQL_PWD, X_AUTH, BASIC_AUTH, OAUTH): a part, or the
+#: end of one (PGPASS), but not PWD alone (the shell's current folder), OLDPWD (its last
+#: one), BYPASS (a proxy's list of hosts) or AUTHOR (GIT_AUTHOR_NAME)
+_SECRET_PART = re.compile(r"(?:(?<!BY)PASS|PASSWD|AUTH)$")
+#: ... unless the name's last part says the value only locates something: SSH_AUTH_SOCK is
+#: the path of the SSH agent's socket (no credential: the socket's permissions guard the
+#: agent, and its path is in every process's environment), OS_AUTH_URL an endpoint
+#: (credentials inside a URL are masked whatever its name), COMPASS_HOME a folder
+_LOCATOR = frozenset({"SOCK", "SOCKET", "URL", "URI", "HOST", "PORT", "PATH", "FILE", "DIR",
+                      "HOME", "TYPE", "METHOD", "MODE"})
+
+
+def secret_variable(name: str) -> bool:
+    """Whether the environment variable ``name`` holds a credential (by its name)."""
+    if _SECRET_VARIABLE.search(name):
+        return True
+    parts = [p for p in re.split(r"[^A-Z0-9]+", name.upper()) if p]
+    if len(parts) > 1 and parts[-1] in _LOCATOR:
+        return False
+    return any(_SECRET_PART.search(p) for p in parts) or (len(parts) > 1 and "PWD" in parts)
 
 
 def environment_secrets() -> tuple[str, ...]:
     """The credentials the environment (and so .env) holds, to mask in what code cycle did
     not write may say (a Python agent's answer or exception): the values of variables
-    named like a key, token, secret or password, and those inside a URL's credentials."""
+    named like a key, token, secret, password or credentials (``secret_variable``), and
+    those inside a URL's credentials."""
     import os
 
     found: list[str] = []
     for name, value in os.environ.items():
-        if _SECRET_VARIABLE.search(name):
+        if secret_variable(name):
             found.append(value)
         elif value.startswith(("http://", "https://")):
             found.extend(url_secrets(value))

@@ -201,7 +201,10 @@ class Store:
         #: the store as messages name it (a PostgreSQL URL without its password)
         self.where = where or str(path)
         self.dialect = dialect_of(db)
-        # one connection may be shared by threads (a TUI worker): writers take turns
+        #: what ``reopen`` connects to again (the URL's password included)
+        self._target: StoreTarget | None = None if path is None else path.absolute()
+        # the TUI's threads read through connections of their own (``reopen``); a
+        # connection shared by threads anyway has its writers take turns
         self._lock = threading.RLock()
         #: runs, their results, verdicts and model calls
         self.runs = RunLog(self)
@@ -287,6 +290,7 @@ class Store:
 
         conn = connect(url, busy_timeout=BUSY_TIMEOUT)
         store = cls(conn, None, where=conn.where)  # type: ignore[arg-type]
+        store._target = url
         with _opening(conn, conn.where):
             pending = check_format(conn, conn.where)  # reads only
             if pending and not create and len(pending) == len(MIGRATIONS):
@@ -312,6 +316,17 @@ class Store:
         with self.transaction() as db:
             if check_format(db, self.where):
                 apply_migrations(db)
+
+    def reopen(self) -> Store:
+        """Another connection to this store, for a thread to read through (close it there,
+        or use ``with``). A connection is never to be shared with a thread that outlives
+        its owner's use of it: SQLite's, closed by one thread while another is inside one
+        of its statements, crashes the process (a TUI worker still reading when the app
+        quits and its store is closed: cycle.tui.reading)."""
+        if self._target is None:
+            raise StoreError(f"the store {self.where} cannot be opened again",
+                             hint="Open it with Store.open(path or URL).")
+        return Store.open(self._target, create=False)
 
     def close(self) -> None:
         self.db.close()

@@ -104,3 +104,21 @@ def test_a_write_outside_a_transaction_is_committed_and_a_failed_inner_one_is_un
     assert not store.db.in_transaction
     other.close()
     store.close()
+
+
+def test_a_reopened_store_is_a_connection_of_its_own_that_outlives_the_first(tmp_path, monkeypatch):
+    """What a thread reads through (the TUI's workers): another connection to the same
+    store, which closing the first cannot touch, and found again from another folder."""
+    from cycle.records import Prompt
+
+    monkeypatch.chdir(tmp_path)
+    first = Store.open(Path("s.db"))  # a relative path, as --store may give it
+    first.save_version(Prompt(id="p", system="Say hi."), source="initial")
+    monkeypatch.chdir(tmp_path.parent)
+    own = first.reopen()
+    try:
+        assert own.db is not first.db
+        first.close()
+        assert own.history("p")[0].prompt.system == "Say hi."
+    finally:
+        own.close()

@@ -147,3 +147,96 @@ async def test_a_store_written_before_masking_shows_no_key_of_the_environment(
     assert "endpoint refused ***" in shown and "(token ***)" in shown
     assert "the answer quotes ***" in shown
     assert key not in shown
+
+
+class _HeldRead:
+    """Holds a store read of a worker thread (``RunLog.tally_rows`` or ``load_results``)
+    until the test lets it go: it says when the read began, which store it read from, and
+    what it read or raised."""
+
+    def __init__(self, monkeypatch, method: str) -> None:
+        import threading
+
+        from cycle.store.runs import RunLog
+
+        self.began, self.go, self.done = threading.Event(), threading.Event(), threading.Event()
+        self.stores: list[Store] = []
+        self.read: object = None
+        self.error: BaseException | None = None
+        original = getattr(RunLog, method)
+        held = self
+
+        def hold(log, *args, **kwargs):
+            if threading.current_thread() is threading.main_thread():
+                return original(log, *args, **kwargs)
+            held.stores.append(log.store)
+            held.began.set()
+            held.go.wait(timeout=30)
+            try:
+                held.read = list(original(log, *args, **kwargs))
+                return held.read
+            except BaseException as e:
+                held.error = e
+                raise
+            finally:
+                held.done.set()
+
+        monkeypatch.setattr(RunLog, method, hold)
+
+
+async def _quit_while_reading(app: CycleApp, held: _HeldRead, *keys: str) -> None:
+    import asyncio
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        if keys:  # to the screen whose read is held (once the Runs screen has its run)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.press(*keys)
+        assert await asyncio.to_thread(held.began.wait, 10), "the screen read nothing in a thread"
+        app.exit()  # the app quits while the worker is inside its read
+
+
+@pytest.mark.parametrize("screen", ["runs", "case"])
+async def test_quitting_while_a_screen_reads_in_a_thread_leaves_the_worker_a_store_to_read(
+        endpoint_store, monkeypatch, screen) -> None:
+    """`cycle tui` closes its store as soon as the app returns, and Textual does not wait
+    for a thread worker still reading (the Runs screen's run, the Case screen's
+    iterations): a SQLite connection closed while another thread is inside one of its
+    statements crashed Python (a segfault in tally_rows). The workers read through a
+    connection of their own, so closing the app's store cannot touch theirs."""
+    held = _HeldRead(monkeypatch, "tally_rows" if screen == "runs" else "load_results")
+    store = Store.open(endpoint_store)
+    app = CycleApp(store=store)
+    await _quit_while_reading(app, held, *(() if screen == "runs" else ("enter", "enter")))
+    store.close()  # as `cycle tui` does once the app has returned
+    held.go.set()
+    assert held.done.wait(timeout=10)
+    assert held.error is None, held.error  # was: Cannot operate on a closed database (or SIGSEGV)
+    assert held.read and all(s is not store for s in held.stores)
+
+
+async def test_leaving_a_case_before_its_iterations_are_read_does_not_stop_the_app(
+        endpoint_store, monkeypatch) -> None:
+    """The Case screen left (escape) while its worker still reads: what it read is not
+    shown on a screen that is gone (an error there stopped the app)."""
+    import asyncio
+
+    held = _HeldRead(monkeypatch, "load_results")
+    with Store.open(endpoint_store) as store:
+        app = CycleApp(store=store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.press("enter", "enter")
+            assert await asyncio.to_thread(held.began.wait, 10)
+            case = app.screen
+            assert isinstance(case, CaseScreen)
+            await pilot.press("escape")
+            held.go.set()
+            assert await asyncio.to_thread(held.done.wait, 10)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert app.is_running and isinstance(app.screen, RunsScreen)
+            assert case.results is None and held.read

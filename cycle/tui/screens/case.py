@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from cycle.records.transcript import event_lines, has_behaviour
+from cycle.tui.reading import deliver, read_in_thread
 from cycle.tui.widgets import masked, plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 from cycle.words import plural
@@ -146,8 +147,9 @@ the judge's score and reasoning per criterion
         from cycle.llm.http import environment_secrets
 
         secrets = environment_secrets()
-        results = [masked(r, secrets) for r in self.store.runs.load_results(self.run_id, self.case_id)]
-        self.app.call_from_thread(self._show, results)
+        # on a connection of the thread's own (cycle.tui.reading)
+        stored = read_in_thread(self.store, lambda own: own.runs.load_results(self.run_id, self.case_id))
+        deliver(self, self._show, [masked(r, secrets) for r in stored])
 
     def _show(self, results: list[IterationResult]) -> None:
         self.results = results

@@ -14,6 +14,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from cycle.tui.reading import deliver, read_in_thread
 from cycle.tui.widgets import masked, model_name, plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
@@ -119,9 +120,16 @@ the judge's scores), to measure its judge. Escape goes back.
 
     @work(thread=True, exclusive=True)
     def load(self, run_id: str) -> None:
+        """Read the run's figures, in a thread, on a connection of its own (cycle.tui.reading)."""
         from cycle.evals.results import load_run
+        from cycle.store.runs import StoredResults
 
-        self.app.call_from_thread(self._show, load_run(self.store.runs, run_id))
+        result = read_in_thread(self.store, lambda own: load_run(own.runs, run_id))
+        if isinstance(result.source, StoredResults):
+            # what it reads later (a case's representative), it reads in the UI thread on
+            # the app's connection: the thread's own is closed
+            result.source.log = self.store.runs
+        deliver(self, self._show, result)
 
     def _show(self, result: RunResult) -> None:
         self.shown = result

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from rich.text import Text
 
-T = TypeVar("T")
+# what the screens read from the store is shown masked, as the CLI reports it
+from cycle.store.masking import masked, model_name
+
+__all__ = ["masked", "model_name", "plain"]
 
 
 def plain(value: Any) -> Any:
@@ -17,32 +20,3 @@ def plain(value: Any) -> Any:
     return Text(value) if isinstance(value, str) else value
 
 
-def masked(value: T, secrets: tuple[str, ...] | None = None) -> T:
-    """``value`` as read from the store (an iteration's result, a run's row, an output to
-    label) with the environment's keys masked: ``scrub`` with ``environment_secrets()``
-    (read here unless given), the masking cycle applies before it stores what code it did
-    not write says. A store written before that masking existed may hold them raw; the
-    screens show it masked without rewriting it. A record is copied only when it held one."""
-    from pydantic import BaseModel
-
-    from cycle.llm.http import environment_secrets, scrub
-
-    if secrets is None:
-        secrets = environment_secrets()
-    if not secrets:
-        return value
-    if isinstance(value, BaseModel):
-        data = value.model_dump()
-        clean = scrub(data, secrets)
-        return value if clean is data else type(value).model_validate(clean)
-    return scrub(value, secrets)  # type: ignore[no-any-return]
-
-
-def model_name(name: str | None) -> str | None:
-    """A run's agent or judge as shown: an HTTP endpoint's URL without its user, password
-    and token (``safe_url``), which stores written before cycle dropped them still hold."""
-    if name and name.startswith(("http://", "https://")):
-        from cycle.llm.http import safe_url
-
-        return safe_url(name)
-    return name
