@@ -83,8 +83,10 @@ class StoreJournal:
         try:
             with self.store.transaction() as db:
                 db.executemany(INSERT_CALL, batch.rows)
-        except Exception as e:  # noqa: BLE001 - every caller of the batch sees the failure
-            batch.error = e
+        except BaseException as e:  # every caller of the batch sees the failure
+            batch.error = e  # (a Ctrl-C too: no caller goes on as if its row were kept)
+            if not isinstance(e, Exception):
+                raise
         finally:
             batch.finished = True
 
@@ -97,7 +99,7 @@ class _Batch:
     def __init__(self) -> None:
         self.rows: list[Any] = []
         self.finished = False
-        self.error: Exception | None = None
+        self.error: BaseException | None = None
 
 
 #: what a journaled answer leaves out: the raw exchange (large, and where a provider
