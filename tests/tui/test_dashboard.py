@@ -116,20 +116,25 @@ async def test_quit_mid_cycle_asks_then_interrupts(tmp_path: Path) -> None:
     assert app.return_value is app.outcome
 
 
+async def _log_once_failed(app: CycleApp, pilot) -> str:
+    """The Dashboard's log once its cycle has ended (a failing one: its note written)."""
+    for _ in range(100):
+        if app.outcome is not None:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause(0.15)
+    return "".join(line.text for line in app.screen.query_one("#log", RichLog).lines)
+
+
 async def test_a_failing_cycle_is_reported_not_raised(tmp_path: Path) -> None:
     async def cycle(bus: EventBus, reviewer: Reviewer) -> None:
         raise RuntimeError("provider exploded")
 
     app = CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            if app.outcome is not None:
-                break
-            await pilot.pause(0.02)
-        await pilot.pause(0.15)
+        log = await _log_once_failed(app, pilot)
         assert app.outcome is not None and app.outcome.status == "failed"
         assert str(app.outcome.error) == "provider exploded"
-        log = "".join(line.text for line in app.screen.query_one("#log", RichLog).lines)
         assert "the cycle failed: RuntimeError: provider exploded" in log
         await pilot.press("q")  # finished: quits without asking
         await pilot.pause()
@@ -148,12 +153,7 @@ async def test_a_cycle_failing_with_the_environments_key_in_its_error_shows_it_m
 
     app = CycleApp(cycle=cycle, store_path=tmp_path / "cycle.db")
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            if app.outcome is not None:
-                break
-            await pilot.pause(0.02)
-        await pilot.pause(0.15)
-        log = "".join(line.text for line in app.screen.query_one("#log", RichLog).lines)
+        log = await _log_once_failed(app, pilot)
         await pilot.press("q")
         await pilot.pause()
     assert "the cycle failed: RuntimeError: gateway refused ***" in log and key not in log
