@@ -112,7 +112,10 @@ class ReportsAhead:
             if ids:
                 run = self._run_of(ids)
                 self._due.extend((run, case_id) for case_id in ids)
-                self._slice_soon()
+                if self.written + len(self._due) == len(self._order):
+                    self._write_due()  # the run's last cases: no answer is left to wait
+                else:
+                    self._slice_soon()
         except Exception:  # noqa: BLE001 - written whole at the end, where it is reported
             self._give_up()
 
@@ -131,8 +134,7 @@ class ReportsAhead:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # stored outside a loop: nothing waits on it
-            while self._due:
-                self._write_cases(*self._next_due())
+            self._write_due()
             return
         self._sliced = True
         loop.call_soon(self._slice)
@@ -157,6 +159,10 @@ class ReportsAhead:
                 self._slice_soon()
         except Exception:  # noqa: BLE001 - written whole at the end, where it is reported
             self._give_up()
+
+    def _write_due(self) -> None:
+        while self._due:
+            self._write_cases(*self._next_due())
 
     def _next_due(self) -> tuple[RunResult, list[str]]:
         run, case_id = self._due.popleft()
