@@ -31,7 +31,7 @@ class StoreJournal:
     its row kept. (Awaiting a shared future, shielded, cost a turn for the commit, one for
     the future's callbacks and one for the shield's: at 64 cases in flight, 100 ms a
     call, on a busy loop that kept about 8 fewer calls in flight, and the connection pool
-    checks every idle connection on every request: 4% more CPU, bench_latency.py.)"""
+    checks every idle connection on every request: 6% more CPU, bench_latency.py.)"""
 
     def __init__(self, store: Store) -> None:
         self.store = store

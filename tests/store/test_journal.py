@@ -49,7 +49,7 @@ async def test_the_answers_of_one_turn_share_one_commit_and_each_goes_on_a_turn_
     """Three answers arriving in one turn of the loop: one transaction keeps all three,
     and each caller goes on in the next turn with its row already committed. Waiting on a
     shared, shielded future took three turns; on a busy loop every turn a case waits is a
-    connection idle in the pool, which the SDK's pool checks on every request (4% more
+    connection idle in the pool, which the SDK's pool checks on every request (6% more
     CPU at 500 cases, 64 in flight, bench_latency.py)."""
     with Store.open(tmp_path / "s.db") as store:
         journal = StoreJournal(store)
