@@ -83,3 +83,58 @@ async def test_a_failed_commit_reaches_every_caller_of_its_batch(tmp_path):
         results = await asyncio.gather(record("a"), record("b"), return_exceptions=True)
         assert all(isinstance(r, Exception) for r in results), results
         assert "calls" in str(results[0])
+
+
+def test_answers_from_several_threads_each_with_its_loop_are_all_kept(tmp_path):
+    """A model called from a worker thread (``generate_sync`` inside a running loop runs
+    its own loop there) while other loops record too: each loop's batch is its own, every
+    row is committed, and no batch is left behind."""
+    import threading
+
+    with Store.open(tmp_path / "s.db") as store:
+        journal = StoreJournal(store)
+        record = _recorder(journal)
+
+        def thread(t: int) -> None:
+            async def main() -> None:
+                await asyncio.gather(*(record(f"{t}-{i}") for i in range(200)))
+            asyncio.run(main())
+
+        threads = [threading.Thread(target=thread, args=(t,)) for t in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not any(t.is_alive() for t in threads)
+        assert store.db.execute("SELECT count(*) FROM calls").fetchone()[0] == 6 * 200
+        assert journal._batches == {}
+
+
+def test_a_store_held_by_another_process_fails_the_batch_and_the_next_one_commits(
+        tmp_path, monkeypatch):
+    """Another process holds the store's write lock past the busy timeout: every caller of
+    the batch raises the store's "busy" error (none goes on as if its answer were kept);
+    once the lock is let go, the next answers are kept."""
+    import sqlite3
+
+    from cycle.errors import StoreError
+    from cycle.store import store as store_module
+
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT", 0.1)
+    with Store.open(tmp_path / "s.db") as store:
+        journal = StoreJournal(store)
+        record = _recorder(journal)
+        other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+
+        async def batch(prefix: str) -> list:
+            return await asyncio.gather(*(record(f"{prefix}{i}") for i in range(5)),
+                                        return_exceptions=True)
+
+        failed = asyncio.run(batch("a"))
+        assert all(isinstance(r, StoreError) and "busy" in r.message for r in failed), failed
+        other.execute("ROLLBACK")
+        other.close()
+        assert asyncio.run(batch("b")) == [None] * 5
+        assert {k for (k,) in store.db.execute("SELECT key FROM calls")} == {f"b{i}" for i in range(5)}
+        assert journal._batches == {}
