@@ -633,3 +633,39 @@ def test_the_environments_short_spelled_passwords_are_masked_and_its_folders_are
     assert scrub(said, environment_secrets()) == (
         "*** *** *** *** /home/someone/project /home/someone/elsewhere "
         "/tmp/ssh-XXXXabcd/agent.1234")
+
+
+def test_a_python_user_of_an_http_agent_saying_the_environments_keys_has_them_masked(
+        tmp_path, monkeypatch):
+    """The same user function talking to an HTTP agent: the agent's own secrets (those its
+    headers and URL name) stood in for the environment's, so a key the function said went
+    to the endpoint, into the trace and the reports."""
+    from cycle.testing.endpoint import AgentEndpoint
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "leaky_user.py").write_text(textwrap.dedent("""\
+        import os
+
+        def next_turn(conversation, state):
+            if len(conversation) > 2:
+                return None
+            return f"my key is {os.environ['OPENAI_API_KEY']}"
+    """))
+    with LoopbackServer(responder=_responder) as srv, \
+            AgentEndpoint(lambda body: {"response": "noted"}) as endpoint:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace("agent: openai:gpt-4o-mini",
+                                                f"agent: {{http: '{endpoint.url}'}}"))
+        (tmp_path / "cases" / "c.yaml").write_text(textwrap.dedent("""\
+            - id: talk
+              input: {question: hello}
+              conversation:
+                user: {function: 'leaky_user:next_turn'}
+        """))
+        r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
+        sent = json.dumps(endpoint.requests)
+    assert r.exit_code in (0, 1), r.output
+    (tmp_path / "leaky_user.py").unlink()
+    written = _every_byte_written(tmp_path)
+    assert SECRET not in sent and SECRET not in r.output and SECRET.encode() not in written
+    assert "my key is ***" in sent and b"my key is ***" in written

@@ -293,7 +293,7 @@ class CallableAgent(TurnAgent):
         self.offline = False
         #: the keys and tokens of the environment: the function may say them (in its
         #: answer, its exception) as cycle never does; they are masked before kept
-        self._secrets = environment_secrets()
+        self._environment = environment_secrets()
         #: the declared tools a direct call of the agent's reaches by import path
         self._intercept = interceptable(self.tools)
         self._is_async = inspect.iscoroutinefunction(function)
@@ -340,10 +340,10 @@ class CallableAgent(TurnAgent):
             raise  # an unmocked tool among them: the iteration's error says how to mock it
         except Exception as e:
             raise EvalError(f"agent {self.name} raised {e.__class__.__name__}: "
-                            f"{scrub(str(e), self._secrets)}") from e
+                            f"{scrub(str(e), self._environment)}") from e
         if handed is not None and handed.fatal is not None:
             raise handed.fatal  # the agent caught it: it is still the iteration's error
-        return record_answer(it, scrub(answer, self._secrets), source=self.name, began=began,
+        return record_answer(it, scrub(answer, self._environment), source=self.name, began=began,
                              made=handed.calls[calls:] if handed else (),
                              events=handed.events[events:] if handed else ())
 

@@ -141,9 +141,11 @@ class TurnAgent:
         self._user_model = user_model
         self._user_models: dict[str, Model] = {}
         self.user_agents = dict(user_agents or {})
-        #: the environment's keys a tool's code may say, read once for the run's cases (a
-        #: pass over the environment is 60 us: not one a case)
-        self._secrets: tuple[str, ...] | None = None
+        #: the environment's keys code the user wrote may say (its tools, its user
+        #: function), read once for the run's cases (a pass over the environment is 0.1 ms:
+        #: not one a case). Not an agent's own secrets (an HTTP agent's headers'): those
+        #: stood in for it, and a key a user function said went to the endpoint
+        self._environment: tuple[str, ...] | None = None
 
     # --- what each kind says -------------------------------------------------------
 
@@ -294,11 +296,11 @@ class TurnAgent:
     def _environment_secrets(self) -> tuple[str, ...]:
         """The environment's keys, masked in what code the user wrote says (its tools, its
         user function): read once, not a case at a time (0.1 ms a read)."""
-        if self._secrets is None:
+        if self._environment is None:
             from cycle.llm.http import environment_secrets
 
-            self._secrets = environment_secrets()
-        return self._secrets
+            self._environment = environment_secrets()
+        return self._environment
 
     def _condition_model(self, conversation: ConversationSpec) -> str:
         user = conversation.user
