@@ -20,7 +20,7 @@ from textual.widgets import Footer, Static
 
 from cycle.records.transcript import event_lines, has_behaviour
 from cycle.tui.reading import deliver, read_in_thread
-from cycle.tui.widgets import masked, plain
+from cycle.tui.widgets import plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 from cycle.words import plural
 
@@ -144,12 +144,13 @@ the judge's score and reasoning per criterion
 
     @work(thread=True, exclusive=True)
     def load(self) -> None:
-        from cycle.llm.http import environment_secrets
+        from cycle.store.masking import MaskedRunLog
 
-        secrets = environment_secrets()
-        # on a connection of the thread's own (cycle.tui.reading)
-        stored = read_in_thread(self.store, lambda own: own.runs.load_results(self.run_id, self.case_id))
-        deliver(self, self._show, [masked(r, secrets) for r in stored])
+        # on a connection of the thread's own (cycle.tui.reading), masked as an older store
+        # may hold keys raw (cycle.store.masking)
+        results = read_in_thread(
+            self.store, lambda own: MaskedRunLog(own).load_results(self.run_id, self.case_id))
+        deliver(self, self._show, results)
 
     def _show(self, results: list[IterationResult]) -> None:
         self.results = results

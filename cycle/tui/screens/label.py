@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from cycle.tui.widgets import masked, model_name, plain
+from cycle.tui.widgets import masked, plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
@@ -59,17 +59,17 @@ cycle judge agreement RUN_ID.
         self.outputs = outputs
         self.criteria = criteria
         self.labeler = labeler
-        from cycle.llm.http import environment_secrets
+        from cycle.store.masking import MaskedRunLog
 
-        #: the environment's keys, masked in what the store gives (cycle.tui.widgets.masked)
-        self._secrets = environment_secrets()
-        row = masked(store.runs.get(run_id), self._secrets)
+        #: the run read masked: an older store may hold keys raw (cycle.store.masking)
+        self._runs = MaskedRunLog(store)
+        row = self._runs.get(run_id)
         # the run's own prompt and models, and the offline badge when its outputs are not
         # a real model's
         self.info = HeaderInfo(
             prompt_id=(row.prompt_id or "") if row else "", version=(row.version or "") if row else "",
-            models={k: v for k, v in (("agent", model_name(row.agent_model)),
-                                      ("judge", model_name(row.judge_model))) if v}
+            models={k: v for k, v in (("agent", row.agent_model), ("judge", row.judge_model))
+                    if v}
             if row else {}, offline=bool(row and row.offline))
         self.at = 0
         #: what is being typed into the entry line: "score" or "note"
@@ -154,14 +154,13 @@ cycle judge agreement RUN_ID.
         from cycle.tui.screens.case import input_text, render_answer
 
         o = self.output
-        results = [masked(r, self._secrets)
-                   for r in self.store.runs.load_results(self.run_id, o["case"])
+        results = [r for r in self._runs.load_results(self.run_id, o["case"])
                    if r.iteration == o["iteration"]]
         parts: list[RenderableType] = [Text("Input", style="bold underline")]
         if results:
             parts += [Text(input_text(results[0].input)), Text(""), *render_answer(results[0])]
         else:
-            parts += [Text("Output", style="bold"), Text(masked(o["output"], self._secrets))]
+            parts += [Text("Output", style="bold"), Text(masked(o["output"], self._runs.secrets))]
         return Group(*parts)
 
     def _yours(self, criterion: str) -> Text:

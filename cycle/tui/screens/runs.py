@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from cycle.tui.reading import deliver, read_in_thread
-from cycle.tui.widgets import masked, model_name, plain
+from cycle.tui.widgets import plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def run_subject(row: RunRow) -> str:
     """What a run evaluated: the prompt version, else the agent (an endpoint's URL)."""
     if row.prompt_id:
         return f"{row.prompt_id}@{row.version}" if row.version else row.prompt_id
-    return model_name(row.agent_model) or "-"
+    return row.agent_model or "-"
 
 
 def run_origin(row: RunRow) -> str:
@@ -82,11 +82,11 @@ the judge's scores), to measure its judge. Escape goes back.
         cases = self.query_one("#run-cases", DataTable)
         for label in ("case", "status", "mean", "pass", "err"):
             cases.add_column(label, key=label)
-        from cycle.llm.http import environment_secrets
+        from cycle.store.masking import MaskedRunLog
 
-        secrets = environment_secrets()
-        for row in self.store.runs.recent(limit=LIMIT):
-            self.rows[row.id] = row = masked(row, secrets)
+        # an older store's rows may hold keys, or an endpoint's credentials: shown masked
+        for row in MaskedRunLog(self.store).recent(limit=LIMIT):
+            self.rows[row.id] = row
             s = row.summary or {}
             score = s.get("score")
             rate = s.get("pass_rate")

@@ -7,9 +7,9 @@ from typing import Any
 from rich.text import Text
 
 # what the screens read from the store is shown masked, as the CLI reports it
-from cycle.store.masking import masked, model_name
+from cycle.store.masking import masked
 
-__all__ = ["masked", "model_name", "plain"]
+__all__ = ["masked", "plain"]
 
 
 def plain(value: Any) -> Any:
