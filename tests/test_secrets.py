@@ -567,11 +567,8 @@ def test_a_python_check_saying_the_environments_keys_has_them_masked(tmp_path, m
     assert b"scored with ***" in written and b"scorer refused ***" in written
 
 
-def test_a_python_user_saying_the_environments_keys_has_them_masked(tmp_path, monkeypatch):
-    """A conversation's user played by a Python function that said a key of the
-    environment had it sent to the agent's model as the user's turn, stored in the trace
-    and reported (what a Python agent or a tool says was masked; the user's function,
-    code cycle did not write either, was not)."""
+def _leaky_user(tmp_path: Path, monkeypatch) -> None:
+    """A conversation user function, importable, that says the environment's key."""
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "leaky_user.py").write_text(textwrap.dedent("""\
         import os
@@ -581,14 +578,27 @@ def test_a_python_user_saying_the_environments_keys_has_them_masked(tmp_path, mo
                 return None
             return f"my key is {os.environ['OPENAI_API_KEY']}"
     """))
+
+
+def _talking_to_the_leaky_user(tmp_path: Path) -> None:
+    """The project's one case: a conversation with ``_leaky_user``."""
+    (tmp_path / "cases" / "c.yaml").write_text(textwrap.dedent("""\
+        - id: talk
+          input: {question: hello}
+          conversation:
+            user: {function: 'leaky_user:next_turn'}
+    """))
+
+
+def test_a_python_user_saying_the_environments_keys_has_them_masked(tmp_path, monkeypatch):
+    """A conversation's user played by a Python function that said a key of the
+    environment had it sent to the agent's model as the user's turn, stored in the trace
+    and reported (what a Python agent or a tool says was masked; the user's function,
+    code cycle did not write either, was not)."""
+    _leaky_user(tmp_path, monkeypatch)
     with LoopbackServer(responder=_responder) as srv:
         cfg = _project(tmp_path, srv.openai_base_url)
-        (tmp_path / "cases" / "c.yaml").write_text(textwrap.dedent("""\
-            - id: talk
-              input: {question: hello}
-              conversation:
-                user: {function: 'leaky_user:next_turn'}
-        """))
+        _talking_to_the_leaky_user(tmp_path)
         r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
         sent = json.dumps([x.messages for x in srv.requests])
     assert r.exit_code in (0, 1), r.output
@@ -642,26 +652,13 @@ def test_a_python_user_of_an_http_agent_saying_the_environments_keys_has_them_ma
     to the endpoint, into the trace and the reports."""
     from cycle.testing.endpoint import AgentEndpoint
 
-    monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "leaky_user.py").write_text(textwrap.dedent("""\
-        import os
-
-        def next_turn(conversation, state):
-            if len(conversation) > 2:
-                return None
-            return f"my key is {os.environ['OPENAI_API_KEY']}"
-    """))
+    _leaky_user(tmp_path, monkeypatch)
     with LoopbackServer(responder=_responder) as srv, \
             AgentEndpoint(lambda body: {"response": "noted"}) as endpoint:
         cfg = _project(tmp_path, srv.openai_base_url)
         cfg.write_text(cfg.read_text().replace("agent: openai:gpt-4o-mini",
                                                 f"agent: {{http: '{endpoint.url}'}}"))
-        (tmp_path / "cases" / "c.yaml").write_text(textwrap.dedent("""\
-            - id: talk
-              input: {question: hello}
-              conversation:
-                user: {function: 'leaky_user:next_turn'}
-        """))
+        _talking_to_the_leaky_user(tmp_path)
         r = CliRunner().invoke(cli, ["run", str(cfg), "--json"])
         sent = json.dumps(endpoint.requests)
     assert r.exit_code in (0, 1), r.output

@@ -90,6 +90,17 @@ async def fill(pilot, values: dict[str, str]) -> None:
         pilot.app.screen.query_one(f"#arg-{name}", Input).value = value
 
 
+async def ask_then_find(pilot, query: str, order: str) -> None:
+    """Start a session with ``query``, then call the find_order tool on ``order``."""
+    pilot.app.screen.query_one("#query", TextArea).text = query
+    await pilot.press("ctrl+s")
+    await pilot.pause()
+    await choose(pilot, "#tools", "find_order")
+    await fill(pilot, {"order": order})
+    await pilot.press("ctrl+s")
+    await pilot.pause()
+
+
 async def play_session(pilot, query: str, response: str) -> None:
     screen = pilot.app.screen
     screen.query_one("#query", TextArea).text = query
@@ -170,13 +181,7 @@ async def test_a_second_session_appends_to_the_same_file_and_a_real_tool_fails_w
         await pilot.press("ctrl+n")  # a finished session: no question asked
         await pilot.pause()
         assert sim.state is SessionState.AWAITING_QUERY and sim.history == []
-        pilot.app.screen.query_one("#query", TextArea).text = "second"
-        await pilot.press("ctrl+s")
-        await pilot.pause()
-        await choose(pilot, "#tools", "find_order")
-        await fill(pilot, {"order": "Z-9"})
-        await pilot.press("ctrl+s")
-        await pilot.pause()
+        await ask_then_find(pilot, "second", "Z-9")
         await choose(pilot, "#tools", "__final__")
         pilot.app.screen.query_one("#response", TextArea).text = "I cannot find Z-9."
         await pilot.press("ctrl+s")
@@ -279,13 +284,7 @@ async def test_a_real_tools_error_quoting_the_environments_key_is_masked_on_scre
     sim = simulation(project)
     app = SimulateApp(sim)
     async with app.run_test(size=(110, 32)) as pilot:
-        pilot.app.screen.query_one("#query", TextArea).text = "where is it?"
-        await pilot.press("ctrl+s")
-        await pilot.pause()
-        await choose(pilot, "#tools", "find_order")
-        await fill(pilot, {"order": "keyed"})
-        await pilot.press("ctrl+s")
-        await pilot.pause()
+        await ask_then_find(pilot, "where is it?", "keyed")
         history = pilot.app.screen.query_one("#sim-history")
         shown = "\n".join(str(w.render()) for w in history.query(".entry"))
         assert "PermissionError: the order system refused the key ***" in shown
