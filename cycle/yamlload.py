@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,9 +24,28 @@ from pydantic import BaseModel, ValidationError
 from cycle.errors import ConfigError
 
 try:  # the C loader is ~10x faster on big case files
-    from yaml import CSafeLoader as _Loader
+    from yaml import CSafeLoader as _Safe
 except ImportError:  # pragma: no cover - libyaml missing
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _Safe  # type: ignore[assignment]
+
+
+class _Loader(_Safe):  # type: ignore[misc, valid-type]
+    """PyYAML's safe loader, except that a value that cannot be what it looks like
+    (``2001-02-30``, ``!!int x``) is a YAML error at its line, not a ValueError."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as e:
+            raise _unreadable(node, e) from None
+
+
+def _unreadable(node: yaml.Node, error: Exception) -> yaml.YAMLError:
+    kind = str(node.tag).rsplit(":", 1)[-1]
+    kind = {"timestamp": "date", "int": "whole number", "float": "number"}.get(kind, kind)
+    return yaml.constructor.ConstructorError(
+        None, None, f"{node.value!r} is not a valid {kind} ({error}): correct it, or quote "
+        "it to keep it as text", node.start_mark)
 
 Path_ = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -65,17 +85,21 @@ def _record_lines(node: yaml.Node, path: Path_, lines: dict[Path_, int], file: s
             # YAML keeps the last of two equal keys without a word: a second `improve:`
             # would silently drop the first one's settings
             if path + (key,) in lines and key != "<<":
-                raise ConfigError(
-                    f"duplicate key '{key}' (also at line {lines[path + (key,)]})",
-                    file=file, line=line, field=field_name(path + (key,)),
-                    hint="Keep one of them: YAML would silently use only the last.",
-                )
+                raise _duplicate(key, path, lines, line, file)
             # the key's line is where a user looks for "unknown key" and "bad value"
             lines[path + (key,)] = line
             _record_lines(value_node, path + (key,), lines, file)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _record_lines(item, path + (i,), lines, file)
+
+
+def _duplicate(key: str, path: Path_, lines: dict[Path_, int], line: int, file: str
+               ) -> ConfigError:
+    return ConfigError(
+        f"duplicate key '{key}' (also at line {lines[path + (key,)]})",
+        file=file, line=line, field=field_name(path + (key,)),
+        hint="Keep one of them: YAML would silently use only the last.")
 
 
 #: values a document may expand to through its aliases (``*a`` repeating ``&a``): a
@@ -146,11 +170,98 @@ def too_deep(file: str, what: str, line: int | None = None) -> ConfigError:
 class _ItemComposer(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid-type]
     """The C parser's events composed in Python one node at a time, so that a long list
     is read item by item: the whole file's node tree (several times the data's size)
-    never exists at once."""
+    never exists at once. Events the quick builder took (``_quick``) are given back to the
+    composer first (``replay``)."""
 
     def __init__(self, text: str) -> None:
         _Loader.__init__(self, text)
         yaml.composer.Composer.__init__(self)
+        self.replay: deque[yaml.Event] = deque()
+
+    def check_event(self, *choices: type[yaml.Event]) -> bool:
+        if self.replay:
+            return not choices or isinstance(self.replay[0], choices)
+        return _Loader.check_event(self, *choices)
+
+    def peek_event(self) -> yaml.Event:
+        return self.replay[0] if self.replay else _Loader.peek_event(self)
+
+    def get_event(self) -> yaml.Event:
+        return self.replay.popleft() if self.replay else _Loader.get_event(self)
+
+
+class _Unusual(Exception):
+    """Something the quick builder leaves to PyYAML's composer and constructor: an anchor,
+    an explicit tag, a merge key, a key that is not a scalar, a scalar of no known type."""
+
+
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _quick(loader: _ItemComposer, at: Path_, lines: dict[Path_, int], file: str,
+           taken: list[yaml.Event]) -> Any:
+    """The next item's value built straight from the parser's events, its lines recorded
+    as ``_record_lines`` records them: the data PyYAML's safe loader makes, without its
+    node tree and its constructor's generators (a case file reads in half the time).
+    Every event read is appended to ``taken``, which the caller gives back to the
+    composer (``loader.replay``) on ``_Unusual``."""
+    read = _Loader.get_event
+    resolvers = _Loader.yaml_implicit_resolvers
+    constructors = _Loader.yaml_constructors
+    scalar_event, mapping_end, sequence_end = (
+        yaml.ScalarEvent, yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    collections = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+
+    def get() -> yaml.Event:
+        event = read(loader)
+        taken.append(event)
+        return event
+
+    def scalar(event: yaml.ScalarEvent) -> tuple[Any, str]:
+        if event.anchor is not None or event.tag not in (None, "!"):
+            raise _Unusual
+        value = event.value
+        if not event.implicit[0] or value[:1] not in resolvers:
+            return value, _STR
+        tag = loader.resolve(yaml.ScalarNode, value, event.implicit)
+        if tag == _STR:
+            return value, tag
+        if tag not in constructors:  # (the merge key, `=`, a plain `!x`: PyYAML's say)
+            raise _Unusual
+        node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+        try:
+            return constructors[tag](loader, node), tag
+        except (ValueError, OverflowError) as e:
+            raise _unreadable(node, e) from None
+
+    def build(event: yaml.Event, path: Path_) -> Any:
+        lines.setdefault(path, event.start_mark.line + 1)
+        if type(event) is scalar_event:
+            return scalar(event)[0]
+        if type(event) not in collections or event.anchor is not None or (
+                event.tag not in (None, "!")):
+            raise _Unusual
+        if type(event) is yaml.SequenceStartEvent:
+            items: list[Any] = []
+            while type(event := get()) is not sequence_end:
+                items.append(build(event, path + (len(items),)))
+            return items
+        mapping: dict[Any, Any] = {}
+        while type(event := get()) is not mapping_end:
+            if type(event) is not scalar_event:
+                raise _Unusual
+            key, tag = scalar(event)
+            if tag == _MERGE:
+                raise _Unusual
+            name = event.value
+            if path + (name,) in lines:
+                raise _duplicate(name, path, lines, event.start_mark.line + 1, file)
+            lines[path + (name,)] = event.start_mark.line + 1
+            mapping[key] = build(get(), path + (name,))
+        return mapping
+
+    return build(get(), at)
 
 
 def iter_items(text: str, file: str, key: str | None = None
@@ -212,20 +323,13 @@ def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliase
                             hint="A case file is a list of cases or a mapping with the single "
                                  "key 'cases'.")
                     return
-                node = loader.compose_node(None, None)
-                if aliases:  # (a file without '*' has none: no walk)
-                    _bounded(node, file)
-                data = loader.construct_document(node)
+                at = prefix + (index,)
+                lines: dict[Path_, int] = {(): line}
+                if prefix:
+                    lines[prefix] = line
+                data = _read_item(loader, at, lines, file, aliases=aliases)
             except yaml.YAMLError as e:
                 raise _syntax_error(e, file) from e
-            except RecursionError:
-                raise too_deep(file, "YAML") from None
-            at = prefix + (index,)
-            lines: dict[Path_, int] = {(): line}
-            if prefix:
-                lines[prefix] = line
-            try:
-                _record_lines(node, at, lines, file)
             except RecursionError:
                 raise too_deep(file, "YAML") from None
             holder: Any = {index: data}
@@ -237,10 +341,35 @@ def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliase
         loader.dispose()
 
 
+def _read_item(loader: _ItemComposer, at: Path_, lines: dict[Path_, int], file: str, *,
+               aliases: bool) -> Any:
+    """One item of the list: built quickly from the events when it is plain data, else
+    (and in a file with aliases, whose expansion is bounded first) by PyYAML's composer
+    and constructor, reading again the events the quick builder took."""
+    if not aliases:
+        taken: list[yaml.Event] = []
+        try:
+            return _quick(loader, at, lines, file, taken)
+        except _Unusual:
+            loader.replay.extend(taken)
+            for path in [p for p in lines if len(p) >= len(at)]:  # (the item's, read again)
+                del lines[path]
+    node = loader.compose_node(None, None)
+    if aliases:  # (a file without '*' has none: no walk)
+        _bounded(node, file)
+    data = loader.construct_document(node)
+    _record_lines(node, at, lines, file)
+    return data
+
+
 def _syntax_error(e: yaml.YAMLError, file: str, text: str | None = None) -> ConfigError:
     if isinstance(e, yaml.MarkedYAMLError):
         mark = e.problem_mark or e.context_mark
-        return ConfigError(f"not valid YAML: {e.problem or e}", file=file,
+        problem = e.problem or e
+        if e.problem == "second occurrence" and e.context and e.context_mark:
+            # the composer's "found duplicate anchor 'a'; first occurrence" + this
+            problem = f"{e.context.split(';')[0]} (first at line {e.context_mark.line + 1})"
+        return ConfigError(f"not valid YAML: {problem}", file=file,
                            line=(mark.line + 1) if mark else None)
     if isinstance(e, yaml.reader.ReaderError) and text is not None:
         # a character YAML does not allow (a NUL, a control character): said at its line,

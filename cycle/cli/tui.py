@@ -34,7 +34,8 @@ def config_prompt_id(folder: Path) -> str | None:
         if ref.startswith(STORE_PREFIX):
             return ref[len(STORE_PREFIX):].split("@", 1)[0]
         return load_prompt_file(folder / ref).prompt.id
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, CycleError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError, OverflowError,
+            RecursionError, CycleError):
         return None
 
 

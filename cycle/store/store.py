@@ -88,7 +88,8 @@ def _configured(config: Path) -> StoreTarget | None:
 
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, OverflowError, RecursionError):
+        # (2001-02-30 and !!int x raise ValueError; deep nesting RecursionError)
         return None
     value = data.get("store") if isinstance(data, dict) else None
     if not isinstance(value, str) or not value:

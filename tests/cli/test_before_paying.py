@@ -114,6 +114,13 @@ BAD = {
         lambda p: (p / "cases" / "all.yaml").write_text(
             "- id: late\n  input: {question: a}\n  input: {question: b}\n"),
         RUN, "all.yaml:3 ([0].input): duplicate key 'input'", "Keep one"),
+    "a date that is not one in a case": (
+        lambda p: (p / "cases" / "all.yaml").write_text(
+            "- id: late\n  input: {question: a, due: 2026-02-30}\n"),
+        RUN, "all.yaml:2: not valid YAML: '2026-02-30' is not a valid date", "quote it"),
+    "a date that is not one in a config naming its store": (
+        _append("cycle.yaml", "store: .cycle/cycle.db\nnotes: {due: 2026-13-01}\n"), RUN,
+        "cycle.yaml:9: not valid YAML: '2026-13-01' is not a valid date", "quote it"),
     "empty case file": (lambda p: (p / "cases" / "more.yaml").write_text(""), RUN,
                         "more.yaml: the case file is empty", "delete the file"),
     "max_rounds 0": (_append("cycle.yaml", "improve: {stop: {max_rounds: 0}}\n"), IMPROVE,
