@@ -108,6 +108,7 @@ class CycleApp(App[CycleOutcome | None]):
             raise ValueError("CycleApp needs a cycle to run or a store to browse")
         self._cycle = cycle
         self._store = store
+        self._opened: Store | None = None  # the connection the app opened itself, to close
         self._store_path = store_target(store_path) if store_path is not None else None
         self.info = info or HeaderInfo(prompt_id=prompt_id or "",
                                        store=shown_target(store_path) if store_path else "")
@@ -134,7 +135,7 @@ class CycleApp(App[CycleOutcome | None]):
             from cycle.store import Store
 
             assert self._store_path is not None
-            self._store = Store.open(self._store_path)
+            self._store = self._opened = Store.open(self._store_path)
         return self._store
 
     def get_default_screen(self) -> Screen[Any]:
@@ -269,6 +270,9 @@ class CycleApp(App[CycleOutcome | None]):
         if self._gc_frozen:
             self._gc_frozen = False
             gc.unfreeze()
+        if self._opened is not None:  # (a store given by the caller stays the caller's)
+            self._opened.close()
+            self._opened = None
 
     def on_cycle_ended(self, message: CycleEnded) -> None:
         self.flush_events(full=True)

@@ -5,8 +5,10 @@ is checked afterwards."""
 from __future__ import annotations
 
 import io
+import sqlite3
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from textual.widgets import DataTable
 
@@ -127,11 +129,14 @@ async def test_quitting_mid_review_leaves_the_cycle_resumable(loaded: LoadedConf
     async with app.run_test(size=(80, 24)) as pilot:
         await _until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review")
         cycle_id = app.screen.request.cycle_id
+        opened = app.store  # the app's own connection, for its screens
         await pilot.press("q")
         await _until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
         await _until(pilot, lambda: app.outcome is not None, "the interruption")
     assert app.outcome is not None and app.outcome.status == "interrupted"
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):  # closed with the app
+        opened.db.execute("SELECT 1")
     with Store.open(db) as store:
         assert store.cycles.get(cycle_id).status == "interrupted"
         assert store.labels("support")["head"] == "1.0.0"  # nothing was applied
