@@ -8,7 +8,11 @@
 - **providers**: the first, when cycle knows its provider (``openai:``, ``openai:chat:``,
   ``google:``/``vertex:``/``gemini:``), is the agent's model; else ``--model``.
 - **tests** (and ``defaultTest``): ``vars`` are a case's input, ``description`` its name;
-  ``defaultTest``'s assertions are the suite's criteria, a test's own are its case's.
+  ``defaultTest``'s assertions are the suite's criteria, a test's own are its case's. As
+  promptfoo reads them: ``tests`` (or an entry of it) may be a ``file://`` YAML or CSV file
+  or glob (a CSV's columns are vars, its ``__expected`` cells assertions as strings,
+  ``icontains: x``); a ``file://`` text var is the file's content; a var given as a list
+  is one case per value (every combination).
 - **assertions**: ``equals`` exact; ``contains``/``icontains`` (and ``contains-all``)
   contains; ``contains-any``/``icontains-any`` contains_any; ``not-contains``/
   ``not-icontains`` not_contains; ``regex``; ``starts-with`` a regex; ``is-json`` a
@@ -16,12 +20,15 @@
   LLM criteria (a ``threshold`` the pass mark on 0-100); ``cost`` cost_within;
   ``latency`` max_latency (ms to s). A ``weight`` is kept.
 - **listed, never dropped silently**: ``javascript``, ``python``, ``contains-json``,
-  ``similar`` and every other type, a negated form cycle has no check for, tests from a
-  file other than YAML, prompts that are not text.
+  ``similar`` and every other type, a negated form cycle has no check for, an assertion
+  with a ``transform``, a test's or ``defaultTest``'s ``options`` (transform, prefix,
+  grading provider), ``scenarios``, tests from a file other than YAML or CSV, a var from
+  a file that is not text (the test is skipped), prompts that are not text.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any
@@ -113,40 +120,168 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
         criterion = _criterion(a, f"default_{n + 1}", out.gaps, "defaultTest")
         if criterion is not None:
             out.criteria.append(criterion)
-    tests = doc.get("tests") or []
-    if isinstance(tests, str):
-        if tests.endswith((".yaml", ".yml")):
-            from cycle.yamlload import parse_yaml, read_text
-
-            path = base / tests.removeprefix("file://")
-            tests = parse_yaml(read_text(path), str(path)).data or []
-        else:
-            out.gaps.append(f"tests {tests}: only YAML test files are read (CSV, scripts, "
-                            "datasets are not)")
-            tests = []
-    _shape(tests, list, "tests", "a list of tests (or a YAML file of them)", source)
+    if doc.get("scenarios"):
+        out.gaps.append("scenarios: not converted (their configs and tests make no cases)")
+    for key in ("options", "transform"):
+        if isinstance(default, dict) and default.get(key):
+            out.gaps.append(_options_gap("defaultTest", key, default[key]))
+    tests = _tests(doc.get("tests") or [], base, out.gaps, source)
     defaults = dict(default.get("vars") or {})
     for i, test in enumerate(tests):
+        where = f"test {i + 1}"
         if not isinstance(test, dict):
-            out.gaps.append(f"test {i + 1}: not a mapping")
+            out.gaps.append(f"{where}: not a mapping")
             continue
         _shape(test.get("vars") or {}, dict, f"tests[{i}].vars", "a mapping of variables", source)
         _shape(test.get("assert") or [], list, f"tests[{i}].assert", "a list of assertions",
                source)
-        variables = {**defaults, **(test.get("vars") or {})}
-        case: dict[str, Any] = {"id": f"test-{i + 1:03d}", "input": variables}
-        if test.get("description"):
-            case["name"] = str(test["description"])
+        for key in ("options", "transform"):
+            if test.get(key):
+                out.gaps.append(_options_gap(where, key, test[key]))
+        variables = _variables({**defaults, **(test.get("vars") or {})}, base, where, out.gaps)
+        if variables is None:
+            continue
         own = []
         for n, a in enumerate(test.get("assert") or []):
-            criterion = _criterion(a, f"test_{i + 1}_{n + 1}", out.gaps, f"test {i + 1}")
+            criterion = _criterion(a, f"test_{i + 1}_{n + 1}", out.gaps, where)
             if criterion is not None:
                 own.append(criterion)
-        if own:
-            case["criteria"] = own
-        out.cases.append(case)
+        for k, values in enumerate(variables):
+            # a var given as a list is one test per value, as promptfoo runs it
+            suffix = f"-{k + 1}" if len(variables) > 1 else ""
+            case: dict[str, Any] = {"id": f"test-{i + 1:03d}{suffix}", "input": values}
+            if test.get("description"):
+                case["name"] = str(test["description"]) + (f" ({k + 1})" if suffix else "")
+            if own:
+                case["criteria"] = copy.deepcopy(own)
+            out.cases.append(case)
     if not out.cases:
         out.gaps.append("no tests: add cases")
+    return out
+
+
+_TEXT_FILES = (".txt", ".md", ".json", ".html", ".xml", ".csv", ".j2", ".prompt")
+
+
+def _options_gap(where: str, key: str, value: Any) -> str:
+    keys = ", ".join(map(str, value)) if isinstance(value, dict) else str(value)[:60]
+    return (f"{where}: {key} ({keys}) not converted: cycle checks the agent's own output "
+            "with its own judge")
+
+
+def _variables(variables: dict[str, Any], base: Path, where: str,
+               gaps: list[str]) -> list[dict[str, Any]] | None:
+    """A test's variables as promptfoo reads them: a ``file://`` text file's content in
+    place of its name, and a list one test per value (every combination); None, with a
+    gap, when a variable is a file cycle cannot read as text (a script, an image)."""
+    import itertools
+
+    read: dict[str, list[Any]] = {}
+    for key, value in variables.items():
+        values = value if isinstance(value, list) else [value]
+        texts = []
+        for v in values:
+            if isinstance(v, str) and v.startswith("file://"):
+                if not v.lower().endswith(_TEXT_FILES):
+                    gaps.append(f"{where}: var {key} is {v}, not a text file cycle reads "
+                                "(a script, an image or a document): the test is not converted")
+                    return None
+                v = _file(base, v, f"{where}: var {key}").rstrip()
+            texts.append(v)
+        read[key] = texts
+    if not read:
+        return [{}]
+    return [dict(zip(read, combo, strict=True)) for combo in itertools.product(*read.values())]
+
+
+def _tests(tests: Any, base: Path, gaps: list[str], source: str | None) -> list[Any]:
+    """The tests as promptfoo reads ``tests``: inline, a ``file://`` YAML or CSV file or glob
+    (also as an entry of the list); any other source is listed as a gap."""
+    if isinstance(tests, str):
+        tests = [tests]
+    _shape(tests, list, "tests", "a list of tests (or a YAML or CSV file of them)", source)
+    out: list[Any] = []
+    for entry in tests:
+        if not isinstance(entry, str):
+            out.append(entry)
+            continue
+        ref = entry.removeprefix("file://")
+        paths = sorted(base.glob(ref)) if any(c in ref for c in "*?[") else [base / ref]
+        if not ref.endswith((".yaml", ".yml", ".csv")) or not paths:
+            gaps.append(f"tests {entry}: only YAML and CSV test files are read (scripts, "
+                        "datasets, JSON(L) are not)" if paths else f"tests {entry}: no such file")
+            continue
+        for path in paths:
+            if path.suffix == ".csv":
+                out.extend(_csv_tests(path, gaps))
+                continue
+            from cycle.yamlload import parse_yaml, read_text
+
+            data = parse_yaml(read_text(path), str(path)).data or []
+            out.extend(data if isinstance(data, list) else [data])
+    return out
+
+
+def _csv_tests(path: Path, gaps: list[str]) -> list[dict[str, Any]]:
+    """promptfoo's CSV tests: a column a variable; ``__expected`` (``__expected1``...)
+    assertions as strings (``icontains: x``, ``llm-rubric: ...``, else equals),
+    ``__description`` the name; other ``__`` columns are listed."""
+    import csv
+
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise ConfigError(f"tests {path.name}: cannot read it ({e.strerror})",
+                          file=str(path)) from None
+    tests = []
+    for row in rows:
+        test: dict[str, Any] = {"vars": {}, "assert": []}
+        for key, value in row.items():
+            if key is None or value is None:
+                continue
+            if key.startswith("__expected"):
+                if value.strip():
+                    test["assert"].append(_assertion_from_string(value))
+            elif key == "__description":
+                test["description"] = value
+            elif key.startswith("__"):
+                if value.strip():
+                    gaps.append(f"tests {path.name}: column {key} not converted")
+            else:
+                test["vars"][key] = value
+        tests.append(test)
+    return tests
+
+
+_STRING_ASSERTION = re.compile(
+    r"^(not-)?(equals|contains-any|contains-all|icontains-any|icontains-all|contains-json|"
+    r"is-json|is-sql|is-xml|regex|icontains|contains|starts-with|similar|levenshtein|"
+    r"rouge-n|bleu|classifier|cost|latency|perplexity|model-graded-closedqa|"
+    r"model-graded-factuality|factuality|answer-relevance|llm-rubric)"
+    r"(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$")
+
+
+def _assertion_from_string(text: str) -> dict[str, Any]:
+    """A CSV ``__expected`` cell as promptfoo reads it: ``TYPE(THRESHOLD): VALUE``, code
+    after ``javascript:``/``fn:``/``eval:`` or ``python:``, a rubric after ``grade:``;
+    anything else is the output it must equal."""
+    for prefix, kind in (("javascript:", "javascript"), ("fn:", "javascript"),
+                         ("eval:", "javascript"), ("python:", "python"),
+                         ("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric")):
+        if text.startswith(prefix):
+            return {"type": kind, "value": text[len(prefix):].strip()}
+    m = _STRING_ASSERTION.match(text)
+    if m is None:
+        return {"type": "equals", "value": text}
+    negate, kind, threshold, value = m.groups()
+    out: dict[str, Any] = {"type": (negate or "") + kind}
+    if value is not None and value.strip():
+        value = value.strip()
+        out["value"] = [v.strip() for v in value.split(",")] if kind in (
+            "contains-any", "contains-all", "icontains-any", "icontains-all") else value
+    if threshold is not None:
+        out["threshold"] = float(threshold)
     return out
 
 
@@ -163,6 +298,10 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] 
         gaps.append(f"{where}: an assertion that is not a mapping with a type")
         return None
     kind, value = a["type"], a.get("value")
+    if a.get("transform"):
+        gaps.append(f"{where}: assertion {kind!r} has a transform ({str(a['transform'])[:60]}): "
+                    "not converted (cycle checks the output as it is)")
+        return None
     cid = str(a.get("metric") or cid)
     cid = re.sub(r"[^A-Za-z0-9_-]+", "_", cid).strip("_") or "assertion"
     out: dict[str, Any] = {"id": cid}

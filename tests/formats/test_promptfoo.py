@@ -171,3 +171,78 @@ def test_a_section_of_the_wrong_shape_is_named(tmp_path, change, field):
     assert r.exit_code == 2, r.output
     assert r.output.startswith(f"error: {config} ({field}): expected "), r.output
     assert not (tmp_path / "o").exists()
+
+
+# What promptfoo 0.121.20 itself made of this config (`promptfoo eval` with its echo
+# provider, benchmarks/interop/check_promptfoo.sh): four tests, the file var read, the list
+# var one test per value, the CSV's `__expected` cells an icontains and an equals.
+AS_PROMPTFOO_READS_IT = """\
+prompts: ['Q: {{question}} L: {{lang}} D: {{data}}']
+providers: [echo]
+tests:
+  - vars:
+      question: file://q2.txt
+      lang: [fr, de]
+      data: file://data.json
+    assert:
+      - type: icontains
+        value: return
+  - file://tests.csv
+"""
+CSV = """\
+question,lang,__expected,__description
+Hi there,fr,icontains: hi,greeting
+Bye,de,Bye,
+Hm,de,javascript: output.length < 9,
+"""
+
+
+def test_file_vars_list_vars_and_csv_tests_are_read_as_promptfoo_reads_them(tmp_path):
+    (tmp_path / "promptfooconfig.yaml").write_text(AS_PROMPTFOO_READS_IT)
+    (tmp_path / "q2.txt").write_text("What is your return policy?\n")
+    (tmp_path / "data.json").write_text('{"a": 1}\n')
+    (tmp_path / "tests.csv").write_text(CSV)
+    out = tmp_path / "project"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    cases = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert [c["input"] for c in cases[:2]] == [
+        {"question": "What is your return policy?", "lang": lang, "data": '{"a": 1}'}
+        for lang in ("fr", "de")]
+    assert cases[2]["input"] == {"question": "Hi there", "lang": "fr"}
+    assert cases[2]["name"] == "greeting"
+    assert cases[2]["criteria"][0]["check"] == {"type": "contains", "values": ["hi"],
+                                                "case_sensitive": False}
+    assert cases[3]["criteria"][0]["check"] == {"type": "exact", "value": "Bye"}
+    assert "criteria" not in cases[4]
+    assert "test 4: assertion 'javascript' is not converted (it runs code)" in r.output
+
+
+def test_what_changes_the_checked_output_is_listed_not_dropped(tmp_path):
+    (tmp_path / "promptfooconfig.yaml").write_text(textwrap.dedent("""\
+        prompts: ['Say {{x}}']
+        defaultTest:
+          options: {transform: output.trim(), provider: openai:gpt-4o}
+        scenarios:
+          - config: [{vars: {x: a}}]
+            tests: [{vars: {y: b}}]
+        tests:
+          - vars: {x: hi, picture: file://cat.png}
+          - vars: {x: yo}
+            options: {prefix: 'Answer: '}
+            assert:
+              - {type: contains, value: YO, transform: output.toUpperCase()}
+              - {type: contains, value: yo}
+        """))
+    out = tmp_path / "project"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    assert "defaultTest: options (transform, provider) not converted" in r.output
+    assert "scenarios: not converted" in r.output
+    assert "test 1: var picture is file://cat.png, not a text file" in r.output
+    assert "test 2: options (prefix) not converted" in r.output
+    assert "test 2: assertion 'contains' has a transform (output.toUpperCase())" in r.output
+    [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert case["input"] == {"x": "yo"} and len(case["criteria"]) == 1
