@@ -215,7 +215,8 @@ def _prompt_id(name: str | None, stem: str) -> str:
 @import_group.command("openai-evals")
 @click.argument("items", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--graders", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The eval's graders (its testing_criteria, as JSON).")
+              help="The eval's graders (its testing_criteria, as JSON), or the openai/evals "
+              "registry YAML defining the eval (its class: Match, Includes).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The project folder to write (it must not hold a cycle.yaml).")
 @click.option("--model", default="openai:gpt-4o-mini", show_default=True,

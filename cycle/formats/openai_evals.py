@@ -9,12 +9,18 @@ scalar field of the item is a case variable (``{{item.ideal}}`` in a grader is `
 }}``), and ``ideal`` (or ``reference``, ``expected``, ``answer``; the first of a list) is
 the case's ``expected``.
 
+Without graders, or with the openai/evals registry YAML that defines the eval (``--graders
+registry/evals/NAME.yaml``), each case is judged as the eval's class judges a sample:
+``Match`` passes when the answer starts with one of the ideal answers, ``Includes`` when it
+contains one (``ignore_case`` kept); other classes (``FuzzyMatch``, ``ModelBasedClassify``)
+are listed.
+
 Graders: ``string_check`` (``eq`` an exact match, ``like``/``ilike`` a contains check) on
 ``{{sample.output_text}}``; ``score_model`` and ``label_model`` become LLM criteria whose
-rubric is the grader's prompt (its pass threshold the pass mark, on 0-100). Without
-graders, the classic Match eval: the output equals ``ideal``. What cannot be converted
-(``text_similarity``, ``python``, ``multi``, a ``ne`` string check, earlier turns of a
-multi-turn input, a list of ideal answers) is listed, never dropped silently.
+rubric is the grader's prompt (its pass threshold the pass mark, on 0-100). What cannot
+be converted (``text_similarity``, ``python``, ``multi``, a ``ne`` string check, earlier
+turns of a multi-turn input, a list of ideal answers read by a grader) is listed, never
+dropped silently.
 """
 
 from __future__ import annotations
@@ -77,7 +83,10 @@ def read_items(path: Path) -> list[dict[str, Any]]:
 
 
 def read_graders(path: Path) -> list[dict[str, Any]]:
-    """The graders of a JSON file: a list, or an eval's ``testing_criteria``."""
+    """The graders of a JSON file: a list, or an eval's ``testing_criteria``; of a YAML
+    file, the openai/evals registry eval it defines."""
+    if path.suffix in (".yaml", ".yml"):
+        return read_registry_eval(path)
     data = parse_json_text(read_text(path), str(path))
     graders = data.get("testing_criteria", data.get("graders")) if isinstance(data, dict) else data
     if not isinstance(graders, list) or not all(isinstance(g, dict) for g in graders):
@@ -147,6 +156,7 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
     out = Converted(name=name, system="{{ system }}" if varies else systems[0],
                     system_varies=varies)
     seen: set[str] = set()
+    ideals: list[list[str]] = []
     for i, (item, question, system) in enumerate(lines):
         case_id = str(item.get("id") or f"item-{i + 1:04d}")
         if case_id in seen:
@@ -160,6 +170,8 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
             variables["system"] = system
         case: dict[str, Any] = {"id": case_id, "input": variables}
         reference = next((item[k] for k in _REFERENCE_FIELDS if item.get(k) is not None), None)
+        ideals.append([str(r) for r in reference] if isinstance(reference, list)
+                      else [] if reference is None else [str(reference)])
         if isinstance(reference, list):
             ideal_lists += 1
             reference = reference[0] if reference else None
@@ -170,22 +182,84 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
     if multi_turn:
         out.gaps.append(f"{multi_turn} items have earlier turns in their input: only the last "
                         "user message is asked (the earlier ones are not sent)")
-    if ideal_lists:
+    registry = graders[0] if graders and graders[0].get("type") == "registry" else None
+    if ideal_lists and (graders is not None and registry is None):
         out.gaps.append(f"{ideal_lists} items give a list of ideal answers: the first is the "
-                        "expected one")
-    if graders is None:
-        if all("expected" in c for c in out.cases):
-            out.criteria.append({"id": "match", "description": "The answer equals the ideal "
-                                 "answer (OpenAI evals' Match)", "check": {
-                                     "type": "exact", "normalize_whitespace": True}})
-        else:
-            out.gaps.append("no graders and not every item has an ideal answer: add criteria")
+                        "expected one ({{item.ideal}} in a grader)")
+    if graders is None or registry is not None:
+        _registry_eval(registry, out, ideals)
     else:
         for n, grader in enumerate(graders):
             _grader(grader, n, out)
     if not out.criteria:
         out.gaps.append("no criterion could be made: cycle.yaml has none; add one")
     return out
+
+
+_MATCH = "evals.elsuite.basic.match:Match"
+_INCLUDES = "evals.elsuite.basic.includes:Includes"
+
+
+def _registry_eval(spec: dict[str, Any] | None, out: Converted, ideals: list[list[str]]) -> None:
+    """The criteria of an openai/evals registry eval (Match without one), judged as its
+    class judges a sample: Match passes when the answer *starts with* one of the ideal
+    answers (``record_and_check_match``), Includes when it contains one (``ignore_case``
+    its arg). Each case gets its own check over all its ideal answers; the suite's one,
+    for cases added by hand, reads ``expected``."""
+    cls = spec["class"] if spec else _MATCH
+    args = (spec or {}).get("args") or {}
+    if cls not in (_MATCH, _INCLUDES):
+        kind = cls.rsplit(":", 1)[-1]
+        spec_name = args.get("modelgraded_spec")
+        out.gaps.append(f"eval {spec.get('name') if spec else ''}: class {cls}"
+                        + (f" (modelgraded_spec {spec_name})" if spec_name else "")
+                        + f" is not converted (cycle has no {kind} check): add criteria")
+        return
+    if not all(ideals):
+        out.gaps.append("no graders and not every item has an ideal answer: add criteria")
+        return
+    if cls == _MATCH:
+        # a case added by hand is judged equal to its expected answer (a suite-wide
+        # pattern would read the answer as a regular expression); every imported case
+        # has its own check, its ideal answers escaped
+        out.criteria.append({"id": "match", "description": "The answer starts with an ideal "
+                             "answer (OpenAI evals' Match)", "check": {
+                                 "type": "exact", "normalize_whitespace": True}})
+        for case, answers in zip(out.cases, ideals, strict=True):
+            pattern = r"\A(?:" + "|".join(re.escape(a) for a in answers) + ")"
+            case["criteria"] = [{"id": "match", "check": {"type": "regex", "pattern": pattern}}]
+        return
+    sensitive = not args.get("ignore_case", False)
+    out.criteria.append({"id": "includes", "description": "The answer contains an ideal "
+                         "answer (OpenAI evals' Includes)",
+                         "check": {"type": "contains_any", "values": ["{{ expected }}"],
+                                   "case_sensitive": sensitive}})
+    for case, answers in zip(out.cases, ideals, strict=True):
+        case["criteria"] = [{"id": "includes", "check": {
+            "type": "contains_any", "values": answers, "case_sensitive": sensitive}}]
+
+
+def read_registry_eval(path: Path) -> list[dict[str, Any]]:
+    """An openai/evals registry YAML (``registry/evals/NAME.yaml``) as one pseudo-grader,
+    ``{"type": "registry", "class": ..., "args": ...}``: the eval its ``id`` names (else
+    the one entry with a ``class``)."""
+    from cycle.yamlload import parse_yaml
+
+    data = parse_yaml(read_text(path), str(path)).data
+    if not isinstance(data, dict):
+        raise ConfigError("expected an openai/evals registry eval (NAME: {id: ...}, "
+                          "NAME.dev.v0: {class: ..., args: ...})", file=str(path))
+    specs = {k: v for k, v in data.items() if isinstance(v, dict) and "class" in v}
+    ids = [v["id"] for v in data.values() if isinstance(v, dict) and v.get("id") in specs]
+    if not specs or (len(specs) > 1 and not ids):
+        raise ConfigError("no eval with a class (or several and no id naming one)",
+                          file=str(path), hint="An openai/evals registry/evals/*.yaml file.")
+    name = ids[0] if ids else next(iter(specs))
+    spec = specs[name]
+    if not isinstance(spec.get("args") or {}, dict):
+        raise ConfigError("expected a mapping", file=str(path), field=f"{name}.args")
+    return [{"type": "registry", "name": name, "class": str(spec["class"]),
+             "args": spec.get("args") or {}}]
 
 
 def _template(text: str) -> str:

@@ -85,9 +85,9 @@ def test_registry_items_without_graders_are_judged_by_match(tmp_path):
     r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(out),
                                  "--model", "offline:default"])
     assert r.exit_code == 0, r.output
-    assert "1 items have earlier turns" in r.output and "list of ideal answers" in r.output
+    assert "1 items have earlier turns" in r.output
     config = yaml.safe_load((out / "cycle.yaml").read_text())
-    assert config["criteria"][0]["check"]["type"] == "exact"
+    assert config["criteria"][0]["id"] == "match"
     assert yaml.safe_load((out / "prompts" / "reverse.yaml").read_text())["system"] == (
         "You are a helpful assistant.")
     assert "# not converted:" in (out / "cycle.yaml").read_text()
@@ -133,3 +133,95 @@ def test_an_items_line_nested_too_deep_is_named(tmp_path):
     r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2, r.output
     assert r.output.startswith(f"error: {items}:2: the JSON is nested deeper than cycle reads")
+
+
+# openai/evals 3.0.1 (evals/api.py record_and_check_match, elsuite/basic/includes.py):
+# Match passes when the sampled answer *starts with* any ideal answer, Includes when it
+# contains any (rfind, lowered under ignore_case). These registry files are the shape of
+# the package's registry/evals/*.yaml.
+MATCH_YAML = """\
+reverse:
+  id: reverse.dev.v0
+  metrics: [accuracy]
+reverse.dev.v0:
+  class: evals.elsuite.basic.match:Match
+  args:
+    samples_jsonl: reverse/samples.jsonl
+"""
+INCLUDES_YAML = """\
+korean:
+  id: korean.dev.v0
+  metrics: [accuracy]
+korean.dev.v0:
+  class: evals.elsuite.basic.includes:Includes
+  args:
+    samples_jsonl: korean/samples.jsonl
+    ignore_case: true
+"""
+FUZZY_YAML = MATCH_YAML.replace("basic.match:Match", "basic.fuzzy_match:FuzzyMatch")
+SAMPLES = [
+    {"input": [{"role": "system", "content": "Answer."},
+               {"role": "user", "content": "Spell 'cat' backwards."}], "ideal": ["tac", "T.A.C"]},
+    {"input": [{"role": "system", "content": "Answer."},
+               {"role": "user", "content": "Capital of France?"}], "ideal": "Paris"},
+]
+
+
+def judged(tmp_path, spec: str | None, answers: dict[str, str]) -> dict[str, float]:
+    """The samples imported (with the registry YAML ``spec``), each case's check applied to
+    the answer given for its question: {case id: score}."""
+    from cycle.cases import load_cases
+    from cycle.judge.criteria import CriterionConfig, merge
+
+    tmp_path.mkdir(exist_ok=True)
+    items = write(tmp_path / "s.jsonl", SAMPLES)
+    args = ["import", "openai-evals", str(items), "--out", str(tmp_path / "p"),
+            "--model", "offline:default"]
+    if spec is not None:
+        (tmp_path / "e.yaml").write_text(spec)
+        args += ["--graders", str(tmp_path / "e.yaml")]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    config = yaml.safe_load((tmp_path / "p" / "cycle.yaml").read_text())
+    suite = [CriterionConfig.model_validate(c) for c in config["criteria"]]
+    scores = {}
+    for case in load_cases([str(tmp_path / "p" / "cases" / "s.yaml")], criteria=suite):
+        [criterion] = merge(suite, case.criteria)
+        scores[case.id] = score_of(criterion, case, answers[case.input["question"]])
+    return scores
+
+
+def score_of(criterion, case, output: str) -> float:
+    """The criterion's check on ``output``, with what a check reads of the case."""
+
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(case_id=case.id, expected=case.expected, structured=None,
+                          output=output, variables={**case.input, "expected": case.expected})
+    return criterion.check.evaluate(ctx).score
+
+
+def test_a_registry_match_eval_passes_an_answer_that_starts_with_any_ideal(tmp_path):
+    answers = {"Spell 'cat' backwards.": "T.A.C is cat backwards",
+               "Capital of France?": "Paris."}
+    for spec in (None, MATCH_YAML):  # no graders: Match, openai/evals' default
+        assert set(judged(tmp_path / str(spec is None), spec, answers).values()) == {100.0}
+    wrong = {"Spell 'cat' backwards.": "It is tac", "Capital of France?": "paris"}
+    assert set(judged(tmp_path / "wrong", MATCH_YAML, wrong).values()) == {0.0}
+
+
+def test_a_registry_includes_eval_passes_an_answer_that_contains_any_ideal(tmp_path):
+    answers = {"Spell 'cat' backwards.": "It is t.a.c, I think",
+               "Capital of France?": "The capital is PARIS."}
+    assert set(judged(tmp_path, INCLUDES_YAML, answers).values()) == {100.0}
+
+
+def test_a_registry_eval_of_another_class_is_listed(tmp_path):
+    items = write(tmp_path / "s.jsonl", SAMPLES)
+    (tmp_path / "e.yaml").write_text(FUZZY_YAML)
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--graders",
+                                 str(tmp_path / "e.yaml"), "--out", str(tmp_path / "p"),
+                                 "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    assert ("eval reverse.dev.v0: class evals.elsuite.basic.fuzzy_match:FuzzyMatch is not "
+            "converted (cycle has no FuzzyMatch check)") in r.output
