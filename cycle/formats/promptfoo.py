@@ -1,7 +1,8 @@
 """promptfoo configs in: a ``promptfooconfig.yaml`` becomes a cycle project
 (``cycle import promptfoo``).
 
-- **prompts**: the first becomes the prompt (a string is its user template, promptfoo's
+- **prompts** (numbered as promptfoo lists them: a ``.txt`` file split at its ``---``
+  lines, a mapping of prompt to label, a ``file://`` glob): the first becomes the prompt (a string is its user template, promptfoo's
   ``{{var}}`` being cycle's; ``file://x.txt`` is read beside the config; ``{raw: ...}``
   too); every other prompt is listed (a cycle project improves one prompt: import it
   again with ``--prompt N`` for another).
@@ -51,11 +52,53 @@ class Converted(Struct):
 
 
 def _file(base: Path, ref: str, what: str) -> str:
-    path = base / ref.removeprefix("file://")
+    return _read(base / ref.removeprefix("file://"), ref, what)
+
+
+def _read(path: Path, ref: str, what: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{what} {ref}: cannot read it ({e.strerror})", file=str(path)) from None
+
+
+def _prompts(given: Any, base: Path, source: str | None) -> list[tuple[str, str | None]]:
+    """The config's prompts as promptfoo lists them: (what names it, its text, None when it
+    is not text): a string, a list, or a mapping of prompt to label; a ``file://`` glob one
+    prompt a file, a ``.txt`` file split at its ``---`` lines into several."""
+    if isinstance(given, str):
+        given = [given]
+    elif isinstance(given, dict):
+        given = list(given)  # {file://a.txt: label}: the keys are the prompts
+    if not isinstance(given, list):
+        return []
+    out: list[tuple[str, str | None]] = []
+    for entry in given:
+        if isinstance(entry, dict):
+            entry = entry.get("raw") or entry.get("id")
+        if not isinstance(entry, str) or not entry.startswith("file://"):
+            out.append((str(entry), entry if isinstance(entry, str) else None))
+            continue
+        ref = entry.removeprefix("file://")
+        paths = sorted(base.glob(ref)) if any(c in ref for c in "*?[") else [base / ref]
+        if not paths:
+            raise ConfigError(f"prompt {entry}: no file matches it", file=source,
+                              field="prompts")
+        for path in paths:
+            name = f"file://{path.relative_to(base)}" if path.is_relative_to(base) else entry
+            if path.suffix == ".txt":  # promptfoo's text prompts: one per part between ---
+                chunks: list[list[str]] = [[]]
+                for row in _read(path, name, "prompt").splitlines():
+                    if row.strip() == "---":
+                        chunks.append([])
+                    else:
+                        chunks[-1].append(row)
+                out += [(name, text) for c in chunks if (text := "\n".join(c).strip())]
+            elif path.suffix in (".md", ".j2", ".prompt"):
+                out.append((name, _read(path, name, "prompt")))
+            else:
+                out.append((name, None))
+    return out
 
 
 def _model(provider: Any) -> str | None:
@@ -73,22 +116,12 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
             source: str | None = None, line: int | None = None) -> Converted:
     """``doc``: the config's data, its files relative to ``base``; ``source`` and ``line``:
     where its ``prompts`` are, for an error."""
-    prompts = doc.get("prompts")
-    if isinstance(prompts, str):
-        prompts = [prompts]
-    if not isinstance(prompts, list) or not prompts:
+    prompts = _prompts(doc.get("prompts"), base, source)
+    if not prompts:
         raise ConfigError("no prompts in the config", file=source, field="prompts")
     if not 0 <= prompt_index < len(prompts):
         raise ConfigError(f"the config has {len(prompts)} prompts", field="--prompt")
-    chosen = prompts[prompt_index]
-    text: str | None = None
-    if isinstance(chosen, dict):
-        chosen = chosen.get("raw") or chosen.get("id")
-    if isinstance(chosen, str) and chosen.startswith("file://"):
-        if chosen.endswith((".txt", ".md", ".j2", ".prompt")):
-            text = _file(base, chosen, "prompt")
-    elif isinstance(chosen, str):
-        text = chosen
+    chosen, text = prompts[prompt_index]
     if text is None:
         raise ConfigError(f"prompt {prompt_index + 1} ({str(chosen)[:60]!r}) is not text cycle "
                           "can read (a chat JSON, a script)", file=source, line=line,
@@ -138,6 +171,9 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
         for key in ("options", "transform"):
             if test.get(key):
                 out.gaps.append(_options_gap(where, key, test[key]))
+        if test.get("threshold") is not None:
+            out.gaps.append(f"{where}: threshold {test['threshold']} (its assertions' weighted "
+                            "score to pass) not converted: each criterion passes on its own")
         variables = _variables({**defaults, **(test.get("vars") or {})}, base, where, out.gaps)
         if variables is None:
             continue
@@ -310,7 +346,10 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] 
     values = value if isinstance(value, list) else [value] if value is not None else []
     texts = [str(v) for v in values]
     check: dict[str, Any] | None = None
-    if kind == "equals" and value is not None:
+    if kind == "equals" and isinstance(value, (dict, list)):
+        # promptfoo compares the output parsed as JSON with an object or a list
+        check = {"type": "json_schema", "schema": {"const": value}}
+    elif kind == "equals" and value is not None:
         check = {"type": "exact", "value": str(value)}
     elif kind in ("contains", "icontains", "contains-all", "icontains-all") and texts:
         check = {"type": "contains", "values": texts, "case_sensitive": not kind.startswith("i")}
@@ -321,6 +360,11 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] 
         check = {"type": "not_contains", "values": texts, "case_sensitive": kind == "not-contains"}
     elif kind == "regex" and value is not None:
         check = {"type": "regex", "pattern": str(value)}
+    elif kind == "starts-with" and ("{{" in str(value) or "{%" in str(value)):
+        gaps.append(f"{where}: assertion 'starts-with' with a template ({str(value)[:60]}) is "
+                    "not converted (as a pattern, the variable would be read as a regular "
+                    "expression)")
+        return None
     elif kind == "starts-with" and value is not None:
         check = {"type": "regex", "pattern": "^" + re.escape(str(value))}
     elif kind == "is-json":

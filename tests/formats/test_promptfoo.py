@@ -246,3 +246,44 @@ def test_what_changes_the_checked_output_is_listed_not_dropped(tmp_path):
     assert "test 2: assertion 'contains' has a transform (output.toUpperCase())" in r.output
     [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
     assert case["input"] == {"x": "yo"} and len(case["criteria"]) == 1
+
+
+def test_prompts_are_numbered_as_promptfoo_lists_them(tmp_path):
+    """promptfoo 0.121.20 splits a .txt prompt file at its `---` lines (processTxtFile) and
+    takes a mapping of prompt to label: the file was one prompt holding the `---`, the
+    mapping 'no prompts in the config'."""
+    (tmp_path / "prompts.txt").write_text("First: {{q}}\n---\nSecond: {{q}}\n")
+    for n, prompts in enumerate(("file://prompts.txt", "{file://prompts.txt: mine}",
+                                 "[file://*.txt]")):
+        (tmp_path / "promptfooconfig.yaml").write_text(
+            f"prompts: {prompts}\ntests: [{{vars: {{q: hi}}}}]\n")
+        out = tmp_path / f"p{n}"
+        r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
+                   str(out), "--model", "offline:default", "--name", "pf", "--prompt", "2")
+        assert r.exit_code == 0, r.output
+        assert "1 other prompt(s)" in r.output
+        prompt = yaml.safe_load((out / "prompts" / "pf.yaml").read_text())
+        assert prompt["user_template"] == "Second: {{q}}"
+
+
+def test_assertions_promptfoo_reads_otherwise_than_as_text(tmp_path):
+    """`equals` an object compares JSON (it was the Python repr "{'a': 1}"); a templated
+    `starts-with` and a test's `threshold` are listed (they were dropped or escaped)."""
+    (tmp_path / "promptfooconfig.yaml").write_text(textwrap.dedent("""\
+        prompts: ['Say {{q}}']
+        tests:
+          - vars: {q: hi}
+            threshold: 0.5
+            assert:
+              - {type: equals, value: {a: 1}}
+              - {type: starts-with, value: '{{q}}'}
+        """))
+    out = tmp_path / "p"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    assert "test 1: threshold 0.5" in r.output
+    assert "test 1: assertion 'starts-with' with a template ({{q}}) is not converted" in r.output
+    [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert [c["check"] for c in case["criteria"]] == [
+        {"type": "json_schema", "schema": {"const": {"a": 1}}}]
