@@ -37,6 +37,7 @@ from cycle.errors import ConfigError
 from cycle.yamlload import parse_json_text, read_text, too_deep
 
 _REFERENCE_FIELDS = ("ideal", "reference", "expected", "answer")
+_EXAMPLE_NAMES = {"example_user": "User: ", "example_assistant": "Assistant: "}
 _ITEM = re.compile(r"\{\{\s*item\.([A-Za-z_]\w*)\s*\}\}")
 _SAMPLE = re.compile(r"\{\{\s*sample\.output_text\s*\}\}")
 
@@ -132,7 +133,7 @@ def _check_grader(grader: dict[str, Any], *, where: str, file: str) -> None:
 def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *,
             name: str, source: str) -> Converted:
     systems, lines = [], []
-    multi_turn = ideal_lists = 0
+    multi_turn = ideal_lists = examples = 0
     for item in items:
         n = item["\0line"]
         messages = item.get("input", item.get("messages"))
@@ -141,7 +142,14 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
         if not isinstance(messages, list) or not messages:
             raise ConfigError("the item has no input (a string, or chat messages) or messages",
                               file=source, line=n, field="input")
-        system = "\n\n".join(_text(m.get("content")) for m in messages
+        # openai/evals' few-shot examples are system messages named example_user and
+        # example_assistant: kept in the system with the speaker, as evals writes them for
+        # a text model (evals.prompt.base), not as bare lines that lost who said them
+        named = [m for m in messages if isinstance(m, dict) and m.get("role") == "system"
+                 and m.get("name") in _EXAMPLE_NAMES]
+        examples += bool(named)
+        system = "\n\n".join(_EXAMPLE_NAMES.get(m.get("name"), "") + _text(m.get("content"))
+                             for m in messages
                              if isinstance(m, dict) and m.get("role") in ("system", "developer"))
         users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
         if not users:
@@ -182,6 +190,10 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
     if multi_turn:
         out.gaps.append(f"{multi_turn} items have earlier turns in their input: only the last "
                         "user message is asked (the earlier ones are not sent)")
+    if examples:
+        out.gaps.append(f"{examples} items give few-shot examples as system messages named "
+                        "example_user/example_assistant: they are in the system prompt as "
+                        "'User: '/'Assistant: ' lines, not as turns")
     registry = graders[0] if graders and graders[0].get("type") == "registry" else None
     if ideal_lists and (graders is not None and registry is None):
         out.gaps.append(f"{ideal_lists} items give a list of ideal answers: the first is the "

@@ -225,3 +225,23 @@ def test_a_registry_eval_of_another_class_is_listed(tmp_path):
     assert r.exit_code == 0, r.output
     assert ("eval reverse.dev.v0: class evals.elsuite.basic.fuzzy_match:FuzzyMatch is not "
             "converted (cycle has no FuzzyMatch check)") in r.output
+
+
+def test_few_shot_examples_named_in_system_messages_keep_their_speaker(tmp_path):
+    """openai/evals' registry gives few-shot examples as system messages named example_user
+    and example_assistant (a line of registry/data/convert-hex-hsl-lightness, shortened):
+    they were joined into the system as bare lines, the speakers lost, and not listed."""
+    line = {"input": [
+        {"role": "system", "content": "You are a concise color conversion bot."},
+        {"role": "system", "content": "Lightness of #721cb6?", "name": "example_user"},
+        {"role": "system", "content": "41%.", "name": "example_assistant"},
+        {"role": "user", "content": "Lightness of #ffffff?"}], "ideal": "100%"}
+    items = write(tmp_path / "hsl.jsonl", [line])
+    out = tmp_path / "p"
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(out),
+                                 "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    assert "1 items give few-shot examples as system messages named example_user" in r.output
+    system = yaml.safe_load((out / "prompts" / "hsl.yaml").read_text())["system"]
+    assert system == ("You are a concise color conversion bot.\n\nUser: Lightness of #721cb6?"
+                      "\n\nAssistant: 41%.")
