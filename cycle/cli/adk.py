@@ -230,7 +230,7 @@ def import_openai_evals(items: Path, graders: Path | None, out: Path, model: str
 
     _fresh(out)
     prompt_id = _prompt_id(name, items.stem)
-    done = convert(read_items(items), read_graders(graders) if graders else None,
+    done = convert(read_items(items), read_graders(graders, items) if graders else None,
                    name=prompt_id, source=str(items))
     write_project(out, prompt_id=prompt_id, system=done.system, user_template="{{ question }}",
                   cases=done.cases, criteria=done.criteria, model=model, gaps=done.gaps,

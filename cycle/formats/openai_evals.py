@@ -83,11 +83,11 @@ def read_items(path: Path) -> list[dict[str, Any]]:
     return items
 
 
-def read_graders(path: Path) -> list[dict[str, Any]]:
+def read_graders(path: Path, items: Path | None = None) -> list[dict[str, Any]]:
     """The graders of a JSON file: a list, or an eval's ``testing_criteria``; of a YAML
-    file, the openai/evals registry eval it defines."""
+    file, the openai/evals registry eval it defines (for the ``items`` file)."""
     if path.suffix in (".yaml", ".yml"):
-        return read_registry_eval(path)
+        return read_registry_eval(path, items)
     data = parse_json_text(read_text(path), str(path))
     graders = data.get("testing_criteria", data.get("graders")) if isinstance(data, dict) else data
     if not isinstance(graders, list) or not all(isinstance(g, dict) for g in graders):
@@ -133,7 +133,7 @@ def _check_grader(grader: dict[str, Any], *, where: str, file: str) -> None:
 def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *,
             name: str, source: str) -> Converted:
     systems, lines = [], []
-    multi_turn = ideal_lists = examples = 0
+    multi_turn = ideal_lists = examples = system_only = 0
     for item in items:
         n = item["\0line"]
         messages = item.get("input", item.get("messages"))
@@ -148,13 +148,20 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
         named = [m for m in messages if isinstance(m, dict) and m.get("role") == "system"
                  and m.get("name") in _EXAMPLE_NAMES]
         examples += bool(named)
+        users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+        if not users:
+            # openai/evals sends the messages as they are: many registry evals (logic,
+            # sql, qa...) are one system message, the task; its last is what is asked
+            last = len(messages) - 1
+            if not isinstance(messages[last], dict) or messages[last].get("role") not in (
+                    "system", "developer") or not _text(messages[last].get("content")).strip():
+                raise ConfigError("the item's input has no user message (nor a system message "
+                                  "last to ask)", file=source, line=n, field="input")
+            users, messages = [last], [*messages[:last], {**messages[last], "role": "user"}]
+            system_only += 1
         system = "\n\n".join(_EXAMPLE_NAMES.get(m.get("name"), "") + _text(m.get("content"))
                              for m in messages
                              if isinstance(m, dict) and m.get("role") in ("system", "developer"))
-        users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
-        if not users:
-            raise ConfigError("the item's input has no user message", file=source, line=n,
-                              field="input")
         if any(m.get("role") in ("user", "assistant") for m in messages[:users[-1]]
                if isinstance(m, dict)):
             multi_turn += 1
@@ -190,6 +197,9 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
     if multi_turn:
         out.gaps.append(f"{multi_turn} items have earlier turns in their input: only the last "
                         "user message is asked (the earlier ones are not sent)")
+    if system_only:
+        out.gaps.append(f"{system_only} items have no user message: their last system message "
+                        "is asked as the user's (openai/evals sends it as a system message)")
     if examples:
         out.gaps.append(f"{examples} items give few-shot examples as system messages named "
                         "example_user/example_assistant: they are in the system prompt as "
@@ -251,10 +261,11 @@ def _registry_eval(spec: dict[str, Any] | None, out: Converted, ideals: list[lis
             "type": "contains_any", "values": answers, "case_sensitive": sensitive}}]
 
 
-def read_registry_eval(path: Path) -> list[dict[str, Any]]:
+def read_registry_eval(path: Path, items: Path | None = None) -> list[dict[str, Any]]:
     """An openai/evals registry YAML (``registry/evals/NAME.yaml``) as one pseudo-grader,
-    ``{"type": "registry", "class": ..., "args": ...}``: the eval its ``id`` names (else
-    the one entry with a ``class``)."""
+    ``{"type": "registry", "class": ..., "args": ...}``: of the evals it defines, the one
+    whose ``samples_jsonl`` is the ``items`` file (``logic/samples.jsonl``), else the one an
+    ``id`` names (the file's first), else the one entry with a ``class``."""
     from cycle.yamlload import parse_yaml
 
     data = parse_yaml(read_text(path), str(path)).data
@@ -266,7 +277,10 @@ def read_registry_eval(path: Path) -> list[dict[str, Any]]:
     if not specs or (len(specs) > 1 and not ids):
         raise ConfigError("no eval with a class (or several and no id naming one)",
                           file=str(path), hint="An openai/evals registry/evals/*.yaml file.")
-    name = ids[0] if ids else next(iter(specs))
+    own = [k for k, v in specs.items() if items is not None and isinstance(v.get("args"), dict)
+           and isinstance(v["args"].get("samples_jsonl"), str)
+           and Path(*items.parts[-2:]).as_posix().endswith(v["args"]["samples_jsonl"])]
+    name = own[0] if own else ids[0] if ids else next(iter(specs))
     spec = specs[name]
     if not isinstance(spec.get("args") or {}, dict):
         raise ConfigError("expected a mapping", file=str(path), field=f"{name}.args")

@@ -6,6 +6,7 @@ grader it cannot convert listed."""
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 import yaml
@@ -245,3 +246,36 @@ def test_few_shot_examples_named_in_system_messages_keep_their_speaker(tmp_path)
     system = yaml.safe_load((out / "prompts" / "hsl.yaml").read_text())["system"]
     assert system == ("You are a concise color conversion bot.\n\nUser: Lightness of #721cb6?"
                       "\n\nAssistant: 41%.")
+
+
+def test_a_system_only_input_is_asked_and_the_eval_of_the_items_file_is_chosen(tmp_path):
+    """Registry evals whose input is one system message (logic, sql, qa: 30 of the Match and
+    Includes evals of openai/evals 3.0.1) were refused ('no user message'), which evals
+    runs as they are; a registry YAML defining several evals gave its first, whatever the
+    items file."""
+    (tmp_path / "logic").mkdir()
+    items = write(tmp_path / "logic" / "samples.jsonl", [
+        {"input": [{"role": "system", "content": "Solve: Anna is taller than Bob. Who is "
+                    "shorter? Answer with the name."}], "ideal": "Bob"}])
+    (tmp_path / "logic.yaml").write_text(textwrap.dedent("""\
+        logic-fact:
+          id: logic-fact.dev.v0
+        logic-fact.dev.v0:
+          class: evals.elsuite.modelgraded.classify:ModelBasedClassify
+          args: {samples_jsonl: other/samples.jsonl, modelgraded_spec: fact}
+        logic-includes:
+          id: logic-includes.dev.v0
+        logic-includes.dev.v0:
+          class: evals.elsuite.basic.includes:Includes
+          args: {samples_jsonl: logic/samples.jsonl}
+        """))
+    out = tmp_path / "p"
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--graders",
+                                 str(tmp_path / "logic.yaml"), "--out", str(out),
+                                 "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    assert "1 items have no user message: their last system message is asked" in r.output
+    [case] = yaml.safe_load((out / "cases" / "samples.yaml").read_text())
+    assert case["input"]["question"].startswith("Solve: Anna")
+    assert yaml.safe_load((out / "prompts" / "samples.yaml").read_text())["system"] == ""
+    assert case["criteria"][0]["check"]["type"] == "contains_any"  # Includes, its own eval
