@@ -434,8 +434,12 @@ def case_of(trace_id: str, spans: Sequence[Span], *, expected: bool,
         turns = [root.attributes["input.value"]]
     stored = root.attributes.get("cycle.case.input")
     if not turns and stored is None:
-        return "no user message (capture content: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_" \
-               "CONTENT=true, or cycle export otel --content)"
+        # the OpenTelemetry GenAI instrumentations (openai-v2 2.4b0) put the messages in
+        # the spans only in the latest conventions with SPAN_ONLY (or SPAN_AND_EVENT);
+        # CAPTURE_MESSAGE_CONTENT=true alone sends them as log records, not in a trace
+        return ("no user message (capture content in the spans: OTEL_SEMCONV_STABILITY_OPT_IN="
+                "gen_ai_latest_experimental with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_"
+                "CONTENT=SPAN_ONLY, or cycle export otel --content)")
     case_id = root.attributes.get("cycle.case.id")
     iteration = root.attributes.get("cycle.iteration")
     name = f"{case_id}-{iteration}" if case_id is not None and iteration is not None else (

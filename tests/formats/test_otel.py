@@ -391,3 +391,30 @@ def test_import_reads_the_messages_other_tools_put_in_span_events(tmp_path):
     assert first["input"] == "Where is A-1?" and first["expected"] == "A-1 has shipped."
     assert first["mocks"] == {"lookup": {"value": {"status": "shipped"}}}
     assert second["input"] == "Hi there" and second["expected"] == "Hello!"
+
+
+DATA = Path(__file__).parent / "data" / "otel"
+
+
+def test_import_reads_the_official_openai_instrumentations_traces(tmp_path):
+    """Spans of opentelemetry-instrumentation-openai-v2 2.4b0 (with opentelemetry-util-genai
+    0.4b0) around a tool-calling conversation with a loopback OpenAI, written as the
+    collector's file exporter does (benchmarks/interop/make_openai_v2_traces.py). With
+    content in the spans (the latest conventions, SPAN_ONLY) they make a case that runs
+    offline; with only CAPTURE_MESSAGE_CONTENT=true the messages went to log records, and
+    the note said to set exactly that."""
+    import yaml
+
+    out = tmp_path / "cases.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(DATA / "openai-v2-span-only.json"),
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    [case] = yaml.safe_load(out.read_text())
+    assert case["input"] == "Where is my order A-1?"
+    assert case["mocks"] == {"lookup_order": {"value": {"status": "shipped"}}}
+    assert case["expected"] == "Order A-1 has shipped."
+    r = CliRunner().invoke(cli, ["import", "otel", str(DATA / "openai-v2-default.json"),
+                                 "--out", str(tmp_path / "none.yaml")])
+    assert r.exit_code == 2
+    assert ("OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental with "
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY") in r.output
