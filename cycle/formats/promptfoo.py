@@ -334,6 +334,10 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] 
         gaps.append(f"{where}: an assertion that is not a mapping with a type")
         return None
     kind, value = a["type"], a.get("value")
+    for key in ("provider", "rubricPrompt"):
+        if a.get(key):
+            gaps.append(f"{where}: assertion {kind!r}: its {key} not converted (cycle's judge "
+                        "grades it with cycle's rubric prompt)")
     if a.get("transform"):
         gaps.append(f"{where}: assertion {kind!r} has a transform ({str(a['transform'])[:60]}): "
                     "not converted (cycle checks the output as it is)")

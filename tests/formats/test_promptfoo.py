@@ -234,6 +234,7 @@ def test_what_changes_the_checked_output_is_listed_not_dropped(tmp_path):
             assert:
               - {type: contains, value: YO, transform: output.toUpperCase()}
               - {type: contains, value: yo}
+              - {type: llm-rubric, value: polite, provider: openai:gpt-4o, rubricPrompt: Grade}
         """))
     out = tmp_path / "project"
     r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
@@ -244,8 +245,10 @@ def test_what_changes_the_checked_output_is_listed_not_dropped(tmp_path):
     assert "test 1: var picture is file://cat.png, not a text file" in r.output
     assert "test 2: options (prefix) not converted" in r.output
     assert "test 2: assertion 'contains' has a transform (output.toUpperCase())" in r.output
+    assert "test 2: assertion 'llm-rubric': its provider not converted" in r.output
+    assert "test 2: assertion 'llm-rubric': its rubricPrompt not converted" in r.output
     [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
-    assert case["input"] == {"x": "yo"} and len(case["criteria"]) == 1
+    assert case["input"] == {"x": "yo"} and len(case["criteria"]) == 2
 
 
 def test_prompts_are_numbered_as_promptfoo_lists_them(tmp_path):
