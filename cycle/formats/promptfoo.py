@@ -231,8 +231,8 @@ def _variables(variables: dict[str, Any], base: Path, where: str,
 
 
 def _tests(tests: Any, base: Path, gaps: list[str], source: str | None) -> list[Any]:
-    """The tests as promptfoo reads ``tests``: inline, a ``file://`` YAML or CSV file or glob
-    (also as an entry of the list); any other source is listed as a gap."""
+    """The tests as promptfoo reads ``tests``: inline, a ``file://`` YAML, CSV, JSON or JSONL
+    file or glob (also as an entry of the list); any other source is listed as a gap."""
     if isinstance(tests, str):
         tests = [tests]
     _shape(tests, list, "tests", "a list of tests (or a YAML or CSV file of them)", source)
@@ -243,19 +243,40 @@ def _tests(tests: Any, base: Path, gaps: list[str], source: str | None) -> list[
             continue
         ref = entry.removeprefix("file://")
         paths = sorted(base.glob(ref)) if any(c in ref for c in "*?[") else [base / ref]
-        if not ref.endswith((".yaml", ".yml", ".csv")) or not paths:
-            gaps.append(f"tests {entry}: only YAML and CSV test files are read (scripts, "
-                        "datasets, JSON(L) are not)" if paths else f"tests {entry}: no such file")
+        if not ref.endswith((".yaml", ".yml", ".csv", ".json", ".jsonl")) or not paths:
+            gaps.append(f"tests {entry}: only YAML, CSV, JSON and JSONL test files are read "
+                        "(scripts and datasets are not)" if paths else
+                        f"tests {entry}: no such file")
             continue
         for path in paths:
             if path.suffix == ".csv":
                 out.extend(_csv_tests(path, gaps))
                 continue
-            from cycle.yamlload import parse_yaml, read_text
+            from cycle.yamlload import parse_json_text, parse_yaml, read_text
 
-            data = parse_yaml(read_text(path), str(path)).data or []
+            text = read_text(path)
+            if path.suffix == ".jsonl":
+                for n, row in enumerate(text.splitlines(), 1):
+                    if row.strip():
+                        out.append(_json_line(row, path, n))
+                continue
+            data = (parse_json_text(text, str(path)) if path.suffix == ".json"
+                    else parse_yaml(text, str(path)).data) or []
             out.extend(data if isinstance(data, list) else [data])
     return out
+
+
+def _json_line(row: str, path: Path, n: int) -> Any:
+    import json
+
+    try:
+        return json.loads(row)
+    except ValueError as e:
+        raise ConfigError(f"not JSON: {e}", file=str(path), line=n) from None
+    except RecursionError:
+        from cycle.yamlload import too_deep
+
+        raise too_deep(str(path), "JSON", n) from None
 
 
 def _csv_tests(path: Path, gaps: list[str]) -> list[dict[str, Any]]:

@@ -290,3 +290,23 @@ def test_assertions_promptfoo_reads_otherwise_than_as_text(tmp_path):
     [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
     assert [c["check"] for c in case["criteria"]] == [
         {"type": "json_schema", "schema": {"const": {"a": 1}}}]
+
+
+def test_json_and_jsonl_test_files_are_read(tmp_path):
+    """promptfoo 0.121.20 runs three tests from `tests: [file://t.jsonl, file://t.json]`; they
+    were listed as not read."""
+    (tmp_path / "t.jsonl").write_text('{"vars": {"q": "a"}, "assert": [{"type": "contains", '
+                                      '"value": "a"}]}\n\n{"vars": {"q": "b"}}\n')
+    (tmp_path / "t.json").write_text('[{"vars": {"q": "c"}}]')
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "prompts: ['Say {{q}}']\ntests: [file://t.jsonl, file://t.json]\n")
+    out = tmp_path / "p"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    cases = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert [c["input"]["q"] for c in cases] == ["a", "b", "c"]
+    (tmp_path / "t.jsonl").write_text('{"vars": {"q": "a"}}\n{oops\n')
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
+               str(tmp_path / "q"), "--model", "offline:default")
+    assert r.exit_code == 2 and "t.jsonl:2" in r.output and "not JSON" in r.output
