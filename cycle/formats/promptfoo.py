@@ -23,7 +23,7 @@
 - **listed, never dropped silently**: ``javascript``, ``python``, ``contains-json``,
   ``similar`` and every other type, a negated form cycle has no check for, an assertion
   with a ``transform``, a test's or ``defaultTest``'s ``options`` (transform, prefix,
-  grading provider), ``scenarios``, tests from a file other than YAML or CSV, a var from
+  grading provider), ``scenarios``, tests from a script or a dataset, a var from
   a file that is not text (the test is skipped), prompts that are not text.
 """
 
@@ -152,7 +152,7 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
     for n, a in enumerate(default.get("assert") or []):
         criterion = _criterion(a, f"default_{n + 1}", out.gaps, "defaultTest")
         if criterion is not None:
-            out.criteria.append(criterion)
+            out.criteria.append(_unique(criterion, {c["id"] for c in out.criteria}))
     if doc.get("scenarios"):
         out.gaps.append("scenarios: not converted (their configs and tests make no cases)")
     for key in ("options", "transform"):
@@ -181,7 +181,8 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
         for n, a in enumerate(test.get("assert") or []):
             criterion = _criterion(a, f"test_{i + 1}_{n + 1}", out.gaps, where)
             if criterion is not None:
-                own.append(criterion)
+                # a case's criterion of a suite's id would replace it: each is its own
+                own.append(_unique(criterion, {c["id"] for c in [*out.criteria, *own]}))
         for k, values in enumerate(variables):
             # a var given as a list is one test per value, as promptfoo runs it
             suffix = f"-{k + 1}" if len(variables) > 1 else ""
@@ -340,6 +341,15 @@ def _assertion_from_string(text: str) -> dict[str, Any]:
     if threshold is not None:
         out["threshold"] = float(threshold)
     return out
+
+
+def _unique(criterion: dict[str, Any], used: set[str]) -> dict[str, Any]:
+    """``criterion`` with an id not in ``used``: promptfoo's ``metric`` names a score that
+    several assertions add to, cycle's id one criterion (``tone``, ``tone_2``...)."""
+    base, n = criterion["id"], 2
+    while criterion["id"] in used:
+        criterion["id"], n = f"{base}_{n}", n + 1
+    return criterion
 
 
 def _shape(value: Any, kind: type, field: str, shape: str, source: str | None) -> None:

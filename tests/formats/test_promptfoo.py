@@ -310,3 +310,33 @@ def test_json_and_jsonl_test_files_are_read(tmp_path):
     r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
                str(tmp_path / "q"), "--model", "offline:default")
     assert r.exit_code == 2 and "t.jsonl:2" in r.output and "not JSON" in r.output
+
+
+def test_a_metric_several_assertions_share_makes_one_criterion_each(tmp_path):
+    """promptfoo's `metric` names a score several assertions add to; as the criterion's id,
+    two in defaultTest made a cycle.yaml that does not load ('criterion id used twice'),
+    and a test's one of a suite's id would have replaced the suite's criterion."""
+    (tmp_path / "promptfooconfig.yaml").write_text(textwrap.dedent("""\
+        prompts: ['Say {{q}}']
+        defaultTest:
+          assert:
+            - {type: icontains, value: say, metric: style}
+            - {type: not-icontains, value: sorry, metric: style}
+        tests:
+          - vars: {q: hi}
+            assert:
+              - {type: contains, value: hi, metric: style}
+              - {type: contains, value: Say, metric: style}
+        """))
+    out = tmp_path / "p"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    config = yaml.safe_load((out / "cycle.yaml").read_text())
+    assert [c["id"] for c in config["criteria"]] == ["style", "style_2"]
+    [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert [c["id"] for c in case["criteria"]] == ["style_3", "style_4"]
+    run = invoke("--store", str(tmp_path / "s.db"), "run", str(out / "cycle.yaml"), "-n", "1",
+                 "--json", "--no-reports")
+    assert run.exit_code in (0, 1), run.output
+    assert json.loads(run.output)["summary"]["errors"] == 0
