@@ -303,6 +303,9 @@ def _grader(grader: dict[str, Any], n: int, out: Converted) -> None:
     kind = grader.get("type")
     gid = re.sub(r"[^A-Za-z0-9_-]+", "_", str(grader.get("name") or f"{kind}_{n + 1}")).strip("_")
     gid = gid or f"grader_{n + 1}"
+    base, k = gid, 2
+    while gid in {c["id"] for c in out.criteria}:  # two graders of one name: two criteria
+        gid, k = f"{base}_{k}", k + 1
     if kind == "string_check":
         source, reference = str(grader.get("input", "")), str(grader.get("reference", ""))
         operation = grader.get("operation")

@@ -279,3 +279,21 @@ def test_a_system_only_input_is_asked_and_the_eval_of_the_items_file_is_chosen(t
     assert case["input"]["question"].startswith("Solve: Anna")
     assert yaml.safe_load((out / "prompts" / "samples.yaml").read_text())["system"] == ""
     assert case["criteria"][0]["check"]["type"] == "contains_any"  # Includes, its own eval
+
+
+def test_graders_of_one_name_make_two_criteria(tmp_path):
+    """Two graders named alike made a cycle.yaml that did not load (an id used twice)."""
+    items = write(tmp_path / "i.jsonl", HOSTED_ITEMS[:1])
+    graders = tmp_path / "g.json"
+    check = {"type": "string_check", "name": "answer", "input": "{{sample.output_text}}",
+             "reference": "{{item.ideal}}"}
+    graders.write_text(json.dumps([{**check, "operation": "eq"}, {**check, "operation": "ilike"}]))
+    out = tmp_path / "p"
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--graders", str(graders),
+                                 "--out", str(out), "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    config = yaml.safe_load((out / "cycle.yaml").read_text())
+    assert [c["id"] for c in config["criteria"]] == ["answer", "answer_2"]
+    run = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", str(out / "cycle.yaml"),
+                                   "-n", "1", "--json", "--no-reports"])
+    assert run.exit_code in (0, 1), run.output
