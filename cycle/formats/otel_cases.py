@@ -292,6 +292,9 @@ def _loads(value: Any) -> Any:
     return value
 
 
+_MODEL_TURNS = ("chat", "generate_content", "text_completion")
+
+
 def _operation(span: Span) -> str:
     a = span.attributes
     op = a.get("gen_ai.operation.name")
@@ -426,7 +429,9 @@ def case_of(trace_id: str, spans: Sequence[Span], *, expected: bool,
     spans = sorted(spans, key=lambda s: s.start)
     ids = {s.span_id for s in spans}
     root = next((s for s in spans if not s.parent_id or s.parent_id not in ids), spans[0])
-    chats = [s for s in spans if _operation(s) == "chat"]
+    # a model turn: chat, or generate_content (the Google GenAI instrumentation's) and
+    # text_completion, the conventions' other inference operations
+    chats = [s for s in spans if _operation(s) in _MODEL_TURNS]
     inputs = [_messages(s, "input") for s in chats] + [_messages(root, "input")]
     seen = max(inputs, key=lambda ms: len(_user_turns(ms)))
     turns = [t for t in _user_turns(seen) if t]

@@ -418,3 +418,33 @@ def test_import_reads_the_official_openai_instrumentations_traces(tmp_path):
     assert r.exit_code == 2
     assert ("OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental with "
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY") in r.output
+
+
+def test_import_reads_generate_content_spans_as_model_turns(tmp_path):
+    """The Google GenAI instrumentation names its model turns generate_content (one of the
+    conventions' inference operations, with chat and text_completion): under an agent's
+    root span they were not read, and the trace was skipped as having no user message."""
+    import yaml
+
+    def attr(key, value):
+        return {"key": key, "value": {"stringValue": value}}
+
+    msg = lambda role, text: {"role": role, "parts": [{"type": "text", "content": text}]}
+    spans = [
+        {"traceId": "d" * 32, "spanId": "1" * 16, "name": "invoke_agent helper",
+         "startTimeUnixNano": "1", "endTimeUnixNano": "9",
+         "attributes": [attr("gen_ai.operation.name", "invoke_agent")]},
+        {"traceId": "d" * 32, "spanId": "2" * 16, "parentSpanId": "1" * 16,
+         "name": "generate_content gemini-2.5-flash", "startTimeUnixNano": "2",
+         "endTimeUnixNano": "3", "attributes": [
+             attr("gen_ai.operation.name", "generate_content"),
+             attr("gen_ai.input.messages", json.dumps([msg("user", "Hola?")])),
+             attr("gen_ai.output.messages", json.dumps([msg("assistant", "Hola!")]))]},
+    ]
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    out = tmp_path / "cases.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    [case] = yaml.safe_load(out.read_text())
+    assert case["input"] == "Hola?" and case["expected"] == "Hola!"
