@@ -126,7 +126,7 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
         raise ConfigError(f"prompt {prompt_index + 1} ({str(chosen)[:60]!r}) is not text cycle "
                           "can read (a chat JSON, a script)", file=source, line=line,
                           field="prompts", hint="Choose a text prompt with --prompt N.")
-    out = Converted(name=name, prompt=text.strip())
+    out = Converted(name=name, prompt=_jinja(text.strip()))
     others = len(prompts) - 1
     if others:
         out.gaps.append(f"{others} other prompt(s): a cycle project improves one; import again "
@@ -194,6 +194,14 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
             out.cases.append(case)
     if not out.cases:
         out.gaps.append("no tests: add cases")
+    if not out.criteria:
+        # cycle.yaml needs a criterion of its own (the cases' are added to it): without
+        # one the project did not load ("criteria: List should have at least 1 item")
+        out.criteria.append({"id": "answered", "description": "The answer is not empty",
+                             "check": {"type": "regex", "pattern": r"\S"}})
+        out.gaps.append("no defaultTest assertion: cycle.yaml's one criterion is 'answered' "
+                        "(the answer is not empty), beside each test's own; replace it with "
+                        "what every case should meet")
     return out
 
 
@@ -343,6 +351,15 @@ def _assertion_from_string(text: str) -> dict[str, Any]:
     return out
 
 
+_DUMP = re.compile(r"\|\s*dump\b")
+
+
+def _jinja(text: str) -> str:
+    """promptfoo's Nunjucks template as Jinja: the filters they share are alike, and
+    Nunjucks' ``dump`` (JSON) is Jinja's ``tojson`` (a prompt with it did not compile)."""
+    return _DUMP.sub("| tojson", text)
+
+
 def _unique(criterion: dict[str, Any], used: set[str]) -> dict[str, Any]:
     """``criterion`` with an id not in ``used``: promptfoo's ``metric`` names a score that
     several assertions add to, cycle's id one criterion (``tone``, ``tone_2``...)."""
@@ -378,6 +395,10 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] 
     out: dict[str, Any] = {"id": cid}
     if a.get("weight") is not None:
         out["weight"] = a["weight"]
+    if isinstance(value, str):
+        value = _jinja(value)
+    elif isinstance(value, list):
+        value = [_jinja(v) if isinstance(v, str) else v for v in value]
     values = value if isinstance(value, list) else [value] if value is not None else []
     texts = [str(v) for v in values]
     check: dict[str, Any] | None = None

@@ -340,3 +340,28 @@ def test_a_metric_several_assertions_share_makes_one_criterion_each(tmp_path):
                  "--json", "--no-reports")
     assert run.exit_code in (0, 1), run.output
     assert json.loads(run.output)["summary"]["errors"] == 0
+
+
+def test_a_config_of_per_test_assertions_and_nunjucks_filters_runs(tmp_path):
+    """Assertions only in the tests (no defaultTest) made a cycle.yaml with no criterion,
+    which does not load; Nunjucks' `dump` filter (promptfoo 0.121.20 renders
+    `{{ data | dump }}` as `{"a":1}`) made a prompt that does not compile in Jinja."""
+    (tmp_path / "promptfooconfig.yaml").write_text(textwrap.dedent("""\
+        prompts: ['Data: {{ data | dump }} for {{ name | upper }}']
+        tests:
+          - vars: {data: {a: 1}, name: ann}
+            assert: [{type: contains, value: '{{ name|dump }}'}]
+        """))
+    out = tmp_path / "p"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    assert "no defaultTest assertion: cycle.yaml's one criterion is 'answered'" in r.output
+    prompt = yaml.safe_load((out / "prompts" / "pf.yaml").read_text())
+    assert prompt["user_template"] == "Data: {{ data | tojson }} for {{ name | upper }}"
+    [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert case["criteria"][0]["check"]["values"] == ["{{ name| tojson }}"]
+    run = invoke("--store", str(tmp_path / "s.db"), "run", str(out / "cycle.yaml"), "-n", "1",
+                 "--json", "--no-reports")
+    assert run.exit_code in (0, 1), run.output
+    assert json.loads(run.output)["summary"]["errors"] == 0
