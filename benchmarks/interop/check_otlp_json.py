@@ -3,7 +3,8 @@ of the OTLP exporter cycle declares): a stored run of examples/agent-tools expor
 and without --content is parsed into ExportTraceServiceRequest by protobuf's json_format
 (unknown fields and wrong types fail), and the OTLP/JSON rules where it differs from proto3
 JSON are checked by hand: trace and span ids lowercase hex (not base64), 64-bit integers
-(times, intValue) as strings, kind and status code as integers, one AnyValue field a value.
+(times, intValue) as strings, kind and status code as integers, one AnyValue field a value;
+and every gen_ai.* key is one opentelemetry-semantic-conventions (0.65b0) defines.
 Run: PYTHONPATH=. python benchmarks/interop/check_otlp_json.py (about 5 s)."""
 import json
 import re
@@ -49,4 +50,17 @@ for flags in ([], ["--content"]):
         for e in s.get("events", []): walk(e.get("attributes", []), e["name"])
         st = s.get("status", {})
         if "code" in st: assert isinstance(st["code"], int), st
+
+
+# every gen_ai.* key written is one the GenAI conventions define (the
+# opentelemetry-semantic-conventions package's incubating gen_ai attributes)
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+
+known = {v for k, v in vars(gen_ai_attributes).items() if k.startswith("GEN_AI_")
+         and isinstance(v, str)}
+keys = {a["key"] for rs in data["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]
+        for item in [s, *s.get("events", [])] for a in item.get("attributes", [])}
+unknown = sorted(k for k in keys if k.startswith("gen_ai.") and k not in known)
+assert not unknown, unknown
+print("gen_ai keys all in the conventions:", len([k for k in keys if k.startswith("gen_ai.")]))
 print("OK")
