@@ -215,7 +215,8 @@ def _prompt_id(name: str | None, stem: str) -> str:
 @import_group.command("openai-evals")
 @click.argument("items", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--graders", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The eval's graders (its testing_criteria, as JSON).")
+              help="The eval's graders (its testing_criteria, as JSON), or the openai/evals "
+              "registry YAML defining the eval (its class: Match, Includes).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="The project folder to write (it must not hold a cycle.yaml).")
 @click.option("--model", default="openai:gpt-4o-mini", show_default=True,
@@ -229,7 +230,7 @@ def import_openai_evals(items: Path, graders: Path | None, out: Path, model: str
 
     _fresh(out)
     prompt_id = _prompt_id(name, items.stem)
-    done = convert(read_items(items), read_graders(graders) if graders else None,
+    done = convert(read_items(items), read_graders(graders, items) if graders else None,
                    name=prompt_id, source=str(items))
     write_project(out, prompt_id=prompt_id, system=done.system, user_template="{{ question }}",
                   cases=done.cases, criteria=done.criteria, model=model, gaps=done.gaps,

@@ -9,12 +9,18 @@ scalar field of the item is a case variable (``{{item.ideal}}`` in a grader is `
 }}``), and ``ideal`` (or ``reference``, ``expected``, ``answer``; the first of a list) is
 the case's ``expected``.
 
+Without graders, or with the openai/evals registry YAML that defines the eval (``--graders
+registry/evals/NAME.yaml``), each case is judged as the eval's class judges a sample:
+``Match`` passes when the answer starts with one of the ideal answers, ``Includes`` when it
+contains one (``ignore_case`` kept); other classes (``FuzzyMatch``, ``ModelBasedClassify``)
+are listed.
+
 Graders: ``string_check`` (``eq`` an exact match, ``like``/``ilike`` a contains check) on
 ``{{sample.output_text}}``; ``score_model`` and ``label_model`` become LLM criteria whose
-rubric is the grader's prompt (its pass threshold the pass mark, on 0-100). Without
-graders, the classic Match eval: the output equals ``ideal``. What cannot be converted
-(``text_similarity``, ``python``, ``multi``, a ``ne`` string check, earlier turns of a
-multi-turn input, a list of ideal answers) is listed, never dropped silently.
+rubric is the grader's prompt (its pass threshold the pass mark, on 0-100). What cannot
+be converted (``text_similarity``, ``python``, ``multi``, a ``ne`` string check, earlier
+turns of a multi-turn input, a list of ideal answers read by a grader) is listed, never
+dropped silently.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from cycle.errors import ConfigError
 from cycle.yamlload import parse_json_text, read_text, too_deep
 
 _REFERENCE_FIELDS = ("ideal", "reference", "expected", "answer")
+_EXAMPLE_NAMES = {"example_user": "User: ", "example_assistant": "Assistant: "}
 _ITEM = re.compile(r"\{\{\s*item\.([A-Za-z_]\w*)\s*\}\}")
 _SAMPLE = re.compile(r"\{\{\s*sample\.output_text\s*\}\}")
 
@@ -76,8 +83,11 @@ def read_items(path: Path) -> list[dict[str, Any]]:
     return items
 
 
-def read_graders(path: Path) -> list[dict[str, Any]]:
-    """The graders of a JSON file: a list, or an eval's ``testing_criteria``."""
+def read_graders(path: Path, items: Path | None = None) -> list[dict[str, Any]]:
+    """The graders of a JSON file: a list, or an eval's ``testing_criteria``; of a YAML
+    file, the openai/evals registry eval it defines (for the ``items`` file)."""
+    if path.suffix in (".yaml", ".yml"):
+        return read_registry_eval(path, items)
     data = parse_json_text(read_text(path), str(path))
     graders = data.get("testing_criteria", data.get("graders")) if isinstance(data, dict) else data
     if not isinstance(graders, list) or not all(isinstance(g, dict) for g in graders):
@@ -123,7 +133,7 @@ def _check_grader(grader: dict[str, Any], *, where: str, file: str) -> None:
 def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *,
             name: str, source: str) -> Converted:
     systems, lines = [], []
-    multi_turn = ideal_lists = 0
+    multi_turn = ideal_lists = examples = system_only = 0
     for item in items:
         n = item["\0line"]
         messages = item.get("input", item.get("messages"))
@@ -132,12 +142,26 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
         if not isinstance(messages, list) or not messages:
             raise ConfigError("the item has no input (a string, or chat messages) or messages",
                               file=source, line=n, field="input")
-        system = "\n\n".join(_text(m.get("content")) for m in messages
-                             if isinstance(m, dict) and m.get("role") in ("system", "developer"))
+        # openai/evals' few-shot examples are system messages named example_user and
+        # example_assistant: kept in the system with the speaker, as evals writes them for
+        # a text model (evals.prompt.base), not as bare lines that lost who said them
+        named = [m for m in messages if isinstance(m, dict) and m.get("role") == "system"
+                 and m.get("name") in _EXAMPLE_NAMES]
+        examples += bool(named)
         users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
         if not users:
-            raise ConfigError("the item's input has no user message", file=source, line=n,
-                              field="input")
+            # openai/evals sends the messages as they are: many registry evals (logic,
+            # sql, qa...) are one system message, the task; its last is what is asked
+            last = len(messages) - 1
+            if not isinstance(messages[last], dict) or messages[last].get("role") not in (
+                    "system", "developer") or not _text(messages[last].get("content")).strip():
+                raise ConfigError("the item's input has no user message (nor a system message "
+                                  "last to ask)", file=source, line=n, field="input")
+            users, messages = [last], [*messages[:last], {**messages[last], "role": "user"}]
+            system_only += 1
+        system = "\n\n".join(_EXAMPLE_NAMES.get(m.get("name"), "") + _text(m.get("content"))
+                             for m in messages
+                             if isinstance(m, dict) and m.get("role") in ("system", "developer"))
         if any(m.get("role") in ("user", "assistant") for m in messages[:users[-1]]
                if isinstance(m, dict)):
             multi_turn += 1
@@ -147,6 +171,7 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
     out = Converted(name=name, system="{{ system }}" if varies else systems[0],
                     system_varies=varies)
     seen: set[str] = set()
+    ideals: list[list[str]] = []
     for i, (item, question, system) in enumerate(lines):
         case_id = str(item.get("id") or f"item-{i + 1:04d}")
         if case_id in seen:
@@ -160,6 +185,8 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
             variables["system"] = system
         case: dict[str, Any] = {"id": case_id, "input": variables}
         reference = next((item[k] for k in _REFERENCE_FIELDS if item.get(k) is not None), None)
+        ideals.append([str(r) for r in reference] if isinstance(reference, list)
+                      else [] if reference is None else [str(reference)])
         if isinstance(reference, list):
             ideal_lists += 1
             reference = reference[0] if reference else None
@@ -170,22 +197,95 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
     if multi_turn:
         out.gaps.append(f"{multi_turn} items have earlier turns in their input: only the last "
                         "user message is asked (the earlier ones are not sent)")
-    if ideal_lists:
+    if system_only:
+        out.gaps.append(f"{system_only} items have no user message: their last system message "
+                        "is asked as the user's (openai/evals sends it as a system message)")
+    if examples:
+        out.gaps.append(f"{examples} items give few-shot examples as system messages named "
+                        "example_user/example_assistant: they are in the system prompt as "
+                        "'User: '/'Assistant: ' lines, not as turns")
+    registry = graders[0] if graders and graders[0].get("type") == "registry" else None
+    if ideal_lists and (graders is not None and registry is None):
         out.gaps.append(f"{ideal_lists} items give a list of ideal answers: the first is the "
-                        "expected one")
-    if graders is None:
-        if all("expected" in c for c in out.cases):
-            out.criteria.append({"id": "match", "description": "The answer equals the ideal "
-                                 "answer (OpenAI evals' Match)", "check": {
-                                     "type": "exact", "normalize_whitespace": True}})
-        else:
-            out.gaps.append("no graders and not every item has an ideal answer: add criteria")
+                        "expected one ({{item.ideal}} in a grader)")
+    if graders is None or registry is not None:
+        _registry_eval(registry, out, ideals)
     else:
         for n, grader in enumerate(graders):
             _grader(grader, n, out)
     if not out.criteria:
         out.gaps.append("no criterion could be made: cycle.yaml has none; add one")
     return out
+
+
+_MATCH = "evals.elsuite.basic.match:Match"
+_INCLUDES = "evals.elsuite.basic.includes:Includes"
+
+
+def _registry_eval(spec: dict[str, Any] | None, out: Converted, ideals: list[list[str]]) -> None:
+    """The criteria of an openai/evals registry eval (Match without one), judged as its
+    class judges a sample: Match passes when the answer *starts with* one of the ideal
+    answers (``record_and_check_match``), Includes when it contains one (``ignore_case``
+    its arg). Each case gets its own check over all its ideal answers; the suite's one,
+    for cases added by hand, reads ``expected``."""
+    cls = spec["class"] if spec else _MATCH
+    args = (spec or {}).get("args") or {}
+    if cls not in (_MATCH, _INCLUDES):
+        kind = cls.rsplit(":", 1)[-1]
+        spec_name = args.get("modelgraded_spec")
+        out.gaps.append(f"eval {spec.get('name') if spec else ''}: class {cls}"
+                        + (f" (modelgraded_spec {spec_name})" if spec_name else "")
+                        + f" is not converted (cycle has no {kind} check): add criteria")
+        return
+    if not all(ideals):
+        out.gaps.append("no graders and not every item has an ideal answer: add criteria")
+        return
+    if cls == _MATCH:
+        # a case added by hand is judged equal to its expected answer (a suite-wide
+        # pattern would read the answer as a regular expression); every imported case
+        # has its own check, its ideal answers escaped
+        out.criteria.append({"id": "match", "description": "The answer starts with an ideal "
+                             "answer (OpenAI evals' Match)", "check": {
+                                 "type": "exact", "normalize_whitespace": True}})
+        for case, answers in zip(out.cases, ideals, strict=True):
+            pattern = r"\A(?:" + "|".join(re.escape(a) for a in answers) + ")"
+            case["criteria"] = [{"id": "match", "check": {"type": "regex", "pattern": pattern}}]
+        return
+    sensitive = not args.get("ignore_case", False)
+    out.criteria.append({"id": "includes", "description": "The answer contains an ideal "
+                         "answer (OpenAI evals' Includes)",
+                         "check": {"type": "contains_any", "values": ["{{ expected }}"],
+                                   "case_sensitive": sensitive}})
+    for case, answers in zip(out.cases, ideals, strict=True):
+        case["criteria"] = [{"id": "includes", "check": {
+            "type": "contains_any", "values": answers, "case_sensitive": sensitive}}]
+
+
+def read_registry_eval(path: Path, items: Path | None = None) -> list[dict[str, Any]]:
+    """An openai/evals registry YAML (``registry/evals/NAME.yaml``) as one pseudo-grader,
+    ``{"type": "registry", "class": ..., "args": ...}``: of the evals it defines, the one
+    whose ``samples_jsonl`` is the ``items`` file (``logic/samples.jsonl``), else the one an
+    ``id`` names (the file's first), else the one entry with a ``class``."""
+    from cycle.yamlload import parse_yaml
+
+    data = parse_yaml(read_text(path), str(path)).data
+    if not isinstance(data, dict):
+        raise ConfigError("expected an openai/evals registry eval (NAME: {id: ...}, "
+                          "NAME.dev.v0: {class: ..., args: ...})", file=str(path))
+    specs = {k: v for k, v in data.items() if isinstance(v, dict) and "class" in v}
+    ids = [v["id"] for v in data.values() if isinstance(v, dict) and v.get("id") in specs]
+    if not specs or (len(specs) > 1 and not ids):
+        raise ConfigError("no eval with a class (or several and no id naming one)",
+                          file=str(path), hint="An openai/evals registry/evals/*.yaml file.")
+    own = [k for k, v in specs.items() if items is not None and isinstance(v.get("args"), dict)
+           and isinstance(v["args"].get("samples_jsonl"), str)
+           and Path(*items.parts[-2:]).as_posix().endswith(v["args"]["samples_jsonl"])]
+    name = own[0] if own else ids[0] if ids else next(iter(specs))
+    spec = specs[name]
+    if not isinstance(spec.get("args") or {}, dict):
+        raise ConfigError("expected a mapping", file=str(path), field=f"{name}.args")
+    return [{"type": "registry", "name": name, "class": str(spec["class"]),
+             "args": spec.get("args") or {}}]
 
 
 def _template(text: str) -> str:
@@ -203,6 +303,9 @@ def _grader(grader: dict[str, Any], n: int, out: Converted) -> None:
     kind = grader.get("type")
     gid = re.sub(r"[^A-Za-z0-9_-]+", "_", str(grader.get("name") or f"{kind}_{n + 1}")).strip("_")
     gid = gid or f"grader_{n + 1}"
+    base, k = gid, 2
+    while gid in {c["id"] for c in out.criteria}:  # two graders of one name: two criteria
+        gid, k = f"{base}_{k}", k + 1
     if kind == "string_check":
         source, reference = str(grader.get("input", "")), str(grader.get("reference", ""))
         operation = grader.get("operation")

@@ -7,8 +7,10 @@ line in a ``.jsonl`` file works too). One trace is one case:
 
 - **input**: the case's own input when the trace is cycle's (``cycle.case.input``), else
   the user turns: from the GenAI conventions' ``gen_ai.input.messages`` (the turn that saw
-  the most of the conversation), OpenInference's ``llm.input_messages.N.message.*`` or the
-  older ``gen_ai.prompt.N.*``; several user turns make a conversation (the first as the
+  the most of the conversation), OpenInference's ``llm.input_messages.N.message.*``, the
+  older ``gen_ai.prompt.N.*``, or the span's message events (``gen_ai.content.prompt``,
+  ``gen_ai.user.message`` and ``gen_ai.choice`` with ``gen_ai.event.content``, as Azure AI
+  Inference and Semantic Kernel write them); several user turns make a conversation (the first as the
   input, the rest as ``conversation.follow_ups``);
 - **mocks**: what each tool returned, from the ``execute_tool`` spans
   (``gen_ai.tool.call.arguments`` / ``.result``; OpenInference's ``tool.parameters`` and
@@ -192,9 +194,91 @@ def _request_spans(resources: list[Any]) -> list[Span]:
                     parent_id=_id(s.get("parentSpanId")), name=str(s.get("name") or ""),
                     start=_number(s.get("startTimeUnixNano") or 0, int,
                                   f"{span}.startTimeUnixNano"),
-                    attributes={**base, **_attributes(s.get("attributes"), f"{span}.attributes")},
+                    attributes=_with_event_messages(
+                        {**base, **_attributes(s.get("attributes"), f"{span}.attributes")},
+                        _shape(s.get("events"), list, f"{span}.events"), f"{span}.events"),
                     error=(status.get("message") or "error") if failed else None))
     return spans
+
+
+# the GenAI conventions' message events before 1.37 (Azure AI Inference, Semantic Kernel
+# and others put them on the span): one event a message, its JSON in gen_ai.event.content
+_EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
+                "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+
+
+def _event_text(content: Any) -> str:
+    """A message's content as text: a string, parts, or Azure's ``{"text": {"value": ...}}``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        text = content.get("text", content.get("content", content.get("value")))
+        return _event_text(text.get("value") if isinstance(text, dict) else text)
+    if isinstance(content, list):
+        return "".join(_event_text(p.get("text", p.get("content")) if isinstance(p, dict) else p)
+                       for p in content)
+    return "" if content is None else json.dumps(content)
+
+
+def _event_message(body: Any, role: str) -> dict[str, Any]:
+    """A chat message of the older shape (``{role, content, tool_calls, tool_call_id}``) as
+    the conventions' ``{role, parts}``, tool calls and their answers as parts."""
+    if not isinstance(body, dict):
+        return {"role": role, "parts": [{"type": "text", "content": _event_text(body)}]}
+    role = str(body.get("role") or role)
+    parts: list[dict[str, Any]] = []
+    if role == "tool":
+        parts.append({"type": "tool_call_response", "id": body.get("tool_call_id", body.get("id")),
+                      "response": body.get("content")})
+    elif body.get("content") not in (None, ""):
+        parts.append({"type": "text", "content": _event_text(body["content"])})
+    for call in body.get("tool_calls") or ():
+        if isinstance(call, dict):
+            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            parts.append({"type": "tool_call", "id": call.get("id"),
+                          "name": function.get("name"), "arguments": function.get("arguments")})
+    return {"role": role, "parts": parts}
+
+
+def _with_event_messages(attributes: dict[str, Any], events: list[Any],
+                         where: str) -> dict[str, Any]:
+    """The span's attributes with the messages its events carry, when its attributes do not:
+    ``gen_ai.content.prompt``/``.completion`` (``gen_ai.prompt``/``gen_ai.completion``,
+    JSON message lists), one ``gen_ai.{role}.message`` event a message and ``gen_ai.choice``
+    (``gen_ai.event.content``), and ``gen_ai.client.inference.operation.details``."""
+    found: dict[str, list[dict[str, Any]]] = {"input": [], "output": []}
+    for n, event in enumerate(events):
+        event = _shape(event, dict, f"{where}[{n}]")
+        name = str(event.get("name") or "")
+        a = _attributes(event.get("attributes"), f"{where}[{n}].attributes")
+        if name == "gen_ai.client.inference.operation.details":
+            for direction in ("input", "output"):
+                key = f"gen_ai.{direction}.messages"
+                if key in a:
+                    attributes.setdefault(key, a[key])
+        elif name in ("gen_ai.content.prompt", "gen_ai.content.completion"):
+            direction, key = (("input", "gen_ai.prompt") if name.endswith("prompt")
+                              else ("output", "gen_ai.completion"))
+            body = _loads(a.get(key))
+            for m in body if isinstance(body, list) else [] if body is None else [body]:
+                found[direction].append(_event_message(
+                    m, "user" if direction == "input" else "assistant"))
+        elif name in _EVENT_ROLES:
+            body = _loads(a.get("gen_ai.event.content", a.get("content")))
+            if not isinstance(body, dict) or "content" not in body and "tool_calls" not in body:
+                body = {"content": body}
+            found["input"].append(_event_message({**body, "role": _EVENT_ROLES[name]},
+                                                 _EVENT_ROLES[name]))
+        elif name == "gen_ai.choice":
+            body = _loads(a.get("gen_ai.event.content", a.get("message")))
+            message = body.get("message", body) if isinstance(body, dict) else body
+            found["output"].append(_event_message(message, "assistant"))
+    for direction, messages in found.items():
+        key = f"gen_ai.{direction}.messages"
+        flat = "gen_ai.prompt." if direction == "input" else "gen_ai.completion."
+        if messages and key not in attributes and not any(k.startswith(flat) for k in attributes):
+            attributes[key] = messages
+    return attributes
 
 
 # -- what the spans say --------------------------------------------------------
@@ -206,6 +290,9 @@ def _loads(value: Any) -> Any:
         except (json.JSONDecodeError, RecursionError):  # kept as the text it is
             return value
     return value
+
+
+_MODEL_TURNS = ("chat", "generate_content", "text_completion")
 
 
 def _operation(span: Span) -> str:
@@ -342,7 +429,9 @@ def case_of(trace_id: str, spans: Sequence[Span], *, expected: bool,
     spans = sorted(spans, key=lambda s: s.start)
     ids = {s.span_id for s in spans}
     root = next((s for s in spans if not s.parent_id or s.parent_id not in ids), spans[0])
-    chats = [s for s in spans if _operation(s) == "chat"]
+    # a model turn: chat, or generate_content (the Google GenAI instrumentation's) and
+    # text_completion, the conventions' other inference operations
+    chats = [s for s in spans if _operation(s) in _MODEL_TURNS]
     inputs = [_messages(s, "input") for s in chats] + [_messages(root, "input")]
     seen = max(inputs, key=lambda ms: len(_user_turns(ms)))
     turns = [t for t in _user_turns(seen) if t]
@@ -350,8 +439,12 @@ def case_of(trace_id: str, spans: Sequence[Span], *, expected: bool,
         turns = [root.attributes["input.value"]]
     stored = root.attributes.get("cycle.case.input")
     if not turns and stored is None:
-        return "no user message (capture content: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_" \
-               "CONTENT=true, or cycle export otel --content)"
+        # the OpenTelemetry GenAI instrumentations (openai-v2 2.4b0) put the messages in
+        # the spans only in the latest conventions with SPAN_ONLY (or SPAN_AND_EVENT);
+        # CAPTURE_MESSAGE_CONTENT=true alone sends them as log records, not in a trace
+        return ("no user message (capture content in the spans: OTEL_SEMCONV_STABILITY_OPT_IN="
+                "gen_ai_latest_experimental with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_"
+                "CONTENT=SPAN_ONLY, or cycle export otel --content)")
     case_id = root.attributes.get("cycle.case.id")
     iteration = root.attributes.get("cycle.iteration")
     name = f"{case_id}-{iteration}" if case_id is not None and iteration is not None else (

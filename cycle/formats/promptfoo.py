@@ -1,14 +1,19 @@
 """promptfoo configs in: a ``promptfooconfig.yaml`` becomes a cycle project
 (``cycle import promptfoo``).
 
-- **prompts**: the first becomes the prompt (a string is its user template, promptfoo's
+- **prompts** (numbered as promptfoo lists them: a ``.txt`` file split at its ``---``
+  lines, a mapping of prompt to label, a ``file://`` glob): the first becomes the prompt (a string is its user template, promptfoo's
   ``{{var}}`` being cycle's; ``file://x.txt`` is read beside the config; ``{raw: ...}``
   too); every other prompt is listed (a cycle project improves one prompt: import it
   again with ``--prompt N`` for another).
 - **providers**: the first, when cycle knows its provider (``openai:``, ``openai:chat:``,
   ``google:``/``vertex:``/``gemini:``), is the agent's model; else ``--model``.
 - **tests** (and ``defaultTest``): ``vars`` are a case's input, ``description`` its name;
-  ``defaultTest``'s assertions are the suite's criteria, a test's own are its case's.
+  ``defaultTest``'s assertions are the suite's criteria, a test's own are its case's. As
+  promptfoo reads them: ``tests`` (or an entry of it) may be a ``file://`` YAML or CSV file
+  or glob (a CSV's columns are vars, its ``__expected`` cells assertions as strings,
+  ``icontains: x``); a ``file://`` text var is the file's content; a var given as a list
+  is one case per value (every combination).
 - **assertions**: ``equals`` exact; ``contains``/``icontains`` (and ``contains-all``)
   contains; ``contains-any``/``icontains-any`` contains_any; ``not-contains``/
   ``not-icontains`` not_contains; ``regex``; ``starts-with`` a regex; ``is-json`` a
@@ -16,12 +21,15 @@
   LLM criteria (a ``threshold`` the pass mark on 0-100); ``cost`` cost_within;
   ``latency`` max_latency (ms to s). A ``weight`` is kept.
 - **listed, never dropped silently**: ``javascript``, ``python``, ``contains-json``,
-  ``similar`` and every other type, a negated form cycle has no check for, tests from a
-  file other than YAML, prompts that are not text.
+  ``similar`` and every other type, a negated form cycle has no check for, an assertion
+  with a ``transform``, a test's or ``defaultTest``'s ``options`` (transform, prefix,
+  grading provider), ``scenarios``, tests from a script or a dataset, a var from
+  a file that is not text (the test is skipped), prompts that are not text.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any
@@ -44,11 +52,53 @@ class Converted(Struct):
 
 
 def _file(base: Path, ref: str, what: str) -> str:
-    path = base / ref.removeprefix("file://")
+    return _read(base / ref.removeprefix("file://"), ref, what)
+
+
+def _read(path: Path, ref: str, what: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{what} {ref}: cannot read it ({e.strerror})", file=str(path)) from None
+
+
+def _prompts(given: Any, base: Path, source: str | None) -> list[tuple[str, str | None]]:
+    """The config's prompts as promptfoo lists them: (what names it, its text, None when it
+    is not text): a string, a list, or a mapping of prompt to label; a ``file://`` glob one
+    prompt a file, a ``.txt`` file split at its ``---`` lines into several."""
+    if isinstance(given, str):
+        given = [given]
+    elif isinstance(given, dict):
+        given = list(given)  # {file://a.txt: label}: the keys are the prompts
+    if not isinstance(given, list):
+        return []
+    out: list[tuple[str, str | None]] = []
+    for entry in given:
+        if isinstance(entry, dict):
+            entry = entry.get("raw") or entry.get("id")
+        if not isinstance(entry, str) or not entry.startswith("file://"):
+            out.append((str(entry), entry if isinstance(entry, str) else None))
+            continue
+        ref = entry.removeprefix("file://")
+        paths = sorted(base.glob(ref)) if any(c in ref for c in "*?[") else [base / ref]
+        if not paths:
+            raise ConfigError(f"prompt {entry}: no file matches it", file=source,
+                              field="prompts")
+        for path in paths:
+            name = f"file://{path.relative_to(base)}" if path.is_relative_to(base) else entry
+            if path.suffix == ".txt":  # promptfoo's text prompts: one per part between ---
+                chunks: list[list[str]] = [[]]
+                for row in _read(path, name, "prompt").splitlines():
+                    if row.strip() == "---":
+                        chunks.append([])
+                    else:
+                        chunks[-1].append(row)
+                out += [(name, text) for c in chunks if (text := "\n".join(c).strip())]
+            elif path.suffix in (".md", ".j2", ".prompt"):
+                out.append((name, _read(path, name, "prompt")))
+            else:
+                out.append((name, None))
+    return out
 
 
 def _model(provider: Any) -> str | None:
@@ -66,27 +116,17 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
             source: str | None = None, line: int | None = None) -> Converted:
     """``doc``: the config's data, its files relative to ``base``; ``source`` and ``line``:
     where its ``prompts`` are, for an error."""
-    prompts = doc.get("prompts")
-    if isinstance(prompts, str):
-        prompts = [prompts]
-    if not isinstance(prompts, list) or not prompts:
+    prompts = _prompts(doc.get("prompts"), base, source)
+    if not prompts:
         raise ConfigError("no prompts in the config", file=source, field="prompts")
     if not 0 <= prompt_index < len(prompts):
         raise ConfigError(f"the config has {len(prompts)} prompts", field="--prompt")
-    chosen = prompts[prompt_index]
-    text: str | None = None
-    if isinstance(chosen, dict):
-        chosen = chosen.get("raw") or chosen.get("id")
-    if isinstance(chosen, str) and chosen.startswith("file://"):
-        if chosen.endswith((".txt", ".md", ".j2", ".prompt")):
-            text = _file(base, chosen, "prompt")
-    elif isinstance(chosen, str):
-        text = chosen
+    chosen, text = prompts[prompt_index]
     if text is None:
         raise ConfigError(f"prompt {prompt_index + 1} ({str(chosen)[:60]!r}) is not text cycle "
                           "can read (a chat JSON, a script)", file=source, line=line,
                           field="prompts", hint="Choose a text prompt with --prompt N.")
-    out = Converted(name=name, prompt=text.strip())
+    out = Converted(name=name, prompt=_jinja(text.strip()))
     others = len(prompts) - 1
     if others:
         out.gaps.append(f"{others} other prompt(s): a cycle project improves one; import again "
@@ -112,42 +152,221 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
     for n, a in enumerate(default.get("assert") or []):
         criterion = _criterion(a, f"default_{n + 1}", out.gaps, "defaultTest")
         if criterion is not None:
-            out.criteria.append(criterion)
-    tests = doc.get("tests") or []
-    if isinstance(tests, str):
-        if tests.endswith((".yaml", ".yml")):
-            from cycle.yamlload import parse_yaml, read_text
-
-            path = base / tests.removeprefix("file://")
-            tests = parse_yaml(read_text(path), str(path)).data or []
-        else:
-            out.gaps.append(f"tests {tests}: only YAML test files are read (CSV, scripts, "
-                            "datasets are not)")
-            tests = []
-    _shape(tests, list, "tests", "a list of tests (or a YAML file of them)", source)
+            out.criteria.append(_unique(criterion, {c["id"] for c in out.criteria}))
+    if doc.get("scenarios"):
+        out.gaps.append("scenarios: not converted (their configs and tests make no cases)")
+    for key in ("options", "transform"):
+        if isinstance(default, dict) and default.get(key):
+            out.gaps.append(_options_gap("defaultTest", key, default[key]))
+    tests = _tests(doc.get("tests") or [], base, out.gaps, source)
     defaults = dict(default.get("vars") or {})
     for i, test in enumerate(tests):
+        where = f"test {i + 1}"
         if not isinstance(test, dict):
-            out.gaps.append(f"test {i + 1}: not a mapping")
+            out.gaps.append(f"{where}: not a mapping")
             continue
         _shape(test.get("vars") or {}, dict, f"tests[{i}].vars", "a mapping of variables", source)
         _shape(test.get("assert") or [], list, f"tests[{i}].assert", "a list of assertions",
                source)
-        variables = {**defaults, **(test.get("vars") or {})}
-        case: dict[str, Any] = {"id": f"test-{i + 1:03d}", "input": variables}
-        if test.get("description"):
-            case["name"] = str(test["description"])
+        for key in ("options", "transform"):
+            if test.get(key):
+                out.gaps.append(_options_gap(where, key, test[key]))
+        if test.get("threshold") is not None:
+            out.gaps.append(f"{where}: threshold {test['threshold']} (its assertions' weighted "
+                            "score to pass) not converted: each criterion passes on its own")
+        variables = _variables({**defaults, **(test.get("vars") or {})}, base, where, out.gaps)
+        if variables is None:
+            continue
         own = []
         for n, a in enumerate(test.get("assert") or []):
-            criterion = _criterion(a, f"test_{i + 1}_{n + 1}", out.gaps, f"test {i + 1}")
+            criterion = _criterion(a, f"test_{i + 1}_{n + 1}", out.gaps, where)
             if criterion is not None:
-                own.append(criterion)
-        if own:
-            case["criteria"] = own
-        out.cases.append(case)
+                # a case's criterion of a suite's id would replace it: each is its own
+                own.append(_unique(criterion, {c["id"] for c in [*out.criteria, *own]}))
+        for k, values in enumerate(variables):
+            # a var given as a list is one test per value, as promptfoo runs it
+            suffix = f"-{k + 1}" if len(variables) > 1 else ""
+            case: dict[str, Any] = {"id": f"test-{i + 1:03d}{suffix}", "input": values}
+            if test.get("description"):
+                case["name"] = str(test["description"]) + (f" ({k + 1})" if suffix else "")
+            if own:
+                case["criteria"] = copy.deepcopy(own)
+            out.cases.append(case)
     if not out.cases:
         out.gaps.append("no tests: add cases")
+    if not out.criteria:
+        # cycle.yaml needs a criterion of its own (the cases' are added to it): without
+        # one the project did not load ("criteria: List should have at least 1 item")
+        out.criteria.append({"id": "answered", "description": "The answer is not empty",
+                             "check": {"type": "regex", "pattern": r"\S"}})
+        out.gaps.append("no defaultTest assertion: cycle.yaml's one criterion is 'answered' "
+                        "(the answer is not empty), beside each test's own; replace it with "
+                        "what every case should meet")
     return out
+
+
+_TEXT_FILES = (".txt", ".md", ".json", ".html", ".xml", ".csv", ".j2", ".prompt")
+
+
+def _options_gap(where: str, key: str, value: Any) -> str:
+    keys = ", ".join(map(str, value)) if isinstance(value, dict) else str(value)[:60]
+    return (f"{where}: {key} ({keys}) not converted: cycle checks the agent's own output "
+            "with its own judge")
+
+
+def _variables(variables: dict[str, Any], base: Path, where: str,
+               gaps: list[str]) -> list[dict[str, Any]] | None:
+    """A test's variables as promptfoo reads them: a ``file://`` text file's content in
+    place of its name, and a list one test per value (every combination); None, with a
+    gap, when a variable is a file cycle cannot read as text (a script, an image)."""
+    import itertools
+
+    read: dict[str, list[Any]] = {}
+    for key, value in variables.items():
+        values = value if isinstance(value, list) else [value]
+        texts = []
+        for v in values:
+            if isinstance(v, str) and v.startswith("file://"):
+                if not v.lower().endswith(_TEXT_FILES):
+                    gaps.append(f"{where}: var {key} is {v}, not a text file cycle reads "
+                                "(a script, an image or a document): the test is not converted")
+                    return None
+                v = _file(base, v, f"{where}: var {key}").rstrip()
+            texts.append(v)
+        read[key] = texts
+    if not read:
+        return [{}]
+    return [dict(zip(read, combo, strict=True)) for combo in itertools.product(*read.values())]
+
+
+def _tests(tests: Any, base: Path, gaps: list[str], source: str | None) -> list[Any]:
+    """The tests as promptfoo reads ``tests``: inline, a ``file://`` YAML, CSV, JSON or JSONL
+    file or glob (also as an entry of the list); any other source is listed as a gap."""
+    if isinstance(tests, str):
+        tests = [tests]
+    _shape(tests, list, "tests", "a list of tests (or a YAML or CSV file of them)", source)
+    out: list[Any] = []
+    for entry in tests:
+        if not isinstance(entry, str):
+            out.append(entry)
+            continue
+        ref = entry.removeprefix("file://")
+        paths = sorted(base.glob(ref)) if any(c in ref for c in "*?[") else [base / ref]
+        if not ref.endswith((".yaml", ".yml", ".csv", ".json", ".jsonl")) or not paths:
+            gaps.append(f"tests {entry}: only YAML, CSV, JSON and JSONL test files are read "
+                        "(scripts and datasets are not)" if paths else
+                        f"tests {entry}: no such file")
+            continue
+        for path in paths:
+            if path.suffix == ".csv":
+                out.extend(_csv_tests(path, gaps))
+                continue
+            from cycle.yamlload import parse_json_text, parse_yaml, read_text
+
+            text = read_text(path)
+            if path.suffix == ".jsonl":
+                for n, row in enumerate(text.splitlines(), 1):
+                    if row.strip():
+                        out.append(_json_line(row, path, n))
+                continue
+            data = (parse_json_text(text, str(path)) if path.suffix == ".json"
+                    else parse_yaml(text, str(path)).data) or []
+            out.extend(data if isinstance(data, list) else [data])
+    return out
+
+
+def _json_line(row: str, path: Path, n: int) -> Any:
+    import json
+
+    try:
+        return json.loads(row)
+    except ValueError as e:
+        raise ConfigError(f"not JSON: {e}", file=str(path), line=n) from None
+    except RecursionError:
+        from cycle.yamlload import too_deep
+
+        raise too_deep(str(path), "JSON", n) from None
+
+
+def _csv_tests(path: Path, gaps: list[str]) -> list[dict[str, Any]]:
+    """promptfoo's CSV tests: a column a variable; ``__expected`` (``__expected1``...)
+    assertions as strings (``icontains: x``, ``llm-rubric: ...``, else equals),
+    ``__description`` the name; other ``__`` columns are listed."""
+    import csv
+
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise ConfigError(f"tests {path.name}: cannot read it ({e.strerror})",
+                          file=str(path)) from None
+    tests = []
+    for row in rows:
+        test: dict[str, Any] = {"vars": {}, "assert": []}
+        for key, value in row.items():
+            if key is None or value is None:
+                continue
+            if key.startswith("__expected"):
+                if value.strip():
+                    test["assert"].append(_assertion_from_string(value))
+            elif key == "__description":
+                test["description"] = value
+            elif key.startswith("__"):
+                if value.strip():
+                    gaps.append(f"tests {path.name}: column {key} not converted")
+            else:
+                test["vars"][key] = value
+        tests.append(test)
+    return tests
+
+
+_STRING_ASSERTION = re.compile(
+    r"^(not-)?(equals|contains-any|contains-all|icontains-any|icontains-all|contains-json|"
+    r"is-json|is-sql|is-xml|regex|icontains|contains|starts-with|similar|levenshtein|"
+    r"rouge-n|bleu|classifier|cost|latency|perplexity|model-graded-closedqa|"
+    r"model-graded-factuality|factuality|answer-relevance|llm-rubric)"
+    r"(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$")
+
+
+def _assertion_from_string(text: str) -> dict[str, Any]:
+    """A CSV ``__expected`` cell as promptfoo reads it: ``TYPE(THRESHOLD): VALUE``, code
+    after ``javascript:``/``fn:``/``eval:`` or ``python:``, a rubric after ``grade:``;
+    anything else is the output it must equal."""
+    for prefix, kind in (("javascript:", "javascript"), ("fn:", "javascript"),
+                         ("eval:", "javascript"), ("python:", "python"),
+                         ("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric")):
+        if text.startswith(prefix):
+            return {"type": kind, "value": text[len(prefix):].strip()}
+    m = _STRING_ASSERTION.match(text)
+    if m is None:
+        return {"type": "equals", "value": text}
+    negate, kind, threshold, value = m.groups()
+    out: dict[str, Any] = {"type": (negate or "") + kind}
+    if value is not None and value.strip():
+        value = value.strip()
+        out["value"] = [v.strip() for v in value.split(",")] if kind in (
+            "contains-any", "contains-all", "icontains-any", "icontains-all") else value
+    if threshold is not None:
+        out["threshold"] = float(threshold)
+    return out
+
+
+_DUMP = re.compile(r"\|\s*dump\b")
+
+
+def _jinja(text: str) -> str:
+    """promptfoo's Nunjucks template as Jinja: the filters they share are alike, and
+    Nunjucks' ``dump`` (JSON) is Jinja's ``tojson`` (a prompt with it did not compile)."""
+    return _DUMP.sub("| tojson", text)
+
+
+def _unique(criterion: dict[str, Any], used: set[str]) -> dict[str, Any]:
+    """``criterion`` with an id not in ``used``: promptfoo's ``metric`` names a score that
+    several assertions add to, cycle's id one criterion (``tone``, ``tone_2``...)."""
+    base, n = criterion["id"], 2
+    while criterion["id"] in used:
+        criterion["id"], n = f"{base}_{n}", n + 1
+    return criterion
 
 
 def _shape(value: Any, kind: type, field: str, shape: str, source: str | None) -> None:
@@ -163,15 +382,30 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] 
         gaps.append(f"{where}: an assertion that is not a mapping with a type")
         return None
     kind, value = a["type"], a.get("value")
+    for key in ("provider", "rubricPrompt"):
+        if a.get(key):
+            gaps.append(f"{where}: assertion {kind!r}: its {key} not converted (cycle's judge "
+                        "grades it with cycle's rubric prompt)")
+    if a.get("transform"):
+        gaps.append(f"{where}: assertion {kind!r} has a transform ({str(a['transform'])[:60]}): "
+                    "not converted (cycle checks the output as it is)")
+        return None
     cid = str(a.get("metric") or cid)
     cid = re.sub(r"[^A-Za-z0-9_-]+", "_", cid).strip("_") or "assertion"
     out: dict[str, Any] = {"id": cid}
     if a.get("weight") is not None:
         out["weight"] = a["weight"]
+    if isinstance(value, str):
+        value = _jinja(value)
+    elif isinstance(value, list):
+        value = [_jinja(v) if isinstance(v, str) else v for v in value]
     values = value if isinstance(value, list) else [value] if value is not None else []
     texts = [str(v) for v in values]
     check: dict[str, Any] | None = None
-    if kind == "equals" and value is not None:
+    if kind == "equals" and isinstance(value, (dict, list)):
+        # promptfoo compares the output parsed as JSON with an object or a list
+        check = {"type": "json_schema", "schema": {"const": value}}
+    elif kind == "equals" and value is not None:
         check = {"type": "exact", "value": str(value)}
     elif kind in ("contains", "icontains", "contains-all", "icontains-all") and texts:
         check = {"type": "contains", "values": texts, "case_sensitive": not kind.startswith("i")}
@@ -182,6 +416,11 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] 
         check = {"type": "not_contains", "values": texts, "case_sensitive": kind == "not-contains"}
     elif kind == "regex" and value is not None:
         check = {"type": "regex", "pattern": str(value)}
+    elif kind == "starts-with" and ("{{" in str(value) or "{%" in str(value)):
+        gaps.append(f"{where}: assertion 'starts-with' with a template ({str(value)[:60]}) is "
+                    "not converted (as a pattern, the variable would be read as a regular "
+                    "expression)")
+        return None
     elif kind == "starts-with" and value is not None:
         check = {"type": "regex", "pattern": "^" + re.escape(str(value))}
     elif kind == "is-json":

@@ -1,4 +1,7 @@
-"""JUnit XML for CI: one testcase per case; failed cases fail, errored cases error.
+"""JUnit XML for CI: one testcase per case; failed cases fail, errored cases error, and a
+case every iteration of which a limit ended (terminated: not judged, but the run exits 1)
+fails with ``type="terminated"``. Valid against the Jenkins xunit JUnit schema (junit-10.xsd,
+benchmarks/interop/check_junit.py).
 
 Written as it goes, a case at a time (``junit_parts``): the report of a run of any size
 needs the memory of one case."""
@@ -56,6 +59,13 @@ def _case(c: CaseStats, result: RunResult) -> str:
     if c.status == "error":
         out.append(_element("error", {"message": "every iteration errored"}, "\n".join(
             f"iteration {r.iteration}: {r.error}" for r in runs if r.error), 3))
+    elif c.status == "terminated":
+        # not judged, but not a pass: the run exits 1 for it, and a CI that read no
+        # failure showed it green
+        out.append(_element("failure", {"message": "every iteration ended by a limit before "
+                                        "an answer (not judged)", "type": "terminated"},
+                            "\n".join(f"iteration {r.iteration}: {r.error or 'terminated'}"
+                                       for r in runs if r.status == "terminated"), 3))
     elif c.status == "failed":
         rep = c.representative
         lines = [detail]
@@ -74,8 +84,9 @@ def junit_head(result: RunResult) -> str:
     s = result.suite
     total = f"{s.latency_total:.3f}"
     name = f"cycle {result.prompt_id or ''}@{result.version or ''}".strip("@ ") or "cycle"
-    counts = {"tests": str(s.cases), "failures": str(s.failed), "errors": str(s.errored),
-              "time": total}
+    # a case a limit ended is a failure to CI (the run exits 1 for it), as its testcase says
+    counts = {"tests": str(s.cases), "failures": str(s.failed + s.terminated_cases),
+              "errors": str(s.errored), "time": total}
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n',
            "<testsuites" + "".join(f" {k}={quoteattr(v)}" for k, v in
                                    {"name": "cycle", **counts}.items()) + ">\n",

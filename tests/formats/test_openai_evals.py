@@ -6,6 +6,7 @@ grader it cannot convert listed."""
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 import yaml
@@ -85,9 +86,9 @@ def test_registry_items_without_graders_are_judged_by_match(tmp_path):
     r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(out),
                                  "--model", "offline:default"])
     assert r.exit_code == 0, r.output
-    assert "1 items have earlier turns" in r.output and "list of ideal answers" in r.output
+    assert "1 items have earlier turns" in r.output
     config = yaml.safe_load((out / "cycle.yaml").read_text())
-    assert config["criteria"][0]["check"]["type"] == "exact"
+    assert config["criteria"][0]["id"] == "match"
     assert yaml.safe_load((out / "prompts" / "reverse.yaml").read_text())["system"] == (
         "You are a helpful assistant.")
     assert "# not converted:" in (out / "cycle.yaml").read_text()
@@ -133,3 +134,166 @@ def test_an_items_line_nested_too_deep_is_named(tmp_path):
     r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2, r.output
     assert r.output.startswith(f"error: {items}:2: the JSON is nested deeper than cycle reads")
+
+
+# openai/evals 3.0.1 (evals/api.py record_and_check_match, elsuite/basic/includes.py):
+# Match passes when the sampled answer *starts with* any ideal answer, Includes when it
+# contains any (rfind, lowered under ignore_case). These registry files are the shape of
+# the package's registry/evals/*.yaml.
+MATCH_YAML = """\
+reverse:
+  id: reverse.dev.v0
+  metrics: [accuracy]
+reverse.dev.v0:
+  class: evals.elsuite.basic.match:Match
+  args:
+    samples_jsonl: reverse/samples.jsonl
+"""
+INCLUDES_YAML = """\
+korean:
+  id: korean.dev.v0
+  metrics: [accuracy]
+korean.dev.v0:
+  class: evals.elsuite.basic.includes:Includes
+  args:
+    samples_jsonl: korean/samples.jsonl
+    ignore_case: true
+"""
+FUZZY_YAML = MATCH_YAML.replace("basic.match:Match", "basic.fuzzy_match:FuzzyMatch")
+SAMPLES = [
+    {"input": [{"role": "system", "content": "Answer."},
+               {"role": "user", "content": "Spell 'cat' backwards."}], "ideal": ["tac", "T.A.C"]},
+    {"input": [{"role": "system", "content": "Answer."},
+               {"role": "user", "content": "Capital of France?"}], "ideal": "Paris"},
+]
+
+
+def judged(tmp_path, spec: str | None, answers: dict[str, str]) -> dict[str, float]:
+    """The samples imported (with the registry YAML ``spec``), each case's check applied to
+    the answer given for its question: {case id: score}."""
+    from cycle.cases import load_cases
+    from cycle.judge.criteria import CriterionConfig, merge
+
+    tmp_path.mkdir(exist_ok=True)
+    items = write(tmp_path / "s.jsonl", SAMPLES)
+    args = ["import", "openai-evals", str(items), "--out", str(tmp_path / "p"),
+            "--model", "offline:default"]
+    if spec is not None:
+        (tmp_path / "e.yaml").write_text(spec)
+        args += ["--graders", str(tmp_path / "e.yaml")]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    config = yaml.safe_load((tmp_path / "p" / "cycle.yaml").read_text())
+    suite = [CriterionConfig.model_validate(c) for c in config["criteria"]]
+    scores = {}
+    for case in load_cases([str(tmp_path / "p" / "cases" / "s.yaml")], criteria=suite):
+        [criterion] = merge(suite, case.criteria)
+        scores[case.id] = score_of(criterion, case, answers[case.input["question"]])
+    return scores
+
+
+def score_of(criterion, case, output: str) -> float:
+    """The criterion's check on ``output``, with what a check reads of the case."""
+
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(case_id=case.id, expected=case.expected, structured=None,
+                          output=output, variables={**case.input, "expected": case.expected})
+    return criterion.check.evaluate(ctx).score
+
+
+def test_a_registry_match_eval_passes_an_answer_that_starts_with_any_ideal(tmp_path):
+    answers = {"Spell 'cat' backwards.": "T.A.C is cat backwards",
+               "Capital of France?": "Paris."}
+    for spec in (None, MATCH_YAML):  # no graders: Match, openai/evals' default
+        assert set(judged(tmp_path / str(spec is None), spec, answers).values()) == {100.0}
+    wrong = {"Spell 'cat' backwards.": "It is tac", "Capital of France?": "paris"}
+    assert set(judged(tmp_path / "wrong", MATCH_YAML, wrong).values()) == {0.0}
+
+
+def test_a_registry_includes_eval_passes_an_answer_that_contains_any_ideal(tmp_path):
+    answers = {"Spell 'cat' backwards.": "It is t.a.c, I think",
+               "Capital of France?": "The capital is PARIS."}
+    assert set(judged(tmp_path, INCLUDES_YAML, answers).values()) == {100.0}
+
+
+def test_a_registry_eval_of_another_class_is_listed(tmp_path):
+    items = write(tmp_path / "s.jsonl", SAMPLES)
+    (tmp_path / "e.yaml").write_text(FUZZY_YAML)
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--graders",
+                                 str(tmp_path / "e.yaml"), "--out", str(tmp_path / "p"),
+                                 "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    assert ("eval reverse.dev.v0: class evals.elsuite.basic.fuzzy_match:FuzzyMatch is not "
+            "converted (cycle has no FuzzyMatch check)") in r.output
+
+
+def test_few_shot_examples_named_in_system_messages_keep_their_speaker(tmp_path):
+    """openai/evals' registry gives few-shot examples as system messages named example_user
+    and example_assistant (a line of registry/data/convert-hex-hsl-lightness, shortened):
+    they were joined into the system as bare lines, the speakers lost, and not listed."""
+    line = {"input": [
+        {"role": "system", "content": "You are a concise color conversion bot."},
+        {"role": "system", "content": "Lightness of #721cb6?", "name": "example_user"},
+        {"role": "system", "content": "41%.", "name": "example_assistant"},
+        {"role": "user", "content": "Lightness of #ffffff?"}], "ideal": "100%"}
+    items = write(tmp_path / "hsl.jsonl", [line])
+    out = tmp_path / "p"
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--out", str(out),
+                                 "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    assert "1 items give few-shot examples as system messages named example_user" in r.output
+    system = yaml.safe_load((out / "prompts" / "hsl.yaml").read_text())["system"]
+    assert system == ("You are a concise color conversion bot.\n\nUser: Lightness of #721cb6?"
+                      "\n\nAssistant: 41%.")
+
+
+def test_a_system_only_input_is_asked_and_the_eval_of_the_items_file_is_chosen(tmp_path):
+    """Registry evals whose input is one system message (logic, sql, qa: 30 of the Match and
+    Includes evals of openai/evals 3.0.1) were refused ('no user message'), which evals
+    runs as they are; a registry YAML defining several evals gave its first, whatever the
+    items file."""
+    (tmp_path / "logic").mkdir()
+    items = write(tmp_path / "logic" / "samples.jsonl", [
+        {"input": [{"role": "system", "content": "Solve: Anna is taller than Bob. Who is "
+                    "shorter? Answer with the name."}], "ideal": "Bob"}])
+    (tmp_path / "logic.yaml").write_text(textwrap.dedent("""\
+        logic-fact:
+          id: logic-fact.dev.v0
+        logic-fact.dev.v0:
+          class: evals.elsuite.modelgraded.classify:ModelBasedClassify
+          args: {samples_jsonl: other/samples.jsonl, modelgraded_spec: fact}
+        logic-includes:
+          id: logic-includes.dev.v0
+        logic-includes.dev.v0:
+          class: evals.elsuite.basic.includes:Includes
+          args: {samples_jsonl: logic/samples.jsonl}
+        """))
+    out = tmp_path / "p"
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--graders",
+                                 str(tmp_path / "logic.yaml"), "--out", str(out),
+                                 "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    assert "1 items have no user message: their last system message is asked" in r.output
+    [case] = yaml.safe_load((out / "cases" / "samples.yaml").read_text())
+    assert case["input"]["question"].startswith("Solve: Anna")
+    assert yaml.safe_load((out / "prompts" / "samples.yaml").read_text())["system"] == ""
+    assert case["criteria"][0]["check"]["type"] == "contains_any"  # Includes, its own eval
+
+
+def test_graders_of_one_name_make_two_criteria(tmp_path):
+    """Two graders named alike made a cycle.yaml that did not load (an id used twice)."""
+    items = write(tmp_path / "i.jsonl", HOSTED_ITEMS[:1])
+    graders = tmp_path / "g.json"
+    check = {"type": "string_check", "name": "answer", "input": "{{sample.output_text}}",
+             "reference": "{{item.ideal}}"}
+    graders.write_text(json.dumps([{**check, "operation": "eq"}, {**check, "operation": "ilike"}]))
+    out = tmp_path / "p"
+    r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--graders", str(graders),
+                                 "--out", str(out), "--model", "offline:default"])
+    assert r.exit_code == 0, r.output
+    config = yaml.safe_load((out / "cycle.yaml").read_text())
+    assert [c["id"] for c in config["criteria"]] == ["answer", "answer_2"]
+    run = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", str(out / "cycle.yaml"),
+                                   "-n", "1", "--json", "--no-reports"])
+    assert run.exit_code in (0, 1), run.output

@@ -340,3 +340,111 @@ def test_import_otel_names_a_file_nested_too_deep(tmp_path, text):
     r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(tmp_path / "c.yaml")])
     assert r.exit_code == 2, r.output
     assert "the JSON is nested deeper than cycle reads" in r.output and str(path) in r.output
+
+
+def test_import_reads_the_messages_other_tools_put_in_span_events(tmp_path):
+    """Content captured as span events, not attributes, was read as no content at all
+    ('no user message (capture content: ...)'): Azure AI Inference's tracing (one
+    gen_ai.{role}.message event a message, gen_ai.choice, the message's JSON in
+    gen_ai.event.content, tool calls in the OpenAI shape) and the conventions' older
+    gen_ai.content.prompt / gen_ai.content.completion events (Semantic Kernel)."""
+    import yaml
+
+    def event(name, key, value):
+        return {"timeUnixNano": "2", "name": name,
+                "attributes": [{"key": key, "value": {"stringValue": value}}]}
+
+    def chat(trace, events):
+        return {"traceId": trace, "spanId": "1" * 16, "name": "chat gpt-4o",
+                "startTimeUnixNano": "1", "endTimeUnixNano": "3",
+                "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                               {"key": "gen_ai.system", "value": {"stringValue": "az.ai.inference"}}],
+                "events": events}
+
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "lookup", "arguments": json.dumps({"order": "A-1"})}}
+    azure = chat("a" * 32, [
+        event("gen_ai.system.message",
+              "gen_ai.event.content", json.dumps({"role": "system", "content": "Be kind."})),
+        event("gen_ai.user.message",
+              "gen_ai.event.content", json.dumps({"role": "user", "content": "Where is A-1?"})),
+        event("gen_ai.assistant.message",
+              "gen_ai.event.content", json.dumps({"role": "assistant", "tool_calls": [call]})),
+        event("gen_ai.tool.message", "gen_ai.event.content", json.dumps(
+            {"role": "tool", "tool_call_id": "call_1", "content": '{"status": "shipped"}'})),
+        event("gen_ai.choice", "gen_ai.event.content", json.dumps(
+            {"finish_reason": "stop", "index": 0, "message": {"content": "A-1 has shipped."}})),
+    ])
+    kernel = chat("b" * 32, [
+        event("gen_ai.content.prompt", "gen_ai.prompt", json.dumps(
+            [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}])),
+        event("gen_ai.content.completion", "gen_ai.completion", json.dumps(
+            [{"role": "assistant", "content": "Hello!"}])),
+    ])
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [
+        {"scope": {"name": "azure.ai.inference"}, "spans": [azure, kernel]}]}]}))
+    out = tmp_path / "cases.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    first, second = yaml.safe_load(out.read_text())
+    assert first["input"] == "Where is A-1?" and first["expected"] == "A-1 has shipped."
+    assert first["mocks"] == {"lookup": {"value": {"status": "shipped"}}}
+    assert second["input"] == "Hi there" and second["expected"] == "Hello!"
+
+
+DATA = Path(__file__).parent / "data" / "otel"
+
+
+def test_import_reads_the_official_openai_instrumentations_traces(tmp_path):
+    """Spans of opentelemetry-instrumentation-openai-v2 2.4b0 (with opentelemetry-util-genai
+    0.4b0) around a tool-calling conversation with a loopback OpenAI, written as the
+    collector's file exporter does (benchmarks/interop/make_openai_v2_traces.py). With
+    content in the spans (the latest conventions, SPAN_ONLY) they make a case that runs
+    offline; with only CAPTURE_MESSAGE_CONTENT=true the messages went to log records, and
+    the note said to set exactly that."""
+    import yaml
+
+    out = tmp_path / "cases.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(DATA / "openai-v2-span-only.json"),
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    [case] = yaml.safe_load(out.read_text())
+    assert case["input"] == "Where is my order A-1?"
+    assert case["mocks"] == {"lookup_order": {"value": {"status": "shipped"}}}
+    assert case["expected"] == "Order A-1 has shipped."
+    r = CliRunner().invoke(cli, ["import", "otel", str(DATA / "openai-v2-default.json"),
+                                 "--out", str(tmp_path / "none.yaml")])
+    assert r.exit_code == 2
+    assert ("OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental with "
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY") in r.output
+
+
+def test_import_reads_generate_content_spans_as_model_turns(tmp_path):
+    """The Google GenAI instrumentation names its model turns generate_content (one of the
+    conventions' inference operations, with chat and text_completion): under an agent's
+    root span they were not read, and the trace was skipped as having no user message."""
+    import yaml
+
+    def attr(key, value):
+        return {"key": key, "value": {"stringValue": value}}
+
+    msg = lambda role, text: {"role": role, "parts": [{"type": "text", "content": text}]}
+    spans = [
+        {"traceId": "d" * 32, "spanId": "1" * 16, "name": "invoke_agent helper",
+         "startTimeUnixNano": "1", "endTimeUnixNano": "9",
+         "attributes": [attr("gen_ai.operation.name", "invoke_agent")]},
+        {"traceId": "d" * 32, "spanId": "2" * 16, "parentSpanId": "1" * 16,
+         "name": "generate_content gemini-2.5-flash", "startTimeUnixNano": "2",
+         "endTimeUnixNano": "3", "attributes": [
+             attr("gen_ai.operation.name", "generate_content"),
+             attr("gen_ai.input.messages", json.dumps([msg("user", "Hola?")])),
+             attr("gen_ai.output.messages", json.dumps([msg("assistant", "Hola!")]))]},
+    ]
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    out = tmp_path / "cases.yaml"
+    r = CliRunner().invoke(cli, ["import", "otel", str(path), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    [case] = yaml.safe_load(out.read_text())
+    assert case["input"] == "Hola?" and case["expected"] == "Hola!"

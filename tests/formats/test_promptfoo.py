@@ -171,3 +171,197 @@ def test_a_section_of_the_wrong_shape_is_named(tmp_path, change, field):
     assert r.exit_code == 2, r.output
     assert r.output.startswith(f"error: {config} ({field}): expected "), r.output
     assert not (tmp_path / "o").exists()
+
+
+# What promptfoo 0.121.20 itself made of this config (`promptfoo eval` with its echo
+# provider, benchmarks/interop/check_promptfoo.sh): four tests, the file var read, the list
+# var one test per value, the CSV's `__expected` cells an icontains and an equals.
+AS_PROMPTFOO_READS_IT = """\
+prompts: ['Q: {{question}} L: {{lang}} D: {{data}}']
+providers: [echo]
+tests:
+  - vars:
+      question: file://q2.txt
+      lang: [fr, de]
+      data: file://data.json
+    assert:
+      - type: icontains
+        value: return
+  - file://tests.csv
+"""
+CSV = """\
+question,lang,__expected,__description
+Hi there,fr,icontains: hi,greeting
+Bye,de,Bye,
+Hm,de,javascript: output.length < 9,
+"""
+
+
+def test_file_vars_list_vars_and_csv_tests_are_read_as_promptfoo_reads_them(tmp_path):
+    (tmp_path / "promptfooconfig.yaml").write_text(AS_PROMPTFOO_READS_IT)
+    (tmp_path / "q2.txt").write_text("What is your return policy?\n")
+    (tmp_path / "data.json").write_text('{"a": 1}\n')
+    (tmp_path / "tests.csv").write_text(CSV)
+    out = tmp_path / "project"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    cases = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert [c["input"] for c in cases[:2]] == [
+        {"question": "What is your return policy?", "lang": lang, "data": '{"a": 1}'}
+        for lang in ("fr", "de")]
+    assert cases[2]["input"] == {"question": "Hi there", "lang": "fr"}
+    assert cases[2]["name"] == "greeting"
+    assert cases[2]["criteria"][0]["check"] == {"type": "contains", "values": ["hi"],
+                                                "case_sensitive": False}
+    assert cases[3]["criteria"][0]["check"] == {"type": "exact", "value": "Bye"}
+    assert "criteria" not in cases[4]
+    assert "test 4: assertion 'javascript' is not converted (it runs code)" in r.output
+
+
+def test_what_changes_the_checked_output_is_listed_not_dropped(tmp_path):
+    (tmp_path / "promptfooconfig.yaml").write_text(textwrap.dedent("""\
+        prompts: ['Say {{x}}']
+        defaultTest:
+          options: {transform: output.trim(), provider: openai:gpt-4o}
+        scenarios:
+          - config: [{vars: {x: a}}]
+            tests: [{vars: {y: b}}]
+        tests:
+          - vars: {x: hi, picture: file://cat.png}
+          - vars: {x: yo}
+            options: {prefix: 'Answer: '}
+            assert:
+              - {type: contains, value: YO, transform: output.toUpperCase()}
+              - {type: contains, value: yo}
+              - {type: llm-rubric, value: polite, provider: openai:gpt-4o, rubricPrompt: Grade}
+        """))
+    out = tmp_path / "project"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    assert "defaultTest: options (transform, provider) not converted" in r.output
+    assert "scenarios: not converted" in r.output
+    assert "test 1: var picture is file://cat.png, not a text file" in r.output
+    assert "test 2: options (prefix) not converted" in r.output
+    assert "test 2: assertion 'contains' has a transform (output.toUpperCase())" in r.output
+    assert "test 2: assertion 'llm-rubric': its provider not converted" in r.output
+    assert "test 2: assertion 'llm-rubric': its rubricPrompt not converted" in r.output
+    [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert case["input"] == {"x": "yo"} and len(case["criteria"]) == 2
+
+
+def test_prompts_are_numbered_as_promptfoo_lists_them(tmp_path):
+    """promptfoo 0.121.20 splits a .txt prompt file at its `---` lines (processTxtFile) and
+    takes a mapping of prompt to label: the file was one prompt holding the `---`, the
+    mapping 'no prompts in the config'."""
+    (tmp_path / "prompts.txt").write_text("First: {{q}}\n---\nSecond: {{q}}\n")
+    for n, prompts in enumerate(("file://prompts.txt", "{file://prompts.txt: mine}",
+                                 "[file://*.txt]")):
+        (tmp_path / "promptfooconfig.yaml").write_text(
+            f"prompts: {prompts}\ntests: [{{vars: {{q: hi}}}}]\n")
+        out = tmp_path / f"p{n}"
+        r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
+                   str(out), "--model", "offline:default", "--name", "pf", "--prompt", "2")
+        assert r.exit_code == 0, r.output
+        assert "1 other prompt(s)" in r.output
+        prompt = yaml.safe_load((out / "prompts" / "pf.yaml").read_text())
+        assert prompt["user_template"] == "Second: {{q}}"
+
+
+def test_assertions_promptfoo_reads_otherwise_than_as_text(tmp_path):
+    """`equals` an object compares JSON (it was the Python repr "{'a': 1}"); a templated
+    `starts-with` and a test's `threshold` are listed (they were dropped or escaped)."""
+    (tmp_path / "promptfooconfig.yaml").write_text(textwrap.dedent("""\
+        prompts: ['Say {{q}}']
+        tests:
+          - vars: {q: hi}
+            threshold: 0.5
+            assert:
+              - {type: equals, value: {a: 1}}
+              - {type: starts-with, value: '{{q}}'}
+        """))
+    out = tmp_path / "p"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    assert "test 1: threshold 0.5" in r.output
+    assert "test 1: assertion 'starts-with' with a template ({{q}}) is not converted" in r.output
+    [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert [c["check"] for c in case["criteria"]] == [
+        {"type": "json_schema", "schema": {"const": {"a": 1}}}]
+
+
+def test_json_and_jsonl_test_files_are_read(tmp_path):
+    """promptfoo 0.121.20 runs three tests from `tests: [file://t.jsonl, file://t.json]`; they
+    were listed as not read."""
+    (tmp_path / "t.jsonl").write_text('{"vars": {"q": "a"}, "assert": [{"type": "contains", '
+                                      '"value": "a"}]}\n\n{"vars": {"q": "b"}}\n')
+    (tmp_path / "t.json").write_text('[{"vars": {"q": "c"}}]')
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        "prompts: ['Say {{q}}']\ntests: [file://t.jsonl, file://t.json]\n")
+    out = tmp_path / "p"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    cases = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert [c["input"]["q"] for c in cases] == ["a", "b", "c"]
+    (tmp_path / "t.jsonl").write_text('{"vars": {"q": "a"}}\n{oops\n')
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
+               str(tmp_path / "q"), "--model", "offline:default")
+    assert r.exit_code == 2 and "t.jsonl:2" in r.output and "not JSON" in r.output
+
+
+def test_a_metric_several_assertions_share_makes_one_criterion_each(tmp_path):
+    """promptfoo's `metric` names a score several assertions add to; as the criterion's id,
+    two in defaultTest made a cycle.yaml that does not load ('criterion id used twice'),
+    and a test's one of a suite's id would have replaced the suite's criterion."""
+    (tmp_path / "promptfooconfig.yaml").write_text(textwrap.dedent("""\
+        prompts: ['Say {{q}}']
+        defaultTest:
+          assert:
+            - {type: icontains, value: say, metric: style}
+            - {type: not-icontains, value: sorry, metric: style}
+        tests:
+          - vars: {q: hi}
+            assert:
+              - {type: contains, value: hi, metric: style}
+              - {type: contains, value: Say, metric: style}
+        """))
+    out = tmp_path / "p"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    config = yaml.safe_load((out / "cycle.yaml").read_text())
+    assert [c["id"] for c in config["criteria"]] == ["style", "style_2"]
+    [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert [c["id"] for c in case["criteria"]] == ["style_3", "style_4"]
+    run = invoke("--store", str(tmp_path / "s.db"), "run", str(out / "cycle.yaml"), "-n", "1",
+                 "--json", "--no-reports")
+    assert run.exit_code in (0, 1), run.output
+    assert json.loads(run.output)["summary"]["errors"] == 0
+
+
+def test_a_config_of_per_test_assertions_and_nunjucks_filters_runs(tmp_path):
+    """Assertions only in the tests (no defaultTest) made a cycle.yaml with no criterion,
+    which does not load; Nunjucks' `dump` filter (promptfoo 0.121.20 renders
+    `{{ data | dump }}` as `{"a":1}`) made a prompt that does not compile in Jinja."""
+    (tmp_path / "promptfooconfig.yaml").write_text(textwrap.dedent("""\
+        prompts: ['Data: {{ data | dump }} for {{ name | upper }}']
+        tests:
+          - vars: {data: {a: 1}, name: ann}
+            assert: [{type: contains, value: '{{ name|dump }}'}]
+        """))
+    out = tmp_path / "p"
+    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+               "--model", "offline:default", "--name", "pf")
+    assert r.exit_code == 0, r.output
+    assert "no defaultTest assertion: cycle.yaml's one criterion is 'answered'" in r.output
+    prompt = yaml.safe_load((out / "prompts" / "pf.yaml").read_text())
+    assert prompt["user_template"] == "Data: {{ data | tojson }} for {{ name | upper }}"
+    [case] = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
+    assert case["criteria"][0]["check"]["values"] == ["{{ name| tojson }}"]
+    run = invoke("--store", str(tmp_path / "s.db"), "run", str(out / "cycle.yaml"), "-n", "1",
+                 "--json", "--no-reports")
+    assert run.exit_code in (0, 1), run.output
+    assert json.loads(run.output)["summary"]["errors"] == 0

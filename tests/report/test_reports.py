@@ -146,3 +146,24 @@ def test_a_terminated_case_is_counted_in_the_summary_and_the_report_has_its_time
     assert "3: 1 passed, 1 failed, 0 errored, 1 terminated" in render_markdown(r)
     data = json.loads(render_json(r))
     assert data["summary"]["terminated_cases"] == 1 and data["started_at"] == "2026-11-24T01:00:00"
+
+
+def test_junit_fails_a_case_a_limit_ended():
+    """A case every iteration of which ended by a limit (terminated) was a testcase with no
+    failure, green in CI, while the run exited 1 for it."""
+    ended = IterationResult(case_id="loops", iteration=0, status="terminated", score=None,
+                            passed=None, input={"q": "loops"},
+                            error="max_steps (10) reached")
+    r = build_run_result(
+        run_id="r1", status="finished", threshold=70, results=[it("good", 0, 80), ended],
+        offline=False, usage={}, case_info={"good": {}, "loops": {}}, prompt_id="p",
+        version="1.0.0", agent_model="openai:x", judge_model="openai:y")
+    assert r.exit_code == 1
+    root = ET.fromstring(render_junit(r))
+    suite = root.find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0")
+    assert root.get("failures") == "1"
+    cases = {tc.get("name"): tc for tc in suite.findall("testcase")}
+    failure = cases["loops"].find("failure")
+    assert failure is not None and failure.get("type") == "terminated"
+    assert "max_steps (10) reached" in failure.text
