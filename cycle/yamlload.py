@@ -195,6 +195,9 @@ class _Unusual(Exception):
     an explicit tag, a merge key, a key that is not a scalar, a scalar of no known type."""
 
 
+#: nesting the quick builder leaves to PyYAML, whose recursion refuses what is too deep
+#: for the readers after it (pickling a case, writing it as JSON) with a clear error
+_QUICK_DEPTH = 100
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 
@@ -240,7 +243,7 @@ def _quick(loader: _ItemComposer, at: Path_, lines: dict[Path_, int], file: str,
         if type(event) is scalar_event:
             return scalar(event)[0]
         if type(event) not in collections or event.anchor is not None or (
-                event.tag not in (None, "!")):
+                event.tag not in (None, "!")) or len(path) > _QUICK_DEPTH:
             raise _Unusual
         if type(event) is yaml.SequenceStartEvent:
             items: list[Any] = []

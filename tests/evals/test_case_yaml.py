@@ -99,3 +99,14 @@ def test_a_duplicate_key_in_a_case_is_refused_at_its_line():
         list(iter_items(text, "cases.yaml"))
     assert caught.value.line == 5 and caught.value.field == "[0].input.order"
     assert "also at line 3" in caught.value.message
+
+
+def test_nesting_too_deep_for_the_readers_after_the_parser_is_refused_as_before(tmp_path):
+    from cycle.cases import load_case_file
+
+    path = tmp_path / "cases.yaml"
+    path.write_text("- id: a\n  input: {v: " + "[" * 400 + "]" * 400 + "}\n")
+    assert len(load_case_file(path)) == 1  # (and pickled whole)
+    path.write_text("- id: a\n  input: {v: " + "[" * 700 + "]" * 700 + "}\n")
+    with pytest.raises(ConfigError, match="nested deeper than cycle reads"):
+        load_case_file(path)
