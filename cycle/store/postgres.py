@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from cycle.errors import StoreError
+from cycle.errors import StoreConnectionLost, StoreError
 
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -119,11 +119,22 @@ def pg_ddl(sql: str) -> str:
     return sql
 
 
-def _as_sqlite_error(error: Exception) -> sqlite3.Error:
+#: what to do when the connection to the store is lost mid-command
+LOST_HINT = ("Check the server is up and reachable, then run the command again: what was "
+             "stored before is kept, and a run or cycle resumes from it (cycle run CONFIG "
+             "--resume RUN_ID, cycle improve CONFIG --resume), paying nothing the journal kept.")
+
+
+def _as_sqlite_error(error: Exception, conn: PgConnection | None = None) -> Exception:
     """A psycopg error as the sqlite3 error the store handles: IntegrityError for a broken
-    constraint, OperationalError for the rest; the password masked in its message."""
+    constraint, OperationalError for the rest; the password masked in its message. A
+    connection that is gone (the server restarted, the backend terminated, the network
+    down) is no error of a statement: StoreError, said once, with how to go on."""
     import psycopg
 
+    if conn is not None and conn._conn.closed:
+        return StoreConnectionLost(f"lost the connection to the store {conn.where}: {_said(error)}",
+                          hint=LOST_HINT)
     if isinstance(error, psycopg.errors.IntegrityError):
         return sqlite3.IntegrityError(_said(error))
     return sqlite3.OperationalError(_said(error))
@@ -171,19 +182,19 @@ class PgCursor:
         try:
             return self._cursor.fetchone()  # type: ignore[no-any-return]
         except self._conn.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self._conn) from None
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         try:
             return self._cursor.fetchall()  # type: ignore[no-any-return]
         except self._conn.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self._conn) from None
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         try:
             yield from self._cursor
         except self._conn.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self._conn) from None
 
     @property
     def description(self) -> Any:
@@ -231,25 +242,28 @@ class PgConnection:
             self._spares.append(cursor)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> PgCursor:
-        cursor = self._cursor()
         try:
+            # a closed connection refuses a new cursor: inside the try, said as the rest
+            cursor = self._cursor()
             # psycopg reads placeholders (and so a doubled %) only when given parameters
             cursor.execute(pg_sql(sql) if params else sql, params or None)
         except self.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self) from None
         return PgCursor(cursor, self)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        cursor = self._cursor()
         try:
+            cursor = self._cursor()
             cursor.executemany(pg_sql(sql), rows)
         except self.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self) from None
         self._release(cursor)
 
     @property
     def in_transaction(self) -> bool:
-        return bool(self._conn.pgconn.transaction_status != self._idle)
+        # a lost connection holds no transaction any more: nothing to roll back
+        return bool(not self._conn.closed
+                    and self._conn.pgconn.transaction_status != self._idle)
 
     def close(self) -> None:
         self._conn.close()

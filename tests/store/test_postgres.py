@@ -364,3 +364,60 @@ def test_a_percent_sign_means_itself_with_and_without_parameters(postgres):
     with Store.open(postgres.schema_url()) as store:
         assert store.db.execute("SELECT 'a%b'").fetchone()[0] == "a%b"
         assert store.db.execute("SELECT 'a%b' || ?", ["?"]).fetchone()[0] == "a%b?"
+
+
+def _terminate_cycles_backends(postgres, schema: str) -> int:
+    """End every backend of cycle's on the store in ``schema`` (as an admin's
+    pg_terminate_backend, or a server restart, does); how many."""
+    import psycopg
+
+    with psycopg.connect(postgres.url(), autocommit=True) as admin:
+        return len(admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+            "'cycle' AND pid <> pg_backend_pid() AND query NOT LIKE %s",
+            ("%pg_terminate_backend%",)).fetchall())
+
+
+def test_a_connection_lost_mid_run_says_so_once_and_the_run_resumes(postgres, tmp_path):
+    """The server ends cycle's connection while a run writes (pg_terminate_backend, as a
+    restart does): one line saying the connection was lost and the exact command that
+    resumes the run, no traceback, no "bug in cycle", no password; the resume finishes
+    the run from what was stored (found by trying to break the team store)."""
+    from cycle.errors import StoreConnectionLost
+    from cycle.testing.server import LoopbackServer, Reply
+    from tests.stored import loopback_project
+
+    schema = "lost_mid_run"
+    url = postgres.schema_url(schema)
+    with Store.open(url) as store:  # the store exists before the run's own connection
+        with pytest.raises(StoreConnectionLost, match="lost the connection") as lost:
+            _terminate_cycles_backends(postgres, schema)
+            store.db.execute("SELECT 1")
+        assert PASSWORD not in str(lost.value) and "***" in str(lost.value)
+        assert not store.db.in_transaction  # nothing to roll back: a transaction says so too
+        with pytest.raises(StoreConnectionLost), store.transaction() as db:
+            db.execute("SELECT 1")
+    answered = []
+
+    def responder(request):
+        answered.append(1)
+        if len(answered) == 4:  # the run has stored some results by now
+            assert _terminate_cycles_backends(postgres, schema) >= 1
+        return Reply(text="ok")
+
+    with LoopbackServer(responder=responder) as srv:
+        cfg = loopback_project(tmp_path, srv.openai_base_url, cases="abcdefgh",
+                               criteria="[{id: c, check: {type: contains, values: [ok]}}]")
+        r = cycle(url, "run", str(cfg), "--no-reports", "-q")
+        assert r.exit_code == 2, r.output
+        assert "error: lost the connection to the store" in r.output
+        assert "Traceback" not in r.output and "bug in cycle" not in r.output
+        with Store.open(url) as store:
+            run_id = store.runs.recent(limit=1)[0].id
+        assert f"cycle run {cfg} --resume {run_id}" in r.output
+        r = cycle(url, "run", str(cfg), "--no-reports", "-q", "--resume", run_id)
+        assert r.exit_code == 0, r.output
+    with Store.open(url) as store:
+        assert store.db.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+        assert store.db.execute(
+            "SELECT count(*), count(DISTINCT case_id) FROM results").fetchone() == (24, 8)  # 3 iterations each
