@@ -35,7 +35,6 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from cycle.errors import StoreConnectionLost, StoreError
 
@@ -59,20 +58,73 @@ SHARED_PASSWORD = ("the URL holds a password, and cycle.yaml is shared with the 
 
 
 def has_password(url: str) -> bool:
-    return bool(urlsplit(url).password) or bool(_PASSWORD_PARAM.search(url))
+    span = _userinfo(url)
+    return bool(span and span[1] > span[0]) or bool(_PASSWORD_PARAM.search(url))
+
+
+def _authority_end(url: str) -> int:
+    """Where a URL's user[:password] ends (the index of its ``@``), or -1. A password typed
+    without percent-encoding may hold ``@``, ``/``, ``:`` or ``?``: the user's part runs to
+    the last ``@`` before the query (a query's own ``@``, in an application_name, is not
+    the password's end)."""
+    first = url.find("@")
+    if first < 0:
+        return -1
+    query = url.find("?", first)
+    return url.rfind("@", 0, query) if query >= 0 else url.rfind("@")
+
+
+def _userinfo(url: str) -> tuple[int, int] | None:
+    """The span of the password in ``url``'s authority (as typed), if it has one."""
+    start = url.find("://")
+    end = _authority_end(url)
+    if start < 0 or end < 0:
+        return None
+    colon = url.find(":", start + 3, end)
+    return (colon + 1, end) if colon >= 0 else None
 
 
 def masked(url: str) -> str:
     """``url`` with its password (in the authority or as a ``password=`` parameter) shown
-    as ``***``: what messages, reports and logs may show of a connection string."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    return _PASSWORD_PARAM.sub(r"\1***", urlunsplit(parts._replace(netloc=netloc)))
+    as ``***``: what messages, reports and logs may show of a connection string. A password
+    with ``@``, ``/`` or ``:`` not percent-encoded is masked whole too."""
+    span = _userinfo(url)
+    if span is not None:
+        url = url[:span[0]] + "***" + url[span[1]:]
+    return _PASSWORD_PARAM.sub(r"\1***", url)
+
+
+def secrets_of(url: str) -> list[str]:
+    """The password(s) ``url`` holds, as typed and percent-decoded: what no message may
+    quote (libpq's complaint about a URL quotes the part it could not read)."""
+    from urllib.parse import unquote
+
+    found: list[str] = []
+    span = _userinfo(url)
+    if span is not None and span[1] > span[0]:
+        found.append(url[span[0]:span[1]])
+    found += [m.group(0)[len("password="):] for m in re.finditer(r"(?i)password=[^&\s]*", url)]
+    found += [unquote(f) for f in found]
+    return [f for f in dict.fromkeys(found) if f]
+
+
+def _scrubbed(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each of ``secrets``, and any quoted token holding a piece of one (libpq
+    quotes a URL's unreadable part, which may begin or end inside the password), masked."""
+    from difflib import SequenceMatcher
+
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+
+    def quoted(m: re.Match[str]) -> str:
+        token = m.group(2)
+        for secret in secrets:
+            match = SequenceMatcher(None, token, secret, autojunk=False).find_longest_match()
+            if match.size >= min(4, len(secret)):
+                return f"{m.group(1)}***{m.group(1)}"
+        return m.group(0)
+
+    return re.sub(r"([\"'])([^\"']*)\1", quoted, text) if secrets else text
 
 
 @lru_cache(maxsize=512)
@@ -288,9 +340,10 @@ def connect(url: str, *, busy_timeout: float) -> PgConnection:
             options=f"{given} -c lock_timeout={int(busy_timeout * 1000)}".strip())
     except psycopg.Error as e:
         raise StoreError(
-            f"cannot open the store {where}: {_said(e)}",
+            f"cannot open the store {where}: {_scrubbed(_said(e), secrets_of(url))}",
             hint="Check the server is running and the URL (host, port, database, user); "
-            "the password comes from the URL, PGPASSWORD or ~/.pgpass.") from None
+            "the password comes from the URL, PGPASSWORD or ~/.pgpass (in the URL, write its @ : / %"
+            " ? and spaces as %40 %3A %2F %25 %3F %20).") from None
     # avg() of integers is numeric in PostgreSQL: the store's readers do float arithmetic
     conn.adapters.register_loader("numeric", FloatLoader)
     return PgConnection(conn, where)

@@ -421,3 +421,20 @@ def test_a_connection_lost_mid_run_says_so_once_and_the_run_resumes(postgres, tm
         assert store.db.execute("SELECT status FROM runs").fetchall() == [("finished",)]
         assert store.db.execute(
             "SELECT count(*), count(DISTINCT case_id) FROM results").fetchone() == (24, 8)  # 3 iterations each
+
+
+@pytest.mark.parametrize("password", ["kappa@zeta:omega/theta%zz", "alpha/gamma", "sigma%ss",
+                                      "delta epsilon", "lambda?mu@nuxi"])
+def test_a_password_not_percent_encoded_is_never_shown(postgres, password):
+    """A password typed into the URL as it is, with @ / : % ? or a space (which the URL
+    should have percent-encoded): the message masks it whole, in the URL and in libpq's
+    own complaint that quotes the part it could not read, and says how to write it
+    (found trying to break the team store: "cycle:ab/cd@..." was shown as it was, and
+    libpq's 'invalid percent-encoded token: "pa%ss"' quoted the password)."""
+    url = f"postgresql://cycle:{password}@127.0.0.1:{postgres.port}/postgres?application_name=me@x"
+    r = cycle(url, "prompt", "list")
+    assert r.exit_code == 2, r.output
+    assert "error: cannot open the store postgresql://cycle:***@127.0.0.1:" in r.output
+    for piece in {password, *re.split(r"[@:/% ?]", password)}:
+        assert len(piece) < 3 or piece not in r.output, r.output
+    assert "%40" in r.output  # how to write it
