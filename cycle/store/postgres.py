@@ -185,8 +185,16 @@ def _as_sqlite_error(error: Exception, conn: PgConnection | None = None) -> Exce
     import psycopg
 
     if conn is not None and conn._conn.closed:
-        return StoreConnectionLost(f"lost the connection to the store {conn.where}: {_said(error)}",
-                          hint=LOST_HINT)
+        return StoreConnectionLost(
+            f"lost the connection to the store {conn.where}: {_said(error)}", hint=LOST_HINT)
+    if isinstance(error, psycopg.errors.QueryCanceled) and conn is not None:
+        # statement_timeout, set on the user or the database by its administrator: not
+        # the store's content (a store "is not a cycle store") nor a bug of cycle's
+        return StoreError(
+            f"the store {conn.where} cancelled a statement: {_said(error)}",
+            hint="The database's statement_timeout (set on its user or database) is shorter "
+            "than cycle's statement took: raise it for cycle's user (ALTER ROLE USER SET "
+            "statement_timeout = '5min'), then run again; a run or cycle resumes with --resume.")
     if isinstance(error, psycopg.errors.IntegrityError):
         return sqlite3.IntegrityError(_said(error))
     return sqlite3.OperationalError(_said(error))

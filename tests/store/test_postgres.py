@@ -438,3 +438,28 @@ def test_a_password_not_percent_encoded_is_never_shown(postgres, password):
     for piece in {password, *re.split(r"[@:/% ?]", password)}:
         assert len(piece) < 3 or piece not in r.output, r.output
     assert "%40" in r.output  # how to write it
+
+
+def test_a_statement_timeout_of_the_databases_says_so(postgres):
+    """A statement_timeout the administrator set (on the user or the database) cancels
+    one of cycle's statements: said as that, with how to raise it, not as "is not a cycle
+    store" (what opening said) nor as a bug (found trying to break the team store)."""
+    with Store.open(postgres.schema_url()) as store:
+        store.db.execute("SET statement_timeout = '20ms'")
+        with pytest.raises(StoreError, match="cancelled a statement") as cancelled:
+            store.db.execute("SELECT pg_sleep(5)")
+        assert "statement_timeout" in str(cancelled.value) and PASSWORD not in str(cancelled.value)
+        store.db.execute("SET statement_timeout = 0")
+        assert store.db.execute("SELECT 1").fetchone() == (1,)  # the connection goes on
+
+
+def test_a_schema_that_does_not_exist_is_named(postgres):
+    """A URL whose search_path names no schema there is (a typo, or not created yet):
+    said when opening, not as "No prompts yet" to a reader nor as "no schema has been
+    selected to create in" to a writer (found trying to break the team store)."""
+    url = f"{postgres.url()}?options=-csearch_path%3Dno_such_schema"
+    for args in (("prompt", "list"), ("prompt", "import", str(ROOT / "examples" / "quickstart"
+                                                            / "prompts" / "support-reply.yaml"))):
+        r = cycle(url, *args)
+        assert r.exit_code == 2, r.output
+        assert "names no schema that exists (search_path no_such_schema)" in r.output
