@@ -65,12 +65,21 @@ def has_password(url: str) -> bool:
 def _authority_end(url: str) -> int:
     """Where a URL's user[:password] ends (the index of its ``@``), or -1. A password typed
     without percent-encoding may hold ``@``, ``/``, ``:`` or ``?``: the user's part runs to
-    the last ``@`` before the query (a query's own ``@``, in an application_name, is not
-    the password's end)."""
-    first = url.find("@")
-    if first < 0:
+    the last ``@`` before the query; an ``@`` only in the query (an application_name of
+    ``me@host``) ends no user's part."""
+    start = url.find("://") + 3
+    first_at = url.find("@", start)
+    if start < 3 or first_at < 0:
         return -1
-    query = url.find("?", first)
+    first_q = url.find("?", start)
+    if first_q < 0:
+        return url.rfind("@")
+    if first_at < first_q:
+        return url.rfind("@", 0, first_q)
+    # a ? before any @: the query's (after the path's /) or the password's own
+    if "/" in url[start:first_q]:
+        return -1
+    query = url.find("?", first_at)
     return url.rfind("@", 0, query) if query >= 0 else url.rfind("@")
 
 
@@ -78,7 +87,7 @@ def _userinfo(url: str) -> tuple[int, int] | None:
     """The span of the password in ``url``'s authority (as typed), if it has one."""
     start = url.find("://")
     end = _authority_end(url)
-    if start < 0 or end < 0:
+    if end < 0:
         return None
     colon = url.find(":", start + 3, end)
     return (colon + 1, end) if colon >= 0 else None

@@ -440,6 +440,18 @@ def test_a_password_not_percent_encoded_is_never_shown(postgres, password):
     assert "%40" in r.output  # how to write it
 
 
+def test_an_at_sign_in_the_query_is_no_password():
+    """An ``@`` only in a URL's query (an application_name) ends no user's part: nothing
+    of the host is masked, and cycle.yaml may hold such a URL."""
+    from cycle.store.postgres import has_password, masked
+
+    for url in ("postgresql://db.example.com:5432/cycle?application_name=me@laptop",
+                "postgresql://me@db.example.com:5432/cycle?application_name=me@laptop"):
+        assert masked(url) == url and not has_password(url)
+    assert masked("postgresql://me:pw@db:5432/c?application_name=me@x") == \
+        "postgresql://me:***@db:5432/c?application_name=me@x"
+
+
 def test_a_statement_timeout_of_the_databases_says_so(postgres):
     """A statement_timeout the administrator set (on the user or the database) cancels
     one of cycle's statements: said as that, with how to raise it, not as "is not a cycle
