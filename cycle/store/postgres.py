@@ -361,9 +361,38 @@ def connect(url: str, *, busy_timeout: float) -> PgConnection:
             hint="Check the server is running and the URL (host, port, database, user); "
             "the password comes from the URL, PGPASSWORD or ~/.pgpass (in the URL, write its @ : / %"
             " ? and spaces as %40 %3A %2F %25 %3F %20).") from None
+    _refuse_dropped_schema(conn, given, where)
     # avg() of integers is numeric in PostgreSQL: the store's readers do float arithmetic
     conn.adapters.register_loader("numeric", FloatLoader)
     return PgConnection(conn, where)
+
+
+_SEARCH_PATH = re.compile(r"search_path\s*=\s*(\S+)")
+
+
+def _refuse_dropped_schema(conn: Any, options: str, where: str) -> None:
+    """Close ``conn`` and refuse when the server's session does not have the search_path
+    the URL's options asked for: a connection pooler (PgBouncer with
+    ``ignore_startup_parameters = options``) drops them, and the store would be written
+    into another schema (public) without a word."""
+    asked = _SEARCH_PATH.search(options.replace("\\ ", " "))
+    if asked is None:
+        return
+    row = conn.execute("SELECT current_setting('search_path')").fetchone()
+    have = row[0] if row else ""
+
+    def norm(path: str) -> str:
+        return path.replace(" ", "").replace('"', "")
+
+    if norm(have) != norm(asked.group(1)):
+        conn.close()
+        raise StoreError(
+            f"cannot open the store {where}: the server's session has search_path {have!r}, "
+            f"not the URL's {asked.group(1)!r}: something between cycle and PostgreSQL (a "
+            "pooler such as PgBouncer) dropped the URL's options, and the store would go to "
+            "another schema",
+            hint="Connect to PostgreSQL itself, or give cycle's user its schema (ALTER ROLE "
+            "USER SET search_path = NAME) and leave options out of the URL.")
 
 
 #: names of the server's cursors ``batches`` declares (one connection may hold several)

@@ -475,3 +475,29 @@ def test_a_schema_that_does_not_exist_is_named(postgres):
         r = cycle(url, *args)
         assert r.exit_code == 2, r.output
         assert "names no schema that exists (search_path no_such_schema)" in r.output
+
+
+def test_options_a_pooler_drops_are_refused_not_written_to_another_schema(postgres,
+                                                                         monkeypatch):
+    """Between cycle and the server, a pooler that drops startup options (PgBouncer with
+    ``ignore_startup_parameters = options``; found trying PgBouncer 1.18) made the URL's
+    schema silently public: the store went there. The session's search_path is checked
+    against the URL's, and a store that would go elsewhere is refused, naming both."""
+    import psycopg
+
+    url = postgres.schema_url("pooled")
+    real = psycopg.connect
+
+    def pooler(conninfo, **kwargs):  # what reaches the server: no options
+        kwargs.pop("options", None)
+        return real(conninfo.split("?")[0], **kwargs)
+
+    monkeypatch.setattr(psycopg, "connect", pooler)
+    r = cycle(url, "prompt", "import", str(ROOT / "examples" / "quickstart" / "prompts"
+                                          / "support-reply.yaml"))
+    assert r.exit_code == 2, r.output
+    assert "search_path '\"$user\", public', not the URL's 'pooled'" in r.output
+    monkeypatch.setattr(psycopg, "connect", real)
+    with real(postgres.url(), autocommit=True) as admin:
+        assert admin.execute("SELECT count(*) FROM information_schema.tables WHERE "
+                             "table_schema = 'public'").fetchone() == (0,)
