@@ -183,6 +183,11 @@ class StoreError(CycleError):
     pass
 
 
+class StoreConnectionLost(StoreError):
+    """The connection to a PostgreSQL store was lost mid-command (the server restarted,
+    the backend was terminated): what was stored before is kept, the rest resumes."""
+
+
 class ReportError(CycleError):
     """A report could not be written (the run or cycle it reports on is stored)."""
 

@@ -21,7 +21,7 @@ from cycle import aio, heap
 from cycle import events as ev
 from cycle.authors import LOOP
 from cycle.cli import FiniteFloat, store_flag, store_of
-from cycle.errors import CycleError
+from cycle.errors import CycleError, StoreConnectionLost
 from cycle.words import plural
 
 if TYPE_CHECKING:  # the commands import what they need when they run (start-up stays light)
@@ -386,6 +386,10 @@ def _run_headless(make: LoopMaker,
         hint = f" --resume {started[-1]}" if started else " --resume"
         click.echo(f"\nInterrupted; the cycle is saved. Resume with: {again}{hint}", err=True)
         raise click.exceptions.Exit(130) from None
+    except StoreConnectionLost as e:
+        hint = f" --resume {started[-1]}" if started else " --resume"
+        e.hint = f"What finished is stored. Once the server answers, resume with: {again}{hint}"
+        raise
     finally:
         store.close()
         if cache is not None:

@@ -18,6 +18,7 @@ import click
 
 from cycle import heap
 from cycle.cli import FiniteFloat, store_of
+from cycle.errors import StoreConnectionLost
 from cycle.words import plural
 
 if TYPE_CHECKING:
@@ -168,6 +169,11 @@ def run(
         click.echo(f"\nInterrupted; the run is saved. Resume with: cycle run {loaded.path} "
                    f"--resume {started[-1]}", err=True)
         raise click.exceptions.Exit(130) from None
+    except StoreConnectionLost as e:
+        if started:  # the precise command, for the run it was
+            e.hint = (f"What finished is stored. Once the server answers, resume with: "
+                      f"cycle run {loaded.path} --resume {started[-1]}")
+        raise
     sys.exit(code)
 
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
-from cycle.errors import StoreError
+from cycle.errors import StoreConnectionLost, StoreError
 from cycle.store.migrations import RECORD_TABLE, applied_names
 
 if TYPE_CHECKING:
@@ -73,15 +73,20 @@ def copy_store(src: Store, dst: Store) -> list[TableCopy]:
                                   and src.path.resolve() == dst.path.resolve()):
         raise StoreError(f"{src.where} and {dst.where} are the same store",
                          hint="Copy into another file, or another database or schema.")
-    with src.snapshot(), dst.transaction():
-        tables = copied_tables(src, dst)
-        _refuse_unless_blank(dst, tables)
-        shapes = {table: _shape(src, dst, table) for table in tables}
-        for table, shape in shapes.items():
-            _copy_table(src, dst, table, shape)
-        copied = _verify(src, dst, shapes)
-        if dst.dialect.name == "postgresql":
-            _advance_sequences(dst, tables)
+    try:
+        with src.snapshot(), dst.transaction():
+            tables = copied_tables(src, dst)
+            _refuse_unless_blank(dst, tables)
+            shapes = {table: _shape(src, dst, table) for table in tables}
+            for table, shape in shapes.items():
+                _copy_table(src, dst, table, shape)
+            copied = _verify(src, dst, shapes)
+            if dst.dialect.name == "postgresql":
+                _advance_sequences(dst, tables)
+    except StoreConnectionLost as e:  # the hint of a run's lost connection is not a copy's
+        e.hint = (f"Nothing was written to {dst.where} (the copy is one transaction): copy "
+                  "again once the server answers.")
+        raise
     return copied
 
 

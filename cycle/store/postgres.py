@@ -35,9 +35,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from cycle.errors import StoreError
+from cycle.errors import StoreConnectionLost, StoreError
 
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -59,20 +58,82 @@ SHARED_PASSWORD = ("the URL holds a password, and cycle.yaml is shared with the 
 
 
 def has_password(url: str) -> bool:
-    return bool(urlsplit(url).password) or bool(_PASSWORD_PARAM.search(url))
+    span = _userinfo(url)
+    return bool(span and span[1] > span[0]) or bool(_PASSWORD_PARAM.search(url))
+
+
+def _authority_end(url: str) -> int:
+    """Where a URL's user[:password] ends (the index of its ``@``), or -1. A password typed
+    without percent-encoding may hold ``@``, ``/``, ``:`` or ``?``: the user's part runs to
+    the last ``@`` before the query; an ``@`` only in the query (an application_name of
+    ``me@host``) ends no user's part."""
+    start = url.find("://") + 3
+    first_at = url.find("@", start)
+    if start < 3 or first_at < 0:
+        return -1
+    first_q = url.find("?", start)
+    if first_q < 0:
+        return url.rfind("@")
+    if first_at < first_q:
+        return url.rfind("@", 0, first_q)
+    # a ? before any @: the query's (after the path's /) or the password's own
+    if "/" in url[start:first_q]:
+        return -1
+    query = url.find("?", first_at)
+    return url.rfind("@", 0, query) if query >= 0 else url.rfind("@")
+
+
+def _userinfo(url: str) -> tuple[int, int] | None:
+    """The span of the password in ``url``'s authority (as typed), if it has one."""
+    start = url.find("://")
+    end = _authority_end(url)
+    if end < 0:
+        return None
+    colon = url.find(":", start + 3, end)
+    return (colon + 1, end) if colon >= 0 else None
 
 
 def masked(url: str) -> str:
     """``url`` with its password (in the authority or as a ``password=`` parameter) shown
-    as ``***``: what messages, reports and logs may show of a connection string."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    return _PASSWORD_PARAM.sub(r"\1***", urlunsplit(parts._replace(netloc=netloc)))
+    as ``***``: what messages, reports and logs may show of a connection string. A password
+    with ``@``, ``/`` or ``:`` not percent-encoded is masked whole too."""
+    span = _userinfo(url)
+    if span is not None:
+        url = url[:span[0]] + "***" + url[span[1]:]
+    return _PASSWORD_PARAM.sub(r"\1***", url)
+
+
+def secrets_of(url: str) -> list[str]:
+    """The password(s) ``url`` holds, as typed and percent-decoded: what no message may
+    quote (libpq's complaint about a URL quotes the part it could not read)."""
+    from urllib.parse import unquote
+
+    found: list[str] = []
+    span = _userinfo(url)
+    if span is not None and span[1] > span[0]:
+        found.append(url[span[0]:span[1]])
+    found += [m.group(0)[len("password="):] for m in re.finditer(r"(?i)password=[^&\s]*", url)]
+    found += [unquote(f) for f in found]
+    return [f for f in dict.fromkeys(found) if f]
+
+
+def _scrubbed(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each of ``secrets``, and any quoted token holding a piece of one (libpq
+    quotes a URL's unreadable part, which may begin or end inside the password), masked."""
+    from difflib import SequenceMatcher
+
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+
+    def quoted(m: re.Match[str]) -> str:
+        token = m.group(2)
+        for secret in secrets:
+            match = SequenceMatcher(None, token, secret, autojunk=False).find_longest_match()
+            if match.size >= min(4, len(secret)):
+                return f"{m.group(1)}***{m.group(1)}"
+        return m.group(0)
+
+    return re.sub(r"([\"'])([^\"']*)\1", quoted, text) if secrets else text
 
 
 @lru_cache(maxsize=512)
@@ -119,11 +180,30 @@ def pg_ddl(sql: str) -> str:
     return sql
 
 
-def _as_sqlite_error(error: Exception) -> sqlite3.Error:
+#: what to do when the connection to the store is lost mid-command
+LOST_HINT = ("Check the server is up and reachable, then run the command again: what was "
+             "stored before is kept, and a run or cycle resumes from it (cycle run CONFIG "
+             "--resume RUN_ID, cycle improve CONFIG --resume), paying nothing the journal kept.")
+
+
+def _as_sqlite_error(error: Exception, conn: PgConnection | None = None) -> Exception:
     """A psycopg error as the sqlite3 error the store handles: IntegrityError for a broken
-    constraint, OperationalError for the rest; the password masked in its message."""
+    constraint, OperationalError for the rest; the password masked in its message. A
+    connection that is gone (the server restarted, the backend terminated, the network
+    down) is no error of a statement: StoreError, said once, with how to go on."""
     import psycopg
 
+    if conn is not None and conn._conn.closed:
+        return StoreConnectionLost(
+            f"lost the connection to the store {conn.where}: {_said(error)}", hint=LOST_HINT)
+    if isinstance(error, psycopg.errors.QueryCanceled) and conn is not None:
+        # statement_timeout, set on the user or the database by its administrator: not
+        # the store's content (a store "is not a cycle store") nor a bug of cycle's
+        return StoreError(
+            f"the store {conn.where} cancelled a statement: {_said(error)}",
+            hint="The database's statement_timeout (set on its user or database) is shorter "
+            "than cycle's statement took: raise it for cycle's user (ALTER ROLE USER SET "
+            "statement_timeout = '5min'), then run again; a run or cycle resumes with --resume.")
     if isinstance(error, psycopg.errors.IntegrityError):
         return sqlite3.IntegrityError(_said(error))
     return sqlite3.OperationalError(_said(error))
@@ -171,19 +251,19 @@ class PgCursor:
         try:
             return self._cursor.fetchone()  # type: ignore[no-any-return]
         except self._conn.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self._conn) from None
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         try:
             return self._cursor.fetchall()  # type: ignore[no-any-return]
         except self._conn.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self._conn) from None
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         try:
             yield from self._cursor
         except self._conn.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self._conn) from None
 
     @property
     def description(self) -> Any:
@@ -231,25 +311,28 @@ class PgConnection:
             self._spares.append(cursor)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> PgCursor:
-        cursor = self._cursor()
         try:
+            # a closed connection refuses a new cursor: inside the try, said as the rest
+            cursor = self._cursor()
             # psycopg reads placeholders (and so a doubled %) only when given parameters
             cursor.execute(pg_sql(sql) if params else sql, params or None)
         except self.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self) from None
         return PgCursor(cursor, self)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        cursor = self._cursor()
         try:
+            cursor = self._cursor()
             cursor.executemany(pg_sql(sql), rows)
         except self.errors as e:
-            raise _as_sqlite_error(e) from None
+            raise _as_sqlite_error(e, self) from None
         self._release(cursor)
 
     @property
     def in_transaction(self) -> bool:
-        return bool(self._conn.pgconn.transaction_status != self._idle)
+        # a lost connection holds no transaction any more: nothing to roll back
+        return bool(not self._conn.closed
+                    and self._conn.pgconn.transaction_status != self._idle)
 
     def close(self) -> None:
         self._conn.close()
@@ -274,12 +357,42 @@ def connect(url: str, *, busy_timeout: float) -> PgConnection:
             options=f"{given} -c lock_timeout={int(busy_timeout * 1000)}".strip())
     except psycopg.Error as e:
         raise StoreError(
-            f"cannot open the store {where}: {_said(e)}",
+            f"cannot open the store {where}: {_scrubbed(_said(e), secrets_of(url))}",
             hint="Check the server is running and the URL (host, port, database, user); "
-            "the password comes from the URL, PGPASSWORD or ~/.pgpass.") from None
+            "the password comes from the URL, PGPASSWORD or ~/.pgpass (in the URL, write its @ : / %"
+            " ? and spaces as %40 %3A %2F %25 %3F %20).") from None
+    _refuse_dropped_schema(conn, given, where)
     # avg() of integers is numeric in PostgreSQL: the store's readers do float arithmetic
     conn.adapters.register_loader("numeric", FloatLoader)
     return PgConnection(conn, where)
+
+
+_SEARCH_PATH = re.compile(r"search_path\s*=\s*(\S+)")
+
+
+def _refuse_dropped_schema(conn: Any, options: str, where: str) -> None:
+    """Close ``conn`` and refuse when the server's session does not have the search_path
+    the URL's options asked for: a connection pooler (PgBouncer with
+    ``ignore_startup_parameters = options``) drops them, and the store would be written
+    into another schema (public) without a word."""
+    asked = _SEARCH_PATH.search(options.replace("\\ ", " "))
+    if asked is None:
+        return
+    row = conn.execute("SELECT current_setting('search_path')").fetchone()
+    have = row[0] if row else ""
+
+    def norm(path: str) -> str:
+        return path.replace(" ", "").replace('"', "")
+
+    if norm(have) != norm(asked.group(1)):
+        conn.close()
+        raise StoreError(
+            f"cannot open the store {where}: the server's session has search_path {have!r}, "
+            f"not the URL's {asked.group(1)!r}: something between cycle and PostgreSQL (a "
+            "pooler such as PgBouncer) dropped the URL's options, and the store would go to "
+            "another schema",
+            hint="Connect to PostgreSQL itself, or give cycle's user its schema (ALTER ROLE "
+            "USER SET search_path = NAME) and leave options out of the URL.")
 
 
 #: names of the server's cursors ``batches`` declares (one connection may hold several)

@@ -293,6 +293,12 @@ class Store:
         store = cls(conn, None, where=conn.where)  # type: ignore[arg-type]
         store._target = url
         with _opening(conn, conn.where):
+            if conn.execute("SELECT current_schema()").fetchone()[0] is None:
+                path = conn.execute("SHOW search_path").fetchone()[0]
+                raise StoreError(
+                    f"the store {conn.where} names no schema that exists (search_path {path})",
+                    hint="Create it first (CREATE SCHEMA name), or fix its name in the URL's "
+                    "options=-csearch_path%3Dname.")
             pending = check_format(conn, conn.where)  # reads only
             if pending and not create and len(pending) == len(MIGRATIONS):
                 raise NotFoundError(

@@ -364,3 +364,140 @@ def test_a_percent_sign_means_itself_with_and_without_parameters(postgres):
     with Store.open(postgres.schema_url()) as store:
         assert store.db.execute("SELECT 'a%b'").fetchone()[0] == "a%b"
         assert store.db.execute("SELECT 'a%b' || ?", ["?"]).fetchone()[0] == "a%b?"
+
+
+def _terminate_cycles_backends(postgres, schema: str) -> int:
+    """End every backend of cycle's on the store in ``schema`` (as an admin's
+    pg_terminate_backend, or a server restart, does); how many."""
+    import psycopg
+
+    with psycopg.connect(postgres.url(), autocommit=True) as admin:
+        return len(admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+            "'cycle' AND pid <> pg_backend_pid() AND query NOT LIKE %s",
+            ("%pg_terminate_backend%",)).fetchall())
+
+
+def test_a_connection_lost_mid_run_says_so_once_and_the_run_resumes(postgres, tmp_path):
+    """The server ends cycle's connection while a run writes (pg_terminate_backend, as a
+    restart does): one line saying the connection was lost and the exact command that
+    resumes the run, no traceback, no "bug in cycle", no password; the resume finishes
+    the run from what was stored (found by trying to break the team store)."""
+    from cycle.errors import StoreConnectionLost
+    from cycle.testing.server import LoopbackServer, Reply
+    from tests.stored import loopback_project
+
+    schema = "lost_mid_run"
+    url = postgres.schema_url(schema)
+    with Store.open(url) as store:  # the store exists before the run's own connection
+        with pytest.raises(StoreConnectionLost, match="lost the connection") as lost:
+            _terminate_cycles_backends(postgres, schema)
+            store.db.execute("SELECT 1")
+        assert PASSWORD not in str(lost.value) and "***" in str(lost.value)
+        assert not store.db.in_transaction  # nothing to roll back: a transaction says so too
+        with pytest.raises(StoreConnectionLost), store.transaction() as db:
+            db.execute("SELECT 1")
+    answered = []
+
+    def responder(request):
+        answered.append(1)
+        if len(answered) == 4:  # the run has stored some results by now
+            assert _terminate_cycles_backends(postgres, schema) >= 1
+        return Reply(text="ok")
+
+    with LoopbackServer(responder=responder) as srv:
+        cfg = loopback_project(tmp_path, srv.openai_base_url, cases="abcdefgh",
+                               criteria="[{id: c, check: {type: contains, values: [ok]}}]")
+        r = cycle(url, "run", str(cfg), "--no-reports", "-q")
+        assert r.exit_code == 2, r.output
+        assert "error: lost the connection to the store" in r.output
+        assert "Traceback" not in r.output and "bug in cycle" not in r.output
+        with Store.open(url) as store:
+            run_id = store.runs.recent(limit=1)[0].id
+        assert f"cycle run {cfg} --resume {run_id}" in r.output
+        r = cycle(url, "run", str(cfg), "--no-reports", "-q", "--resume", run_id)
+        assert r.exit_code == 0, r.output
+    with Store.open(url) as store:
+        assert store.db.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+        assert store.db.execute(
+            "SELECT count(*), count(DISTINCT case_id) FROM results").fetchone() == (24, 8)  # 3 iterations each
+
+
+@pytest.mark.parametrize("password", ["kappa@zeta:omega/theta%zz", "alpha/gamma", "sigma%ss",
+                                      "delta epsilon", "lambda?mu@nuxi"])
+def test_a_password_not_percent_encoded_is_never_shown(postgres, password):
+    """A password typed into the URL as it is, with @ / : % ? or a space (which the URL
+    should have percent-encoded): the message masks it whole, in the URL and in libpq's
+    own complaint that quotes the part it could not read, and says how to write it
+    (found trying to break the team store: "cycle:ab/cd@..." was shown as it was, and
+    libpq's 'invalid percent-encoded token: "pa%ss"' quoted the password)."""
+    url = f"postgresql://cycle:{password}@127.0.0.1:{postgres.port}/postgres?application_name=me@x"
+    r = cycle(url, "prompt", "list")
+    assert r.exit_code == 2, r.output
+    assert "error: cannot open the store postgresql://cycle:***@127.0.0.1:" in r.output
+    for piece in {password, *re.split(r"[@:/% ?]", password)}:
+        assert len(piece) < 3 or piece not in r.output, r.output
+    assert "%40" in r.output  # how to write it
+
+
+def test_an_at_sign_in_the_query_is_no_password():
+    """An ``@`` only in a URL's query (an application_name) ends no user's part: nothing
+    of the host is masked, and cycle.yaml may hold such a URL."""
+    from cycle.store.postgres import has_password, masked
+
+    for url in ("postgresql://db.example.com:5432/cycle?application_name=me@laptop",
+                "postgresql://me@db.example.com:5432/cycle?application_name=me@laptop"):
+        assert masked(url) == url and not has_password(url)
+    assert masked("postgresql://me:pw@db:5432/c?application_name=me@x") == \
+        "postgresql://me:***@db:5432/c?application_name=me@x"
+
+
+def test_a_statement_timeout_of_the_databases_says_so(postgres):
+    """A statement_timeout the administrator set (on the user or the database) cancels
+    one of cycle's statements: said as that, with how to raise it, not as "is not a cycle
+    store" (what opening said) nor as a bug (found trying to break the team store)."""
+    with Store.open(postgres.schema_url()) as store:
+        store.db.execute("SET statement_timeout = '20ms'")
+        with pytest.raises(StoreError, match="cancelled a statement") as cancelled:
+            store.db.execute("SELECT pg_sleep(5)")
+        assert "statement_timeout" in str(cancelled.value) and PASSWORD not in str(cancelled.value)
+        store.db.execute("SET statement_timeout = 0")
+        assert store.db.execute("SELECT 1").fetchone() == (1,)  # the connection goes on
+
+
+def test_a_schema_that_does_not_exist_is_named(postgres):
+    """A URL whose search_path names no schema there is (a typo, or not created yet):
+    said when opening, not as "No prompts yet" to a reader nor as "no schema has been
+    selected to create in" to a writer (found trying to break the team store)."""
+    url = f"{postgres.url()}?options=-csearch_path%3Dno_such_schema"
+    for args in (("prompt", "list"), ("prompt", "import", str(ROOT / "examples" / "quickstart"
+                                                            / "prompts" / "support-reply.yaml"))):
+        r = cycle(url, *args)
+        assert r.exit_code == 2, r.output
+        assert "names no schema that exists (search_path no_such_schema)" in r.output
+
+
+def test_options_a_pooler_drops_are_refused_not_written_to_another_schema(postgres,
+                                                                         monkeypatch):
+    """Between cycle and the server, a pooler that drops startup options (PgBouncer with
+    ``ignore_startup_parameters = options``; found trying PgBouncer 1.18) made the URL's
+    schema silently public: the store went there. The session's search_path is checked
+    against the URL's, and a store that would go elsewhere is refused, naming both."""
+    import psycopg
+
+    url = postgres.schema_url("pooled")
+    real = psycopg.connect
+
+    def pooler(conninfo, **kwargs):  # what reaches the server: no options
+        kwargs.pop("options", None)
+        return real(conninfo.split("?")[0], **kwargs)
+
+    monkeypatch.setattr(psycopg, "connect", pooler)
+    r = cycle(url, "prompt", "import", str(ROOT / "examples" / "quickstart" / "prompts"
+                                          / "support-reply.yaml"))
+    assert r.exit_code == 2, r.output
+    assert "search_path '\"$user\", public', not the URL's 'pooled'" in r.output
+    monkeypatch.setattr(psycopg, "connect", real)
+    with real(postgres.url(), autocommit=True) as admin:
+        assert admin.execute("SELECT count(*) FROM information_schema.tables WHERE "
+                             "table_schema = 'public'").fetchone() == (0,)

@@ -256,3 +256,34 @@ def test_a_row_the_destination_cannot_hold_fails_the_copy_naming_its_table(postg
     assert "Nothing was written to postgresql://cycle:***@" in r.output
     assert "Traceback" not in r.output
     assert {rows for rows, _ in contents(url).values()} == {0}
+
+
+def test_a_copy_whose_connection_is_lost_keeps_nothing_and_says_copy_again(
+        filled, postgres, monkeypatch):
+    """The server ends the copy's connection half-way (a restart, pg_terminate_backend):
+    one message saying the connection was lost, that nothing was written and to copy
+    again (not how to resume a run); the destination holds no row, and the next copy
+    makes it whole (found trying to break the team store)."""
+    import psycopg
+
+    url = postgres.schema_url()
+    tables: list[str] = []
+    real = copying._copy_table
+
+    def copy_then_lose(src, dst, table, shape):
+        real(src, dst, table, shape)
+        tables.append(table)
+        if len(tables) == 3:
+            pid = dst.db.execute("SELECT pg_backend_pid()").fetchone()[0]
+            with psycopg.connect(postgres.url(), autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+    monkeypatch.setattr(copying, "_copy_table", copy_then_lose)
+    r = copy(filled.store, url, code=2)
+    assert "error: lost the connection to the store" in r.output, r.output
+    assert "Nothing was written" in r.output and "copy again" in r.output
+    assert "--resume" not in r.output and "Traceback" not in r.output
+    monkeypatch.setattr(copying, "_copy_table", real)
+    assert not any(n for n, _ in contents(url).values())
+    copy(filled.store, url)
+    assert contents(url) == contents(filled.store)
