@@ -33,11 +33,35 @@ class _Loader(_Safe):  # type: ignore[misc, valid-type]
     """PyYAML's safe loader, except that a value that cannot be what it looks like
     (``2001-02-30``, ``!!int x``) is a YAML error at its line, not a ValueError."""
 
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+    def construct_document(self, node: yaml.Node) -> Any:
         try:
-            return super().construct_object(node, deep=deep)
+            return super().construct_document(node)
         except (ValueError, OverflowError) as e:
-            raise _unreadable(node, e) from None
+            raise _unreadable(_failing(self, node) or node, e) from None
+
+
+def _failing(loader: _Safe, node: yaml.Node) -> yaml.ScalarNode | None:
+    """The scalar of ``node``'s tree that its type's constructor refuses (looked for only
+    once one did: a wrapper of every node's construction would cost a third of a load)."""
+    stack = [node]
+    seen: set[int] = set()
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, yaml.ScalarNode):
+            construct = loader.yaml_constructors.get(current.tag)
+            try:
+                if construct is not None:
+                    construct(loader, current)
+            except (ValueError, OverflowError):
+                return current
+        elif isinstance(current, yaml.MappingNode):
+            stack.extend(n for pair in reversed(current.value) for n in reversed(pair))
+        else:
+            stack.extend(reversed(current.value))
+    return None
 
 
 def _unreadable(node: yaml.Node, error: Exception) -> yaml.YAMLError:
@@ -167,32 +191,10 @@ def too_deep(file: str, what: str, line: int | None = None) -> ConfigError:
                        hint="Flatten the data: no eval file or case needs that depth.")
 
 
-class _ItemComposer(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid-type]
-    """The C parser's events composed in Python one node at a time, so that a long list
-    is read item by item: the whole file's node tree (several times the data's size)
-    never exists at once. Events the quick builder took (``_quick``) are given back to the
-    composer first (``replay``)."""
-
-    def __init__(self, text: str) -> None:
-        _Loader.__init__(self, text)
-        yaml.composer.Composer.__init__(self)
-        self.replay: deque[yaml.Event] = deque()
-
-    def check_event(self, *choices: type[yaml.Event]) -> bool:
-        if self.replay:
-            return not choices or isinstance(self.replay[0], choices)
-        return _Loader.check_event(self, *choices)
-
-    def peek_event(self) -> yaml.Event:
-        return self.replay[0] if self.replay else _Loader.peek_event(self)
-
-    def get_event(self) -> yaml.Event:
-        return self.replay.popleft() if self.replay else _Loader.get_event(self)
-
-
 class _Unusual(Exception):
-    """Something the quick builder leaves to PyYAML's composer and constructor: an anchor,
-    an explicit tag, a merge key, a key that is not a scalar, a scalar of no known type."""
+    """Something the quick builder leaves to PyYAML's composer and constructor: an alias,
+    an anchor, an explicit tag, a merge key, a key that is not a scalar, a scalar of no
+    known type, nesting past ``_QUICK_DEPTH``."""
 
 
 #: nesting the quick builder leaves to PyYAML, whose recursion refuses what is too deep
@@ -200,71 +202,105 @@ class _Unusual(Exception):
 _QUICK_DEPTH = 100
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
+_COLLECTIONS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_READ = ("check_event", "peek_event", "get_event")
+#: a file whose items are all unusual (shared mocks by anchors and aliases) stops paying
+#: the quick builder's try after this many in a row
+_TRIES = 8
 
 
-def _quick(loader: _ItemComposer, at: Path_, lines: dict[Path_, int], file: str,
-           taken: list[yaml.Event]) -> Any:
-    """The next item's value built straight from the parser's events, its lines recorded
-    as ``_record_lines`` records them: the data PyYAML's safe loader makes, without its
-    node tree and its constructor's generators (a case file reads in half the time).
-    Every event read is appended to ``taken``, which the caller gives back to the
-    composer (``loader.replay``) on ``_Unusual``."""
-    read = _Loader.get_event
-    resolvers = _Loader.yaml_implicit_resolvers
-    constructors = _Loader.yaml_constructors
-    scalar_event, mapping_end, sequence_end = (
-        yaml.ScalarEvent, yaml.MappingEndEvent, yaml.SequenceEndEvent)
-    collections = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+class _ItemComposer(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid-type]
+    """A long list read item by item: the whole file's node tree (several times the data's
+    size) never exists at once. Each item is built straight from the C parser's events
+    (``quick``): the data PyYAML's safe loader makes, with the lines ``_record_lines``
+    records, at half the cost (no node tree, no constructor's generators). An unusual
+    item goes to PyYAML's composer and constructor, which read again the events taken."""
 
-    def get() -> yaml.Event:
-        event = read(loader)
-        taken.append(event)
+    def __init__(self, text: str) -> None:
+        _Loader.__init__(self, text)
+        yaml.composer.Composer.__init__(self)
+        self.taken: list[yaml.Event] = []
+        self.lines: dict[Path_, int] = {}
+        self.file = ""
+        #: unusual items in a row: after ``_TRIES`` the file's are all composed by PyYAML
+        self.unusual = 0
+
+    def quick(self, at: Path_, lines: dict[Path_, int], file: str) -> Any:
+        """The next item's value (its lines into ``lines``), or ``_Unusual`` with the
+        events read kept in ``taken``."""
+        self.taken, self.lines, self.file = [], lines, file
+        return self._build(self._take(), at)
+
+    def give_back(self) -> None:
+        """The composer's next reads are the events ``quick`` took, then the parser's.
+        (Instance attributes over the C parser's methods, gone with the last event given
+        back: the composer's other reads stay calls of the C methods.)"""
+        events = deque(self.taken)
+
+        def get_event() -> yaml.Event:
+            event = events.popleft()
+            if not events:
+                self.done_giving_back()
+            return event
+
+        self.__dict__.update(zip(_READ, (
+            lambda *choices: not choices or isinstance(events[0], choices),
+            lambda: events[0], get_event), strict=True))
+
+    def done_giving_back(self) -> None:
+        for name in _READ:
+            self.__dict__.pop(name, None)
+
+    def _take(self) -> yaml.Event:
+        event = _Loader.get_event(self)
+        self.taken.append(event)
         return event
 
-    def scalar(event: yaml.ScalarEvent) -> tuple[Any, str]:
+    def _scalar(self, event: yaml.ScalarEvent) -> tuple[Any, str]:
         if event.anchor is not None or event.tag not in (None, "!"):
             raise _Unusual
         value = event.value
-        if not event.implicit[0] or value[:1] not in resolvers:
+        if not event.implicit[0] or value[:1] not in self.yaml_implicit_resolvers:
             return value, _STR
-        tag = loader.resolve(yaml.ScalarNode, value, event.implicit)
+        tag = self.resolve(yaml.ScalarNode, value, event.implicit)
         if tag == _STR:
             return value, tag
-        if tag not in constructors:  # (the merge key, `=`, a plain `!x`: PyYAML's say)
+        if tag not in self.yaml_constructors:  # (the merge key, `=`, a plain `!x`)
             raise _Unusual
         node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
         try:
-            return constructors[tag](loader, node), tag
+            return self.yaml_constructors[tag](self, node), tag
         except (ValueError, OverflowError) as e:
             raise _unreadable(node, e) from None
 
-    def build(event: yaml.Event, path: Path_) -> Any:
+    def _build(self, event: yaml.Event, path: Path_) -> Any:
+        lines = self.lines
         lines.setdefault(path, event.start_mark.line + 1)
-        if type(event) is scalar_event:
-            return scalar(event)[0]
-        if type(event) not in collections or event.anchor is not None or (
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            return self._scalar(event)[0]
+        if kind not in _COLLECTIONS or event.anchor is not None or (
                 event.tag not in (None, "!")) or len(path) > _QUICK_DEPTH:
             raise _Unusual
-        if type(event) is yaml.SequenceStartEvent:
+        take = self._take
+        if kind is yaml.SequenceStartEvent:
             items: list[Any] = []
-            while type(event := get()) is not sequence_end:
-                items.append(build(event, path + (len(items),)))
+            while type(event := take()) is not yaml.SequenceEndEvent:
+                items.append(self._build(event, path + (len(items),)))
             return items
         mapping: dict[Any, Any] = {}
-        while type(event := get()) is not mapping_end:
-            if type(event) is not scalar_event:
+        while type(event := take()) is not yaml.MappingEndEvent:
+            if type(event) is not yaml.ScalarEvent:
                 raise _Unusual
-            key, tag = scalar(event)
+            key, tag = self._scalar(event)
             if tag == _MERGE:
                 raise _Unusual
             name = event.value
             if path + (name,) in lines:
-                raise _duplicate(name, path, lines, event.start_mark.line + 1, file)
+                raise _duplicate(name, path, lines, event.start_mark.line + 1, self.file)
             lines[path + (name,)] = event.start_mark.line + 1
-            mapping[key] = build(get(), path + (name,))
+            mapping[key] = self._build(take(), path + (name,))
         return mapping
-
-    return build(get(), at)
 
 
 def iter_items(text: str, file: str, key: str | None = None
@@ -346,18 +382,23 @@ def _items(loader: _ItemComposer, file: str, prefix: Path_, line: int, *, aliase
 
 def _read_item(loader: _ItemComposer, at: Path_, lines: dict[Path_, int], file: str, *,
                aliases: bool) -> Any:
-    """One item of the list: built quickly from the events when it is plain data, else
-    (and in a file with aliases, whose expansion is bounded first) by PyYAML's composer
-    and constructor, reading again the events the quick builder took."""
-    if not aliases:
-        taken: list[yaml.Event] = []
+    """One item of the list: built quickly from the events when it is plain data, else by
+    PyYAML's composer and constructor, reading again the events the quick builder took
+    (an item with an alias has its expansion bounded first, in a file with any ``*``)."""
+    if loader.unusual < _TRIES:
         try:
-            return _quick(loader, at, lines, file, taken)
+            value = loader.quick(at, lines, file)
+            loader.unusual = 0
+            return value
         except _Unusual:
-            loader.replay.extend(taken)
+            loader.unusual += 1
             for path in [p for p in lines if len(p) >= len(at)]:  # (the item's, read again)
                 del lines[path]
-    node = loader.compose_node(None, None)
+        loader.give_back()
+    try:
+        node = loader.compose_node(None, None)
+    finally:
+        loader.done_giving_back()
     if aliases:  # (a file without '*' has none: no walk)
         _bounded(node, file)
     data = loader.construct_document(node)

@@ -30,6 +30,11 @@ DOCUMENTS = {
     "under cases": "cases:\n  - id: x\n    input: y\n  - id: z\n    input: {a: [1, 2]}\n",
     "unicode": "- id: u\n  v: \"caf\\u00e9 \\U0001F600\"\n  w: ünïcödé & more\n",
     "deep": "- id: deep\n  v: " + "[" * 60 + "]" * 60 + "\n",
+    "aliases": "- id: a\n  mocks: &m {t: [1, 2]}\n- id: b\n  mocks: *m\n- id: c\n  v: 1\n",
+    "stars in text": "- id: a\n  expected: '**bold** and *this*'\n  input: 2 * 3\n",
+    # PyYAML composes the rest of a file once eight items in a row were unusual
+    "shared mocks": "".join(f"- id: m{i}\n  mocks: &m{i} {{t: {i}}}\n" for i in range(10))
+    + "- id: plain\n  input: {a: [1, {b: 2}]}\n- id: last\n  input: x\n",
 }
 
 
@@ -62,7 +67,8 @@ def test_plain_cases_are_built_from_the_events_without_pyyamls_composer(monkeypa
         raise AssertionError("composed by PyYAML")
 
     monkeypatch.setattr(yamlload._ItemComposer, "compose_node", composed)
-    for name in ("plain", "scalars", "blocks", "typed keys", "scalar items", "under cases"):
+    for name in ("plain", "scalars", "blocks", "typed keys", "scalar items", "under cases",
+                 "stars in text"):
         assert list(iter_items(DOCUMENTS[name], "cases.yaml", key="cases"))
     with pytest.raises(AssertionError, match="composed by PyYAML"):
         list(iter_items(DOCUMENTS["tags"], "cases.yaml"))
