@@ -7,6 +7,7 @@ builds in the tree: building the checkout itself would leave build/ and *.egg-in
 from __future__ import annotations
 
 import configparser
+import os
 import re
 import shutil
 import subprocess
@@ -47,7 +48,12 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
             cmd.insert(4, "--no-build-isolation")
     except ImportError:
         pass
-    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300)
+    # an isolated build fetches setuptools from pip's configured index: on a machine with
+    # no network, one short try per source rather than pip's retries
+    env = {**os.environ, "PIP_RETRIES": "0", "PIP_TIMEOUT": "5",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300,
+                          env=env)
     if done.returncode != 0:
         if _backend_missing(done.stdout + done.stderr):
             pytest.skip("pip could not fetch setuptools>=77 to build the wheel here")
