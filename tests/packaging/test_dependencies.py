@@ -74,8 +74,11 @@ def test_every_module_cycle_imports_comes_from_a_declared_distribution():
 FAILED_ON = {
     "textual": ("1.0.0", "the TUI's stylesheet: text-overflow, $text-accent are unknown"),
     "openai": ("1.40.0", "no httpx2: cycle doctor failed, No module named 'httpcore2'"),
-    "google-genai": ("1.38.0", "'AsyncClient' object has no attribute 'aclose'"),
+    "google-genai": ("1.39.0", "Gemini batch jobs are never submitted (1.38: no aclose)"),
     "httpx2": ("2.12.0", "cycle doctor ended, now and then, with a traceback closing a stream"),
+    "sqlite-utils": ("3.37", "No module named 'sqlite_utils.migrations': no store migrates"),
+    "regex": ("2023.3.22", "the classic (a+)+ pattern runs into the timeout"),
+    "opentelemetry-exporter-otlp-proto-http": ("1.39.1", "no collector: internal error"),
 }
 
 
