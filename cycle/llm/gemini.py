@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -196,11 +197,18 @@ class GeminiAPI(ModelAPI):
         except errors.APIError as e:
             headers = dict(getattr(e.response, "headers", None) or {})
             body = json.dumps(e.details) if not isinstance(e.details, str) else e.details
-            raise status_error(
+            error = status_error(
                 self.provider, self.model_name, int(e.code or 0),
                 body=body, headers=headers, detail=e.message,
                 secrets=self.secrets, key_variable="GEMINI_API_KEY",
-            ) from e
+            )
+            # Gemini says how long to wait in the body (google.rpc.RetryInfo), not in a
+            # Retry-After header: without it, the backoff's few seconds only earned more
+            # 429s, and a quota reset hours away was retried instead of named
+            delay = _retry_delay(e.details)
+            if delay is not None and (error.retry_after is None or delay > error.retry_after):
+                error.retry_after = delay
+            raise error from e
         except timeouts as e:
             raise ProviderConnectionError(
                 f"{where} timed out (after {self.options.timeout} s)"
@@ -315,6 +323,31 @@ class GeminiAPI(ModelAPI):
             raw_response=raw_response,
             model=f"gemini:{response.model_version or self.model_name}",
         )
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")
+
+
+def _retry_delay(details: Any) -> float | None:
+    """The seconds a Gemini error's ``google.rpc.RetryInfo`` detail asks to wait (its
+    ``retryDelay``, a protobuf Duration such as ``"37s"`` or ``"0.5s"``), if it has one."""
+    error = details.get("error") if isinstance(details, dict) else None
+    found = error.get("details") if isinstance(error, dict) else None
+    for item in found if isinstance(found, list) else ():
+        if not isinstance(item, dict) or not str(item.get("@type", "")).endswith(
+                "google.rpc.RetryInfo"):
+            continue
+        delay = item.get("retryDelay")
+        if isinstance(delay, dict):  # a Duration as an object: {"seconds": 37, "nanos": 0}
+            try:
+                return max(0.0, float(delay.get("seconds") or 0)
+                           + float(delay.get("nanos") or 0) / 1e9)
+            except (TypeError, ValueError):
+                return None
+        match = _DURATION.match(delay) if isinstance(delay, str) else None
+        if match:
+            return float(match.group(1))
+    return None
 
 
 def _content(message: Message, types: Any) -> types.Content:
