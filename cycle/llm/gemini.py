@@ -164,8 +164,16 @@ class GeminiAPI(ModelAPI):
             kwargs["seed"] = config.seed
         if config.stop:
             kwargs["stop_sequences"] = list(config.stop)
-        if config.max_tokens is not None:
-            kwargs["max_output_tokens"] = config.max_tokens
+        max_tokens = config.max_tokens
+        if max_tokens is None and self.guard_max_tokens:
+            # under a budget a call is reserved RESERVED_OUTPUT tokens of output when it
+            # sets no max_tokens; Gemini's own default is far more (65,536 for 2.5 models,
+            # thinking included), which an honest answer could bill past the reservation
+            from cycle.llm.model import RESERVED_OUTPUT
+
+            max_tokens = RESERVED_OUTPUT
+        if max_tokens is not None:
+            kwargs["max_output_tokens"] = max_tokens
         if config.response_schema is not None:
             kwargs["response_mime_type"] = "application/json"
             kwargs["response_json_schema"] = config.response_schema

@@ -46,3 +46,17 @@ async def test_a_retry_info_longer_than_the_cap_fails_at_once_with_the_reason(ma
         await model.generate(HI)
     assert server.request_count == 1
     assert isinstance(e.value.last, RateLimitError) and e.value.last.retry_after == 3600
+
+
+async def test_under_a_budget_a_call_without_max_tokens_asks_gemini_for_no_more_than_reserved(
+        make_model, server):
+    """Gemini honours maxOutputTokens (thinking included) but defaults to far more than the
+    4,096 tokens a call without max_tokens is reserved: under a cap it is sent that much."""
+    from cycle.llm.budget import Budget
+    from cycle.llm.model import RESERVED_OUTPUT
+
+    await make_model(MODEL, budget=Budget(1.0)).generate(HI)
+    await make_model(MODEL).generate(HI)  # no cap: Gemini's own default, as before
+    capped, free = (r.body.get("generationConfig") or {} for r in server.requests)
+    assert capped.get("maxOutputTokens") == RESERVED_OUTPUT
+    assert "maxOutputTokens" not in free
