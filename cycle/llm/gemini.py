@@ -298,16 +298,23 @@ class GeminiAPI(ModelAPI):
         if not candidates:
             feedback = getattr(response, "prompt_feedback", None)
             if feedback is not None and feedback.block_reason:
+                said = _name(feedback.block_reason)
+                detail = getattr(feedback, "block_reason_message", None)
                 return ModelOutput(
                     finish_reason="content_filter", usage=usage, usage_estimated=estimated,
                     raw_request=raw_request,
                     raw_response=raw_response, model=where,
+                    withheld=f"promptFeedback.blockReason {said} (Gemini blocked the prompt)"
+                    + (f": {str(detail)[:300]}" if detail else ""),
                 )
             raise MalformedResponseError(f"{where} sent a response without candidates")
         candidate = candidates[0]
         texts: list[str] = []
         calls: list[ToolCall] = []
+        thoughts = False
         for part in (candidate.content.parts if candidate.content else None) or []:
+            if part.thought:
+                thoughts = True
             if part.function_call is not None:
                 fc = part.function_call
                 calls.append(ToolCall(
@@ -323,6 +330,7 @@ class GeminiAPI(ModelAPI):
         if calls and finish in (None, "stop"):
             finish = "tool_calls"
         return ModelOutput(
+            withheld=_withheld(candidate, reason_name, bool(texts or calls), thoughts),
             text="".join(texts),
             tool_calls=tuple(calls),
             finish_reason=finish,
@@ -331,6 +339,33 @@ class GeminiAPI(ModelAPI):
             raw_response=raw_response,
             model=f"gemini:{response.model_version or self.model_name}",
         )
+
+
+#: finish reasons with which Gemini stops an answer itself: what it wrote before (if
+#: anything) is not the model's whole answer
+_STOPPED = frozenset({"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII",
+                      "MALFORMED_FUNCTION_CALL", "IMAGE_SAFETY", "UNEXPECTED_TOOL_CALL",
+                      "TOO_MANY_TOOL_CALLS", "LANGUAGE"})
+
+
+def _name(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def _withheld(candidate: Any, reason: Any, answered: bool, thoughts: bool) -> str | None:
+    """Why a candidate is no answer to use, in Gemini's words; None when it is one: text or
+    tool calls that ended as a model ends (STOP, or MAX_TOKENS: cut where the call's own
+    max_tokens said), or an empty text with STOP (an empty answer, judged as one)."""
+    said = _name(reason) if reason else None
+    if answered and said not in _STOPPED:
+        return None
+    if not answered and said == "STOP" and not thoughts:
+        return None
+    message = getattr(candidate, "finish_message", None)
+    what = (f"finishReason {said} (Gemini stopped the answer)" if answered
+            else f"finishReason {said or 'missing'}" + (", only thoughts" if thoughts else "")
+            + ", no text")
+    return what + (f": {str(message)[:300]}" if message else "")
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")

@@ -60,3 +60,99 @@ async def test_under_a_budget_a_call_without_max_tokens_asks_gemini_for_no_more_
     capped, free = (r.body.get("generationConfig") or {} for r in server.requests)
     assert capped.get("maxOutputTokens") == RESERVED_OUTPUT
     assert "maxOutputTokens" not in free
+
+
+USAGE = {"promptTokenCount": 1000, "candidatesTokenCount": 500, "totalTokenCount": 1500}
+
+
+def answer(candidate: dict | None = None, **body: object) -> Fault:
+    """A 200 answer with this body, as Gemini may send it."""
+    if candidate is not None:
+        body["candidates"] = [candidate]
+    return Fault.malformed(json.dumps({**body, "usageMetadata": USAGE}))
+
+
+WITHHELD = {
+    "finishReason SAFETY, no text": answer({"finishReason": "SAFETY"}),
+    "finishReason OTHER, no text": answer(
+        {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "OTHER"}),
+    "finishReason MALFORMED_FUNCTION_CALL, no text": answer(
+        {"finishReason": "MALFORMED_FUNCTION_CALL"}),
+    "finishReason RECITATION (Gemini stopped the answer)": answer(
+        {"content": {"role": "model", "parts": [{"text": "The first verse is"}]},
+         "finishReason": "RECITATION"}),
+    "finishReason STOP, only thoughts, no text": answer(
+        {"content": {"role": "model", "parts": [{"text": "Let me think.", "thought": True}]},
+         "finishReason": "STOP"}),
+    "finishReason missing, no text": answer({}),
+    "promptFeedback.blockReason PROHIBITED_CONTENT (Gemini blocked the prompt)": answer(
+        promptFeedback={"blockReason": "PROHIBITED_CONTENT"}),
+}
+
+
+@pytest.mark.parametrize("says", list(WITHHELD))
+async def test_an_answer_gemini_withheld_is_an_error_naming_why_and_is_charged(
+        says, make_model, server, recorder):
+    """Before: each came back as an empty (or cut) answer, judged as if the model had
+    written it (a silent 0), or, for a judge, 'does not follow the schema'."""
+    from cycle.errors import MalformedResponseError
+    from cycle.llm.budget import Budget
+
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, bus=recorder.bus)
+    server.enqueue(WITHHELD[says])
+    with pytest.raises(MalformedResponseError) as e:
+        await model.generate(HI)
+    assert f"{MODEL}: no answer, {says}" in str(e.value)
+    assert server.request_count == 1  # not asked again: the same call is refused again
+    # Gemini bills the tokens it reported: charged to the cap and to the failed call
+    assert budget.spent > 0 and budget.reserved == 0
+    assert recorder.calls[-1].error and recorder.calls[-1].cost == pytest.approx(budget.spent)
+
+
+async def test_gemini_withholding_a_judges_answer_is_named_not_a_schema_error(make_model, server):
+    from cycle.errors import MalformedResponseError
+
+    model = make_model(MODEL)
+    server.enqueue(WITHHELD["finishReason SAFETY, no text"])
+    with pytest.raises(MalformedResponseError, match="finishReason SAFETY"):
+        await model.generate_structured(HI, {"type": "object", "properties": {
+            "score": {"type": "integer"}}, "required": ["score"]})
+    assert server.request_count == 1  # no repair asked for an answer Gemini withheld
+
+
+async def test_answers_gemini_ended_as_a_model_does_are_answers(make_model, server):
+    """Cut at the call's own max_tokens, or empty with STOP: answers, judged as they are."""
+    model = make_model(MODEL)
+    server.enqueue(
+        answer({"content": {"role": "model", "parts": [{"text": "Dear Ann, your par"}]},
+                "finishReason": "MAX_TOKENS"}),
+        answer({"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}))
+    cut = await model.generate(HI)
+    empty = await model.generate([Message.user("again")])
+    assert (cut.text, cut.finish_reason) == ("Dear Ann, your par", "length")
+    assert (empty.text, empty.finish_reason) == ("", "stop")
+
+
+def test_a_run_whose_agent_gemini_blocks_errs_naming_it_never_scores_it(tmp_path, monkeypatch):
+    """`cycle run` on the gemini project: the agent's answers blocked for SAFETY are errors
+    of their iterations, with Gemini's reason on the case's row, not failed cases."""
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+    from cycle.testing import LoopbackServer
+
+    def blocked(request):
+        return WITHHELD["finishReason SAFETY, no text"] if request.schema is None else None
+
+    r = CliRunner().invoke(cli, ["init", str(tmp_path), "--provider", "gemini"])
+    assert r.exit_code == 0, r.output
+    (tmp_path / ".env").write_text("GEMINI_API_KEY=test-key-from-dotenv\n")
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=blocked) as srv:
+        cfg = tmp_path / "cycle.yaml"
+        cfg.write_text(cfg.read_text() + f"providers:\n  gemini: {{base_url: '{srv.gemini_base_url}'}}\n")
+        r = CliRunner().invoke(cli, ["run", "-n", "1"])
+    assert "0 passed, 0 failed, 3 errored" in r.output, r.output
+    assert r.output.count("no answer, finishReason SAFETY, no text") == 3, r.output
+    assert all(req.schema is None for req in srv.requests)  # nothing was judged
