@@ -191,10 +191,11 @@ class GeminiAPI(ModelAPI):
             ),
         }
         response = await self._calling(self._client().aio.models.generate_content(
-            model=self.model_name, contents=contents, config=gen_config))
+            model=self.model_name, contents=contents, config=gen_config),
+            answer_tokens=gen_config.max_output_tokens)
         return self._output(response, raw_request)
 
-    async def _calling(self, call: Any) -> Any:
+    async def _calling(self, call: Any, *, answer_tokens: int | None = None) -> Any:
         """Await an SDK call, its errors as ``cycle.errors``."""
         from google.genai import errors
 
@@ -227,10 +228,19 @@ class GeminiAPI(ModelAPI):
                 f"cannot reach {where} at {where_url}: {redact(str(e), *self.secrets)}"
             ) from e
         except ValueError as e:  # undecodable JSON, or JSON that is not a response
-            raise MalformedResponseError(
+            error = MalformedResponseError(
                 f"{where} sent a response that could not be understood: "
-                f"{redact(str(e), *self.secrets)[:300]}"
-            ) from e
+                f"{redact(_why(e), *self.secrets)[:300]}"
+            )
+            if _answered(e):
+                # it came back (a 200 the SDK could not read: usage as text or a fraction,
+                # tool arguments that are not an object, a cut body): Gemini may bill it,
+                # so it is charged as the most it may be, by the byte bound (estimated)
+                from cycle.llm.model import RESERVED_OUTPUT
+
+                error.paid = ModelOutput(usage=Usage(
+                    output_tokens=answer_tokens or RESERVED_OUTPUT), usage_estimated=True)
+            raise error from e
 
     # -- batch jobs (Gemini batch mode, the requests inlined in the job) -----------------
 
@@ -307,7 +317,10 @@ class GeminiAPI(ModelAPI):
                     withheld=f"promptFeedback.blockReason {said} (Gemini blocked the prompt)"
                     + (f": {str(detail)[:300]}" if detail else ""),
                 )
-            raise MalformedResponseError(f"{where} sent a response without candidates")
+            # no answer, but Gemini may bill the prompt: charged, then an error of the call
+            return ModelOutput(usage=usage, usage_estimated=estimated, raw_request=raw_request,
+                               raw_response=raw_response, model=where,
+                               withheld="the response has no candidates")
         candidate = candidates[0]
         texts: list[str] = []
         calls: list[ToolCall] = []
@@ -366,6 +379,30 @@ def _withheld(candidate: Any, reason: Any, answered: bool, thoughts: bool) -> st
             else f"finishReason {said or 'missing'}" + (", only thoughts" if thoughts else "")
             + ", no text")
     return what + (f": {str(message)[:300]}" if message else "")
+
+
+def _answered(error: ValueError) -> bool:
+    """Whether the SDK failed on an answer it received (its JSON, or the response model's
+    validation), not on the request before sending it."""
+    if isinstance(error, json.JSONDecodeError):
+        return True
+    title = getattr(error, "title", None)  # a pydantic ValidationError names its model
+    return isinstance(title, str) and title.endswith("Response")
+
+
+def _why(error: ValueError) -> str:
+    """What was wrong, in one line: a pydantic error's fields and problems, not its
+    multi-line text with links."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        try:
+            found = errors(include_url=False)
+        except TypeError:
+            found = errors()
+        return "; ".join(
+            f"{'.'.join(str(p) for p in item.get('loc', ()))}: {item.get('msg')} "
+            f"(got {str(item.get('input'))[:60]!r})" for item in found[:3])
+    return str(error)
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")

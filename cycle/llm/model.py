@@ -596,7 +596,8 @@ class Model:
                 output = await self.api.generate(messages, tools, config)
         except BaseException as e:
             charged = 0.0
-            paid = e.paid if isinstance(e, ProviderConnectionError) else None
+            paid = (e.paid if isinstance(e, ProviderConnectionError | MalformedResponseError)
+                    else None)
             if paid is not None:  # a dropped answer may be billed: charged, then raised
                 charged = self._priced(self._bounded(paid, messages, tools, config), share).usd
             elif held and isinstance(e, TimeoutError | asyncio.CancelledError):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from cycle.errors import RateLimitError, RetriesExhaustedError
-from cycle.records import Message
+from cycle.records import Message, Usage
 from cycle.testing import Fault
 
 MODEL = "gemini:gemini-2.5-flash"
@@ -87,6 +87,7 @@ WITHHELD = {
     "finishReason missing, no text": answer({}),
     "promptFeedback.blockReason PROHIBITED_CONTENT (Gemini blocked the prompt)": answer(
         promptFeedback={"blockReason": "PROHIBITED_CONTENT"}),
+    "the response has no candidates": answer(),
 }
 
 
@@ -156,3 +157,43 @@ def test_a_run_whose_agent_gemini_blocks_errs_naming_it_never_scores_it(tmp_path
     assert "0 passed, 0 failed, 3 errored" in r.output, r.output
     assert r.output.count("no answer, finishReason SAFETY, no text") == 3, r.output
     assert all(req.schema is None for req in srv.requests)  # nothing was judged
+
+
+UNREADABLE = {
+    "usage_metadata.promptTokenCount: Input should be a valid integer": Fault.malformed(json.dumps({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]},
+                        "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": "a thousand", "candidatesTokenCount": 2.5}})),
+    "functionCall.args: Input should be a valid dictionary": Fault.malformed(json.dumps({
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "lookup", "args": ["A-1042"]}}]}, "finishReason": "STOP"}],
+        "usageMetadata": USAGE})),
+    "Unterminated string": Fault.malformed(
+        '{"candidates": [{"content": {"role": "model", "parts": [{"text": "Dear Ann, your or'),
+}
+
+
+@pytest.mark.parametrize("says", list(UNREADABLE))
+async def test_an_answer_the_sdk_cannot_read_is_a_one_line_error_charged_to_the_cap(
+        says, make_model, server, recorder):
+    """Before: the error was pydantic's text with its links, and the call was charged
+    nothing although it came back (Gemini bills it): under a cap, a provider answering so
+    spent past it unseen."""
+    from cycle.errors import MalformedResponseError
+    from cycle.llm.base import GenerateConfig
+    from cycle.llm.budget import Budget
+
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, bus=recorder.bus,
+                       config=GenerateConfig(max_tokens=100))
+    server.enqueue(UNREADABLE[says])
+    with pytest.raises(MalformedResponseError, match="could not be understood") as e:
+        await model.generate(HI)
+    assert says in str(e.value) and "\n" not in str(e.value) and "pydantic.dev" not in str(e.value)
+    assert server.request_count == 1
+    # charged as the most it may have been: what was sent by the byte bound, and its 100
+    # tokens of output, estimated
+    worst = model.pricing.cost(MODEL, Usage(
+        input_tokens=1, output_tokens=100)).usd
+    assert budget.spent >= worst and budget.estimated and budget.reserved == 0
+    assert recorder.calls[-1].cost == pytest.approx(budget.spent)
