@@ -193,7 +193,7 @@ class GeminiAPI(ModelAPI):
         response = await self._calling(self._client().aio.models.generate_content(
             model=self.model_name, contents=contents, config=gen_config),
             answer_tokens=gen_config.max_output_tokens)
-        return self._output(response, raw_request)
+        return self._output(response, raw_request, answer_tokens=gen_config.max_output_tokens)
 
     async def _calling(self, call: Any, *, answer_tokens: int | None = None) -> Any:
         """Await an SDK call, its errors as ``cycle.errors``."""
@@ -283,9 +283,13 @@ class GeminiAPI(ModelAPI):
                 answers[key] = e.message
         return answers
 
-    def _output(self, response: Any, raw_request: dict[str, Any] | None) -> ModelOutput:
+    def _output(self, response: Any, raw_request: dict[str, Any] | None, *,
+                answer_tokens: int | None = None) -> ModelOutput:
+        """Our output for a response; ``answer_tokens``: the maxOutputTokens it was asked
+        with (what an answer whose usage is unknown is charged as output: a model that
+        thinks is billed its thoughts, up to that cap, and they are not in the text)."""
         where = f"gemini:{self.model_name}"
-        usage = Usage()
+        usage = Usage(output_tokens=answer_tokens or 0)
         estimated = True
         meta = getattr(response, "usage_metadata", None)
         if meta is not None:
@@ -299,6 +303,9 @@ class GeminiAPI(ModelAPI):
                 # thinking tokens are billed as output
                 output_tokens=(said or 0) + (count("thoughts_token_count") or 0),
             )
+            if said is None and answer_tokens and response.candidates:  # see the docstring
+                usage = usage.model_copy(update={
+                    "output_tokens": max(usage.output_tokens, answer_tokens)})
             # an answer with no text may say no candidates count: its input still counts
             estimated = sent is None or (said is None and bool(response.candidates))
         raw_response = response.model_dump(

@@ -197,3 +197,65 @@ async def test_an_answer_the_sdk_cannot_read_is_a_one_line_error_charged_to_the_
         input_tokens=1, output_tokens=100)).usd
     assert budget.spent >= worst and budget.estimated and budget.reserved == 0
     assert recorder.calls[-1].cost == pytest.approx(budget.spent)
+
+
+class Thinking:
+    """A Gemini that thinks up to the call's maxOutputTokens (thinking counts toward it, and
+    is billed as output) and answers a few characters; it bills one token a character of
+    what it is sent. ``told``: usageMetadata as Gemini sends it; else none at all."""
+
+    def __init__(self, told: bool) -> None:
+        import threading
+
+        self.told = told
+        self.billed: list[tuple[int, int]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request):
+        from cycle.testing import Reply
+
+        cap = (request.body.get("generationConfig") or {}).get("maxOutputTokens") or 65536
+        answer = "fine"
+        sent = sum(len(m["content"] or "") for m in request.messages)
+        thoughts = cap - len(answer)
+        with self._lock:
+            self.billed.append((sent, cap))
+        if not self.told:
+            return Reply(text=answer, no_usage=True)
+        return Reply(text=answer, usage={
+            "promptTokenCount": sent, "candidatesTokenCount": len(answer),
+            "thoughtsTokenCount": thoughts, "totalTokenCount": sent + cap})
+
+
+@pytest.mark.parametrize("told", [True, False], ids=["told", "omitted"])
+async def test_calls_racing_the_cap_with_thinking_never_pass_it(told, make_model, server):
+    """16 in flight; Gemini thinks to the call's cap, its thoughts billed as output. When it
+    tells no usage, the answer's few bytes are not what was billed: the call is charged as
+    if it thought to its cap (before: the visible answer's bytes, and the spend fell short
+    of what was billed)."""
+    import asyncio
+
+    from cycle.errors import BudgetExceededError
+    from cycle.llm.base import GenerateConfig
+    from cycle.llm.budget import Budget
+
+    bill = Thinking(told)
+    server.responder = bill
+    cap = 0.005
+    budget = Budget(cap)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=64),
+                       options={"max_connections": 16})
+
+    async def one(i: int) -> bool:
+        try:
+            await model.generate([Message.user(f"hi {i}")], iteration=i)
+            return True
+        except BudgetExceededError:
+            return False
+
+    answered = await asyncio.gather(*(one(i) for i in range(400)))
+    billed = sum(model.pricing.cost(MODEL, Usage(input_tokens=i, output_tokens=o)).usd
+                 for i, o in bill.billed)
+    assert sum(answered) >= 10 and not all(answered)
+    assert billed <= cap, f"billed ${billed:.6f} of a ${cap} cap"
+    assert billed <= budget.spent <= cap
