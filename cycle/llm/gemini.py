@@ -289,23 +289,24 @@ class GeminiAPI(ModelAPI):
         with (what an answer whose usage is unknown is charged as output: a model that
         thinks is billed its thoughts, up to that cap, and they are not in the text)."""
         where = f"gemini:{self.model_name}"
-        usage = Usage(output_tokens=answer_tokens or 0)
+        usage = Usage()
         estimated = True
+        #: Gemini told nothing of the output it billed (no candidates or thoughts count)
+        untold = True
         meta = getattr(response, "usage_metadata", None)
         if meta is not None:
             def count(name: str) -> int | None:
                 return token_count(getattr(meta, name, None), field=name, where=where)
 
             sent, said = count("prompt_token_count"), count("candidates_token_count")
+            thought = count("thoughts_token_count")
+            untold = said is None and thought is None
             usage = Usage(
                 input_tokens=sent or 0,
                 cached_input_tokens=count("cached_content_token_count") or 0,
                 # thinking tokens are billed as output
-                output_tokens=(said or 0) + (count("thoughts_token_count") or 0),
+                output_tokens=(said or 0) + (thought or 0),
             )
-            if said is None and answer_tokens and response.candidates:  # see the docstring
-                usage = usage.model_copy(update={
-                    "output_tokens": max(usage.output_tokens, answer_tokens)})
             # an answer with no text may say no candidates count: its input still counts
             estimated = sent is None or (said is None and bool(response.candidates))
         raw_response = response.model_dump(
@@ -349,6 +350,11 @@ class GeminiAPI(ModelAPI):
         finish = _FINISH.get(str(reason_name), str(reason_name).lower()) if reason_name else None
         if calls and finish in (None, "stop"):
             finish = "tool_calls"
+        if answer_tokens and (meta is None or (untold and (texts or calls))):
+            # see the docstring (an empty candidate with no counts, as Gemini sends a
+            # blocked one, keeps the byte bound)
+            usage = usage.model_copy(update={
+                "output_tokens": max(usage.output_tokens, answer_tokens)})
         return ModelOutput(
             withheld=_withheld(candidate, reason_name, bool(texts or calls), thoughts),
             text="".join(texts),
