@@ -230,7 +230,7 @@ class GeminiAPI(ModelAPI):
         except ValueError as e:  # undecodable JSON, or JSON that is not a response
             error = MalformedResponseError(
                 f"{where} sent a response that could not be understood: "
-                f"{redact(_why(e), *self.secrets)[:300]}"
+                f"{redact(_why(e, self.secrets), *self.secrets)[:300]}"
             )
             if _answered(e):
                 # it came back (a 200 the SDK could not read: usage as text or a fraction,
@@ -403,9 +403,10 @@ def _answered(error: ValueError) -> bool:
     return isinstance(title, str) and title.endswith("Response")
 
 
-def _why(error: ValueError) -> str:
+def _why(error: ValueError, secrets: tuple[str, ...]) -> str:
     """What was wrong, in one line: a pydantic error's fields and problems, not its
-    multi-line text with links."""
+    multi-line text with links (each value shown masked, then shortened: a key cut in two
+    would no longer be found whole)."""
     errors = getattr(error, "errors", None)
     if callable(errors):
         try:
@@ -414,7 +415,7 @@ def _why(error: ValueError) -> str:
             found = errors()
         return "; ".join(
             f"{'.'.join(str(p) for p in item.get('loc', ()))}: {item.get('msg')} "
-            f"(got {str(item.get('input'))[:60]!r})" for item in found[:3])
+            f"(got {redact(str(item.get('input')), *secrets)[:60]!r})" for item in found[:3])
     return str(error)
 
 

@@ -259,3 +259,18 @@ async def test_calls_racing_the_cap_with_thinking_never_pass_it(told, make_model
     assert sum(answered) >= 10 and not all(answered)
     assert billed <= cap, f"billed ${billed:.6f} of a ${cap} cap"
     assert billed <= budget.spent <= cap
+
+
+async def test_a_key_echoed_in_an_unreadable_answer_is_masked_whole(make_model, server):
+    """The value pydantic quotes is shortened for the message: masked before, or a key cut
+    in two would leak its first half."""
+    from cycle.errors import MalformedResponseError
+
+    key = "k" * 50 + "-secret-gemini-key-1234567890"
+    model = make_model(MODEL, options={"api_key": key})
+    server.enqueue(Fault.malformed(json.dumps({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}}],
+        "usageMetadata": {"promptTokenCount": f"echo {key}"}})))
+    with pytest.raises(MalformedResponseError) as e:
+        await model.generate(HI)
+    assert "kkkkkkkkkk" not in str(e.value) and "***" in str(e.value)
