@@ -293,6 +293,7 @@ class GeminiAPI(ModelAPI):
         estimated = True
         #: Gemini told nothing of the output it billed (no candidates or thoughts count)
         untold = True
+        said: Any = None
         meta = getattr(response, "usage_metadata", None)
         if meta is not None:
             def count(name: str) -> int | None:
@@ -300,6 +301,8 @@ class GeminiAPI(ModelAPI):
 
             sent, said = count("prompt_token_count"), count("candidates_token_count")
             thought = count("thoughts_token_count")
+            if sent == 0:  # a prompt is never 0 tokens: a count that says nothing
+                sent = None
             untold = said is None and thought is None
             usage = Usage(
                 input_tokens=sent or 0,
@@ -316,13 +319,13 @@ class GeminiAPI(ModelAPI):
         if not candidates:
             feedback = getattr(response, "prompt_feedback", None)
             if feedback is not None and feedback.block_reason:
-                said = _name(feedback.block_reason)
+                blocked = _name(feedback.block_reason)
                 detail = getattr(feedback, "block_reason_message", None)
                 return ModelOutput(
                     finish_reason="content_filter", usage=usage, usage_estimated=estimated,
                     raw_request=raw_request,
                     raw_response=raw_response, model=where,
-                    withheld=f"promptFeedback.blockReason {said} (Gemini blocked the prompt)"
+                    withheld=f"promptFeedback.blockReason {blocked} (Gemini blocked the prompt)"
                     + (f": {str(detail)[:300]}" if detail else ""),
                 )
             # no answer, but Gemini may bill the prompt: charged, then an error of the call
@@ -350,6 +353,9 @@ class GeminiAPI(ModelAPI):
         finish = _FINISH.get(str(reason_name), str(reason_name).lower()) if reason_name else None
         if calls and finish in (None, "stop"):
             finish = "tool_calls"
+        if said == 0 and (texts or calls) and usage.output_tokens == 0:
+            # an answer is never 0 tokens: the count says nothing of what was billed
+            untold = estimated = True
         if answer_tokens and (meta is None or (untold and (texts or calls))):
             # see the docstring (an empty candidate with no counts, as Gemini sends a
             # blocked one, keeps the byte bound)

@@ -202,9 +202,10 @@ async def test_an_answer_the_sdk_cannot_read_is_a_one_line_error_charged_to_the_
 class Thinking:
     """A Gemini that thinks up to the call's maxOutputTokens (thinking counts toward it, and
     is billed as output) and answers a few characters; it bills one token a character of
-    what it is sent. ``told``: usageMetadata as Gemini sends it; else none at all."""
+    what it is sent. ``told``: usageMetadata as Gemini sends it, "zeros" (every count 0), or
+    none at all."""
 
-    def __init__(self, told: bool) -> None:
+    def __init__(self, told: bool | str) -> None:
         import threading
 
         self.told = told
@@ -222,12 +223,15 @@ class Thinking:
             self.billed.append((sent, cap))
         if not self.told:
             return Reply(text=answer, no_usage=True)
+        if self.told == "zeros":
+            return Reply(text=answer, usage={"promptTokenCount": 0, "candidatesTokenCount": 0,
+                                             "totalTokenCount": 0})
         return Reply(text=answer, usage={
             "promptTokenCount": sent, "candidatesTokenCount": len(answer),
             "thoughtsTokenCount": thoughts, "totalTokenCount": sent + cap})
 
 
-@pytest.mark.parametrize("told", [True, False], ids=["told", "omitted"])
+@pytest.mark.parametrize("told", [True, False, "zeros"], ids=["told", "omitted", "zeros"])
 async def test_calls_racing_the_cap_with_thinking_never_pass_it(told, make_model, server):
     """16 in flight; Gemini thinks to the call's cap, its thoughts billed as output. When it
     tells no usage, the answer's few bytes are not what was billed: the call is charged as
