@@ -28,7 +28,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.bodies import cap_client
+from cycle.llm.bodies import answered_when_cut, cap_client
 from cycle.llm.clients import SharedClients
 from cycle.llm.http import redact, safe_url, status_error, token_count, unsupported_when_missing
 from cycle.records import Message, ToolCall, ToolDef, Usage
@@ -224,6 +224,17 @@ class GeminiAPI(ModelAPI):
             ) from e
         except transport as e:
             where_url = safe_url(self.base_url) or "generativelanguage.googleapis.com"
+            if answered_when_cut(e):
+                # generated, and billed, but cut on its way: charged as the most it may
+                # have cost (estimated) before it is asked again
+                from cycle.llm.model import RESERVED_OUTPUT
+
+                cut = ProviderConnectionError(
+                    f"{where} at {where_url}: the answer was cut on its way "
+                    f"({redact(str(e), *self.secrets)})")
+                cut.paid = ModelOutput(usage=Usage(
+                    output_tokens=answer_tokens or RESERVED_OUTPUT), usage_estimated=True)
+                raise cut from e
             raise ProviderConnectionError(
                 f"cannot reach {where} at {where_url}: {redact(str(e), *self.secrets)}"
             ) from e

@@ -278,3 +278,21 @@ async def test_a_key_echoed_in_an_unreadable_answer_is_masked_whole(make_model, 
     with pytest.raises(MalformedResponseError) as e:
         await model.generate(HI)
     assert "kkkkkkkkkk" not in str(e.value) and "***" in str(e.value)
+
+
+async def test_an_answer_cut_on_its_way_is_charged_then_asked_again(make_model, server, recorder):
+    """Gemini generated (and bills) an answer that a network or a proxy cut halfway: the
+    attempt is a connection error, asked again, and charged as the most it may have cost
+    (before: charged nothing, so under a cap the spend fell short of the bill)."""
+    from cycle.llm.base import GenerateConfig
+    from cycle.llm.budget import Budget
+
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, bus=recorder.bus,
+                       config=GenerateConfig(max_tokens=100))
+    server.enqueue(Fault.cut("a long answer " * 20), "whole")
+    out = await model.generate(HI)
+    assert out.text == "whole" and server.request_count == 2
+    lost = model.pricing.cost(MODEL, Usage(input_tokens=1, output_tokens=100)).usd
+    assert out.cost >= lost and out.cost_estimated  # the answer's cost carries the lost one
+    assert budget.spent == pytest.approx(out.cost) and budget.reserved == 0
