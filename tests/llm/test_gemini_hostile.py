@@ -296,3 +296,25 @@ async def test_an_answer_cut_on_its_way_is_charged_then_asked_again(make_model, 
     lost = model.pricing.cost(MODEL, Usage(input_tokens=1, output_tokens=100)).usd
     assert out.cost >= lost and out.cost_estimated  # the answer's cost carries the lost one
     assert budget.spent == pytest.approx(out.cost) and budget.reserved == 0
+
+
+async def test_an_answer_gemini_withheld_in_a_batch_job_is_an_error_not_asked_live(
+        make_model, server):
+    """In a job, a withheld answer is that call's error, charged at the batch price: not
+    sent again live (at the full price, to be withheld again)."""
+    import asyncio
+
+    from cycle.errors import MalformedResponseError
+    from cycle.llm.batch import BatchSettings
+    from cycle.llm.budget import Budget
+
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, batch=BatchSettings(poll=0.02, window=0.05))
+    server.enqueue(WITHHELD["finishReason SAFETY, no text"])
+    got = await asyncio.gather(*(model.generate([Message.user(f"q{i}")]) for i in range(3)),
+                               return_exceptions=True)
+    assert isinstance(got[0], MalformedResponseError) and "finishReason SAFETY" in str(got[0])
+    assert [o.text for o in got[1:]] == ["echo: q1", "echo: q2"]
+    assert server.batches.created == 1 and server.request_count == 3  # none live
+    blocked = model.pricing.cost(MODEL, Usage(input_tokens=1000, output_tokens=500)).usd
+    assert budget.spent >= blocked / 2 and budget.spent < blocked  # at the batch price
