@@ -89,6 +89,9 @@ class GeminiAPI(ModelAPI):
                 )
             key = PLACEHOLDER_KEY
         self._api_key = key
+        #: the maxOutputTokens of each call sent in a batch job, by its key, for the answer
+        #: whose usage is unknown (``_output``); a job resumed by another process has none
+        self._batch_caps: dict[str, int | None] = {}
         headers = opts.extra.get("headers") or {}
         # models with equal keys share a client (cycle.llm.clients)
         self._client_key: tuple[Any, ...] = (
@@ -262,6 +265,7 @@ class GeminiAPI(ModelAPI):
             contents, config = self.build_request(r.messages, r.tools, r.config)
             inlined.append(types.InlinedRequest(contents=contents, config=config,
                                                 metadata={"key": r.key}))
+            self._batch_caps[r.key] = config.max_output_tokens
         with unsupported_when_missing(self.base_url):
             job = await self._calling(self._client().aio.batches.create(
                 model=self.model_name, src=inlined, config={"display_name": "cycle"}))
@@ -283,13 +287,14 @@ class GeminiAPI(ModelAPI):
             key = (item.metadata or {}).get("key")
             if not key:
                 continue
+            cap = self._batch_caps.pop(key, None)
             if item.error is not None or item.response is None:
                 error = item.error
                 answers[key] = (f"{error.code}: {error.message}" if error is not None
                                 else "no answer")
                 continue
             try:
-                answers[key] = self._output(item.response, None)
+                answers[key] = self._output(item.response, None, answer_tokens=cap)
             except MalformedResponseError as e:
                 answers[key] = e.message
         return answers

@@ -318,3 +318,18 @@ async def test_an_answer_gemini_withheld_in_a_batch_job_is_an_error_not_asked_li
     assert server.batches.created == 1 and server.request_count == 3  # none live
     blocked = model.pricing.cost(MODEL, Usage(input_tokens=1000, output_tokens=500)).usd
     assert budget.spent >= blocked / 2 and budget.spent < blocked  # at the batch price
+
+
+async def test_a_batch_answer_without_usage_is_charged_its_max_tokens_of_thinking(
+        make_model, server):
+    import asyncio
+
+    from cycle.llm.base import GenerateConfig
+    from cycle.llm.batch import BatchSettings
+
+    server.responder = Thinking(told=False)
+    model = make_model(MODEL, batch=BatchSettings(poll=0.02, window=0.05),
+                       config=GenerateConfig(max_tokens=300))
+    outs = await asyncio.gather(*(model.generate([Message.user(f"q{i}")]) for i in range(2)))
+    assert server.batches.created == 1
+    assert all(o.usage.output_tokens == 300 and o.cost_estimated for o in outs)
