@@ -403,11 +403,16 @@ def _name(value: Any) -> str:
 def _withheld(candidate: Any, reason: Any, answered: bool, thoughts: bool) -> str | None:
     """Why a candidate is no answer to use, in Gemini's words; None when it is one: text or
     tool calls that ended as a model ends (STOP, or MAX_TOKENS: cut where the call's own
-    max_tokens said), or an empty text with STOP (an empty answer, judged as one)."""
+    max_tokens said, even before any text), or an empty text with STOP (an empty answer,
+    judged as one)."""
     said = _name(reason) if reason else None
     if answered and said not in _STOPPED:
         return None
     if not answered and said == "STOP" and not thoughts:
+        return None
+    if said == "MAX_TOKENS":
+        # the call's own max_tokens, spent before any text (a model that thinks may spend
+        # it all thinking): what this version of the prompt, with its params, produced
         return None
     message = getattr(candidate, "finish_message", None)
     what = (f"finishReason {said} (Gemini stopped the answer)" if answered

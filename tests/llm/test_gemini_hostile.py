@@ -123,16 +123,20 @@ async def test_gemini_withholding_a_judges_answer_is_named_not_a_schema_error(ma
 
 
 async def test_answers_gemini_ended_as_a_model_does_are_answers(make_model, server):
-    """Cut at the call's own max_tokens, or empty with STOP: answers, judged as they are."""
+    """Cut at the call's own max_tokens (even all of it spent thinking: the prompt's own
+    params did that, a failure to judge), or empty with STOP: answers, judged as they are."""
     model = make_model(MODEL)
     server.enqueue(
         answer({"content": {"role": "model", "parts": [{"text": "Dear Ann, your par"}]},
                 "finishReason": "MAX_TOKENS"}),
-        answer({"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}))
+        answer({"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}),
+        answer({"finishReason": "MAX_TOKENS"}))
     cut = await model.generate(HI)
     empty = await model.generate([Message.user("again")])
+    thought_out = await model.generate([Message.user("and again")])
     assert (cut.text, cut.finish_reason) == ("Dear Ann, your par", "length")
     assert (empty.text, empty.finish_reason) == ("", "stop")
+    assert (thought_out.text, thought_out.finish_reason) == ("", "length")
 
 
 def test_a_run_whose_agent_gemini_blocks_errs_naming_it_never_scores_it(tmp_path, monkeypatch):
