@@ -156,7 +156,9 @@ class ProviderConnectionError(ModelError):
 
 
 class MalformedResponseError(ModelError):
-    pass
+    #: an answer that came back but could not be used (a ModelOutput standing for it): the
+    #: provider may bill it, so the budget and the ledger charge it, estimated
+    paid: Any = None
 
 
 class StructuredOutputError(ModelError):

@@ -666,3 +666,35 @@ def test_a_python_user_of_an_http_agent_saying_the_environments_keys_has_them_ma
     written = _every_byte_written(tmp_path)
     assert SECRET not in sent and SECRET not in r.output and SECRET.encode() not in written
     assert "my key is ***" in sent and b"my key is ***" in written
+
+
+def test_a_key_gemini_echoes_in_a_400_and_in_why_it_blocked_a_prompt_is_masked(
+        tmp_path, monkeypatch):
+    """The key (not of Google's shape, so only masking by its value finds it) echoed in a
+    400 INVALID_ARGUMENT and in a blocked prompt's blockReasonMessage: never written or
+    shown, while what Gemini said is."""
+    key = "gk-custom-proxy-key-0123456789abcdef"
+    monkeypatch.setenv("GEMINI_API_KEY", key)
+
+    def hostile(request):
+        if "2+2" in request.last_user:
+            return Fault.status(400, body=json.dumps({"error": {
+                "code": 400, "status": "INVALID_ARGUMENT",
+                "message": f"API key not valid. Please pass a valid API key. ({key})"}}))
+        return Fault.malformed(json.dumps({
+            "promptFeedback": {"blockReason": "OTHER", "blockReasonMessage": f"key {key} is barred"},
+            "usageMetadata": {"promptTokenCount": 9}}))
+
+    with LoopbackServer(responder=hostile) as srv:
+        cfg = _project(tmp_path, srv.openai_base_url)
+        cfg.write_text(cfg.read_text().replace("openai:gpt-4o-mini", "gemini:gemini-2.5-flash")
+                       .replace(f"openai: {{base_url: '{srv.openai_base_url}'}}",
+                                f"gemini: {{base_url: '{srv.gemini_base_url}'}}"))
+        r = CliRunner().invoke(cli, ["run", str(cfg)])
+    assert "errored" in r.output and "Traceback" not in r.output, r.output
+    assert "HTTP 400: API key not valid" in r.output and "blockReason OTHER" in r.output
+    written = _every_byte_written(tmp_path)
+    assert b"Please pass a valid API key. (***)" in written
+    assert b"promptFeedback.blockReason OTHER (Gemini blocked the prompt): key *** is barred" \
+        in written
+    assert key not in r.output and key.encode() not in written

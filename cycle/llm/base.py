@@ -63,6 +63,11 @@ class ModelOutput(BaseModel):
     #: the provider sent no usable token counts (absent, text, a fraction): Model prices
     #: the call from what was sent and answered, by a bound that holds for any script
     usage_estimated: bool = False
+    #: the provider gave no answer to use, and said why (Gemini's finish reason on a
+    #: candidate with no text, a blocked prompt): Model charges the call, then raises
+    #: MalformedResponseError with this reason, an error of the call, never an empty
+    #: answer scored as one
+    withheld: str | None = None
 
 
 class ProviderOptions(Struct, frozen=True):

@@ -48,6 +48,12 @@ def _capped(httpx: Any, inner: Any, limit: int) -> Any:
                 return response  # a stream is read as it comes, and stopped, by its reader
             try:
                 body = await _read(response, limit, str(request.url.host))
+            except httpx.TransportError as e:
+                # cut on its way: an answer the server generated, which it may bill (the
+                # provider reads this mark: ``answered_when_cut``)
+                if 200 <= response.status_code < 300:
+                    e.cycle_answered = True
+                raise
             finally:
                 await response.aclose()
             headers = [(k, v) for k, v in response.headers.items()
@@ -96,3 +102,9 @@ async def _read(response: Any, limit: int, host: str) -> bytes:
     if inflate is not None:
         out += inflate.flush()
     return bytes(out)
+
+
+def answered_when_cut(error: BaseException) -> bool:
+    """Whether a transport error cut a successful answer's body on its way (its headers
+    came: the server generated it, and may bill it)."""
+    return bool(getattr(error, "cycle_answered", False))

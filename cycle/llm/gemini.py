@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -27,7 +28,7 @@ from cycle.llm.base import (
     ModelOutput,
     ProviderOptions,
 )
-from cycle.llm.bodies import cap_client
+from cycle.llm.bodies import answered_when_cut, cap_client
 from cycle.llm.clients import SharedClients
 from cycle.llm.http import redact, safe_url, status_error, token_count, unsupported_when_missing
 from cycle.records import Message, ToolCall, ToolDef, Usage
@@ -88,6 +89,9 @@ class GeminiAPI(ModelAPI):
                 )
             key = PLACEHOLDER_KEY
         self._api_key = key
+        #: the maxOutputTokens of each call sent in a batch job, by its key, for the answer
+        #: whose usage is unknown (``_output``); a job resumed by another process has none
+        self._batch_caps: dict[str, int | None] = {}
         headers = opts.extra.get("headers") or {}
         # models with equal keys share a client (cycle.llm.clients)
         self._client_key: tuple[Any, ...] = (
@@ -163,8 +167,16 @@ class GeminiAPI(ModelAPI):
             kwargs["seed"] = config.seed
         if config.stop:
             kwargs["stop_sequences"] = list(config.stop)
-        if config.max_tokens is not None:
-            kwargs["max_output_tokens"] = config.max_tokens
+        max_tokens = config.max_tokens
+        if max_tokens is None and self.guard_max_tokens:
+            # under a budget a call is reserved RESERVED_OUTPUT tokens of output when it
+            # sets no max_tokens; Gemini's own default is far more (65,536 for 2.5 models,
+            # thinking included), which an honest answer could bill past the reservation
+            from cycle.llm.model import RESERVED_OUTPUT
+
+            max_tokens = RESERVED_OUTPUT
+        if max_tokens is not None:
+            kwargs["max_output_tokens"] = max_tokens
         if config.response_schema is not None:
             kwargs["response_mime_type"] = "application/json"
             kwargs["response_json_schema"] = config.response_schema
@@ -182,10 +194,11 @@ class GeminiAPI(ModelAPI):
             ),
         }
         response = await self._calling(self._client().aio.models.generate_content(
-            model=self.model_name, contents=contents, config=gen_config))
-        return self._output(response, raw_request)
+            model=self.model_name, contents=contents, config=gen_config),
+            answer_tokens=gen_config.max_output_tokens)
+        return self._output(response, raw_request, answer_tokens=gen_config.max_output_tokens)
 
-    async def _calling(self, call: Any) -> Any:
+    async def _calling(self, call: Any, *, answer_tokens: int | None = None) -> Any:
         """Await an SDK call, its errors as ``cycle.errors``."""
         from google.genai import errors
 
@@ -196,25 +209,52 @@ class GeminiAPI(ModelAPI):
         except errors.APIError as e:
             headers = dict(getattr(e.response, "headers", None) or {})
             body = json.dumps(e.details) if not isinstance(e.details, str) else e.details
-            raise status_error(
+            error = status_error(
                 self.provider, self.model_name, int(e.code or 0),
                 body=body, headers=headers, detail=e.message,
                 secrets=self.secrets, key_variable="GEMINI_API_KEY",
-            ) from e
+            )
+            # Gemini says how long to wait in the body (google.rpc.RetryInfo), not in a
+            # Retry-After header: without it, the backoff's few seconds only earned more
+            # 429s, and a quota reset hours away was retried instead of named
+            delay = _retry_delay(e.details)
+            if delay is not None and (error.retry_after is None or delay > error.retry_after):
+                error.retry_after = delay
+            raise error from e
         except timeouts as e:
             raise ProviderConnectionError(
                 f"{where} timed out (after {self.options.timeout} s)"
             ) from e
         except transport as e:
             where_url = safe_url(self.base_url) or "generativelanguage.googleapis.com"
+            if answered_when_cut(e):
+                # generated, and billed, but cut on its way: charged as the most it may
+                # have cost (estimated) before it is asked again
+                from cycle.llm.model import RESERVED_OUTPUT
+
+                cut = ProviderConnectionError(
+                    f"{where} at {where_url}: the answer was cut on its way "
+                    f"({redact(str(e), *self.secrets)})")
+                cut.paid = ModelOutput(usage=Usage(
+                    output_tokens=answer_tokens or RESERVED_OUTPUT), usage_estimated=True)
+                raise cut from e
             raise ProviderConnectionError(
                 f"cannot reach {where} at {where_url}: {redact(str(e), *self.secrets)}"
             ) from e
         except ValueError as e:  # undecodable JSON, or JSON that is not a response
-            raise MalformedResponseError(
+            error = MalformedResponseError(
                 f"{where} sent a response that could not be understood: "
-                f"{redact(str(e), *self.secrets)[:300]}"
-            ) from e
+                f"{redact(_why(e, self.secrets), *self.secrets)[:300]}"
+            )
+            if _answered(e):
+                # it came back (a 200 the SDK could not read: usage as text or a fraction,
+                # tool arguments that are not an object, a cut body): Gemini may bill it,
+                # so it is charged as the most it may be, by the byte bound (estimated)
+                from cycle.llm.model import RESERVED_OUTPUT
+
+                error.paid = ModelOutput(usage=Usage(
+                    output_tokens=answer_tokens or RESERVED_OUTPUT), usage_estimated=True)
+            raise error from e
 
     # -- batch jobs (Gemini batch mode, the requests inlined in the job) -----------------
 
@@ -225,6 +265,7 @@ class GeminiAPI(ModelAPI):
             contents, config = self.build_request(r.messages, r.tools, r.config)
             inlined.append(types.InlinedRequest(contents=contents, config=config,
                                                 metadata={"key": r.key}))
+            self._batch_caps[r.key] = config.max_output_tokens
         with unsupported_when_missing(self.base_url):
             job = await self._calling(self._client().aio.batches.create(
                 model=self.model_name, src=inlined, config={"display_name": "cycle"}))
@@ -246,32 +287,44 @@ class GeminiAPI(ModelAPI):
             key = (item.metadata or {}).get("key")
             if not key:
                 continue
+            cap = self._batch_caps.pop(key, None)
             if item.error is not None or item.response is None:
                 error = item.error
                 answers[key] = (f"{error.code}: {error.message}" if error is not None
                                 else "no answer")
                 continue
             try:
-                answers[key] = self._output(item.response, None)
+                answers[key] = self._output(item.response, None, answer_tokens=cap)
             except MalformedResponseError as e:
                 answers[key] = e.message
         return answers
 
-    def _output(self, response: Any, raw_request: dict[str, Any] | None) -> ModelOutput:
+    def _output(self, response: Any, raw_request: dict[str, Any] | None, *,
+                answer_tokens: int | None = None) -> ModelOutput:
+        """Our output for a response; ``answer_tokens``: the maxOutputTokens it was asked
+        with (what an answer whose usage is unknown is charged as output: a model that
+        thinks is billed its thoughts, up to that cap, and they are not in the text)."""
         where = f"gemini:{self.model_name}"
         usage = Usage()
         estimated = True
+        #: Gemini told nothing of the output it billed (no candidates or thoughts count)
+        untold = True
+        said: Any = None
         meta = getattr(response, "usage_metadata", None)
         if meta is not None:
             def count(name: str) -> int | None:
                 return token_count(getattr(meta, name, None), field=name, where=where)
 
             sent, said = count("prompt_token_count"), count("candidates_token_count")
+            thought = count("thoughts_token_count")
+            if sent == 0:  # a prompt is never 0 tokens: a count that says nothing
+                sent = None
+            untold = said is None and thought is None
             usage = Usage(
                 input_tokens=sent or 0,
                 cached_input_tokens=count("cached_content_token_count") or 0,
                 # thinking tokens are billed as output
-                output_tokens=(said or 0) + (count("thoughts_token_count") or 0),
+                output_tokens=(said or 0) + (thought or 0),
             )
             # an answer with no text may say no candidates count: its input still counts
             estimated = sent is None or (said is None and bool(response.candidates))
@@ -282,16 +335,26 @@ class GeminiAPI(ModelAPI):
         if not candidates:
             feedback = getattr(response, "prompt_feedback", None)
             if feedback is not None and feedback.block_reason:
+                blocked = _name(feedback.block_reason)
+                detail = getattr(feedback, "block_reason_message", None)
                 return ModelOutput(
                     finish_reason="content_filter", usage=usage, usage_estimated=estimated,
                     raw_request=raw_request,
                     raw_response=raw_response, model=where,
+                    withheld=f"promptFeedback.blockReason {blocked} (Gemini blocked the prompt)"
+                    + (f": {str(detail)[:300]}" if detail else ""),
                 )
-            raise MalformedResponseError(f"{where} sent a response without candidates")
+            # no answer, but Gemini may bill the prompt: charged, then an error of the call
+            return ModelOutput(usage=usage, usage_estimated=estimated, raw_request=raw_request,
+                               raw_response=raw_response, model=where,
+                               withheld="the response has no candidates")
         candidate = candidates[0]
         texts: list[str] = []
         calls: list[ToolCall] = []
+        thoughts = False
         for part in (candidate.content.parts if candidate.content else None) or []:
+            if part.thought:
+                thoughts = True
             if part.function_call is not None:
                 fc = part.function_call
                 calls.append(ToolCall(
@@ -306,7 +369,16 @@ class GeminiAPI(ModelAPI):
         finish = _FINISH.get(str(reason_name), str(reason_name).lower()) if reason_name else None
         if calls and finish in (None, "stop"):
             finish = "tool_calls"
+        if said == 0 and (texts or calls) and usage.output_tokens == 0:
+            # an answer is never 0 tokens: the count says nothing of what was billed
+            untold = estimated = True
+        if answer_tokens and (meta is None or (untold and (texts or calls))):
+            # see the docstring (an empty candidate with no counts, as Gemini sends a
+            # blocked one, keeps the byte bound)
+            usage = usage.model_copy(update={
+                "output_tokens": max(usage.output_tokens, answer_tokens)})
         return ModelOutput(
+            withheld=_withheld(candidate, reason_name, bool(texts or calls), thoughts),
             text="".join(texts),
             tool_calls=tuple(calls),
             finish_reason=finish,
@@ -315,6 +387,88 @@ class GeminiAPI(ModelAPI):
             raw_response=raw_response,
             model=f"gemini:{response.model_version or self.model_name}",
         )
+
+
+#: finish reasons with which Gemini stops an answer itself: what it wrote before (if
+#: anything) is not the model's whole answer
+_STOPPED = frozenset({"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII",
+                      "MALFORMED_FUNCTION_CALL", "IMAGE_SAFETY", "UNEXPECTED_TOOL_CALL",
+                      "TOO_MANY_TOOL_CALLS", "LANGUAGE"})
+
+
+def _name(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def _withheld(candidate: Any, reason: Any, answered: bool, thoughts: bool) -> str | None:
+    """Why a candidate is no answer to use, in Gemini's words; None when it is one: text or
+    tool calls that ended as a model ends (STOP, or MAX_TOKENS: cut where the call's own
+    max_tokens said, even before any text), or an empty text with STOP (an empty answer,
+    judged as one)."""
+    said = _name(reason) if reason else None
+    if answered and said not in _STOPPED:
+        return None
+    if not answered and said == "STOP" and not thoughts:
+        return None
+    if said == "MAX_TOKENS":
+        # the call's own max_tokens, spent before any text (a model that thinks may spend
+        # it all thinking): what this version of the prompt, with its params, produced
+        return None
+    message = getattr(candidate, "finish_message", None)
+    what = (f"finishReason {said} (Gemini stopped the answer)" if answered
+            else f"finishReason {said or 'missing'}" + (", only thoughts" if thoughts else "")
+            + ", no text")
+    return what + (f": {str(message)[:300]}" if message else "")
+
+
+def _answered(error: ValueError) -> bool:
+    """Whether the SDK failed on an answer it received (its JSON, or the response model's
+    validation), not on the request before sending it."""
+    if isinstance(error, json.JSONDecodeError):
+        return True
+    title = getattr(error, "title", None)  # a pydantic ValidationError names its model
+    return isinstance(title, str) and title.endswith("Response")
+
+
+def _why(error: ValueError, secrets: tuple[str, ...]) -> str:
+    """What was wrong, in one line: a pydantic error's fields and problems, not its
+    multi-line text with links (each value shown masked, then shortened: a key cut in two
+    would no longer be found whole)."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        try:
+            found = errors(include_url=False)
+        except TypeError:
+            found = errors()
+        return "; ".join(
+            f"{'.'.join(str(p) for p in item.get('loc', ()))}: {item.get('msg')} "
+            f"(got {redact(str(item.get('input')), *secrets)[:60]!r})" for item in found[:3])
+    return str(error)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")
+
+
+def _retry_delay(details: Any) -> float | None:
+    """The seconds a Gemini error's ``google.rpc.RetryInfo`` detail asks to wait (its
+    ``retryDelay``, a protobuf Duration such as ``"37s"`` or ``"0.5s"``), if it has one."""
+    error = details.get("error") if isinstance(details, dict) else None
+    found = error.get("details") if isinstance(error, dict) else None
+    for item in found if isinstance(found, list) else ():
+        if not isinstance(item, dict) or not str(item.get("@type", "")).endswith(
+                "google.rpc.RetryInfo"):
+            continue
+        delay = item.get("retryDelay")
+        if isinstance(delay, dict):  # a Duration as an object: {"seconds": 37, "nanos": 0}
+            try:
+                return max(0.0, float(delay.get("seconds") or 0)
+                           + float(delay.get("nanos") or 0) / 1e9)
+            except (TypeError, ValueError):
+                return None
+        match = _DURATION.match(delay) if isinstance(delay, str) else None
+        if match:
+            return float(match.group(1))
+    return None
 
 
 def _content(message: Message, types: Any) -> types.Content:

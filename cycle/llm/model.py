@@ -36,6 +36,7 @@ from pydantic import BaseModel
 
 from cycle.errors import (
     BudgetExceededError,
+    MalformedResponseError,
     ModelError,
     ProviderConnectionError,
     ProviderError,
@@ -217,7 +218,8 @@ def without_secrets(output: ModelOutput, secrets: tuple[str, ...]) -> ModelOutpu
     model name and finish reason, each tool call's id, name and arguments, the parsed
     object and the raw exchange (a provider echoed the key as its ``model`` and as a tool
     call's name; both were stored and reported). The answer itself when none holds one."""
-    fields = ("text", "model", "finish_reason", "parsed", "raw_request", "raw_response")
+    fields = ("text", "model", "finish_reason", "parsed", "raw_request", "raw_response",
+              "withheld")
     update: dict[str, Any] = {f: scrub(getattr(output, f), secrets) for f in fields}
     calls = []
     for c in output.tool_calls:
@@ -594,7 +596,8 @@ class Model:
                 output = await self.api.generate(messages, tools, config)
         except BaseException as e:
             charged = 0.0
-            paid = e.paid if isinstance(e, ProviderConnectionError) else None
+            paid = (e.paid if isinstance(e, ProviderConnectionError | MalformedResponseError)
+                    else None)
             if paid is not None:  # a dropped answer may be billed: charged, then raised
                 charged = self._priced(self._bounded(paid, messages, tools, config), share).usd
             elif held and isinstance(e, TimeoutError | asyncio.CancelledError):
@@ -620,6 +623,10 @@ class Model:
         cost = self._priced(output, share)
         if self.budget is not None:  # spent the moment it arrived
             self.budget.settle(held, cost.usd, role, estimated=cost.estimated)
+        if output.withheld:  # paid, and charged above, but no answer: an error of the call
+            withheld = MalformedResponseError(f"{self.name}: no answer, {output.withheld}")
+            withheld.charged = cost.usd  # type: ignore[attr-defined]  # the ledger reads it
+            raise withheld
         return output.model_copy(update={
             "latency": time.monotonic() - started, "cost": cost.usd,
             "cost_estimated": cost.estimated, "cache_hit": False,

@@ -81,6 +81,8 @@ _OPENAI_TYPE = {
 }
 #: largest request body accepted
 MAX_BODY = 32 * 1024 * 1024
+#: the internal header of a Fault.cut() answer (never sent)
+_CUT = "x-loopback-cut"
 
 
 # -- what tests put in the queue -------------------------------------------------
@@ -89,7 +91,7 @@ MAX_BODY = 32 * 1024 * 1024
 class Fault(Struct, frozen=True):
     """A failure the server produces for one request."""
 
-    kind: Literal["status", "malformed", "slow", "disconnect", "bomb"]
+    kind: Literal["status", "malformed", "slow", "disconnect", "bomb", "cut"]
     #: the HTTP status (for kind "status")
     code: int = 500
     retry_after: float | None = None
@@ -122,6 +124,13 @@ class Fault(Struct, frozen=True):
     def disconnect(cls) -> Fault:
         """Close the connection without answering."""
         return cls("disconnect")
+
+    @classmethod
+    def cut(cls, then: Reply | str | dict | None = None) -> Fault:
+        """Answer 200 with ``then`` (default: the usual answer), its headers saying its whole
+        length, and close the connection halfway through its body (an answer generated,
+        and billed, that a network or a proxy dropped on the way)."""
+        return cls("cut", code=200, then=then)
 
     @classmethod
     def bomb(cls, megabytes: int = 2048) -> Fault:
@@ -589,9 +598,14 @@ class LoopbackServer:
                         "Content-Type: application/json",
                         f"Content-Length: {len(payload)}",
                         f"Connection: {'keep-alive' if keep_alive else 'close'}"]
+                cut = extra_headers.pop(_CUT, None) is not None
                 head += [f"{k}: {v}" for k, v in extra_headers.items()]
+                if cut:  # a Fault.cut(): half the body, then the connection closes
+                    payload = payload[:len(payload) // 2]
                 writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
                 await writer.drain()
+                if cut:
+                    break
                 if self.timeline is not None:
                     self.timeline.append((arrived, asyncio.get_running_loop().time()))
                 if not keep_alive:
@@ -771,6 +785,9 @@ class LoopbackServer:
                 return 200, {}, (item.body or "").encode()
             if item.kind == "bomb":
                 return 200, {"Content-Encoding": "gzip"}, _bomb(int(item.delay))
+            if item.kind == "cut":
+                status, extra, payload = self._answer(api, request, item.then) or (200, {}, b"")
+                return status, {**extra, _CUT: "1"}, payload
             if item.kind == "status":
                 return self._fault(api, item)
         if item is None:
