@@ -1,0 +1,55 @@
+"""What a model writes is data: text no UTF-8 encoder takes, markup and escapes in an
+answer are kept and shown as text by every command and report, never obeyed or fatal.
+Through the real CLI against the loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from click.testing import CliRunner
+
+from cycle.cli import cli
+from cycle.testing import LoopbackServer, Reply
+
+CONFIG = """\
+prompt: p.yaml
+criteria: [{{id: short, check: {{type: regex, pattern: '^.{{0,400}}$'}}}}]
+cases: [cases.yaml]
+run: {{iterations: 1}}
+providers: {{openai: {{base_url: '{url}'}}}}
+"""
+
+
+def _project(tmp_path, url: str) -> None:
+    (tmp_path / "p.yaml").write_text(textwrap.dedent("""\
+        id: p
+        system: You answer.
+        user_template: "{{ question }}"
+        params: {model: openai:gpt-4o-mini}
+    """))
+    (tmp_path / "cases.yaml").write_text("- id: a\n  input: {question: q1}\n")
+    (tmp_path / "cycle.yaml").write_text(CONFIG.format(url=url))
+
+
+def _run(tmp_path, monkeypatch, answer: str, *args: str):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer() as srv:
+        _project(tmp_path, srv.openai_base_url)
+        srv.responder = lambda request: Reply(text=answer)
+        return CliRunner().invoke(cli, ["run", "cycle.yaml", *args])
+
+
+def test_a_lone_surrogate_in_an_answer_is_kept_as_a_replacement_character(tmp_path, monkeypatch):
+    # the server's JSON says "\ud800": Python's decoder keeps the lone surrogate, which the
+    # response cache could not encode: the (paid) iteration was an error, its usage lost
+    result = _run(tmp_path, monkeypatch, "fine \ud800 answer", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["cases"][0]["status"] == "passed"
+    report = json.loads((tmp_path / data["reports"]["json"]).read_text())
+    outputs = json.dumps(report)
+    assert "fine \\ufffd answer" in outputs or "fine \ufffd answer" in outputs
+    shown = CliRunner().invoke(cli, ["runs", "show", "@last"])
+    assert shown.exit_code == 0 and "Serialization" not in shown.output
