@@ -35,6 +35,15 @@ def printable(text: str, *, oneline: bool = False) -> str:
     return pattern.sub(_shown, text) if pattern.search(text) else text
 
 
+def json_printable(text: str) -> str:
+    """JSON text (written with ``ensure_ascii=False``) with each character ``printable``
+    would escape written as a JSON escape (``\\u0085``) instead: the same JSON, and
+    nothing left for the terminal stream to turn into a ``\\x85`` no JSON reader takes.
+    (JSON escapes every other control character itself, and the characters outside its
+    strings are ASCII.)"""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _UNSAFE.search(text) else text
+
+
 #: what cycle itself writes to redraw the progress line on a terminal
 REDRAW = "\r\x1b[2K"
 

@@ -49,7 +49,11 @@ def open_store(*, create: bool = False) -> Iterator[Store]:
 
 
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    from cycle.safetext import json_printable
+
+    # a C1 control or DEL in a prompt or an answer, shown by the terminal stream as "\\x85",
+    # made the output no JSON: written as JSON's own escape instead
+    click.echo(json_printable(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:

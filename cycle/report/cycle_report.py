@@ -396,9 +396,9 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         out += ["No suggestions were made.", ""]
     out += ["## From the first prompt to the final one", ""]
     if data["diff"]:  # word by word: a one-line prompt edited by a word is one line
-        from cycle.prompts.diff import word_level
+        from cycle.prompts.diff import lines_of, word_level
 
-        words = "".join(word_level(data["diff"].splitlines(keepends=True)))
+        words = "".join(word_level(lines_of(data["diff"])))
         out += f.fenced(words.rstrip("\n"), "diff")
     else:
         out += ["The final version is the one the cycle started from."]

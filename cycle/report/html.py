@@ -149,8 +149,10 @@ def cost_chart(rounds: list[dict[str, Any]]) -> Markup:
 
 def diff_lines(text: str) -> Markup:
     """A unified diff, each line marked added, removed or context."""
+    from cycle.prompts.diff import lines_of
+
     out = []
-    for line in text.splitlines():
+    for line in (ln.removesuffix("\n") for ln in lines_of(text)):
         kind = ("add" if line.startswith("+") and not line.startswith("+++") else
                 "del" if line.startswith("-") and not line.startswith("---") else
                 "hunk" if line.startswith(("@@", "---", "+++")) else "ctx")

@@ -53,3 +53,25 @@ def test_a_lone_surrogate_in_an_answer_is_kept_as_a_replacement_character(tmp_pa
     assert "fine \\ufffd answer" in outputs or "fine \ufffd answer" in outputs
     shown = CliRunner().invoke(cli, ["runs", "show", "@last"])
     assert shown.exit_code == 0 and "Serialization" not in shown.output
+
+
+def test_json_output_stays_json_when_a_prompt_holds_c1_controls(tmp_path, monkeypatch):
+    # the terminal stream showed U+0085 (NEL), U+009B (a one-byte CSI) and DEL as "\x85",
+    # which is no JSON escape: `cycle diff --json` and `cycle history --json` were not JSON
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    (tmp_path / "p.yaml").write_text("id: p\nsystem: You answer.\nuser_template: '{{ q }}'\n")
+    assert runner.invoke(cli, ["prompt", "import", "p.yaml"]).exit_code == 0
+    (tmp_path / "p.yaml").write_text(
+        'id: p\nsystem: "You answer. \\x85 \\x9b2J \\x7f \\u202e"\nuser_template: "{{ q }}"\n')
+    assert runner.invoke(cli, ["prompt", "import", "p.yaml"]).exit_code == 0
+    diff = runner.invoke(cli, ["diff", "p", "1.0.0", "1.0.1", "--json"])
+    assert diff.exit_code == 0, diff.output
+    system = json.loads(diff.stdout)["fields"]["system"]["diff"]
+    # one line changed, shown whole: U+0085 ends no line of a diff (str.splitlines' does)
+    assert "+You answer. \x85 \x9b2J \x7f \u202e\n" in system and "No newline" not in system
+    history = runner.invoke(cli, ["history", "p", "--json"])
+    assert history.exit_code == 0, history.output
+    assert "\x9b" in json.dumps(json.loads(history.stdout), ensure_ascii=False)
+    for raw in ("\x85", "\x9b", "\x7f", "\u202e", "\x1b"):
+        assert raw not in diff.stdout and raw not in history.stdout
