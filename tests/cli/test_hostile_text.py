@@ -10,7 +10,7 @@ import textwrap
 from click.testing import CliRunner
 
 from cycle.cli import cli
-from cycle.testing import LoopbackServer, Reply
+from cycle.testing import Fault, LoopbackServer, Reply
 
 CONFIG = """\
 prompt: p.yaml
@@ -75,3 +75,51 @@ def test_json_output_stays_json_when_a_prompt_holds_c1_controls(tmp_path, monkey
     assert "\x9b" in json.dumps(json.loads(history.stdout), ensure_ascii=False)
     for raw in ("\x85", "\x9b", "\x7f", "\u202e", "\x1b"):
         assert raw not in diff.stdout and raw not in history.stdout
+
+
+HOSTILE = ("<img src=x onerror=window.pwned=1></details>\n# Injected heading\n"
+           "[click](javascript:alert(1)) | cell \x1b]52;c;ZXZpbA==\x07")
+
+
+def _rendered(markdown: str) -> tuple[list[str], str]:
+    """The Markdown as a GitHub-like renderer shows it (raw HTML let through, tables):
+    the tags it makes and the HTML."""
+    from html.parser import HTMLParser
+
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    tags: list[str] = []
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            tags.append(tag + "".join(f" {k}={v}" for k, v in attrs))
+
+        def handle_endtag(self, tag):
+            tags.append("/" + tag)
+
+    Tags().feed(html)
+    return tags, html
+
+
+def test_the_markdown_report_shows_a_providers_error_and_an_answer_as_text(tmp_path, monkeypatch):
+    """A provider's error (listed under the case) and a model's answer holding HTML, a
+    heading, a link and a pipe: the rendered report had an <img onerror>, a </details> of
+    nobody's, a heading and a javascript: link; the file held ESC and BEL for `cat`."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer() as srv:
+        _project(tmp_path, srv.openai_base_url)
+        (tmp_path / "cases.yaml").write_text("- id: a\n  input: {question: q1}\n"
+                                             "- id: b\n  input: {question: q2}\n")
+        srv.enqueue(*[Fault.status(400, message=HOSTILE)] * 2)
+        srv.responder = lambda request: Reply(text="answer " + HOSTILE)
+        result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
+    assert result.exit_code == 3, result.output
+    md = (tmp_path / json.loads(result.stdout)["reports"]["markdown"]).read_text()
+    assert "\x1b" not in md and "\x07" not in md and "\\x1b]52;c;" in md
+    tags, html = _rendered(md)
+    assert not [t for t in tags if t.startswith(("img", "script", "a ")) or t == "/details"]
+    assert tags.count("h1") == 1  # the report's own title
+    assert html.count("onerror=window.pwned=1") == 2  # shown, as text: the error and the answer
+    assert "Injected heading" in html
