@@ -49,7 +49,9 @@ REDRAW = "\r\x1b[2K"
 
 
 class TerminalStream:
-    """A text stream whose writes are made ``printable`` (but cycle's own line redraw)."""
+    """A text stream whose writes are made ``printable``, every one of them (cycle's own
+    line redraw goes to the stream behind it, ``raw``: a write that began with the redraw
+    was let through, and so was an outsider's text that began with it)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
@@ -57,8 +59,6 @@ class TerminalStream:
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             return self._stream.write(text)
-        if text.startswith(REDRAW):
-            return self._stream.write(REDRAW + printable(text[len(REDRAW):]))
         return self._stream.write(printable(text))
 
     def writelines(self, lines: Any) -> None:
