@@ -123,3 +123,23 @@ def test_the_markdown_report_shows_a_providers_error_and_an_answer_as_text(tmp_p
     assert tags.count("h1") == 1  # the report's own title
     assert html.count("onerror=window.pwned=1") == 2  # shown, as text: the error and the answer
     assert "Injected heading" in html
+
+
+def test_a_python_agent_answering_a_lone_surrogate_is_stored_not_an_internal_error(
+        tmp_path, monkeypatch):
+    # the store could not encode the iteration: "internal error: PydanticSerializationError",
+    # exit 4, the run left running
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "hostile_surrogate_agent.py").write_text(
+        "def answer(case_input):\n    return 'hi \\ud800 there'\n")
+    (tmp_path / "p.yaml").write_text("id: p\nsystem: You answer.\nuser_template: '{{ q }}'\n")
+    (tmp_path / "cases.yaml").write_text("- id: a\n  input: {q: q1}\n")
+    (tmp_path / "cycle.yaml").write_text(
+        "prompt: p.yaml\nagent: {function: hostile_surrogate_agent:answer}\n"
+        "criteria: [{id: short, check: {type: regex, pattern: '^.{0,400}$'}}]\n"
+        "cases: [cases.yaml]\nrun: {iterations: 1}\n")
+    result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / json.loads(result.stdout)["reports"]["json"]).read_text()
+    assert "hi \ufffd there" in json.dumps(json.loads(report), ensure_ascii=False)
