@@ -143,3 +143,27 @@ def test_a_python_agent_answering_a_lone_surrogate_is_stored_not_an_internal_err
     assert result.exit_code == 0, result.output
     report = (tmp_path / json.loads(result.stdout)["reports"]["json"]).read_text()
     assert "hi \ufffd there" in json.dumps(json.loads(report), ensure_ascii=False)
+
+
+def test_a_tool_function_returning_a_lone_surrogate_leaves_the_iteration_judged(
+        tmp_path, monkeypatch):
+    # the tool's result went into the next model call, whose cache key could not be
+    # encoded: every iteration was an error (UnicodeEncodeError)
+    from tests.stored import copied
+
+    project = copied("agent-tools", tmp_path)
+    monkeypatch.chdir(project)
+    monkeypatch.syspath_prepend(str(project))
+    (project / "hostile_surrogate_tool.py").write_text(
+        "def refund(arguments, context):\n    return {'refunded': 'yes \\ud800'}\n")
+    config = project / "cycle.yaml"
+    text = config.read_text()
+    assert "      value: {refunded: true}\n" in text
+    config.write_text(text.replace("      value: {refunded: true}\n",
+                                   "      function: hostile_surrogate_tool:refund\n"))
+    result = CliRunner().invoke(cli, ["run", "-n", "1", "--json"])
+    assert result.exit_code == 1, result.output  # failed on its checks, as it should
+    data = json.loads(result.stdout)
+    assert data["summary"]["errors"] == 0
+    report = (project / data["reports"]["json"]).read_text()
+    assert "yes \ufffd" in json.dumps(json.loads(report), ensure_ascii=False)
