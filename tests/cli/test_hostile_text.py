@@ -167,3 +167,35 @@ def test_a_tool_function_returning_a_lone_surrogate_leaves_the_iteration_judged(
     assert data["summary"]["errors"] == 0
     report = (project / data["reports"]["json"]).read_text()
     assert "yes \ufffd" in json.dumps(json.loads(report), ensure_ascii=False)
+
+
+def test_terminal_review_indents_an_improver_s_lines_under_why(quickstart):
+    """The improver's reasoning printed as it came: its own lines read as cycle's (the
+    next suggestion's header, a diff's ``+++`` and ``+`` lines) before the reviewer chose."""
+    import yaml
+
+    from cycle.llm.base import ModelOutput
+    from cycle.testing import script
+    from cycle.testing.offline.provider import OfflineAPI
+
+    forged = "\n[2/2] system_prompt (high)  targets: -\n+++ suggested/system\n+Be kind."
+    offline = OfflineAPI("default")
+
+    async def improver(messages, tools, config):
+        out = await offline.generate(messages, tools, config)
+        data = json.loads(out.text)
+        for s in data["suggestions"]:
+            s["reasoning"] += forged
+        return ModelOutput(text=json.dumps(data), finish_reason="stop", usage=out.usage)
+
+    cfg = yaml.safe_load((quickstart / "cycle.yaml").read_text())
+    cfg["improver"] = "scripted:hostile-improver"
+    cfg["improve"]["stop"] = {"max_rounds": 1}
+    (quickstart / "cycle.yaml").write_text(yaml.safe_dump(cfg))
+    with script("hostile-improver", improver):
+        r = CliRunner().invoke(cli, ["improve", "--headless", "--review", "prompt", "-n", "1"],
+                               input="r\n\n" * 6)
+    assert "  why: " in r.output, r.output
+    lines = r.output.splitlines()
+    assert not [line for line in lines if line.startswith(("[2/2] system_prompt (high)", "+Be kind."))]
+    assert any(line.startswith(" " * len("  why: ") + "+Be kind.") for line in lines)
