@@ -73,3 +73,12 @@ def raw(stream: TextIO) -> TextIO:
     """The terminal behind ``stream``, for text cycle has made printable itself and then
     styled (a coloured diff): its colours are cycle's, not an outsider's."""
     return stream._stream if isinstance(stream, TerminalStream) else stream
+
+
+def exact(stream: TextIO) -> TextIO:
+    """Where data a command prints goes to be kept as it is (a prompt file's text): the
+    stream behind the filter when that is no terminal (a file, a pipe), the filter on a
+    terminal."""
+    if isinstance(stream, TerminalStream) and not stream.isatty():
+        return stream._stream
+    return stream

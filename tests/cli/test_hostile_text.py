@@ -199,3 +199,27 @@ def test_terminal_review_indents_an_improver_s_lines_under_why(quickstart):
     lines = r.output.splitlines()
     assert not [line for line in lines if line.startswith(("[2/2] system_prompt (high)", "+Be kind."))]
     assert any(line.startswith(" " * len("  why: ") + "+Be kind.") for line in lines)
+
+
+def test_prompt_export_to_a_pipe_imports_back_exactly(tmp_path, monkeypatch):
+    """The terminal filter made `cycle prompt export ID > FILE` no round trip: a Hebrew
+    prompt's right-to-left mark came back as the six characters \\u200f (and --system,
+    which feeds an ADK agent's instruction, the same)."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    system = "שלום \u200f(RLM)\nsecond line\n"  # a literal block: the mark is written as it is
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(
+        {"id": "p", "system": system, "user_template": "{{ q }}"}, allow_unicode=True))
+    assert CliRunner().invoke(cli, ["prompt", "import", "p.yaml"]).exit_code == 0
+
+    def export(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "cycle", "prompt", "export", "p", *args],
+                              capture_output=True, text=True, check=True, timeout=60)
+        return done.stdout
+
+    assert yaml.safe_load(export())["system"] == system
+    assert export("--system") == system + "\n"
