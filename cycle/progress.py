@@ -100,7 +100,12 @@ class Progress:
             if not force and now - self._last < self.interval:
                 return
             self._last = now
-            self.stream.write("\r\x1b[2K" + self.line())
+            from cycle.safetext import REDRAW, raw
+
+            # the redraw is cycle's own, written past the terminal filter; the line is
+            # filtered like any other text (a provider's name in it is from outside)
+            raw(self.stream).write(REDRAW)
+            self.stream.write(self.line())
             self.stream.flush()
             return
         # the header is RunStarted's: a run resumed with nothing left ends with done at 0,

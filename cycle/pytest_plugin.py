@@ -176,11 +176,22 @@ async def run_loaded(loaded: Any, cases: list[Any], notes: list[str] | None = No
             cache.close()
 
 
-class CaseFailed(AssertionError):
+class _Shown:
+    """An exception whose message pytest prints as it is given: made printable here
+    (cycle.safetext), since it quotes a judge's reasoning or a provider's error, whose
+    escape sequences (an OSC 52 clipboard write, ``ESC[2J``) acted on the terminal."""
+
+    def __init__(self, message: str) -> None:
+        from cycle.safetext import printable
+
+        super().__init__(printable(message))  # type: ignore[call-arg]
+
+
+class CaseFailed(_Shown, AssertionError):
     """A case failed its criteria."""
 
 
-class CaseErrored(Exception):
+class CaseErrored(_Shown, Exception):
     """An infrastructure error kept a case from being judged."""
 
 
@@ -206,11 +217,13 @@ class _Suites:
                 items.extend(x for x in report.result if isinstance(x, pytest.Item))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from cycle.safetext import printable
+
         for node in self.files:
             if node.outcome is None:
                 continue
             for line in node.summary_lines():
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(printable(line))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -35,12 +35,23 @@ def printable(text: str, *, oneline: bool = False) -> str:
     return pattern.sub(_shown, text) if pattern.search(text) else text
 
 
+def json_printable(text: str) -> str:
+    """JSON text (written with ``ensure_ascii=False``) with each character ``printable``
+    would escape written as a JSON escape (``\\u0085``) instead: the same JSON, and
+    nothing left for the terminal stream to turn into a ``\\x85`` no JSON reader takes.
+    (JSON escapes every other control character itself, and the characters outside its
+    strings are ASCII.)"""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _UNSAFE.search(text) else text
+
+
 #: what cycle itself writes to redraw the progress line on a terminal
 REDRAW = "\r\x1b[2K"
 
 
 class TerminalStream:
-    """A text stream whose writes are made ``printable`` (but cycle's own line redraw)."""
+    """A text stream whose writes are made ``printable``, every one of them (cycle's own
+    line redraw goes to the stream behind it, ``raw``: a write that began with the redraw
+    was let through, and so was an outsider's text that began with it)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
@@ -48,8 +59,6 @@ class TerminalStream:
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             return self._stream.write(text)
-        if text.startswith(REDRAW):
-            return self._stream.write(REDRAW + printable(text[len(REDRAW):]))
         return self._stream.write(printable(text))
 
     def writelines(self, lines: Any) -> None:
@@ -64,3 +73,12 @@ def raw(stream: TextIO) -> TextIO:
     """The terminal behind ``stream``, for text cycle has made printable itself and then
     styled (a coloured diff): its colours are cycle's, not an outsider's."""
     return stream._stream if isinstance(stream, TerminalStream) else stream
+
+
+def exact(stream: TextIO) -> TextIO:
+    """Where data a command prints goes to be kept as it is (a prompt file's text): the
+    stream behind the filter when that is no terminal (a file, a pipe), the filter on a
+    terminal."""
+    if isinstance(stream, TerminalStream) and not stream.isatty():
+        return stream._stream
+    return stream

@@ -195,3 +195,32 @@ def test_the_cycle_suite_fixture_and_marker_run_a_suite_once_and_hand_over_its_r
 
     with sqlite3.connect(project.path / ".cycle" / "cycle.db") as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+
+
+def test_a_providers_error_and_a_judges_reasoning_reach_the_terminal_as_visible_escapes(
+        pytester, monkeypatch):
+    """pytest prints a test's failure as it is given: a provider's error (or a judge's
+    reasoning) holding an OSC 52 clipboard write, a title or ESC[2J acted on the terminal."""
+    from cycle.testing import Fault, LoopbackServer, Reply
+
+    evil = "\x1b]52;c;ZXZpbA==\x07\x1b]0;owned\x07\x1b[2J\rFAKE"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    with LoopbackServer() as srv:
+        pytester.makefile(".yaml", **{
+            "prompts/support": PROMPT.replace("offline:default", "openai:gpt-4o-mini"),
+            "cases/all": "- id: a\n  input: {question: q}\n- id: b\n  input: {question: q}\n"})
+        pytester.makefile(".yaml", cycle=textwrap.dedent(f"""
+            prompt: prompts/support.yaml
+            criteria:
+              - id: short
+                check: {{type: regex, pattern: "^.{{0,5}}$"}}
+            run: {{iterations: 1, concurrency: 1}}
+            providers: {{openai: {{base_url: '{srv.openai_base_url}'}}}}
+        """))
+        srv.enqueue(Fault.status(400, message=f"bad request {evil}"))
+        srv.responder = lambda request: Reply(text=f"a long answer {evil}")
+        result = run(pytester, "--cycle", "cycle.yaml")
+    result.assert_outcomes(failed=1, errors=1)
+    out = result.stdout.str()
+    assert "bad request \\x1b]52;c;ZXZpbA==\\x07" in out
+    assert "\x1b]" not in out and "\x07" not in out and "\r" not in out

@@ -27,7 +27,7 @@ from cycle.aio import in_thread
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig
-from cycle.llm.http import environment_secrets, maskable, safe_url, scrub, url_secrets
+from cycle.llm.http import environment_secrets, maskable, safe_url, scrub, url_secrets, whole
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.prompts.examples import example_turn, shown_examples
@@ -193,8 +193,12 @@ def record_answer(it: Iteration, answer: Any, *, source: str, began: float,
     """A function's or endpoint's answer to one turn (a str, or {response, tool_calls}),
     in the trace as a prompt agent's turn would be: the calls it made through cycle's
     tools (``made``, with their ``events``), then its answer with the tool calls it
-    reports having run itself and their outcomes. Returns the answer's text."""
-    text, structured, reported = _from_answer(answer, source=source)
+    reports having run itself and their outcomes. Returns the answer's text.
+
+    A lone surrogate in it (a function's str, an endpoint's JSON "\\ud800") is replaced by
+    U+FFFD, as in a model's answer (cycle.llm.http.whole): kept, the store could not
+    write the iteration and the run stopped on an internal error."""
+    text, structured, reported = _from_answer(whole(answer), source=source)
     at = it.now()
     if made:
         it.trace.append(TraceEvent(kind="model", at=at, tool_calls=tuple(made), model=source))

@@ -50,7 +50,7 @@ from cycle.errors import (
     EvalError,
     MissingCredentialsError,
 )
-from cycle.llm.http import environment_secrets, scrub
+from cycle.llm.http import environment_secrets, scrub, whole
 from cycle.mocks import MockSpec
 from cycle.records import ToolCall, ToolDef
 from cycle.records.trace import TraceEvent
@@ -201,7 +201,10 @@ class Toolbox:
         self._calls[call.name] = n + 1
         changes = dict(mock.state)
         try:
-            value = scrub(await self._answer(mock, call, n, changes, tool_context), self._secrets)
+            # a lone surrogate in a result (or an exception's message) is no text any
+            # encoder takes: the next call's cache key failed, and the iteration with it
+            value = whole(scrub(await self._answer(mock, call, n, changes, tool_context),
+                                self._secrets))
         except CycleError as e:
             # an unmocked tool, or a mock function, user agent or bridge that failed: an
             # error of the iteration naming it, never a tool error the agent could pass by
@@ -212,7 +215,7 @@ class Toolbox:
             # a mock's own error is the user's words, as they wrote them; a function's
             # exception keeps its class, which says what kind of failure it was
             said = str(e) if isinstance(e, ToolFailure) else f"{e.__class__.__name__}: {e}"
-            return self._failed(call, scrub(said, self._secrets), began, changes=changes)
+            return self._failed(call, whole(scrub(said, self._secrets)), began, changes=changes)
         try:
             shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError) as e:

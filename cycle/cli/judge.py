@@ -193,7 +193,9 @@ def export_labels(run_id: str, out: Path | None) -> None:
                    f"cycle judge sample {run_id} (then cycle judge labels import FILE) or "
                    f"cycle judge label {run_id}", err=True)
     if out is None:
-        click.echo(text, nl=False)
+        from cycle.safetext import json_printable
+
+        click.echo(json_printable(text), nl=False)  # JSON still, a control in a note escaped
     else:
         out.write_text(text, encoding="utf-8")
         click.echo(f"{len(rows)} labels written to {out}")

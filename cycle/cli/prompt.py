@@ -48,8 +48,23 @@ def open_store(*, create: bool = False) -> Iterator[Store]:
         store.close()
 
 
+def _print_exact(text: str) -> None:
+    """A prompt's text as it is stored, for a file or a pipe (``cycle prompt export ID >
+    FILE``, which must import back exactly): the terminal filter, and click's stripping
+    of escape sequences off a pipe, changed it (a right-to-left mark in a Hebrew prompt
+    came back as the six characters ``\\u200f``). On a terminal it is filtered like any
+    text (cycle.safetext)."""
+    from cycle.safetext import exact
+
+    click.echo(text, nl=False, file=exact(sys.stdout), color=True)
+
+
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    from cycle.safetext import json_printable
+
+    # a C1 control or DEL in a prompt or an answer, shown by the terminal stream as "\\x85",
+    # made the output no JSON: written as JSON's own escape instead
+    click.echo(json_printable(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
@@ -184,12 +199,12 @@ def export(ref: str, output: str | None, system_only: bool, write_to: str | None
             Path(output).write_text(v.prompt.system, encoding="utf-8")
             click.echo(f"{v.ref}'s system prompt written to {output}", err=True)
         else:
-            click.echo(v.prompt.system)
+            _print_exact(v.prompt.system + "\n")
     elif output:
         save_prompt_file(output, v.prompt, v.version)
         click.echo(f"{v.ref} written to {output}", err=True)
     else:
-        click.echo(dump_prompt(v.prompt, v.version), nl=False)
+        _print_exact(dump_prompt(v.prompt, v.version))
 
 
 # -- history, show, diff -------------------------------------------------------

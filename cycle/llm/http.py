@@ -195,6 +195,26 @@ def scrub(value: Any, secrets: tuple[str, ...]) -> Any:
     return value
 
 
+#: a UTF-16 surrogate on its own (a pair decodes to one character, so any left is lone)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def whole(value: Any) -> Any:
+    """``value`` (a text, or JSON-like data) with each lone surrogate replaced by U+FFFD:
+    text every UTF-8 encoder takes. What holds none is returned as it is, not copied."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        items = [(k, v, whole(k), whole(v)) for k, v in value.items()]
+        if all(k is k2 and v is v2 for k, v, k2, v2 in items):
+            return value
+        return {k2: v2 for _, _, k2, v2 in items}
+    if isinstance(value, list | tuple):
+        new = [whole(v) for v in value]
+        return value if all(a is b for a, b in zip(value, new, strict=True)) else type(value)(new)
+    return value
+
+
 def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
     if not headers:

@@ -50,7 +50,7 @@ from cycle.llm.base import CUT_SLACK, BatchRequest, GenerateConfig, ModelAPI, Mo
 from cycle.llm.batch import Batcher, BatchSettings, BatchUnavailable
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
-from cycle.llm.http import maskable, scrub
+from cycle.llm.http import maskable, scrub, whole
 from cycle.llm.journal import CallJournal, journal_key
 from cycle.llm.limit import AdaptiveLimit
 from cycle.llm.pricing import DEFAULT_TABLE, Cost, PriceTable
@@ -225,6 +225,24 @@ def without_secrets(output: ModelOutput, secrets: tuple[str, ...]) -> ModelOutpu
     for c in output.tool_calls:
         parts = {"id": scrub(c.id, secrets), "name": scrub(c.name, secrets),
                  "arguments": scrub(c.arguments, secrets)}
+        changed = {k: v for k, v in parts.items() if v is not getattr(c, k)}
+        calls.append(c.model_copy(update=changed) if changed else c)
+    if any(a is not c for a, c in zip(calls, output.tool_calls, strict=True)):
+        update["tool_calls"] = tuple(calls)
+    changed = {k: v for k, v in update.items() if k == "tool_calls" or v is not getattr(output, k)}
+    return output.model_copy(update=changed) if changed else output
+
+
+def well_formed(output: ModelOutput) -> ModelOutput:
+    """The answer with each lone surrogate (``"\\ud800"`` in a server's JSON: Python's
+    decoder keeps it) replaced by U+FFFD in every field a provider fills. Kept, such a
+    character is text no UTF-8 encoder takes: the cache, the call journal, the store and
+    every report refused the answer, and the iteration (paid for) was an error."""
+    fields = ("text", "model", "finish_reason", "parsed", "raw_request", "raw_response")
+    update: dict[str, Any] = {f: whole(getattr(output, f)) for f in fields}
+    calls = []
+    for c in output.tool_calls:
+        parts = {"id": whole(c.id), "name": whole(c.name), "arguments": whole(c.arguments)}
         changed = {k: v for k, v in parts.items() if v is not getattr(c, k)}
         calls.append(c.model_copy(update=changed) if changed else c)
     if any(a is not c for a, c in zip(calls, output.tool_calls, strict=True)):
@@ -619,6 +637,7 @@ class Model:
             raise
         if self._secrets:  # a proxy or a model may echo the key: never keep it
             output = without_secrets(output, self._secrets)
+        output = well_formed(output)
         output = self._bounded(output, messages, tools, config)
         cost = self._priced(output, share)
         if self.budget is not None:  # spent the moment it arrived

@@ -165,10 +165,12 @@ class PromptReviewer:
             click.echo(f"\n[{i}/{total}] {edits(s)} ({s.priority})  targets: {', '.join(s.target_cases) or '-'}")
             if s.type == "example":
                 click.echo(f"  {example_source(s)}")
+            # the improver's words, indented under their label line after line: a line of
+            # its own ("[2/2] ...", "+++ suggested/system") cannot pass for one of cycle's
             if s.reasoning:
-                click.echo(f"  why: {s.reasoning}")
+                click.echo(_labelled("why", s.reasoning))
             if s.expected_improvement:
-                click.echo(f"  expected: {s.expected_improvement}")
+                click.echo(_labelled("expected", s.expected_improvement))
             retargeted = False
             while True:
                 click.echo(suggestion_diff(prompt, s).rstrip("\n"))
@@ -218,3 +220,8 @@ class PromptReviewer:
         click.echo(prompt_diff(candidate, rewritten, a_label="candidate", b_label="rewritten").rstrip("\n"))
         return [whole]
 
+
+def _labelled(label: str, text: str) -> str:
+    """``  label: text``, each further line of ``text`` indented under the first."""
+    head = f"  {label}: "
+    return head + ("\n" + " " * len(head)).join(text.splitlines() or [""])

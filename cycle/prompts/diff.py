@@ -115,7 +115,7 @@ class VersionDiff(Struct, frozen=True):
         for f in self.fields:
             if not f.changed:
                 continue
-            lines = f.text.splitlines(keepends=True)
+            lines = lines_of(f.text)
             for line in (word_level(lines, color=color) if words else lines):
                 out.append(line if line.startswith("~") else _colour(line, color))
         return "".join(out)
@@ -191,6 +191,15 @@ def word_level(lines: list[str], *, color: bool = False) -> list[str]:
     return out
 
 
+def lines_of(text: str) -> list[str]:
+    """``text``'s lines with their ends, ended at ``\\n`` only. ``str.splitlines`` also ends
+    one at ``\\r``, ``\\x0b``, ``\\x0c``, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028 and U+2029, which
+    a prompt or an improver's edit may hold: its diff broke the line there and said "No
+    newline at end of field" in the middle of the field."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
 def _unified(name: str, old: str, new: str, a: str, b: str) -> tuple[str, ...]:
     if old and new and not old.endswith("\n") and not new.endswith("\n"):
         # neither side ends its last line (a prompt field seldom does): both are ended, so
@@ -198,8 +207,7 @@ def _unified(name: str, old: str, new: str, a: str, b: str) -> tuple[str, ...]:
         # removed and added again with its newline (what the marker below says stays
         # true: only a side whose newline really differs gets one)
         old, new = old + "\n", new + "\n"
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
+    old_lines, new_lines = lines_of(old), lines_of(new)
     out: list[str] = []
     for line in difflib.unified_diff(old_lines, new_lines, f"{a}/{name}", f"{b}/{name}"):
         if not line.endswith("\n"):

@@ -285,7 +285,7 @@ def judge_cell(r: dict[str, Any]) -> str:
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return f.md_inline(text)
 
 
 def _chart(data: dict[str, Any]) -> list[str]:
@@ -379,7 +379,7 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
                 "| # | type | priority | expected gain | decision | applied | reasoning | reason |",
                 "| ---: | --- | --- | --- | --- | --- | --- | --- |"]
         for n, s in enumerate(r["suggestions"], 1):
-            out.append(f"| {n} | {s['type']} | {s['priority']} | "
+            out.append(f"| {n} | {_cell(s['type'])} | {_cell(s['priority'])} | "
                        f"{_cell(s.get('expected_improvement') or '')} | {_decision(s)} | "
                        f"{'yes' if s['applied'] else 'no'} | {_cell(s['reasoning'])} | {_cell(s['reason'])} |")
         out.append("")
@@ -387,7 +387,7 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
             value = s["edited_value"] if s["edited_value"] is not None else s["suggested_value"]
             source = (f" (drawn from case {s['source_case']})"
                       if s.get("type") == "example" and s.get("source_case") else "")
-            out += [f"<details><summary>{n}. {s['type']}{source}: suggested value</summary>", "",
+            out += [f"<details><summary>{n}. {f.html_inline(s['type'] + source)}: suggested value</summary>", "",
                     *f.fenced(value, "text")]
             if s["current_value"]:
                 out += ["replacing", "", *f.fenced(s["current_value"], "text")]
@@ -396,9 +396,9 @@ def render_cycle_markdown(data: dict[str, Any]) -> str:
         out += ["No suggestions were made.", ""]
     out += ["## From the first prompt to the final one", ""]
     if data["diff"]:  # word by word: a one-line prompt edited by a word is one line
-        from cycle.prompts.diff import word_level
+        from cycle.prompts.diff import lines_of, word_level
 
-        words = "".join(word_level(data["diff"].splitlines(keepends=True)))
+        words = "".join(word_level(lines_of(data["diff"])))
         out += f.fenced(words.rstrip("\n"), "diff")
     else:
         out += ["The final version is the one the cycle started from."]

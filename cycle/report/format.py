@@ -102,10 +102,41 @@ _BACKTICKS = re.compile(r"`{3,}")
 
 def fenced(text: str, info: str = "") -> list[str]:
     """``text`` in a Markdown code fence longer than any run of backticks inside it: an
-    output holding its own fence cannot close ours (and the rest render as HTML)."""
+    output holding its own fence cannot close ours (and the rest render as HTML). Its
+    control and escape characters are shown as visible escapes (``\\x1b``): a report
+    read with ``cat`` acts on none of a model's (cycle.safetext)."""
+    from cycle.safetext import printable
+
+    text = printable(text.replace("\r\n", "\n"))
     longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2)
     fence = "`" * max(3, longest + 1)
     return [fence + info, text, fence]
+
+
+#: what Markdown (and the HTML it lets through) would read in a line of text, escaped
+_INLINE = str.maketrans({"\\": "\\\\", "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;"})
+
+
+def md_inline(text: Any) -> str:
+    """Text from outside (a judge's reasoning, an improver's, an error) as one line of
+    Markdown that shows it as text, in a table cell or a list item: its newlines do not
+    end the row (or start a heading), ``|`` no column, its HTML is no markup (``<img
+    onerror=...>``, ``</details>`` closing the report's own), ``[x](javascript:...)`` no
+    link; control and escape characters are visible escapes (cycle.safetext)."""
+    from cycle.safetext import printable
+
+    one = re.sub(r"\r?\n", " ", str(text))
+    # "](" escaped is no inline link or image, and brackets stay readable as they are
+    return printable(one).translate(_INLINE).replace("](", "]\\(")
+
+
+def html_inline(text: Any) -> str:
+    """Text from outside on one line inside the HTML a Markdown report holds (a
+    ``<summary>``): no markup, no Markdown escapes (HTML shows them as they are)."""
+    from cycle.safetext import printable
+
+    return printable(str(text), oneline=True).replace("&", "&amp;").replace(
+        "<", "&lt;").replace(">", "&gt;")
 
 
 def figure(x: float | None, ci: tuple[float, float] | None = None, digits: int = 2) -> str:

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from cycle.report import format as f
-from cycle.report.page import BASE_CSS, Frame, axes, points
+from cycle.report.page import BASE_CSS, Frame, axes, escape, points
+from cycle.safetext import printable
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -149,8 +150,10 @@ def cost_chart(rounds: list[dict[str, Any]]) -> Markup:
 
 def diff_lines(text: str) -> Markup:
     """A unified diff, each line marked added, removed or context."""
+    from cycle.prompts.diff import lines_of
+
     out = []
-    for line in text.splitlines():
+    for line in (ln.removesuffix("\n") for ln in lines_of(text)):
         kind = ("add" if line.startswith("+") and not line.startswith("+++") else
                 "del" if line.startswith("-") and not line.startswith("---") else
                 "hunk" if line.startswith(("@@", "---", "+++")) else "ctx")
@@ -160,7 +163,7 @@ def diff_lines(text: str) -> Markup:
 
 def word_diff(before: str, after: str) -> Markup:
     """What a suggestion changes, word by word: removed words struck, added ones marked."""
-    a, b = before.split(" "), after.split(" ")
+    a, b = printable(before).split(" "), printable(after).split(" ")
     out = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         if op == "equal":
@@ -173,9 +176,15 @@ def word_diff(before: str, after: str) -> Markup:
     return Markup('<p class="worddiff">' + " ".join(str(x) for x in out) + "</p>")
 
 
+def _shown(value: Any) -> Any:
+    """What a ``{{ }}`` of the template shows: text with its control characters and
+    bidirectional overrides as visible escapes (page.escape), then autoescaped."""
+    return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["j2", "html"]),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, finalize=_shown)
     env.filters.update(score=f.score, money=f.money, signed=f.signed, split_gain=f.split_gain,
                        pct=f.pct)
     env.globals.update(word_diff=word_diff, diff_lines=diff_lines)

@@ -14,13 +14,17 @@ import re
 from cycle.records import CaseStats, RunResult
 from cycle.report.parts import Parts, Plain, pieces
 
-#: what XML 1.0 forbids even as a character reference (controls, lone surrogates, U+FFFE/F)
-_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+#: what XML 1.0 forbids even as a character reference (controls, lone surrogates, U+FFFE/F),
+#: and what it allows but a CI log or page acts on (DEL and the C1 controls, U+009B a
+#: one-byte CSI; the bidirectional overrides, which reorder the text after them)
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
+                        "\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _allowed(text: str) -> str:
-    """``text`` with each character XML cannot hold shown as a visible escape (``\\x1b``):
-    one control character in a model's output made the whole file unreadable to CI."""
+    """``text`` with each character XML cannot hold (or a CI log would act on) shown as a
+    visible escape (``\\x1b``): one control character in a model's output made the whole
+    file unreadable to CI."""
     return _FORBIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
                           else f"\\u{ord(m.group()):04x}", text)
 

@@ -13,7 +13,7 @@ from cycle.words import plural
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return f.md_inline(text)
 
 
 def _verdicts(r: IterationResult) -> list[str]:
@@ -59,7 +59,7 @@ def _case_body(c: CaseStats, result: RunResult) -> list[str]:
     errors = [r for r in runs if r.status in ("error", "terminated")]
     if errors:
         out += ["**Errors and limits**", ""] + [
-            f"- iteration {r.iteration}: {r.error}" for r in errors] + [""]
+            f"- iteration {r.iteration}: {_cell(r.error or '')}" for r in errors] + [""]
     return out
 
 
@@ -195,10 +195,10 @@ class MarkdownParts(Parts):
         if (stream == PASSED) != (c.status == "passed"):
             return ""
         if stream == FAILED:
-            body = [f"### {c.status.upper()}: {c.name} (`{c.case_id}`)", "",
+            body = [f"### {c.status.upper()}: {_cell(c.name)} (`{c.case_id}`)", "",
                     *_case_body(c, result)]
         else:
-            body = ["<details>", (f"<summary>{c.name} (<code>{c.case_id}</code>): "
+            body = ["<details>", (f"<summary>{f.html_inline(c.name)} (<code>{f.html_inline(c.case_id)}</code>): "
                     f"{f.score_ci(c.stats)}</summary>"), "", *_case_body(c, result),
                     "</details>", ""]
         return lines.text(body)

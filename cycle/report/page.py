@@ -5,8 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
+from markupsafe import escape as _escape
 from msgspec import Struct
+
+from cycle.safetext import printable
+
+
+def escape(value: object) -> Markup:
+    """``value`` as HTML text: markupsafe's escape, with control characters and the
+    bidirectional overrides shown as visible escapes (``\\u202e``, ``\\x1b``) as cycle
+    shows them in a terminal: an override in a model's answer or an improver's words
+    reordered the report's own text after it (``applied`` read ``deilppa``)."""
+    if isinstance(value, Markup):
+        return value
+    return _escape(printable(value if isinstance(value, str) else str(value)))
 
 #: the style both reports start from (one file each: nothing is fetched)
 BASE_CSS = Markup("""\

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from cycle.records import CaseStats, RunResult
 from cycle.records.transcript import has_behaviour, transcript_lines
 from cycle.report import format as f
 from cycle.report.console import ROLE_NAMES
 from cycle.report.json import OFFLINE_NOTE
-from cycle.report.page import BASE_CSS, Frame, axes
+from cycle.report.page import BASE_CSS, Frame, axes, escape
 from cycle.report.parts import Parts, Plain
 
 CSS = Markup("""\

@@ -74,7 +74,20 @@ class CycleEnded(Message):
         self.outcome = outcome
 
 
-class CycleApp(App[CycleOutcome | None]):
+class PlainNotices:
+    """Notifications shown as text, whatever the caller asks: they quote errors, and an
+    error quotes what came from outside (a tool's message, a model's answer, a case id).
+    Read as markup, ``[/b]`` in one was an error that stopped the app and ``[@click=...]``
+    a button nobody wrote (Textual's ``notify`` reads markup by default, and a screen's
+    passes ``markup=True`` on)."""
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        App.notify(self, message, title=title, severity=severity,  # type: ignore[arg-type]
+                   timeout=timeout, markup=False)
+
+
+class CycleApp(PlainNotices, App[CycleOutcome | None]):
     """Dashboard + Review while a cycle runs; History on the store otherwise."""
 
     CSS_PATH = Path(__file__).parent / "app.tcss"
@@ -370,7 +383,7 @@ def run_cycle_app(
     return outcome
 
 
-class ScreenApp(App[None]):
+class ScreenApp(PlainNotices, App[None]):
     """One screen on its own (``cycle simulate``, ``cycle judge label``): the app's look,
     its help, and quit through the screen's own ``leave`` (which may ask first)."""
 

@@ -188,3 +188,17 @@ def test_exporting_a_run_without_labels_says_so_and_how_to_label(tmp_path):
     assert r.exit_code == 0 and r.stdout == ""  # the JSONL stays empty for a script
     assert f"no labels of run {run_id} in the store" in r.stderr
     assert f"cycle judge sample {run_id}" in r.stderr
+
+
+def test_labels_export_is_json_lines_whatever_a_note_holds(judged, tmp_path):
+    # a note with U+0085 or U+009B went out as "\x85" through the terminal filter: no JSON
+    store, run_id = judged
+    label = {"run": run_id, "case": "late-delivery", "iteration": 0, "criterion": "tone",
+             "score": 60, "labeler": "bo", "note": "odd \x85 \x9b2J \u202e note"}
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps(label) + "\n")
+    assert invoke(store, "labels", "import", str(labels)).exit_code == 0
+    r = invoke(store, "labels", "export", run_id)
+    assert r.exit_code == 0, r.output
+    notes = [json.loads(x)["note"] for x in r.stdout.splitlines()]
+    assert "odd \x85 \x9b2J \u202e note" in notes

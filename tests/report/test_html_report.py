@@ -185,3 +185,55 @@ def test_a_plain_prompt_cycle_report_shows_first_and_final_outputs_side_by_side(
     assert first["first"] != first["final"]  # the answer itself changed
     text = html.read_text()
     assert 'id="outputs"' in text and f"<th>{data['final']['version']}</th>" in text
+
+
+def test_a_hostile_answer_and_error_are_shown_as_text_in_a_real_browser(tmp_path, monkeypatch):
+    """A model's answer and a provider's error holding a script, an <img onerror>, an
+    <svg onload>, template syntax, ESC and a right-to-left override: in the run's HTML
+    report no script runs, nothing is fetched, and every character is shown as text (the
+    override as \\u202e: it reversed the report's own words after it)."""
+    _browser_ready()
+    import textwrap
+
+    from playwright.sync_api import sync_playwright
+
+    from cycle.testing import Fault, LoopbackServer, Reply
+
+    hostile = ('</script><script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+               '"><svg onload="window.pwned=3"> {{ 7*7 }} \x1b[2J \u202eseulav')
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer() as srv:
+        (tmp_path / "p.yaml").write_text(textwrap.dedent("""\
+            id: p
+            system: You answer.
+            user_template: "{{ q }}"
+            params: {model: openai:gpt-4o-mini}
+        """))
+        (tmp_path / "cases.yaml").write_text("- id: a\n  input: {q: q1}\n- id: b\n  input: {q: q2}\n")
+        (tmp_path / "cycle.yaml").write_text(
+            "prompt: p.yaml\ncriteria: [{id: short, check: {type: regex, pattern: '^.{0,40}$'}}]\n"
+            f"cases: [cases.yaml]\nrun: {{iterations: 1}}\n"
+            f"providers: {{openai: {{base_url: '{srv.openai_base_url}'}}}}\n")
+        srv.enqueue(*[Fault.status(400, message=hostile)] * 2)
+        srv.responder = lambda request: Reply(text=hostile)
+        r = CliRunner().invoke(cli, ["run", "cycle.yaml", "--store", str(tmp_path / "s.db")])
+    assert r.exit_code == 3, r.output
+    (html,) = (tmp_path / "reports").glob("run-*.html")
+    requested: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.on("request", lambda req: requested.append(req.url))
+            page.goto(html.as_uri())
+            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+            pwned = page.evaluate("window.pwned")
+            made = page.locator("script, img, svg[onload]").count()
+            shown = page.inner_text("body")
+        finally:
+            browser.close()
+    assert pwned is None and made == 0 and requested == [html.as_uri()]
+    assert shown.count("</script><script>window.pwned=1</script>") == 2  # answer and error
+    assert "{{ 7*7 }}" in shown and "\\x1b[2J" in shown and "\\u202eseulav" in shown
+    assert "\u202e" not in shown and "\x1b" not in shown

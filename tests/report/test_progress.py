@@ -82,3 +82,18 @@ def test_per_case_iterations_count_as_they_run():
     progress = Progress(out)
     progress(RunStarted(run_id="run-x", cases=2, iterations=3, total=4))
     assert out.getvalue() == "running run-x: 4 iterations\n"
+
+
+def test_behind_the_terminal_filter_only_cycle_s_own_redraw_is_raw():
+    """The filter let a write through raw when it began with the redraw, cycle's or an
+    outsider's text that began with it (an answer, an error printed on its own line)."""
+    from cycle.safetext import TerminalStream
+
+    out = Terminal()
+    stream = TerminalStream(out)
+    _feed(Progress(stream, interval=3600))
+    assert out.getvalue().count("\r\x1b[2K") == 2  # cycle's own redraw still redraws
+    out.truncate(0)
+    out.seek(0)
+    stream.write("\r\x1b[2K\x1b]52;c;ZXZpbA==\x07answer\n")
+    assert out.getvalue() == "\\r\\x1b[2K\\x1b]52;c;ZXZpbA==\\x07answer\n"

@@ -114,6 +114,20 @@ def test_junit_stays_valid_xml_whatever_the_output_holds():
     assert {tc.get("name") for tc in root.iter("testcase")} == {"c\\x0bse", "down"}
 
 
+def test_junit_shows_c1_controls_and_bidi_overrides_visibly():
+    """XML allows U+009B (a one-byte CSI) and U+202E (which reverses the text after it in
+    a CI's page or log): a provider's error brought them into the file as they were."""
+    bad = it("down", 0, 0, error="ProviderError: \x9b2J \u202edessap \x85")
+    result = build_run_result(
+        run_id="r2", status="finished", threshold=70, results=[bad], offline=False, usage={},
+        case_info={"down": {}}, prompt_id="p", version="1.0.0", agent_model="openai:x",
+        judge_model="openai:y")
+    xml = render_junit(result)
+    ET.fromstring(xml)
+    assert "\\x9b2J \\u202edessap \\x85" in xml
+    assert not {"\x9b", "\u202e", "\x85"} & set(xml)
+
+
 def test_markdown_fences_are_longer_than_any_backtick_run_inside():
     """Issue 32: an output's own fence closed the report's, and the HTML after it rendered."""
     md = render_markdown(_hostile_run())

@@ -320,3 +320,23 @@ async def test_a_base_url_refused_in_the_config_is_named_without_its_password(
         await pilot.press("q")
     assert "providers.openai.base_url" in said and "is not an http(s) URL" in said
     assert "hunter2pass" not in said
+
+
+async def test_a_tools_error_with_rich_markup_is_notified_as_text_and_stops_nothing(project):
+    """A real tool's error quotes what it was given: ``[/b]`` in it, read as markup by the
+    notification, was an error that stopped the app; ``[@click=...]`` made a button."""
+    sim = simulation(project)
+    app = SimulateApp(sim)
+    async with app.run_test(size=(110, 32), notifications=True) as pilot:
+        await ask_then_find(pilot, "where is it?", "[/b][@click=app.quit]Z-9[/]")
+        await pilot.pause()
+        shown = [str(n.message) for n in app._notifications]
+        assert any("no order [/b][@click=app.quit]Z-9[/]" in m for m in shown)
+        toasts = [w for w in app.screen.walk_children(with_self=False) if type(w).__name__ == "Toast"]
+        assert toasts and any("[/b][@click=app.quit]Z-9[/]" in str(t.render()) for t in toasts)
+        await choose(pilot, "#tools", "__final__")
+        pilot.app.screen.query_one("#response", TextArea).text = "Not found."
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert app.return_code in (None, 0)
+    assert sim.state is SessionState.COMPLETED
