@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from cycle.agents.tools import StateChange, no_user_agent
 from cycle.aio import call_user_function
 from cycle.imports import import_object
-from cycle.llm.http import environment_secrets, scrub
+from cycle.llm.http import environment_secrets, scrub, whole
 from cycle.mocks import UserAgentSpec
 from cycle.prompts.template import render
 from cycle.records import Message, ToolCall, TraceEvent
@@ -79,8 +79,10 @@ class FunctionUserPlayer:
             return UserTurn(message="", done=True)
         if isinstance(value, tuple):
             message, done = value
-            return UserTurn(message=scrub(str(message), self._secrets), done=bool(done))
-        return UserTurn(message=scrub(str(value), self._secrets), done=False)
+            return UserTurn(message=whole(scrub(str(message), self._secrets)), done=bool(done))
+        # (a lone surrogate made whole here, where it enters: the requests built from the
+        # conversation are not looked at again, cycle.llm.model.well_formed)
+        return UserTurn(message=whole(scrub(str(value), self._secrets)), done=False)
 
 
 class UserSimulator:

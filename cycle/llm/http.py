@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import json
 import math
 import re
 import time
@@ -197,6 +198,22 @@ def scrub(value: Any, secrets: tuple[str, ...]) -> Any:
 
 #: a UTF-16 surrogate on its own (a pair decodes to one character, so any left is lone)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=str)
+
+
+def has_surrogate(value: Any) -> bool:
+    """Whether a lone surrogate is anywhere in ``value`` (a text, or JSON-like data): one
+    pass of the C JSON encoder, then of UTF-8's, which refuses it (a fraction of the cost of
+    ``whole``'s walk). Data the encoder cannot take is said to have one (walked, then)."""
+    try:
+        _ENCODER.encode(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (TypeError, ValueError, RecursionError):
+        return True
+    return False
 
 
 def whole(value: Any) -> Any:

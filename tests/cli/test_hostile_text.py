@@ -223,3 +223,25 @@ def test_prompt_export_to_a_pipe_imports_back_exactly(tmp_path, monkeypatch):
 
     assert yaml.safe_load(export())["system"] == system
     assert export("--system") == system + "\n"
+
+
+def test_a_python_user_saying_a_lone_surrogate_is_heard_not_an_error(tmp_path, monkeypatch):
+    # a user's turn goes into the next requests as it is (they are not looked at again:
+    # cycle.llm.model.well_formed), so it is made whole where it enters
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "hostile_surrogate_user.py").write_text(
+        "def next_turn(messages, state):\n"
+        "    return None if len(messages) > 3 else 'more \\udc00 please'\n")
+    (tmp_path / "p.yaml").write_text("id: p\nsystem: You answer.\nuser_template: '{{ q }}'\n")
+    (tmp_path / "cases.yaml").write_text(
+        "- id: a\n  input: {q: q1}\n"
+        "  conversation: {user: {function: 'hostile_surrogate_user:next_turn'}, max_turns: 4}\n")
+    (tmp_path / "cycle.yaml").write_text(
+        "prompt: p.yaml\nagent: offline:default\n"
+        "criteria: [{id: short, check: {type: regex, pattern: '^.{0,4000}$'}}]\n"
+        "cases: [cases.yaml]\nrun: {iterations: 1}\n")
+    result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / json.loads(result.stdout)["reports"]["json"]).read_text())
+    assert "more \ufffd please" in json.dumps(report, ensure_ascii=False)
