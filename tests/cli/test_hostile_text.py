@@ -5,46 +5,35 @@ Through the real CLI against the loopback OpenAI-compatible server."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 from click.testing import CliRunner
 
 from cycle.cli import cli
-from cycle.testing import Fault, LoopbackServer, Reply
+from cycle.testing import Fault, Reply
 
-CONFIG = """\
-prompt: p.yaml
-criteria: [{{id: short, check: {{type: regex, pattern: '^.{{0,400}}$'}}}}]
-cases: [cases.yaml]
-run: {{iterations: 1}}
-providers: {{openai: {{base_url: '{url}'}}}}
+PROMPT = """\
+id: p
+system: You answer.
+user_template: "{{ question }}"
+params: {model: openai:gpt-4o-mini}
 """
+CONFIG = """\
+prompt: prompts/support.yaml
+criteria: [{id: short, check: {type: regex, pattern: '^.{0,400}$'}}]
+cases: [cases/all.yaml]
+run: {iterations: 1}
+providers: {openai: {base_url: 'BASE'}}
+"""
+TWO_CASES = "- id: a\n  input: {question: q1}\n- id: b\n  input: {question: q2}\n"
 
 
-def _project(tmp_path, url: str) -> None:
-    (tmp_path / "p.yaml").write_text(textwrap.dedent("""\
-        id: p
-        system: You answer.
-        user_template: "{{ question }}"
-        params: {model: openai:gpt-4o-mini}
-    """))
-    (tmp_path / "cases.yaml").write_text("- id: a\n  input: {question: q1}\n")
-    (tmp_path / "cycle.yaml").write_text(CONFIG.format(url=url))
-
-
-def _run(tmp_path, monkeypatch, answer: str, *args: str):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
-    monkeypatch.chdir(tmp_path)
-    with LoopbackServer() as srv:
-        _project(tmp_path, srv.openai_base_url)
-        srv.responder = lambda request: Reply(text=answer)
-        return CliRunner().invoke(cli, ["run", "cycle.yaml", *args])
-
-
-def test_a_lone_surrogate_in_an_answer_is_kept_as_a_replacement_character(tmp_path, monkeypatch):
+def test_a_lone_surrogate_in_an_answer_is_kept_as_a_replacement_character(loopback_project,
+                                                                          server):
     # the server's JSON says "\ud800": Python's decoder keeps the lone surrogate, which the
     # response cache could not encode: the (paid) iteration was an error, its usage lost
-    result = _run(tmp_path, monkeypatch, "fine \ud800 answer", "--json")
+    tmp_path = loopback_project(PROMPT, "- id: a\n  input: {question: q1}\n", CONFIG)
+    server.responder = lambda request: Reply(text="fine \ud800 answer")
+    result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["cases"][0]["status"] == "passed"
@@ -102,19 +91,15 @@ def _rendered(markdown: str) -> tuple[list[str], str]:
     return tags, html
 
 
-def test_the_markdown_report_shows_a_providers_error_and_an_answer_as_text(tmp_path, monkeypatch):
+def test_the_markdown_report_shows_a_providers_error_and_an_answer_as_text(loopback_project,
+                                                                          server):
     """A provider's error (listed under the case) and a model's answer holding HTML, a
     heading, a link and a pipe: the rendered report had an <img onerror>, a </details> of
     nobody's, a heading and a javascript: link; the file held ESC and BEL for `cat`."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
-    monkeypatch.chdir(tmp_path)
-    with LoopbackServer() as srv:
-        _project(tmp_path, srv.openai_base_url)
-        (tmp_path / "cases.yaml").write_text("- id: a\n  input: {question: q1}\n"
-                                             "- id: b\n  input: {question: q2}\n")
-        srv.enqueue(*[Fault.status(400, message=HOSTILE)] * 2)
-        srv.responder = lambda request: Reply(text="answer " + HOSTILE)
-        result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
+    tmp_path = loopback_project(PROMPT, TWO_CASES, CONFIG)
+    server.enqueue(*[Fault.status(400, message=HOSTILE)] * 2)
+    server.responder = lambda request: Reply(text="answer " + HOSTILE)
+    result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
     assert result.exit_code == 3, result.output
     md = (tmp_path / json.loads(result.stdout)["reports"]["markdown"]).read_text()
     assert "\x1b" not in md and "\x07" not in md and "\\x1b]52;c;" in md
@@ -125,24 +110,33 @@ def test_the_markdown_report_shows_a_providers_error_and_an_answer_as_text(tmp_p
     assert "Injected heading" in html
 
 
+def _run_with_python(tmp_path, monkeypatch, module: str, code: str, agent: str, case: str,
+                     ) -> str:
+    """``cycle run --json`` of one case whose agent (or user) is the Python ``code``,
+    written as ``module``; the JSON report's text."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / f"{module}.py").write_text(code)
+    (tmp_path / "p.yaml").write_text("id: p\nsystem: You answer.\nuser_template: '{{ q }}'\n")
+    (tmp_path / "cases.yaml").write_text(f"- id: a\n  input: {{q: q1}}\n{case}")
+    (tmp_path / "cycle.yaml").write_text(
+        f"prompt: p.yaml\nagent: {agent}\n"
+        "criteria: [{id: short, check: {type: regex, pattern: '^.{0,4000}$'}}]\n"
+        "cases: [cases.yaml]\nrun: {iterations: 1}\n")
+    result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / json.loads(result.stdout)["reports"]["json"]).read_text())
+    return json.dumps(report, ensure_ascii=False)
+
+
 def test_a_python_agent_answering_a_lone_surrogate_is_stored_not_an_internal_error(
         tmp_path, monkeypatch):
     # the store could not encode the iteration: "internal error: PydanticSerializationError",
     # exit 4, the run left running
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "hostile_surrogate_agent.py").write_text(
-        "def answer(case_input):\n    return 'hi \\ud800 there'\n")
-    (tmp_path / "p.yaml").write_text("id: p\nsystem: You answer.\nuser_template: '{{ q }}'\n")
-    (tmp_path / "cases.yaml").write_text("- id: a\n  input: {q: q1}\n")
-    (tmp_path / "cycle.yaml").write_text(
-        "prompt: p.yaml\nagent: {function: hostile_surrogate_agent:answer}\n"
-        "criteria: [{id: short, check: {type: regex, pattern: '^.{0,400}$'}}]\n"
-        "cases: [cases.yaml]\nrun: {iterations: 1}\n")
-    result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
-    assert result.exit_code == 0, result.output
-    report = (tmp_path / json.loads(result.stdout)["reports"]["json"]).read_text()
-    assert "hi \ufffd there" in json.dumps(json.loads(report), ensure_ascii=False)
+    assert "hi \ufffd there" in _run_with_python(
+        tmp_path, monkeypatch, "hostile_surrogate_agent",
+        "def answer(case_input):\n    return 'hi \\ud800 there'\n",
+        "{function: hostile_surrogate_agent:answer}", "")
 
 
 def test_a_tool_function_returning_a_lone_surrogate_leaves_the_iteration_judged(
@@ -228,20 +222,9 @@ def test_prompt_export_to_a_pipe_imports_back_exactly(tmp_path, monkeypatch):
 def test_a_python_user_saying_a_lone_surrogate_is_heard_not_an_error(tmp_path, monkeypatch):
     # a user's turn goes into the next requests as it is (they are not looked at again:
     # cycle.llm.model.well_formed), so it is made whole where it enters
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "hostile_surrogate_user.py").write_text(
+    assert "more \ufffd please" in _run_with_python(
+        tmp_path, monkeypatch, "hostile_surrogate_user",
         "def next_turn(messages, state):\n"
-        "    return None if len(messages) > 3 else 'more \\udc00 please'\n")
-    (tmp_path / "p.yaml").write_text("id: p\nsystem: You answer.\nuser_template: '{{ q }}'\n")
-    (tmp_path / "cases.yaml").write_text(
-        "- id: a\n  input: {q: q1}\n"
+        "    return None if len(messages) > 3 else 'more \\udc00 please'\n",
+        "offline:default",
         "  conversation: {user: {function: 'hostile_surrogate_user:next_turn'}, max_turns: 4}\n")
-    (tmp_path / "cycle.yaml").write_text(
-        "prompt: p.yaml\nagent: offline:default\n"
-        "criteria: [{id: short, check: {type: regex, pattern: '^.{0,4000}$'}}]\n"
-        "cases: [cases.yaml]\nrun: {iterations: 1}\n")
-    result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
-    assert result.exit_code == 0, result.output
-    report = json.loads((tmp_path / json.loads(result.stdout)["reports"]["json"]).read_text())
-    assert "more \ufffd please" in json.dumps(report, ensure_ascii=False)
