@@ -1,0 +1,161 @@
+"""A hostile OpenAI or OpenAI-compatible endpoint, through the real openai SDK on the
+loopback server: an answer withheld is an error naming why, an answer that cannot be read
+is charged, and no call is free when the server lies about its usage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cycle.errors import MalformedResponseError
+from cycle.llm.base import GenerateConfig
+from cycle.llm.budget import Budget
+from cycle.records import Message, Usage
+from cycle.testing import Fault
+
+MODEL = "openai:gpt-4o-mini"
+HI = [Message.user("hi")]
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
+
+
+def completion(message: dict | None = None, finish: str | None = "stop", *,
+               usage: object = USAGE, choices: list | None = None) -> Fault:
+    body: dict = {"id": "c1", "object": "chat.completion", "model": "gpt-4o-mini"}
+    if choices is not None:
+        body["choices"] = choices
+    else:
+        body["choices"] = [{"index": 0, "finish_reason": finish,
+                            "message": {"role": "assistant", **(message or {})}}]
+    if usage is not None:
+        body["usage"] = usage
+    return Fault.malformed(json.dumps(body))
+
+
+WITHHELD = {
+    "finish_reason content_filter, no text": completion({"content": None}, "content_filter"),
+    "finish_reason content_filter, no text (empty)": completion({"content": ""}, "content_filter"),
+    "the chat completion has no choices": completion(choices=[]),
+}
+
+
+@pytest.mark.parametrize("says", list(WITHHELD))
+async def test_an_answer_the_server_withheld_is_an_error_naming_why_and_is_charged(
+        says, make_model, server, recorder):
+    """Before: a filtered answer was an empty answer judged as the model's (a silent 0),
+    and no choices was an error charged nothing."""
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, bus=recorder.bus)
+    server.enqueue(WITHHELD[says])
+    with pytest.raises(MalformedResponseError) as e:
+        await model.generate(HI)
+    assert f"{MODEL}: no answer, {says.removesuffix(' (empty)')}" in str(e.value)
+    assert server.request_count == 1  # the same call is withheld again
+    assert budget.spent > 0 and budget.reserved == 0
+    assert recorder.calls[-1].error and recorder.calls[-1].cost == pytest.approx(budget.spent)
+
+
+ANSWERS = {
+    "length": completion({"content": "Dear Ann, your or"}, "length"),
+    "length, no text": completion({"content": ""}, "length"),
+    "refusal": completion({"content": None, "refusal": "I can't help with that."}, "stop"),
+    "content_filter after text": completion({"content": "The first verse is"},
+                                            "content_filter"),
+}
+
+
+@pytest.mark.parametrize("says", list(ANSWERS))
+async def test_answers_the_model_ended_are_judged_answers(says, make_model, server):
+    """A cut by the call's own max_tokens, and the model's own refusal (OpenAI's
+    structured-output ``refusal``), are what this version of the prompt produced."""
+    model = make_model(MODEL)
+    server.enqueue(ANSWERS[says])
+    out = await model.generate(HI)
+    assert out.finish_reason in ("length", "refusal", "content_filter")
+
+
+UNREADABLE = {
+    "arguments that are not valid JSON": completion({"content": None, "tool_calls": [
+        {"id": "t", "type": "function", "function": {"name": "f", "arguments": "{oops"}}]},
+        "tool_calls"),
+    "Unterminated string": Fault.malformed(
+        '{"id": "c1", "choices": [{"message": {"content": "Dear Ann, your or'),
+    "Expecting value": Fault.malformed("<html><body>502 Bad Gateway</body></html>"),
+    "not a chat completion": Fault.malformed("[1, 2]"),
+    "prompt_tokens = -5": completion({"content": "hi"}, usage={
+        "prompt_tokens": -5, "completion_tokens": 1}),
+}
+
+
+@pytest.mark.parametrize("says", list(UNREADABLE))
+async def test_an_answer_that_cannot_be_read_is_a_one_line_error_charged_to_the_cap(
+        says, make_model, server, recorder):
+    """Before: charged nothing although it came back (the server may bill it)."""
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, bus=recorder.bus,
+                       config=GenerateConfig(max_tokens=100))
+    model.api.guard_max_tokens = False  # not streamed: the plain call
+    server.enqueue(UNREADABLE[says])
+    with pytest.raises(MalformedResponseError) as e:
+        await model.generate(HI)
+    assert says in str(e.value) and "\n" not in str(e.value)
+    worst = model.pricing.cost(MODEL, Usage(input_tokens=1, output_tokens=100)).usd
+    assert budget.spent >= worst and budget.estimated and budget.reserved == 0
+    assert recorder.calls[-1].cost == pytest.approx(budget.spent)
+
+
+async def test_a_streamed_200_without_a_chunk_is_charged(make_model, server, recorder):
+    """Streamed under a cap (a compatible server, max_tokens set): an HTML page or JSON
+    where the stream should be is an error, and it came back: charged (before: nothing)."""
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, bus=recorder.bus,
+                       config=GenerateConfig(max_tokens=100))
+    server.enqueue(Fault.malformed("<html><body>502 Bad Gateway</body></html>"))
+    with pytest.raises(MalformedResponseError, match="no chat completion chunk"):
+        await model.generate(HI)
+    worst = model.pricing.cost(MODEL, Usage(input_tokens=1, output_tokens=100)).usd
+    assert budget.spent >= worst and budget.reserved == 0
+
+
+async def test_an_answer_cut_on_its_way_is_charged_then_asked_again(make_model, server):
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=100))
+    model.api.guard_max_tokens = False  # not streamed: the plain call
+    server.enqueue(Fault.cut("a long answer " * 20), "whole")
+    out = await model.generate(HI)
+    assert out.text == "whole" and server.request_count == 2
+    lost = model.pricing.cost(MODEL, Usage(input_tokens=1, output_tokens=100)).usd
+    assert out.cost >= lost and out.cost_estimated
+    assert budget.spent == pytest.approx(out.cost) and budget.reserved == 0
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    {"prompt_tokens": 0, "completion_tokens": 5, "total_tokens": 5},
+], ids=["zeros", "prompt zero"])
+async def test_a_count_of_zero_tokens_is_not_a_free_call(usage, make_model, server):
+    model = make_model(MODEL)
+    server.enqueue(completion({"content": "a real answer"}, usage=usage))
+    out = await model.generate(HI)
+    assert out.cost > 0 and out.cost_estimated
+
+
+async def test_a_key_echoed_in_an_unreadable_answer_is_masked_whole(make_model, server):
+    key = "k" * 250 + "-secret-openai-key-1234567890"
+    model = make_model(MODEL, options={"api_key": key})
+    server.enqueue(Fault.malformed(json.dumps({"error": f"bad key {key}"})))
+    with pytest.raises(MalformedResponseError) as e:
+        await model.generate(HI)
+    assert "kkkkkkkkkk" not in str(e.value) and "\n" not in str(e.value)
+
+
+async def test_a_key_echoed_in_tool_arguments_that_are_not_json_is_masked_whole(
+        make_model, server):
+    key = "k" * 250 + "-secret-openai-key-1234567890"
+    model = make_model(MODEL, options={"api_key": key})
+    server.enqueue(completion({"content": None, "tool_calls": [
+        {"id": "t", "type": "function", "function": {"name": "f", "arguments": f"{{{key}"}}]},
+        "tool_calls"))
+    with pytest.raises(MalformedResponseError, match="not valid JSON") as e:
+        await model.generate(HI)
+    assert "kkkkkkkkkk" not in str(e.value)
