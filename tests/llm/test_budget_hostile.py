@@ -21,7 +21,8 @@ MODEL = "openai:gpt-4o-mini"
 CJK = "注文番号の返金はいつ届きますか。配送状況を詳しく教えてください。" * 4
 
 
-@pytest.mark.parametrize("mode", ["told", "omitted", "strings", "ignores_max_tokens"])
+@pytest.mark.parametrize("mode", ["told", "omitted", "strings", "zeros", "fractions",
+                                  "ignores_max_tokens"])
 async def test_sixty_four_calls_racing_the_cap_never_pass_it(mode, make_model, server):
     bill = Billing(mode)
     server.responder = bill
