@@ -159,3 +159,26 @@ async def test_a_key_echoed_in_tool_arguments_that_are_not_json_is_masked_whole(
     with pytest.raises(MalformedResponseError, match="not valid JSON") as e:
         await model.generate(HI)
     assert "kkkkkkkkkk" not in str(e.value)
+
+
+@pytest.mark.parametrize("reply", [
+    {"text": "", "finish_reason": "content_filter"},
+    {"text": "a real answer", "usage": {"prompt_tokens": 0, "completion_tokens": 0,
+                                        "total_tokens": 0}},
+], ids=["withheld", "zeros"])
+async def test_streamed_under_a_cap_the_same_promises_hold(reply, make_model, server):
+    """A compatible server is streamed under a cap with max_tokens: the stream's answer goes
+    through the same reading (withheld is an error; zero counts are not free)."""
+    from cycle.testing import Reply
+
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=100))
+    server.enqueue(Reply(**reply))
+    if reply["text"]:
+        out = await model.generate(HI)
+        assert out.cost > 0 and out.cost_estimated
+    else:
+        with pytest.raises(MalformedResponseError, match="no answer, finish_reason content_f"):
+            await model.generate(HI)
+        assert budget.spent > 0
+    assert server.requests[-1].body["stream"] is True and budget.reserved == 0
