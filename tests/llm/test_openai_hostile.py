@@ -182,3 +182,32 @@ async def test_streamed_under_a_cap_the_same_promises_hold(reply, make_model, se
             await model.generate(HI)
         assert budget.spent > 0
     assert server.requests[-1].body["stream"] is True and budget.reserved == 0
+
+
+def test_a_run_whose_agent_is_filtered_errs_naming_it_never_scores_it(tmp_path, monkeypatch):
+    """`cycle run` on the openai project: the agent's answers kept back by the server's
+    content filter are errors of their iterations, the reason on the case's row, not
+    failed cases (before: 3 cases judged on an empty answer)."""
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+    from cycle.testing import LoopbackServer
+
+    from cycle.testing import Reply
+
+    def filtered(request):  # a Reply: streamed or not, as the project's settings say
+        return Reply(text="", finish_reason="content_filter") if request.schema is None \
+            else None
+
+    r = CliRunner().invoke(cli, ["init", str(tmp_path), "--provider", "openai"])
+    assert r.exit_code == 0, r.output
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-test-key-from-dotenv\n")
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=filtered) as srv:
+        cfg = tmp_path / "cycle.yaml"
+        cfg.write_text(cfg.read_text()
+                       + f"providers:\n  openai: {{base_url: '{srv.openai_base_url}'}}\n")
+        r = CliRunner().invoke(cli, ["run", "-n", "1"])
+    assert "0 passed, 0 failed, 3 errored" in r.output, r.output
+    assert r.output.count("no answer, finish_reason content_filter, no text") == 3, r.output
+    assert all(req.schema is None for req in srv.requests)  # nothing was judged
