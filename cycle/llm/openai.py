@@ -313,9 +313,9 @@ class OpenAIAPI(ModelAPI):
         return output
 
     async def _send(self, request: dict[str, Any], config: GenerateConfig) -> ModelOutput:
-        if self.guard_max_tokens and not self.official and config.max_tokens:
-            return await self._streamed(request, config.max_tokens)
         try:
+            if self.guard_max_tokens and not self.official and config.max_tokens:
+                return await self._streamed(request, config.max_tokens)
             completion = await self._calling(
                 self._client().post("/chat/completions", cast_to=object, body=request),
                 answer_tokens=config.max_tokens)

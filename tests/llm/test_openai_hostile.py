@@ -191,9 +191,7 @@ def test_a_run_whose_agent_is_filtered_errs_naming_it_never_scores_it(tmp_path, 
     from click.testing import CliRunner
 
     from cycle.cli import cli
-    from cycle.testing import LoopbackServer
-
-    from cycle.testing import Reply
+    from cycle.testing import LoopbackServer, Reply
 
     def filtered(request):  # a Reply: streamed or not, as the project's settings say
         return Reply(text="", finish_reason="content_filter") if request.schema is None \
@@ -211,3 +209,31 @@ def test_a_run_whose_agent_is_filtered_errs_naming_it_never_scores_it(tmp_path, 
     assert "0 passed, 0 failed, 3 errored" in r.output, r.output
     assert r.output.count("no answer, finish_reason content_filter, no text") == 3, r.output
     assert all(req.schema is None for req in srv.requests)  # nothing was judged
+
+
+STREAMED = {
+    "arguments that are not valid JSON": UNREADABLE["arguments that are not valid JSON"],
+    "prompt_tokens = -5": UNREADABLE["prompt_tokens = -5"],
+    "usage as text": completion({"content": "a real answer"}, usage={
+        "prompt_tokens": "1000", "completion_tokens": "500"}),
+    "usage as fractions": completion({"content": "a real answer"}, usage={
+        "prompt_tokens": 0.5, "completion_tokens": 0.5}),
+    "no usage": completion({"content": "a real answer"}, usage=None),
+}
+
+
+@pytest.mark.parametrize("says", list(STREAMED))
+async def test_streamed_an_answer_whose_counts_or_arguments_lie_is_charged(
+        says, make_model, server):
+    """The loopback server streams a scripted completion as events, its usage as it is."""
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=100))
+    server.enqueue(STREAMED[says])
+    try:
+        out = await model.generate(HI)
+    except MalformedResponseError as e:
+        assert says in str(e) and "\n" not in str(e)
+    else:
+        assert out.text == "a real answer" and out.cost_estimated
+    assert server.requests[-1].body["stream"] is True and server.request_count == 1
+    assert budget.spent > 0 and budget.estimated and budget.reserved == 0
