@@ -237,3 +237,54 @@ async def test_streamed_an_answer_whose_counts_or_arguments_lie_is_charged(
         assert out.text == "a real answer" and out.cost_estimated
     assert server.requests[-1].body["stream"] is True and server.request_count == 1
     assert budget.spent > 0 and budget.estimated and budget.reserved == 0
+
+
+@pytest.mark.parametrize("lie", ["negative", "arguments", "html", "filtered", "zeros"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+async def test_calls_racing_the_cap_never_pass_it_and_none_is_free(
+        lie, streamed, make_model, server, recorder):
+    """16 in flight against a small cap, each answered with a lie: the recorded spend never
+    passes the cap, and every call that came back is charged something."""
+    import asyncio
+
+    from cycle.errors import BudgetExceededError, CycleError
+
+    def bodies(request):
+        sent = sum(len(str(m.get("content") or "")) for m in request.messages)
+        if lie == "negative":
+            return completion({"content": "fine"}, usage={"prompt_tokens": -sent,
+                                                          "completion_tokens": 1})
+        if lie == "arguments":
+            return completion({"content": None, "tool_calls": [{"id": "t", "type": "function",
+                               "function": {"name": "f", "arguments": "{oops"}}]}, "tool_calls")
+        if lie == "html":
+            return Fault.malformed("<html><body>502 Bad Gateway</body></html>")
+        if lie == "filtered":
+            return completion({"content": ""}, "content_filter", usage={
+                "prompt_tokens": sent, "completion_tokens": 0})
+        return completion({"content": "fine"}, usage={"prompt_tokens": 0,
+                                                      "completion_tokens": 0})
+
+    server.responder = bodies
+    cap = 0.0005
+    budget = Budget(cap)
+    model = make_model(MODEL, budget=budget, bus=recorder.bus,
+                       config=GenerateConfig(max_tokens=64), options={"max_connections": 16})
+    model.api.guard_max_tokens = streamed
+
+    async def one(i: int) -> bool:
+        try:
+            await model.generate([Message.user(f"hi {i}")], iteration=i)
+        except BudgetExceededError:
+            return False
+        except CycleError:
+            pass
+        return True
+
+    came = await asyncio.gather(*(one(i) for i in range(400)))
+    assert sum(came) >= 10
+    if lie != "filtered":  # an honest count of a few tokens a call never reaches the cap
+        assert not all(came)  # real calls reached the cap, and it stopped them
+    assert budget.spent <= cap and budget.reserved == 0
+    paid = [c for c in recorder.calls if c.attempts]
+    assert paid and all(c.cost > 0 for c in recorder.calls if not c.cache_hit), lie
