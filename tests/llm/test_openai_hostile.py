@@ -288,3 +288,23 @@ async def test_calls_racing_the_cap_never_pass_it_and_none_is_free(
     assert budget.spent <= cap and budget.reserved == 0
     paid = [c for c in recorder.calls if c.attempts]
     assert paid and all(c.cost > 0 for c in recorder.calls if not c.cache_hit), lie
+
+
+async def test_an_answer_withheld_in_a_batch_job_is_an_error_not_asked_live(make_model, server):
+    """In an OpenAI batch job, a filtered answer is that call's error, charged at the batch
+    price: not sent again live."""
+    import asyncio
+
+    from cycle.llm.batch import BatchSettings
+
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, batch=BatchSettings(poll=0.02, window=0.05))
+    server.enqueue(WITHHELD["finish_reason content_filter, no text"])
+    got = await asyncio.gather(*(model.generate([Message.user(f"q{i}")]) for i in range(3)),
+                               return_exceptions=True)
+    assert isinstance(got[0], MalformedResponseError), got
+    assert "finish_reason content_filter" in str(got[0])
+    assert [o.text for o in got[1:]] == ["echo: q1", "echo: q2"]
+    assert server.batches.created == 1 and server.request_count == 3  # none live
+    filtered = model.pricing.cost(MODEL, Usage(input_tokens=1000, output_tokens=500)).usd
+    assert budget.spent >= filtered / 2 and budget.spent < filtered  # at the batch price
