@@ -450,9 +450,12 @@ class OpenAIAPI(ModelAPI):
                 f"cannot reach openai:{self.model_name} at {where}: {cause}"
             ) from e
         except (openai.APIResponseValidationError, ValueError) as e:
+            doc = getattr(e, "doc", None)  # what the server said, when it is not JSON
+            said = (f" in {' '.join(redact(doc, *self.secrets).split())[:120]!r}"
+                    if isinstance(doc, str) else "")
             raise MalformedResponseError(
                 f"openai:{self.model_name} sent a response that is not valid JSON "
-                f"chat completion: {redact(str(e), *self.secrets)[:300]}"
+                f"chat completion: {redact(str(e), *self.secrets)[:300]}{said}"
             ) from e
 
     # -- batch jobs (OpenAI Batch: a JSONL file of requests, a job, a file of answers) --------

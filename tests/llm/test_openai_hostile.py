@@ -308,3 +308,15 @@ async def test_an_answer_withheld_in_a_batch_job_is_an_error_not_asked_live(make
     assert server.batches.created == 1 and server.request_count == 3  # none live
     filtered = model.pricing.cost(MODEL, Usage(input_tokens=1000, output_tokens=500)).usd
     assert budget.spent >= filtered / 2 and budget.spent < filtered  # at the batch price
+
+
+async def test_a_page_where_json_should_be_is_named_in_one_line_key_masked(make_model, server):
+    """Before: 'Expecting value: line 1 column 1 (char 0)', nothing of what was sent."""
+    key = "k" * 150 + "-secret-openai-key-1234567890"
+    model = make_model(MODEL, options={"api_key": key})
+    server.enqueue(Fault.malformed(f"<html>\n<body>502 Bad Gateway\n{key}</body></html>"))
+    with pytest.raises(MalformedResponseError) as e:
+        await model.generate(HI)
+    said = str(e.value)
+    assert "<html> <body>502 Bad Gateway" in said and "\n" not in said
+    assert "kkkkkkkkkk" not in said and len(said) < 600
