@@ -284,7 +284,8 @@ class OpenAIAPI(ModelAPI):
                 e.retryable = False  # the server refuses this form: asking again cannot help
                 raise
             if (steps and not form.probed and form.structured != "prompt"
-                    and not output.tool_calls):
+                    and not output.tool_calls and not output.withheld):
+                # (a withheld answer says nothing of the format: it is the call's error)
                 if compat.is_json_object(output.text):
                     form.probed = True  # the server keeps to this form: not checked again
                 else:

@@ -320,3 +320,12 @@ async def test_a_page_where_json_should_be_is_named_in_one_line_key_masked(make_
     said = str(e.value)
     assert "<html> <body>502 Bad Gateway" in said and "\n" not in said
     assert "kkkkkkkkkk" not in said and len(said) < 600
+
+
+async def test_a_judges_filtered_answer_is_named_not_a_schema_error(make_model, server):
+    model = make_model(MODEL)
+    server.enqueue(WITHHELD["finish_reason content_filter, no text"])
+    with pytest.raises(MalformedResponseError, match="finish_reason content_filter"):
+        await model.generate_structured(HI, {"type": "object", "properties": {
+            "score": {"type": "integer"}}, "required": ["score"]})
+    assert server.request_count == 1  # no repair asked for an answer the server withheld
