@@ -70,6 +70,17 @@ class ModelOutput(BaseModel):
     withheld: str | None = None
 
 
+def unusable_answer(answer_tokens: int | None) -> ModelOutput:
+    """What stands for an answer that came back but cannot be used (unreadable, cut on its
+    way, a count that lies), as an error's ``paid``: Model charges it as the most it may
+    have cost, the prompt by its bytes and ``answer_tokens`` of output (the max_tokens it
+    was asked with, else the reservation), estimated."""
+    from cycle.llm.model import RESERVED_OUTPUT
+
+    return ModelOutput(usage=Usage(output_tokens=answer_tokens or RESERVED_OUTPUT),
+                       usage_estimated=True)
+
+
 class ProviderOptions(Struct, frozen=True):
     """Options a provider is built with (from config or the environment)."""
 

@@ -27,6 +27,7 @@ from cycle.llm.base import (
     ModelAPI,
     ModelOutput,
     ProviderOptions,
+    unusable_answer,
 )
 from cycle.llm.bodies import answered_when_cut, cap_client
 from cycle.llm.clients import SharedClients
@@ -196,7 +197,12 @@ class GeminiAPI(ModelAPI):
         response = await self._calling(self._client().aio.models.generate_content(
             model=self.model_name, contents=contents, config=gen_config),
             answer_tokens=gen_config.max_output_tokens)
-        return self._output(response, raw_request, answer_tokens=gen_config.max_output_tokens)
+        try:
+            return self._output(response, raw_request,
+                                answer_tokens=gen_config.max_output_tokens)
+        except MalformedResponseError as e:  # a count that lies (negative): it came back
+            e.paid = e.paid or unusable_answer(gen_config.max_output_tokens)
+            raise
 
     async def _calling(self, call: Any, *, answer_tokens: int | None = None) -> Any:
         """Await an SDK call, its errors as ``cycle.errors``."""
@@ -230,13 +236,10 @@ class GeminiAPI(ModelAPI):
             if answered_when_cut(e):
                 # generated, and billed, but cut on its way: charged as the most it may
                 # have cost (estimated) before it is asked again
-                from cycle.llm.model import RESERVED_OUTPUT
-
                 cut = ProviderConnectionError(
                     f"{where} at {where_url}: the answer was cut on its way "
                     f"({redact(str(e), *self.secrets)})")
-                cut.paid = ModelOutput(usage=Usage(
-                    output_tokens=answer_tokens or RESERVED_OUTPUT), usage_estimated=True)
+                cut.paid = unusable_answer(answer_tokens)
                 raise cut from e
             raise ProviderConnectionError(
                 f"cannot reach {where} at {where_url}: {redact(str(e), *self.secrets)}"
@@ -250,10 +253,7 @@ class GeminiAPI(ModelAPI):
                 # it came back (a 200 the SDK could not read: usage as text or a fraction,
                 # tool arguments that are not an object, a cut body): Gemini may bill it,
                 # so it is charged as the most it may be, by the byte bound (estimated)
-                from cycle.llm.model import RESERVED_OUTPUT
-
-                error.paid = ModelOutput(usage=Usage(
-                    output_tokens=answer_tokens or RESERVED_OUTPUT), usage_estimated=True)
+                error.paid = unusable_answer(answer_tokens)
             raise error from e
 
     # -- batch jobs (Gemini batch mode, the requests inlined in the job) -----------------

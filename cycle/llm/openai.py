@@ -43,8 +43,9 @@ from cycle.llm.base import (
     ModelAPI,
     ModelOutput,
     ProviderOptions,
+    unusable_answer,
 )
-from cycle.llm.bodies import cap_client
+from cycle.llm.bodies import answered_when_cut, cap_client
 from cycle.llm.clients import SharedClients
 from cycle.llm.http import redact, safe_url, status_error, token_count, unsupported_when_missing
 from cycle.llm.structured import strict_schema
@@ -283,7 +284,8 @@ class OpenAIAPI(ModelAPI):
                 e.retryable = False  # the server refuses this form: asking again cannot help
                 raise
             if (steps and not form.probed and form.structured != "prompt"
-                    and not output.tool_calls):
+                    and not output.tool_calls and not output.withheld):
+                # (a withheld answer says nothing of the format: it is the call's error)
                 if compat.is_json_object(output.text):
                     form.probed = True  # the server keeps to this form: not checked again
                 else:
@@ -312,11 +314,20 @@ class OpenAIAPI(ModelAPI):
         return output
 
     async def _send(self, request: dict[str, Any], config: GenerateConfig) -> ModelOutput:
-        if self.guard_max_tokens and not self.official and config.max_tokens:
-            return await self._streamed(request, config.max_tokens)
-        completion = await self._calling(
-            self._client().post("/chat/completions", cast_to=object, body=request))
-        return self._output(completion, request)
+        try:
+            if self.guard_max_tokens and not self.official and config.max_tokens:
+                return await self._streamed(request, config.max_tokens)
+            completion = await self._calling(
+                self._client().post("/chat/completions", cast_to=object, body=request),
+                answer_tokens=config.max_tokens)
+            return self._output(completion, request)
+        except MalformedResponseError as e:
+            # a 200 that could not be used (not JSON, not a chat completion, a count that
+            # lies): it came back, and the server may bill it, so it is charged as the
+            # most it may be (the byte bound, estimated) before it is raised
+            if e.paid is None:
+                e.paid = unusable_answer(config.max_tokens)
+            raise
 
     async def _streamed(self, request: dict[str, Any], max_tokens: int) -> ModelOutput:
         """The call streamed, under a budget, from a server that is not OpenAI's own: the
@@ -370,9 +381,11 @@ class OpenAIAPI(ModelAPI):
             # a 200 whose body held no event (an HTML page, a JSON error, nothing): the SDK
             # skips what is not an event, which would make it an empty answer, scored as one
             kind = stream.response.headers.get("content-type") or "no content type"
-            raise MalformedResponseError(
+            error = MalformedResponseError(
                 f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
                 f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
+            error.paid = unusable_answer(max_tokens)  # it came back: the server may bill it
+            raise error
         # ended without a finish_reason or the usage that closes a stream: dropped
         dropped = not cut and finish is None and usage is None
         completion: dict[str, Any] = {
@@ -402,8 +415,10 @@ class OpenAIAPI(ModelAPI):
                 "output_tokens": max_tokens + CUT_SLACK}), "usage_estimated": True})
         return output
 
-    async def _calling(self, call: Any) -> Any:
-        """Await an SDK call, its errors as ``cycle.errors``."""
+    async def _calling(self, call: Any, *, answer_tokens: int | None = None) -> Any:
+        """Await an SDK call, its errors as ``cycle.errors``; ``answer_tokens``: the
+        max_tokens a chat completion was asked with (what an answer cut on its way is
+        charged as output)."""
         import openai
 
         try:
@@ -424,13 +439,24 @@ class OpenAIAPI(ModelAPI):
         except openai.APIConnectionError as e:
             where = safe_url(self.base_url) or "api.openai.com"
             cause = redact(str(e.__cause__ or e), *self.secrets)
+            if answered_when_cut(e.__cause__ or e):
+                # generated, and billed, but cut on its way: charged as the most it may
+                # have cost (estimated) before it is asked again
+                cut = ProviderConnectionError(
+                    f"openai:{self.model_name} at {where}: the answer was cut on its way "
+                    f"({cause})")
+                cut.paid = unusable_answer(answer_tokens)
+                raise cut from e
             raise ProviderConnectionError(
                 f"cannot reach openai:{self.model_name} at {where}: {cause}"
             ) from e
         except (openai.APIResponseValidationError, ValueError) as e:
+            doc = getattr(e, "doc", None)  # what the server said, when it is not JSON
+            said = (f" in {' '.join(redact(doc, *self.secrets).split())[:120]!r}"
+                    if isinstance(doc, str) else "")
             raise MalformedResponseError(
                 f"openai:{self.model_name} sent a response that is not valid JSON "
-                f"chat completion: {redact(str(e), *self.secrets)[:300]}"
+                f"chat completion: {redact(str(e), *self.secrets)[:300]}{said}"
             ) from e
 
     # -- batch jobs (OpenAI Batch: a JSONL file of requests, a job, a file of answers) --------
@@ -494,9 +520,17 @@ class OpenAIAPI(ModelAPI):
         where = f"openai:{self.model_name}"
         if not isinstance(completion, dict) or "choices" not in completion:
             raise MalformedResponseError(
-                f"{where} sent a response that is not a chat completion: {str(completion)[:200]!r}"
+                f"{where} sent a response that is not a chat completion: "
+                f"{redact(str(completion), *self.secrets)[:200]!r}"
             )
         choices = completion["choices"]
+        if choices == []:
+            # no answer, but the server may bill the prompt: charged, then an error of the
+            # call (Model reads ``withheld``)
+            return ModelOutput(usage=self._usage(completion)[0], usage_estimated=True,
+                               raw_request=request, raw_response=completion,
+                               model=f"openai:{completion.get('model') or self.model_name}",
+                               withheld="the chat completion has no choices")
         if not choices or not isinstance(choices, list):
             raise MalformedResponseError(f"{where} sent a chat completion without choices")
         choice = choices[0] if isinstance(choices[0], dict) else {}
@@ -514,7 +548,7 @@ class OpenAIAPI(ModelAPI):
             except (TypeError, json.JSONDecodeError) as e:
                 raise MalformedResponseError(
                     f"{where} called tool {name!r} with arguments that are not valid "
-                    f"JSON: {str(text)[:200]!r}"
+                    f"JSON: {redact(str(text), *self.secrets)[:200]!r}"
                 ) from e
             if not isinstance(arguments, dict):
                 arguments = {"value": arguments}
@@ -524,23 +558,38 @@ class OpenAIAPI(ModelAPI):
         if message.get("refusal"):
             text = text or str(message["refusal"])
             finish = "refusal"
+        usage, estimated = self._usage(completion)
+        if usage.output_tokens == 0 and (text or calls):
+            estimated = True  # an answer is never 0 tokens: the count says nothing
+        withheld = None
+        if finish == "content_filter" and not text and not calls:
+            # the server's filter kept the answer back: nothing of the model's to judge
+            withheld = "finish_reason content_filter, no text"
+        return ModelOutput(
+            withheld=withheld,
+            text=text,
+            tool_calls=tuple(calls),
+            finish_reason=finish if isinstance(finish, str) else None,
+            usage=usage,
+            usage_estimated=estimated,
+            raw_request=request,
+            raw_response=completion,
+            model=f"openai:{completion.get('model') or self.model_name}",
+        )
+
+
+    def _usage(self, completion: dict[str, Any]) -> tuple[Usage, bool]:
+        """A chat completion's usage, and whether it is estimated (a count absent or not
+        usable; a prompt counted 0 tokens, which no prompt is)."""
+        where = f"openai:{self.model_name}"
         usage = completion.get("usage") if isinstance(completion.get("usage"), dict) else {}
         details = usage.get("prompt_tokens_details")
         sent = token_count(usage.get("prompt_tokens"), field="prompt_tokens", where=where)
         said = token_count(usage.get("completion_tokens"), field="completion_tokens", where=where)
         cached = token_count(details.get("cached_tokens"), field="cached_tokens", where=where
                              ) if isinstance(details, dict) else None
-        return ModelOutput(
-            text=text,
-            tool_calls=tuple(calls),
-            finish_reason=finish if isinstance(finish, str) else None,
-            usage=Usage(input_tokens=sent or 0, cached_input_tokens=cached or 0,
-                        output_tokens=said or 0),
-            usage_estimated=sent is None or said is None,
-            raw_request=request,
-            raw_response=completion,
-            model=f"openai:{completion.get('model') or self.model_name}",
-        )
+        return (Usage(input_tokens=sent or 0, cached_input_tokens=cached or 0,
+                      output_tokens=said or 0), not sent or said is None)
 
 
 def _text(content: Any) -> str:

@@ -1,6 +1,6 @@
 """A provider that bills as it likes and tells cycle what it likes (issue 32's hostile
 world): one token a character of what it is sent and what it answers, and its usage
-told as it is, left out, sent as text, or its answer longer than ``max_tokens``."""
+told as it is, left out, sent as text, as zeros or fractions, or its answer longer than ``max_tokens``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from cycle.records import Usage
 from cycle.testing.server import ChatRequest, Reply
 
 #: what the server tells cycle of its usage
-MODES = ("told", "omitted", "strings", "ignores_max_tokens")
+MODES = ("told", "omitted", "strings", "zeros", "fractions", "ignores_max_tokens")
 
 
 class Billing:
@@ -53,6 +53,10 @@ class Billing:
         usage = {"prompt_tokens": sent, "completion_tokens": said, "total_tokens": sent + said}
         if self.mode == "omitted":
             return Reply(text=self.answer, no_usage=True)
+        if self.mode == "zeros":
+            return Reply(text=self.answer, usage={k: 0 for k in usage})
+        if self.mode == "fractions":
+            return Reply(text=self.answer, usage={k: v / 3 for k, v in usage.items()})
         if self.mode == "strings":
             return Reply(text=self.answer, usage={k: str(v) for k, v in usage.items()})
         return Reply(text=self.answer, usage=usage)

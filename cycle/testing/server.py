@@ -652,7 +652,7 @@ class LoopbackServer:
                          b"Connection: close\r\n\r\n" + payload)
             await writer.drain()
             return
-        base = {k: completion[k] for k in ("id", "created", "model")}
+        base = {k: completion.get(k) for k in ("id", "created", "model")}
         base["object"] = "chat.completion.chunk"
 
         def event(data: Any) -> bytes:

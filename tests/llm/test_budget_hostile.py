@@ -21,7 +21,8 @@ MODEL = "openai:gpt-4o-mini"
 CJK = "注文番号の返金はいつ届きますか。配送状況を詳しく教えてください。" * 4
 
 
-@pytest.mark.parametrize("mode", ["told", "omitted", "strings", "ignores_max_tokens"])
+@pytest.mark.parametrize("mode", ["told", "omitted", "strings", "zeros", "fractions",
+                                  "ignores_max_tokens"])
 async def test_sixty_four_calls_racing_the_cap_never_pass_it(mode, make_model, server):
     bill = Billing(mode)
     server.responder = bill
@@ -50,15 +51,17 @@ async def test_sixty_four_calls_racing_the_cap_never_pass_it(mode, make_model, s
         assert budget.estimated  # the spend says it was estimated
 
 
-async def test_negative_usage_is_an_error_of_the_call_and_never_grows_the_budget(
+async def test_negative_usage_is_an_error_of_the_call_charged_as_its_worst_case(
         make_model, server):
+    """The lie never lowers the spend; the answer came back (the server may bill it), so it
+    is charged as the most it may have cost, estimated (before: charged nothing)."""
     server.responder = lambda request: Reply(
         text="ok", usage={"prompt_tokens": -1_000_000_000, "completion_tokens": 5})
     budget = Budget(0.01)
     model = make_model(MODEL, budget=budget)
     with pytest.raises(CycleError, match="cannot be negative"):
         await model.generate([Message.user("hi")])
-    assert budget.spent == 0 and budget.reserved == 0
+    assert 0 < budget.spent <= budget.limit and budget.estimated and budget.reserved == 0
     assert server.request_count == 1  # not asked again: retrying pays for the same lie
 
 

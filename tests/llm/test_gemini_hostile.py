@@ -337,3 +337,23 @@ async def test_a_batch_answer_without_usage_is_charged_its_max_tokens_of_thinkin
     outs = await asyncio.gather(*(model.generate([Message.user(f"q{i}")]) for i in range(2)))
     assert server.batches.created == 1
     assert all(o.usage.output_tokens == 300 and o.cost_estimated for o in outs)
+
+
+async def test_a_negative_count_is_an_error_charged_as_its_worst_case(make_model, server):
+    """The lie never lowers the spend, and the answer came back: charged as the most it may
+    have cost, estimated (before: charged nothing)."""
+    from cycle.errors import MalformedResponseError
+    from cycle.llm.base import GenerateConfig
+    from cycle.llm.budget import Budget
+
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=100))
+    server.enqueue(Fault.malformed(json.dumps({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]},
+                        "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": -1000000, "candidatesTokenCount": 5}})))
+    with pytest.raises(MalformedResponseError, match="cannot be negative"):
+        await model.generate(HI)
+    worst = model.pricing.cost(MODEL, Usage(input_tokens=1, output_tokens=100)).usd
+    assert budget.spent >= worst and budget.estimated and budget.reserved == 0
+    assert server.request_count == 1

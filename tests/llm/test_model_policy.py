@@ -151,7 +151,7 @@ def test_a_budget_that_is_not_a_finite_amount_is_refused():
 async def test_budget_is_charged_per_role(make_model, server):
     budget = Budget(limit=None)
     judge = make_model("openai:gpt-4o-mini", budget=budget, role="judge")
-    server.enqueue(Reply(text="x", input_tokens=1_000_000, output_tokens=0))
+    server.enqueue(Reply(text="", input_tokens=1_000_000, output_tokens=0))
     await judge.generate(HI)
     await judge.generate([Message.user("b")], role="improver")
     assert budget.by_role["judge"] == pytest.approx(0.15)

@@ -158,7 +158,7 @@ async def test_connection_refused_is_retried_then_exhausted(name):
 
 
 @pytest.mark.parametrize(("body", "says"), [
-    ('{"choices": []}', "without choices"),
+    ('{"choices": []}', "no answer, the chat completion has no choices"),
     ('{"choices": [{"finish_reason": "stop"}]}', "a choice without a message"),
     ('["a", "list"]', "not a chat completion"),
     (('{"choices": [{"message": {"content": null, "tool_calls": [{"id": "c1", "type": "function",'
