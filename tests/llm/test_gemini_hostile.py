@@ -11,6 +11,7 @@ import pytest
 from cycle.errors import RateLimitError, RetriesExhaustedError
 from cycle.records import Message, Usage
 from cycle.testing import Fault
+from tests.llm.withheld import judge_withheld
 
 MODEL = "gemini:gemini-2.5-flash"
 HI = [Message.user("hi")]
@@ -112,14 +113,7 @@ async def test_an_answer_gemini_withheld_is_an_error_naming_why_and_is_charged(
 
 
 async def test_gemini_withholding_a_judges_answer_is_named_not_a_schema_error(make_model, server):
-    from cycle.errors import MalformedResponseError
-
-    model = make_model(MODEL)
-    server.enqueue(WITHHELD["finishReason SAFETY, no text"])
-    with pytest.raises(MalformedResponseError, match="finishReason SAFETY"):
-        await model.generate_structured(HI, {"type": "object", "properties": {
-            "score": {"type": "integer"}}, "required": ["score"]})
-    assert server.request_count == 1  # no repair asked for an answer Gemini withheld
+    await judge_withheld(make_model(MODEL), server, WITHHELD["finishReason SAFETY, no text"], "finishReason SAFETY")
 
 
 async def test_answers_gemini_ended_as_a_model_does_are_answers(make_model, server):

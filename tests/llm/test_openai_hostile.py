@@ -13,6 +13,7 @@ from cycle.llm.base import GenerateConfig
 from cycle.llm.budget import Budget
 from cycle.records import Message, Usage
 from cycle.testing import Fault
+from tests.llm.withheld import judge_withheld
 
 MODEL = "openai:gpt-4o-mini"
 HI = [Message.user("hi")]
@@ -323,9 +324,4 @@ async def test_a_page_where_json_should_be_is_named_in_one_line_key_masked(make_
 
 
 async def test_a_judges_filtered_answer_is_named_not_a_schema_error(make_model, server):
-    model = make_model(MODEL)
-    server.enqueue(WITHHELD["finish_reason content_filter, no text"])
-    with pytest.raises(MalformedResponseError, match="finish_reason content_filter"):
-        await model.generate_structured(HI, {"type": "object", "properties": {
-            "score": {"type": "integer"}}, "required": ["score"]})
-    assert server.request_count == 1  # no repair asked for an answer the server withheld
+    await judge_withheld(make_model(MODEL), server, WITHHELD["finish_reason content_filter, no text"], "finish_reason content_filter")
