@@ -11,7 +11,7 @@ import pytest
 from cycle.errors import RateLimitError, RetriesExhaustedError
 from cycle.records import Message, Usage
 from cycle.testing import Fault
-from tests.llm.withheld import judge_withheld
+from tests.llm.withheld import answer_withheld, judge_withheld
 
 MODEL = "gemini:gemini-2.5-flash"
 HI = [Message.user("hi")]
@@ -96,20 +96,9 @@ WITHHELD = {
 async def test_an_answer_gemini_withheld_is_an_error_naming_why_and_is_charged(
         says, make_model, server, recorder):
     """Before: each came back as an empty (or cut) answer, judged as if the model had
-    written it (a silent 0), or, for a judge, 'does not follow the schema'."""
-    from cycle.errors import MalformedResponseError
-    from cycle.llm.budget import Budget
-
-    budget = Budget(1.0)
-    model = make_model(MODEL, budget=budget, bus=recorder.bus)
-    server.enqueue(WITHHELD[says])
-    with pytest.raises(MalformedResponseError) as e:
-        await model.generate(HI)
-    assert f"{MODEL}: no answer, {says}" in str(e.value)
-    assert server.request_count == 1  # not asked again: the same call is refused again
-    # Gemini bills the tokens it reported: charged to the cap and to the failed call
-    assert budget.spent > 0 and budget.reserved == 0
-    assert recorder.calls[-1].error and recorder.calls[-1].cost == pytest.approx(budget.spent)
+    written it (a silent 0), or, for a judge, 'does not follow the schema'. Gemini bills
+    the tokens it reported."""
+    await answer_withheld(make_model, MODEL, server, recorder, WITHHELD[says], says)
 
 
 async def test_gemini_withholding_a_judges_answer_is_named_not_a_schema_error(make_model, server):

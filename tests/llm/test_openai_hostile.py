@@ -13,7 +13,7 @@ from cycle.llm.base import GenerateConfig
 from cycle.llm.budget import Budget
 from cycle.records import Message, Usage
 from cycle.testing import Fault
-from tests.llm.withheld import judge_withheld
+from tests.llm.withheld import answer_withheld, judge_withheld
 
 MODEL = "openai:gpt-4o-mini"
 HI = [Message.user("hi")]
@@ -45,15 +45,8 @@ async def test_an_answer_the_server_withheld_is_an_error_naming_why_and_is_charg
         says, make_model, server, recorder):
     """Before: a filtered answer was an empty answer judged as the model's (a silent 0),
     and no choices was an error charged nothing."""
-    budget = Budget(1.0)
-    model = make_model(MODEL, budget=budget, bus=recorder.bus)
-    server.enqueue(WITHHELD[says])
-    with pytest.raises(MalformedResponseError) as e:
-        await model.generate(HI)
-    assert f"{MODEL}: no answer, {says.removesuffix(' (empty)')}" in str(e.value)
-    assert server.request_count == 1  # the same call is withheld again
-    assert budget.spent > 0 and budget.reserved == 0
-    assert recorder.calls[-1].error and recorder.calls[-1].cost == pytest.approx(budget.spent)
+    await answer_withheld(make_model, MODEL, server, recorder, WITHHELD[says],
+                          says.removesuffix(" (empty)"))
 
 
 ANSWERS = {

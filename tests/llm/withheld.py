@@ -19,3 +19,20 @@ async def judge_withheld(model: Any, server: Any, reply: Any, says: str) -> None
     with pytest.raises(MalformedResponseError, match=says):
         await model.generate_structured([Message.user("hi")], SCORE)
     assert server.request_count == 1
+
+
+async def answer_withheld(make_model: Any, name: str, server: Any, recorder: Any, reply: Any,
+                          says: str) -> None:
+    """A call answered by ``reply``, withheld: an error naming why (``says``), not asked
+    again, and charged what the provider reported (to the cap and to the failed call)."""
+    from cycle.llm.budget import Budget
+
+    budget = Budget(1.0)
+    model = make_model(name, budget=budget, bus=recorder.bus)
+    server.enqueue(reply)
+    with pytest.raises(MalformedResponseError) as e:
+        await model.generate([Message.user("hi")])
+    assert f"{name}: no answer, {says}" in str(e.value)
+    assert server.request_count == 1  # the same call would be withheld again
+    assert budget.spent > 0 and budget.reserved == 0
+    assert recorder.calls[-1].error and recorder.calls[-1].cost == pytest.approx(budget.spent)
