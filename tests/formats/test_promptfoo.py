@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
@@ -67,10 +68,16 @@ def invoke(*args: str):
     return CliRunner().invoke(cli, list(args))
 
 
+def imported(folder: Path, out: Path, *flags: str):
+    """``cycle import promptfoo`` of ``folder``'s promptfooconfig.yaml into ``out``."""
+    return invoke("import", "promptfoo", str(folder / "promptfooconfig.yaml"), "--out", str(out),
+                  *flags)
+
+
 def test_the_getting_started_example_converts_with_its_gaps_listed(tmp_path):
     (tmp_path / "promptfooconfig.yaml").write_text(TRANSLATION)
     out = tmp_path / "project"
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out))
+    r = imported(tmp_path, out)
     assert r.exit_code == 0, r.output
     assert "2 cases, 1 criterion (prompt" in r.output  # "1 criteria" before
     for gap in ("1 other prompt(s)", "1 other provider(s)", ("defaultTest: assertion "
@@ -86,7 +93,7 @@ def test_the_getting_started_example_converts_with_its_gaps_listed(tmp_path):
     assert cases[1]["name"] == "German greeting" and cases[1]["input"]["language"] == "German"
     assert cases[1]["criteria"][0]["check"] == {"type": "contains", "values": ["wie"],
                                                 "case_sensitive": False}
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+    r = imported(tmp_path, out,
                "--prompt", "2")
     assert r.exit_code == 2 and "cycle does not overwrite a project" in r.output
 
@@ -97,7 +104,7 @@ def test_files_and_every_check_convert_and_the_project_runs_offline(tmp_path):
                                          "Question: {{question}}\n")
     (tmp_path / "tests.yaml").write_text(TESTS)
     out = tmp_path / "project"
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+    r = imported(tmp_path, out,
                "--model", "offline:default", "--name", "support")
     assert r.exit_code == 0, r.output
     assert "provider 'echo': not one cycle has" in r.output
@@ -113,8 +120,7 @@ def test_files_and_every_check_convert_and_the_project_runs_offline(tmp_path):
     assert own["tone"]["pass_mark"] == 70 and own["test_1_3"]["check"]["pattern"] == "^Hi"
     assert own["test_1_5"]["check"] == {"type": "json_schema", "schema": {}}
     (tmp_path / "tests.yaml").write_text("- vars: {a: [1,\n")
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
-               str(tmp_path / "other"))
+    r = imported(tmp_path, tmp_path / "other")
     assert r.exit_code == 2 and "tests.yaml:" in r.output and "not valid YAML" in r.output
     run = invoke("--store", str(tmp_path / "s.db"), "run", str(out / "cycle.yaml"), "-n", "1",
                  "--json", "--no-reports")
@@ -130,13 +136,11 @@ def test_a_prompt_that_is_not_text_is_refused_with_the_fix(tmp_path):
           - 'Answer: {{question}}'
         tests: [{vars: {question: hi}}]
     """))
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
-               str(tmp_path / "p"))
+    r = imported(tmp_path, tmp_path / "p")
     assert r.exit_code == 2, r.output
     assert "promptfooconfig.yaml:1 (prompts): prompt 1 ('file://chat.json') is not text" in r.output
     assert "--prompt N" in r.output
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
-               str(tmp_path / "p"), "--prompt", "2")
+    r = imported(tmp_path, tmp_path / "p", "--prompt", "2")
     assert r.exit_code == 0, r.output
 
 
@@ -146,8 +150,7 @@ def test_one_case_and_two_criteria_are_counted_in_words(tmp_path):
         "prompts: ['Answer {{name}}']\nproviders: [openai:gpt-4o-mini]\n"
         "defaultTest: {assert: [{type: icontains, value: '{{name}}'}, "
         "{type: llm-rubric, value: Polite.}]}\ntests: [{vars: {name: Ann}}]\n")
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
-               str(tmp_path / "p"))
+    r = imported(tmp_path, tmp_path / "p")
     assert r.exit_code == 0 and ": 1 case, 2 criteria (prompt" in r.output, r.output
 
 
@@ -203,7 +206,7 @@ def test_file_vars_list_vars_and_csv_tests_are_read_as_promptfoo_reads_them(tmp_
     (tmp_path / "data.json").write_text('{"a": 1}\n')
     (tmp_path / "tests.csv").write_text(CSV)
     out = tmp_path / "project"
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+    r = imported(tmp_path, out,
                "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     cases = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
@@ -237,7 +240,7 @@ def test_what_changes_the_checked_output_is_listed_not_dropped(tmp_path):
               - {type: llm-rubric, value: polite, provider: openai:gpt-4o, rubricPrompt: Grade}
         """))
     out = tmp_path / "project"
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+    r = imported(tmp_path, out,
                "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     assert "defaultTest: options (transform, provider) not converted" in r.output
@@ -261,8 +264,7 @@ def test_prompts_are_numbered_as_promptfoo_lists_them(tmp_path):
         (tmp_path / "promptfooconfig.yaml").write_text(
             f"prompts: {prompts}\ntests: [{{vars: {{q: hi}}}}]\n")
         out = tmp_path / f"p{n}"
-        r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
-                   str(out), "--model", "offline:default", "--name", "pf", "--prompt", "2")
+        r = imported(tmp_path, out, "--model", "offline:default", "--name", "pf", "--prompt", "2")
         assert r.exit_code == 0, r.output
         assert "1 other prompt(s)" in r.output
         prompt = yaml.safe_load((out / "prompts" / "pf.yaml").read_text())
@@ -282,7 +284,7 @@ def test_assertions_promptfoo_reads_otherwise_than_as_text(tmp_path):
               - {type: starts-with, value: '{{q}}'}
         """))
     out = tmp_path / "p"
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+    r = imported(tmp_path, out,
                "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     assert "test 1: threshold 0.5" in r.output
@@ -301,14 +303,13 @@ def test_json_and_jsonl_test_files_are_read(tmp_path):
     (tmp_path / "promptfooconfig.yaml").write_text(
         "prompts: ['Say {{q}}']\ntests: [file://t.jsonl, file://t.json]\n")
     out = tmp_path / "p"
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+    r = imported(tmp_path, out,
                "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     cases = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
     assert [c["input"]["q"] for c in cases] == ["a", "b", "c"]
     (tmp_path / "t.jsonl").write_text('{"vars": {"q": "a"}}\n{oops\n')
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out",
-               str(tmp_path / "q"), "--model", "offline:default")
+    r = imported(tmp_path, tmp_path / "q", "--model", "offline:default")
     assert r.exit_code == 2 and "t.jsonl:2" in r.output and "not JSON" in r.output
 
 
@@ -329,7 +330,7 @@ def test_a_metric_several_assertions_share_makes_one_criterion_each(tmp_path):
               - {type: contains, value: Say, metric: style}
         """))
     out = tmp_path / "p"
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+    r = imported(tmp_path, out,
                "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     config = yaml.safe_load((out / "cycle.yaml").read_text())
@@ -353,7 +354,7 @@ def test_a_config_of_per_test_assertions_and_nunjucks_filters_runs(tmp_path):
             assert: [{type: contains, value: '{{ name|dump }}'}]
         """))
     out = tmp_path / "p"
-    r = invoke("import", "promptfoo", str(tmp_path / "promptfooconfig.yaml"), "--out", str(out),
+    r = imported(tmp_path, out,
                "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     assert "no defaultTest assertion: cycle.yaml's one criterion is 'answered'" in r.output
