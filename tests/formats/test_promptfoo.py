@@ -93,8 +93,7 @@ def test_the_getting_started_example_converts_with_its_gaps_listed(tmp_path):
     assert cases[1]["name"] == "German greeting" and cases[1]["input"]["language"] == "German"
     assert cases[1]["criteria"][0]["check"] == {"type": "contains", "values": ["wie"],
                                                 "case_sensitive": False}
-    r = imported(tmp_path, out,
-               "--prompt", "2")
+    r = imported(tmp_path, out, "--prompt", "2")
     assert r.exit_code == 2 and "cycle does not overwrite a project" in r.output
 
 
@@ -104,8 +103,7 @@ def test_files_and_every_check_convert_and_the_project_runs_offline(tmp_path):
                                          "Question: {{question}}\n")
     (tmp_path / "tests.yaml").write_text(TESTS)
     out = tmp_path / "project"
-    r = imported(tmp_path, out,
-               "--model", "offline:default", "--name", "support")
+    r = imported(tmp_path, out, "--model", "offline:default", "--name", "support")
     assert r.exit_code == 0, r.output
     assert "provider 'echo': not one cycle has" in r.output
     config = yaml.safe_load((out / "cycle.yaml").read_text())
@@ -206,8 +204,7 @@ def test_file_vars_list_vars_and_csv_tests_are_read_as_promptfoo_reads_them(tmp_
     (tmp_path / "data.json").write_text('{"a": 1}\n')
     (tmp_path / "tests.csv").write_text(CSV)
     out = tmp_path / "project"
-    r = imported(tmp_path, out,
-               "--model", "offline:default", "--name", "pf")
+    r = imported(tmp_path, out, "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     cases = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
     assert [c["input"] for c in cases[:2]] == [
@@ -240,8 +237,7 @@ def test_what_changes_the_checked_output_is_listed_not_dropped(tmp_path):
               - {type: llm-rubric, value: polite, provider: openai:gpt-4o, rubricPrompt: Grade}
         """))
     out = tmp_path / "project"
-    r = imported(tmp_path, out,
-               "--model", "offline:default", "--name", "pf")
+    r = imported(tmp_path, out, "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     assert "defaultTest: options (transform, provider) not converted" in r.output
     assert "scenarios: not converted" in r.output
@@ -284,8 +280,7 @@ def test_assertions_promptfoo_reads_otherwise_than_as_text(tmp_path):
               - {type: starts-with, value: '{{q}}'}
         """))
     out = tmp_path / "p"
-    r = imported(tmp_path, out,
-               "--model", "offline:default", "--name", "pf")
+    r = imported(tmp_path, out, "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     assert "test 1: threshold 0.5" in r.output
     assert "test 1: assertion 'starts-with' with a template ({{q}}) is not converted" in r.output
@@ -303,8 +298,7 @@ def test_json_and_jsonl_test_files_are_read(tmp_path):
     (tmp_path / "promptfooconfig.yaml").write_text(
         "prompts: ['Say {{q}}']\ntests: [file://t.jsonl, file://t.json]\n")
     out = tmp_path / "p"
-    r = imported(tmp_path, out,
-               "--model", "offline:default", "--name", "pf")
+    r = imported(tmp_path, out, "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     cases = yaml.safe_load((out / "cases" / "pf.yaml").read_text())
     assert [c["input"]["q"] for c in cases] == ["a", "b", "c"]
@@ -330,8 +324,7 @@ def test_a_metric_several_assertions_share_makes_one_criterion_each(tmp_path):
               - {type: contains, value: Say, metric: style}
         """))
     out = tmp_path / "p"
-    r = imported(tmp_path, out,
-               "--model", "offline:default", "--name", "pf")
+    r = imported(tmp_path, out, "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     config = yaml.safe_load((out / "cycle.yaml").read_text())
     assert [c["id"] for c in config["criteria"]] == ["style", "style_2"]
@@ -354,8 +347,7 @@ def test_a_config_of_per_test_assertions_and_nunjucks_filters_runs(tmp_path):
             assert: [{type: contains, value: '{{ name|dump }}'}]
         """))
     out = tmp_path / "p"
-    r = imported(tmp_path, out,
-               "--model", "offline:default", "--name", "pf")
+    r = imported(tmp_path, out, "--model", "offline:default", "--name", "pf")
     assert r.exit_code == 0, r.output
     assert "no defaultTest assertion: cycle.yaml's one criterion is 'answered'" in r.output
     prompt = yaml.safe_load((out / "prompts" / "pf.yaml").read_text())
