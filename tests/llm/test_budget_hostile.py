@@ -127,3 +127,20 @@ async def test_a_call_cancelled_once_sent_is_charged_its_reservation(make_model,
     with pytest.raises(asyncio.CancelledError):
         await call
     assert budget.spent == pytest.approx(budget.held[0]) and budget.reserved == 0
+
+
+async def test_a_count_above_the_calls_reservation_is_settled_as_told_then_nothing_is_sent(
+        make_model, server):
+    """What docs/real-models.md and docs/limits.md state as the cap's limit: a provider
+    claiming more output tokens than the call's max_tokens is charged its claim (cycle cannot
+    tell a real bill from a lie), so the spend passes the cap; the next call is refused
+    before it is sent."""
+    server.responder = lambda request: Reply(
+        text="ok", usage={"prompt_tokens": 10, "completion_tokens": 10**15})
+    budget = Budget(0.01)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=16))
+    await model.generate([Message.user("hi")])
+    assert budget.spent > budget.limit  # the claim, as told
+    with pytest.raises(BudgetExceededError):
+        await model.generate([Message.user("again")])
+    assert server.request_count == 1  # refused before it was sent
