@@ -182,7 +182,7 @@ def render_compare_markdown(c: Comparison, fail_on: str = "regression") -> str:
         lines += ["", "<details><summary>Largest changes by case</summary>", "",
                   "| case | A | B | change |", "| --- | ---: | ---: | ---: |"]
         for d in moved:
-            lines.append(f"| `{d.case_id}` | {f.score(d.score_a)} | {f.score(d.score_b)} | "
+            lines.append(f"| {f.md_code(d.case_id, cell=True)} | {f.score(d.score_a)} | {f.score(d.score_b)} | "
                          f"{d.delta:+.1f} |")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

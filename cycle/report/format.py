@@ -130,6 +130,19 @@ def md_inline(text: Any) -> str:
     return printable(one).translate(_INLINE).replace("](", "]\\(")
 
 
+def md_code(text: Any, *, cell: bool = False) -> str:
+    """An id (a case's, a run's) as a Markdown code span, whatever it holds: fenced by one
+    backtick more than its longest run of them (padded when it begins or ends with one);
+    in a table ``cell`` its ``|`` escaped, which GFM reads as a pipe of the text, in a
+    code span too (a case id ``a|b`` split its row into one cell more)."""
+    from cycle.safetext import printable
+
+    code = printable(str(text), oneline=True)
+    fence = "`" * (max(map(len, re.findall("`+", code)), default=0) + 1)
+    pad = " " if code.startswith("`") or code.endswith("`") else ""
+    return f"{fence}{pad}{code.replace('|', chr(92) + '|') if cell else code}{pad}{fence}"
+
+
 def html_inline(text: Any) -> str:
     """Text from outside on one line inside the HTML a Markdown report holds (a
     ``<summary>``): no markup, no Markdown escapes (HTML shows them as they are)."""

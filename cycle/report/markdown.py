@@ -21,7 +21,7 @@ def _verdicts(r: IterationResult) -> list[str]:
              "| --- | --- | ---: | ---: | --- | --- |"]
     for v in r.verdicts:
         mark = "pass" if v.passed else ("**FAIL (required)**" if v.required else "fail")
-        lines.append(f"| {v.criterion_id}{' (required)' if v.required else ''} | {v.kind} | "
+        lines.append(f"| {_cell(v.criterion_id)}{' (required)' if v.required else ''} | {v.kind} | "
                      f"{v.score:.0f} | {v.weight:g} | {mark} | {_cell(v.reasoning)} |")
     return lines
 
@@ -189,13 +189,13 @@ class MarkdownParts(Parts):
     def case(self, stream: int, n: int, c: CaseStats, result: RunResult) -> str:
         lines = self._lines[stream]
         if stream == ROWS:
-            row = (f"| {_cell(c.name)} (`{c.case_id}`) | {c.status} | {f.score_ci(c.stats)} | "
+            row = (f"| {_cell(c.name)} ({f.md_code(c.case_id, cell=True)}) | {c.status} | {f.score_ci(c.stats)} | "
                    f"{f.score(c.stats.sd)} | {f.pct(c.pass_rate)} | {c.errors} |")
             return lines.text([row])
         if (stream == PASSED) != (c.status == "passed"):
             return ""
         if stream == FAILED:
-            body = [f"### {c.status.upper()}: {_cell(c.name)} (`{c.case_id}`)", "",
+            body = [f"### {c.status.upper()}: {_cell(c.name)} ({f.md_code(c.case_id)})", "",
                     *_case_body(c, result)]
         else:
             body = ["<details>", (f"<summary>{f.html_inline(c.name)} (<code>{f.html_inline(c.case_id)}</code>): "

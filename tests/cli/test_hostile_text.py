@@ -228,3 +228,27 @@ def test_a_python_user_saying_a_lone_surrogate_is_heard_not_an_error(tmp_path, m
         "    return None if len(messages) > 3 else 'more \\udc00 please'\n",
         "offline:default",
         "  conversation: {user: {function: 'hostile_surrogate_user:next_turn'}, max_turns: 4}\n")
+
+
+def test_a_case_id_with_a_pipe_and_backticks_keeps_its_row_and_its_code_span(
+        tmp_path, monkeypatch):
+    # an author's id `a|b` split the summary's row into a cell more; a backtick in one
+    # ended its code span early
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.yaml").write_text("id: p\nsystem: You answer.\nuser_template: '{{ q }}'\n")
+    (tmp_path / "cases.yaml").write_text(
+        "- id: 'refund|late'\n  input: {q: q1}\n- id: 'say `hi`'\n  input: {q: q2}\n")
+    (tmp_path / "cycle.yaml").write_text(
+        "prompt: p.yaml\nagent: offline:default\n"
+        "criteria: [{id: 'short|ish', check: {type: regex, pattern: '^x$'}}]\n"
+        "cases: [cases.yaml]\nrun: {iterations: 1}\n")
+    result = CliRunner().invoke(cli, ["run", "cycle.yaml", "--json"])
+    assert result.exit_code == 1, result.output  # both fail: their sections are written
+    md = (tmp_path / json.loads(result.stdout)["reports"]["markdown"]).read_text()
+    _, html = _rendered(md)
+    for table in re.findall(r"<table>(.*?)</table>", html, re.DOTALL):
+        header, *rows = re.findall(r"<tr>(.*?)</tr>", table, re.DOTALL)
+        assert rows and all(r.count("<td") == header.count("<th") for r in rows), table
+    assert "<code>refund|late</code>" in html and "<code>say `hi`</code>" in html
