@@ -11,7 +11,7 @@ import pytest
 from cycle.errors import RateLimitError, RetriesExhaustedError
 from cycle.records import Message, Usage
 from cycle.testing import Fault
-from tests.llm.withheld import answer_withheld, judge_withheld
+from tests.llm.withheld import answer_withheld, judge_withheld, run_withheld
 
 MODEL = "gemini:gemini-2.5-flash"
 HI = [Message.user("hi")]
@@ -125,25 +125,14 @@ async def test_answers_gemini_ended_as_a_model_does_are_answers(make_model, serv
 def test_a_run_whose_agent_gemini_blocks_errs_naming_it_never_scores_it(tmp_path, monkeypatch):
     """`cycle run` on the gemini project: the agent's answers blocked for SAFETY are errors
     of their iterations, with Gemini's reason on the case's row, not failed cases."""
-    from click.testing import CliRunner
-
-    from cycle.cli import cli
-    from cycle.testing import LoopbackServer
-
     def blocked(request):
         return WITHHELD["finishReason SAFETY, no text"] if request.schema is None else None
 
-    r = CliRunner().invoke(cli, ["init", str(tmp_path), "--provider", "gemini"])
-    assert r.exit_code == 0, r.output
-    (tmp_path / ".env").write_text("GEMINI_API_KEY=test-key-from-dotenv\n")
-    monkeypatch.chdir(tmp_path)
-    with LoopbackServer(responder=blocked) as srv:
-        cfg = tmp_path / "cycle.yaml"
-        cfg.write_text(cfg.read_text() + f"providers:\n  gemini: {{base_url: '{srv.gemini_base_url}'}}\n")
-        r = CliRunner().invoke(cli, ["run", "-n", "1"])
+    r, requests = run_withheld(tmp_path, monkeypatch, "gemini",
+                               "GEMINI_API_KEY=test-key-from-dotenv", blocked)
     assert "0 passed, 0 failed, 3 errored" in r.output, r.output
     assert r.output.count("no answer, finishReason SAFETY, no text") == 3, r.output
-    assert all(req.schema is None for req in srv.requests)  # nothing was judged
+    assert all(req.schema is None for req in requests)  # nothing was judged
 
 
 UNREADABLE = {

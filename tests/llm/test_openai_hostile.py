@@ -13,7 +13,7 @@ from cycle.llm.base import GenerateConfig
 from cycle.llm.budget import Budget
 from cycle.records import Message, Usage
 from cycle.testing import Fault
-from tests.llm.withheld import answer_withheld, judge_withheld
+from tests.llm.withheld import answer_withheld, judge_withheld, run_withheld
 
 MODEL = "openai:gpt-4o-mini"
 HI = [Message.user("hi")]
@@ -182,27 +182,17 @@ def test_a_run_whose_agent_is_filtered_errs_naming_it_never_scores_it(tmp_path, 
     """`cycle run` on the openai project: the agent's answers kept back by the server's
     content filter are errors of their iterations, the reason on the case's row, not
     failed cases (before: 3 cases judged on an empty answer)."""
-    from click.testing import CliRunner
-
-    from cycle.cli import cli
-    from cycle.testing import LoopbackServer, Reply
+    from cycle.testing import Reply
 
     def filtered(request):  # a Reply: streamed or not, as the project's settings say
         return Reply(text="", finish_reason="content_filter") if request.schema is None \
             else None
 
-    r = CliRunner().invoke(cli, ["init", str(tmp_path), "--provider", "openai"])
-    assert r.exit_code == 0, r.output
-    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-test-key-from-dotenv\n")
-    monkeypatch.chdir(tmp_path)
-    with LoopbackServer(responder=filtered) as srv:
-        cfg = tmp_path / "cycle.yaml"
-        cfg.write_text(cfg.read_text()
-                       + f"providers:\n  openai: {{base_url: '{srv.openai_base_url}'}}\n")
-        r = CliRunner().invoke(cli, ["run", "-n", "1"])
+    r, requests = run_withheld(tmp_path, monkeypatch, "openai",
+                               "OPENAI_API_KEY=sk-test-key-from-dotenv", filtered)
     assert "0 passed, 0 failed, 3 errored" in r.output, r.output
     assert r.output.count("no answer, finish_reason content_filter, no text") == 3, r.output
-    assert all(req.schema is None for req in srv.requests)  # nothing was judged
+    assert all(req.schema is None for req in requests)  # nothing was judged
 
 
 STREAMED = {

@@ -36,3 +36,24 @@ async def answer_withheld(make_model: Any, name: str, server: Any, recorder: Any
     assert server.request_count == 1  # the same call would be withheld again
     assert budget.spent > 0 and budget.reserved == 0
     assert recorder.calls[-1].error and recorder.calls[-1].cost == pytest.approx(budget.spent)
+
+
+def run_withheld(tmp_path: Any, monkeypatch: Any, provider: str, key: str,
+                 responder: Any) -> tuple[Any, list[Any]]:
+    """``cycle run -n 1`` of a ``cycle init --provider PROVIDER`` project (its key in .env)
+    against the loopback server answering with ``responder``: the CLI's result, and the
+    requests the server saw."""
+    from click.testing import CliRunner
+
+    from cycle.cli import cli
+    from cycle.testing import LoopbackServer
+
+    r = CliRunner().invoke(cli, ["init", str(tmp_path), "--provider", provider])
+    assert r.exit_code == 0, r.output
+    (tmp_path / ".env").write_text(f"{key}\n")
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=responder) as srv:
+        cfg = tmp_path / "cycle.yaml"
+        url = getattr(srv, f"{provider}_base_url")
+        cfg.write_text(cfg.read_text() + f"providers:\n  {provider}: {{base_url: '{url}'}}\n")
+        return CliRunner().invoke(cli, ["run", "-n", "1"]), list(srv.requests)
