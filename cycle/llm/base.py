@@ -75,8 +75,6 @@ def unusable_answer(answer_tokens: int | None) -> ModelOutput:
     way, a count that lies), as an error's ``paid``: Model charges it as the most it may
     have cost, the prompt by its bytes and ``answer_tokens`` of output (the max_tokens it
     was asked with, else the reservation), estimated."""
-    from cycle.llm.model import RESERVED_OUTPUT
-
     return ModelOutput(usage=Usage(output_tokens=answer_tokens or RESERVED_OUTPUT),
                        usage_estimated=True)
 
@@ -132,6 +130,9 @@ PLACEHOLDER_KEY = "not-needed"
 #: a budget: what a server may still generate after cycle stops reading (it notices the
 #: closed connection a moment later)
 CUT_SLACK = 16
+
+#: output tokens reserved for a call that sets no max_tokens (set max_tokens for an exact cap)
+RESERVED_OUTPUT = 4096
 
 
 class ModelAPI(abc.ABC):

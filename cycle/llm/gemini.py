@@ -21,6 +21,7 @@ from cycle import heap
 from cycle.errors import MalformedResponseError, MissingCredentialsError, ProviderConnectionError
 from cycle.llm.base import (
     PLACEHOLDER_KEY,
+    RESERVED_OUTPUT,
     BatchRequest,
     GenerateConfig,
     JobStatus,
@@ -173,8 +174,6 @@ class GeminiAPI(ModelAPI):
             # under a budget a call is reserved RESERVED_OUTPUT tokens of output when it
             # sets no max_tokens; Gemini's own default is far more (65,536 for 2.5 models,
             # thinking included), which an honest answer could bill past the reservation
-            from cycle.llm.model import RESERVED_OUTPUT
-
             max_tokens = RESERVED_OUTPUT
         if max_tokens is not None:
             kwargs["max_output_tokens"] = max_tokens

@@ -46,7 +46,14 @@ from cycle.errors import (
     describe,
 )
 from cycle.events import ConcurrencyChanged, EventBus, ModelCalled
-from cycle.llm.base import CUT_SLACK, BatchRequest, GenerateConfig, ModelAPI, ModelOutput
+from cycle.llm.base import (
+    CUT_SLACK,
+    RESERVED_OUTPUT,
+    BatchRequest,
+    GenerateConfig,
+    ModelAPI,
+    ModelOutput,
+)
 from cycle.llm.batch import Batcher, BatchSettings, BatchUnavailable
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
@@ -160,10 +167,6 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
-
-
-#: output tokens reserved for a call that sets no max_tokens (set max_tokens for an exact cap)
-RESERVED_OUTPUT = 4096
 
 
 class _InvalidStructured(Exception):
