@@ -86,6 +86,15 @@ def test_the_wheel_names_the_version_and_entry_points_the_cli_uses(wheel):
     assert {n.split("/")[0] for n in wheel.namelist()} == {"cycle", info}
 
 
+def test_the_wheel_carries_the_licence_its_metadata_names(wheel):
+    # pyproject said MIT with no licence text in the repository: the wheel carried none
+    (info,) = {n.split("/")[0] for n in wheel.namelist() if n.endswith(".dist-info/METADATA")}
+    metadata = wheel.read(f"{info}/METADATA").decode()
+    assert re.search(r"^License-Expression: MIT$", metadata, re.MULTILINE)
+    text = wheel.read(f"{info}/licenses/LICENSE").decode()
+    assert text.startswith("MIT License") and "WITHOUT WARRANTY OF ANY KIND" in text
+
+
 def test_a_build_in_a_clone_leaves_nothing_git_shows():
     # `pip install .` in a clone wrote build/ (untracked, shown by git status) and, once,
     # a downloaded wheel was committed at the root by `git add -A`
