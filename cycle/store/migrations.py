@@ -673,3 +673,11 @@ def m021_rubrics(db: Database) -> None:
     only."""
     db.execute("ALTER TABLE versions ADD COLUMN rubrics TEXT")
     db.execute("ALTER TABLE suggestions ADD COLUMN criterion TEXT")
+
+
+@migration
+def m022_session_leases(db: Database) -> None:
+    """Whether a lease is bound to its holder's PostgreSQL session (1: the holder holds
+    its advisory lock, so the lease is free once that session ends; NULL: SQLite, or a
+    holder of an earlier release). Portable SQL only."""
+    db.execute("ALTER TABLE locks ADD COLUMN session INTEGER")

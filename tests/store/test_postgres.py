@@ -253,8 +253,10 @@ def test_cycle_yaml_names_the_team_store_and_refuses_its_password(postgres, tmp_
 def test_a_cycle_killed_on_one_machine_resumes_on_another_paying_nothing_twice(postgres,
                                                                                 tmp_path):
     """SIGKILL mid-round in one checkout; another checkout of the project (another
-    machine: the lease names a host that is not this one) resumes it with --take-over from
-    the team store: the results stored before the kill are not asked for again."""
+    machine: the lease names a host that is not this one) resumes it from the team store,
+    unasked: the killed process's session ended, and its lease with it (before leases were
+    bound to sessions, this needed --take-over). The results stored before the kill are
+    not asked for again."""
     import signal
     import time
 
@@ -297,10 +299,7 @@ def test_a_cycle_killed_on_one_machine_resumes_on_another_paying_nothing_twice(p
         (cycle_id,) = store.db.execute("SELECT id FROM cycles").fetchone()
         store.db.execute("UPDATE locks SET host = 'laptop.example'")  # as if another machine's
 
-    refused = start(checkouts[1], "--resume", cycle_id)
-    _, err = refused.communicate(timeout=60)
-    assert refused.returncode == 2 and "laptop.example" in err and "--take-over" in err, err
-    resumed = start(checkouts[1], "--resume", cycle_id, "--take-over")
+    resumed = start(checkouts[1], "--resume", cycle_id)
     _, err = resumed.communicate(timeout=180)
     assert resumed.returncode == 0, err
     with Store.open(url) as store:
@@ -314,6 +313,49 @@ def test_a_cycle_killed_on_one_machine_resumes_on_another_paying_nothing_twice(p
             "AND role = 'agent' GROUP BY run_id, case_id, iteration")}
     for key in kept:
         assert after.get(key) == paid.get(key), key  # a stored result was not paid again
+
+
+def test_a_lease_is_free_once_its_holders_session_ends_and_refused_while_connected(postgres):
+    """A lease held on another machine (its host is not this one's, so its process cannot
+    be looked at) is refused while the holder's session is connected, naming the machine
+    and --take-over (for a machine gone without its session ending yet), and is free,
+    unasked, once that session has ended: a process killed, crashed or cut from the
+    server. A refusal leaves nothing held by the one refused."""
+    import socket
+    import time
+
+    from cycle.errors import LockedError
+    from cycle.store import locks
+
+    url = postgres.schema_url()
+    said = {"what": "run r-1", "resume_hint": "cycle run cycle.yaml --resume r-1"}
+    holder = Store.open(url)
+    locks.acquire(holder, "run:r-1", **said)
+    holder.db.execute("UPDATE locks SET host = 'laptop.example'")  # as if another machine's
+    with Store.open(url) as other:
+        with pytest.raises(LockedError, match="on laptop.example .*still connected") as held:
+            locks.acquire(other, "run:r-1", **said)
+        assert "--take-over" in (held.value.hint or "")
+        assert not locks.abandoned(other, "run:r-1")
+        assert other.db.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                                "AND pid = pg_backend_pid()").fetchone()[0] == 0
+        holder.close()  # its session ends, as a killed process's does
+        deadline = time.monotonic() + 10  # the server ends the backend as it reads the close
+        while not locks.abandoned(other, "run:r-1"):
+            assert time.monotonic() < deadline, "the lease outlived its holder's session"
+            time.sleep(0.01)
+        locks.acquire(other, "run:r-1", **said)
+        assert other.db.execute("SELECT host, pid, session FROM locks").fetchone() == (
+            socket.gethostname(), os.getpid(), 1)
+        # a lease of an earlier release (bound to no session) on another machine is refused
+        # as before, and the session lock taken while looking is given back
+        locks.release(other, "run:r-1")
+        other.db.execute("INSERT INTO locks (name, host, pid, acquired_at) "
+                         "VALUES ('run:r-2', 'ci.example', 7, 'then')")
+        with pytest.raises(LockedError, match="on ci.example \\(since then\\);"):
+            locks.acquire(other, "run:r-2", **said)
+        assert other.db.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                                "AND pid = pg_backend_pid()").fetchone()[0] == 0
 
 
 def test_the_connection_answers_as_sqlite3s_does(postgres, monkeypatch):
