@@ -461,8 +461,13 @@ def _check_agent_kind(loaded: LoadedConfig, cases: Sequence[TestCase]) -> None:
             raise ConfigError(
                 "the HTTP agent runs its own tools, so cycle cannot answer them from "
                 "mocks or user agents", file=file, line=line, field=field_,
-                hint="Let the endpoint ask cycle to run its tools (protocol: tools under "
-                "agent:, docs/agents-and-tools.md), or remove the mocks and user agents.")
+                hint="Remove the mocks and user agents, or let the endpoint ask cycle to run "
+                "its tools: with `agent: {http: URL, protocol: tools}` each POST also carries "
+                "`tools` (the prompt's declared tools, OpenAI's shape), and an answer "
+                '{"tool_calls": [{"id", "name", "arguments"}]} without "response" has cycle '
+                "answer each call from the mocks and user agents and POST again with the "
+                "calls and their results appended to `messages` (role: tool), until the "
+                'endpoint answers {"response": ...}.')
     if spec.function:
         from cycle.agents.agent import takes_conversation
         from cycle.imports import import_object
