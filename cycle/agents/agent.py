@@ -498,10 +498,13 @@ class HttpAgent(TurnAgent):
             raise EvalError(f"agent endpoint {self.name} answered HTTP {status}: {text[:200]}")
         try:
             answer = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
-            # and once parsed: JSON may spell the token with escapes ("\u0074ok-..."); an
-            # answer without a backslash has none, and is not walked again
+            # and once parsed: JSON may spell the token with escapes ("\u0074ok-..."), and a
+            # lone surrogate ("\ud800", which no store or report can encode); an answer
+            # without a backslash has neither, and is not walked again
             if "\\" in text:
                 answer = scrub(answer, self._secrets)
+                if has_surrogate(answer):  # one C pass; walked only when it holds one
+                    answer = whole(answer)
         except _NotFinite as e:
             raise EvalError(f"agent endpoint {self.name} answered the number {e}, which no "
                             "float holds: not an answer cycle can keep") from None

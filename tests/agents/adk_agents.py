@@ -84,7 +84,7 @@ def explode(callback_context, llm_request):
     """The agent's own callback breaks (and says a secret of the environment)."""
     import os
 
-    raise RuntimeError(f"the agent broke with key {os.environ.get('GEMINI_API_KEY')} \x1b]0;x\x07")
+    raise RuntimeError(f"the agent broke with key {os.environ.get('GEMINI_API_KEY')} \x1b]0;x\x07 \ud800")
 
 
 raising_agent = Agent(name="raiser", model="gemini-2.0-flash", instruction="Break.",

@@ -70,6 +70,7 @@ def test_an_adk_agent_that_raises_is_an_error_without_the_key(tmp_path, server):
     assert r.exit_code == 3, r.output
     assert got["status"] == "error", got
     assert "RuntimeError" in got["error"] and "the agent broke" in got["error"], got
+    assert got["error"].endswith("\ufffd"), got  # its lone surrogate, kept as U+FFFD
     written = r.output + "".join(p.read_text() for p in (tmp_path / "reports").glob("*"))
     assert KEY not in written and "\x1b" not in r.output
 

@@ -50,6 +50,7 @@ ANSWERS: dict[str, tuple[int, dict[str, str], bytes]] = {
     "bad-utf8": (200, {}, b'{"response": "caf\xc3 \xff\xfe ok"}'),
     "escapes": (200, {}, json.dumps({"response": "\x1b]0;pwned\x07\x1b[2J[bold red]RED[/] "
                                                  "<script>alert(1)</script> | *x* \u202e"}).encode()),
+    "error-surrogate": (200, {}, b'{"error": "bad \\ud800 thing"}'),
     "escapes-error": (502, {}, b"\x1b]0;pwned\x07\x1b[2J[bold red]RED[/] <script>x</script>"),
 }
 
@@ -73,6 +74,16 @@ class _Handler(BaseHTTPRequestHandler):
                     time.sleep(0.1)
             except OSError:
                 pass
+            return
+        if name == "ask-surrogate":
+            asked = any(m["role"] == "tool" for m in body["messages"])
+            raw = (b'{"response": "ok \\udc00"}' if asked else
+                   b'{"tool_calls": [{"id": "c\\ud800", "name": "lookup", '
+                   b'"arguments": {"q": "x\\ud800"}}]}')
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
             return
         status, headers, raw = ANSWERS[name]
         if name.startswith("echo"):
@@ -101,17 +112,22 @@ def endpoint():
     server.server_close()
 
 
-def run(tmp_path: Path, url: str, cases: list[str], *, timeout: float = 20.0):
+def run(tmp_path: Path, url: str, cases: list[str], *, timeout: float = 20.0,
+        protocol: str = "plain", mocks: str = "{}"):
     (tmp_path / "cases.yaml").write_text("".join(f"- {{id: {c}, input: {c}}}\n" for c in cases))
-    (tmp_path / "p.yaml").write_text("id: hostile\nsystem: Answer.\nuser_template: '{{ q }}'\n")
+    (tmp_path / "p.yaml").write_text(
+        "id: hostile\nsystem: Answer.\nuser_template: '{{ q }}'\n"
+        "tools: [{name: lookup, parameters: {type: object, properties: {q: {type: string}}}}]\n")
     (tmp_path / "cycle.yaml").write_text(textwrap.dedent(f"""\
         prompt: p.yaml
         agent:
           http: '{url}'
+          protocol: {protocol}
           headers: {{Authorization: 'Bearer ${{HOSTILE_TOKEN}}', X-Api-Key: '{LITERAL}'}}
         criteria: [{{id: said, check: {{type: contains, values: [ok]}}}}]
         cases: [cases.yaml]
         run: {{iterations: 1, timeout: {timeout}}}
+        tools: {{mocks: {mocks}}}
         """))
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
                                  str(tmp_path / "cycle.yaml")], env={"HOSTILE_TOKEN": TOKEN})
@@ -227,3 +243,21 @@ def test_invalid_utf8_escapes_and_markup_stay_data(tmp_path, endpoint):
     for line in md.splitlines():  # the answer's text only inside a code block
         assert "<script>" not in line or line.startswith(("    ", "```")) or in_code(md, line)
 
+
+
+def test_lone_surrogates_in_the_calls_an_endpoint_asks_cycle_to_run_are_kept_as_u_fffd(
+        tmp_path, endpoint):
+    r = run(tmp_path, endpoint, ["ask-surrogate"], protocol="tools",
+            mocks="{lookup: {value: {found: 1}}}")
+    assert "Traceback" not in r.output and "internal error" not in r.output.lower(), r.output
+    got = results(tmp_path)["ask-surrogate"]
+    assert got["status"] == "passed", got
+    assert got["output"] == "ok \ufffd"
+    (call,) = [c for e in got["trace"] for c in e.get("tool_calls") or ()]
+    assert call["id"] == "c\ufffd" and call["arguments"] == {"q": "x\ufffd"}
+
+
+def test_a_lone_surrogate_in_an_error_body_is_kept_as_u_fffd(tmp_path, endpoint):
+    r = run(tmp_path, endpoint, ["error-surrogate"])
+    errors = _errors(tmp_path, r, ["error-surrogate"])
+    assert "bad \ufffd thing" in errors["error-surrogate"], errors
