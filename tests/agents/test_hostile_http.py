@@ -42,6 +42,7 @@ ANSWERS: dict[str, tuple[int, dict[str, str], bytes]] = {
                                b'"durationMs": -5}]}')),
     "long-int": (200, {}, b'{"response": ' + b"9" * 5000 + b"}"),
     "deep": (200, {}, _deep(10_000)),
+    "deep-900": (200, {}, _deep(900)),
     "error-body": (200, {}, b'{"error": {"message": "model overloaded", "code": 529}}'),
     "redirect": (302, {"Location": "http://203.0.113.7/steal"}, b""),
     "bomb": (200, {"Content-Encoding": "gzip"}, gzip.compress(b" " * (65 * 2**20), 9)),
@@ -261,3 +262,9 @@ def test_a_lone_surrogate_in_an_error_body_is_kept_as_u_fffd(tmp_path, endpoint)
     r = run(tmp_path, endpoint, ["error-surrogate"])
     errors = _errors(tmp_path, r, ["error-surrogate"])
     assert "bad \ufffd thing" in errors["error-surrogate"], errors
+
+
+def test_json_nested_deep_yet_within_reach_is_an_answer_judged(tmp_path, endpoint):
+    r = run(tmp_path, endpoint, ["deep-900"])
+    assert "Traceback" not in r.output and "internal error" not in r.output.lower(), r.output
+    assert results(tmp_path)["deep-900"]["status"] == "failed"  # judged: no "ok" in it
