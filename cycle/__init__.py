@@ -8,7 +8,7 @@
 
 or, without a config file, ``cycle.Loop(start=..., cases=..., agent=..., judge=...,
 improver=..., reviewer=..., store=..., stop=cycle.parse_stop({"max_rounds": 3}))``
-(docs/library.md, "cycle as a library").
+(``help(cycle.Loop)`` says what each argument takes).
 
 The public API is what ``__all__`` lists; everything else is internal and may
 change. ``tests/test_public_api.py`` holds this surface.

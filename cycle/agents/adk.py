@@ -42,7 +42,7 @@ from cycle.agents.conversation import Iteration, TurnAgent
 from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError
 from cycle.llm.base import GenerateConfig
-from cycle.llm.http import environment_secrets, scrub
+from cycle.llm.http import environment_secrets, scrub, whole
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.records import Message, Prompt, ToolCall, ToolDef, TraceEvent
@@ -338,6 +338,15 @@ class AdkAgent(TurnAgent):
         from google.adk.agents import LlmAgent
 
         original = load_adk_agent(path)
+        if not isinstance(original, LlmAgent):
+            # the versioned prompt is the root agent's instruction: a workflow or custom
+            # root has none (setting it stopped the run on an internal error)
+            raise ConfigError(
+                f"the ADK agent {path} is a {type(original).__name__}, which takes no "
+                "instruction: cycle runs the prompt's system as the root agent's instruction, "
+                "so the root must be an LlmAgent (Agent)", field="agent.adk",
+                hint="Name an LlmAgent as the root (it may hand off to your workflow agent "
+                "as a sub-agent), or a function that returns one.")
         if not allow_code_execution:
             refuse_code_execution(original, path)
         found = adk_tools(original)
@@ -385,7 +394,7 @@ class AdkAgent(TurnAgent):
         from google.genai import types
 
         _token, session = it.session
-        answer = ""
+        answer: str | None = None
         try:
             async for event in self._runner.run_async(
                     user_id="cycle", session_id=session.id,
@@ -405,7 +414,11 @@ class AdkAgent(TurnAgent):
                 return None  # the step limit
             raise EvalError(f"ADK agent {self.path} raised {e.__class__.__name__}: "
                             f"{scrub(str(e), environment_secrets())}") from e
-        return answer
+        if answer is None:  # judged as "", it would have been a failure it never earned
+            raise EvalError(f"ADK agent {self.path} ended the turn with no final response "
+                            "(no event of its run was final: a sub-agent that said nothing, "
+                            "a callback that ended the invocation)")
+        return whole(answer)
 
     async def aclose(self) -> None:
         await super().aclose()

@@ -14,6 +14,7 @@ import asyncio
 import functools
 import inspect
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -25,9 +26,18 @@ from cycle.agents.intercept import interceptable, intercepting
 from cycle.agents.tools import AgentTools, Toolbox
 from cycle.aio import in_thread
 from cycle.cases import TestCase
-from cycle.errors import ConfigError, EvalError
+from cycle.errors import ConfigError, EvalError, MalformedResponseError
 from cycle.llm.base import GenerateConfig
-from cycle.llm.http import environment_secrets, maskable, safe_url, scrub, url_secrets, whole
+from cycle.llm.http import (
+    environment_secrets,
+    has_surrogate,
+    maskable,
+    safe_url,
+    scrub,
+    secret_variable,
+    url_secrets,
+    whole,
+)
 from cycle.llm.model import Model
 from cycle.mocks import DEFAULT_MAX_STEPS, MockSpec, UserAgentSpec
 from cycle.prompts.examples import example_turn, shown_examples
@@ -169,20 +179,27 @@ async def answer_tools(toolbox: Toolbox, calls: Sequence[ToolCall], it: Iteratio
         it.messages.append(Message.tool(shown, tool_call_id=c.id, name=c.name))
 
 
-def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
+def _tool_calls(raw: Any, *, source: str = "the agent") -> tuple[ToolCall, ...]:
+    if raw and not isinstance(raw, list | tuple):
+        raise EvalError(f"{source} answered toolCalls is not a list but a {type(raw).__name__}: "
+                        f"{json.dumps(raw, ensure_ascii=False, default=str)}"[:300])
     calls = []
     for i, item in enumerate(raw or []):
         if isinstance(item, ToolCall):
             calls.append(item)
             continue
         if not isinstance(item, dict) or "name" not in item:
-            raise EvalError(f"tool call #{i} is not a mapping with 'name': {item!r}"[:200])
+            raise EvalError(f"{source} answered tool call #{i}, which is not a mapping with "
+                            f"'name': {item!r}"[:300])
         args = item.get("arguments", item.get("params", item.get("args", {})))
         if isinstance(args, str):
             try:
                 args = json.loads(args)
             except json.JSONDecodeError:
                 args = {"_raw": args}
+        if not isinstance(item["name"], str) or not isinstance(args or {}, dict):
+            raise EvalError(f"{source} answered tool call #{i} with a name that is not text or "
+                            f"arguments that are not a mapping: {item!r}"[:300])
         calls.append(ToolCall(id=str(item.get("id", f"call_{i}")), name=item["name"],
                               arguments=args or {}))
     return tuple(calls)
@@ -198,13 +215,17 @@ def record_answer(it: Iteration, answer: Any, *, source: str, began: float,
     A lone surrogate in it (a function's str, an endpoint's JSON "\\ud800") is replaced by
     U+FFFD, as in a model's answer (cycle.llm.http.whole): kept, the store could not
     write the iteration and the run stopped on an internal error."""
-    text, structured, reported = _from_answer(whole(answer), source=source)
+    if not isinstance(answer, str) and has_surrogate(answer):  # one C pass, walked only then
+        answer = whole(answer)
+    text, structured, reported = _from_answer(whole(answer) if isinstance(answer, str) else answer,
+                                              source=source)
     at = it.now()
+    outcomes = _reported_outcomes(answer, reported, at=at)
     if made:
         it.trace.append(TraceEvent(kind="model", at=at, tool_calls=tuple(made), model=source))
         it.trace += events
     it.trace.append(TraceEvent(kind="model", at=at, text=text, tool_calls=reported, model=source))
-    it.trace += _reported_outcomes(answer, reported, at=at)
+    it.trace += outcomes
     it.tally.calls += [*made, *reported]
     it.tally.latency += at - began
     it.structured = structured
@@ -231,6 +252,9 @@ def _reported_outcomes(answer: Any, calls: tuple[ToolCall, ...], *, at: float) -
             continue
         ms = item.get("durationMs")
         duration = float(ms) / 1000.0 if isinstance(ms, int | float) else 0.0
+        if not 0.0 <= duration < 1e9:  # NaN, infinite, negative: no duration a call took
+            raise EvalError(f"tool call {call.name!r} reported durationMs = {ms}, which no "
+                            "call takes")
         if item["success"] is False:
             events.append(TraceEvent(kind="tool_error", at=at, tool=call.name, call_id=call.id,
                                      arguments=call.arguments, duration=duration,
@@ -249,7 +273,9 @@ def _from_answer(answer: Any, *, source: str) -> tuple[str, Any, tuple[ToolCall,
     if isinstance(answer, dict):
         if "response" in answer:
             response = answer["response"]
-            calls = _tool_calls(answer.get("tool_calls", answer.get("toolCalls")))
+            if response is None:
+                raise EvalError(f"{source} answered no response (\"response\": null)")
+            calls = _tool_calls(answer.get("tool_calls", answer.get("toolCalls")), source=source)
             if isinstance(response, str):
                 return response, None, calls
             return json.dumps(response, ensure_ascii=False), response, calls
@@ -404,14 +430,20 @@ class HttpAgent(TurnAgent):
         self.protocol = protocol
         resolved = {k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v)
                     for k, v in (headers or {}).items()}
-        #: the values the headers took from the environment (tokens): masked in answers
+        #: the values the headers took from the environment (tokens), and those of headers
+        #: named as credentials (Authorization, X-Api-Key: written in cycle.yaml itself):
+        #: masked in answers and errors
         self._secrets = maskable([*(os.environ.get(name) for v in (headers or {}).values()
-                                    for name in _ENV_REF.findall(v)), *url_secrets(url)])
+                                    for name in _ENV_REF.findall(v)), *url_secrets(url),
+                                  *header_secrets(resolved)])
         from cycle.llm import tls
-        from cycle.llm.bodies import cap_client
+        from cycle.llm.bodies import DEFAULT_MB, cap_client
 
+        # redirects are not followed (httpx's default, said here): the headers, the token
+        # among them, would go to wherever the endpoint points
         self._client = cap_client(httpx.AsyncClient(headers=resolved, timeout=timeout,
-                                                    verify=tls.context()))
+                                                    verify=tls.context(), follow_redirects=False),
+                                  limit=f"an agent's answer is at most {DEFAULT_MB:g} MB")
         self._httpx = httpx
 
     def opening(self, case: TestCase) -> list[Message]:
@@ -451,20 +483,77 @@ class HttpAgent(TurnAgent):
         except self._httpx.HTTPError as e:
             raise EvalError(f"agent endpoint {self.name} failed: {e.__class__.__name__}: "
                             f"{scrub(str(e), self._secrets)}") from e
+        except MalformedResponseError as e:  # a body past the cap, an encoding not asked for
+            raise EvalError(f"agent endpoint {self.name}: {e.message}") from e
         text = scrub(response.text, self._secrets)  # an endpoint may echo the token
-        if response.status_code >= 400:
+        status = response.status_code
+        if 300 <= status < 400:
+            to = response.headers.get("location")
             raise EvalError(
-                f"agent endpoint {self.name} answered HTTP {response.status_code}: {text[:200]}"
-            )
+                f"agent endpoint {self.name} answered HTTP {status}, a redirect"
+                + (f" to {scrub(safe_url(to), self._secrets)[:200]}" if to else "")
+                + ": cycle does not follow it (the headers, a token among them, would go "
+                "there); write the address it answers at in agent.http")
+        if status >= 400 or not 200 <= status < 300:
+            raise EvalError(f"agent endpoint {self.name} answered HTTP {status}: {text[:200]}")
         try:
-            # and once parsed: JSON may spell the token with escapes ("\u0074ok-...")
-            return scrub(json.loads(text), self._secrets)
+            answer = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+            # and once parsed: JSON may spell the token with escapes ("\u0074ok-..."), and a
+            # lone surrogate ("\ud800", which no store or report can encode); an answer
+            # without a backslash has neither, and is not walked again
+            if "\\" in text:
+                answer = scrub(answer, self._secrets)
+                if has_surrogate(answer):  # one C pass; walked only when it holds one
+                    answer = whole(answer)
+        except _NotFinite as e:
+            raise EvalError(f"agent endpoint {self.name} answered the number {e}, which no "
+                            "float holds: not an answer cycle can keep") from None
+        except RecursionError:
+            raise EvalError(f"agent endpoint {self.name} answered JSON nested deeper than "
+                            "cycle reads (Python's recursion limit)") from None
         except ValueError as e:
             raise EvalError(f"agent endpoint {self.name} did not answer JSON: {text[:200]!r}") from e
+        if isinstance(answer, dict) and "error" in answer and not any(
+                k in answer for k in ("response", "tool_calls", "toolCalls")):
+            said = answer["error"]
+            if isinstance(said, dict):
+                said = said.get("message", said)
+            said = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False,
+                                                                  default=str)
+            raise EvalError(f"agent endpoint {self.name} answered an error (HTTP {status}): "
+                            f"{said[:200]}")
+        return answer
 
     async def aclose(self) -> None:
         await super().aclose()
         await self._client.aclose()
+
+
+class _NotFinite(ValueError):
+    """A JSON number past a float's range (1e400), or NaN or Infinity."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise _NotFinite(text[:40])
+    return value
+
+
+def _no_constant(text: str) -> float:
+    raise _NotFinite(text)
+
+
+def header_secrets(headers: Mapping[str, str]) -> list[str]:
+    """The credentials among an endpoint's headers: the values of those named as one
+    (Authorization, X-Api-Key, Cookie), and each one's token after its scheme
+    ("Bearer tok-...")."""
+    found = []
+    for name, value in headers.items():
+        if secret_variable(name.replace("-", "_")) or name.lower() in ("cookie", "x-auth"):
+            found.append(value)
+            found += value.split()[1:]
+    return found
 
 
 def _asked_calls(answer: Any) -> tuple[ToolCall, ...] | None:
@@ -475,6 +564,8 @@ def _asked_calls(answer: Any) -> tuple[ToolCall, ...] | None:
     raw = answer.get("tool_calls", answer.get("toolCalls"))
     if not raw:
         return None
+    if not isinstance(raw, list):
+        return _tool_calls(raw, source="the agent endpoint")  # the error that says so
     flat = [{**item, **item["function"]} if isinstance(item, dict)
             and isinstance(item.get("function"), dict) else item for item in raw]
-    return _tool_calls(flat)
+    return _tool_calls(flat, source="the agent endpoint")

@@ -129,7 +129,9 @@ class Models:
 
 def stored_config(config: Any) -> dict[str, Any]:
     """cycle.yaml's settings as a run or a cycle stores them: the URLs (a provider's
-    base_url, an HTTP agent's endpoint) without the credentials they may carry."""
+    base_url, an HTTP agent's endpoint) without the credentials they may carry, and an
+    HTTP agent's credential headers (Authorization, X-Api-Key) as ``***`` where written
+    in the file itself (a ``${NAME}`` is kept: it names the variable, not the value)."""
     cfg = config.model_dump(mode="json", exclude={"improve"})
     for settings in (cfg.get("providers") or {}).values():
         if isinstance(settings, dict) and settings.get("base_url"):
@@ -137,6 +139,10 @@ def stored_config(config: Any) -> dict[str, Any]:
     agent = cfg.get("agent")
     if isinstance(agent, dict) and agent.get("http"):
         agent["http"] = safe_url(agent["http"])
+        from cycle.agents.agent import env_names, header_secrets
+
+        agent["headers"] = {k: v if env_names(v) or not header_secrets({k: v}) else "***"
+                            for k, v in (agent.get("headers") or {}).items()}
     return cfg
 
 
@@ -455,8 +461,13 @@ def _check_agent_kind(loaded: LoadedConfig, cases: Sequence[TestCase]) -> None:
             raise ConfigError(
                 "the HTTP agent runs its own tools, so cycle cannot answer them from "
                 "mocks or user agents", file=file, line=line, field=field_,
-                hint="Let the endpoint ask cycle to run its tools (protocol: tools under "
-                "agent:, docs/agents-and-tools.md), or remove the mocks and user agents.")
+                hint="Remove the mocks and user agents, or let the endpoint ask cycle to run "
+                "its tools: with `agent: {http: URL, protocol: tools}` each POST also carries "
+                "`tools` (the prompt's declared tools, OpenAI's shape), and an answer "
+                '{"tool_calls": [{"id", "name", "arguments"}]} without "response" has cycle '
+                "answer each call from the mocks and user agents and POST again with the "
+                "calls and their results appended to `messages` (role: tool), until the "
+                'endpoint answers {"response": ...}.')
     if spec.function:
         from cycle.agents.agent import takes_conversation
         from cycle.imports import import_object

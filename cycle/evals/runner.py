@@ -39,7 +39,7 @@ from cycle.evals.results import Tally, summarize
 from cycle.events import CaseFinished, EventBus, RunFinished, RunStarted
 from cycle.ids import new_run_id, now_iso
 from cycle.judge import Judge
-from cycle.llm.http import environment_secrets, scrub
+from cycle.llm.http import environment_secrets, scrub, whole
 from cycle.records import AgentResult, IterationResult, RunResult, TraceEvent, Verdict
 from cycle.records.scope import CallScope
 from cycle.records.transcript import cut
@@ -313,7 +313,9 @@ class Runner:
     def _errored(
         self, case: TestCase, iteration: int, error: str, a: AgentResult | None, started_at: str
     ) -> IterationResult:
-        return self._ended(case, iteration, a, started_at, "error", scrub(error, self._secrets))
+        # an agent's exception may carry a lone surrogate: kept, the store could not write it
+        return self._ended(case, iteration, a, started_at, "error",
+                           whole(scrub(error, self._secrets)))
 
     @staticmethod
     def _ended(case: TestCase, iteration: int, a: AgentResult | None, started_at: str,

@@ -23,23 +23,28 @@ DEFAULT_MB = 64.0
 _ASKED = "gzip, deflate"
 
 
-def cap_client(client: Any, *, limit_mb: float = DEFAULT_MB) -> Any:
+#: what the error of a body past the cap says of the limit, for a provider's client
+PROVIDER_LIMIT = "providers.<name>.max_response_mb raises the limit"
+
+
+def cap_client(client: Any, *, limit_mb: float = DEFAULT_MB, limit: str = PROVIDER_LIMIT) -> Any:
     """``client`` (an httpx or httpx2 ``AsyncClient``) with every transport it routes
     through, its proxies' too, reading bodies under ``limit_mb`` megabytes. The client
     keeps everything else it was built with (limits, proxies from the environment,
-    timeouts): only its transports are wrapped."""
+    timeouts): only its transports are wrapped. ``limit``: what the error of a body
+    past the cap says of the limit (where to raise it, or that it is fixed)."""
     import importlib
 
     # httpx or httpx2, as the client was built with (its class may be an SDK's subclass)
     httpx = importlib.import_module(type(client._transport).__module__.split(".")[0])
-    limit = int(limit_mb * 1024 * 1024)
-    client._transport = _capped(httpx, client._transport, limit)
-    client._mounts = {pattern: None if t is None else _capped(httpx, t, limit)
+    size = int(limit_mb * 1024 * 1024)
+    client._transport = _capped(httpx, client._transport, size, limit)
+    client._mounts = {pattern: None if t is None else _capped(httpx, t, size, limit)
                       for pattern, t in client._mounts.items()}
     return client
 
 
-def _capped(httpx: Any, inner: Any, limit: int) -> Any:
+def _capped(httpx: Any, inner: Any, limit: int, said: str) -> Any:
     class CappedTransport(httpx.AsyncBaseTransport):  # type: ignore[misc, name-defined]
         async def handle_async_request(self, request: Any) -> Any:
             request.headers["Accept-Encoding"] = _ASKED
@@ -47,7 +52,7 @@ def _capped(httpx: Any, inner: Any, limit: int) -> Any:
             if response.headers.get("content-type", "").startswith("text/event-stream"):
                 return response  # a stream is read as it comes, and stopped, by its reader
             try:
-                body = await _read(response, limit, str(request.url.host))
+                body = await _read(response, limit, str(request.url.host), said)
             except httpx.TransportError as e:
                 # cut on its way: an answer the server generated, which it may bill (the
                 # provider reads this mark: ``answered_when_cut``)
@@ -68,7 +73,7 @@ def _capped(httpx: Any, inner: Any, limit: int) -> Any:
     return CappedTransport()
 
 
-async def _read(response: Any, limit: int, host: str) -> bytes:
+async def _read(response: Any, limit: int, host: str, said: str = PROVIDER_LIMIT) -> bytes:
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("gzip", "x-gzip"):
         inflate: Any = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -95,8 +100,7 @@ async def _read(response: Any, limit: int, host: str) -> bytes:
                 raise MalformedResponseError(
                     f"{host} answered more than {limit / 2**20:g} MB"
                     + (" once inflated" if inflate is not None else "")
-                    + "; cycle stopped reading it (providers.<name>.max_response_mb raises the "
-                    "limit)")
+                    + f"; cycle stopped reading it ({said})")
             if inflate is not None and not piece:
                 break
     if inflate is not None:

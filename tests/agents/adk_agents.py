@@ -76,3 +76,42 @@ coding_agent = Agent(
     name="front_desk", model="gemini-2.0-flash", instruction="Route the customer.",
     sub_agents=[Agent(name="analyst", model="gemini-2.0-flash", instruction="Compute.",
                       code_executor=UnsafeLocalCodeExecutor())])
+
+
+# -- hostile agents: one that raises, one that never answers -------------------------------
+
+def explode(callback_context, llm_request):
+    """The agent's own callback breaks (and says a secret of the environment)."""
+    import os
+
+    raise RuntimeError(f"the agent broke with key {os.environ.get('GEMINI_API_KEY')} \x1b]0;x\x07 \ud800")
+
+
+raising_agent = Agent(name="raiser", model="gemini-2.0-flash", instruction="Break.",
+                      before_model_callback=explode)
+
+
+def _silent_agent():
+    from google.adk.agents import BaseAgent
+
+    class Silent(BaseAgent):
+        """An agent that ends its invocation without a single event."""
+
+        async def _run_async_impl(self, ctx):
+            return
+            yield  # an async generator
+
+    return Silent(name="silent")
+
+
+#: a root that hands the turn to a sub-agent that says nothing: no final response
+silent_router = Agent(name="router", model="gemini-2.0-flash", instruction="Route.",
+                      sub_agents=[_silent_agent()])
+
+
+def workflow_agent():
+    """A workflow agent as the root: it takes no instruction."""
+    from google.adk.agents import SequentialAgent
+
+    return SequentialAgent(name="steps", sub_agents=[Agent(
+        name="step", model="gemini-2.0-flash", instruction="Step.")])

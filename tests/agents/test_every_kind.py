@@ -200,6 +200,8 @@ def test_an_http_agent_that_runs_its_own_tools_is_refused_mocks(project):
         assert code == 2, output
         assert "cycle.yaml" in output and "tools.mocks" in output
         assert "protocol: tools" in output
+        # the hint says how (a wheel has no docs/ folder to point to)
+        assert "docs/" not in output and '"tool_calls"' in output
         assert endpoint.requests == []  # refused before any call
 
 

@@ -1,0 +1,119 @@
+"""An ADK agent as a hostile one behaves, through ``cycle run``: one that raises, one
+that ends without a final response, a model that calls a mocked tool with the wrong
+arguments, an answer with a lone surrogate. Each is one clear error of the iteration
+(exit 3) or an answer judged as it is: never an internal error, never a leaked key."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cycle.cli import cli
+from cycle.testing.server import LoopbackServer, Reply
+from tests.agents import adk_agents
+
+KEY = "gm-hostile-0123456789"
+PROMPT = """\
+id: front
+system: "You are the front desk."
+user_template: "{{ question }}"
+params: {model: "gemini:gemini-2.0-flash"}
+"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LoopbackServer() as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _fresh(server, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    server.reset()
+    adk_agents.CALLS.clear()
+
+
+def run(tmp_path: Path, server: LoopbackServer, *, agent: str, mocks: str = "{}",
+        criteria: str = "[{id: said, check: {type: contains, values: [delivered]}}]"):
+    (tmp_path / "prompt.yaml").write_text(PROMPT)
+    (tmp_path / "cases.yaml").write_text("- {id: c, input: {question: Where is A-1?}}\n")
+    (tmp_path / "cycle.yaml").write_text(textwrap.dedent(f"""\
+        prompt: prompt.yaml
+        agent: {{adk: "tests.agents.adk_agents:{agent}"}}
+        criteria: {criteria}
+        cases: [cases.yaml]
+        run: {{iterations: 1}}
+        providers: {{gemini: {{base_url: "{server.gemini_base_url}"}}}}
+        tools: {{mocks: {mocks}}}
+        """))
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                 str(tmp_path / "cycle.yaml")])
+    assert "Traceback" not in r.output and "internal error" not in r.output.lower(), r.output
+    reports = sorted((tmp_path / "reports").glob("*.json"))
+    return r, json.loads(reports[-1].read_text())["cases"][0]["results"][0] if reports else None
+
+
+def test_a_lone_surrogate_in_an_adk_agents_answer_is_kept_as_u_fffd(tmp_path, server):
+    server.enqueue(Reply(text="delivered \ud800 today"))
+    r, got = run(tmp_path, server, agent="plain_agent")
+    assert r.exit_code == 0, r.output
+    assert got["status"] == "passed" and got["output"] == "delivered \ufffd today", got
+
+
+def test_an_adk_agent_that_raises_is_an_error_without_the_key(tmp_path, server):
+    r, got = run(tmp_path, server, agent="raising_agent")
+    assert r.exit_code == 3, r.output
+    assert got["status"] == "error", got
+    assert "RuntimeError" in got["error"] and "the agent broke" in got["error"], got
+    assert got["error"].endswith("\ufffd"), got  # its lone surrogate, kept as U+FFFD
+    written = r.output + "".join(p.read_text() for p in (tmp_path / "reports").glob("*"))
+    assert KEY not in written and "\x1b" not in r.output
+
+
+def test_an_adk_agent_that_ends_without_a_final_response_is_an_error(tmp_path, server):
+    server.enqueue(Reply(tool_calls=[("transfer_to_agent", {"agent_name": "silent"})]))
+    r, got = run(tmp_path, server, agent="silent_router")
+    assert r.exit_code == 3, r.output
+    assert got["status"] == "error", got  # not an answer "" judged a failure
+    assert "no final response" in got["error"], got
+
+
+@pytest.mark.filterwarnings("ignore:SequentialAgent is deprecated:DeprecationWarning")
+def test_a_workflow_agent_as_the_root_is_refused_before_any_call(tmp_path, server):
+    r, _ = run(tmp_path, server, agent="workflow_agent")
+    assert r.exit_code == 2, r.output
+    assert "SequentialAgent" in r.output and "LlmAgent" in r.output, r.output
+    assert server.requests == []
+
+
+def test_a_mocked_tool_called_with_the_wrong_arguments_is_a_tool_error_as_for_every_kind(
+        tmp_path, server):
+    """The model's bad call is the agent's doing, not a breakage: the tool's error goes
+    back to the model (as a prompt agent's does) and no_tool_errors fails the case; no
+    mock and no real tool ran on arguments they do not take."""
+    server.enqueue(Reply(tool_calls=[("lookup_order", {"bogus": 1})]),
+                   Reply(text="It was delivered."))
+    r, got = run(tmp_path, server, agent="root_agent",
+                 mocks="{lookup_order: {function: 'tests.agents.test_hostile_adk:strict_lookup'}}",
+                 criteria="[{id: clean, check: {type: no_tool_errors}}]")
+    assert adk_agents.CALLS == [] and STRICT == []
+    assert r.exit_code == 1, r.output
+    assert got["status"] == "failed", got
+    (error,) = [e for e in got["trace"] if e["kind"] == "tool_error"]
+    assert error["tool"] == "lookup_order" and "schema" in error["error"], error
+    told = json.dumps(server.requests[1].body["contents"][-1])
+    assert "schema" in told  # the model was told, as a real tool's failure would be
+
+
+STRICT: list[dict] = []
+
+
+def strict_lookup(arguments, context):
+    """A mock that reads the argument the tool declares."""
+    STRICT.append(arguments)
+    return {"order": arguments["order"], "status": "delivered"}
