@@ -494,7 +494,7 @@ class HttpAgent(TurnAgent):
                 + (f" to {scrub(safe_url(to), self._secrets)[:200]}" if to else "")
                 + ": cycle does not follow it (the headers, a token among them, would go "
                 "there); write the address it answers at in agent.http")
-        if status >= 400 or not 200 <= status < 300:
+        if not 200 <= status < 300:
             raise EvalError(f"agent endpoint {self.name} answered HTTP {status}: {text[:200]}")
         try:
             answer = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
