@@ -647,7 +647,9 @@ class LoopbackServer:
             content = message.get("content") or ""
         except (ValueError, LookupError, TypeError, AttributeError):
             # a Fault.malformed body: a server gone wrong sends it as it is, not as events
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            # (one that starts "data:" is a stream of events written by the test, as is)
+            kind = b"text/event-stream" if payload.startswith(b"data:") else b"application/json"
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind + b"\r\n"
                          b"Content-Length: " + str(len(payload)).encode() + b"\r\n"
                          b"Connection: close\r\n\r\n" + payload)
             await writer.drain()
@@ -677,7 +679,7 @@ class LoopbackServer:
                 sent += len(piece)
             tail = b""
             for i, call in enumerate(message.get("tool_calls") or ()):
-                tail += chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                tail += chunk({"tool_calls": [{"index": i, "id": call.get("id"), "type": "function",
                                                "function": call["function"]}]})
             tail += chunk({}, completion["choices"][0].get("finish_reason") or "stop")
             include = (request.body.get("stream_options") or {}).get("include_usage")
