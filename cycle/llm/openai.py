@@ -347,7 +347,7 @@ class OpenAIAPI(ModelAPI):
         finish: str | None = None
         usage: Any = None
         model = self.model_name
-        tokens = size = chunks = 0
+        tokens = size = chunks = thinking = 0
         cut = False
         try:
             async for chunk in _chunks(stream, self):
@@ -359,6 +359,13 @@ class OpenAIAPI(ModelAPI):
                     if not isinstance(delta, dict):
                         continue
                     piece = _text(delta.get("content"))
+                    thought = delta.get("reasoning_content") or delta.get("reasoning")
+                    if isinstance(thought, str) and thought:
+                        # vLLM's, DeepSeek's, OpenRouter's reasoning: generated and billed
+                        # as output, so it counts toward the cut (never the answer's text)
+                        thinking += len(thought.encode())
+                        tokens += 1
+                        size += len(thought.encode())
                     for call in delta.get("tool_calls") or ():
                         entry = calls.setdefault(int(call.get("index") or 0),
                                                  {"id": "", "name": "", "arguments": ""})
@@ -408,7 +415,7 @@ class OpenAIAPI(ModelAPI):
         completion: dict[str, Any] = {
             "model": model,
             "choices": [{"finish_reason": "length" if cut else finish, "message": {
-                "content": "".join(parts),
+                "content": "".join(parts), **({"reasoning_bytes": thinking} if thinking else {}),
                 "tool_calls": [{"id": c["id"], "type": "function", "function": {
                     "name": c["name"], "arguments": c["arguments"] or "{}"}}
                     for _, c in sorted(calls.items())] if not cut else []}}],
@@ -587,6 +594,8 @@ class OpenAIAPI(ModelAPI):
         usage, estimated = self._usage(completion)
         if usage.output_tokens == 0 and (text or calls):
             estimated = True  # an answer is never 0 tokens: the count says nothing
+        if estimated:
+            usage = _with_reasoning(usage, message, request)
         withheld = None
         if finish == "content_filter" and not text and not calls:
             # the server's filter kept the answer back: nothing of the model's to judge
@@ -636,6 +645,25 @@ class OpenAIAPI(ModelAPI):
                              ) if isinstance(details, dict) else None
         return (Usage(input_tokens=sent or 0, cached_input_tokens=cached or 0,
                       output_tokens=said or 0), not sent or said is None)
+
+
+def _with_reasoning(usage: Usage, message: dict[str, Any],
+                    request: dict[str, Any] | None) -> Usage:
+    """An estimated usage counting the reasoning that came with the answer (vLLM's and
+    DeepSeek's ``reasoning_content``, OpenRouter's ``reasoning``; a streamed answer's
+    ``reasoning_bytes``), which the answer's own bytes leave out although it is billed as
+    output: its bytes bound its tokens, and the answer's at most the call's ``max_tokens``
+    (a server that honours it bills no more)."""
+    thought = message.get("reasoning_content") or message.get("reasoning")
+    said = (len(thought.encode()) if isinstance(thought, str)
+            else message.get("reasoning_bytes") or 0)
+    if not said:
+        return usage
+    said += len(_text(message.get("content")).encode())
+    cap = (request or {}).get("max_tokens") or (request or {}).get("max_completion_tokens")
+    if isinstance(cap, int):
+        said = min(said, cap)
+    return usage.model_copy(update={"output_tokens": max(usage.output_tokens, said)})
 
 
 def _distinct_ids(calls: list[ToolCall]) -> bool:

@@ -146,3 +146,43 @@ async def test_tool_calls_without_ids_or_with_one_twice_get_distinct_ids(
     ids = [c.id for c in out.tool_calls]
     assert len(set(ids)) == 3 and "" not in ids and ids[1] == "0"
     assert [c.arguments for c in out.tool_calls] == [{}, {"b": 2}, {"c": 3}]
+
+
+THOUGHT = "Let me think about this step by step. " * 100  # 3,800 bytes
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_reasoning_is_never_the_answer_and_is_charged_when_uncounted(
+        field, make_model, server):
+    """vLLM and DeepSeek send ``reasoning_content``, OpenRouter ``reasoning``, beside the
+    answer: the judged answer is the content alone; with no usage, the reasoning's bytes
+    count as output up to max_tokens (before: the answer's 3 bytes alone were charged)."""
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=500))
+    model.api.guard_max_tokens = False
+    server.enqueue(Fault.malformed(json.dumps({"id": "c1", "model": "gpt-4o-mini", "choices": [
+        {"index": 0, "finish_reason": "stop",
+         "message": {"role": "assistant", "content": "Yes", field: THOUGHT}}]})))
+    out = await model.generate(HI)
+    assert out.text == "Yes" and "step by step" not in json.dumps(out.model_dump(
+        exclude={"raw_response"}))
+    assert out.usage.output_tokens == 500 and out.cost_estimated
+    assert budget.spent == pytest.approx(out.cost)
+
+
+async def test_streamed_reasoning_counts_toward_the_cut(make_model, server):
+    """A server that ignores max_tokens while it reasons, streamed under a cap: its
+    reasoning chunks count toward the cut (before: only the content's did, so a model
+    reasoning on was read to the end and settled past its reservation)."""
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=50))
+    chunk = {"id": "c1", "choices": [{"index": 0, "delta": {"reasoning_content": "hmm "},
+                                      "finish_reason": None}]}
+    events = ("data: " + json.dumps(chunk) + "\n\n") * 2000
+    events += "data: " + json.dumps({"id": "c1", "choices": [], "usage": {
+        "prompt_tokens": 10, "completion_tokens": 2000}}) + "\n\n"
+    server.enqueue(Fault.malformed(events))
+    out = await model.generate(HI)
+    assert out.finish_reason == "length" and out.text == ""
+    assert out.usage.output_tokens <= 50 + 16  # the reservation, CUT_SLACK beyond
+    assert budget.spent == pytest.approx(out.cost) and budget.reserved == 0
