@@ -94,7 +94,7 @@ class Fault(Struct, frozen=True):
     kind: Literal["status", "malformed", "slow", "disconnect", "bomb", "cut"]
     #: the HTTP status (for kind "status")
     code: int = 500
-    retry_after: float | None = None
+    retry_after: float | str | None = None
     retry_after_ms: float | None = None
     body: str | None = None
     delay: float = 0.0
@@ -103,7 +103,7 @@ class Fault(Struct, frozen=True):
     then: Any = None
 
     @classmethod
-    def status(cls, code: int, *, retry_after: float | None = None,
+    def status(cls, code: int, *, retry_after: float | str | None = None,
                retry_after_ms: float | None = None, body: str | None = None,
                message: str = "") -> Fault:
         """Answer with HTTP ``code`` (and Retry-After / retry-after-ms headers if given)."""
@@ -809,8 +809,9 @@ class LoopbackServer:
         status, extra, payload = self._error(
             api, fault.code, fault.message or _REASONS.get(fault.code, "error")
         )
-        if fault.retry_after is not None:
-            extra["Retry-After"] = f"{fault.retry_after:g}"
+        if fault.retry_after is not None:  # seconds, or a text as it is (an HTTP date)
+            extra["Retry-After"] = (fault.retry_after if isinstance(fault.retry_after, str)
+                                    else f"{fault.retry_after:g}")
         if fault.retry_after_ms is not None:
             extra["retry-after-ms"] = f"{fault.retry_after_ms:g}"
         if fault.body is not None:

@@ -186,3 +186,63 @@ async def test_streamed_reasoning_counts_toward_the_cut(make_model, server):
     assert out.finish_reason == "length" and out.text == ""
     assert out.usage.output_tokens <= 50 + 16  # the reservation, CUT_SLACK beyond
     assert budget.spent == pytest.approx(out.cost) and budget.reserved == 0
+
+
+def _http_date(seconds_from_now: float) -> str:
+    import email.utils
+    import time
+
+    return email.utils.formatdate(time.time() + seconds_from_now, usegmt=True)
+
+
+@pytest.mark.parametrize("retry_after", ["1e9", "hour"], ids=["1e9 s", "an HTTP date"])
+async def test_a_retry_after_too_long_fails_at_once_saying_how_long(
+        retry_after, make_model, server):
+    """An absurd wait (1e9 s) or an HTTP date an hour ahead: the call fails at once with
+    the wait asked and cycle's bound, never sleeps on it."""
+    model = make_model(MODEL)
+    said = _http_date(3600) if retry_after == "hour" else retry_after
+    server.enqueue(Fault.status(503, retry_after=said), "never reached")
+    with pytest.raises(RetriesExhaustedError, match=r"asked to wait \d+(\.\d+)?(e\+\d+)? s"):
+        await model.generate(HI)
+    assert server.request_count == 1
+
+
+async def test_a_retry_after_date_in_the_past_is_retried_at_once(make_model, server):
+    model = make_model(MODEL)
+    server.enqueue(Fault.status(503, retry_after=_http_date(-60)), "whole")
+    out = await model.generate(HI)
+    assert out.text == "whole" and server.request_count == 2
+
+
+async def test_a_503_then_an_answer_on_fresh_connections_is_charged_once(
+        make_model, server, recorder):
+    """A server that closes its connection after every answer (Connection: close), and
+    answers 503 first: one call, 2 attempts, charged the answer alone."""
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, bus=recorder.bus,
+                       options={"extra": {"headers": {"Connection": "close"}}})
+    model.api.guard_max_tokens = False
+    server.enqueue(Fault.status(503), completion({"content": "whole"}), "again")
+    assert (await model.generate(HI)).text == "whole"
+    assert (await model.generate(HI)).text == "again"
+    first = recorder.calls[0]
+    assert first.attempts == 2 and server.request_count == 3
+    price = model.pricing.cost(MODEL, Usage(input_tokens=10, output_tokens=5)).usd
+    assert first.cost == pytest.approx(price) and not first.cost_estimated
+    assert budget.spent == pytest.approx(sum(c.cost for c in recorder.calls))
+
+
+async def test_an_answer_from_another_model_is_recorded_and_priced_as_asked(
+        make_model, server):
+    """A gateway routing elsewhere: the model it names is kept on the answer (the
+    transcript and the call journal show it); the call is priced as the model asked for,
+    whose price the budget reserved (a server's claim never lowers a charge)."""
+    model = make_model(MODEL)
+    server.enqueue(Fault.malformed(json.dumps({"id": "c1", "model": "gpt-3.5-turbo", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "x"}}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 1000}})))
+    out = await model.generate(HI)
+    assert out.model == "openai:gpt-3.5-turbo"
+    asked = model.pricing.cost(MODEL, Usage(input_tokens=1000, output_tokens=1000)).usd
+    assert out.cost == pytest.approx(asked)
