@@ -246,3 +246,33 @@ async def test_an_answer_from_another_model_is_recorded_and_priced_as_asked(
     assert out.model == "openai:gpt-3.5-turbo"
     asked = model.pricing.cost(MODEL, Usage(input_tokens=1000, output_tokens=1000)).usd
     assert out.cost == pytest.approx(asked)
+
+
+SCORE = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
+JUDGED = {
+    "prose": "The answer is good, I'd give it 4.",
+    "JSON then text": '{"score": 4}\n\nI hope this helps!',
+    "cut mid-JSON": completion({"content": '{"score": '}, "length"),
+}
+
+
+@pytest.mark.parametrize("says", list(JUDGED))
+async def test_a_judges_answer_that_ignores_the_format_is_an_error_never_a_score(
+        says, make_model, server):
+    """A server ignoring ``response_format`` (prose), JSON followed by prose (a small model
+    without a grammar), JSON cut by max_tokens: asked again with the schema in the prompt,
+    repaired once, then an error of the judge naming why; never a parsed score."""
+    from cycle.errors import StructuredOutputError
+
+    model = make_model(MODEL)
+    server.enqueue(*[JUDGED[says]] * 3)
+    with pytest.raises(StructuredOutputError, match="does not follow the schema"):
+        await model.generate_structured(HI, SCORE)
+    assert server.request_count == 3
+
+
+async def test_a_judges_json_in_a_fence_is_parsed_exactly(make_model, server):
+    model = make_model(MODEL)
+    server.enqueue('```json\n{"score": 4}\n```')
+    out = await model.generate_structured(HI, SCORE)
+    assert out.parsed == {"score": 4} and server.request_count == 1
