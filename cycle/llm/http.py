@@ -267,14 +267,16 @@ def status_error(
     detail: str | None = None,
     secrets: tuple[str, ...] = (),
     key_variable: str | None = None,
+    what: str | None = None,
 ) -> ProviderError:
-    """The ``cycle`` error for an HTTP error status from ``provider``."""
+    """The ``cycle`` error for an HTTP error status from ``provider`` (``what``: how the
+    message names the answer, when not by its status: an error sent in a 200's body)."""
     secrets = (*secrets, *maskable(secrets))  # and as a body may spell them (URL, base64)
     body = redact(body or "", *secrets)[:MAX_BODY]
     detail = redact(detail or "", *secrets).strip()
     headers = dict(headers or {})
     retry_after = parse_retry_after(headers)
-    what = f"{provider}:{model} answered HTTP {status}"
+    what = what or f"{provider}:{model} answered HTTP {status}"
     message = f"{what}: {detail}" if detail else what
     kwargs: dict[str, Any] = {
         "status": status, "body": body, "headers": headers, "retry_after": retry_after,

@@ -347,7 +347,7 @@ class OpenAIAPI(ModelAPI):
         finish: str | None = None
         usage: Any = None
         model = self.model_name
-        tokens = size = chunks = 0
+        tokens = size = chunks = thinking = 0
         cut = False
         try:
             async for chunk in _chunks(stream, self):
@@ -359,14 +359,27 @@ class OpenAIAPI(ModelAPI):
                     if not isinstance(delta, dict):
                         continue
                     piece = _text(delta.get("content"))
+                    thought = delta.get("reasoning_content") or delta.get("reasoning")
+                    if isinstance(thought, str) and thought:
+                        # vLLM's, DeepSeek's, OpenRouter's reasoning: generated and billed
+                        # as output, so it counts toward the cut (never the answer's text)
+                        thinking += len(thought.encode())
+                        tokens += 1
+                        size += len(thought.encode())
                     for call in delta.get("tool_calls") or ():
                         entry = calls.setdefault(int(call.get("index") or 0),
                                                  {"id": "", "name": "", "arguments": ""})
                         function = call.get("function") or {}
                         entry["id"] = call.get("id") or entry["id"]
                         entry["name"] += function.get("name") or ""
-                        entry["arguments"] += function.get("arguments") or ""
-                        piece += str(function.get("arguments") or "")
+                        said = function.get("arguments") or ""
+                        if isinstance(said, dict) or isinstance(entry["arguments"], dict):
+                            # an object already (Ollama's): kept whole, not concatenated
+                            entry["arguments"] = said or entry["arguments"]
+                            said = json.dumps(said)
+                        else:
+                            entry["arguments"] += str(said)
+                        piece += str(said)
                     if piece:
                         parts.append(_text(delta.get("content")))
                         tokens += 1
@@ -375,6 +388,17 @@ class OpenAIAPI(ModelAPI):
                 if tokens > max_tokens or size > max_tokens * _BYTES_A_TOKEN:
                     cut = True
                     break
+        except ProviderError as e:
+            if not chunks:
+                raise
+            # an error event after the answer began (OpenRouter's upstream failing midway):
+            # what was generated may be billed, so it is charged as the most it may be
+            error = ProviderConnectionError(
+                f"openai:{self.model_name}'s stream ended with the server's error after "
+                f"{chunks} chunks: {e.message}")
+            error.retryable = e.retryable
+            error.paid = unusable_answer(max_tokens)
+            raise error from e
         finally:
             await stream.close()  # a cut stream: the server sees the connection close
         if not chunks:
@@ -391,7 +415,7 @@ class OpenAIAPI(ModelAPI):
         completion: dict[str, Any] = {
             "model": model,
             "choices": [{"finish_reason": "length" if cut else finish, "message": {
-                "content": "".join(parts),
+                "content": "".join(parts), **({"reasoning_bytes": thinking} if thinking else {}),
                 "tool_calls": [{"id": c["id"], "type": "function", "function": {
                     "name": c["name"], "arguments": c["arguments"] or "{}"}}
                     for _, c in sorted(calls.items())] if not cut else []}}],
@@ -458,6 +482,10 @@ class OpenAIAPI(ModelAPI):
                 f"openai:{self.model_name} sent a response that is not valid JSON "
                 f"chat completion: {redact(str(e), *self.secrets)[:300]}{said}"
             ) from e
+        except openai.APIError as e:
+            # a stream's event holding an error (OpenRouter's, a gateway's): the SDK raises
+            # its bare APIError, which no clause above is
+            raise self._error_in_200(e.body if e.body is not None else e.message) from e
 
     # -- batch jobs (OpenAI Batch: a JSONL file of requests, a job, a file of answers) --------
 
@@ -519,6 +547,8 @@ class OpenAIAPI(ModelAPI):
         """A chat completion's JSON (a dict; a server that did not answer JSON gives text)."""
         where = f"openai:{self.model_name}"
         if not isinstance(completion, dict) or "choices" not in completion:
+            if isinstance(completion, dict) and completion.get("error"):
+                raise self._error_in_200(completion["error"])
             raise MalformedResponseError(
                 f"{where} sent a response that is not a chat completion: "
                 f"{redact(str(completion), *self.secrets)[:200]!r}"
@@ -544,7 +574,8 @@ class OpenAIAPI(ModelAPI):
                 continue
             name, text = str(function.get("name") or ""), function.get("arguments") or "{}"
             try:
-                arguments = json.loads(text)
+                # an object already (Ollama's, some versions): taken as it is
+                arguments = text if isinstance(text, dict) else json.loads(text)
             except (TypeError, json.JSONDecodeError) as e:
                 raise MalformedResponseError(
                     f"{where} called tool {name!r} with arguments that are not valid "
@@ -553,6 +584,8 @@ class OpenAIAPI(ModelAPI):
             if not isinstance(arguments, dict):
                 arguments = {"value": arguments}
             calls.append(ToolCall(id=str(call.get("id") or ""), name=name, arguments=arguments))
+        if calls and not _distinct_ids(calls):
+            calls = _with_distinct_ids(calls)
         text = _text(message.get("content"))
         finish = choice.get("finish_reason")
         if message.get("refusal"):
@@ -561,6 +594,8 @@ class OpenAIAPI(ModelAPI):
         usage, estimated = self._usage(completion)
         if usage.output_tokens == 0 and (text or calls):
             estimated = True  # an answer is never 0 tokens: the count says nothing
+        if estimated:
+            usage = _with_reasoning(usage, message, request)
         withheld = None
         if finish == "content_filter" and not text and not calls:
             # the server's filter kept the answer back: nothing of the model's to judge
@@ -578,6 +613,26 @@ class OpenAIAPI(ModelAPI):
         )
 
 
+    def _error_in_200(self, error: Any) -> ProviderError:
+        """The error a server sent as the body of a 200, or as an event of its stream
+        (OpenRouter, LiteLLM and other gateways: ``{"error": {"message", "code"}}``): an
+        error of the call with the server's message (keys masked), its ``code`` taken as
+        the HTTP status it stands for (a 429 or 5xx is retried, as that status would be;
+        a code that is no status, a server error), never an empty answer judged as one."""
+        said = error if isinstance(error, dict) else {"message": error}
+        code = said.get("code")
+        status = int(code) if isinstance(code, int | str) and not isinstance(code, bool) \
+            and str(code).isdigit() and 400 <= int(code) <= 599 else 502
+        message = said.get("message")
+        if not isinstance(message, str) or not message.strip():
+            message = json.dumps(error, default=str)
+        shown = f" (code {code})" if code is not None else ""
+        return status_error(
+            self.provider, self.model_name, status, body=json.dumps(error, default=str),
+            headers=None, detail=" ".join(message.split())[:500], secrets=self.secrets,
+            key_variable=KEY_VARIABLE,
+            what=f"openai:{self.model_name} answered HTTP 200 with an error{shown}")
+
     def _usage(self, completion: dict[str, Any]) -> tuple[Usage, bool]:
         """A chat completion's usage, and whether it is estimated (a count absent or not
         usable; a prompt counted 0 tokens, which no prompt is)."""
@@ -590,6 +645,47 @@ class OpenAIAPI(ModelAPI):
                              ) if isinstance(details, dict) else None
         return (Usage(input_tokens=sent or 0, cached_input_tokens=cached or 0,
                       output_tokens=said or 0), not sent or said is None)
+
+
+def _with_reasoning(usage: Usage, message: dict[str, Any],
+                    request: dict[str, Any] | None) -> Usage:
+    """An estimated usage counting the reasoning that came with the answer (vLLM's and
+    DeepSeek's ``reasoning_content``, OpenRouter's ``reasoning``; a streamed answer's
+    ``reasoning_bytes``), which the answer's own bytes leave out although it is billed as
+    output: its bytes bound its tokens, and the answer's at most the call's ``max_tokens``
+    (a server that honours it bills no more)."""
+    thought = message.get("reasoning_content") or message.get("reasoning")
+    said = (len(thought.encode()) if isinstance(thought, str)
+            else message.get("reasoning_bytes") or 0)
+    if not said:
+        return usage
+    said += len(_text(message.get("content")).encode())
+    cap = (request or {}).get("max_tokens") or (request or {}).get("max_completion_tokens")
+    if isinstance(cap, int):
+        said = min(said, cap)
+    return usage.model_copy(update={"output_tokens": max(usage.output_tokens, said)})
+
+
+def _distinct_ids(calls: list[ToolCall]) -> bool:
+    ids = {c.id for c in calls}
+    return "" not in ids and len(ids) == len(calls)
+
+
+def _with_distinct_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """Tool calls whose ids are missing or repeated (Ollama sends none on some versions;
+    a server numbering each turn from 0 repeats them) given distinct ones: each result is
+    sent back under its own call's id, never matched to the wrong call."""
+    seen: set[str] = set()
+    out = []
+    for i, c in enumerate(calls):
+        new = c.id
+        if not new or new in seen:
+            new = f"call_{i}"
+            while new in seen or any(o.id == new for o in calls):
+                new += "_"
+        seen.add(new)
+        out.append(c if new == c.id else c.model_copy(update={"id": new}))
+    return out
 
 
 def _text(content: Any) -> str:

@@ -94,7 +94,7 @@ class Fault(Struct, frozen=True):
     kind: Literal["status", "malformed", "slow", "disconnect", "bomb", "cut"]
     #: the HTTP status (for kind "status")
     code: int = 500
-    retry_after: float | None = None
+    retry_after: float | str | None = None
     retry_after_ms: float | None = None
     body: str | None = None
     delay: float = 0.0
@@ -103,7 +103,7 @@ class Fault(Struct, frozen=True):
     then: Any = None
 
     @classmethod
-    def status(cls, code: int, *, retry_after: float | None = None,
+    def status(cls, code: int, *, retry_after: float | str | None = None,
                retry_after_ms: float | None = None, body: str | None = None,
                message: str = "") -> Fault:
         """Answer with HTTP ``code`` (and Retry-After / retry-after-ms headers if given)."""
@@ -647,7 +647,9 @@ class LoopbackServer:
             content = message.get("content") or ""
         except (ValueError, LookupError, TypeError, AttributeError):
             # a Fault.malformed body: a server gone wrong sends it as it is, not as events
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            # (one that starts "data:" is a stream of events written by the test, as is)
+            kind = b"text/event-stream" if payload.startswith(b"data:") else b"application/json"
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind + b"\r\n"
                          b"Content-Length: " + str(len(payload)).encode() + b"\r\n"
                          b"Connection: close\r\n\r\n" + payload)
             await writer.drain()
@@ -677,7 +679,7 @@ class LoopbackServer:
                 sent += len(piece)
             tail = b""
             for i, call in enumerate(message.get("tool_calls") or ()):
-                tail += chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                tail += chunk({"tool_calls": [{"index": i, "id": call.get("id"), "type": "function",
                                                "function": call["function"]}]})
             tail += chunk({}, completion["choices"][0].get("finish_reason") or "stop")
             include = (request.body.get("stream_options") or {}).get("include_usage")
@@ -807,8 +809,9 @@ class LoopbackServer:
         status, extra, payload = self._error(
             api, fault.code, fault.message or _REASONS.get(fault.code, "error")
         )
-        if fault.retry_after is not None:
-            extra["Retry-After"] = f"{fault.retry_after:g}"
+        if fault.retry_after is not None:  # seconds, or a text as it is (an HTTP date)
+            extra["Retry-After"] = (fault.retry_after if isinstance(fault.retry_after, str)
+                                    else f"{fault.retry_after:g}")
         if fault.retry_after_ms is not None:
             extra["retry-after-ms"] = f"{fault.retry_after_ms:g}"
         if fault.body is not None:

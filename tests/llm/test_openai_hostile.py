@@ -137,7 +137,7 @@ async def test_a_count_of_zero_tokens_is_not_a_free_call(usage, make_model, serv
 async def test_a_key_echoed_in_an_unreadable_answer_is_masked_whole(make_model, server):
     key = "k" * 250 + "-secret-openai-key-1234567890"
     model = make_model(MODEL, options={"api_key": key})
-    server.enqueue(Fault.malformed(json.dumps({"error": f"bad key {key}"})))
+    server.enqueue(Fault.malformed(json.dumps({"detail": f"bad key {key}"})))
     with pytest.raises(MalformedResponseError) as e:
         await model.generate(HI)
     assert "kkkkkkkkkk" not in str(e.value) and "\n" not in str(e.value)
