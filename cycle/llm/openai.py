@@ -363,9 +363,10 @@ class OpenAIAPI(ModelAPI):
                     if isinstance(thought, str) and thought:
                         # vLLM's, DeepSeek's, OpenRouter's reasoning: generated and billed
                         # as output, so it counts toward the cut (never the answer's text)
-                        thinking += len(thought.encode())
+                        spent = len(thought.encode())
+                        thinking += spent
                         tokens += 1
-                        size += len(thought.encode())
+                        size += spent
                     for call in delta.get("tool_calls") or ():
                         entry = calls.setdefault(int(call.get("index") or 0),
                                                  {"id": "", "name": "", "arguments": ""})
@@ -611,7 +612,6 @@ class OpenAIAPI(ModelAPI):
             raw_response=completion,
             model=f"openai:{completion.get('model') or self.model_name}",
         )
-
 
     def _error_in_200(self, error: Any) -> ProviderError:
         """The error a server sent as the body of a 200, or as an event of its stream
