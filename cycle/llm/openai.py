@@ -597,6 +597,21 @@ class OpenAIAPI(ModelAPI):
             estimated = True  # an answer is never 0 tokens: the count says nothing
         if estimated:
             usage = _with_reasoning(usage, message, request)
+        failed = completion.get("error") or choice.get("error")
+        if failed or finish == "error":
+            # OpenRouter's upstream failing mid-answer: a 200 whose choice ends with
+            # finish_reason "error" (its error beside it) and holds what came before; judged,
+            # that part was scored as the whole answer. What was generated may be billed:
+            # charged as counted, or as the most it may be, then retried as its code says
+            said = self._error_in_200(failed or "the answer ended with finish_reason error")
+            error = ProviderConnectionError(
+                f"{where}'s answer ended with the server's error: {said.message}")
+            error.retryable = said.retryable
+            asked = request or {}
+            error.paid = (unusable_answer(asked.get("max_tokens")
+                                          or asked.get("max_completion_tokens"))
+                          if estimated else ModelOutput(usage=usage))
+            raise error
         withheld = None
         if finish == "content_filter" and not text and not calls:
             # the server's filter kept the answer back: nothing of the model's to judge

@@ -276,3 +276,31 @@ async def test_a_judges_json_in_a_fence_is_parsed_exactly(make_model, server):
     server.enqueue('```json\n{"score": 4}\n```')
     out = await model.generate_structured(HI, SCORE)
     assert out.parsed == {"score": 4} and server.request_count == 1
+
+
+@pytest.mark.parametrize("code", [502, None])
+async def test_an_answer_ending_with_finish_reason_error_is_charged_and_asked_again(
+        code, make_model, server):
+    """OpenRouter, its upstream failing mid-answer and not streamed: a 200 whose choice
+    ends with finish_reason "error", the error beside it, and the part that came before.
+    Before, that part was the answer, judged as a whole one."""
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget)
+    failed = json.loads(completion({"content": "Dear Ann, your ord"}, "error").body)
+    if code is not None:
+        failed["choices"][0]["error"] = {"code": code, "message": "Upstream provider failed"}
+    server.enqueue(Fault.malformed(json.dumps(failed)), "whole")
+    out = await model.generate(HI)
+    assert out.text == "whole" and server.request_count == 2
+    first = model.pricing.cost(MODEL, Usage(input_tokens=10, output_tokens=5)).usd
+    assert out.cost > first and budget.spent == pytest.approx(out.cost)  # the part is paid
+
+
+async def test_an_answer_ending_with_a_lasting_error_is_an_error_naming_it(make_model, server):
+    model = make_model(MODEL)
+    failed = json.loads(completion({"content": "Dear Ann"}, "error").body)
+    failed["error"] = {"code": 400, "message": "Context length exceeded upstream"}
+    server.enqueue(Fault.malformed(json.dumps(failed)))
+    with pytest.raises(Exception, match="answer ended with the server's error: .*Context length"):
+        await model.generate(HI)
+    assert server.request_count == 1
