@@ -679,6 +679,12 @@ class Model:
         if self.offline:
             return FREE
         cost = self.pricing.cost(self.name, output.usage)
+        if cost.estimated and output.model and output.model != self.name:
+            # a router's name (openrouter/auto) has no price, the model it routed to may:
+            # that price, not the fallback's guess (a known price asked for is kept: the
+            # budget reserved at it, and a user's `pricing` for it says what is billed)
+            routed = self.pricing.cost(output.model, output.usage)
+            cost = cost if routed.estimated else routed
         return Cost(cost.usd * share, estimated=cost.estimated or output.usage_estimated)
 
     def _batcher(self) -> Batcher:

@@ -248,6 +248,20 @@ async def test_an_answer_from_another_model_is_recorded_and_priced_as_asked(
     assert out.cost == pytest.approx(asked)
 
 
+async def test_a_router_without_a_price_is_priced_as_the_model_it_routed_to(make_model, server):
+    """OpenRouter's `openrouter/auto` has no price of its own: the answer names the model
+    it routed to, whose price is known. Before, the call was priced by the fallback's
+    guess, marked estimated."""
+    model = make_model("openai:openrouter/auto")
+    server.enqueue(Fault.malformed(json.dumps({"id": "c1", "model": "gpt-4o", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "x"}}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 1000}})))
+    out = await model.generate(HI)
+    routed = model.pricing.cost("openai:gpt-4o", Usage(input_tokens=1000, output_tokens=1000))
+    assert not routed.estimated and out.cost == pytest.approx(routed.usd)
+    assert not out.cost_estimated
+
+
 SCORE = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
 JUDGED = {
     "prose": "The answer is good, I'd give it 4.",
