@@ -532,7 +532,10 @@ class Model:
         except BaseException as e:
             latency = time.monotonic() - started
             journaled = False
-            if wasted and jkey is not None and isinstance(e, Exception):
+            # paid for (a price table without the model charges nothing, yet a refusal
+            # is still the provider's answer): kept; any other failure keeps nothing
+            if (jkey is not None and isinstance(e, Exception)
+                    and (wasted or getattr(e, "withheld", None) is not None)):
                 journaled = await self._keep_failure(jkey, e, role=role, scope=scope,
                                                      attempts=attempts, cost=wasted,
                                                      latency=latency)
@@ -565,7 +568,7 @@ class Model:
         assert self.journal is not None
         withheld: ModelOutput | None = getattr(error, "withheld", None)
         kept = (withheld or ModelOutput(model=self.name)).model_copy(update={
-            "cost": cost, "cost_estimated": True, "latency": latency})
+            "cost": cost, "cost_estimated": cost > 0, "latency": latency})
         await self.journal.record(jkey, kept, role=role, scope=scope, attempts=attempts,
                                   error=describe(error))
         return True
