@@ -7,7 +7,12 @@ Unlike the cache, the journal is scoped to one run (or one round of a cycle): a 
 run asks the model again, as fresh samples must.
 
 ``Model`` looks a call up before sending it (``replay``) and writes its answer before
-using it (``record``). The store implements it (``cycle.store.journal``): a journal
+using it (``record``). A call that was paid for and still failed is kept too, the moment
+it fails, so that its charge is in the totals once whatever happens next: an answer the
+provider withheld (a content filter, a blocked prompt) with its reason, replayed on resume
+as the same error (the same request would very likely be withheld again: paying for the
+refusal twice is waste); an answer that could not be used (cut on its way, unreadable)
+with its charge alone, asked again on resume as any failed call is. The store implements it (``cycle.store.journal``): a journal
 row is the call's row in the cost totals, so a paid call is counted exactly once,
 even when the process died before the result that used it was written.
 """
@@ -23,11 +28,14 @@ from cycle.records.scope import CallScope
 
 class CallJournal(Protocol):
     def replay(self, key: str, scope: CallScope) -> ModelOutput | None:
-        """The recorded answer of the call ``key`` (made in ``scope``), or None."""
+        """The recorded answer of the call ``key`` (made in ``scope``), or None; a withheld
+        one (``output.withheld``) is replayed as the error it was."""
 
     async def record(self, key: str, output: ModelOutput, *, role: str,
-                     scope: CallScope, attempts: int) -> None:
-        """Keep a paid call's answer (and its cost) durably before it is used."""
+                     scope: CallScope, attempts: int, error: str | None = None) -> None:
+        """Keep a paid call's answer (and its cost) durably before it is used. With
+        ``error``: the call failed after it was paid (``output.cost``); its answer is kept
+        to replay only when the provider withheld it, else only its charge."""
 
 
 def journal_key(scope: str, cache_key: str) -> str:

@@ -446,7 +446,8 @@ class Model:
         if self.batch is not None:
             batched = BatchRequest(key=jkey or uuid.uuid4().hex, messages=messages,
                                    tools=tools, config=config)
-        output, attempts = await self._sent(messages, tools, config, role, batched, scope)
+        output, attempts = await self._sent(messages, tools, config, role, batched, scope,
+                                            jkey)
         if jkey is not None and self.journal is not None:
             # kept before anything uses it: a kill from here on re-pays nothing
             await self.journal.record(jkey, output, role=role, scope=scope, attempts=attempts)
@@ -487,9 +488,11 @@ class Model:
 
     async def _sent(self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig,
                     role: str, batched: BatchRequest | None,
-                    scope: CallScope) -> tuple[ModelOutput, int]:
+                    scope: CallScope, jkey: str | None = None) -> tuple[ModelOutput, int]:
         """The provider's answer and the attempts it took, retried as the policy says; a
-        failure is reported once (with its attempts) and raised as what the user reads."""
+        failure is reported once (with its attempts) and raised as what the user reads. A
+        failure that was charged is kept in the journal (under ``jkey``) before it is
+        raised (``_keep_failure``)."""
         started = time.monotonic()
         attempts = 1
         wasted = 0.0  # what failed attempts were charged (a dropped answer's)
@@ -527,8 +530,17 @@ class Model:
         except BudgetExceededError:
             raise  # no call was made: nothing to report
         except BaseException as e:
+            latency = time.monotonic() - started
+            journaled = False
+            # paid for (a price table without the model charges nothing, yet a refusal
+            # is still the provider's answer): kept; any other failure keeps nothing
+            if (jkey is not None and isinstance(e, Exception)
+                    and (wasted or getattr(e, "withheld", None) is not None)):
+                journaled = await self._keep_failure(jkey, e, role=role, scope=scope,
+                                                     attempts=attempts, cost=wasted,
+                                                     latency=latency)
             self._emit_failure(e, role=role, scope=scope, attempts=attempts,
-                               latency=time.monotonic() - started, cost=wasted)
+                               latency=latency, cost=wasted, journaled=journaled)
             too_long = self._waits_too_long(e)
             if too_long is not None:
                 raise RetriesExhaustedError(
@@ -544,6 +556,23 @@ class Model:
                 ) from e
             raise
 
+    async def _keep_failure(self, jkey: str, error: Exception, *, role: str, scope: CallScope,
+                            attempts: int, cost: float, latency: float) -> bool:
+        """Keep a call that failed after it was charged (``cost``) in the journal, at once:
+        its charge is then in the stored totals once, even if the process is killed before
+        its iteration's result is written, and a resume does not count it again. An answer
+        the provider withheld is kept whole, and a resume replays it as the same error
+        rather than paying for the same refusal again; any other (cut on its way,
+        unreadable) keeps only its charge, and a resume asks again. Only charged failures
+        come here: a call that succeeds does no work for it."""
+        assert self.journal is not None
+        withheld: ModelOutput | None = getattr(error, "withheld", None)
+        kept = (withheld or ModelOutput(model=self.name)).model_copy(update={
+            "cost": cost, "cost_estimated": cost > 0, "latency": latency})
+        await self.journal.record(jkey, kept, role=role, scope=scope, attempts=attempts,
+                                  error=describe(error))
+        return True
+
     def _keep_form(self) -> None:
         """Keep in the cache what the server was found to accept, when it changed: the
         next process asks it right away, without a refused call."""
@@ -556,8 +585,14 @@ class Model:
     def _replayed(self, paid: ModelOutput, *, role: str, scope: CallScope,
                   accept: Validator | None) -> ModelOutput:
         """A journaled answer, used as it was: its cost is the cost paid for it (already in
-        the stored totals and, on resume, in the budget), so it is not charged again."""
+        the stored totals and, on resume, in the budget), so it is not charged again. One
+        the provider withheld is the same error again, not asked again."""
         paid = paid.model_copy(update={"latency": 0.0, "model": paid.model or self.name})
+        if paid.withheld:
+            error = self._withheld_error(paid.withheld)
+            self._emit(paid, role=role, scope=scope, attempts=0, error=describe(error),
+                       journaled=True)
+            raise error
         if accept is not None:
             try:
                 paid = paid.model_copy(update={"parsed": accept(parse_json(paid.text))})
@@ -655,14 +690,22 @@ class Model:
         if self.budget is not None:  # spent the moment it arrived
             self.budget.settle(held, cost.usd, role, estimated=cost.estimated)
         if output.withheld:  # paid, and charged above, but no answer: an error of the call
-            withheld = MalformedResponseError(f"{self.name}: no answer, {output.withheld}")
+            withheld = self._withheld_error(output.withheld)
             withheld.charged = cost.usd  # type: ignore[attr-defined]  # the ledger reads it
+            # what the journal keeps, so that a resume replays the refusal (_keep_failure)
+            withheld.withheld = output.model_copy(  # type: ignore[attr-defined]
+                update={"model": output.model or self.name, "raw_request": None,
+                        "raw_response": None})
             raise withheld
         return output.model_copy(update={
             "latency": time.monotonic() - started, "cost": cost.usd,
             "cost_estimated": cost.estimated, "cache_hit": False,
             "model": output.model or self.name,
         })
+
+    def _withheld_error(self, why: str) -> MalformedResponseError:
+        """The error of an answer the provider withheld, saying why (the same when replayed)."""
+        return MalformedResponseError(f"{self.name}: no answer, {why}")
 
     def _bounded(self, output: ModelOutput, messages: list[Message], tools: list[ToolDef],
                  config: GenerateConfig) -> ModelOutput:
@@ -785,15 +828,17 @@ class Model:
 
     def _emit_failure(
         self, error: BaseException, *, role: str, scope: CallScope, attempts: int,
-        latency: float, cost: float = 0.0,
+        latency: float, cost: float = 0.0, journaled: bool = False,
     ) -> None:
         """A call that failed, with what its attempts were charged (``cost``, estimated:
-        answers dropped on the way, which the provider may bill)."""
+        answers dropped on the way, which the provider may bill); ``journaled``: its row
+        is in the journal already (``_keep_failure``)."""
         if self.bus is None:
             return
         self.bus.emit(ModelCalled(
             model=self.name, role=role, latency=latency, attempts=attempts,
             error=describe(error), scope=scope, cost=cost, cost_estimated=cost > 0,
+            journaled=journaled,
         ))
 
 

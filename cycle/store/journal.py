@@ -56,14 +56,18 @@ class StoreJournal:
             return None  # written by an incompatible release: ask again
 
     async def record(self, key: str, output: ModelOutput, *, role: str,
-                     scope: CallScope, attempts: int) -> None:
+                     scope: CallScope, attempts: int, error: str | None = None) -> None:
         usage = output.usage
+        # a failure's answer is kept only when withheld (replayed as its error); one that
+        # could not be used keeps its charge, its output NULL: never replayed, asked again
+        kept = (output.model_dump_json(exclude=_NOT_KEPT, exclude_defaults=True)
+                if error is None or output.withheld else None)
         row = call_row(ModelCalled(
             model=output.model, role=role, input_tokens=usage.input_tokens,
             cached_input_tokens=usage.cached_input_tokens, output_tokens=usage.output_tokens,
             cost=output.cost, cost_estimated=output.cost_estimated, latency=output.latency,
-            attempts=attempts, scope=scope,
-        ), key=key, output=output.model_dump_json(exclude=_NOT_KEPT, exclude_defaults=True))
+            attempts=attempts, error=error, scope=scope,
+        ), key=key, output=kept)
         loop = asyncio.get_running_loop()
         batch = self._batches.get(loop)
         if batch is None:

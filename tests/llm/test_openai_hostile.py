@@ -13,7 +13,7 @@ from cycle.llm.base import GenerateConfig
 from cycle.llm.budget import Budget
 from cycle.records import Message, Usage
 from cycle.testing import Fault
-from tests.llm.withheld import answer_withheld, judge_withheld, run_withheld
+from tests.llm.withheld import answer_withheld, judge_withheld, run_withheld, stored_cost
 
 MODEL = "openai:gpt-4o-mini"
 HI = [Message.user("hi")]
@@ -194,6 +194,28 @@ def test_a_run_whose_agent_is_filtered_errs_naming_it_never_scores_it(tmp_path, 
     assert r.output.count("no answer, finish_reason content_filter, no text") == 3, r.output
     assert all(req.schema is None for req in requests)  # nothing was judged
 
+
+
+def test_a_resumed_run_replays_the_filtered_answers_it_paid_for(tmp_path, monkeypatch):
+    """`cycle run`, every agent answer filtered, then `cycle run --resume`: the errored
+    iterations are run again, and each filtered call is answered from the call journal with
+    the same error. Before: the resume sent the three calls again (6 requests), paid for
+    the same refusals twice, and the run's cost counted both."""
+    from cycle.testing import Reply
+
+    def filtered(request):
+        return Reply(text="", finish_reason="content_filter") if request.schema is None \
+            else None
+
+    (first, again, paid), requests = run_withheld(
+        tmp_path, monkeypatch, "openai", "OPENAI_API_KEY=sk-test-key-from-dotenv", filtered,
+        resume=True)
+    assert "0 passed, 0 failed, 3 errored" in first.output, first.output
+    assert len(requests) == 3  # none sent again by the resume
+    assert "0 passed, 0 failed, 3 errored" in again.output, again.output
+    assert again.output.count("no answer, finish_reason content_filter, no text") == 3
+    assert again.exit_code == first.exit_code
+    assert paid > 0 and stored_cost(tmp_path) == pytest.approx(paid)  # charged once, not twice
 
 STREAMED = {
     "arguments that are not valid JSON": UNREADABLE["arguments that are not valid JSON"],

@@ -39,10 +39,12 @@ async def answer_withheld(make_model: Any, name: str, server: Any, recorder: Any
 
 
 def run_withheld(tmp_path: Any, monkeypatch: Any, provider: str, key: str,
-                 responder: Any) -> tuple[Any, list[Any]]:
+                 responder: Any, *, resume: bool = False) -> tuple[Any, list[Any]]:
     """``cycle run -n 1`` of a ``cycle init --provider PROVIDER`` project (its key in .env)
     against the loopback server answering with ``responder``: the CLI's result, and the
-    requests the server saw."""
+    requests the server saw. With ``resume``, then ``cycle run --resume @last`` against
+    the same server: the two results and the store's cost after the first (``stored_cost``),
+    and the requests of both."""
     from click.testing import CliRunner
 
     from cycle.cli import cli
@@ -56,4 +58,18 @@ def run_withheld(tmp_path: Any, monkeypatch: Any, provider: str, key: str,
         cfg = tmp_path / "cycle.yaml"
         url = getattr(srv, f"{provider}_base_url")
         cfg.write_text(cfg.read_text() + f"providers:\n  {provider}: {{base_url: '{url}'}}\n")
-        return CliRunner().invoke(cli, ["run", "-n", "1"]), list(srv.requests)
+        first = CliRunner().invoke(cli, ["run", "-n", "1"])
+        if not resume:
+            return first, list(srv.requests)
+        paid = stored_cost(tmp_path)
+        again = CliRunner().invoke(cli, ["run", "--resume", "@last"])
+        return (first, again, paid), list(srv.requests)
+
+
+def stored_cost(project: Any) -> float:
+    """The dollars a project's store says its calls cost (cache hits are free)."""
+    import sqlite3
+
+    with sqlite3.connect(project / ".cycle" / "cycle.db") as db:
+        return db.execute("SELECT coalesce(sum(cost), 0) FROM calls WHERE "
+                          "coalesce(cache_hit, 0) = 0").fetchone()[0]
