@@ -430,8 +430,7 @@ class _At(Struct):
         value = str(a.get("value"))
         shown = value if len(value) <= 80 and "\n" not in value else value[:77].split("\n")[0] + "..."
         return ConfigError(f"{self.test_label}, assertion {self.number} ({a['type']}: {shown}): "
-                           f"{why}", file=self.file, field=f"{self.test_label} assert",
-                           hint=fix + " Then import again.")
+                           f"{why}", file=self.file, hint=fix + " Then import again.")
 
 
 def _criterion(a: Any, cid: str, gaps: list[str], where: str,
@@ -605,8 +604,9 @@ def _javascript(a: dict[str, Any], value: Any, at: _At) -> dict[str, Any]:
     if method == "toLowerCase().includes":
         at.out.code[at.key] = f"pf.js_lower_includes({text!r}, inverse={negate!r})"
         return {"type": "python", "function": f"{CHECKS_MODULE}:{at.key}"}
-    if negate:
-        raise at.refuse(a, "a negated startsWith/endsWith is not converted (cycle's regex "
-                        "check has no negation)", fix)
-    pattern = (r"\A" + re.escape(text)) if method == "startsWith" else (re.escape(text) + r"\Z")
+    escaped = re.escape(text)
+    if method == "startsWith":
+        pattern = rf"\A(?!{escaped})" if negate else rf"\A{escaped}"
+    else:
+        pattern = rf"(?<!{escaped})\Z" if negate else rf"{escaped}\Z"
     return {"type": "regex", "pattern": pattern}

@@ -56,6 +56,8 @@ tests:
       - {type: javascript, value: "output.toLowerCase().includes('bo')"}
       - {type: javascript, value: "output.startsWith('You')"}
       - {type: javascript, value: "output.endsWith('!');"}
+      - {type: javascript, value: "!output.startsWith('Sorry')"}
+      - {type: not-javascript, value: "output.endsWith('?')"}
 """
 TONE = """\
 import string
@@ -166,6 +168,13 @@ def test_javascript_converts_exactly_where_cycle_checks_the_same(tmp_path):
         check_context("You are welcome!")).score == 100
     assert adapter.validate_python(crit["test_2_4"]["check"]).evaluate(
         check_context("Thank you")).score == 0
+    assert crit["test_2_6"]["check"] == {"type": "regex", "pattern": r"\A(?!Sorry)"}
+    assert crit["test_2_7"]["check"] == {"type": "regex", "pattern": r"(?<!\?)\Z"}
+    for output, six, seven in (("Sorry, no", 0, 100), ("You asked?", 100, 0), ("", 100, 100)):
+        assert adapter.validate_python(crit["test_2_6"]["check"]).evaluate(
+            check_context(output)).score == six
+        assert adapter.validate_python(crit["test_2_7"]["check"]).evaluate(
+            check_context(output)).score == seven
 
 
 def test_the_imported_suite_runs_its_code_checks_offline(tmp_path):
