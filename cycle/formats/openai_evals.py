@@ -12,8 +12,11 @@ the case's ``expected``.
 Without graders, or with the openai/evals registry YAML that defines the eval (``--graders
 registry/evals/NAME.yaml``), each case is judged as the eval's class judges a sample:
 ``Match`` passes when the answer starts with one of the ideal answers, ``Includes`` when it
-contains one (``ignore_case`` kept); other classes (``FuzzyMatch``, ``ModelBasedClassify``)
-are listed.
+contains one (``ignore_case`` kept), ``FuzzyMatch`` when, normalized as openai/evals does,
+one contains the other (``cycle.formats.openai_evals_checks``); ``ModelBasedClassify`` is an
+LLM criterion carrying its modelgraded spec's prompt and choice scores (the spec read from
+``registry/modelgraded/``), refused when the spec is missing, scores no choice or grades
+several completions; other classes are listed.
 
 Graders: ``string_check`` (``eq`` an exact match, ``like``/``ilike`` a contains check) on
 ``{{sample.output_text}}``; ``score_model`` and ``label_model`` become LLM criteria whose

@@ -20,8 +20,12 @@
   json_schema check (its value the schema); ``llm-rubric`` and ``model-graded-closedqa``
   LLM criteria (a ``threshold`` the pass mark on 0-100); ``cost`` cost_within;
   ``latency`` max_latency (ms to s). A ``weight`` is kept.
-- **listed, never dropped silently**: ``javascript``, ``python``, ``contains-json``,
-  ``similar`` and every other type, a negated form cycle has no check for, an assertion
+- **code**: ``python`` assertions run the config's code as promptfoo does (python checks
+  of the ``promptfoo_checks.py`` written beside cycle.yaml; ``cycle.formats.promptfoo_checks``);
+  ``javascript`` converts where cycle checks the same thing exactly (``output.includes``,
+  ``startsWith``, ``endsWith``, ``toLowerCase().includes``, ``output.length``), else the
+  import is refused naming the file, test and assertion; so is ``similar`` (no embeddings).
+- **listed, never dropped silently**: ``contains-json`` and every other type, a negated form cycle has no check for, an assertion
   with a ``transform``, a test's or ``defaultTest``'s ``options`` (transform, prefix,
   grading provider), ``scenarios``, tests from a script or a dataset, a var from
   a file that is not text (the test is skipped), prompts that are not text.
