@@ -315,13 +315,18 @@ def _find_spec(name: str, eval_file: Path | None) -> dict[str, Any] | None:
     """The modelgraded spec ``name``: any YAML of ``registry/modelgraded/`` beside the
     eval's ``registry/evals/`` folder (openai/evals reads them all: humor.yaml holds
     humor_likert too)."""
-    from cycle.yamlload import parse_yaml
+    import yaml
 
     if eval_file is None:
         return None
     folder = eval_file.resolve().parent.parent / "modelgraded"
     for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
-        data = parse_yaml(read_text(path), str(path)).data
+        # read as openai/evals reads them (PyYAML: registry 3.0.1's keywords.yaml repeats a
+        # key, which cycle's own loader refuses); a file that is not YAML holds no spec
+        try:
+            data = yaml.safe_load(read_text(path))
+        except yaml.YAMLError:
+            continue
         if isinstance(data, dict) and isinstance(data.get(name), dict):
             return data[name]
     return None

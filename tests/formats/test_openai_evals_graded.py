@@ -178,9 +178,12 @@ def test_a_model_graded_eval_is_a_criterion_with_the_specs_prompt_and_scores(tmp
 
 
 def test_a_spec_among_others_in_a_file_and_scores_from_strings(tmp_path):
+    # registry 3.0.1's keywords.yaml repeats a key: openai/evals (PyYAML) reads it anyway
     root = registry(tmp_path, GRADED.format(spec="humor_likert"),
                     {"humor.yaml": "humor: {prompt: x, choice_strings: YN, input_outputs: "
-                     "{input: completion}}\n" + LIKERT})
+                     "{input: completion}}\n" + LIKERT,
+                     "keywords.yaml": "seo_keywords:\n  input_outputs:\n    input: a\n"
+                     "    input: b\n"})
     out = tmp_path / "p"
     r = imported(root, out)
     assert r.exit_code == 0, r.output
