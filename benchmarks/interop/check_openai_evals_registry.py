@@ -5,9 +5,11 @@ suite: it needs the evals wheel, 46 MB, whose registry data is not in LFS):
   PYTHONPATH=. python benchmarks/interop/check_openai_evals_registry.py /tmp/oaievals/evals/registry
 Every registry/evals/*.yaml whose samples file is there is read with read_registry_eval and
 converted; it prints refusals and crashes, then counts by class (with or without criteria).
-With 3.0.1.post1: 248 Match and 109 Includes evals convert with criteria; FuzzyMatch,
-ModelBasedClassify and the custom classes are listed (no criteria); 16 refusals, all custom
-evals whose samples have no input (make_me_say, steganography...); no crash."""
+With 3.0.1.post1: 248 Match, 109 Includes, 36 FuzzyMatch and 17 ModelBasedClassify evals
+convert with criteria; the custom classes are listed (no criteria); 37 refusals: 16 custom
+evals whose samples have no input (make_me_say, steganography...), 21 ModelBasedClassify
+evals whose spec has no choice_scores (fact, possible, rhyming: openai/evals only counts the
+choices) and 1 that grades several completions (battle); no crash."""
 import collections
 import sys
 import traceback

@@ -172,7 +172,7 @@ def import_otel(traces: Path, out: Path, where: tuple[str, ...], sample: int | N
 
 def write_project(out: Path, *, prompt_id: str, system: str, user_template: str,
                   cases: list[dict[str, Any]], criteria: list[dict[str, Any]], model: str,
-                  gaps: list[str], source: str) -> None:
+                  gaps: list[str], source: str, files: dict[str, str] | None = None) -> None:
     """A converted project in ``out``: cycle.yaml (what was not converted listed at its top),
     the prompt file and the case file; the case file must read back as valid cases."""
     import yaml
@@ -186,6 +186,8 @@ def write_project(out: Path, *, prompt_id: str, system: str, user_template: str,
         f"# converted from {source}\n" + yaml.safe_dump(prompt, sort_keys=False,
                                                        allow_unicode=True), encoding="utf-8")
     append_to_case_file(out / "cases" / f"{prompt_id}.yaml", cases)
+    for relative, text in (files or {}).items():  # the checks' code, beside cycle.yaml
+        (out / relative).write_text(text, encoding="utf-8")
     config = {"prompt": f"prompts/{prompt_id}.yaml", "agent": model, "judge": model,
               "improver": model, "criteria": criteria, "cases": ["cases/*.yaml"]}
     notes = "".join(f"#   - {gap}\n" for gap in gaps)
@@ -252,7 +254,7 @@ def import_promptfoo(config: Path, out: Path, model: str, prompt_number: int,
                      name: str | None) -> None:
     """Write a cycle project from a promptfoo config: a prompt, its first provider, the
     tests as cases, the assertions as criteria; what cannot be converted is listed."""
-    from cycle.formats.promptfoo import convert
+    from cycle.formats.promptfoo import CHECKS_MODULE, convert
     from cycle.yamlload import parse_yaml, read_text
 
     _fresh(out)
@@ -263,7 +265,12 @@ def import_promptfoo(config: Path, out: Path, model: str, prompt_number: int,
                           file=str(config))
     prompt_id = _prompt_id(name, config.resolve().parent.name)
     done = convert(doc, config.parent, name=prompt_id, prompt_index=prompt_number - 1,
-                   source=str(config), line=loaded.line_of(("prompts",)))
+                   source=str(config), line=loaded.line_of(("prompts",)), project=out)
+    module = done.checks_module()
     write_project(out, prompt_id=prompt_id, system=done.system, user_template=done.prompt,
                   cases=done.cases, criteria=done.criteria, model=done.model or model,
-                  gaps=done.gaps, source=f"{config.name} by cycle import promptfoo")
+                  gaps=done.gaps, source=f"{config.name} by cycle import promptfoo",
+                  files={f"{CHECKS_MODULE}.py": module} if module else None)
+    if module:
+        click.echo(f"the config's code assertions are {out / CHECKS_MODULE}.py: cycle runs "
+                   "that code, with your permissions, whenever it judges a case")

@@ -12,8 +12,11 @@ the case's ``expected``.
 Without graders, or with the openai/evals registry YAML that defines the eval (``--graders
 registry/evals/NAME.yaml``), each case is judged as the eval's class judges a sample:
 ``Match`` passes when the answer starts with one of the ideal answers, ``Includes`` when it
-contains one (``ignore_case`` kept); other classes (``FuzzyMatch``, ``ModelBasedClassify``)
-are listed.
+contains one (``ignore_case`` kept), ``FuzzyMatch`` when, normalized as openai/evals does,
+one contains the other (``cycle.formats.openai_evals_checks``); ``ModelBasedClassify`` is an
+LLM criterion carrying its modelgraded spec's prompt and choice scores (the spec read from
+``registry/modelgraded/``), refused when the spec is missing, scores no choice or grades
+several completions; other classes are listed.
 
 Graders: ``string_check`` (``eq`` an exact match, ``like``/``ilike`` a contains check) on
 ``{{sample.output_text}}``; ``score_model`` and ``label_model`` become LLM criteria whose
@@ -220,6 +223,113 @@ def convert(items: list[dict[str, Any]], graders: list[dict[str, Any]] | None, *
 
 _MATCH = "evals.elsuite.basic.match:Match"
 _INCLUDES = "evals.elsuite.basic.includes:Includes"
+_FUZZY = "evals.elsuite.basic.fuzzy_match:FuzzyMatch"
+_CLASSIFY = "evals.elsuite.modelgraded.classify:ModelBasedClassify"
+
+
+def _fuzzy_match(out: Converted, ideals: list[list[str]]) -> None:
+    """FuzzyMatch: a python check of cycle's (``cycle.formats.openai_evals_checks``) that
+    normalizes as openai/evals does; each case keeps every ideal answer (``ideals``)."""
+    out.criteria.append({"id": "fuzzy_match", "description": "The answer and an ideal answer, "
+                         "normalized, contain one another (OpenAI evals' FuzzyMatch)",
+                         "check": {"type": "python", "function":
+                                   "cycle.formats.openai_evals_checks:fuzzy_match"}})
+    for case, answers in zip(out.cases, ideals, strict=True):
+        if answers:
+            case["input"]["ideals"] = answers
+    if not all(ideals):
+        out.gaps.append("not every item has an ideal answer: FuzzyMatch fails those cases "
+                        "(openai/evals needs one in every sample)")
+
+
+def _model_graded(spec: dict[str, Any]) -> dict[str, Any]:
+    """ModelBasedClassify: an LLM criterion whose rubric is the modelgraded spec's grading
+    prompt (its placeholders named as the judge sees them) and its choices' scores; refused
+    where cycle's judge cannot grade as the spec does."""
+    import string as strings
+
+    args, file, name = spec["args"], spec.get("path"), spec["name"]
+    mg_name = args.get("modelgraded_spec")
+    where = f"{name} (ModelBasedClassify, modelgraded_spec {mg_name})"
+
+    def refuse(why: str, fix: str) -> ConfigError:
+        return ConfigError(f"eval {where}: {why}", file=file, field=f"{name}.args", hint=fix)
+
+    if not isinstance(mg_name, str):
+        raise refuse("no modelgraded_spec named", "Name the spec, as openai/evals needs.")
+    mg = _find_spec(mg_name, Path(file) if file else None)
+    if mg is None:
+        folder = Path(file).resolve().parent.parent / "modelgraded" if file else None
+        raise refuse(f"its spec is not here: openai/evals defines it in "
+                     f"evals/registry/modelgraded/*.yaml ({mg_name}: ...)",
+                     f"Copy that file from your openai/evals checkout to {folder}/ (beside "
+                     "registry/evals/), then import again.")
+    prompt, scores = mg.get("prompt"), mg.get("choice_scores")
+    choices = mg.get("choice_strings")
+    pairs = mg.get("input_outputs") or {}
+    if (args.get("multicomp_n", 1) != 1 or mg.get("output_template") or len(pairs) != 1
+            or list(pairs) != ["input"]):
+        raise refuse("it grades several completions together (battle, best...): cycle's judge "
+                     "grades one answer", "Judge it with a pairwise cycle criterion "
+                     "(pairwise: true) or an LLM rubric of your own.")
+    if not isinstance(prompt, str):
+        raise refuse("its prompt is chat messages, not one text: not converted",
+                     "Write its grading prompt as an LLM rubric criterion.")
+    if isinstance(choices, str) and choices.startswith("from_n"):
+        raise refuse(f"its choices ({choices}) come from several completions",
+                     "Write an LLM rubric criterion.")
+    if scores is None:
+        raise refuse("its spec has no choice_scores: openai/evals only counts which choice "
+                     "the grader picks, so there is no score to pass on",
+                     f"Add choice_scores to {mg_name} (a score for each of "
+                     f"{', '.join(map(str, choices or []))}), or write an LLM rubric criterion.")
+    choices = list(choices or [])
+    table = ({c: float(c) for c in choices} if scores == "from_strings" else
+             {str(k): float(v) for k, v in scores.items()} if isinstance(scores, dict) else None)
+    if not table or len(set(table.values())) < 2 or not set(choices) <= set(table):
+        raise refuse(f"its choice_scores ({scores!r}) do not score every choice with at least "
+                     "two scores", "Fix the spec's choice_scores.")
+    low, high = min(table.values()), max(table.values())
+    completion = pairs["input"]
+    said = {"input": "[the task: the case's input]", completion: "[the answer being judged]",
+            "ideal": "[the expected answer]"}
+    text = []
+    for literal, field_name, _spec, _conv in strings.Formatter().parse(prompt):
+        text.append(literal)
+        if field_name is not None:
+            value = args.get("modelgraded_spec_args", {}).get(field_name)
+            text.append(str(value) if value is not None else
+                        said.get(field_name, f"[the case's {field_name}]"))
+    ranked = ", ".join(f"{c} = {round(100 * (table[c] - low) / (high - low), 2):g}"
+                       for c in choices)
+    rubric = ("".join(text).strip() + "\n\nChoose one of " + ", ".join(f'"{c}"' for c in choices)
+              + f". Score the answer by the choice: {ranked} (nothing between). If no choice "
+              "fits, score it as the lowest.")
+    top = [c for c in choices if table[c] == high]
+    return {"id": re.sub(r"[^A-Za-z0-9_-]+", "_", mg_name).strip("_") or "modelgraded",
+            "description": f"OpenAI evals' ModelBasedClassify with the {mg_name} spec; passes "
+            f"on {' or '.join(top)}", "rubric": rubric, "pass_mark": 100}
+
+
+def _find_spec(name: str, eval_file: Path | None) -> dict[str, Any] | None:
+    """The modelgraded spec ``name``: any YAML of ``registry/modelgraded/`` beside the
+    eval's ``registry/evals/`` folder (openai/evals reads them all: humor.yaml holds
+    humor_likert too)."""
+    import yaml
+
+    if eval_file is None:
+        return None
+    folder = eval_file.resolve().parent.parent / "modelgraded"
+    for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
+        # read as openai/evals reads them (PyYAML: registry 3.0.1's keywords.yaml repeats a
+        # key, which cycle's own loader refuses); a file that is not YAML holds no spec
+        try:
+            data = yaml.safe_load(read_text(path))
+        except yaml.YAMLError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get(name), dict):
+            return data[name]
+    return None
 
 
 def _registry_eval(spec: dict[str, Any] | None, out: Converted, ideals: list[list[str]]) -> None:
@@ -230,6 +340,12 @@ def _registry_eval(spec: dict[str, Any] | None, out: Converted, ideals: list[lis
     for cases added by hand, reads ``expected``."""
     cls = spec["class"] if spec else _MATCH
     args = (spec or {}).get("args") or {}
+    if cls == _FUZZY and spec is not None:
+        _fuzzy_match(out, ideals)
+        return
+    if cls == _CLASSIFY and spec is not None:
+        out.criteria.append(_model_graded(spec))
+        return
     if cls not in (_MATCH, _INCLUDES):
         kind = cls.rsplit(":", 1)[-1]
         spec_name = args.get("modelgraded_spec")
@@ -285,7 +401,7 @@ def read_registry_eval(path: Path, items: Path | None = None) -> list[dict[str, 
     if not isinstance(spec.get("args") or {}, dict):
         raise ConfigError("expected a mapping", file=str(path), field=f"{name}.args")
     return [{"type": "registry", "name": name, "class": str(spec["class"]),
-             "args": spec.get("args") or {}}]
+             "args": spec.get("args") or {}, "path": str(path)}]
 
 
 def _template(text: str) -> str:

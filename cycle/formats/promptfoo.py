@@ -20,8 +20,12 @@
   json_schema check (its value the schema); ``llm-rubric`` and ``model-graded-closedqa``
   LLM criteria (a ``threshold`` the pass mark on 0-100); ``cost`` cost_within;
   ``latency`` max_latency (ms to s). A ``weight`` is kept.
-- **listed, never dropped silently**: ``javascript``, ``python``, ``contains-json``,
-  ``similar`` and every other type, a negated form cycle has no check for, an assertion
+- **code**: ``python`` assertions run the config's code as promptfoo does (python checks
+  of the ``promptfoo_checks.py`` written beside cycle.yaml; ``cycle.formats.promptfoo_checks``);
+  ``javascript`` converts where cycle checks the same thing exactly (``output.includes``,
+  ``startsWith``, ``endsWith``, ``toLowerCase().includes``, ``output.length``), else the
+  import is refused naming the file, test and assertion; so is ``similar`` (no embeddings).
+- **listed, never dropped silently**: ``contains-json`` and every other type, a negated form cycle has no check for, an assertion
   with a ``transform``, a test's or ``defaultTest``'s ``options`` (transform, prefix,
   grading provider), ``scenarios``, tests from a script or a dataset, a var from
   a file that is not text (the test is skipped), prompts that are not text.
@@ -44,11 +48,34 @@ _PROVIDERS = {"openai": "openai", "google": "gemini", "vertex": "gemini", "gemin
 class Converted(Struct):
     name: str
     prompt: str
+    #: the config's file name, for the module of its code assertions
+    source: str = "the promptfoo config"
     system: str = ""
     model: str | None = None
     cases: list[dict[str, Any]] = field(default_factory=list)
     criteria: list[dict[str, Any]] = field(default_factory=list)
     gaps: list[str] = field(default_factory=list)
+    #: promptfoo's code assertions as cycle checks: the name of each in the module written
+    #: beside cycle.yaml (``promptfoo_checks.py``) and the Python that makes it
+    code: dict[str, str] = field(default_factory=dict)
+
+    def checks_module(self) -> str | None:
+        """The module of the converted code assertions, None when there is none."""
+        if not self.code:
+            return None
+        head = (f'"""promptfoo\'s code assertions of {self.source}, as cycle checks (written by\n'
+                "cycle import promptfoo; cycle.yaml's python checks name them).\n\n"
+                "A python assertion is the config's own code: it runs in cycle's process, with\n"
+                "your permissions, whenever cycle judges a case, as promptfoo ran it. Read it as\n"
+                'you would read any code you run.\n"""\n\n'
+                "import json\nfrom pathlib import Path\n\n"
+                "from cycle.formats import promptfoo_checks as pf\n\n"
+                "HERE = Path(__file__).resolve().parent\n"
+                f"PROMPT = {self.prompt!r}\n\n")
+        return head + "".join(f"{name} = {expr}\n" for name, expr in self.code.items())
+
+
+CHECKS_MODULE = "promptfoo_checks"
 
 
 def _file(base: Path, ref: str, what: str) -> str:
@@ -113,9 +140,11 @@ def _model(provider: Any) -> str | None:
 
 
 def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0,
-            source: str | None = None, line: int | None = None) -> Converted:
+            source: str | None = None, line: int | None = None,
+            project: Path | None = None) -> Converted:
     """``doc``: the config's data, its files relative to ``base``; ``source`` and ``line``:
-    where its ``prompts`` are, for an error."""
+    where its ``prompts`` are, for an error; ``project``: the folder the project is written
+    to (its code assertions name the config's Python files relative to it)."""
     prompts = _prompts(doc.get("prompts"), base, source)
     if not prompts:
         raise ConfigError("no prompts in the config", file=source, field="prompts")
@@ -126,7 +155,8 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
         raise ConfigError(f"prompt {prompt_index + 1} ({str(chosen)[:60]!r}) is not text cycle "
                           "can read (a chat JSON, a script)", file=source, line=line,
                           field="prompts", hint="Choose a text prompt with --prompt N.")
-    out = Converted(name=name, prompt=_jinja(text.strip()))
+    out = Converted(name=name, prompt=_jinja(text.strip()),
+                    source=Path(source).name if source else "the promptfoo config")
     others = len(prompts) - 1
     if others:
         out.gaps.append(f"{others} other prompt(s): a cycle project improves one; import again "
@@ -150,7 +180,9 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
            source)
     _shape(default.get("vars") or {}, dict, "defaultTest.vars", "a mapping of variables", source)
     for n, a in enumerate(default.get("assert") or []):
-        criterion = _criterion(a, f"default_{n + 1}", out.gaps, "defaultTest")
+        at = _At(out, base, project, source or "the config", "defaultTest", default, n + 1,
+                 f"default_{n + 1}")
+        criterion = _criterion(a, f"default_{n + 1}", out.gaps, "defaultTest", at)
         if criterion is not None:
             out.criteria.append(_unique(criterion, {c["id"] for c in out.criteria}))
     if doc.get("scenarios"):
@@ -178,8 +210,12 @@ def convert(doc: dict[str, Any], base: Path, *, name: str, prompt_index: int = 0
         if variables is None:
             continue
         own = []
+        label = where + (f" ({str(test['description'])[:60]!r})" if test.get("description")
+                         else "")
         for n, a in enumerate(test.get("assert") or []):
-            criterion = _criterion(a, f"test_{i + 1}_{n + 1}", out.gaps, where)
+            at = _At(out, base, project, str(test.get("\0file") or source or "the config"),
+                     label, test, n + 1, f"test_{i + 1}_{n + 1}")
+            criterion = _criterion(a, f"test_{i + 1}_{n + 1}", out.gaps, where, at)
             if criterion is not None:
                 # a case's criterion of a suite's id would replace it: each is its own
                 own.append(_unique(criterion, {c["id"] for c in [*out.criteria, *own]}))
@@ -259,7 +295,7 @@ def _tests(tests: Any, base: Path, gaps: list[str], source: str | None) -> list[
             continue
         for path in paths:
             if path.suffix == ".csv":
-                out.extend(_csv_tests(path, gaps))
+                out.extend(_from(t, path) for t in _csv_tests(path, gaps))
                 continue
             from cycle.yamlload import parse_json_text, parse_yaml, read_text
 
@@ -267,12 +303,17 @@ def _tests(tests: Any, base: Path, gaps: list[str], source: str | None) -> list[
             if path.suffix == ".jsonl":
                 for n, row in enumerate(text.splitlines(), 1):
                     if row.strip():
-                        out.append(_json_line(row, path, n))
+                        out.append(_from(_json_line(row, path, n), path))
                 continue
             data = (parse_json_text(text, str(path)) if path.suffix == ".json"
                     else parse_yaml(text, str(path)).data) or []
-            out.extend(data if isinstance(data, list) else [data])
+            out.extend(_from(t, path) for t in (data if isinstance(data, list) else [data]))
     return out
+
+
+def _from(test: Any, path: Path) -> Any:
+    """A test read from ``path``, marked with it (a refusal names the file)."""
+    return {**test, "\0file": str(path)} if isinstance(test, dict) else test
 
 
 def _json_line(row: str, path: Path, n: int) -> Any:
@@ -377,11 +418,36 @@ def _shape(value: Any, kind: type, field: str, shape: str, source: str | None) -
                           file=source, field=field)
 
 
-def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] | None:
+class _At(Struct):
+    """Where an assertion is: its project, the file and test it is in, its number."""
+
+    out: Converted
+    base: Path
+    project: Path | None
+    file: str
+    test_label: str
+    test: dict[str, Any]
+    number: int
+    key: str
+
+    def refuse(self, a: dict[str, Any], why: str, fix: str) -> ConfigError:
+        value = str(a.get("value"))
+        shown = value if len(value) <= 80 and "\n" not in value else value[:77].split("\n")[0] + "..."
+        return ConfigError(f"{self.test_label}, assertion {self.number} ({a['type']}: {shown}): "
+                           f"{why}", file=self.file, hint=fix + " Then import again.")
+
+
+def _criterion(a: Any, cid: str, gaps: list[str], where: str,
+               at: _At | None = None) -> dict[str, Any] | None:
     if not isinstance(a, dict) or not isinstance(a.get("type"), str):
         gaps.append(f"{where}: an assertion that is not a mapping with a type")
         return None
     kind, value = a["type"], a.get("value")
+    if at is not None and (kind in ("similar", "not-similar") or kind.startswith("similar:")):
+        raise at.refuse(
+            a, "cycle has no embedding similarity check (and does not approximate one)",
+            "Rewrite it as an llm-rubric (e.g. 'says the same as: ...') or another assertion "
+            "cycle converts, or remove it.")
     for key in ("provider", "rubricPrompt"):
         if a.get(key):
             gaps.append(f"{where}: assertion {kind!r}: its {key} not converted (cycle's judge "
@@ -402,6 +468,12 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] 
     values = value if isinstance(value, list) else [value] if value is not None else []
     texts = [str(v) for v in values]
     check: dict[str, Any] | None = None
+    if at is not None and kind in ("python", "not-python"):
+        out["check"] = {"type": "python", "function": _python(a, value, at)}
+        return out
+    if at is not None and kind in ("javascript", "not-javascript"):
+        out["check"] = _javascript(a, value, at)
+        return out
     if kind == "equals" and isinstance(value, (dict, list)):
         # promptfoo compares the output parsed as JSON with an object or a list
         check = {"type": "json_schema", "schema": {"const": value}}
@@ -442,3 +514,103 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str) -> dict[str, Any] 
         return None
     out["check"] = check
     return out
+
+
+def _threshold(a: dict[str, Any]) -> float | None:
+    t = a.get("threshold")
+    return float(t) if isinstance(t, int | float) and not isinstance(t, bool) else None
+
+
+def _python(a: dict[str, Any], value: Any, at: _At) -> str:
+    """A ``python`` assertion as an entry of the checks module; its import path."""
+    import ast
+    import json
+    import os
+
+    if not isinstance(value, str) or not value.strip():
+        raise at.refuse(a, "a python assertion needs its code (or file://x.py) as its value",
+                        "Give the code as the assertion's value.")
+    test = {k: v for k, v in at.test.items() if isinstance(k, str) and not k.startswith("\0")}
+    common = (f"threshold={_threshold(a)!r}, inverse={a['type'].startswith('not-')!r}, "
+              f"prompt=PROMPT, test=json.loads({json.dumps(test, default=str)!r}), "
+              f"config=json.loads({json.dumps(a.get('config'), default=str)!r})")
+    if value.startswith("file://"):
+        ref = value.removeprefix("file://")
+        path, function = (ref, "get_assert") if ref.endswith(".py") else ref.rpartition(":")[::2]
+        if not path.endswith(".py") or not function:
+            raise at.refuse(a, "not a Python file (file://path/to/check.py, or "
+                            "file://path/to/check.py:function)",
+                            "Name a .py file beside the config.")
+        file = at.base / path
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"), str(file))
+        except OSError as e:
+            raise at.refuse(a, f"cannot read {file} ({e.strerror})",
+                            "Put the file where the config names it.") from None
+        except SyntaxError as e:
+            raise at.refuse(a, f"{file} does not compile: {e.msg} (line {e.lineno})",
+                            "Fix the file.") from None
+        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        names |= {t.id for n in tree.body if isinstance(n, ast.Assign)
+                  for t in n.targets if isinstance(t, ast.Name)}
+        if function not in names:
+            raise at.refuse(a, f"{file.name} defines no function {function}",
+                            f"Define {function}(output, context) in it, or name the function "
+                            "as file://path.py:function.")
+        where = (Path(os.path.relpath(file.resolve(), at.project.resolve())).as_posix()
+                 if at.project is not None else str(file.resolve()))
+        expr = f"pf.python_file(HERE / {where!r}, {function!r}, {common})"
+    else:
+        expr = f"pf.python_inline({value!r}, {common})"
+    at.out.code[at.key] = expr
+    return f"{CHECKS_MODULE}:{at.key}"
+
+
+_JS_TEXT = r"""'(?:[^'\\\n]|\\['"\\nt])*'|"(?:[^"\\\n]|\\['"\\nt])*"|`[^`\\$\n]*`"""
+_JS_CALL = re.compile(r"(!?)\s*output\.(includes|toLowerCase\(\)\.includes|startsWith|endsWith)"
+                      rf"\(\s*({_JS_TEXT})\s*\)")
+_JS_LENGTH = re.compile(r"output\.length\s*(<=|>=|<|>|===|!==)\s*(\d+(?:\.\d+)?)")
+_JS_SUBSET = ("output.includes('x'), output.toLowerCase().includes('x'), "
+              "output.startsWith('x'), output.endsWith('x') (each also with !), and "
+              "output.length compared with a number")
+
+
+def _js_text(literal: str) -> str:
+    """A JavaScript string literal's text (the escapes the subset allows)."""
+    escapes = {"n": "\n", "t": "\t", "'": "'", '"': '"', "\\": "\\"}
+    return re.sub(r"\\(.)", lambda m: escapes[m[1]], literal[1:-1])
+
+
+def _javascript(a: dict[str, Any], value: Any, at: _At) -> dict[str, Any]:
+    """A ``javascript`` assertion cycle can check exactly, as a check; else refused."""
+    code = value.strip().removesuffix(";").strip() if isinstance(value, str) else ""
+    inverse = a["type"].startswith("not-")
+    call, length = _JS_CALL.fullmatch(code), _JS_LENGTH.fullmatch(code)
+    why = ("cycle runs no JavaScript; it converts exactly only " + _JS_SUBSET)
+    fix = ("Rewrite it as a python assertion (the same test in Python) or as a built-in "
+           "assertion (contains, icontains, regex, starts-with...).")
+    if isinstance(value, str) and value.startswith("file://"):
+        raise at.refuse(a, "a JavaScript file: " + why, fix)
+    if length is not None:
+        at.out.code[at.key] = (f"pf.js_length({length[1]!r}, {float(length[2])!r}, "
+                               f"inverse={inverse!r})")
+        return {"type": "python", "function": f"{CHECKS_MODULE}:{at.key}"}
+    if call is None:
+        raise at.refuse(a, why, fix)
+    negate, method, text = bool(call[1]) != inverse, call[2], _js_text(call[3])
+    templated = "{{" in text or "{%" in text
+    if method == "includes":  # promptfoo renders the value with the vars, as cycle does
+        return {"type": "not_contains" if negate else "contains", "values": [text],
+                "case_sensitive": True}
+    if templated:
+        raise at.refuse(a, "a variable in this call is not converted (it would be read as "
+                        "a pattern)", fix)
+    if method == "toLowerCase().includes":
+        at.out.code[at.key] = f"pf.js_lower_includes({text!r}, inverse={negate!r})"
+        return {"type": "python", "function": f"{CHECKS_MODULE}:{at.key}"}
+    escaped = re.escape(text)
+    if method == "startsWith":
+        pattern = rf"\A(?!{escaped})" if negate else rf"\A{escaped}"
+    else:
+        pattern = rf"(?<!{escaped})\Z" if negate else rf"{escaped}\Z"
+    return {"type": "regex", "pattern": pattern}

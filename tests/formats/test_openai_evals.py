@@ -160,6 +160,7 @@ korean.dev.v0:
     ignore_case: true
 """
 FUZZY_YAML = MATCH_YAML.replace("basic.match:Match", "basic.fuzzy_match:FuzzyMatch")
+JSON_MATCH_YAML = MATCH_YAML.replace("basic.match:Match", "basic.json_match:JsonMatch")
 SAMPLES = [
     {"input": [{"role": "system", "content": "Answer."},
                {"role": "user", "content": "Spell 'cat' backwards."}], "ideal": ["tac", "T.A.C"]},
@@ -219,13 +220,13 @@ def test_a_registry_includes_eval_passes_an_answer_that_contains_any_ideal(tmp_p
 
 def test_a_registry_eval_of_another_class_is_listed(tmp_path):
     items = write(tmp_path / "s.jsonl", SAMPLES)
-    (tmp_path / "e.yaml").write_text(FUZZY_YAML)
+    (tmp_path / "e.yaml").write_text(JSON_MATCH_YAML)
     r = CliRunner().invoke(cli, ["import", "openai-evals", str(items), "--graders",
                                  str(tmp_path / "e.yaml"), "--out", str(tmp_path / "p"),
                                  "--model", "offline:default"])
     assert r.exit_code == 0, r.output
-    assert ("eval reverse.dev.v0: class evals.elsuite.basic.fuzzy_match:FuzzyMatch is not "
-            "converted (cycle has no FuzzyMatch check)") in r.output
+    assert ("eval reverse.dev.v0: class evals.elsuite.basic.json_match:JsonMatch is not "
+            "converted (cycle has no JsonMatch check)") in r.output
 
 
 def test_few_shot_examples_named_in_system_messages_keep_their_speaker(tmp_path):

@@ -37,9 +37,8 @@ tests:
     assert:
       - type: icontains
         value: wie
-      - type: similar
-        value: Wie geht's?
-        threshold: 0.6
+      - type: starts-with
+        value: Wie
 """
 FILES = """\
 prompts: [file://prompt.txt]
@@ -79,12 +78,15 @@ def test_the_getting_started_example_converts_with_its_gaps_listed(tmp_path):
     out = tmp_path / "project"
     r = imported(tmp_path, out)
     assert r.exit_code == 0, r.output
-    assert "2 cases, 1 criterion (prompt" in r.output  # "1 criteria" before
-    for gap in ("1 other prompt(s)", "1 other provider(s)", ("defaultTest: assertion "
-                "'javascript' is not converted (it runs code)"), ("test 1: assertion "
-                "'contains-json' is not converted"), "test 2: assertion 'similar' is not converted"):
+    assert "2 cases, 2 criteria (prompt" in r.output
+    for gap in ("1 other prompt(s)", "1 other provider(s)", ("test 1: assertion "
+                "'contains-json' is not converted")):
         assert gap in r.output, gap
     config = yaml.safe_load((out / "cycle.yaml").read_text())
+    # output.length < 500, as JavaScript counts it (promptfoo_checks.py beside cycle.yaml)
+    assert config["criteria"][1]["check"] == {"type": "python",
+                                              "function": "promptfoo_checks:default_2"}
+    assert "pf.js_length('<', 500.0" in (out / "promptfoo_checks.py").read_text()
     assert config["agent"] == "openai:gpt-4o-mini"  # openai:chat:gpt-4o-mini, cycle's name
     assert config["criteria"][0]["rubric"].startswith("does not describe itself")
     prompt = yaml.safe_load(next((out / "prompts").glob("*.yaml")).read_text())
@@ -215,8 +217,8 @@ def test_file_vars_list_vars_and_csv_tests_are_read_as_promptfoo_reads_them(tmp_
     assert cases[2]["criteria"][0]["check"] == {"type": "contains", "values": ["hi"],
                                                 "case_sensitive": False}
     assert cases[3]["criteria"][0]["check"] == {"type": "exact", "value": "Bye"}
-    assert "criteria" not in cases[4]
-    assert "test 4: assertion 'javascript' is not converted (it runs code)" in r.output
+    assert cases[4]["criteria"][0]["check"] == {"type": "python",
+                                                "function": "promptfoo_checks:test_4_1"}
 
 
 def test_what_changes_the_checked_output_is_listed_not_dropped(tmp_path):
