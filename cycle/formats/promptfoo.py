@@ -430,11 +430,24 @@ class _At(Struct):
     number: int
     key: str
 
-    def refuse(self, a: dict[str, Any], why: str, fix: str) -> ConfigError:
+    def said(self, a: dict[str, Any], why: str) -> str:
         value = str(a.get("value"))
         shown = value if len(value) <= 80 and "\n" not in value else value[:77].split("\n")[0] + "..."
-        return ConfigError(f"{self.test_label}, assertion {self.number} ({a['type']}: {shown}): "
-                           f"{why}", file=self.file, hint=fix + " Then import again.")
+        return f"{self.test_label}, assertion {self.number} ({a['type']}: {shown}): {why}"
+
+    def refuse(self, a: dict[str, Any], why: str, fix: str) -> ConfigError:
+        """The import's error: what the assertion names cannot be read (a missing file)."""
+        return ConfigError(self.said(a, why), file=self.file, hint=fix + " Then import again.")
+
+    def skip(self, a: dict[str, Any], why: str, fix: str) -> _NotConverted:
+        """An assertion cycle cannot check as promptfoo does: listed with what was not
+        converted (at cycle.yaml's top and on the console), as a transform is, and the rest
+        imported; never approximated."""
+        return _NotConverted(f"{Path(self.file).name}: {self.said(a, why)}. {fix}")
+
+
+class _NotConverted(Exception):
+    """An assertion left out of the import, and why (a gap)."""
 
 
 def _criterion(a: Any, cid: str, gaps: list[str], where: str,
@@ -444,10 +457,11 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str,
         return None
     kind, value = a["type"], a.get("value")
     if at is not None and (kind in ("similar", "not-similar") or kind.startswith("similar:")):
-        raise at.refuse(
-            a, "cycle has no embedding similarity check (and does not approximate one)",
-            "Rewrite it as an llm-rubric (e.g. 'says the same as: ...') or another assertion "
-            "cycle converts, or remove it.")
+        gaps.append(str(at.skip(
+            a, "not converted: cycle has no embedding similarity check (and does not "
+            "approximate one)", "Rewrite it as an llm-rubric (e.g. 'says the same as: ...') "
+            "or another assertion cycle converts.")))
+        return None
     for key in ("provider", "rubricPrompt"):
         if a.get(key):
             gaps.append(f"{where}: assertion {kind!r}: its {key} not converted (cycle's judge "
@@ -472,7 +486,11 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str,
         out["check"] = {"type": "python", "function": _python(a, value, at)}
         return out
     if at is not None and kind in ("javascript", "not-javascript"):
-        out["check"] = _javascript(a, value, at)
+        try:
+            out["check"] = _javascript(a, value, at)
+        except _NotConverted as e:
+            gaps.append(str(e))
+            return None
         return out
     if kind == "equals" and isinstance(value, (dict, list)):
         # promptfoo compares the output parsed as JSON with an object or a list
@@ -582,7 +600,8 @@ def _js_text(literal: str) -> str:
 
 
 def _javascript(a: dict[str, Any], value: Any, at: _At) -> dict[str, Any]:
-    """A ``javascript`` assertion cycle can check exactly, as a check; else refused."""
+    """A ``javascript`` assertion cycle can check exactly, as a check; else not converted
+    (``_NotConverted``)."""
     code = value.strip().removesuffix(";").strip() if isinstance(value, str) else ""
     inverse = a["type"].startswith("not-")
     call, length = _JS_CALL.fullmatch(code), _JS_LENGTH.fullmatch(code)
@@ -590,21 +609,21 @@ def _javascript(a: dict[str, Any], value: Any, at: _At) -> dict[str, Any]:
     fix = ("Rewrite it as a python assertion (the same test in Python) or as a built-in "
            "assertion (contains, icontains, regex, starts-with...).")
     if isinstance(value, str) and value.startswith("file://"):
-        raise at.refuse(a, "a JavaScript file: " + why, fix)
+        raise at.skip(a, "not converted: a JavaScript file; " + why, fix)
     if length is not None:
         at.out.code[at.key] = (f"pf.js_length({length[1]!r}, {float(length[2])!r}, "
                                f"inverse={inverse!r})")
         return {"type": "python", "function": f"{CHECKS_MODULE}:{at.key}"}
     if call is None:
-        raise at.refuse(a, why, fix)
+        raise at.skip(a, "not converted: " + why, fix)
     negate, method, text = bool(call[1]) != inverse, call[2], _js_text(call[3])
     templated = "{{" in text or "{%" in text
     if method == "includes":  # promptfoo renders the value with the vars, as cycle does
         return {"type": "not_contains" if negate else "contains", "values": [text],
                 "case_sensitive": True}
     if templated:
-        raise at.refuse(a, "a variable in this call is not converted (it would be read as "
-                        "a pattern)", fix)
+        raise at.skip(a, "not converted: a variable in this call (it would be read as a "
+                      "pattern)", fix)
     if method == "toLowerCase().includes":
         at.out.code[at.key] = f"pf.js_lower_includes({text!r}, inverse={negate!r})"
         return {"type": "python", "function": f"{CHECKS_MODULE}:{at.key}"}

@@ -1,7 +1,7 @@
 """`cycle import promptfoo` of code assertions: python (inline and file://) becomes a cycle
 python check with promptfoo's verdicts; javascript converts only where cycle checks the
-same thing exactly; similar, and the javascript it cannot check, are refused naming the
-file, the test, the assertion and the fix."""
+same thing exactly; similar, and the javascript it cannot check, are listed as not
+converted, naming the file, the test, the assertion and the fix."""
 
 from __future__ import annotations
 
@@ -187,14 +187,10 @@ def test_the_imported_suite_runs_its_code_checks_offline(tmp_path):
 
 
 @pytest.mark.parametrize(("assertion", "says"), [
-    ("{type: similar, value: 'Hello Ann', threshold: 0.8}",
-     "cycle has no embedding similarity check"),
-    ("{type: javascript, value: \"output.split(' ').length > 3\"}", "cycle runs no JavaScript"),
-    ("{type: javascript, value: file://checks/len.js}", "a JavaScript file"),
     ("{type: python, value: file://checks/missing.py}", "cannot read"),
     ("{type: python, value: 'file://checks/tone.py:nope'}", "tone.py defines no function nope"),
 ])
-def test_what_cannot_be_converted_is_refused_naming_file_test_and_fix(tmp_path, assertion, says):
+def test_code_an_assertion_names_but_cycle_cannot_read_is_refused(tmp_path, assertion, says):
     config = CONFIG.replace("      - {type: javascript, value: \"output.includes('welcome')\"}",
                             "      - " + assertion)
     out, r = project(tmp_path, config)
@@ -205,7 +201,28 @@ def test_what_cannot_be_converted_is_refused_naming_file_test_and_fix(tmp_path, 
     assert "Then import again" in r.output
 
 
-def test_a_refusal_in_a_tests_file_names_that_file(tmp_path):
+@pytest.mark.parametrize(("assertion", "says"), [
+    ("{type: similar, value: 'Hello Ann', threshold: 0.8}",
+     "cycle has no embedding similarity check"),
+    ("{type: javascript, value: \"output.split(' ').length > 3\"}", "cycle runs no JavaScript"),
+    ("{type: javascript, value: file://checks/len.js}", "a JavaScript file"),
+])
+def test_what_cannot_be_checked_as_promptfoo_does_is_listed_not_converted(tmp_path, assertion,
+                                                                            says):
+    """As a transform is: the rest of the config imported, and the assertion named (file,
+    test, number) with the fix, on the console and at cycle.yaml's top; never approximated."""
+    config = CONFIG.replace("      - {type: javascript, value: \"output.includes('welcome')\"}",
+                            "      - " + assertion)
+    out, r = project(tmp_path, config)
+    assert r.exit_code == 0, r.output
+    listed = [line for line in r.output.splitlines() if line.startswith("not converted: ")]
+    assert any("promptfooconfig.yaml: test 2 ('thanks politely'), assertion 1" in line
+               and says in line for line in listed), r.output
+    head = (out / "cycle.yaml").read_text().split("\nprompt:")[0]
+    assert says in head and "test 2 ('thanks politely'), assertion 1" in head
+
+
+def test_an_assertion_left_out_of_a_tests_file_names_that_file(tmp_path):
     (tmp_path / "tests.yaml").write_text(textwrap.dedent("""\
         - description: shortness
           vars: {name: Cy, message: Hi}
@@ -213,6 +230,6 @@ def test_a_refusal_in_a_tests_file_names_that_file(tmp_path):
         """))
     _, r = project(tmp_path, "prompts: ['Reply to {{name}}: {{message}}']\n"
                      "tests: file://tests.yaml\n")
-    assert r.exit_code == 2, r.output
-    assert "tests.yaml" in r.output and "test 1 ('shortness'), assertion 1" in r.output
+    assert r.exit_code == 0, r.output
+    assert "not converted: tests.yaml: test 1 ('shortness'), assertion 1" in r.output
     assert "Rewrite it as a python assertion" in r.output
