@@ -15,6 +15,7 @@ from cycle.cli import cli
 from cycle.testing.server import LoopbackServer, Reply
 from tests.agents import adk_agents
 
+KEY = "gm-test-0123456789"
 PROMPT = """\
 id: front
 system: "You are the front desk."
@@ -31,7 +32,7 @@ def server():
 
 @pytest.fixture(autouse=True)
 def _fresh(server, monkeypatch):
-    monkeypatch.setenv("GEMINI_API_KEY", "gm-test-0123456789")
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
     server.reset()
     adk_agents.CALLS.clear()
 

@@ -6,56 +6,27 @@ arguments, an answer with a lone surrogate. Each is one clear error of the itera
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cycle.cli import cli
 from cycle.testing.server import LoopbackServer, Reply
 from tests.agents import adk_agents
+from tests.agents import test_adk_edges as edges
 
-KEY = "gm-hostile-0123456789"
-PROMPT = """\
-id: front
-system: "You are the front desk."
-user_template: "{{ question }}"
-params: {model: "gemini:gemini-2.0-flash"}
-"""
+# test_adk_edges' fixtures (a loopback server, the key set) and key
+server, _fresh, KEY = edges.server, edges._fresh, edges.KEY
 
-
-@pytest.fixture(scope="module")
-def server():
-    with LoopbackServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server, monkeypatch):
-    monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    server.reset()
-    adk_agents.CALLS.clear()
+SAID = "[{id: said, check: {type: contains, values: [delivered]}}]"
 
 
 def run(tmp_path: Path, server: LoopbackServer, *, agent: str, mocks: str = "{}",
-        criteria: str = "[{id: said, check: {type: contains, values: [delivered]}}]"):
-    (tmp_path / "prompt.yaml").write_text(PROMPT)
-    (tmp_path / "cases.yaml").write_text("- {id: c, input: {question: Where is A-1?}}\n")
-    (tmp_path / "cycle.yaml").write_text(textwrap.dedent(f"""\
-        prompt: prompt.yaml
-        agent: {{adk: "tests.agents.adk_agents:{agent}"}}
-        criteria: {criteria}
-        cases: [cases.yaml]
-        run: {{iterations: 1}}
-        providers: {{gemini: {{base_url: "{server.gemini_base_url}"}}}}
-        tools: {{mocks: {mocks}}}
-        """))
-    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
-                                 str(tmp_path / "cycle.yaml")])
+        criteria: str = SAID):
+    """test_adk_edges' run of one case; its first result."""
+    r, report = edges.run(tmp_path, server, agent=agent, criteria=criteria, mocks=mocks,
+                          cases="- {id: c, input: {question: Where is A-1?}}\n")
     assert "Traceback" not in r.output and "internal error" not in r.output.lower(), r.output
-    reports = sorted((tmp_path / "reports").glob("*.json"))
-    return r, json.loads(reports[-1].read_text())["cases"][0]["results"][0] if reports else None
+    return r, report["cases"][0]["results"][0] if report else None
 
 
 def test_a_lone_surrogate_in_an_adk_agents_answer_is_kept_as_u_fffd(tmp_path, server):
