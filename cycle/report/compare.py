@@ -39,10 +39,28 @@ class Comparison(Struct, frozen=True):
     newly_passing: list[str]
     only_in_a: list[str]
     only_in_b: list[str]
+    #: cases in both runs with a score in one only (every iteration of the other errored or
+    #: ended by a limit): kept out of the deltas, never counted as a score of 0
+    unscored_in_a: list[str] = []
+    unscored_in_b: list[str] = []
 
     @property
     def offline(self) -> bool:
         return self.a.offline or self.b.offline
+
+    @property
+    def unfinished(self) -> list[str]:
+        """What a run not finished says: "B is interrupted" (its figures are partial)."""
+        return [f"{side} is {r.status}" for side, r in (("A", self.a), ("B", self.b))
+                if r.status != "finished"]
+
+    @property
+    def iterations(self) -> tuple[int, int] | None:
+        """Iterations a case of each run, when they differ (None: the same)."""
+        def each(r: RunResult) -> int:
+            return max((c.iterations for c in r.cases.values()), default=0)
+        n = (each(self.a), each(self.b))
+        return n if n[0] != n[1] else None
 
 
 def compare_runs(a: RunResult, b: RunResult) -> Comparison:
@@ -67,7 +85,21 @@ def compare_runs(a: RunResult, b: RunResult) -> Comparison:
         newly_passing=[c.case_id for c in cases if c.status_a == "failed" and c.status_b == "passed"],
         only_in_a=[k for k in a.cases if k not in b.cases],
         only_in_b=[k for k in b.cases if k not in a.cases],
+        unscored_in_a=[k for k in b.case_means if k in a.cases and k not in a.case_means],
+        unscored_in_b=[k for k in a.case_means if k in b.cases and k not in b.case_means],
     )
+
+
+def _unscored(c: Comparison) -> list[str]:
+    """Lines naming the cases scored in one run only (errors kept apart from scores)."""
+    out = []
+    for side, other, ids in (("B", "A", c.unscored_in_b), ("A", "B", c.unscored_in_a)):
+        if ids:
+            run = c.b if side == "B" else c.a
+            why = sorted({run.cases[k].status for k in ids})
+            out.append(f"Not compared: {len(ids)} case(s) scored in {other} have no score in "
+                       f"{side} ({', '.join(why)}): {', '.join(ids)}")
+    return out
 
 
 def _delta(s: Stats, unit: str = "", *, short: bool = False) -> str:
@@ -92,6 +124,11 @@ def render_compare(c: Comparison) -> str:
     lines = [f"Compare {c.a.run_id} (A) -> {c.b.run_id} (B)"]
     if c.offline:
         lines.append("[offline model] at least one run's results do not come from a real model.")
+    if c.unfinished:
+        lines.append(f"[unfinished] {' and '.join(c.unfinished)}: its figures are partial.")
+    if c.iterations:
+        lines.append(f"[iterations] A ran {c.iterations[0]} a case, B {c.iterations[1]}: "
+                     "a case's mean rests on different numbers of samples.")
     lines += [
         f"Score      A {f.score(c.a.score)}  B {f.score(c.b.score)}  delta {_delta(c.score_delta)}",
         (f"Pass rate  A {f.pct(c.a.suite.pass_rate)}  B {f.pct(c.b.suite.pass_rate)}  "
@@ -106,6 +143,7 @@ def render_compare(c: Comparison) -> str:
         lines.append("No case changed between passing and failing.")
     if c.only_in_a or c.only_in_b:
         lines.append(f"Not paired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B")
+    lines += _unscored(c)
     moved = _moved(c, 5)
     if moved:
         lines.append("")
@@ -119,12 +157,14 @@ def render_compare(c: Comparison) -> str:
 def compare_dict(c: Comparison) -> dict[str, Any]:
     return {
         "a": c.a.run_id, "b": c.b.run_id, "offline": c.offline,
+        "status": {"a": c.a.status, "b": c.b.status},
         "score": {"a": c.a.score, "b": c.b.score, "delta": c.score_delta.to_dict()},
         "pass_rate": {"a": c.a.suite.pass_rate, "b": c.b.suite.pass_rate,
                       "delta_points": c.pass_rate_delta.to_dict()},
         "errors": {"a": c.a.suite.errors, "b": c.b.suite.errors},
         "regressed": c.regressed, "newly_passing": c.newly_passing,
         "only_in_a": c.only_in_a, "only_in_b": c.only_in_b,
+        "unscored_in_a": c.unscored_in_a, "unscored_in_b": c.unscored_in_b,
         "cases": [{"id": d.case_id, "a": d.score_a, "b": d.score_b, "delta": d.delta,
                    "status_a": d.status_a, "status_b": d.status_b} for d in c.cases],
     }
@@ -141,11 +181,27 @@ FAIL_ON = ("regression", "case", "never")
 def failing(c: Comparison, fail_on: str) -> str | None:
     """Why the comparison fails a CI gate (None: it passes). ``regression``: the paired
     score change's 95% interval lies wholly below zero, a drop the sample cannot explain;
-    ``case``: a case that passed in A fails in B; ``never``: report only."""
+    ``case``: a case that passed in A fails in B; ``never``: report only. Either of the
+    first two also fails when the gate cannot check: no case scored in both runs, a drop
+    on the one paired case (no interval), a case scored in A without a score in B (its
+    iterations errored), or a run not finished."""
+    if fail_on not in ("regression", "case"):
+        return None
     s = c.score_delta
-    if fail_on in ("regression", "case") and s.ci_high is not None and s.ci_high < 0:
+    if c.unfinished:
+        return (f"cannot check: {' and '.join(c.unfinished)} (its figures are partial): "
+                "compare finished runs")
+    if s.n == 0 or s.mean is None:
+        return "cannot check: no case has a score in both runs, nothing was compared"
+    if s.ci_high is not None and s.ci_high < 0:
         return (f"a credible regression: the score changed by {s.mean:+.1f} points, 95% CI "
                 f"[{s.ci_low:+.1f}, {s.ci_high:+.1f}] over {s.n} paired cases")
+    if s.ci_high is None and s.mean < 0:
+        return (f"cannot check: the score dropped by {s.mean:+.1f} points on the only paired "
+                "case, and one case gives no interval to tell a drop from noise")
+    if c.unscored_in_b:
+        return (f"cannot check: {len(c.unscored_in_b)} case(s) scored in A have no score in B "
+                f"(errored, not scored 0): {', '.join(c.unscored_in_b)}")
     if fail_on == "case" and c.regressed:
         return f"{len(c.regressed)} case(s) regressed from passing to failing: {', '.join(c.regressed)}"
     return None
@@ -164,6 +220,10 @@ def render_compare_markdown(c: Comparison, fail_on: str = "regression") -> str:
     lines = [f"### cycle: `{c.b.run_id}` against `{c.a.run_id}`", ""]
     if c.offline:
         lines += ["> Offline model: at least one run's results do not come from a real model.", ""]
+    if c.unfinished:
+        lines += [f"> Unfinished: {' and '.join(c.unfinished)}; its figures are partial.", ""]
+    if c.iterations:
+        lines += [f"> Iterations differ: A ran {c.iterations[0]} a case, B {c.iterations[1]}.", ""]
     lines += [head, "",
               "| | base (A) | head (B) | change, 95% CI |", "| --- | ---: | ---: | --- |",
               f"| Score | {f.score(c.a.score)} | {f.score(c.b.score)} | {_delta(c.score_delta, short=True)} |",
@@ -177,6 +237,7 @@ def render_compare_markdown(c: Comparison, fail_on: str = "regression") -> str:
         lines.append("Newly passing: " + ", ".join(f"`{k}`" for k in c.newly_passing))
     if c.only_in_a or c.only_in_b:
         lines.append(f"Not paired: {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B.")
+    lines += [x + "." for x in _unscored(c)]
     moved = _moved(c, 10)
     if moved:
         lines += ["", "<details><summary>Largest changes by case</summary>", "",
