@@ -241,6 +241,9 @@ def _agreement_of(store: Store, run_id: str, extra: list[Label], *, member: str 
     """The labels of ``run_id`` (and ``extra``, a file's) beside the judge's verdicts (or a
     panel ``member``'s): how many, each criterion's figures as ``--json`` gives them, and
     the labelled outputs each corrected mean rests on."""
+    from msgspec.structs import replace
+
+    from cycle.authors import current_author
     from cycle.judge.agreement import measure
     from cycle.judge.calibration import corrected_mean, ratings_of
     from cycle.store.human_labels import Labelled
@@ -249,9 +252,16 @@ def _agreement_of(store: Store, run_id: str, extra: list[Label], *, member: str 
     outputs = store.human_labels.outputs(run_id, member=member)
     verdicts = {(o["case"], o["iteration"], c): v for o in outputs
                 for c, v in o["verdicts"].items()}
+    # a file's label replaces the stored one of the same output, criterion and labeler (as
+    # importing it would): the same labels given twice counted every one twice
+    author = current_author() if extra else ""
+    given = {(x.run, x.case, x.iteration, x.criterion, x.labeler or author) for x in extra}
+    labelled = [x for x in labelled if (x.label.run, x.label.case, x.label.iteration,
+                                        x.label.criterion, x.label.labeler) not in given]
     for x in extra:
         if x.run != run_id:
             continue
+        x = replace(x, labeler=x.labeler or author)
         v = verdicts.get((x.case, x.iteration, x.criterion))
         labelled.append(Labelled(label=x, judge_score=v and v["score"],
                                  judge_passed=v and v["passed"]))
@@ -271,12 +281,23 @@ def _agreement_of(store: Store, run_id: str, extra: list[Label], *, member: str 
             "kappa_ci": a.kappa_ci, "base_rate": a.base_rate, "alpha": a.alpha,
             "alpha_ci": a.alpha_ci, "bias": a.bias, "bias_ci": a.bias_ci,
             "correlation": a.correlation, "correlation_ci": a.correlation_ci,
-            "labelers": a.labelers,
+            "labelers": a.labelers, "unmatched": a.unmatched,
+            "notes": a.notes() + _corrected_note(fixed[c], by_criterion[c]),
             "judged_mean": fixed[c].judged if fixed[c] else None,
             "corrected_mean": fixed[c].corrected if fixed[c] else None,
             "corrected_ci": fixed[c].ci if fixed[c] else None,
             "corrected_power": fixed[c].power if fixed[c] else None}
         for c, a in figures.items()}, settled
+
+
+def _corrected_note(fixed: Any, ratings: list[Any]) -> list[str]:
+    """Why a criterion has no corrected mean, or that its interval was cut to 0-100."""
+    if fixed is not None:
+        return ["the corrected interval is cut to the 0-100 scale"] if fixed.clipped else []
+    scored = len({r.output for r in ratings
+                  if r.person_score is not None and r.judge_score is not None})
+    return [(f"no corrected mean: {scored} labelled output(s) with a score from both the "
+             "judge and a person, it takes 2")]
 
 
 def _agreement_table(figures: dict[str, dict[str, Any]], settled: dict[str, int]) -> None:
@@ -295,6 +316,9 @@ def _agreement_table(figures: dict[str, dict[str, Any]], settled: dict[str, int]
             click.echo(f"{c}: judged {a['judged_mean']:.1f}, corrected with {settled[c]} labels "
                        f"{figure(a['corrected_mean'], a['corrected_ci'], 1)} (the interval "
                        f"holds the judge's error; the judge weighed {a['corrected_power']:.2f})")
+    for c, a in figures.items():
+        for note in a["notes"]:
+            click.echo(f"{c}: {note}")
 
 
 @judge_group.command("consistency")

@@ -23,6 +23,16 @@ criterion at 2,000 labels, at every run's end. (A panel's alpha past ``LARGE`` o
 its standard error from the jackknife instead, exact and linear in the outputs: a run of
 100,000 cases ends in a second, not in the minutes 200 resamples would take.) A figure the labels leave undefined
 (kappa when everyone said pass) is None.
+
+Under ``MIN_OUTPUTS`` labelled outputs no interval is given: a bootstrap of a handful of
+outputs resamples a handful of values, and its percentile interval is far narrower than
+the truth (two outputs gave the bias "[d1, d2]", whatever the judge). When every label
+agrees with the judge (kappa 1) every resample agrees too, and the bootstrap's interval
+is [1, 1] whatever the number of labels; kappa's lower bound is then the one the
+observed agreement's exact (Clopper-Pearson) 95% lower bound gives, over the labelled
+outputs, at the same chance agreement. A label with no judge verdict beside it (of an
+errored iteration, or of a criterion the judge did not score) is counted apart
+(``unmatched``), not in ``n``.
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ LARGE = 400
 LARGE_RESAMPLES = 200
 #: the two-sided 95% normal quantile
 Z95 = 1.959963984540054
+#: labelled outputs under which a figure has no interval (see the module docstring)
+MIN_OUTPUTS = 10
 
 
 class Rating(Struct, frozen=True):
@@ -70,6 +82,25 @@ class Agreement(Struct):
     correlation: float | None = None
     correlation_ci: tuple[float, float] | None = None
     labelers: list[str] = field(default_factory=list)
+    #: labels with no judge verdict beside them (left out of every figure)
+    unmatched: int = 0
+
+    def notes(self) -> list[str]:
+        """What a reader of the figures must know: why one is missing or has no interval."""
+        out = []
+        if self.unmatched:
+            out.append(f"{self.unmatched} label(s) have no judge verdict beside them (an "
+                       "errored iteration, or a criterion the judge did not score): left out")
+        if self.n and self.kappa is None and self.base_rate is not None:
+            out.append("kappa undefined: the judge and the people gave one verdict only "
+                       "(label outputs the judge passes and fails)")
+        if 0 < self.outputs < MIN_OUTPUTS:
+            out.append(f"no 95% intervals on {self.outputs} labelled output(s): under "
+                       f"{MIN_OUTPUTS} a bootstrap's interval would be far too narrow")
+        elif self.kappa == 1.0 and self.kappa_ci is not None:
+            out.append("every label agrees with the judge: kappa's lower bound is from the "
+                       "exact interval of the agreement (a bootstrap would say [1, 1])")
+        return out
 
 
 def _pass_pairs(ratings: Sequence[Rating]) -> list[tuple[bool, bool]]:
@@ -160,7 +191,7 @@ def interval(ratings: Sequence[Rating], stat: Callable[[Sequence[Rating]], float
     for r in ratings:
         by_output.setdefault(r.output, []).append(r)
     groups = list(by_output.values())
-    if len(groups) < 2:
+    if len(groups) < max(2, MIN_OUTPUTS):
         return None
     large = len(groups) > LARGE
     resamples = LARGE_RESAMPLES if large else RESAMPLES
@@ -190,9 +221,12 @@ def measure(ratings: Sequence[Rating], *, intervals: Sequence[str] = FIGURES) ->
     """Every figure of one criterion's labels, with the intervals of ``intervals`` (the
     others None: a one-line summary needs two of the four)."""
     rng = random.Random(0)
+    matched = [r for r in ratings if r.judge_score is not None or r.judge_passed is not None]
+    unmatched = len(ratings) - len(matched)
+    ratings = matched
     people = [r.person_passed for r in ratings if r.person_passed is not None]
     out = Agreement(
-        n=len(ratings), outputs=len({r.output for r in ratings}),
+        n=len(ratings), outputs=len({r.output for r in ratings}), unmatched=unmatched,
         agreement=raw_agreement(ratings), kappa=kappa(ratings),
         base_rate=sum(people) / len(people) if people else None, alpha=alpha(ratings),
         bias=bias(ratings), correlation=correlation(ratings),
@@ -201,7 +235,23 @@ def measure(ratings: Sequence[Rating], *, intervals: Sequence[str] = FIGURES) ->
                        ("correlation", correlation)):
         if name in intervals and getattr(out, name) is not None:
             setattr(out, f"{name}_ci", interval(ratings, stat, rng))
+    if out.kappa_ci is not None and out.kappa is not None and out.kappa >= 1.0 - 1e-12:
+        out.kappa_ci = (_perfect_kappa_low(ratings), 1.0)
     return out
+
+
+def _perfect_kappa_low(ratings: Sequence[Rating]) -> float:
+    """Kappa's 95% lower bound when every label agrees with the judge: the exact
+    (Clopper-Pearson) lower bound of the agreement, all of n outputs agreeing, 0.025 ** (1/n),
+    at the chance agreement observed; n counts outputs, not labels (an output's labels
+    agree together)."""
+    pairs = _pass_pairs(ratings)
+    n = len({r.output for r in ratings
+             if r.judge_passed is not None and r.person_passed is not None})
+    judge_yes = sum(j for j, _ in pairs) / len(pairs)
+    person_yes = sum(p for _, p in pairs) / len(pairs)
+    expected = judge_yes * person_yes + (1 - judge_yes) * (1 - person_yes)
+    return max(-1.0, (0.025 ** (1 / n) - expected) / (1 - expected))
 
 
 #: one output a panel judged: its members' scores as (how many, sum, sum of squares)
@@ -234,7 +284,7 @@ def panel_alpha(units: Sequence[Unit]) -> tuple[float | None, tuple[float, float
     parts = [(m, _within((m, s, q)), s, q) for m, s, q in pairable]
     n, w, t, sq = (sum(x[i] for x in parts) for i in range(4))
     value = _interval_alpha(int(n), w, t, sq)
-    if value is None or len(parts) < 2:
+    if value is None or len(parts) < max(2, MIN_OUTPUTS):
         return value, None
     if len(parts) > LARGE:
         # leave each output out in turn: every sum less its part, in one pass

@@ -9,8 +9,10 @@ criterion's mean is estimated as lambda times the judge's mean over all N plus t
 well as the sampling noise. lambda (0 to 1) is the one that makes the interval narrowest:
 near 1 for a judge that tracks people, near 0 (the people's mean alone) for one that
 does not, so labels never buy a wider interval than they would alone. It assumes the labelled
-outputs are a random sample of the run's (``cycle judge sample`` draws them so, stratified)
-and that the person is the truth; with no labels there is nothing to correct.
+outputs are a random sample of the run's and that the person is the truth (``cycle judge
+sample``'s pick is spread evenly over cases and the judge's score quartiles, not drawn in
+proportion to them: it is unbiased only when the judge's error is alike across them); with
+no labels there is nothing to correct. The interval is cut to the 0-100 scale.
 
 **The gate** (``improve.judge.min_agreement``): head moves only while every LLM criterion's
 kappa with people has its 95% lower bound at or over the floor. Otherwise the reason says
@@ -29,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
-from cycle.judge.agreement import Rating, measure
+from cycle.judge.agreement import MIN_OUTPUTS, Rating, measure
 from cycle.records.cycles import JudgeKappa
-from cycle.stats import t_critical
+from cycle.stats import SCORE_SCALE, t_critical
 
 if TYPE_CHECKING:
     from cycle.records import RunResult
@@ -66,6 +68,8 @@ class Corrected(Struct, frozen=True):
     #: how much of the judge the estimate leans on (PPI++'s lambda): 1 the plain
     #: prediction-powered estimate, 0 the people's mean alone
     power: float = 1.0
+    #: the interval was cut to the 0-100 scale (few labels: t on 1 degree of freedom is 12.7)
+    clipped: bool = False
 
 
 def corrected_mean(judged: Sequence[float], ratings: Sequence[Rating]) -> Corrected | None:
@@ -97,8 +101,11 @@ def corrected_mean(judged: Sequence[float], ratings: Sequence[Rating]) -> Correc
     # Student's t on the labels' degrees of freedom: lambda and the error's spread are both
     # read off the n labels, and a normal quantile undercovers at 25 of them (0.924)
     half = t_critical(n - 1) * math.sqrt(max(variance, 0.0))
-    return Corrected(judged=mean, corrected=estimate, ci=(estimate - half, estimate + half),
-                     n_judged=big_n, n_labelled=n, power=lam)
+    low, high = estimate - half, estimate + half
+    clipped = low < SCORE_SCALE[0] or high > SCORE_SCALE[1]
+    return Corrected(judged=mean, corrected=estimate,
+                     ci=(max(low, SCORE_SCALE[0]), min(high, SCORE_SCALE[1])),
+                     n_judged=big_n, n_labelled=n, power=lam, clipped=clipped)
 
 
 def label_errors(labelled: Sequence[Any], run_id: str) -> dict[str, list[float]]:
@@ -244,7 +251,8 @@ def gate(labelled: Sequence[Any], criteria: Sequence[str], floor: float) -> str 
             problems.append(f"{c}: kappa undefined on {a.n} labels (one verdict only): label "
                             "outputs the judge passes and fails")
         elif a.kappa_ci is None:
-            problems.append(f"{c}: {a.outputs} labelled outputs give no interval yet")
+            problems.append(f"{c}: {a.outputs} labelled outputs give no interval yet (it "
+                            f"takes {MIN_OUTPUTS})")
         elif a.kappa_ci[0] < floor:
             more = labels_to_settle(a.kappa, a.kappa_ci[0], a.n, floor)
             settle = (f"about {more} more labels would settle it" if more is not None else

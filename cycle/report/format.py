@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from cycle.judge.agreement import MIN_OUTPUTS
 from cycle.records import PanelFigure, Stats, WithPeople
 
 
@@ -180,7 +181,9 @@ def panel_lines(panel: tuple[PanelFigure, ...]) -> list[str]:
     out = [PANEL_TITLE + ":"]
     for p in panel:
         means = ", ".join(f"{m.model} {score(m.mean)}" for m in p.members)
-        out.append(f"  {p.criterion}: alpha {figure(p.alpha, p.alpha_ci)} over "
+        few = (f" (no interval under {MIN_OUTPUTS} outputs)"
+               if p.alpha is not None and p.alpha_ci is None and p.outputs < MIN_OUTPUTS else "")
+        out.append(f"  {p.criterion}: alpha {figure(p.alpha, p.alpha_ci)}{few} over "
                    f"{p.outputs} outputs; {means}")
     labelled = [p for p in panel if p.people is not None]
     if labelled:

@@ -95,18 +95,18 @@ def test_a_panel_scores_the_mean_and_passes_by_majority_a_tie_failing(tmp_path):
     assert [(m.model, m.score, m.passed) for m in b.members] == [
         ("openai:judge-high", 100.0, True), ("openai:judge-low", 50.0, False)]
     assert "1 of 2 pass (fail)" in b.reasoning and "openai:judge-low 50: judge-low gives 50" in b.reasoning
-    # the members' agreement: alpha over the four outputs each scored, with its interval
+    # the members' agreement: alpha over the four outputs each scored; no interval from four
+    # (a bootstrap of four outputs gave one, far too narrow)
     expected = alpha_by_definition([[90, 80], [90, 80], [100, 50], [100, 50]])
     assert "Judge panel: the members' agreement" in r.output
-    assert (f"helpful: alpha {expected:.2f} [" in r.output
+    assert (f"helpful: alpha {expected:.2f} (no interval under 10 outputs) over 4" in r.output
             and "openai:judge-high 95.0, openai:judge-low 65.0" in r.output), r.output
     report = json.loads((reports / f"{run_id}.json").read_text())
     assert report["models"]["judge"] == "openai:judge-high + openai:judge-low"
     [figure] = report["judge_panel"]
     assert figure["criterion"] == "helpful" and figure["outputs"] == 4
     assert figure["alpha"] == pytest.approx(expected)
-    low, high = figure["alpha_ci"]
-    assert low <= figure["alpha"] <= high
+    assert figure["alpha_ci"] is None
     assert [(m["model"], m["mean"]) for m in figure["members"]] == [
         ("openai:judge-high", 95.0), ("openai:judge-low", 65.0)]
     shown = report["cases"][1]["results"][0]["verdicts"][0]
