@@ -245,7 +245,7 @@ def _held_out_line(h: HeldOut) -> str:
         return f"{f.kappa:.2f}{ci}"
 
     def share(x: float | None) -> str:
-        return "—" if x is None else f"{x:.0%}"
+        return "—" if x is None else _pct(x)
 
     def points(x: float | None) -> str:
         return "—" if x is None else f"{x:.1f}"
@@ -259,3 +259,10 @@ def _held_out_line(h: HeldOut) -> str:
             f"{kappa(b)} -> {kappa(a)}, verdicts agreeing {share(b.agreement)} -> "
             f"{share(a.agreement)}, mean absolute error {points(b.mean_abs_error)} -> "
             f"{points(a.mean_abs_error)} points")
+
+
+def _pct(x: float | None) -> str:
+    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
+    from cycle.report.format import pct
+
+    return pct(x)

@@ -83,7 +83,7 @@ def _cost(r: dict[str, Any]) -> str:
 
 def render_table(rows: list[dict[str, Any]]) -> list[str]:
     cells = [[r["id"], f"{r['prompt_id'] or '—'}@{r['version'] or '—'}", origin(r), r["status"],
-              _score(r), "—" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}",
+              _score(r), "—" if r["pass_rate"] is None else _pct(r['pass_rate']),
               "—" if r["cases"] is None else str(r["cases"]),
               _cost(r) + ("*" if r["offline"] else ""),
               local_minute(datetime.fromisoformat(r["started_at"])) if r["started_at"] else "—"]
@@ -275,3 +275,10 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
                              stop_reason=f"{said}; {gone}" if said else gone)
         paths = {} if report_dir is None else write_reports(result, report_dir)
         _show_run(result, paths, quiet=False, as_json=as_json)
+
+
+def _pct(x: float | None) -> str:
+    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
+    from cycle.report.format import pct
+
+    return pct(x)

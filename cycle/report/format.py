@@ -40,7 +40,16 @@ def signed(x: float | None) -> str:
 
 
 def pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:.0f}%"
+    """A share as a percentage, whole when that is true: never "100%" for 99.96% nor "0%"
+    for 0.04% (up to two decimals, then ">99.99%" / "<0.01%")."""
+    if x is None:
+        return "—"
+    for digits in (0, 1, 2):
+        text = f"{x * 100:.{digits}f}"
+        if (float(text) >= 100 and x < 1) or (float(text) <= 0 < x):
+            continue
+        return text + "%"
+    return ">99.99%" if x > 0.5 else "<0.01%"
 
 
 def money(x: float, estimated: bool = False) -> str:

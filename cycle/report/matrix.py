@@ -65,7 +65,7 @@ def _rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         vs = c["vs_first"]
         rows.append([str(c["cell"] + 1), c["label"],
                      f.score(c["score"]) + (f" {ci}" if ci != "—" else ""),
-                     "—" if c["pass_rate"] is None else f"{c['pass_rate']:.0%}", str(c["errors"]),
+                     "—" if c["pass_rate"] is None else f.pct(c['pass_rate']), str(c["errors"]),
                      f.money(c["cost"], c["cost_estimated"]), f.seconds(c["latency_p50"]),
                      _delta(vs), "—" if vs is None else str(len(vs["regressed"]))])
     return head, rows

@@ -41,7 +41,7 @@ def _round_cells(row: RoundRow) -> list[Text | str]:
         f"{row.round}c" if row.stage == "confirm" else str(row.round),
         row.version,
         score,
-        "-" if row.pass_rate is None else f"{row.pass_rate:.0%}",
+        "-" if row.pass_rate is None else _pct(row.pass_rate),
         "-" if row.delta is None else f"{row.delta:+.1f}",
         accepted,
         f"${row.cost:.4f}",
@@ -255,3 +255,10 @@ Select a case (enter) to see its input, output and the judge's reasoning.
         event.stop()
         if self.state.run_id is not None:
             self.post_message(self.CaseChosen(self.state.run_id, event.case_id))
+
+
+def _pct(x: float | None) -> str:
+    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
+    from cycle.report.format import pct
+
+    return pct(x)

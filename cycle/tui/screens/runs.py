@@ -91,7 +91,7 @@ the judge's scores), to measure its judge. Escape goes back.
             score = s.get("score")
             rate = s.get("pass_rate")
             runs.add_row("-" if score is None else f"{score:.1f}",
-                         "-" if rate is None else f"{rate * 100:.0f}%",
+                         "-" if rate is None else _pct(rate),
                          f"${s.get('cost') or 0:.4f}", plain(run_subject(row)),
                          plain(run_origin(row)), plain(row.id), key=row.id)
         summary = self.query_one("#runs-summary", Static)
@@ -138,7 +138,7 @@ the judge's scores), to measure its judge. Escape goes back.
         colours = {"passed": "green", "failed": "red", "error": "bold red", "terminated": "yellow"}
         for c in result.cases.values():
             mean = "-" if c.stats.mean is None else f"{c.stats.mean:.1f}"
-            rate = "-" if c.pass_rate is None else f"{c.pass_rate * 100:.0f}%"
+            rate = "-" if c.pass_rate is None else _pct(c.pass_rate)
             table.add_row(plain(c.case_id), Text(c.status, style=colours.get(c.status, "")), mean, rate,
                           str(c.errors), key=c.case_id)
         table.border_title = f"Cases of {result.run_id}"
@@ -165,3 +165,10 @@ the judge's scores), to measure its judge. Escape goes back.
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
+
+
+def _pct(x: float | None) -> str:
+    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
+    from cycle.report.format import pct
+
+    return pct(x)
