@@ -22,6 +22,7 @@ compare, nor can a per-turn criterion, and a case cannot make a criterion pairwi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Literal
 
@@ -237,11 +238,17 @@ def merge(
     return list(merged.values())
 
 
+#: decimals a weighted score keeps: three criteria at 100 weighted 0.1 each summed to
+#: 99.99999999999999, which failed a pass_threshold of 100 with every criterion passing
+SCORE_DECIMALS = 9
+
+
 def weighted_score(scores: Sequence[tuple[float, float]]) -> float:
-    """Weighted mean of (score, weight) pairs; all weights zero -> plain mean."""
-    total = sum(w for _, w in scores)
+    """Weighted mean of (score, weight) pairs (exact sums, kept to ``SCORE_DECIMALS``: a
+    score equal to the threshold reaches it); all weights zero -> plain mean."""
+    total = math.fsum(w for _, w in scores)
     if not scores:
         return 0.0
     if total <= 0:
-        return sum(s for s, _ in scores) / len(scores)
-    return sum(s * w for s, w in scores) / total
+        return round(math.fsum(s for s, _ in scores) / len(scores), SCORE_DECIMALS)
+    return round(math.fsum(s * w for s, w in scores) / total, SCORE_DECIMALS)
