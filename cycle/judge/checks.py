@@ -15,6 +15,7 @@ suite-level check can follow each case: ``values: ["{{ order }}"]``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -447,13 +448,24 @@ class PythonCheck(_Check):
 
 def _outcome(value: Any, name: str) -> CheckOutcome:
     if isinstance(value, CheckOutcome):
-        return value
+        if isinstance(value.score, bool) or not isinstance(value.score, int | float):
+            raise EvalError(f"check {name} returned a CheckOutcome whose score is "
+                            f"{type(value.score).__name__}; expected a number from 0 to 100")
+        return CheckOutcome(_bounded(value.score, name), value.reason)
     if isinstance(value, bool):
         return CheckOutcome(100.0 if value else 0.0, f"{name} returned {value}")
     if isinstance(value, int | float):
-        return CheckOutcome(max(0.0, min(100.0, float(value))), f"{name} returned {value}")
+        return CheckOutcome(_bounded(value, name), f"{name} returned {value}")
     if isinstance(value, tuple) and len(value) == 2:
         score, reason = value
         inner = _outcome(score, name)
         return CheckOutcome(inner.score, str(reason))
     raise EvalError(f"check {name} returned {type(value).__name__}; expected bool, number or (score, reason)")
+
+
+def _bounded(score: float, name: str) -> float:
+    """A check's number as a 0-100 score; NaN is an error (min(100, nan) is 100: a ratio
+    of 0/0 passed with full marks)."""
+    if math.isnan(score):
+        raise EvalError(f"check {name} returned NaN, not a score: an error, not a verdict")
+    return max(0.0, min(100.0, float(score)))

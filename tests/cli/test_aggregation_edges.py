@@ -42,3 +42,32 @@ def test_a_case_whose_every_iteration_errored_has_no_score_not_0(tmp_path, serve
     assert b["status"] == "error" and b["mean"] is None and b["pass_rate"] is None
     assert data["summary"]["score"] == 100.0  # a's alone: b is not a 0 in the mean
     assert data["summary"]["pass_rate"] == 1.0
+
+
+def test_a_check_returning_nan_is_an_error_not_full_marks(tmp_path, server, monkeypatch):
+    """min(100, nan) is 100: a python check's 0/0 passed the case with a score of 100."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    config = loopback_project(
+        tmp_path / "p", server.openai_base_url, cases="ab",
+        criteria="[{id: share, check: {type: python, function: "
+                 "'tests.cli.odd_checks:ratio_of_nothing'}}, {id: over, check: {type: python, "
+                 "function: 'tests.cli.odd_checks:overflowing'}}]")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", str(config),
+                                 "--json", "--no-reports", "--no-cache", "-n", "1"])
+    assert r.exit_code == 3, r.output
+    data = json.loads(r.stdout)
+    assert {c["status"] for c in data["cases"]} == {"error"}
+    assert data["summary"]["score"] is None and data["summary"]["pass_rate"] is None
+    assert "NaN" not in r.stdout
+
+
+def test_a_check_outcome_over_100_is_cut_to_the_scale(tmp_path, server, monkeypatch):
+    """A CheckOutcome(250) was taken as is: a case scored 250 on a 0-100 scale."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    config = loopback_project(
+        tmp_path / "p", server.openai_base_url, cases="a",
+        criteria="[{id: over, check: {type: python, function: 'tests.cli.odd_checks:overflowing'}}]")
+    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", str(config),
+                                 "--json", "--no-reports", "--no-cache", "-n", "1"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["summary"]["score"] == 100.0
