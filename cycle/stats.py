@@ -123,10 +123,17 @@ def describe(values: Sequence[float], *, scale: tuple[float, float] | None = Non
 DIFF_DECIMALS = 9
 
 
-def paired_difference(a: Mapping[str, float], b: Mapping[str, float]) -> Stats:
-    """Statistics of ``b[id] - a[id]`` over the ids both have (a paired comparison)."""
+#: the range of a difference of two scores: a paired interval is cut to it
+DIFF_SCALE = (-100.0, 100.0)
+
+
+def paired_difference(a: Mapping[str, float], b: Mapping[str, float], *,
+                      scale: tuple[float, float] | None = DIFF_SCALE) -> Stats:
+    """Statistics of ``b[id] - a[id]`` over the ids both have (a paired comparison); its
+    interval cut to ``scale`` (two cases moving -100 and +100 printed [-1270.6, +1270.6]
+    for a change that cannot leave [-100, 100]), flagged ``clipped``."""
     common = [k for k in a if k in b]
-    return describe([round(b[k] - a[k], DIFF_DECIMALS) for k in common])
+    return describe([round(b[k] - a[k], DIFF_DECIMALS) for k in common], scale=scale)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

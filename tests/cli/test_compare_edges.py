@@ -102,3 +102,26 @@ def test_a_case_that_errored_in_b_is_named_not_scored_0_and_fails_the_gate(tmp_p
     data = json.loads(CliRunner().invoke(cli, [*store, "compare", base, head, "--json"]).stdout)
     assert data["unscored_in_b"] == ["d"] and data["score"]["delta"]["n"] == 3
     assert data["errors"]["b"] == 2
+
+
+def test_a_paired_interval_stays_inside_what_a_change_can_be(tmp_path, server, monkeypatch):
+    """Two cases that swapped 0 and 100: the change's interval was [-1270.6, +1270.6]."""
+    from cycle.testing.server import Reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    config = loopback_project(tmp_path / "p", server.openai_base_url, cases="ab",
+                              criteria="[{id: says, check: {type: contains, values: [sure]}}]")
+    store = ["--store", str(tmp_path / "s.db")]
+    ids = []
+    for good in ("a", "b"):
+        server.responder = lambda request, good=good: Reply(
+            text="sure" if request.last_user == good else "no")
+        r = CliRunner().invoke(cli, [*store, "run", str(config), "--json", "--no-reports",
+                                     "--no-cache", "-n", "1"])
+        assert r.exit_code in (0, 1), r.output
+        ids.append(json.loads(r.stdout)["run_id"])
+    r = CliRunner().invoke(cli, [*store, "compare", *ids, "--fail-on", "regression"])
+    assert r.exit_code == 0, r.output
+    assert "delta +0.0  95% CI [-100.0, +100.0]  over 2 paired cases" in r.output
+    delta = json.loads(CliRunner().invoke(cli, [*store, "compare", *ids, "--json"]).stdout)
+    assert delta["score"]["delta"]["clipped"] is True
