@@ -111,3 +111,16 @@ def test_a_person_who_always_agrees_gets_an_honest_lower_bound_not_1():
     # at 50 outputs the bound clears the floor: a person who always agrees is believed
     many = [Rating(("r", "c", i), "ann", None, i % 2 == 0, None, i % 2 == 0) for i in range(50)]
     assert measure(many).kappa_ci[0] > 0.85
+
+
+def test_a_large_sample_s_normal_interval_stays_inside_kappa_s_range():
+    """Past LARGE outputs the interval is normal: a kappa near 1 gave an upper bound over 1."""
+    from cycle.judge.agreement import LARGE
+
+    n = LARGE + 100
+    ratings = [Rating(("r", "c", i), "ann", None, i % 2 == 0, None, (i % 2 == 0) != (i == 0))
+               for i in range(n)]  # one disagreement in 500
+    a = measure(ratings)
+    assert a.kappa is not None and a.kappa > 0.99 and a.kappa_ci is not None
+    assert -1.0 <= a.kappa_ci[0] <= a.kappa <= a.kappa_ci[1] <= 1.0
+    assert a.correlation is None and a.bias is None
