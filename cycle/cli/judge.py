@@ -8,8 +8,8 @@
 A label line: ``run``, ``case``, ``iteration``, ``criterion``, then ``score`` (0-100) or
 ``pass`` (true/false), optional ``labeler`` and ``note`` (a line of ``cycle judge sample``
 also carries the ``output``, which is ignored). A line with neither score nor pass is not
-labelled yet and is skipped. A score without ``pass`` passes at 70, the LLM criteria's
-default pass mark.
+labelled yet and is skipped. A score without ``pass`` passes at its criterion's pass mark in
+that run, as the judge's verdict did (``cycle.judge.calibration.pass_mark``).
 """
 
 from __future__ import annotations
@@ -108,7 +108,6 @@ def labels_group() -> None:
 def read_labels(path: Path) -> tuple[list[Any], int]:
     """The labels of a JSONL file, and the lines not labelled yet; a bad line is a
     ConfigError naming the file, the line and the field."""
-    from cycle.judge.calibration import PASS_AT
     from cycle.store.human_labels import Label
     from cycle.yamlload import read_text, too_deep
 
@@ -150,9 +149,28 @@ def read_labels(path: Path) -> tuple[list[Any], int]:
         labels.append(Label(
             run=row["run"], case=row["case"], iteration=row["iteration"],
             criterion=row["criterion"], score=None if score is None else float(score),
-            passed=passed if passed is not None else float(score) >= PASS_AT,
+            passed=passed,  # a score alone passes at the criterion's mark (with_passes)
             labeler=str(row.get("labeler") or ""), note=row.get("note") or None))
     return labels, open_lines
+
+
+def with_passes(store: Store, labels: list[Any]) -> list[Any]:
+    """``labels`` with a score alone passing or failing at its criterion's pass mark in its
+    run (``cycle.judge.calibration.pass_mark``), as the judge's verdict did."""
+    from msgspec.structs import replace
+
+    from cycle.judge.calibration import pass_mark
+
+    configs: dict[str, Any] = {}
+    out = []
+    for x in labels:
+        if x.passed is None and x.score is not None:
+            if x.run not in configs:
+                row = store.runs.get(x.run)
+                configs[x.run] = row.config if row is not None else None
+            x = replace(x, passed=x.score >= pass_mark(configs[x.run], x.criterion))
+        out.append(x)
+    return out
 
 
 @labels_group.command("import")
@@ -168,7 +186,7 @@ def import_labels(file: Path, labeler: str | None) -> None:
     if labeler:
         labels = [replace(x, labeler=x.labeler or labeler) for x in labels]
     with open_store() as store:
-        stored = store.human_labels.add(labels)
+        stored = store.human_labels.add(with_passes(store, labels))
     rest = f"; {open_lines} lines not labelled yet" if open_lines else ""
     click.echo(f"{stored} labels stored from {file}{rest}")
 
@@ -212,7 +230,7 @@ def agreement(run_id: str, labels_file: Path | None, as_json: bool) -> None:
     with open_store() as store:
         run_id = store.runs.resolve(run_id)
         run = store.runs.get(run_id)
-        extra = read_labels(labels_file)[0] if labels_file is not None else []
+        extra = with_passes(store, read_labels(labels_file)[0]) if labels_file is not None else []
         members = list(dict.fromkeys(m for by in store.runs.panel_means(run_id).values()
                                      for m in by))
         labels, figures, settled = _agreement_of(store, run_id, extra)

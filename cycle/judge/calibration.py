@@ -40,8 +40,27 @@ if TYPE_CHECKING:
     from cycle.store import Store
 
 Z95 = 1.959963984540054
-#: a label with a score but no pass/fail passes at this (the LLM criteria's default mark)
+#: a label with a score but no pass/fail passes at its criterion's pass mark in the run
+#: (``pass_mark``); this one when the run does not say (the default pass_threshold)
 PASS_AT = 70.0
+
+
+def pass_mark(config: dict[str, Any] | None, criterion: str) -> float:
+    """The score at which ``criterion`` passed in a run of ``config`` (its stored config),
+    as the judge's verdicts did: its ``pass_mark``, else 100 for a check, 70 for a 0-10
+    criterion, else the run's ``pass_threshold``. A person's score-only label passes at the
+    same mark: at a fixed 70, a run with pass_threshold 80 had people passing the 75s the
+    judge failed, a disagreement of scales, not of judgement."""
+    config = config or {}
+    entry = next((c for c in (config.get("criteria") or ())
+                  if isinstance(c, dict) and c.get("id") == criterion), {})
+    if entry.get("pass_mark") is not None:
+        return float(entry["pass_mark"])
+    if entry.get("check") is not None:
+        return 100.0
+    if entry.get("scale") == 10:
+        return 70.0
+    return float(config.get("pass_threshold", PASS_AT))
 
 
 def ratings_of(labelled: Sequence[Any]) -> dict[str, list[Rating]]:

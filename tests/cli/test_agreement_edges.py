@@ -124,3 +124,24 @@ def test_a_large_sample_s_normal_interval_stays_inside_kappa_s_range():
     assert a.kappa is not None and a.kappa > 0.99 and a.kappa_ci is not None
     assert -1.0 <= a.kappa_ci[0] <= a.kappa <= a.kappa_ci[1] <= 1.0
     assert a.correlation is None and a.bias is None
+
+
+def test_a_score_alone_passes_at_the_criterion_s_mark_in_its_run(tmp_path):
+    """pass_threshold 90: the judge fails accuracy's 84s; a person who scores them 84 too
+    was stored as passing (a fixed 70), and agreement read 0.00 for identical scores."""
+    project = copied("quickstart", tmp_path)
+    config = project / "cycle.yaml"
+    config.write_text(config.read_text().replace("pass_threshold: 70", "pass_threshold: 90"))
+    store = tmp_path / "s.db"
+    run_id = run(store, config, "-n", "1")
+    with Store.open(store) as s:
+        outputs = s.human_labels.outputs(run_id)
+    assert {o["verdicts"]["accuracy"]["passed"] for o in outputs} == {False}
+    scores = [o["verdicts"]["accuracy"]["score"] for o in outputs]
+    labels = write(tmp_path / "l.jsonl", run_id, outputs, "accuracy", scores)
+    data = agreement(store, run_id, "--labels", str(labels))["criteria"]["accuracy"]
+    assert data["agreement"] == 1.0 and data["base_rate"] == 0.0
+    assert CliRunner().invoke(cli, ["--store", str(store), "judge", "labels", "import",
+                                    str(labels)]).exit_code == 0
+    with Store.open(store) as s:
+        assert {x.label.passed for x in s.human_labels.of_run(run_id)} == {False}

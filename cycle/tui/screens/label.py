@@ -242,9 +242,11 @@ cycle judge agreement RUN_ID.
                 self.notify(f"A score is a number from 0 to 100, not {text!r}.",
                             severity="error")
                 return
-            from cycle.judge.calibration import PASS_AT
+            from cycle.judge.calibration import pass_mark
 
-            self._store(criterion, score=score, passed=score >= PASS_AT)
+            row = self._runs.get(self.run_id)
+            mark = pass_mark(row.config if row is not None else None, criterion)
+            self._store(criterion, score=score, passed=score >= mark)
         elif criterion is not None and what == "note" and text:
             self._store(criterion, note=text)
         self._close_entry()
