@@ -84,7 +84,8 @@ def _cost(r: dict[str, Any]) -> str:
 def render_table(rows: list[dict[str, Any]]) -> list[str]:
     cells = [[r["id"], f"{r['prompt_id'] or '—'}@{r['version'] or '—'}", origin(r), r["status"],
               _score(r), "—" if r["pass_rate"] is None else _pct(r['pass_rate']),
-              "—" if r["cases"] is None else str(r["cases"]),
+              "—" if r["cases"] is None else str(r["cases"]) + (
+                  f" ({r['errored']} errored)" if r.get("errored") else ""),
               _cost(r) + ("*" if r["offline"] else ""),
               local_minute(datetime.fromisoformat(r["started_at"])) if r["started_at"] else "—"]
              for r in rows]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cycle.records import RunResult
+from cycle.records import RunResult, SuiteStats
 from cycle.report import format as f
 from cycle.words import plural
 
@@ -52,7 +52,7 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
     lines += [
         f"Score {f.score(s.score.mean)}  95% CI {f.interval(s.score)}  threshold {result.threshold:g}",
         (f"Cases {s.cases_line}   "
-        f"pass rate {f.pct(s.pass_rate)}   iterations {s.iterations} ({s.errors} errored)"),
+        f"pass rate {f.pct(s.pass_rate)}{_of_judged(s)}   iterations {s.iterations} ({s.errors} errored)"),
         (f"Latency p50 {f.seconds(s.latency_p50)}  p90 {f.seconds(s.latency_p90)}  "
         f"p99 {f.seconds(s.latency_p99)}"),
         "Tokens " + ", ".join(
@@ -69,3 +69,10 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
 
 #: a call role as a person reads it
 ROLE_NAMES = {"user_sim": "simulated user", "condition": "end conditions"}
+
+
+def _of_judged(s: SuiteStats) -> str:
+    """" of 1 judged case" beside a pass rate when errored cases are left out of it (1 of 4
+    cases judged read "pass rate 100%")."""
+    judged = s.passed + s.failed
+    return f" of {judged} judged case{'s' if judged != 1 else ''}" if judged and s.errored else ""

@@ -71,3 +71,19 @@ def test_a_check_outcome_over_100_is_cut_to_the_scale(tmp_path, server, monkeypa
                                  "--json", "--no-reports", "--no-cache", "-n", "1"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["summary"]["score"] == 100.0
+
+
+def test_errored_cases_are_in_sight_beside_a_pass_rate(tmp_path, server, monkeypatch):
+    """3 of 4 cases errored, 1 passed: the summary said "pass rate 100%" and `cycle runs`
+    "100%" over "4" cases, the errors out of sight."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    config = loopback_project(tmp_path / "p", server.openai_base_url, cases="abcd",
+                              criteria=CHECKS)
+    server.responder = lambda request: None if request.last_user == "a" else Fault.status(400)
+    store = ["--store", str(tmp_path / "s.db")]
+    r = CliRunner().invoke(cli, [*store, "run", str(config), "--no-reports", "--no-cache",
+                                 "-n", "1"])
+    assert r.exit_code == 3, r.output
+    assert "1 passed, 0 failed, 3 errored   pass rate 100% of 1 judged case   " in r.output
+    listed = CliRunner().invoke(cli, [*store, "runs"]).output
+    assert "100%  4 (3 errored)" in listed, listed
