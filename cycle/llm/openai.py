@@ -342,6 +342,19 @@ class OpenAIAPI(ModelAPI):
         stream = await self._calling(self._client().post(
             "/chat/completions", cast_to=object, body=body, stream=True,
             stream_cls=openai.AsyncStream[object]))
+        kind = stream.response.headers.get("content-type") or ""
+        if "json" in kind and "event-stream" not in kind:
+            # JSON where the events should be (a gateway's ``{"error": ...}``, a server
+            # that ignores ``stream``): read once, as the call's answer; the SDK's stream
+            # would skip it, as it skips all that is not an event
+            said = await self._json_instead_of_events(stream, max_tokens)
+            if isinstance(said, dict) and (said.get("error") or "choices" in said):
+                return self._output(said, body)  # its error (retried, charged nothing)
+            error = MalformedResponseError(
+                f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
+                f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
+            error.paid = unusable_answer(max_tokens)  # it came back: the server may bill it
+            raise error
         parts: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
@@ -439,6 +452,24 @@ class OpenAIAPI(ModelAPI):
             output = output.model_copy(update={"usage": output.usage.model_copy(update={
                 "output_tokens": max_tokens + CUT_SLACK}), "usage_estimated": True})
         return output
+
+    async def _json_instead_of_events(self, stream: Any, max_tokens: int) -> Any:
+        """The JSON a streamed call was answered with instead of events (None when it is
+        not JSON, cannot be read, or is longer than an answer of ``max_tokens`` could be)."""
+        import httpx
+
+        limit = 65536 + max_tokens * _BYTES_A_TOKEN
+        data = bytearray()
+        try:
+            async for piece in stream.response.aiter_bytes():
+                data += piece
+                if len(data) > limit:
+                    return None
+            return json.loads(data)
+        except (httpx.HTTPError, ValueError):
+            return None
+        finally:
+            await stream.close()
 
     async def _calling(self, call: Any, *, answer_tokens: int | None = None) -> Any:
         """Await an SDK call, its errors as ``cycle.errors``; ``answer_tokens``: the
