@@ -435,7 +435,8 @@ class HttpAgent(TurnAgent):
         #: masked in answers and errors
         self._secrets = maskable([*(os.environ.get(name) for v in (headers or {}).values()
                                     for name in _ENV_REF.findall(v)), *url_secrets(url),
-                                  *header_secrets(resolved)])
+                                  *header_secrets(resolved),
+                                  *header_literals(headers or {})])
         from cycle.llm import tls
         from cycle.llm.bodies import DEFAULT_MB, cap_client
 
@@ -544,16 +545,59 @@ def _no_constant(text: str) -> float:
     raise _NotFinite(text)
 
 
+def credential_header(name: str) -> bool:
+    """Whether a header is named as a credential (Authorization, X-Api-Key, Cookie)."""
+    return bool(secret_variable(name.replace("-", "_"))) or name.lower() in ("cookie", "x-auth")
+
+
 def header_secrets(headers: Mapping[str, str]) -> list[str]:
     """The credentials among an endpoint's headers: the values of those named as one
     (Authorization, X-Api-Key, Cookie), and each one's token after its scheme
     ("Bearer tok-...")."""
     found = []
     for name, value in headers.items():
-        if secret_variable(name.replace("-", "_")) or name.lower() in ("cookie", "x-auth"):
+        if credential_header(name):
             found.append(value)
             found += value.split()[1:]
     return found
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z-]*\s+")
+_ENV_PARTS = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\})")
+
+
+def _literal_runs(value: str) -> tuple[str, list[str]]:
+    """A credential header's value written with ``${NAME}``: its scheme ("Bearer ", kept)
+    and the pieces around the variables (text, ``${NAME}``, text, ...)."""
+    scheme = _SCHEME.match(value)
+    head = scheme.group() if scheme and "${" not in scheme.group() else ""
+    return head, _ENV_PARTS.split(value[len(head):])
+
+
+def header_literals(headers: Mapping[str, str]) -> list[str]:
+    """The credential text written in cycle.yaml beside a ``${NAME}`` in a credential
+    header (``X-Api-Key: "key-${PART}-tail"``: ``key``, ``tail``), masked as the
+    variable's value is (a piece too short to be a secret is not: see ``maskable``)."""
+    found: list[str] = []
+    for name, value in headers.items():
+        if credential_header(name) and "${" in value:
+            _, pieces = _literal_runs(value)
+            found += [word.strip("-_.") for piece in pieces[::2]
+                      for word in re.split(r"[\s:;,]+", piece)]
+    return found
+
+
+def stored_header(name: str, value: str) -> str:
+    """A header as a run stores and shows it: a credential header's text ``***`` (its
+    scheme and its ``${NAME}`` kept: they name the variable, not the value); others as
+    written."""
+    if not credential_header(name):
+        return value
+    if "${" not in value:
+        return "***" if value else value
+    head, pieces = _literal_runs(value)
+    return head + "".join(p if i % 2 or not re.search(r"\w", p) else "***"
+                          for i, p in enumerate(pieces))
 
 
 def _asked_calls(answer: Any) -> tuple[ToolCall, ...] | None:
