@@ -128,6 +128,7 @@ class PromptAgent(TurnAgent):
         self._owns_model = owns_model
         self.name: str = model.name
         self.offline: bool = model.offline
+        self.waited_on = f"its model {model.name}"
         self._config = generate_config(prompt.params)
         # a system prompt without template syntax is the same for every case: build it once
         self._static_system = (
@@ -321,6 +322,8 @@ class CallableAgent(TurnAgent):
             raise ConfigError(f"agent function {self.name} is not callable", field="agent.function")
         self.function = function
         self.offline = False
+        self.waited_on = f"the Python function {self.name.removeprefix('python:')}"
+        self.calls_models = False  # a model it calls itself is not cycle's: not measured
         #: the keys and tokens of the environment: the function may say them (in its
         #: answer, its exception) as cycle never does; they are masked before kept
         self._environment = environment_secrets()
@@ -426,6 +429,8 @@ class HttpAgent(TurnAgent):
         #: (user:password@, ?token=...), which are masked in answers and errors too
         self.name = safe_url(url)
         self.offline = False
+        self.waited_on = f"the HTTP endpoint {self.name}"
+        self.calls_models = False
         self.prompt = prompt
         self.protocol = protocol
         resolved = {k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v)
