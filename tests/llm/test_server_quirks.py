@@ -101,12 +101,11 @@ async def test_an_error_event_after_the_answer_began_is_charged_then_asked_again
     assert out.cost >= lost and budget.spent == pytest.approx(out.cost)
 
 
-async def test_a_streamed_call_answered_with_a_whole_completion_takes_it():
-    """A server that ignores ``stream`` and answers the JSON completion (a raw server: the
-    loopback one streams every completion): its answer, read once (before: "no chat
-    completion chunk", charged the worst case)."""
-    payload = completion({"content": "whole"}).body.encode()
-    asked = []
+async def labelled_json(payload: bytes) -> tuple[object, list[dict], Budget]:
+    """A streamed call (under a cap) to a raw server answering ``payload`` as
+    ``application/json`` (the loopback server streams every completion): the answer, or
+    the error, what was asked, and the budget."""
+    asked: list[dict] = []
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -119,22 +118,46 @@ async def test_a_streamed_call_answered_with_a_whole_completion_takes_it():
         writer.close()
 
     raw = await asyncio.start_server(answer, "127.0.0.1", 0)
+    budget = Budget(1.0)
     try:
         port = raw.sockets[0].getsockname()[1]
-        budget = Budget(1.0)
         model = get_model(MODEL, ModelServices(budget=budget),
                           options=ProviderOptions(base_url=f"http://127.0.0.1:{port}/v1"),
                           config=GenerateConfig(max_tokens=100))
         model.api.guard_max_tokens = True
         try:
-            out = await model.generate(HI)
+            out: object = await model.generate(HI)
+        except Exception as e:  # noqa: BLE001 - the test reads it
+            out = e
         finally:
             await model.aclose()
     finally:
         raw.close()
+    return out, asked, budget
+
+
+async def test_a_streamed_call_answered_with_a_whole_completion_takes_it():
+    """A server that ignores ``stream`` and answers the JSON completion: its answer, read
+    once (before: "no chat completion chunk", charged the worst case)."""
+    out, asked, budget = await labelled_json(completion({"content": "whole"}).body.encode())
     assert [a.get("stream") for a in asked] == [True]
     assert out.text == "whole" and out.usage.output_tokens == 5 and not out.cost_estimated
     assert budget.spent == pytest.approx(out.cost)
+
+
+async def test_events_labelled_as_json_are_read_as_events():
+    """A server streaming its events as ``application/json``: the events are the answer
+    (cycle reads the body to look for a JSON error; the events it finds are read)."""
+    events = "".join("data: " + json.dumps(c) + "\n\n" for c in (
+        {"id": "c1", "model": "gpt-4o-mini",
+         "choices": [{"index": 0, "delta": {"content": "Dear "}, "finish_reason": None}]},
+        {"id": "c1", "choices": [{"index": 0, "delta": {"content": "Ann"},
+                                  "finish_reason": "stop"}]},
+        {"id": "c1", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}},
+    )) + "data: [DONE]\n\n"
+    out, asked, budget = await labelled_json(events.encode())
+    assert out.text == "Dear Ann" and out.usage.output_tokens == 2, out
+    assert len(asked) == 1 and budget.spent == pytest.approx(out.cost)
 
 
 async def test_retries_of_an_error_in_a_200_are_bounded(make_model, server):
