@@ -698,3 +698,35 @@ def test_a_key_gemini_echoes_in_a_400_and_in_why_it_blocked_a_prompt_is_masked(
     assert b"promptFeedback.blockReason OTHER (Gemini blocked the prompt): key *** is barred" \
         in written
     assert key not in r.output and key.encode() not in written
+
+
+def test_an_http_agents_header_mixing_text_and_variables_is_stored_and_shown_masked(
+        tmp_path, monkeypatch):
+    """A credential header written as text beside ``${NAME}`` (``X-Api-Key:
+    "KeyHead0123-${PART}"``, ``Authorization: "Token ${PART}-LiteralTail0123"``) was stored
+    as written, its literal credential in every run's config, and an answer echoing that
+    text alone kept it. Now stored with its ``${NAME}`` (and scheme) kept, the text ``***``,
+    and the text masked wherever it is echoed."""
+    from cycle.testing.endpoint import AgentEndpoint
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PART", "PartValue-0123456789")
+    secrets = ("PartValue-0123456789", "KeyHead0123", "LiteralTail0123")
+    with AgentEndpoint(lambda body: {"response": "you sent KeyHead0123 and LiteralTail0123 "
+                                     "and PartValue-0123456789"}) as endpoint, \
+            LoopbackServer(responder=_responder) as judge:
+        cfg = _project(tmp_path, judge.openai_base_url)
+        cfg.write_text(cfg.read_text().replace("agent: openai:gpt-4o-mini", (
+            f"agent: {{http: '{endpoint.url}', headers: {{X-Api-Key: 'KeyHead0123-${{PART}}', "
+            "Authorization: 'Token ${PART}-LiteralTail0123', X-Tenant: 'acme-${PART}'}}")))
+        shown = [CliRunner().invoke(cli, args) for args in (
+            ["run", str(cfg), "--json"], ["runs", "show", "@last"], ["report", "@last"])]
+        assert endpoint.request_count == 2, shown[0].output
+    cfg.unlink()  # it holds the headers as the user wrote them
+    assert all(r.exit_code in (0, 1) for r in shown), [r.output for r in shown]
+    written = _every_byte_written(tmp_path)
+    for secret in secrets:
+        assert all(secret not in r.output for r in shown) and secret.encode() not in written
+    assert b"you sent *** and *** and ***" in written
+    for header in (b'"***${PART}"', b'"Token ${PART}***"', b'"acme-${PART}"'):
+        assert header in written, header

@@ -335,6 +335,7 @@ class AdkAgent(TurnAgent):
         self._owns_model = owns_model
         self.name = f"adk:{path} on {model.name}"
         self.offline = model.offline
+        self.waited_on = f"the ADK agent {path} on its model {model.name}"
         from google.adk.agents import LlmAgent
 
         original = load_adk_agent(path)

@@ -128,6 +128,7 @@ class PromptAgent(TurnAgent):
         self._owns_model = owns_model
         self.name: str = model.name
         self.offline: bool = model.offline
+        self.waited_on = f"its model {model.name}"
         self._config = generate_config(prompt.params)
         # a system prompt without template syntax is the same for every case: build it once
         self._static_system = (
@@ -321,6 +322,8 @@ class CallableAgent(TurnAgent):
             raise ConfigError(f"agent function {self.name} is not callable", field="agent.function")
         self.function = function
         self.offline = False
+        self.waited_on = f"the Python function {self.name.removeprefix('python:')}"
+        self.calls_models = False  # a model it calls itself is not cycle's: not measured
         #: the keys and tokens of the environment: the function may say them (in its
         #: answer, its exception) as cycle never does; they are masked before kept
         self._environment = environment_secrets()
@@ -426,6 +429,8 @@ class HttpAgent(TurnAgent):
         #: (user:password@, ?token=...), which are masked in answers and errors too
         self.name = safe_url(url)
         self.offline = False
+        self.waited_on = f"the HTTP endpoint {self.name}"
+        self.calls_models = False
         self.prompt = prompt
         self.protocol = protocol
         resolved = {k: _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), v)
@@ -435,7 +440,8 @@ class HttpAgent(TurnAgent):
         #: masked in answers and errors
         self._secrets = maskable([*(os.environ.get(name) for v in (headers or {}).values()
                                     for name in _ENV_REF.findall(v)), *url_secrets(url),
-                                  *header_secrets(resolved)])
+                                  *header_secrets(resolved),
+                                  *header_literals(headers or {})])
         from cycle.llm import tls
         from cycle.llm.bodies import DEFAULT_MB, cap_client
 
@@ -544,16 +550,59 @@ def _no_constant(text: str) -> float:
     raise _NotFinite(text)
 
 
+def credential_header(name: str) -> bool:
+    """Whether a header is named as a credential (Authorization, X-Api-Key, Cookie)."""
+    return bool(secret_variable(name.replace("-", "_"))) or name.lower() in ("cookie", "x-auth")
+
+
 def header_secrets(headers: Mapping[str, str]) -> list[str]:
     """The credentials among an endpoint's headers: the values of those named as one
     (Authorization, X-Api-Key, Cookie), and each one's token after its scheme
     ("Bearer tok-...")."""
     found = []
     for name, value in headers.items():
-        if secret_variable(name.replace("-", "_")) or name.lower() in ("cookie", "x-auth"):
+        if credential_header(name):
             found.append(value)
             found += value.split()[1:]
     return found
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z-]*\s+")
+_ENV_PARTS = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\})")
+
+
+def _literal_runs(value: str) -> tuple[str, list[str]]:
+    """A credential header's value written with ``${NAME}``: its scheme ("Bearer ", kept)
+    and the pieces around the variables (text, ``${NAME}``, text, ...)."""
+    scheme = _SCHEME.match(value)
+    head = scheme.group() if scheme and "${" not in scheme.group() else ""
+    return head, _ENV_PARTS.split(value[len(head):])
+
+
+def header_literals(headers: Mapping[str, str]) -> list[str]:
+    """The credential text written in cycle.yaml beside a ``${NAME}`` in a credential
+    header (``X-Api-Key: "key-${PART}-tail"``: ``key``, ``tail``), masked as the
+    variable's value is (a piece too short to be a secret is not: see ``maskable``)."""
+    found: list[str] = []
+    for name, value in headers.items():
+        if credential_header(name) and "${" in value:
+            _, pieces = _literal_runs(value)
+            found += [word.strip("-_.") for piece in pieces[::2]
+                      for word in re.split(r"[\s:;,]+", piece)]
+    return found
+
+
+def stored_header(name: str, value: str) -> str:
+    """A header as a run stores and shows it: a credential header's text ``***`` (its
+    scheme and its ``${NAME}`` kept: they name the variable, not the value); others as
+    written."""
+    if not credential_header(name):
+        return value
+    if "${" not in value:
+        return "***" if value else value
+    head, pieces = _literal_runs(value)
+    return head + "".join(p if i % 2 or not re.search(r"\w", p) else "***"
+                          for i, p in enumerate(pieces))
 
 
 def _asked_calls(answer: Any) -> tuple[ToolCall, ...] | None:

@@ -118,6 +118,10 @@ class TurnAgent:
 
     name: str
     offline: bool
+    #: what the run's timeout says it waited on ("the HTTP endpoint http://..."), and
+    #: whether that is a model's call (the timeout then tells the calls' latency)
+    waited_on: str = "the agent"
+    calls_models: bool = True
 
     def __init__(
         self,

@@ -130,8 +130,8 @@ class Models:
 def stored_config(config: Any) -> dict[str, Any]:
     """cycle.yaml's settings as a run or a cycle stores them: the URLs (a provider's
     base_url, an HTTP agent's endpoint) without the credentials they may carry, and an
-    HTTP agent's credential headers (Authorization, X-Api-Key) as ``***`` where written
-    in the file itself (a ``${NAME}`` is kept: it names the variable, not the value)."""
+    HTTP agent's credential headers (Authorization, X-Api-Key) with the text written in
+    the file itself as ``***`` (a ``${NAME}`` and a scheme, ``Bearer``, are kept)."""
     cfg = config.model_dump(mode="json", exclude={"improve"})
     for settings in (cfg.get("providers") or {}).values():
         if isinstance(settings, dict) and settings.get("base_url"):
@@ -139,10 +139,9 @@ def stored_config(config: Any) -> dict[str, Any]:
     agent = cfg.get("agent")
     if isinstance(agent, dict) and agent.get("http"):
         agent["http"] = safe_url(agent["http"])
-        from cycle.agents.agent import env_names, header_secrets
+        from cycle.agents.agent import stored_header
 
-        agent["headers"] = {k: v if env_names(v) or not header_secrets({k: v}) else "***"
-                            for k, v in (agent.get("headers") or {}).items()}
+        agent["headers"] = {k: stored_header(k, v) for k, v in (agent.get("headers") or {}).items()}
     return cfg
 
 

@@ -247,6 +247,13 @@ class Runner:
         """Why a case ran out of time: with the latency this run's calls measured, a slow
         server (a local model on a small machine) is told apart from a slow case."""
         said = f"timeout: the case took longer than {self.timeout:g} s ({stage})"
+        if stage == "agent":
+            waited = getattr(self.agent, "waited_on", "the agent")
+            said = f"timeout: the case took longer than {self.timeout:g} s (agent: {waited})"
+            if not getattr(self.agent, "calls_models", True):
+                # an endpoint or a function of the user's: cycle saw none of its calls
+                return (f"{said}: it had not answered; if it is that slow, raise run.timeout "
+                        "(or lower run.concurrency: cases in flight slow it down)")
         usage = self._recorder.usage if self._recorder is not None else None
         seen = usage.latencies() if usage is not None else {}
         if not seen:

@@ -21,16 +21,18 @@ a length in UTF-16 code units, a lower case by Unicode's default mapping.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from cycle.judge.checks import CheckContext
 
-Check = Callable[[CheckContext], tuple[float, str]]
+#: a check: its score and reason (an ``async def`` assertion's: a coroutine giving them)
+Check = Callable[[CheckContext], tuple[float, str] | Coroutine[Any, Any, tuple[float, str]]]
 
 _NUMBER = re.compile(r"\s*([+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?))")
 
@@ -81,6 +83,12 @@ def verdict(result: Any, *, threshold: float | None, inverse: bool) -> tuple[boo
         if threshold is not None and graded["score"] < threshold:
             passed, reason = False, f"score {graded['score']} is less than threshold {threshold}: {reason}"
         return passed != inverse, f"score {graded['score']}: {reason}"
+    if inspect.iscoroutine(result):
+        # promptfoo awaits an ``async def`` only; a coroutine a plain function returns is
+        # closed, so that it warns of nothing ("never awaited") when it is collected
+        result.close()
+        return inverse, ("the code returned a coroutine, not a boolean, number or "
+                         "GradingResult: make the function itself async def to have it awaited")
     return inverse, (f"the code returned {type(result).__name__} {str(result)[:60]!r}, not a "
                      "boolean, number or GradingResult")
 
@@ -146,20 +154,33 @@ def python_inline(code: str, *, threshold: float | None = None, inverse: bool = 
 def python_file(path: Path, function: str = "get_assert", *, threshold: float | None = None,
                 inverse: bool = False, prompt: str | None = None,
                 test: dict[str, Any] | None = None, config: dict[str, Any] | None = None) -> Check:
-    """A check calling ``function(output, context)`` of the Python file at ``path``."""
+    """A check calling ``function(output, context)`` of the Python file at ``path``; an
+    ``async def`` one is awaited, as promptfoo awaits it (the check then returns what
+    awaits it, which cycle's python check awaits)."""
     loaded: list[Callable[..., Any]] = []
 
-    def check(ctx: CheckContext) -> tuple[float, str]:
+    def check(ctx: CheckContext) -> tuple[float, str] | Coroutine[Any, Any, tuple[float, str]]:
         context = _context(ctx, prompt, test or {}, config)
         try:
             if not loaded:
                 loaded.append(getattr(_load(path), function))
             result = loaded[0](ctx.output, context)
+            if inspect.iscoroutine(result) and inspect.iscoroutinefunction(loaded[0]):
+                return _awaited(result, threshold=threshold, inverse=inverse)
         except Exception as e:  # noqa: BLE001 - as above
             return _scored(inverse, f"Python code execution failed: {type(e).__name__}: {e}")
         return _scored(*verdict(result, threshold=threshold, inverse=inverse))
 
     return check
+
+
+async def _awaited(pending: Any, *, threshold: float | None, inverse: bool) -> tuple[float, str]:
+    """An ``async def`` assertion's verdict, once its coroutine is awaited."""
+    try:
+        result = await pending
+    except Exception as e:  # noqa: BLE001 - as python_file's
+        return _scored(inverse, f"Python code execution failed: {type(e).__name__}: {e}")
+    return _scored(*verdict(result, threshold=threshold, inverse=inverse))
 
 
 def _load(path: Path) -> Any:

@@ -342,6 +342,27 @@ class OpenAIAPI(ModelAPI):
         stream = await self._calling(self._client().post(
             "/chat/completions", cast_to=object, body=body, stream=True,
             stream_cls=openai.AsyncStream[object]))
+        kind = stream.response.headers.get("content-type") or ""
+        chunks_in: Any = None
+        if "json" in kind and "event-stream" not in kind:
+            # JSON where the events should be (a gateway's ``{"error": ...}``, a server
+            # that ignores ``stream``): read once, as the call's answer; the SDK's stream
+            # would skip it, as it skips all that is not an event
+            data = (await self._body_instead_of_events(stream, max_tokens)).lstrip()
+            said: Any = None
+            if data.startswith(b"{"):
+                with contextlib.suppress(ValueError):
+                    said = json.loads(data)
+            elif data.startswith((b"data:", b"event:", b":")):
+                chunks_in = _events_in(data, self)  # events labelled as JSON: read as events
+            if isinstance(said, dict) and (said.get("error") or "choices" in said):
+                return self._output(said, body)  # its error (retried, charged nothing)
+        if "json" in kind and "event-stream" not in kind and chunks_in is None:
+            error = MalformedResponseError(
+                f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
+                f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
+            error.paid = unusable_answer(max_tokens)  # it came back: the server may bill it
+            raise error
         parts: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
@@ -350,7 +371,7 @@ class OpenAIAPI(ModelAPI):
         tokens = size = chunks = thinking = 0
         cut = False
         try:
-            async for chunk in _chunks(stream, self):
+            async for chunk in chunks_in or _chunks(stream, self):
                 chunks += 1
                 usage = chunk.get("usage") or usage
                 model = chunk.get("model") or model
@@ -439,6 +460,24 @@ class OpenAIAPI(ModelAPI):
             output = output.model_copy(update={"usage": output.usage.model_copy(update={
                 "output_tokens": max_tokens + CUT_SLACK}), "usage_estimated": True})
         return output
+
+    async def _body_instead_of_events(self, stream: Any, max_tokens: int) -> bytes:
+        """The body of a streamed call labelled JSON, read up to what an answer of
+        ``max_tokens`` could be (past it, what came: it is not read further)."""
+        import httpx
+
+        limit = 65536 + max_tokens * _BYTES_A_TOKEN
+        data = bytearray()
+        try:
+            async for piece in stream.response.aiter_bytes():
+                data += piece
+                if len(data) > limit:
+                    break
+        except httpx.HTTPError:
+            pass  # what came is read as it is
+        finally:
+            await stream.close()
+        return bytes(data)
 
     async def _calling(self, call: Any, *, answer_tokens: int | None = None) -> Any:
         """Await an SDK call, its errors as ``cycle.errors``; ``answer_tokens``: the
@@ -714,6 +753,28 @@ def _text(content: Any) -> str:
 
 #: the most bytes a token is taken to hold when a server sends many tokens in one chunk
 _BYTES_A_TOKEN = 16
+
+
+async def _events_in(data: bytes, api: OpenAIAPI) -> Any:
+    """The chunks of server-sent events read whole (a stream labelled as JSON), as the
+    SDK reads a stream's: ``[DONE]`` ends them, an ``error`` is the call's error."""
+    for block in data.decode(errors="replace").replace("\r\n", "\n").split("\n\n"):
+        said = "\n".join(line[5:].lstrip() for line in block.split("\n")
+                         if line.startswith("data:"))
+        if not said:
+            continue
+        if said.startswith("[DONE]"):
+            return
+        try:
+            chunk = json.loads(said)
+        except ValueError as e:
+            raise MalformedResponseError(
+                f"openai:{api.model_name} sent an event that is not JSON: "
+                f"{redact(said, *api.secrets)[:120]!r}") from e
+        if isinstance(chunk, dict) and chunk.get("error"):
+            raise api._error_in_200(chunk["error"])
+        if isinstance(chunk, dict):
+            yield chunk
 
 
 async def _chunks(stream: Any, api: OpenAIAPI) -> Any:

@@ -38,7 +38,8 @@ def _fresh(server, monkeypatch):
 
 
 def run(tmp_path: Path, server: LoopbackServer, *, agent: str, criteria: str, mocks: str = "{}",
-        cases: str = "- {id: c, input: {question: Refund A-1}}\n", agent_extra: str = ""):
+        cases: str = "- {id: c, input: {question: Refund A-1}}\n", agent_extra: str = "",
+        settings: str = "{iterations: 1}"):
     (tmp_path / "prompt.yaml").write_text(PROMPT)
     (tmp_path / "cases.yaml").write_text(cases)
     (tmp_path / "cycle.yaml").write_text(textwrap.dedent(f"""\
@@ -46,7 +47,7 @@ def run(tmp_path: Path, server: LoopbackServer, *, agent: str, criteria: str, mo
         agent: {{adk: "tests.agents.adk_agents:{agent}"{agent_extra}}}
         criteria: {criteria}
         cases: [cases.yaml]
-        run: {{iterations: 1}}
+        run: {settings}
         providers: {{gemini: {{base_url: "{server.gemini_base_url}"}}}}
         tools: {{mocks: {mocks}}}
         """))
@@ -91,6 +92,20 @@ def test_a_hand_off_to_a_sub_agent_runs_without_a_mock_and_is_in_the_trace(tmp_p
                                                                          "refund"]
     # the sub-agent answered, with its own instruction
     assert "You handle refunds." in server.requests[1].system
+
+
+def test_a_timeout_in_an_adk_agent_names_it_and_its_models_latency(tmp_path, server):
+    """Before: "the case took longer than 1 s (agent)", not saying which agent."""
+    from cycle.testing import Fault
+
+    server.enqueue(Fault.slow(5, "late"))
+    r, report = run(tmp_path, server, agent="plain_agent", settings="{iterations: 1, timeout: 1}",
+                    criteria="[{id: said, check: {type: contains, values: [x]}}]")
+    error = report["cases"][0]["results"][0]["error"]
+    assert error.startswith("timeout: the case took longer than 1 s (agent: the ADK agent "
+                            "tests.agents.adk_agents:plain_agent on its model "
+                            "gemini:gemini-2.0-flash); no model call of this run had been "
+                            "answered yet"), (error, r.output)
 
 
 def test_an_agent_with_a_code_executor_is_refused_before_any_call(tmp_path, server):

@@ -116,6 +116,31 @@ async def test_resume_skips_judged_iterations_and_reruns_errors(store):
     assert len(load_run(store.runs, first.run_id).results) == 4
 
 
+async def test_a_timeout_in_the_agent_names_what_it_waited_on():
+    """Before, every agent's timeout said "no model call of this run had been answered
+    yet: if the server is slow (a local model)", a Python function's too."""
+    async def slow(payload):
+        await asyncio.sleep(5)
+
+    result = await Runner(agent=CallableAgent(slow), judge=Judge([ORDER_CHECK]),
+                          cases=CASES[:1], timeout=0.05).run()
+    assert result.results[0].error == (
+        "timeout: the case took longer than 0.05 s (agent: the Python function "
+        f"{slow.__module__}:{slow.__qualname__}): it had not answered; if it is that slow, "
+        "raise run.timeout (or lower run.concurrency: cases in flight slow it down)")
+
+    async def sleepy(messages, tools, config):
+        await asyncio.sleep(5)
+
+    with script("sleepy", sleepy, repeat=True):
+        agent = PromptAgent(PROMPT, get_model("scripted:sleepy", ModelServices()))
+        result = await Runner(agent=agent, judge=Judge([ORDER_CHECK]), cases=CASES[:1],
+                              timeout=0.05).run()
+    assert result.results[0].error.startswith(
+        "timeout: the case took longer than 0.05 s (agent: its model scripted:sleepy); "), \
+        result.results[0].error
+
+
 async def test_stop_on_first_failure_and_timeout():
     async def slow_or_wrong(payload):
         if payload["order"] == "A-0":

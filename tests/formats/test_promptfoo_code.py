@@ -233,3 +233,79 @@ def test_an_assertion_left_out_of_a_tests_file_names_that_file(tmp_path):
     assert r.exit_code == 0, r.output
     assert "not converted: tests.yaml: test 1 ('shortness'), assertion 1" in r.output
     assert "Rewrite it as a python assertion" in r.output
+
+
+ASYNC_CONFIG = """\
+prompts: ['Reply to {{name}}']
+tests:
+  - vars: {name: Ann}
+    assert:
+      - {type: python, value: file://checks/slow.py}
+      - {type: python, value: "file://checks/slow.py:raising"}
+      - {type: python, value: "file://checks/slow.py:unawaited"}
+"""
+SLOW = """\
+import asyncio
+
+
+async def get_assert(output, context):
+    await asyncio.sleep(0)
+    named = context["vars"]["name"] in output
+    return {"pass": named, "score": 1.0 if named else 0.0, "reason": "awaited"}
+
+
+async def raising(output, context):
+    await asyncio.sleep(0)
+    raise ValueError("upstream grader down")
+
+
+async def _graded(output):
+    return True
+
+
+def unawaited(output, context):
+    return _graded(output)
+"""
+
+
+def test_an_async_python_assertion_is_awaited_as_promptfoo_awaits_it(tmp_path, monkeypatch):
+    """promptfoo awaits an ``async def get_assert``; cycle called it and read the coroutine
+    it returned as a result of no known kind: the assertion failed, and Python warned
+    "coroutine ... was never awaited". A plain function returning a coroutine still fails
+    (promptfoo does not await it either), without that warning."""
+    import asyncio
+    import gc
+    import sys
+    import warnings
+
+    # another test's project, run in this process, left its promptfoo_checks imported
+    monkeypatch.delitem(sys.modules, "promptfoo_checks", raising=False)
+
+    (tmp_path / "promptfooconfig.yaml").write_text(ASYNC_CONFIG)
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "slow.py").write_text(SLOW)
+    out = tmp_path / "project"
+    r = imported(tmp_path, out, "--model", "offline:default", "--name", "bot")
+    assert r.exit_code == 0, r.output
+    checks = load_checks(out)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ann = check_context("Hi Ann", input={"name": "Ann"})
+        assert asyncio.run(checks.test_1_1(ann)) == (100.0, "passed: score 1.0: awaited")
+        assert asyncio.run(checks.test_1_1(check_context("Hi", input={"name": "Ann"})))[0] == 0
+        assert asyncio.run(checks.test_1_2(ann)) == (
+            0.0, "failed: Python code execution failed: ValueError: upstream grader down")
+        score, reason = checks.test_1_3(ann)
+        assert score == 0 and "returned a coroutine" in reason
+        run = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
+                                       str(out / "cycle.yaml"), "-n", "1", "--json"])
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], \
+        [str(w.message) for w in caught]
+    assert run.exit_code in (0, 1), run.output
+    assert json.loads(run.output)["summary"]["errors"] == 0
+    report = json.loads(Path(json.loads(run.output)["reports"]["json"]).read_text())
+    said = {v["criterion"]: v["reasoning"] for v in report["cases"][0]["results"][0]["verdicts"]}
+    assert said["test_1_1"].endswith(": awaited"), said  # the offline answer names no one
+    assert said["test_1_2"].endswith("ValueError: upstream grader down"), said
+    assert "returned a coroutine" in said["test_1_3"], said

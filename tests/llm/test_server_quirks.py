@@ -4,13 +4,16 @@ of the call saying what the server said, or an answer read as the server meant i
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
 from cycle.errors import BadRequestError, RetriesExhaustedError
-from cycle.llm.base import GenerateConfig
+from cycle.llm.base import GenerateConfig, ProviderOptions
 from cycle.llm.budget import Budget
+from cycle.llm.model import ModelServices
+from cycle.llm.registry import get_model
 from cycle.records import Message, ToolDef, Usage
 from cycle.testing import Fault
 
@@ -43,31 +46,39 @@ def error_event(code: object, message: str, *, after: str = "") -> Fault:
     return Fault.malformed(events)
 
 
-@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+#: how the error comes: a plain call's body, a stream's event, or a streamed call's whole
+#: body as plain JSON (``application/json``, no event: a gateway failing before it streams)
+WAYS = {"plain": (False, error_in_200), "streamed": (True, error_event),
+        "streamed-json-body": (True, error_in_200)}
+
+
+@pytest.mark.parametrize("way", list(WAYS))
 @pytest.mark.parametrize("code", [429, 503, "502", None])
 async def test_a_transient_error_in_a_200_is_retried_and_not_charged(
-        code, streamed, make_model, server):
+        code, way, make_model, server):
     """OpenRouter and gateways answer 200 with ``{"error": {...}}`` (in the body, or as a
     stream's event). Before: the body was "not a chat completion" (never retried, charged
-    the worst case), and a stream's error event escaped as the SDK's bare APIError."""
+    the worst case), and a stream's error event escaped as the SDK's bare APIError; a
+    streamed call answered with the JSON body had "no chat completion chunk" (never
+    retried, charged the worst case)."""
     budget = Budget(1.0)
     model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=100))
+    streamed, fault = WAYS[way]
     model.api.guard_max_tokens = streamed
-    fault = error_event if streamed else error_in_200
     server.enqueue(fault(code, "Rate limit exceeded upstream"), "whole")
     out = await model.generate(HI)
     assert out.text == "whole" and server.request_count == 2
     assert budget.spent == pytest.approx(out.cost) and not out.cost_estimated
 
 
-@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("way", list(WAYS))
 async def test_a_lasting_error_in_a_200_says_the_servers_words_key_masked(
-        streamed, make_model, server):
+        way, make_model, server):
     budget = Budget(1.0)
     model = make_model(MODEL, budget=budget, options={"api_key": KEY},
                        config=GenerateConfig(max_tokens=100))
+    streamed, fault = WAYS[way]
     model.api.guard_max_tokens = streamed
-    fault = error_event if streamed else error_in_200
     server.enqueue(fault(402, f"Insufficient credits for key {KEY}"))
     with pytest.raises(BadRequestError) as e:
         await model.generate(HI)
@@ -88,6 +99,65 @@ async def test_an_error_event_after_the_answer_began_is_charged_then_asked_again
     assert out.text == "whole" and server.request_count == 2
     lost = model.pricing.cost(MODEL, Usage(input_tokens=1, output_tokens=100)).usd
     assert out.cost >= lost and budget.spent == pytest.approx(out.cost)
+
+
+async def labelled_json(payload: bytes) -> tuple[object, list[dict], Budget]:
+    """A streamed call (under a cap) to a raw server answering ``payload`` as
+    ``application/json`` (the loopback server streams every completion): the answer, or
+    the error, what was asked, and the budget."""
+    asked: list[dict] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length")))
+        asked.append(json.loads(await reader.readexactly(length)))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                     + str(len(payload)).encode() + b"\r\nConnection: close\r\n\r\n" + payload)
+        await writer.drain()
+        writer.close()
+
+    raw = await asyncio.start_server(answer, "127.0.0.1", 0)
+    budget = Budget(1.0)
+    try:
+        port = raw.sockets[0].getsockname()[1]
+        model = get_model(MODEL, ModelServices(budget=budget),
+                          options=ProviderOptions(base_url=f"http://127.0.0.1:{port}/v1"),
+                          config=GenerateConfig(max_tokens=100))
+        model.api.guard_max_tokens = True
+        try:
+            out: object = await model.generate(HI)
+        except Exception as e:  # noqa: BLE001 - the test reads it
+            out = e
+        finally:
+            await model.aclose()
+    finally:
+        raw.close()
+    return out, asked, budget
+
+
+async def test_a_streamed_call_answered_with_a_whole_completion_takes_it():
+    """A server that ignores ``stream`` and answers the JSON completion: its answer, read
+    once (before: "no chat completion chunk", charged the worst case)."""
+    out, asked, budget = await labelled_json(completion({"content": "whole"}).body.encode())
+    assert [a.get("stream") for a in asked] == [True]
+    assert out.text == "whole" and out.usage.output_tokens == 5 and not out.cost_estimated
+    assert budget.spent == pytest.approx(out.cost)
+
+
+async def test_events_labelled_as_json_are_read_as_events():
+    """A server streaming its events as ``application/json``: the events are the answer
+    (cycle reads the body to look for a JSON error; the events it finds are read)."""
+    events = "".join("data: " + json.dumps(c) + "\n\n" for c in (
+        {"id": "c1", "model": "gpt-4o-mini",
+         "choices": [{"index": 0, "delta": {"content": "Dear "}, "finish_reason": None}]},
+        {"id": "c1", "choices": [{"index": 0, "delta": {"content": "Ann"},
+                                  "finish_reason": "stop"}]},
+        {"id": "c1", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}},
+    )) + "data: [DONE]\n\n"
+    out, asked, budget = await labelled_json(events.encode())
+    assert out.text == "Dear Ann" and out.usage.output_tokens == 2, out
+    assert len(asked) == 1 and budget.spent == pytest.approx(out.cost)
 
 
 async def test_retries_of_an_error_in_a_200_are_bounded(make_model, server):
