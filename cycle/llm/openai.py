@@ -357,12 +357,13 @@ class OpenAIAPI(ModelAPI):
                 chunks_in = _events_in(data, self)  # events labelled as JSON: read as events
             if isinstance(said, dict) and (said.get("error") or "choices" in said):
                 return self._output(said, body)  # its error (retried, charged nothing)
-        if "json" in kind and "event-stream" not in kind and chunks_in is None:
-            error = MalformedResponseError(
-                f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
-                f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
-            error.paid = unusable_answer(max_tokens)  # it came back: the server may bill it
-            raise error
+            if chunks_in is None:
+                error = MalformedResponseError(
+                    f"openai:{self.model_name} answered 200 with no chat completion chunk in "
+                    f"its body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible "
+                    "stream")
+                error.paid = unusable_answer(max_tokens)  # it came back: the server may bill it
+                raise error
         parts: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
