@@ -465,7 +465,7 @@ class OpenAIAPI(ModelAPI):
     async def _body_instead_of_events(self, stream: Any, max_tokens: int) -> bytes:
         """The body of a streamed call labelled JSON, read up to what an answer of
         ``max_tokens`` could be (past it, what came: it is not read further)."""
-        import httpx
+        import httpx2  # the SDK's HTTP client, whose response this is
 
         limit = 65536 + max_tokens * _BYTES_A_TOKEN
         data = bytearray()
@@ -474,7 +474,7 @@ class OpenAIAPI(ModelAPI):
                 data += piece
                 if len(data) > limit:
                     break
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             pass  # what came is read as it is
         finally:
             await stream.close()
