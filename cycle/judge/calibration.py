@@ -122,6 +122,9 @@ def corrected_mean(judged: Sequence[float], ratings: Sequence[Rating]) -> Correc
     half = t_critical(n - 1) * math.sqrt(max(variance, 0.0))
     low, high = estimate - half, estimate + half
     clipped = low < SCORE_SCALE[0] or high > SCORE_SCALE[1]
+    # the estimate itself may leave the scale too (people scoring far above a judge that
+    # scores the rest high: 102.4); no mean of 0-100 scores is there, so it stops at its edge
+    estimate = min(max(estimate, SCORE_SCALE[0]), SCORE_SCALE[1])
     return Corrected(judged=mean, corrected=estimate,
                      ci=(max(low, SCORE_SCALE[0]), min(high, SCORE_SCALE[1])),
                      n_judged=big_n, n_labelled=n, power=lam, clipped=clipped)

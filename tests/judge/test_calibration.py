@@ -85,6 +85,17 @@ def test_several_labelers_of_one_output_count_once():
     assert c.corrected == 65.0 + (0.0 - 10.0) / 2
 
 
+def test_the_corrected_mean_stays_on_the_scale():
+    # people score the two labelled outputs far above the judge, which scores the other
+    # eight 95: the estimate came out at 102.4, a mean no 0-100 scores can have
+    r = [Rating(output=("r", f"c{i}", 0), labeler="ann", person_score=p, person_passed=None,
+                judge_score=j, judge_passed=None) for i, (p, j) in enumerate(((95.0, 40.0),
+                                                                               (100.0, 60.0)))]
+    c = corrected_mean([40.0, 60.0] + [95.0] * 8, r)
+    assert c is not None and c.corrected == 100.0 and c.clipped
+    assert c.ci[0] <= c.corrected <= c.ci[1] <= 100.0
+
+
 def test_how_many_more_labels_would_settle_the_gate():
     # kappa 0.8 with [0.5, ...] on 20 labels: the half-width 0.3 must shrink to 0.2
     assert labels_to_settle(0.8, 0.5, 20, 0.6) == 25
