@@ -140,26 +140,18 @@ def test_an_items_line_nested_too_deep_is_named(tmp_path):
 # Match passes when the sampled answer *starts with* any ideal answer, Includes when it
 # contains any (rfind, lowered under ignore_case). These registry files are the shape of
 # the package's registry/evals/*.yaml.
-MATCH_YAML = """\
-reverse:
-  id: reverse.dev.v0
-  metrics: [accuracy]
-reverse.dev.v0:
-  class: evals.elsuite.basic.match:Match
-  args:
-    samples_jsonl: reverse/samples.jsonl
-"""
-INCLUDES_YAML = """\
-korean:
-  id: korean.dev.v0
-  metrics: [accuracy]
-korean.dev.v0:
-  class: evals.elsuite.basic.includes:Includes
-  args:
-    samples_jsonl: korean/samples.jsonl
-    ignore_case: true
-"""
-FUZZY_YAML = MATCH_YAML.replace("basic.match:Match", "basic.fuzzy_match:FuzzyMatch")
+def registry_eval(name: str, cls: str, samples: str, *, version: str = "dev.v0",
+                  **args: object) -> str:
+    """An eval as openai/evals' registry/evals/*.yaml writes one: its name, pointing at
+    ``name.version``, which names the class and its args."""
+    return yaml.safe_dump({name: {"id": f"{name}.{version}", "metrics": ["accuracy"]},
+                           f"{name}.{version}": {"class": cls, "args": {
+                               "samples_jsonl": samples, **args}}}, sort_keys=False)
+
+
+MATCH_YAML = registry_eval("reverse", "evals.elsuite.basic.match:Match", "reverse/samples.jsonl")
+INCLUDES_YAML = registry_eval("korean", "evals.elsuite.basic.includes:Includes",
+                              "korean/samples.jsonl", ignore_case=True)
 JSON_MATCH_YAML = MATCH_YAML.replace("basic.match:Match", "basic.json_match:JsonMatch")
 SAMPLES = [
     {"input": [{"role": "system", "content": "Answer."},

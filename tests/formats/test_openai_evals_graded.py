@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from cycle.cli import cli
 from cycle.formats.openai_evals_checks import fuzzy, fuzzy_match, normalized
 from cycle.testing.checks import check_context
+from tests.formats.test_openai_evals import registry_eval
 
 SAMPLES = [
     {"input": [{"role": "system", "content": "Answer briefly."},
@@ -26,27 +27,19 @@ SAMPLES = [
                {"role": "user", "content": "What is the largest ocean?"}],
      "ideal": "The Pacific Ocean"},
 ]
-FUZZY = """\
-trivia:
-  id: trivia.dev.v0
-  metrics: [accuracy]
-trivia.dev.v0:
-  class: evals.elsuite.basic.fuzzy_match:FuzzyMatch
-  args:
-    samples_jsonl: trivia/samples.jsonl
-"""
-GRADED = """\
-abstract2title:
-  id: abstract2title.test.v1
-  metrics: [accuracy]
-abstract2title.test.v1:
-  class: evals.elsuite.modelgraded.classify:ModelBasedClassify
-  args:
-    samples_jsonl: trivia/samples.jsonl
-    modelgraded_spec: {spec}
-    modelgraded_spec_args:
-      criteria: "conciseness: Does the title properly describe the provided content?"
-"""
+FUZZY = registry_eval("trivia", "evals.elsuite.basic.fuzzy_match:FuzzyMatch",
+                      "trivia/samples.jsonl")
+
+
+def graded(spec: str) -> str:
+    """A ModelBasedClassify eval of the registry, graded by the modelgraded ``spec``."""
+    return registry_eval(
+        "abstract2title", "evals.elsuite.modelgraded.classify:ModelBasedClassify",
+        "trivia/samples.jsonl", version="test.v1", modelgraded_spec=spec,
+        modelgraded_spec_args={"criteria": "conciseness: Does the title properly describe "
+                               "the provided content?"})
+
+
 CLOSEDQA = """\
 closedqa:
   prompt: |-
@@ -159,7 +152,7 @@ def test_a_fuzzy_match_eval_becomes_a_python_check_over_every_ideal_answer(tmp_p
 
 
 def test_a_model_graded_eval_is_a_criterion_with_the_specs_prompt_and_scores(tmp_path):
-    root = registry(tmp_path, GRADED.format(spec="closedqa"), {"closedqa.yaml": CLOSEDQA})
+    root = registry(tmp_path, graded("closedqa"), {"closedqa.yaml": CLOSEDQA})
     out = tmp_path / "p"
     r = imported(root, out)
     assert r.exit_code == 0, r.output
@@ -179,7 +172,7 @@ def test_a_model_graded_eval_is_a_criterion_with_the_specs_prompt_and_scores(tmp
 
 def test_a_spec_among_others_in_a_file_and_scores_from_strings(tmp_path):
     # registry 3.0.1's keywords.yaml repeats a key: openai/evals (PyYAML) reads it anyway
-    root = registry(tmp_path, GRADED.format(spec="humor_likert"),
+    root = registry(tmp_path, graded("humor_likert"),
                     {"humor.yaml": "humor: {prompt: x, choice_strings: YN, input_outputs: "
                      "{input: completion}}\n" + LIKERT,
                      "keywords.yaml": "seo_keywords:\n  input_outputs:\n    input: a\n"
@@ -205,7 +198,7 @@ def test_a_spec_among_others_in_a_file_and_scores_from_strings(tmp_path):
 ])
 def test_a_model_graded_eval_cycle_cannot_grade_faithfully_is_refused(tmp_path, spec, files,
                                                                       says, fix):
-    root = registry(tmp_path, GRADED.format(spec=spec), files)
+    root = registry(tmp_path, graded(spec), files)
     out = tmp_path / "p"
     r = imported(root, out)
     assert r.exit_code == 2, r.output
@@ -216,6 +209,6 @@ def test_a_model_graded_eval_cycle_cannot_grade_faithfully_is_refused(tmp_path, 
 
 
 def test_the_refusal_of_a_missing_spec_names_the_folder_to_copy_it_to(tmp_path):
-    root = registry(tmp_path, GRADED.format(spec="fact"))
+    root = registry(tmp_path, graded("fact"))
     r = imported(root, tmp_path / "p")
     assert str(root.resolve() / "modelgraded") in textwrap.dedent(r.output).replace("\n", "")
