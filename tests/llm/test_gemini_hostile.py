@@ -11,7 +11,12 @@ import pytest
 from cycle.errors import RateLimitError, RetriesExhaustedError
 from cycle.records import Message, Usage
 from cycle.testing import Fault
-from tests.llm.withheld import answer_withheld, judge_withheld, run_withheld, stored_cost
+from tests.llm.withheld import (
+    answer_withheld,
+    judge_withheld,
+    replayed_not_paid_again,
+    run_withheld,
+)
 
 MODEL = "gemini:gemini-2.5-flash"
 HI = [Message.user("hi")]
@@ -122,36 +127,29 @@ async def test_answers_gemini_ended_as_a_model_does_are_answers(make_model, serv
     assert (thought_out.text, thought_out.finish_reason) == ("", "length")
 
 
+def _blocked(request):
+    """The agent's answers blocked for SAFETY (the judge's are not asked for)."""
+    return WITHHELD["finishReason SAFETY, no text"] if request.schema is None else None
+
+
 def test_a_run_whose_agent_gemini_blocks_errs_naming_it_never_scores_it(tmp_path, monkeypatch):
     """`cycle run` on the gemini project: the agent's answers blocked for SAFETY are errors
     of their iterations, with Gemini's reason on the case's row, not failed cases."""
-    def blocked(request):
-        return WITHHELD["finishReason SAFETY, no text"] if request.schema is None else None
-
     r, requests = run_withheld(tmp_path, monkeypatch, "gemini",
-                               "GEMINI_API_KEY=test-key-from-dotenv", blocked)
+                               "GEMINI_API_KEY=test-key-from-dotenv", _blocked)
     assert "0 passed, 0 failed, 3 errored" in r.output, r.output
     assert r.output.count("no answer, finishReason SAFETY, no text") == 3, r.output
     assert all(req.schema is None for req in requests)  # nothing was judged
-
 
 
 def test_a_resumed_run_replays_the_blocked_answers_it_paid_for(tmp_path, monkeypatch):
     """`cycle run`, every agent answer blocked for SAFETY, then `cycle run --resume`: each
     blocked call is answered from the call journal with the same error, not sent to Gemini
     again (before: three more requests, billed, and the run's cost counted both)."""
-    def blocked(request):
-        return WITHHELD["finishReason SAFETY, no text"] if request.schema is None else None
+    runs, requests = run_withheld(tmp_path, monkeypatch, "gemini",
+                                  "GEMINI_API_KEY=test-key-from-dotenv", _blocked, resume=True)
+    replayed_not_paid_again(tmp_path, runs, requests, "no answer, finishReason SAFETY, no text")
 
-    (first, again, paid), requests = run_withheld(
-        tmp_path, monkeypatch, "gemini", "GEMINI_API_KEY=test-key-from-dotenv", blocked,
-        resume=True)
-    assert "0 passed, 0 failed, 3 errored" in first.output, first.output
-    assert len(requests) == 3  # none sent again by the resume
-    assert "0 passed, 0 failed, 3 errored" in again.output, again.output
-    assert again.output.count("no answer, finishReason SAFETY, no text") == 3, again.output
-    assert again.exit_code == first.exit_code
-    assert paid > 0 and stored_cost(tmp_path) == pytest.approx(paid)  # charged once
 
 UNREADABLE = {
     "usage_metadata.promptTokenCount: Input should be a valid integer": Fault.malformed(json.dumps({

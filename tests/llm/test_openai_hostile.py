@@ -13,7 +13,12 @@ from cycle.llm.base import GenerateConfig
 from cycle.llm.budget import Budget
 from cycle.records import Message, Usage
 from cycle.testing import Fault
-from tests.llm.withheld import answer_withheld, judge_withheld, run_withheld, stored_cost
+from tests.llm.withheld import (
+    answer_withheld,
+    judge_withheld,
+    replayed_not_paid_again,
+    run_withheld,
+)
 
 MODEL = "openai:gpt-4o-mini"
 HI = [Message.user("hi")]
@@ -178,22 +183,23 @@ async def test_streamed_under_a_cap_the_same_promises_hold(reply, make_model, se
     assert server.requests[-1].body["stream"] is True and budget.reserved == 0
 
 
+def _filtered(request):
+    """The agent's answers kept back by the content filter (a Reply: streamed or not, as
+    the project's settings say); the judge's are not asked for."""
+    from cycle.testing import Reply
+
+    return Reply(text="", finish_reason="content_filter") if request.schema is None else None
+
+
 def test_a_run_whose_agent_is_filtered_errs_naming_it_never_scores_it(tmp_path, monkeypatch):
     """`cycle run` on the openai project: the agent's answers kept back by the server's
     content filter are errors of their iterations, the reason on the case's row, not
     failed cases (before: 3 cases judged on an empty answer)."""
-    from cycle.testing import Reply
-
-    def filtered(request):  # a Reply: streamed or not, as the project's settings say
-        return Reply(text="", finish_reason="content_filter") if request.schema is None \
-            else None
-
     r, requests = run_withheld(tmp_path, monkeypatch, "openai",
-                               "OPENAI_API_KEY=sk-test-key-from-dotenv", filtered)
+                               "OPENAI_API_KEY=sk-test-key-from-dotenv", _filtered)
     assert "0 passed, 0 failed, 3 errored" in r.output, r.output
     assert r.output.count("no answer, finish_reason content_filter, no text") == 3, r.output
     assert all(req.schema is None for req in requests)  # nothing was judged
-
 
 
 def test_a_resumed_run_replays_the_filtered_answers_it_paid_for(tmp_path, monkeypatch):
@@ -201,21 +207,12 @@ def test_a_resumed_run_replays_the_filtered_answers_it_paid_for(tmp_path, monkey
     iterations are run again, and each filtered call is answered from the call journal with
     the same error. Before: the resume sent the three calls again (6 requests), paid for
     the same refusals twice, and the run's cost counted both."""
-    from cycle.testing import Reply
+    runs, requests = run_withheld(tmp_path, monkeypatch, "openai",
+                                  "OPENAI_API_KEY=sk-test-key-from-dotenv", _filtered,
+                                  resume=True)
+    replayed_not_paid_again(tmp_path, runs, requests,
+                            "no answer, finish_reason content_filter, no text")
 
-    def filtered(request):
-        return Reply(text="", finish_reason="content_filter") if request.schema is None \
-            else None
-
-    (first, again, paid), requests = run_withheld(
-        tmp_path, monkeypatch, "openai", "OPENAI_API_KEY=sk-test-key-from-dotenv", filtered,
-        resume=True)
-    assert "0 passed, 0 failed, 3 errored" in first.output, first.output
-    assert len(requests) == 3  # none sent again by the resume
-    assert "0 passed, 0 failed, 3 errored" in again.output, again.output
-    assert again.output.count("no answer, finish_reason content_filter, no text") == 3
-    assert again.exit_code == first.exit_code
-    assert paid > 0 and stored_cost(tmp_path) == pytest.approx(paid)  # charged once, not twice
 
 STREAMED = {
     "arguments that are not valid JSON": UNREADABLE["arguments that are not valid JSON"],

@@ -73,3 +73,17 @@ def stored_cost(project: Any) -> float:
     with sqlite3.connect(project / ".cycle" / "cycle.db") as db:
         return db.execute("SELECT coalesce(sum(cost), 0) FROM calls WHERE "
                           "coalesce(cache_hit, 0) = 0").fetchone()[0]
+
+
+def replayed_not_paid_again(tmp_path: Any, runs: Any, requests: list[Any], says: str) -> None:
+    """What a resume of a run whose three agent answers were all withheld must show: the
+    same three errors again, no request sent again, and the refusals charged once."""
+    import pytest
+
+    first, again, paid = runs
+    assert "0 passed, 0 failed, 3 errored" in first.output, first.output
+    assert len(requests) == 3  # none sent again by the resume
+    assert "0 passed, 0 failed, 3 errored" in again.output, again.output
+    assert again.output.count(says) == 3, again.output
+    assert again.exit_code == first.exit_code
+    assert paid > 0 and stored_cost(tmp_path) == pytest.approx(paid)  # charged once
