@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from cycle.words import pct
+
 if TYPE_CHECKING:
     from cycle.records import CaseStats, RunResult
 
@@ -329,7 +331,7 @@ class SuiteFile(pytest.File):
             out.append(f"suite score {score} is below --cycle-min-score {low:g}")
         rate = self._option("cycle_min_pass_rate")
         if rate is not None and (s.pass_rate is None or s.pass_rate * 100 < rate):
-            shown = "none" if s.pass_rate is None else _pct(s.pass_rate)
+            shown = "none" if s.pass_rate is None else pct(s.pass_rate)
             out.append(f"pass rate {shown} is below --cycle-min-pass-rate {rate:g}%")
         return out
 
@@ -382,7 +384,7 @@ class CaseItem(pytest.Item):
             row = next(c for c in eval_result["cases"] if c["id"] == self.case_id)
             return str(row.get("error") or "failed")
         mean = "-" if stats.mean is None else f"{stats.mean:.1f}"
-        head = (f"case {self.case_id}: score {mean}, pass rate {_pct(stats.pass_rate)} over "
+        head = (f"case {self.case_id}: score {mean}, pass rate {pct(stats.pass_rate)} over "
                 f"{stats.iterations} iterations")
         lines = [head]
         rep = stats.representative
@@ -399,10 +401,3 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"cycle case {self.case_id}"
-
-
-def _pct(x: float | None) -> str:
-    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
-    from cycle.report.format import pct
-
-    return pct(x)

@@ -15,7 +15,7 @@ import click
 from cycle.cli import FiniteFloat, store_of
 from cycle.cli.improve import cycle_options, event_bus
 from cycle.records import JUDGE_PROMPT_ID
-from cycle.words import plural
+from cycle.words import pct, plural
 
 if TYPE_CHECKING:
     from cycle import events as ev
@@ -245,7 +245,7 @@ def _held_out_line(h: HeldOut) -> str:
         return f"{f.kappa:.2f}{ci}"
 
     def share(x: float | None) -> str:
-        return "—" if x is None else _pct(x)
+        return "—" if x is None else pct(x)
 
     def points(x: float | None) -> str:
         return "—" if x is None else f"{x:.1f}"
@@ -259,10 +259,3 @@ def _held_out_line(h: HeldOut) -> str:
             f"{kappa(b)} -> {kappa(a)}, verdicts agreeing {share(b.agreement)} -> "
             f"{share(a.agreement)}, mean absolute error {points(b.mean_abs_error)} -> "
             f"{points(a.mean_abs_error)} points")
-
-
-def _pct(x: float | None) -> str:
-    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
-    from cycle.report.format import pct
-
-    return pct(x)

@@ -30,6 +30,7 @@ from cycle.prompts.files import dump_prompt, load_prompt_file, save_prompt_file
 from cycle.prompts.semver import BUMPS
 from cycle.records import ALL_PROMPTS, HEAD, PRODUCTION, Protection, Version
 from cycle.store import Store
+from cycle.words import pct
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -456,7 +457,7 @@ def promote(prompt_id: str, version: str, message: str, force: bool, as_json: bo
     click.echo(f"{prompt_id}: production {move.from_version or '(none)'} -> {target.version}")
     if evidence and evidence.get("score") is not None:
         click.echo(f"  its latest run {runs[0].id} scored {evidence['score']:.1f}"
-                   f" (pass rate {_pct(evidence.get('pass_rate'))})")
+                   f" (pass rate {pct(evidence.get('pass_rate'))})")
     else:
         click.echo(f"  {target.version} has never been evaluated: cycle run cycle.yaml")
 
@@ -547,10 +548,3 @@ def unprotect(label_name: str, prompt_id: str | None, force: bool, as_json: bool
 
 __all__ = ["diff", "do_rollback", "history", "label", "open_store", "promote", "prompt",
            "protect", "rollback", "show", "unprotect"]
-
-
-def _pct(x: float | None) -> str:
-    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
-    from cycle.report.format import pct
-
-    return pct(x)

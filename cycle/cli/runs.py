@@ -17,6 +17,7 @@ import click
 
 from cycle.cli import MAX_ROWS, CliContext, local_minute
 from cycle.durations import parse_duration
+from cycle.words import pct
 
 if TYPE_CHECKING:
     from cycle.records import RunRow
@@ -83,7 +84,7 @@ def _cost(r: dict[str, Any]) -> str:
 
 def render_table(rows: list[dict[str, Any]]) -> list[str]:
     cells = [[r["id"], f"{r['prompt_id'] or '—'}@{r['version'] or '—'}", origin(r), r["status"],
-              _score(r), "—" if r["pass_rate"] is None else _pct(r['pass_rate']),
+              _score(r), "—" if r["pass_rate"] is None else pct(r['pass_rate']),
               "—" if r["cases"] is None else str(r["cases"]) + (
                   f" ({r['errored']} errored)" if r.get("errored") else ""),
               _cost(r) + ("*" if r["offline"] else ""),
@@ -276,10 +277,3 @@ def _show_stored(run_id: str, base: Path | None, *, report_dir: Path | None,
                              stop_reason=f"{said}; {gone}" if said else gone)
         paths = {} if report_dir is None else write_reports(result, report_dir)
         _show_run(result, paths, quiet=False, as_json=as_json)
-
-
-def _pct(x: float | None) -> str:
-    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
-    from cycle.report.format import pct
-
-    return pct(x)

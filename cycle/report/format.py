@@ -7,6 +7,7 @@ from typing import Any
 
 from cycle.judge.agreement import MIN_OUTPUTS
 from cycle.records import PanelFigure, Stats, WithPeople
+from cycle.words import pct  # f.pct, as cycle prints a share anywhere (cycle.words)
 
 
 def score(x: float | None) -> str:
@@ -37,19 +38,6 @@ def bounds(low: float | None, high: float | None, *, sign: bool = False) -> str:
 
 def signed(x: float | None) -> str:
     return "—" if x is None else f"{x:+.1f}"
-
-
-def pct(x: float | None) -> str:
-    """A share as a percentage, whole when that is true: never "100%" for 99.96% nor "0%"
-    for 0.04% (up to two decimals, then ">99.99%" / "<0.01%")."""
-    if x is None:
-        return "—"
-    for digits in (0, 1, 2):
-        text = f"{x * 100:.{digits}f}"
-        if (float(text) >= 100 and x < 1) or (float(text) <= 0 < x):
-            continue
-        return text + "%"
-    return ">99.99%" if x > 0.5 else "<0.01%"
 
 
 def money(x: float, estimated: bool = False) -> str:

@@ -13,6 +13,7 @@ import re
 
 from cycle.records import CaseStats, RunResult
 from cycle.report.parts import Parts, Plain, pieces
+from cycle.words import pct
 
 #: what XML 1.0 forbids even as a character reference (controls, lone surrogates, U+FFFE/F),
 #: and what it allows but a CI log or page acts on (DEL and the C1 controls, U+009B a
@@ -58,7 +59,7 @@ def _case(c: CaseStats, result: RunResult) -> str:
     out = [(f'    <testcase classname={quoteattr(result.prompt_id or "cycle")} '
            f'name={quoteattr(c.case_id)} time="{sum(r.latency for r in runs):.3f}">\n')]
     detail = (f"mean {_fmt(c.stats.mean)} (threshold {result.threshold:g}), pass rate "
-              f"{'n/a' if c.pass_rate is None else _pct(c.pass_rate)}, "
+              f"{'n/a' if c.pass_rate is None else pct(c.pass_rate)}, "
               f"{c.errors} errored of {c.iterations} iterations")
     if c.status == "error":
         out.append(_element("error", {"message": "every iteration errored"}, "\n".join(
@@ -120,10 +121,3 @@ def junit_parts() -> Parts:
 
 def render_junit(result: RunResult) -> str:
     return "".join(pieces(junit_parts(), result))
-
-
-def _pct(x: float | None) -> str:
-    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
-    from cycle.report.format import pct
-
-    return pct(x)

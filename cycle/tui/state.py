@@ -16,7 +16,7 @@ from msgspec import Struct, field
 from cycle import events as ev
 from cycle.authors import LOOP
 from cycle.records.cycles import JudgeKappa
-from cycle.words import plural
+from cycle.words import pct, plural
 
 #: log lines kept for the live log (older lines scroll away)
 LOG_LIMIT = 500
@@ -321,7 +321,7 @@ def _run_finished(s: DashboardState, e: ev.RunFinished) -> None:
         return
     s.run_finished_at = e.at
     score = "-" if e.score is None else f"{e.score:.1f}"
-    rate = "-" if e.pass_rate is None else _pct(e.pass_rate)
+    rate = "-" if e.pass_rate is None else pct(e.pass_rate)
     s.log(e, f"run {e.status}: score {score}, pass {rate}, errors {e.errors}, ${e.cost:.4f}")
 
 
@@ -458,10 +458,3 @@ _HANDLERS = {
     ev.ConcurrencyChanged: _concurrency,
     ev.BatchProgress: _batch,
 }
-
-
-def _pct(x: float | None) -> str:
-    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
-    from cycle.report.format import pct
-
-    return pct(x)

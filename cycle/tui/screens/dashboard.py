@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Footer, ProgressBar, RichLog, Sparkline, 
 from cycle.tui.state import CandidateRow, Changes, DashboardState, RoundRow, format_duration
 from cycle.tui.widgets.case_table import CaseTable
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo, StatusLine
-from cycle.words import plural
+from cycle.words import pct, plural
 
 
 def _score(value: float | None) -> str:
@@ -41,7 +41,7 @@ def _round_cells(row: RoundRow) -> list[Text | str]:
         f"{row.round}c" if row.stage == "confirm" else str(row.round),
         row.version,
         score,
-        "-" if row.pass_rate is None else _pct(row.pass_rate),
+        "-" if row.pass_rate is None else pct(row.pass_rate),
         "-" if row.delta is None else f"{row.delta:+.1f}",
         accepted,
         f"${row.cost:.4f}",
@@ -255,10 +255,3 @@ Select a case (enter) to see its input, output and the judge's reasoning.
         event.stop()
         if self.state.run_id is not None:
             self.post_message(self.CaseChosen(self.state.run_id, event.case_id))
-
-
-def _pct(x: float | None) -> str:
-    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
-    from cycle.report.format import pct
-
-    return pct(x)

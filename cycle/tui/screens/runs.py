@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Footer, Static
 from cycle.tui.reading import deliver, read_in_thread
 from cycle.tui.widgets import plain
 from cycle.tui.widgets.header import CycleHeader, HeaderInfo
+from cycle.words import pct
 
 if TYPE_CHECKING:
     from cycle.records import RunResult, RunRow
@@ -91,7 +92,7 @@ the judge's scores), to measure its judge. Escape goes back.
             score = s.get("score")
             rate = s.get("pass_rate")
             runs.add_row("-" if score is None else f"{score:.1f}",
-                         "-" if rate is None else _pct(rate),
+                         "-" if rate is None else pct(rate),
                          f"${s.get('cost') or 0:.4f}", plain(run_subject(row)),
                          plain(run_origin(row)), plain(row.id), key=row.id)
         summary = self.query_one("#runs-summary", Static)
@@ -138,7 +139,7 @@ the judge's scores), to measure its judge. Escape goes back.
         colours = {"passed": "green", "failed": "red", "error": "bold red", "terminated": "yellow"}
         for c in result.cases.values():
             mean = "-" if c.stats.mean is None else f"{c.stats.mean:.1f}"
-            rate = "-" if c.pass_rate is None else _pct(c.pass_rate)
+            rate = "-" if c.pass_rate is None else pct(c.pass_rate)
             table.add_row(plain(c.case_id), Text(c.status, style=colours.get(c.status, "")), mean, rate,
                           str(c.errors), key=c.case_id)
         table.border_title = f"Cases of {result.run_id}"
@@ -165,10 +166,3 @@ the judge's scores), to measure its judge. Escape goes back.
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
-
-
-def _pct(x: float | None) -> str:
-    """A share as cycle prints one (``cycle.report.format.pct``, imported when used)."""
-    from cycle.report.format import pct
-
-    return pct(x)
