@@ -568,15 +568,14 @@ def header_secrets(headers: Mapping[str, str]) -> list[str]:
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z-]*\s+")
-_ENV_PARTS = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\})")
 
 
 def _literal_runs(value: str) -> tuple[str, list[str]]:
     """A credential header's value written with ``${NAME}``: its scheme ("Bearer ", kept)
-    and the pieces around the variables (text, ``${NAME}``, text, ...)."""
+    and the pieces around the variables (text, ``NAME``, text, ...)."""
     scheme = _SCHEME.match(value)
     head = scheme.group() if scheme and "${" not in scheme.group() else ""
-    return head, _ENV_PARTS.split(value[len(head):])
+    return head, _ENV_REF.split(value[len(head):])
 
 
 def header_literals(headers: Mapping[str, str]) -> list[str]:
@@ -601,7 +600,7 @@ def stored_header(name: str, value: str) -> str:
     if "${" not in value:
         return "***" if value else value
     head, pieces = _literal_runs(value)
-    return head + "".join(p if i % 2 or not re.search(r"\w", p) else "***"
+    return head + "".join("${" + p + "}" if i % 2 else "***" if re.search(r"\w", p) else p
                           for i, p in enumerate(pieces))
 
 
