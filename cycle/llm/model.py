@@ -531,14 +531,14 @@ class Model:
             raise  # no call was made: nothing to report
         except BaseException as e:
             latency = time.monotonic() - started
-            journaled = False
             # paid for (a price table without the model charges nothing, yet a refusal
             # is still the provider's answer): kept; any other failure keeps nothing
+            journaled = False
             if (jkey is not None and isinstance(e, Exception)
                     and (wasted or getattr(e, "withheld", None) is not None)):
-                journaled = await self._keep_failure(jkey, e, role=role, scope=scope,
-                                                     attempts=attempts, cost=wasted,
-                                                     latency=latency)
+                await self._keep_failure(jkey, e, role=role, scope=scope, attempts=attempts,
+                                         cost=wasted, latency=latency)
+                journaled = True
             self._emit_failure(e, role=role, scope=scope, attempts=attempts,
                                latency=latency, cost=wasted, journaled=journaled)
             too_long = self._waits_too_long(e)
@@ -557,7 +557,7 @@ class Model:
             raise
 
     async def _keep_failure(self, jkey: str, error: Exception, *, role: str, scope: CallScope,
-                            attempts: int, cost: float, latency: float) -> bool:
+                            attempts: int, cost: float, latency: float) -> None:
         """Keep a call that failed after it was charged (``cost``) in the journal, at once:
         its charge is then in the stored totals once, even if the process is killed before
         its iteration's result is written, and a resume does not count it again. An answer
@@ -571,7 +571,6 @@ class Model:
             "cost": cost, "cost_estimated": cost > 0, "latency": latency})
         await self.journal.record(jkey, kept, role=role, scope=scope, attempts=attempts,
                                   error=describe(error))
-        return True
 
     def _keep_form(self) -> None:
         """Keep in the cache what the server was found to accept, when it changed: the
