@@ -202,7 +202,7 @@ def interval(ratings: Sequence[Rating], stat: Callable[[Sequence[Rating]], float
     for r in ratings:
         by_output.setdefault(r.output, []).append(r)
     groups = list(by_output.values())
-    if len(groups) < max(2, MIN_OUTPUTS):
+    if len(groups) < MIN_OUTPUTS:
         return None
     large = len(groups) > LARGE
     resamples = LARGE_RESAMPLES if large else RESAMPLES
@@ -295,7 +295,7 @@ def panel_alpha(units: Sequence[Unit]) -> tuple[float | None, tuple[float, float
     parts = [(m, _within((m, s, q)), s, q) for m, s, q in pairable]
     n, w, t, sq = (sum(x[i] for x in parts) for i in range(4))
     value = _interval_alpha(int(n), w, t, sq)
-    if value is None or len(parts) < max(2, MIN_OUTPUTS):
+    if value is None or len(parts) < MIN_OUTPUTS:
         return value, None
     if len(parts) > LARGE:
         # leave each output out in turn: every sum less its part, in one pass
