@@ -3,7 +3,7 @@
     heap.own()             # cycle.cli.main: the command owns its process; collector off
     heap.settle()          # a run has loaded: freeze what loading left, collect rarely
     heap.resume()          # a command that never settles: collector back on
-    heap.import_module(n)  # a provider's SDK, its objects frozen with the rest
+    heap.import_module(n)  # a provider's SDK, on a fresh stack, frozen with the rest
 
 In any other process (a test's CliRunner, a script, pytest's plugin) ``settle`` and
 ``resume`` leave the caller's collector alone. Figures: benchmarks/RESULTS.md, start-up.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import importlib
 import sys
+import threading
 from types import ModuleType
 
 #: allocations between young collections (CPython's default is 700). A run
@@ -103,7 +104,7 @@ def import_module(name: str) -> ModuleType:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return importlib.import_module(name)
+        return _import_on_a_fresh_stack(name)
     finally:
         if collecting:
             if _settled:
@@ -111,3 +112,28 @@ def import_module(name: str) -> ModuleType:
                 # are freed as ever, a cyclic one would stay (once, a handful of calls)
                 gc.freeze()
             gc.enable()
+
+
+def _import_on_a_fresh_stack(name: str) -> ModuleType:
+    """Import ``name`` in a thread of its own while the caller waits for it.
+
+    CPython 3.11 keeps a thread's Python frames in 16 KB chunks, mapped when a call needs
+    a new one and unmapped as soon as it returns. A run's first live call comes deep in
+    the main thread's stack, near the end of its first chunk, and the openai SDK's import
+    crossed that edge 6,214 times (strace: a 16 KB mmap and a munmap each; 299 this way),
+    about 50 ms of a run's start-up (benchmarks/RESULTS.md, issue 40, session 26). A new thread's stack starts empty. The caller must not be importing
+    a module itself (its import lock would be held): the SDKs are imported by calls."""
+    done: list[ModuleType | BaseException] = []
+
+    def load() -> None:
+        try:
+            done.append(importlib.import_module(name))
+        except BaseException as error:  # noqa: BLE001 - raised again in the caller, where it belongs
+            done.append(error)
+
+    thread = threading.Thread(target=load, name="cycle-import", daemon=True)
+    thread.start()
+    thread.join()
+    if isinstance(done[0], BaseException):
+        raise done[0]
+    return done[0]

@@ -43,3 +43,13 @@ def test_a_process_that_did_not_settle_freezes_nothing() -> None:
     """A caller's own process (a script, pytest) keeps its collector as it was."""
     seen = first_import("openai", "unsettled")
     assert seen["enabled"] is True and seen["frozen"] == 0
+
+
+def test_a_module_that_cannot_be_imported_raises_in_the_caller() -> None:
+    """The import runs on a thread of its own (a fresh stack): its failure is the caller's,
+    as importlib's would be, so that a missing SDK is named as ever."""
+    from cycle import heap
+
+    with pytest.raises(ModuleNotFoundError) as raised:
+        heap.import_module("cycle_no_such_sdk.types")
+    assert raised.value.name == "cycle_no_such_sdk"
