@@ -3,13 +3,15 @@
 The agent runs with ADK's own ``Runner`` and a fresh in-memory session per case
 iteration, with three things of cycle's put in:
 
-- **the model**: every LLM call of the agent (and of its sub-agents) goes through
-  cycle's ``Model`` (``CycleLlm``, an ADK ``BaseLlm``), so the budget, the response
-  cache, retries, the rate limit, usage and cost are cycle's, and the agent's model is
-  the one cycle.yaml names (``agent.model``, else the prompt's ``params.model``);
+- **the model**: every LLM call of every LlmAgent of the tree (the root's, its
+  sub-agents', a workflow root's steps') goes through cycle's ``Model`` (``CycleLlm``,
+  an ADK ``BaseLlm``), so the budget, the response cache, retries, the rate limit,
+  usage and cost are cycle's, and the agent's model is the one cycle.yaml names
+  (``agent.model``, else the prompt's ``params.model``);
 - **the instruction**: the versioned prompt's system (rendered with the case's
-  variables) is the root agent's instruction, and the prompt's tool descriptions
-  replace the agent's where the prompt declares the tool: ``cycle improve`` improves
+  variables) is the instruction of the prompt agent (``instruct_agent``: the root
+  LlmAgent, or the one ``agent.prompt_agent`` names), and the prompt's tool
+  descriptions replace the agent's where the prompt declares the tool: ``cycle improve`` improves
   them, with review, versions and rollback (``cycle prompt export ID@production
   --system`` prints the improved instruction back);
 - **the tools**: ADK's before-tool callback answers every call with cycle's mocks
@@ -498,7 +500,7 @@ def _cause(error: BaseException, kind: type[BaseException]) -> BaseException | N
 
 
 def _instruction(_context: Any) -> str:
-    """The root agent's instruction: the versioned prompt's system for this case (an
+    """The prompt agent's instruction: the versioned prompt's system for this case (an
     instruction provider, so ADK does not template it again)."""
     first = _current.get().messages[0]
     return first.content if first.role == "system" else ""
