@@ -141,6 +141,18 @@ def refining_loop():
               tools=[exit_loop])])
 
 
+def fan_out():
+    """Two branches at once (ADK runs them as concurrent tasks), then a summary step."""
+    from google.adk.agents import ParallelAgent, SequentialAgent
+
+    return SequentialAgent(name="review", sub_agents=[
+        ParallelAgent(name="branches", sub_agents=[
+            Agent(name="tone", model="gemini-2.0-flash", instruction="Judge the tone."),
+            Agent(name="facts", model="gemini-2.0-flash", instruction="Check the facts.",
+                  tools=[lookup_order])]),
+        Agent(name="summary", model="gemini-2.0-flash", instruction="Sum up.")])
+
+
 def _custom_root():
     from google.adk.agents import BaseAgent
 

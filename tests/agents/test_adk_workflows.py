@@ -122,3 +122,30 @@ def test_a_loop_ended_by_exit_loop_runs_it_unmocked_and_keeps_the_last_text_answ
     assert len(server.requests) == 2
     (ended,) = [e for e in result["trace"] if e["kind"] == "tool_result"]
     assert ended["tool"] == "exit_loop" and ended["result"] == {"from": "critic"}, ended
+
+
+def test_parallel_branches_each_go_through_cycle_and_the_summary_step_answers(
+        tmp_path, server):
+    """The branches' calls arrive in ADK's order, so each reply serves either: both are
+    costed, each with its own instruction, and the summary (the prompt agent) answers."""
+    server.enqueue(Reply(text="Fine."), Reply(text="Fine."),
+                   Reply(text="Tone and facts: shipped."))
+    r, report = edges.run(tmp_path, server, agent="fan_out", criteria=SAID,
+                          agent_extra=", prompt_agent: summary",
+                          mocks="{lookup_order: {value: {status: shipped}}}")
+    assert r.exit_code == 0, r.output
+    result = report["cases"][0]["results"][0]
+    assert result["output"] == "Tone and facts: shipped.", result
+    models = [e for e in result["trace"] if e["kind"] == "model"]
+    assert len(models) == 3 and all(e["cost"] > 0 for e in models)
+    assert {"Judge the tone." in q.system for q in server.requests[:2]} == {True, False}
+    assert "You are the front desk." in server.requests[2].system
+
+
+def test_prompt_agent_is_only_for_an_adk_agent():
+    from pydantic import ValidationError
+
+    from cycle.assemble.config import AgentConfig
+
+    with pytest.raises(ValidationError, match="prompt_agent is for an adk agent"):
+        AgentConfig(model="gemini:gemini-2.0-flash", prompt_agent="writer")
