@@ -11,9 +11,9 @@ iteration, with three things of cycle's put in:
 - **the instruction**: the versioned prompt's system (rendered with the case's
   variables) is the instruction of the prompt agent (``instruct_agent``: the root
   LlmAgent, or the one ``agent.prompt_agent`` names), and the prompt's tool
-  descriptions replace the agent's where the prompt declares the tool: ``cycle improve`` improves
-  them, with review, versions and rollback (``cycle prompt export ID@production
-  --system`` prints the improved instruction back);
+  descriptions replace the agent's where the prompt declares the tool: ``cycle
+  improve`` improves them, with review, versions and rollback (``cycle prompt export
+  ID@production --system`` prints the improved instruction back);
 - **the tools**: ADK's before-tool callback answers every call with cycle's mocks
   (the ``Toolbox``), so nothing with side effects runs unless the config says
   ``passthrough``, and an unmocked tool is the same error as in cycle's own agents.
