@@ -3,15 +3,17 @@
 The agent runs with ADK's own ``Runner`` and a fresh in-memory session per case
 iteration, with three things of cycle's put in:
 
-- **the model**: every LLM call of the agent (and of its sub-agents) goes through
-  cycle's ``Model`` (``CycleLlm``, an ADK ``BaseLlm``), so the budget, the response
-  cache, retries, the rate limit, usage and cost are cycle's, and the agent's model is
-  the one cycle.yaml names (``agent.model``, else the prompt's ``params.model``);
+- **the model**: every LLM call of every LlmAgent of the tree (the root's, its
+  sub-agents', a workflow root's steps') goes through cycle's ``Model`` (``CycleLlm``,
+  an ADK ``BaseLlm``), so the budget, the response cache, retries, the rate limit,
+  usage and cost are cycle's, and the agent's model is the one cycle.yaml names
+  (``agent.model``, else the prompt's ``params.model``);
 - **the instruction**: the versioned prompt's system (rendered with the case's
-  variables) is the root agent's instruction, and the prompt's tool descriptions
-  replace the agent's where the prompt declares the tool: ``cycle improve`` improves
-  them, with review, versions and rollback (``cycle prompt export ID@production
-  --system`` prints the improved instruction back);
+  variables) is the instruction of the prompt agent (``instruct_agent``: the root
+  LlmAgent, or the one ``agent.prompt_agent`` names), and the prompt's tool
+  descriptions replace the agent's where the prompt declares the tool: ``cycle
+  improve`` improves them, with review, versions and rollback (``cycle prompt export
+  ID@production --system`` prints the improved instruction back);
 - **the tools**: ADK's before-tool callback answers every call with cycle's mocks
   (the ``Toolbox``), so nothing with side effects runs unless the config says
   ``passthrough``, and an unmocked tool is the same error as in cycle's own agents.
@@ -31,6 +33,7 @@ import contextvars
 import json
 import logging
 import time
+import warnings
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -40,7 +43,7 @@ from msgspec import Struct
 from cycle.agents.agent import generate_config, prompt_messages, unsent_examples
 from cycle.agents.conversation import Iteration, TurnAgent
 from cycle.cases import TestCase
-from cycle.errors import ConfigError, EvalError
+from cycle.errors import ConfigError, CycleError, EvalError
 from cycle.llm.base import GenerateConfig
 from cycle.llm.http import environment_secrets, scrub, whole
 from cycle.llm.model import Model
@@ -100,6 +103,56 @@ def refuse_code_execution(agent: Any, path: str, *, field: str = "agent.adk") ->
             "so", field=field,
             hint="Remove the code executor for evaluation, or pass code execution through "
             "explicitly:\n  agent: {adk: " + path + ", allow_code_execution: true}")
+
+
+def instruct_agent(root: Any, path: str, name: str | None = None, *,
+                   field: str = "agent.adk") -> Any:
+    """The LlmAgent of ``root``'s tree whose instruction is the versioned prompt: the one
+    ``name``d (``agent.prompt_agent``), else the root when it is an LlmAgent, else the tree's
+    only LlmAgent. A tree with several and no name is refused naming them, as is a custom
+    root (cycle cannot see which agents its own ``_run_async_impl`` runs, nor how)."""
+    from google.adk.agents import LlmAgent
+
+    kind = type(root).__name__
+    if not isinstance(root, (LlmAgent, *_workflows())):
+        raise ConfigError(
+            f"the ADK agent {path} is a custom {kind}: cycle cannot see what its own "
+            "_run_async_impl runs, so it cannot route its model calls and tools", field=field,
+            hint="Name an LlmAgent (Agent) or one of ADK's workflow agents ("
+            + ", ".join(t.__name__ for t in _workflows())
+            + ") as the root; the custom agent may be their sub-agent.")
+    llms = [node for node in _walk(root) if isinstance(node, LlmAgent)]
+    names = ", ".join(repr(node.name) for node in llms) or "none"
+    if name is not None:
+        chosen = root.find_agent(name)
+        if isinstance(chosen, LlmAgent):
+            return chosen
+        what = (f"is a {type(chosen).__name__}, which takes no instruction" if chosen
+                else "is not in its tree")
+        raise ConfigError(f"the prompt agent {name!r} of the ADK agent {path} {what}",
+                          field="agent.prompt_agent",
+                          hint=f"Name one of its LlmAgents: {names}.")
+    if isinstance(root, LlmAgent):
+        return root
+    if len(llms) == 1:
+        return llms[0]
+    if not llms:
+        raise ConfigError(f"the ADK agent {path} is a {kind} with no LlmAgent in its tree: "
+                          "none takes the versioned prompt as its instruction", field=field,
+                          hint="Give the workflow an LlmAgent (Agent) to take the prompt.")
+    raise ConfigError(
+        f"the ADK agent {path} is a {kind} with {len(llms)} LlmAgents ({names}): cycle "
+        "cannot tell which one's instruction is the versioned prompt", field=field,
+        hint="Say which in cycle.yaml:\n  agent: {adk: " + path + ", prompt_agent: "
+        + llms[0].name + "}")
+
+
+def _workflows() -> tuple[type, ...]:
+    """ADK's workflow agents: they run their sub-agents in an order of ADK's own, so every
+    model call is still one of an LlmAgent of the tree, which cycle routes."""
+    from google.adk.agents import LoopAgent, ParallelAgent, SequentialAgent
+
+    return SequentialAgent, ParallelAgent, LoopAgent
 
 
 def load_adk_agent(path: str, *, field: str = "agent.adk") -> Any:
@@ -258,8 +311,10 @@ def _llm_class() -> type:
     return CycleLlm
 
 
-#: ADK's own control flow, not a side effect: runs under evaluation without a mock
+#: ADK's own control flow, not side effects: they run under evaluation without a mock
+#: (a hand-off to a sub-agent; a LoopAgent's step ending the loop)
 TRANSFER = "transfer_to_agent"
+EXIT_LOOP = "exit_loop"
 
 
 async def _before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
@@ -267,16 +322,18 @@ async def _before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> di
     answer replaces the call); the mock's state changes reach ADK's session state. A
     passed-through tool gets ADK's ToolContext; what it writes to the state lands in
     the case's state and the trace. ``transfer_to_agent`` (a hand-off to a sub-agent)
-    is ADK's own: it runs, and the trace records who handed off to whom."""
+    and ``exit_loop`` are ADK's own: they run, and the trace records who handed off to
+    whom, or who ended the loop."""
     it = _current.get()
     call_id = tool_context.function_call_id or f"call_{len(it.trace)}"
-    if tool.name == TRANSFER:
-        to = str(args.get("agent_name", ""))
+    if tool.name in (TRANSFER, EXIT_LOOP):
+        result = {"from": tool_context.agent_name}
+        if tool.name == TRANSFER:
+            result["to"] = str(args.get("agent_name", ""))
         it.trace.append(TraceEvent(
-            kind="tool_result", at=time.monotonic() - it.started, tool=TRANSFER,
-            call_id=call_id, arguments=dict(args),
-            result={"from": tool_context.agent_name, "to": to}))
-        return None  # ADK runs its own transfer
+            kind="tool_result", at=time.monotonic() - it.started, tool=tool.name,
+            call_id=call_id, arguments=dict(args), result=result))
+        return None  # ADK runs its own control flow
     call = ToolCall(id=call_id, name=tool.name, arguments=dict(args))
     before = dict(tool_context.state.to_dict())
     assert it.toolbox is not None  # an ADK agent's iterations always have the tools
@@ -319,9 +376,11 @@ class AdkAgent(TurnAgent):
     def __init__(self, path: str, prompt: Prompt, model: Model, *, owns_model: bool = False,
                  mocks: Mapping[str, MockSpec] | None = None,
                  max_steps: int = DEFAULT_MAX_STEPS, allow_code_execution: bool = False,
+                 prompt_agent: str | None = None,
                  user_model: Callable[[str], Model] | None = None,
                  user_agents: Mapping[str, UserAgentSpec] | None = None) -> None:
-        """``allow_code_execution``: run an agent with a code executor (refused otherwise)."""
+        """``allow_code_execution``: run an agent with a code executor (refused otherwise);
+        ``prompt_agent``: the LlmAgent whose instruction the prompt is (``instruct_agent``)."""
         if prompt.examples:
             # the session holds the conversation, and it starts with the case's message:
             # the examples would be silently left out
@@ -339,15 +398,6 @@ class AdkAgent(TurnAgent):
         from google.adk.agents import LlmAgent
 
         original = load_adk_agent(path)
-        if not isinstance(original, LlmAgent):
-            # the versioned prompt is the root agent's instruction: a workflow or custom
-            # root has none (setting it stopped the run on an internal error)
-            raise ConfigError(
-                f"the ADK agent {path} is a {type(original).__name__}, which takes no "
-                "instruction: cycle runs the prompt's system as the root agent's instruction, "
-                "so the root must be an LlmAgent (Agent)", field="agent.adk",
-                hint="Name an LlmAgent as the root (it may hand off to your workflow agent "
-                "as a sub-agent), or a function that returns one.")
         if not allow_code_execution:
             refuse_code_execution(original, path)
         found = adk_tools(original)
@@ -358,13 +408,18 @@ class AdkAgent(TurnAgent):
         llm._cycle = model
         llm._config = generate_config(prompt.params)
         llm._descriptions = {t.name: t.description for t in self.tools}
-        # one copy of the agent tree, with cycle's model, instruction and tool callback
-        self.agent = original.clone()
+        # one copy of the agent tree, with cycle's model and tool callback on every LlmAgent
+        # (a workflow's steps too) and the prompt as the chosen one's instruction
+        with warnings.catch_warnings():
+            # ADK's workflow agents warn when made: the user's tree warned already, and
+            # cycle's copy of it is no use of theirs to warn about again
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.agent = original.clone()
         for node in _walk(self.agent):
             if isinstance(node, LlmAgent):
                 node.model = llm
                 node.before_tool_callback = _before_tool
-        self.agent.instruction = _instruction
+        instruct_agent(self.agent, path, prompt_agent).instruction = _instruction
         self._sessions = InMemorySessionService()
         self._runner = Runner(agent=self.agent, app_name="cycle", session_service=self._sessions)
         self._telemetry = _telemetry()
@@ -402,13 +457,18 @@ class AdkAgent(TurnAgent):
                     run_config=RunConfig(max_llm_calls=it.max_steps,
                                          telemetry=self._telemetry),
                     new_message=types.Content(role="user", parts=[types.Part(text=it.said)])):
-                if event.is_final_response() and event.content and event.content.parts:
-                    answer = "".join(p.text or "" for p in event.content.parts
-                                     if p.text and not p.thought)
+                said = [p.text for p in (event.content.parts or ()) if p.text is not None
+                        and not p.thought] if event.content else []
+                # a workflow's answer is the last final response it emits; one with no text
+                # (exit_loop's answer ends the loop) is not an answer
+                if event.is_final_response() and said:
+                    answer = "".join(said)
         except Exception as e:
             from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 
-            ours = _cause(e, EvalError)  # ADK wraps what its callbacks raise: cycle's own first
+            # ADK wraps what its callbacks and models raise: cycle's own first, as they are
+            # (a refused budget or a failed login stops the run, as for every kind of agent)
+            ours = _cause(e, CycleError)
             if ours is not None:
                 raise ours from None
             if _cause(e, LlmCallsLimitExceededError) is not None:
@@ -440,7 +500,7 @@ def _cause(error: BaseException, kind: type[BaseException]) -> BaseException | N
 
 
 def _instruction(_context: Any) -> str:
-    """The root agent's instruction: the versioned prompt's system for this case (an
+    """The prompt agent's instruction: the versioned prompt's system for this case (an
     instruction provider, so ADK does not template it again)."""
     first = _current.get().messages[0]
     return first.content if first.role == "system" else ""

@@ -97,6 +97,10 @@ class AgentConfig(BaseModel):
     allow_code_execution: bool = Field(
         False, description="Run an ADK agent that has a code executor (it runs model-written "
         "code on this machine during evaluation); refused unless true.")
+    prompt_agent: str | None = Field(
+        None, description="Which LlmAgent of an ADK agent's tree takes the versioned prompt "
+        "as its instruction, by name (default: the root when it is an LlmAgent, else the "
+        "tree's only LlmAgent).")
 
     @field_validator("http")
     @classmethod
@@ -110,6 +114,9 @@ class AgentConfig(BaseModel):
             return self  # the model an ADK agent's calls go through
         if len(given) > 1:
             raise ValueError(f"give one of model, function, http and adk, not {' and '.join(given)}")
+        if self.prompt_agent is not None and not self.adk:
+            raise ValueError("prompt_agent is for an adk agent: it names the LlmAgent that "
+                             "takes the prompt as its instruction")
         if self.protocol != "plain" and not self.http:
             raise ValueError("protocol is for an http agent: its tools run through cycle")
         return self

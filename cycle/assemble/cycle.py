@@ -200,7 +200,8 @@ def build_loop(
             from cycle.agents.adk import AdkAgent
 
             return AdkAgent(c.agent_config.adk, version_prompt, model(name, "agent"),
-                            allow_code_execution=c.agent_config.allow_code_execution, **shared)
+                            allow_code_execution=c.agent_config.allow_code_execution,
+                            prompt_agent=c.agent_config.prompt_agent, **shared)
         return PromptAgent(version_prompt, model(name, "agent"), **shared)
 
     agent_name = agent_model_name(loaded, prompt)

@@ -332,15 +332,17 @@ def _check_suite_code(loaded: LoadedConfig, crits: Sequence[CriterionConfig]) ->
     if spec.http:
         _header_variables_set(loaded, spec.headers)
     if spec.adk:
-        from cycle.agents.adk import load_adk_agent, refuse_code_execution
+        from cycle.agents.adk import instruct_agent, load_adk_agent, refuse_code_execution
 
         try:
             found = load_adk_agent(spec.adk)
             if not spec.allow_code_execution:
                 refuse_code_execution(found, spec.adk)
+            instruct_agent(found, spec.adk, spec.prompt_agent)
         except ConfigError as e:
-            raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", "adk")),
-                           field="agent.adk") from None
+            key = "prompt_agent" if e.field == "agent.prompt_agent" else "adk"
+            raise relocate(e, file=cfg, line=loaded.doc.line_of(("agent", key)),
+                           field=f"agent.{key}") from None
 
 
 def _header_variables_set(loaded: LoadedConfig, headers: Mapping[str, str]) -> None:
@@ -730,7 +732,8 @@ def build_suite(
         assert name is not None and prompt is not None
         agent = AdkAgent(spec.adk, prompt, model(name, "agent"), mocks=loaded.config.tools.mocks,
                          max_steps=loaded.config.tools.max_steps,
-                         allow_code_execution=spec.allow_code_execution, **users)
+                         allow_code_execution=spec.allow_code_execution,
+                         prompt_agent=spec.prompt_agent, **users)
     elif spec.http:
         agent = HttpAgent(spec.http, headers=spec.headers,
                           timeout=loaded.config.run.timeout or 120.0, prompt=prompt,

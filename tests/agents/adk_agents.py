@@ -109,9 +109,62 @@ silent_router = Agent(name="router", model="gemini-2.0-flash", instruction="Rout
                       sub_agents=[_silent_agent()])
 
 
+# -- workflow roots: ADK runs the steps, cycle routes every LlmAgent of them ---------------
+
 def workflow_agent():
-    """A workflow agent as the root: it takes no instruction."""
+    """A workflow root with one LlmAgent: it takes the prompt."""
     from google.adk.agents import SequentialAgent
 
     return SequentialAgent(name="steps", sub_agents=[Agent(
         name="step", model="gemini-2.0-flash", instruction="Step.")])
+
+
+def pipeline():
+    """Two steps: one looks the order up, the next answers (and may refund)."""
+    from google.adk.agents import SequentialAgent
+
+    return SequentialAgent(name="pipeline", sub_agents=[
+        Agent(name="researcher", model="gemini-2.0-flash", instruction="Look the order up.",
+              tools=[lookup_order]),
+        Agent(name="writer", model="gemini-2.0-flash", instruction="Answer the customer.",
+              tools=[refund])])
+
+
+def refining_loop():
+    """A LoopAgent of two steps, ended by the critic's exit_loop or by max_iterations."""
+    from google.adk.agents import LoopAgent
+    from google.adk.tools import exit_loop
+
+    return LoopAgent(name="refine", max_iterations=2, sub_agents=[
+        Agent(name="drafter", model="gemini-2.0-flash", instruction="Draft a reply."),
+        Agent(name="critic", model="gemini-2.0-flash", instruction="Critique the draft.",
+              tools=[exit_loop])])
+
+
+def fan_out():
+    """Two branches at once (ADK runs them as concurrent tasks), then a summary step."""
+    from google.adk.agents import ParallelAgent, SequentialAgent
+
+    return SequentialAgent(name="review", sub_agents=[
+        ParallelAgent(name="branches", sub_agents=[
+            Agent(name="tone", model="gemini-2.0-flash", instruction="Judge the tone."),
+            Agent(name="facts", model="gemini-2.0-flash", instruction="Check the facts.",
+                  tools=[lookup_order])]),
+        Agent(name="summary", model="gemini-2.0-flash", instruction="Sum up.")])
+
+
+def _custom_root():
+    from google.adk.agents import BaseAgent
+
+    class Custom(BaseAgent):
+        """A root that runs what its own code says: cycle cannot see inside."""
+
+        async def _run_async_impl(self, ctx):
+            return
+            yield  # an async generator
+
+    return Custom(name="custom", sub_agents=[Agent(
+        name="inner", model="gemini-2.0-flash", instruction="Inner.")])
+
+
+custom_root = _custom_root()

@@ -39,7 +39,8 @@ def _fresh(server, monkeypatch):
 
 def run(tmp_path: Path, server: LoopbackServer, *, agent: str, criteria: str, mocks: str = "{}",
         cases: str = "- {id: c, input: {question: Refund A-1}}\n", agent_extra: str = "",
-        settings: str = "{iterations: 1}"):
+        settings: str = "{iterations: 1}", extra: str = ""):
+    """``cycle run --json`` of a project on the ADK agent; ``extra``: more of cycle.yaml."""
     (tmp_path / "prompt.yaml").write_text(PROMPT)
     (tmp_path / "cases.yaml").write_text(cases)
     (tmp_path / "cycle.yaml").write_text(textwrap.dedent(f"""\
@@ -50,7 +51,7 @@ def run(tmp_path: Path, server: LoopbackServer, *, agent: str, criteria: str, mo
         run: {settings}
         providers: {{gemini: {{base_url: "{server.gemini_base_url}"}}}}
         tools: {{mocks: {mocks}}}
-        """))
+        """) + extra)
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run",
                                  str(tmp_path / "cycle.yaml"), "--json"])
     reports = sorted((tmp_path / "reports").glob("*.json")) if (tmp_path / "reports").exists() else []

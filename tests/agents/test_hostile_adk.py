@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from cycle.testing.server import LoopbackServer, Reply
 from tests.agents import adk_agents
 from tests.agents import test_adk_edges as edges
@@ -54,11 +52,15 @@ def test_an_adk_agent_that_ends_without_a_final_response_is_an_error(tmp_path, s
     assert "no final response" in got["error"], got
 
 
-@pytest.mark.filterwarnings("ignore:SequentialAgent is deprecated:DeprecationWarning")
-def test_a_workflow_agent_as_the_root_is_refused_before_any_call(tmp_path, server):
-    r, _ = run(tmp_path, server, agent="workflow_agent")
+def test_a_custom_root_is_refused_before_any_call_as_cycle_cannot_see_inside_it(
+        tmp_path, server):
+    """A workflow root runs (test_adk_workflows); a BaseAgent subclass of the user's runs
+    whatever its own code says, so cycle cannot promise to route its calls."""
+    r, _ = run(tmp_path, server, agent="custom_root")
     assert r.exit_code == 2, r.output
-    assert "SequentialAgent" in r.output and "LlmAgent" in r.output, r.output
+    flat = " ".join(r.output.split())
+    assert "is a custom Custom: cycle cannot see what its own _run_async_impl runs" in flat
+    assert "SequentialAgent, ParallelAgent, LoopAgent" in flat, r.output
     assert server.requests == []
 
 
