@@ -581,7 +581,8 @@ def _run_eval_file(settings: EvalOptions, loaded: LoadedConfig | None, *,
               default=None, help="Write the comparison as Markdown (a pull request comment).")
 @click.option("--fail-on", type=click.Choice(["regression", "case", "never"]), default="never",
               show_default=True, help="Exit 1 on a credible score regression (its 95%% CI "
-              "below zero), on that or any case turning from pass to fail, or never.")
+              "below zero), on that or any case turning from pass to fail, or never; exit 3 "
+              "when the gate cannot check (nothing paired, a run errored or unfinished).")
 def compare(run_a: str, run_b: str, config: Path | None, as_json: bool, markdown: Path | None,
             fail_on: str) -> None:
     """Compare two stored runs, paired by case: RUN_B against RUN_A (the baseline).
@@ -591,7 +592,8 @@ def compare(run_a: str, run_b: str, config: Path | None, as_json: bool, markdown
 
     Shows the score and pass-rate deltas with 95% intervals, the cases that
     regressed and those that newly pass. As a CI gate: `--markdown FILE` writes the
-    summary for a pull request comment, `--fail-on regression` exits 1 on a credible drop.
+    summary for a pull request comment, `--fail-on regression` exits 1 on a credible drop
+    and 3 when it cannot check (nothing paired, cases errored, a run not finished).
     """
     from cycle.evals.results import load_run
     from cycle.report import write_files
@@ -623,10 +625,10 @@ def compare(run_a: str, run_b: str, config: Path | None, as_json: bool, markdown
                     again=f"cycle compare {run_a} {run_b} --markdown {markdown}")
         if not as_json:
             click.echo(f"markdown summary  {markdown}")
-    why = failing(comparison, fail_on)
-    if why is not None:
-        click.echo(f"gate: {why}", err=True)
-        raise SystemExit(1)
+    gate = failing(comparison, fail_on)
+    if gate is not None:
+        click.echo(f"gate: {gate}", err=True)
+        raise SystemExit(gate.exit_code)
 
 
 def chosen_reports(loaded: LoadedConfig) -> list[str]:

@@ -178,32 +178,55 @@ def render_compare_json(c: Comparison) -> str:
 FAIL_ON = ("regression", "case", "never")
 
 
-def failing(c: Comparison, fail_on: str) -> str | None:
+class GateFailure(Struct, frozen=True):
+    """Why a comparison fails the CI gate. ``checked``: the gate found a regression (exit
+    1, as a failing suite does); else it could not check (exit 3, "errors prevented
+    judging"), so that CI tells a flaky provider or a cut-short run from a real drop."""
+
+    why: str
+    checked: bool
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.checked else 3
+
+    def __str__(self) -> str:
+        return self.why if self.checked else (
+            f"cannot check (exit 3, not a regression): {self.why}")
+
+
+def failing(c: Comparison, fail_on: str) -> GateFailure | None:
     """Why the comparison fails a CI gate (None: it passes). ``regression``: the paired
     score change's 95% interval lies wholly below zero, a drop the sample cannot explain;
     ``case``: a case that passed in A fails in B; ``never``: report only. Either of the
-    first two also fails when the gate cannot check: no case scored in both runs, a drop
-    on the one paired case (no interval), a case scored in A without a score in B (its
-    iterations errored), or a run not finished."""
+    first two also fails, as "cannot check", when the gate cannot tell: a run not
+    finished, no case scored in both runs, a drop on the one paired case (no interval),
+    a case scored in A without a score in B (its iterations errored). A regression found
+    among the cases that were compared wins over cases that could not be: it is real."""
     if fail_on not in ("regression", "case"):
         return None
     s = c.score_delta
     if c.unfinished:
-        return (f"cannot check: {' and '.join(c.unfinished)} (its figures are partial): "
-                "compare finished runs")
+        return GateFailure(f"{' and '.join(c.unfinished)} (its figures are partial): "
+                           "compare finished runs", checked=False)
     if s.n == 0 or s.mean is None:
-        return "cannot check: no case has a score in both runs, nothing was compared"
+        return GateFailure("no case has a score in both runs, nothing was compared",
+                           checked=False)
     if s.ci_high is not None and s.ci_high < 0:
-        return (f"a credible regression: the score changed by {s.mean:+.1f} points, 95% CI "
-                f"[{s.ci_low:+.1f}, {s.ci_high:+.1f}] over {s.n} paired cases")
-    if s.ci_high is None and s.mean < 0:
-        return (f"cannot check: the score dropped by {s.mean:+.1f} points on the only paired "
-                "case, and one case gives no interval to tell a drop from noise")
-    if c.unscored_in_b:
-        return (f"cannot check: {len(c.unscored_in_b)} case(s) scored in A have no score in B "
-                f"(errored, not scored 0): {', '.join(c.unscored_in_b)}")
+        return GateFailure(f"a credible regression: the score changed by {s.mean:+.1f} "
+                           f"points, 95% CI [{s.ci_low:+.1f}, {s.ci_high:+.1f}] over {s.n} "
+                           "paired cases", checked=True)
     if fail_on == "case" and c.regressed:
-        return f"{len(c.regressed)} case(s) regressed from passing to failing: {', '.join(c.regressed)}"
+        return GateFailure(f"{len(c.regressed)} case(s) regressed from passing to failing: "
+                           f"{', '.join(c.regressed)}", checked=True)
+    if s.ci_high is None and s.mean < 0:
+        return GateFailure(f"the score dropped by {s.mean:+.1f} points on the only paired "
+                           "case, and one case gives no interval to tell a drop from noise",
+                           checked=False)
+    if c.unscored_in_b:
+        return GateFailure(f"{len(c.unscored_in_b)} case(s) scored in A have no score in B "
+                           f"(errored, not scored 0): {', '.join(c.unscored_in_b)}",
+                           checked=False)
     return None
 
 
@@ -213,8 +236,8 @@ def render_compare_markdown(c: Comparison, fail_on: str = "regression") -> str:
     def cost(r: RunResult) -> str:
         return f"${r.suite.cost:.4f}" + (" (est.)" if r.suite.cost_estimated else "")
 
-    why = failing(c, fail_on)
-    head = (f"**Fails the gate**: {why}." if why else
+    gate = failing(c, fail_on)
+    head = (f"**Fails the gate**: {gate}." if gate else
             "**Passes the gate**: no credible regression" + (
                 "" if fail_on != "case" else " and no case regressed") + ".")
     lines = [f"### cycle: `{c.b.run_id}` against `{c.a.run_id}`", ""]

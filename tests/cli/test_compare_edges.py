@@ -1,7 +1,8 @@
 """`cycle compare --fail-on ...` where the gate cannot check: nothing paired, one paired case,
 a case scored in A that errored in B, a run not finished. Each passed the CI gate (exit 0,
-"**Passes the gate**") before; each now fails it saying why, and the console says what was
-left out."""
+"**Passes the gate**") before; each now fails it saying why, with exit 3 ("errors prevented
+judging"), not a regression's 1, so that CI tells them apart; the console says what was left
+out."""
 
 from __future__ import annotations
 
@@ -42,9 +43,10 @@ def test_runs_with_no_case_in_common_do_not_pass_the_gate(tmp_path):
     for fail_on in ("regression", "case"):
         r = CliRunner().invoke(cli, [*store, "compare", *ids, "--fail-on", fail_on,
                                      "--markdown", str(comment)])
-        assert r.exit_code == 1, r.output
-        assert "gate: cannot check: no case has a score in both runs" in r.output
-        assert "**Fails the gate**: cannot check" in comment.read_text()
+        assert r.exit_code == 3, r.output
+        assert ("gate: cannot check (exit 3, not a regression): no case has a score in both "
+                "runs") in r.output
+        assert "**Fails the gate**: cannot check (exit 3, not a regression)" in comment.read_text()
     r = CliRunner().invoke(cli, [*store, "compare", *ids, "--fail-on", "never"])
     assert r.exit_code == 0 and "Not paired: 1 only in A, 1 only in B" in r.output
 
@@ -53,7 +55,7 @@ def test_a_drop_on_the_only_paired_case_does_not_pass_the_gate(tmp_path):
     one = ("--case", "late-delivery", "-n", "1")
     store, ids = _runs(tmp_path, one, one, asks=(True, False))
     r = CliRunner().invoke(cli, [*store, "compare", *ids, "--fail-on", "regression"])
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == 3, r.output
     assert "on the only paired case, and one case gives no interval" in r.output
     # the other way round it gained: nothing to fear from one case
     r = CliRunner().invoke(cli, [*store, "compare", ids[1], ids[0], "--fail-on", "regression"])
@@ -63,9 +65,9 @@ def test_a_drop_on_the_only_paired_case_does_not_pass_the_gate(tmp_path):
 def test_an_interrupted_run_does_not_pass_the_gate_and_is_named(tmp_path):
     store, ids = _runs(tmp_path, ("-n", "1"), ("-n", "1", "-c", "1", "--stop-on-first-failure"))
     r = CliRunner().invoke(cli, [*store, "compare", *ids, "--fail-on", "regression"])
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == 3, r.output
     assert "[unfinished] B is interrupted: its figures are partial." in r.output
-    assert "gate: cannot check: B is interrupted" in r.output
+    assert "gate: cannot check (exit 3, not a regression): B is interrupted" in r.output
     data = json.loads(CliRunner().invoke(cli, [*store, "compare", *ids, "--json"]).stdout)
     assert data["status"] == {"a": "finished", "b": "interrupted"}
 
@@ -95,10 +97,10 @@ def test_a_case_that_errored_in_b_is_named_not_scored_0_and_fails_the_gate(tmp_p
     server.responder = lambda request: Fault.status(400) if request.last_user == "d" else None
     head = run()
     r = CliRunner().invoke(cli, [*store, "compare", base, head, "--fail-on", "regression"])
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == 3, r.output
     assert "Not compared: 1 case(s) scored in A have no score in B (error): d" in r.output
     assert "over 3 paired cases" in r.output  # d is not a 0 in the delta
-    assert "gate: cannot check: 1 case(s) scored in A have no score in B" in r.output
+    assert "gate: cannot check (exit 3, not a regression): 1 case(s) scored in A" in r.output
     data = json.loads(CliRunner().invoke(cli, [*store, "compare", base, head, "--json"]).stdout)
     assert data["unscored_in_b"] == ["d"] and data["score"]["delta"]["n"] == 3
     assert data["errors"]["b"] == 2
