@@ -84,6 +84,8 @@ class Agreement(Struct):
     labelers: list[str] = field(default_factory=list)
     #: labels with no judge verdict beside them (left out of every figure)
     unmatched: int = 0
+    #: figures whose every resample gave one value: no interval (see ``measure``)
+    flat: list[str] = field(default_factory=list)
 
     def notes(self) -> list[str]:
         """What a reader of the figures must know: why one is missing or has no interval."""
@@ -100,6 +102,11 @@ class Agreement(Struct):
         elif self.kappa == 1.0 and self.kappa_ci is not None:
             out.append("every label agrees with the judge: kappa's lower bound is from the "
                        "exact interval of the agreement (a bootstrap would say [1, 1])")
+        if self.flat:
+            out.append(f"no 95% interval for {' and '.join(self.flat)}: every resample of the "
+                       f"{self.outputs} labelled outputs gave the same value, which is no "
+                       "certainty, only no spread to measure (label more outputs, those "
+                       "where the judge and people may differ)")
         return out
 
 
@@ -245,9 +252,15 @@ def measure(ratings: Sequence[Rating], *, intervals: Sequence[str] = FIGURES) ->
     for name, stat in (("kappa", kappa), ("alpha", alpha), ("bias", bias),
                        ("correlation", correlation)):
         if name in intervals and getattr(out, name) is not None:
-            setattr(out, f"{name}_ci", interval(ratings, stat, rng, RANGES[name]))
-    if out.kappa_ci is not None and out.kappa is not None and out.kappa >= 1.0 - 1e-12:
-        out.kappa_ci = (_perfect_kappa_low(ratings), 1.0)
+            ci = interval(ratings, stat, rng, RANGES[name])
+            if name == "kappa" and ci is not None and out.kappa >= 1.0 - 1e-12:
+                ci = (_perfect_kappa_low(ratings), 1.0)
+            elif ci is not None and ci[1] - ci[0] < 1e-9:
+                # every output alike (each difference the same, every score agreeing): the
+                # bootstrap's [x, x] would claim a certainty a dozen outputs cannot give
+                out.flat.append(name)
+                ci = None
+            setattr(out, f"{name}_ci", ci)
     return out
 
 

@@ -145,3 +145,29 @@ def test_a_score_alone_passes_at_the_criterion_s_mark_in_its_run(tmp_path):
                                     str(labels)]).exit_code == 0
     with Store.open(store) as s:
         assert {x.label.passed for x in s.human_labels.of_run(run_id)} == {False}
+
+
+def test_labels_alike_on_every_output_give_no_interval_rather_than_a_point(judged, tmp_path):
+    """A person who scores every output exactly 5 below the judge (or exactly as it does):
+    every resample of the outputs gives the same bias (alpha, correlation), and the
+    bootstrap said [+5.0, +5.0], a certainty 15 outputs cannot give. No interval now, and
+    the notes say why."""
+    store, run_id, outputs = judged
+    assert len(outputs) >= MIN_OUTPUTS
+    shifted = write(tmp_path / "s.jsonl", run_id, outputs, "tone",
+                    [o["verdicts"]["tone"]["score"] - 5 for o in outputs])
+    got = agreement(store, run_id, "--labels", str(shifted))["criteria"]["tone"]
+    assert got["bias"] == pytest.approx(5.0) and got["bias_ci"] is None  # the judge 5 high
+    assert any(note.startswith("no 95% interval for bias: every resample of the 15 labelled")
+               for note in got["notes"]), got["notes"]
+    r = CliRunner().invoke(cli, ["--store", str(store), "judge", "agreement", run_id,
+                                 "--labels", str(shifted)])
+    assert "[+5.0, +5.0]" not in r.output and "no 95% interval for bias" in r.output, r.output
+    # a person who scores as the judge does, over varied scores: alpha and correlation 1
+    scores = [10.0 * (i % 10) for i in range(MIN_OUTPUTS + 5)]
+    same = measure([Rating(("r", f"c{i}", 0), "ann", x, x >= 70, x, x >= 70)
+                    for i, x in enumerate(scores)])
+    assert (same.alpha, same.correlation, same.bias) == (1.0, pytest.approx(1.0), 0.0)
+    assert same.alpha_ci is same.correlation_ci is same.bias_ci is None
+    assert same.flat == ["alpha", "bias", "correlation"]
+    assert same.kappa_ci is not None and same.kappa_ci[0] < 1  # kappa's exact bound stays
