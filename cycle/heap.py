@@ -121,14 +121,15 @@ def _import_on_a_fresh_stack(name: str) -> ModuleType:
     a new one and unmapped as soon as it returns. A run's first live call comes deep in
     the main thread's stack, near the end of its first chunk, and the openai SDK's import
     crossed that edge 6,214 times (strace: a 16 KB mmap and a munmap each; 299 this way),
-    about 50 ms of a run's start-up (benchmarks/RESULTS.md, issue 40, session 26). A new thread's stack starts empty. The caller must not be importing
-    a module itself (its import lock would be held): the SDKs are imported by calls."""
+    about 50 ms of a run's start-up (benchmarks/RESULTS.md, issue 40, session 26). A new
+    thread's stack starts empty. The caller must not be importing a module itself (its
+    import lock would be held): the SDKs are imported by calls, never at import time."""
     done: list[ModuleType | BaseException] = []
 
     def load() -> None:
         try:
             done.append(importlib.import_module(name))
-        except BaseException as error:  # noqa: BLE001 - raised again in the caller, where it belongs
+        except BaseException as error:  # noqa: BLE001 - raised again in the caller
             done.append(error)
 
     thread = threading.Thread(target=load, name="cycle-import", daemon=True)
