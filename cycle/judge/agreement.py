@@ -308,7 +308,9 @@ def panel_alpha(units: Sequence[Unit]) -> tuple[float | None, tuple[float, float
     parts = [(m, _within((m, s, q)), s, q) for m, s, q in pairable]
     n, w, t, sq = (sum(x[i] for x in parts) for i in range(4))
     value = _interval_alpha(int(n), w, t, sq)
-    if value is None or len(parts) < MIN_OUTPUTS:
+    if value is None or len(parts) < MIN_OUTPUTS or w <= 0:
+        # w 0: every member scored every output alike, and every resample would say
+        # [1, 1], a certainty the outputs cannot give (as ``measure``'s flat figures)
         return value, None
     if len(parts) > LARGE:
         # leave each output out in turn: every sum less its part, in one pass

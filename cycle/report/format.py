@@ -178,8 +178,9 @@ def panel_lines(panel: tuple[PanelFigure, ...]) -> list[str]:
     out = [PANEL_TITLE + ":"]
     for p in panel:
         means = ", ".join(f"{m.model} {score(m.mean)}" for m in p.members)
-        few = (f" (no interval under {MIN_OUTPUTS} outputs)"
-               if p.alpha is not None and p.alpha_ci is None and p.outputs < MIN_OUTPUTS else "")
+        few = ("" if p.alpha is None or p.alpha_ci is not None else
+               f" (no interval under {MIN_OUTPUTS} outputs)" if p.outputs < MIN_OUTPUTS else
+               " (no interval: the members scored every output alike)" if p.alpha == 1 else "")
         out.append(f"  {p.criterion}: alpha {figure(p.alpha, p.alpha_ci)}{few} over "
                    f"{p.outputs} outputs; {means}")
     labelled = [p for p in panel if p.people is not None]

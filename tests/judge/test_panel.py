@@ -395,6 +395,9 @@ def test_panel_alpha_is_krippendorffs():
     assert panel_alpha([(2, 180.0, 8100.0 * 2), (2, 100.0, 2500.0 * 2)])[0] == 1.0  # agreed
     assert panel_alpha([(2, 180.0, 8100.0 * 2)]) == (None, None)  # no spread: undefined
     assert panel_alpha([(1, 90.0, 8100.0)]) == (None, None)  # no pair to compare
+    # members who scored each of a dozen outputs alike: alpha 1, and no [1, 1] interval
+    alike = [(2, 2.0 * x, 2.0 * x * x) for x in [40, 60, 80, 100] * 3]
+    assert panel_alpha(alike) == (1.0, None)
 
 
 def test_panel_alpha_past_large_takes_the_jackknifes_interval():
