@@ -555,36 +555,15 @@ def credential_header(name: str) -> bool:
     return bool(secret_variable(name.replace("-", "_"))) or name.lower() in ("cookie", "x-auth")
 
 
-#: headers that carry no secret, stored and shown as written whatever their values look like
-PLAIN_HEADERS = frozenset({"accept", "accept-charset", "accept-encoding", "accept-language",
-                           "cache-control", "content-language", "content-type", "user-agent"})
-
-#: a key or token written in a header not named as a credential (``X-Custom: sk-live-...``,
-#: a JWT, a hex digest): a run of 16 or more characters without spaces that mixes letters
-#: and digits. An ID of the same shape is masked too, which costs a request ID's text in
-#: the stored config, not a secret
-_TOKEN_SHAPED = re.compile(r"(?=[\w\-./+=:~]*[A-Za-z])(?=[\w\-./+=:~]*\d)[\w\-./+=:~]{16,}")
-
-
-def token_shaped(name: str, value: str) -> list[str]:
-    """The key-shaped runs of text written in a header that is neither named as a
-    credential nor plain (``${NAME}`` references are names, not values)."""
-    if credential_header(name) or name.lower() in PLAIN_HEADERS:
-        return []
-    return [run for piece in _ENV_REF.split(value)[::2] for run in _TOKEN_SHAPED.findall(piece)]
-
-
 def header_secrets(headers: Mapping[str, str]) -> list[str]:
     """The credentials among an endpoint's headers: the values of those named as one
-    (Authorization, X-Api-Key, Cookie), each one's token after its scheme ("Bearer
-    tok-..."), and the key-shaped text of the others (``token_shaped``)."""
+    (Authorization, X-Api-Key, Cookie), and each one's token after its scheme
+    ("Bearer tok-...")."""
     found = []
     for name, value in headers.items():
         if credential_header(name):
             found.append(value)
             found += value.split()[1:]
-        else:
-            found += token_shaped(name, value)
     return found
 
 
@@ -615,10 +594,8 @@ def header_literals(headers: Mapping[str, str]) -> list[str]:
 def stored_header(name: str, value: str) -> str:
     """A header as a run stores and shows it: a credential header's text ``***`` (its
     scheme and its ``${NAME}`` kept: they name the variable, not the value); others as
-    written, but for their key-shaped text (``token_shaped``)."""
+    written."""
     if not credential_header(name):
-        for run in token_shaped(name, value):
-            value = value.replace(run, "***")
         return value
     if "${" not in value:
         return "***" if value else value

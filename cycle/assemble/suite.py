@@ -350,16 +350,9 @@ def _header_variables_set(loaded: LoadedConfig, headers: Mapping[str, str]) -> N
     empty string (``Authorization: Bearer ``), and every case failed on the endpoint's 401."""
     import os
 
-    from cycle.agents.agent import env_names, token_shaped
+    from cycle.agents.agent import env_names
 
     for header, value in headers.items():
-        if token_shaped(header, value):
-            # masked where it is stored and echoed, but written in a file that is shared
-            line = loaded.doc.line_of(("agent", "headers", header))
-            sys.stderr.write(
-                f"warning: {loaded.path}{f':{line}' if line else ''}: header {header!r} holds "
-                "a key written in the file (stored and shown as ***); read it from the "
-                "environment instead: ${NAME}, set in .env beside cycle.yaml\n")
         unset = [name for name in env_names(value) if name not in os.environ]
         if unset:
             raise ConfigError(

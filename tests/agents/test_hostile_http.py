@@ -114,7 +114,7 @@ def endpoint():
 
 
 def run(tmp_path: Path, url: str, cases: list[str], *, timeout: float = 20.0,
-        protocol: str = "plain", mocks: str = "{}", headers: str = ""):
+        protocol: str = "plain", mocks: str = "{}"):
     (tmp_path / "cases.yaml").write_text("".join(f"- {{id: {c}, input: {c}}}\n" for c in cases))
     (tmp_path / "p.yaml").write_text(
         "id: hostile\nsystem: Answer.\nuser_template: '{{ q }}'\n"
@@ -124,7 +124,7 @@ def run(tmp_path: Path, url: str, cases: list[str], *, timeout: float = 20.0,
         agent:
           http: '{url}'
           protocol: {protocol}
-          headers: {{Authorization: 'Bearer ${{HOSTILE_TOKEN}}', X-Api-Key: '{LITERAL}'{headers}}}
+          headers: {{Authorization: 'Bearer ${{HOSTILE_TOKEN}}', X-Api-Key: '{LITERAL}'}}
         criteria: [{{id: said, check: {{type: contains, values: [ok]}}}}]
         cases: [cases.yaml]
         run: {{iterations: 1, timeout: {timeout}}}
@@ -232,26 +232,6 @@ def test_the_token_an_endpoint_echoes_is_masked_everywhere(tmp_path, endpoint):
     assert "you sent" in written and "denied for" in written
     assert TOKEN not in written and LITERAL not in written
     assert "\\u0074ok-hostile" not in written
-
-
-def test_a_key_written_in_a_header_not_named_as_a_credential_is_masked_and_warned_of(
-        tmp_path, endpoint):
-    """``X-Custom: sk-live-...`` was stored, reported and echoed as written: its name says
-    nothing of a key. Key-shaped text in any header but the plain ones is a secret."""
-    key = "sk-live-4f9a0c2e7b1d8356"
-    r = run(tmp_path, endpoint, ["echo-json", "echo-500"],
-            headers=f", X-Custom: '{key}', X-Tenant: acme, User-Agent: probe/1.0.12345678")
-    assert "Traceback" not in r.output, r.output
-    written = everything_written(tmp_path, r.output)
-    assert "you sent" in written and key not in written
-    # what is not key-shaped, and the plain headers, stay as written (stored config, echo)
-    config = json.loads(sqlite3.connect(tmp_path / "s.db").execute(
-        "select config from runs").fetchone()[0])
-    assert config["agent"]["headers"]["X-Custom"] == "***"
-    assert config["agent"]["headers"]["X-Tenant"] == "acme"
-    assert config["agent"]["headers"]["User-Agent"] == "probe/1.0.12345678"
-    assert ("header 'X-Custom' holds a key written in the file (stored and shown as ***); "
-            "read it from the environment instead") in r.output
 
 
 def test_invalid_utf8_escapes_and_markup_stay_data(tmp_path, endpoint):
