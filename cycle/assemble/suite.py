@@ -331,6 +331,7 @@ def _check_suite_code(loaded: LoadedConfig, crits: Sequence[CriterionConfig]) ->
                     field="agent.function")
     if spec.http:
         _header_variables_set(loaded, spec.headers)
+        _warn_literal_secrets(loaded, spec.headers)
     if spec.adk:
         from cycle.agents.adk import load_adk_agent, refuse_code_execution
 
@@ -358,6 +359,28 @@ def _header_variables_set(loaded: LoadedConfig, headers: Mapping[str, str]) -> N
                 file=str(loaded.path), line=loaded.doc.line_of(("agent", "headers", header)),
                 field=f"agent.headers.{header}",
                 hint=f"Set {unset[0]} in the environment or in .env beside cycle.yaml.")
+
+
+#: the headers warned of (cycle.yaml, header): once a process, however often it is loaded
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn_literal_secrets(loaded: LoadedConfig, headers: Mapping[str, str]) -> None:
+    """Say (on stderr, naming the header, never its value) that a secret is written in
+    cycle.yaml itself: cycle masks it in what it keeps, yet the file goes wherever the
+    project goes (a commit, a shared folder), which the environment does not."""
+    from cycle.agents.agent import literal_secret_headers
+
+    for header in literal_secret_headers(headers):
+        if (str(loaded.path), header) in _WARNED:
+            continue
+        _WARNED.add((str(loaded.path), header))
+        line = loaded.doc.line_of(("agent", "headers", header))
+        sys.stderr.write(
+            f"warning: {loaded.path}{f':{line}' if line else ''} (agent.headers.{header}): the "
+            f"header holds a secret written in cycle.yaml; cycle sends it and shows it as ***, "
+            f"but it belongs in the environment: write '{header}: ${{NAME}}' and set NAME in "
+            ".env beside cycle.yaml or in the environment\n")
 
 
 def _check_conversation(case: TestCase, file: str, line: int | None) -> None:
@@ -735,7 +758,8 @@ def build_suite(
         agent = HttpAgent(spec.http, headers=spec.headers,
                           timeout=loaded.config.run.timeout or 120.0, prompt=prompt,
                           protocol=spec.protocol, mocks=loaded.config.tools.mocks,
-                          max_steps=loaded.config.tools.max_steps, **users)
+                          max_steps=loaded.config.tools.max_steps,
+                          max_response_mb=spec.max_response_mb, **users)
     else:
         name = agent_model_name(loaded, prompt)
         assert name is not None and prompt is not None
