@@ -29,8 +29,8 @@ from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError, MalformedResponseError
 from cycle.llm.base import GenerateConfig
 from cycle.llm.http import (
-    environment_secrets,
     MIN_SECRET,
+    environment_secrets,
     has_surrogate,
     maskable,
     safe_url,
