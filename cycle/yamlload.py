@@ -628,12 +628,15 @@ def config_error(
 
 
 def validate(
-    model: type[M], doc: LoadedYaml, *, prefix: Path_ = (), what: str = "", root: str = ""
+    model: type[M], doc: LoadedYaml, *, prefix: Path_ = (), what: str = "", root: str = "",
+    project: Path | None = None,
 ) -> M:
-    """Validate ``doc.at(prefix)`` as ``model``; an error names the file, line and full field."""
+    """Validate ``doc.at(prefix)`` as ``model``; an error names the file, line and full field.
+    ``project``: the folder (resolved) of the cycle.yaml the document belongs to, whose own
+    modules its checks import (see ``cycle.imports``)."""
     data = doc.at(prefix)
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context={"project": project})
     except ValidationError as e:
         raise config_error(e, doc, prefix=prefix, what=what, model=model, root=root) from None
 

@@ -533,7 +533,7 @@ def load_config(path: str | Path) -> LoadedConfig:
     if not isinstance(doc.data, dict):
         raise ConfigError("expected a mapping of settings (prompt:, criteria:, cases:, ...)",
                           file=str(p), line=1)
-    config = validate(CycleConfig, doc, what="cycle.yaml")
+    config = validate(CycleConfig, doc, what="cycle.yaml", project=p.parent.resolve())
     seen: dict[str, int] = {}
     for i, criterion in enumerate(config.criteria):
         where = doc.line_of(("criteria", i))

@@ -238,7 +238,8 @@ def load_suite_cases(
             )
         files.update(dict.fromkeys(found))
     cases = load_case_files(files, criteria=c.criteria, threshold=c.pass_threshold,
-                            readers=(lambda path: _eval_file_cases(path, loaded.base_dir),))
+                            readers=(lambda path: _eval_file_cases(path, loaded.base_dir),),
+                            project=loaded.base_dir.resolve())
     selected = select(cases, tags=list(tags) or c.run.tags, ids=ids)
     if not selected:
         raise ConfigError(
@@ -264,12 +265,14 @@ def _case_where(case: TestCase) -> tuple[str, int | None]:
     return file, int(line) if line.isdigit() else None
 
 
-def _importable(path: str, *, file: str | None, line: int | None, field: str) -> None:
-    """Import user code by path now; a bad path is a ConfigError at ``file:line (field)``."""
+def _importable(path: str, *, file: str | None, line: int | None, field: str,
+                project: Path | None = None) -> None:
+    """Import user code by path now (``project``: as a check of that project does, see
+    ``cycle.imports``); a bad path is a ConfigError at ``file:line (field)``."""
     from cycle.imports import import_object
 
     try:
-        import_object(path, what=field)
+        import_object(path, what=field, project=project)
     except ConfigError as e:
         raise relocate(e, file=file, line=line, field=field) from None
 
@@ -324,7 +327,7 @@ def _check_suite_code(loaded: LoadedConfig, crits: Sequence[CriterionConfig]) ->
     for i, crit in enumerate(crits):
         for key, path in crit.check.imports() if crit.check else ():
             _importable(path, file=cfg, line=loaded.doc.line_of(("criteria", i, "check", key)),
-                        field=f"criteria[{i}].check.{key}")
+                        field=f"criteria[{i}].check.{key}", project=crit.check.project)
     spec = loaded.config.agent_config
     if spec.function:
         _importable(spec.function, file=cfg, line=loaded.doc.line_of(("agent", "function")),
@@ -433,7 +436,8 @@ def _check_case_criteria(loaded: LoadedConfig, case: TestCase,
         if crit.id in own:
             for key, path in crit.check.imports():
                 _importable(path, file=file, line=line,
-                            field=f"case {case.id}: criteria ({crit.id}).check.{key}")
+                            field=f"case {case.id}: criteria ({crit.id}).check.{key}",
+                            project=crit.check.project)
         for name, source in crit.check.templates():
             try:
                 render(source, case.variables, field=name)
