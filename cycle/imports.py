@@ -17,6 +17,7 @@ import functools
 import hashlib
 import importlib
 import importlib.util
+import os
 import re
 import sys
 import traceback
@@ -73,6 +74,10 @@ def _import_module(name: str, project: Path | None) -> ModuleType:
     own = _own_file(top, project) if project is not None else None
     if own is None:
         return importlib.import_module(name)
+    plain = sys.modules.get(name)
+    if plain is not None and (getattr(plain, "__file__", None) or "").startswith(
+            f"{project}{os.sep}"):
+        return plain  # this project's, imported by its name (by its agent, say): one module
     module = module_at(own)
     return importlib.import_module(f"{module.__name__}.{rest}") if dot else module
 

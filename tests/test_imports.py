@@ -5,6 +5,7 @@ one imported under that name."""
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -59,3 +60,18 @@ def test_a_file_is_one_module_a_process_and_another_of_its_name_another(tmp_path
     assert (a.WHO, b.WHO) == ("a", "b") and a.__name__ != b.__name__
     assert module_at(tmp_path / "a" / "checks.py") is a
     assert import_object("checks:WHO", what="x", project=(tmp_path / "b").resolve()) == "b"
+
+
+def test_a_projects_module_imported_by_its_name_is_the_one_its_checks_use(tmp_path,
+                                                                          monkeypatch):
+    """The project's agent imports ``app`` by its name, its check ``app:judge``: one
+    module (its state, its setup run once), not a second copy made for the check."""
+    (tmp_path / "app.py").write_text("RUNS = []\nRUNS.append(1)\n")
+    monkeypatch.syspath_prepend(str(tmp_path.resolve()))
+    try:
+        plain = import_object("app:RUNS", what="agent.function")
+        assert import_object("app:RUNS", what="check.function",
+                             project=tmp_path.resolve()) is plain
+        assert plain == [1]
+    finally:
+        sys.modules.pop("app", None)
