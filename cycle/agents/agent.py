@@ -565,8 +565,8 @@ def credential_header(name: str) -> bool:
 
 #: headers that say how to talk (a type, a language, the client), never who talks: their
 #: text is stored and shown as written unless it is shaped like a key. Any other header
-#: may carry one whatever its name (X-Tenant-Sig, X-Session): its text long enough to be
-#: a key (``MIN_SECRET``) is masked as a credential header's is
+#: may carry one whatever its name (X-Tenant-Sig, X-Session): its text, when one word as
+#: long as a key (``MIN_SECRET``), is masked as a credential header's is
 _PLAIN_HEADERS = frozenset({"accept", "accept-charset", "accept-language", "cache-control",
                             "content-language", "content-type", "pragma", "user-agent"})
 
@@ -598,43 +598,41 @@ def _literal_runs(value: str) -> tuple[str, list[str]]:
     return head, _ENV_REF.split(value[len(head):])
 
 
-def _words(piece: str) -> list[str]:
-    return [word.strip("-_.") for word in re.split(r"[\s:;,]+", piece)]
-
-
-def _secret_text(name: str, text: str) -> bool:
-    """Whether ``text``, written in cycle.yaml in the header ``name`` (outside its
-    ``${NAME}``s and scheme), is kept secret: any of a credential header's, and a word
-    of another's shaped like a key, or as long as one unless the header is plain."""
+def _secret_words(name: str, text: str) -> list[str]:
+    """The secrets in ``text``, written in cycle.yaml in the header ``name`` (outside its
+    ``${NAME}``s and scheme): every word of a credential header's; in another, the words
+    shaped like a key, and its text when it is one word as long as a key (``X-Session:
+    correcthorsebattery``) unless the header is plain. Prose (``X-Note: a nightly
+    evaluation``) is none: its words masked in answers would change what is judged."""
+    words = [w for w in (w.strip("-_.") for w in re.split(r"[\s:;,]+", text)) if w]
     if credential_header(name):
-        return bool(re.search(r"\w", text))
-    plain = name.lower() in _PLAIN_HEADERS
-    return any(_KEY_RUN.search(word) or not plain and len(word) >= MIN_SECRET
-               for word in _words(text))
+        return words
+    if len(words) == 1 and len(words[0]) >= MIN_SECRET and name.lower() not in _PLAIN_HEADERS:
+        return words
+    return [word for word in words if _KEY_RUN.search(word)]
 
 
 def header_literals(headers: Mapping[str, str]) -> list[str]:
-    """The secret text written in cycle.yaml in the headers (``_secret_text``), masked
-    in answers and errors as a variable's value is: beside a ``${NAME}`` in a credential
-    header (``X-Api-Key: "key-${PART}-tail"``: ``key``, ``tail``), and the words of other
-    headers kept secret (``X-Session: s3ss10n-0123456789abcdef``); a piece too short to be
-    a secret is not (see ``maskable``)."""
+    """The secrets written in cycle.yaml in the headers (``_secret_words``), masked in
+    answers and errors as a variable's value is: beside a ``${NAME}`` in a credential
+    header (``X-Api-Key: "key-${PART}-tail"``: ``key``, ``tail``), and those of other
+    headers (``X-Session: s3ss10n-0123456789abcdef``); one too short to be a secret is not
+    (see ``maskable``)."""
     found: list[str] = []
     for name, value in headers.items():
         _, pieces = _literal_runs(value)
-        found += [word for piece in pieces[::2] for word in _words(piece)
-                  if _secret_text(name, word)]
+        found += [word for piece in pieces[::2] for word in _secret_words(name, piece)]
     return found
 
 
 def literal_secret_headers(headers: Mapping[str, str]) -> list[str]:
-    """The headers whose secret text is written in cycle.yaml itself rather than read
-    from the environment: a credential header's text, or text shaped like a key."""
+    """The headers whose secret is written in cycle.yaml itself rather than read from
+    the environment: a credential header's text, or text shaped like a key."""
     found = []
     for name, value in headers.items():
         _, pieces = _literal_runs(value)
-        if any(_secret_text(name, piece) and (credential_header(name) or _KEY_RUN.search(piece))
-               for piece in pieces[::2]):
+        if any(credential_header(name) or _KEY_RUN.search(word)
+               for piece in pieces[::2] for word in _secret_words(name, piece)):
             found.append(name)
     return found
 
@@ -646,7 +644,7 @@ def stored_header(name: str, value: str) -> str:
     if credential_header(name) and "${" not in value:
         return "***" if value else value
     head, pieces = _literal_runs(value)
-    return head + "".join("${" + p + "}" if i % 2 else "***" if _secret_text(name, p) else p
+    return head + "".join("${" + p + "}" if i % 2 else "***" if _secret_words(name, p) else p
                           for i, p in enumerate(pieces))
 
 

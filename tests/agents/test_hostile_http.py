@@ -278,14 +278,15 @@ def test_a_literal_secret_in_a_header_not_named_as_a_credential_never_leaves_the
         tmp_path, endpoint):
     """Only headers named as credentials (Authorization, X-Api-Key) had their text
     masked: ``X-Session: sess-0123...`` was stored in every run's config as written, and
-    an endpoint echoing it had it stored and reported. Now text long enough to be a key
-    is masked in any header but a plain one (Accept, Content-Type, User-Agent), and a
-    key-shaped one in those too; plain text stays as written. The request still carries
+    an endpoint echoing it had it stored and reported. Now a word as long as a key is
+    masked in any header but a plain one (Accept, Content-Type, User-Agent), and a
+    key-shaped one in those too; prose and short text stay as written. The request still carries
     every value, and stderr says (once, naming the header, not its value) that the
     secret belongs in the environment."""
     SEEN.clear()
     headers = (f", X-Session: '{UNNAMED}', Accept: 'application/json; {IN_PLAIN}', "
-               "X-Tenant: acme, User-Agent: 'Mozilla/5.0 AppleWebKit/537.36'")
+               "X-Tenant: acme, User-Agent: 'Mozilla/5.0 AppleWebKit/537.36', "
+               "X-Note: 'a nightly evaluation'")
     r = run(tmp_path, endpoint, ["echo-json", "echo-500"], headers=headers)
     assert "Traceback" not in r.output, r.output
     sent = SEEN[-1]
@@ -299,13 +300,14 @@ def test_a_literal_secret_in_a_header_not_named_as_a_credential_never_leaves_the
     for secret in (UNNAMED, IN_PLAIN, LITERAL, TOKEN):
         assert secret.encode() not in written, secret
         assert all(secret not in x.output for x in shown), secret
-    assert "you sent" in everything_written(tmp_path, r.output)
+    # prose is no key: an answer quoting it is judged as it was said
+    assert "a nightly evaluation" in everything_written(tmp_path, r.output)
     config = json.loads(sqlite3.connect(tmp_path / "s.db").execute(
         "select config from runs").fetchone()[0])
     assert config["agent"]["headers"] == {
         "Authorization": "Bearer ${HOSTILE_TOKEN}", "X-Api-Key": "***", "X-Session": "***",
         "Accept": "***", "X-Tenant": "acme",
-        "User-Agent": "Mozilla/5.0 AppleWebKit/537.36"}
+        "User-Agent": "Mozilla/5.0 AppleWebKit/537.36", "X-Note": "a nightly evaluation"}
     warned = [line for line in r.output.splitlines() if line.startswith("warning:")]
     assert len(warned) == 3, r.output  # X-Api-Key, X-Session, Accept: once each
     for header in ("X-Api-Key", "X-Session", "Accept"):
