@@ -365,8 +365,9 @@ def load_case_file(path: str | Path) -> CaseList:
     return CaseList(iter_case_file(path))
 
 
-def iter_case_file(path: str | Path) -> Iterator[TestCase]:
-    """Validate the cases of one file, one at a time.
+def iter_case_file(path: str | Path, *, project: Path | None = None) -> Iterator[TestCase]:
+    """Validate the cases of one file, one at a time. ``project``: the folder (resolved)
+    of the cycle.yaml they belong to, whose own modules their python checks import.
 
     The file is read one case at a time (``iter_items``): a file of 100,000 cases never
     exists as one YAML tree, which takes several times the memory of the cases."""
@@ -380,7 +381,8 @@ def iter_case_file(path: str | Path) -> Iterator[TestCase]:
         if not isinstance(doc.at(at), dict):
             raise ConfigError("a case must be a mapping with 'id' and 'input'",
                               file=doc.file, line=doc.line_of(at), field=f"cases[{at[-1]}]")
-        case = validate(TestCase, doc, prefix=at, what="a case", root="cases")
+        case = validate(TestCase, doc, prefix=at, what="a case", root="cases",
+                        project=project)
         case._source = f"{doc.file}:{doc.line_of(at)}"
         yield case
 
@@ -472,7 +474,8 @@ def load_cases(
             "no case files match " + ", ".join(repr(p) for p in patterns),
             file=str(base_dir), hint="Check the 'cases:' globs; they are relative to cycle.yaml.",
         )
-    return load_case_files(files, criteria=criteria, threshold=threshold, readers=readers)
+    return load_case_files(files, criteria=criteria, threshold=threshold, readers=readers,
+                           project=Path(base_dir).resolve())
 
 
 def load_case_files(
@@ -481,14 +484,15 @@ def load_case_files(
     criteria: Sequence[CriterionConfig] | None = None,
     threshold: float = 70.0,
     readers: Sequence[Callable[[Path], list[TestCase] | None]] = (),
+    project: Path | None = None,
 ) -> CaseList:
     """The cases of ``files`` (already expanded), validated, their ids unique; see
-    ``load_cases`` for ``criteria`` and ``readers``."""
+    ``load_cases`` for ``criteria`` and ``readers``, ``iter_case_file`` for ``project``."""
     cases = CaseList()
     where: dict[str, str] = {}
     for f in files:
         read = next((found for found in (r(f) for r in readers) if found is not None), None)
-        for case in read if read is not None else iter_case_file(f):
+        for case in read if read is not None else iter_case_file(f, project=project):
             if case.id in where:
                 file, _, line = case.source.rpartition(":")
                 raise ConfigError(

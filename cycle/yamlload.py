@@ -578,9 +578,11 @@ def config_error(
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     if _scalar_for_mapping(first):
         # a union such as `agent: str | a section`, given a section: its str member's
-        # "should be a valid string" hid the section's own error (a bad URL, two kinds)
+        # "should be a valid string" hid the section's own error (a bad URL, two kinds),
+        # a mapping given to a key inside the section too (max_response_mb: {mb: 1})
         first = next((e for e in errors if e["loc"][:len(first["loc"]) - 1] == first["loc"][:-1]
-                      and not _scalar_for_mapping(e)), first)
+                      and (not _scalar_for_mapping(e) or len(e["loc"]) > len(first["loc"]))),
+                     first)
     loc = prefix + _clean_loc(first["loc"])
     # drop discriminator tags that are not real keys, keeping the deepest real path
     real: list[str | int] = []
@@ -626,12 +628,15 @@ def config_error(
 
 
 def validate(
-    model: type[M], doc: LoadedYaml, *, prefix: Path_ = (), what: str = "", root: str = ""
+    model: type[M], doc: LoadedYaml, *, prefix: Path_ = (), what: str = "", root: str = "",
+    project: Path | None = None,
 ) -> M:
-    """Validate ``doc.at(prefix)`` as ``model``; an error names the file, line and full field."""
+    """Validate ``doc.at(prefix)`` as ``model``; an error names the file, line and full field.
+    ``project``: the folder (resolved) of the cycle.yaml the document belongs to, whose own
+    modules its checks import (see ``cycle.imports``)."""
     data = doc.at(prefix)
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context={"project": project})
     except ValidationError as e:
         raise config_error(e, doc, prefix=prefix, what=what, model=model, root=root) from None
 

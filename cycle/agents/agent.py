@@ -29,6 +29,7 @@ from cycle.cases import TestCase
 from cycle.errors import ConfigError, EvalError, MalformedResponseError
 from cycle.llm.base import GenerateConfig
 from cycle.llm.http import (
+    MIN_SECRET,
     environment_secrets,
     has_surrogate,
     maskable,
@@ -416,7 +417,11 @@ class HttpAgent(TurnAgent):
         max_steps: int = DEFAULT_MAX_STEPS,
         user_model: Callable[[str], Model] | None = None,
         user_agents: Mapping[str, UserAgentSpec] | None = None,
+        max_response_mb: float | None = None,
     ) -> None:
+        """``max_response_mb``: the largest answer read, cycle.yaml's
+        ``agent.max_response_mb`` (its error says to raise it); None: the default cap, which
+        nothing raises (an endpoint given on the command line)."""
         import httpx2 as httpx  # the HTTP client the openai SDK ships with
 
         if prompt is not None and prompt.examples:
@@ -447,9 +452,12 @@ class HttpAgent(TurnAgent):
 
         # redirects are not followed (httpx's default, said here): the headers, the token
         # among them, would go to wherever the endpoint points
-        self._client = cap_client(httpx.AsyncClient(headers=resolved, timeout=timeout,
-                                                    verify=tls.context(), follow_redirects=False),
-                                  limit=f"an agent's answer is at most {DEFAULT_MB:g} MB")
+        self._client = cap_client(
+            httpx.AsyncClient(headers=resolved, timeout=timeout, verify=tls.context(),
+                              follow_redirects=False),
+            limit_mb=max_response_mb or DEFAULT_MB,
+            limit="agent.max_response_mb in cycle.yaml raises the limit" if max_response_mb
+            else f"an agent's answer is at most {DEFAULT_MB:g} MB")
         self._httpx = httpx
 
     def opening(self, case: TestCase) -> list[Message]:
@@ -555,6 +563,18 @@ def credential_header(name: str) -> bool:
     return bool(secret_variable(name.replace("-", "_"))) or name.lower() in ("cookie", "x-auth")
 
 
+#: headers that say how to talk (a type, a language, the client), never who talks: their
+#: text is stored and shown as written unless it is shaped like a key. Any other header
+#: may carry one whatever its name (X-Tenant-Sig, X-Session): its text, when one word as
+#: long as a key (``MIN_SECRET``), is masked as a credential header's is
+_PLAIN_HEADERS = frozenset({"accept", "accept-charset", "accept-language", "cache-control",
+                            "content-language", "content-type", "pragma", "user-agent"})
+
+#: a run of key characters long enough to be a key: with a digit and a letter, as a
+#: generated key has and a word or a version ("AppleWebKit", "537.36") has not
+_KEY_RUN = re.compile(r"(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{16,}")
+
+
 def header_secrets(headers: Mapping[str, str]) -> list[str]:
     """The credentials among an endpoint's headers: the values of those named as one
     (Authorization, X-Api-Key, Cookie), and each one's token after its scheme
@@ -571,36 +591,60 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z-]*\s+")
 
 
 def _literal_runs(value: str) -> tuple[str, list[str]]:
-    """A credential header's value written with ``${NAME}``: its scheme ("Bearer ", kept)
-    and the pieces around the variables (text, ``NAME``, text, ...)."""
+    """A header's value: its scheme ("Bearer ", kept) and the pieces around the
+    variables (text, ``NAME``, text, ...)."""
     scheme = _SCHEME.match(value)
     head = scheme.group() if scheme and "${" not in scheme.group() else ""
     return head, _ENV_REF.split(value[len(head):])
 
 
+def _secret_words(name: str, text: str) -> list[str]:
+    """The secrets in ``text``, written in cycle.yaml in the header ``name`` (outside its
+    ``${NAME}``s and scheme): every word of a credential header's; in another, the words
+    shaped like a key, and its text when it is one word as long as a key (``X-Session:
+    correcthorsebattery``) unless the header is plain. Prose (``X-Note: a nightly
+    evaluation``) is none: its words masked in answers would change what is judged."""
+    words = [w for w in (w.strip("-_.") for w in re.split(r"[\s:;,]+", text)) if w]
+    if credential_header(name):
+        return words
+    if len(words) == 1 and len(words[0]) >= MIN_SECRET and name.lower() not in _PLAIN_HEADERS:
+        return words
+    return [word for word in words if _KEY_RUN.search(word)]
+
+
 def header_literals(headers: Mapping[str, str]) -> list[str]:
-    """The credential text written in cycle.yaml beside a ``${NAME}`` in a credential
-    header (``X-Api-Key: "key-${PART}-tail"``: ``key``, ``tail``), masked as the
-    variable's value is (a piece too short to be a secret is not: see ``maskable``)."""
+    """The secrets written in cycle.yaml in the headers (``_secret_words``), masked in
+    answers and errors as a variable's value is: beside a ``${NAME}`` in a credential
+    header (``X-Api-Key: "key-${PART}-tail"``: ``key``, ``tail``), and those of other
+    headers (``X-Session: s3ss10n-0123456789abcdef``); one too short to be a secret is not
+    (see ``maskable``)."""
     found: list[str] = []
     for name, value in headers.items():
-        if credential_header(name) and "${" in value:
-            _, pieces = _literal_runs(value)
-            found += [word.strip("-_.") for piece in pieces[::2]
-                      for word in re.split(r"[\s:;,]+", piece)]
+        _, pieces = _literal_runs(value)
+        found += [word for piece in pieces[::2] for word in _secret_words(name, piece)]
+    return found
+
+
+def literal_secret_headers(headers: Mapping[str, str]) -> list[str]:
+    """The headers whose secret is written in cycle.yaml itself rather than read from
+    the environment: a credential header's text, or text shaped like a key."""
+    found = []
+    for name, value in headers.items():
+        _, pieces = _literal_runs(value)
+        if any(credential_header(name) or _KEY_RUN.search(word)
+               for piece in pieces[::2] for word in _secret_words(name, piece)):
+            found.append(name)
     return found
 
 
 def stored_header(name: str, value: str) -> str:
-    """A header as a run stores and shows it: a credential header's text ``***`` (its
-    scheme and its ``${NAME}`` kept: they name the variable, not the value); others as
-    written."""
-    if not credential_header(name):
-        return value
-    if "${" not in value:
+    """A header as a run stores and shows it: its secret text ``***`` (a credential
+    header's whole value when written without ``${NAME}``; else its scheme and its
+    ``${NAME}``s kept: they name the variable, not the value); others as written."""
+    if credential_header(name) and "${" not in value:
         return "***" if value else value
     head, pieces = _literal_runs(value)
-    return head + "".join("${" + p + "}" if i % 2 else "***" if re.search(r"\w", p) else p
+    return head + "".join("${" + p + "}" if i % 2 else "***" if _secret_words(name, p) else p
                           for i, p in enumerate(pieces))
 
 

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from cycle.durations import parse_duration
 from cycle.errors import ConfigError
 from cycle.judge.criteria import CriterionConfig, resolve
+from cycle.llm.bodies import DEFAULT_MB
 from cycle.mocks import ToolsConfig
 from cycle.records import Prompt
 from cycle.store import Store
@@ -83,8 +84,13 @@ class AgentConfig(BaseModel):
         "the declared tools and answers {tool_calls: [...]} until it answers {response}).")
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description="Extra HTTP headers; values like ${NAME} are read from the environment.",
+        description="Extra HTTP headers; values like ${NAME} are read from the environment "
+        "(a secret belongs there: text written here, but for plain headers such as "
+        "Content-Type, is stored and shown as *** when it is long enough to be a key).",
     )
+    max_response_mb: float = Field(
+        DEFAULT_MB, gt=0, description="An HTTP agent's largest answer read, in MB once "
+        "decompressed; a larger one fails the case with the reason.")
     adk: str | None = Field(
         None,
         description="A Google ADK agent by import path (package.module:root_agent), run by ADK's "
@@ -119,6 +125,8 @@ class AgentConfig(BaseModel):
                              "takes the prompt as its instruction")
         if self.protocol != "plain" and not self.http:
             raise ValueError("protocol is for an http agent: its tools run through cycle")
+        if "max_response_mb" in self.model_fields_set and not self.http:
+            raise ValueError("max_response_mb is for an http agent: the cap on its answers")
         return self
 
 
@@ -134,8 +142,8 @@ class ProviderSettings(BaseModel):
     timeout: float = Field(60.0, gt=0, description="Seconds before one HTTP call times out.")
     max_connections: int = Field(32, ge=1, description="Most calls in flight to this provider.")
     max_response_mb: float = Field(
-        64.0, gt=0, description="The largest answer read, in MB once decompressed; a larger "
-        "one (a server gone wrong, a gzip bomb) fails the call with the reason.")
+        DEFAULT_MB, gt=0, description="The largest answer read, in MB once decompressed; a "
+        "larger one (a server gone wrong, a gzip bomb) fails the call with the reason.")
     max_retry_after: float = Field(
         120.0, ge=0, description="The longest Retry-After (seconds) obeyed; a provider asking "
         "for more fails the call at once, with the reason, instead of a silent wait.")
@@ -532,7 +540,7 @@ def load_config(path: str | Path) -> LoadedConfig:
     if not isinstance(doc.data, dict):
         raise ConfigError("expected a mapping of settings (prompt:, criteria:, cases:, ...)",
                           file=str(p), line=1)
-    config = validate(CycleConfig, doc, what="cycle.yaml")
+    config = validate(CycleConfig, doc, what="cycle.yaml", project=p.parent.resolve())
     seen: dict[str, int] = {}
     for i, criterion in enumerate(config.criteria):
         where = doc.line_of(("criteria", i))

@@ -238,7 +238,8 @@ def load_suite_cases(
             )
         files.update(dict.fromkeys(found))
     cases = load_case_files(files, criteria=c.criteria, threshold=c.pass_threshold,
-                            readers=(lambda path: _eval_file_cases(path, loaded.base_dir),))
+                            readers=(lambda path: _eval_file_cases(path, loaded.base_dir),),
+                            project=loaded.base_dir.resolve())
     selected = select(cases, tags=list(tags) or c.run.tags, ids=ids)
     if not selected:
         raise ConfigError(
@@ -264,12 +265,14 @@ def _case_where(case: TestCase) -> tuple[str, int | None]:
     return file, int(line) if line.isdigit() else None
 
 
-def _importable(path: str, *, file: str | None, line: int | None, field: str) -> None:
-    """Import user code by path now; a bad path is a ConfigError at ``file:line (field)``."""
+def _importable(path: str, *, file: str | None, line: int | None, field: str,
+                project: Path | None = None) -> None:
+    """Import user code by path now (``project``: as a check of that project does, see
+    ``cycle.imports``); a bad path is a ConfigError at ``file:line (field)``."""
     from cycle.imports import import_object
 
     try:
-        import_object(path, what=field)
+        import_object(path, what=field, project=project)
     except ConfigError as e:
         raise relocate(e, file=file, line=line, field=field) from None
 
@@ -324,13 +327,14 @@ def _check_suite_code(loaded: LoadedConfig, crits: Sequence[CriterionConfig]) ->
     for i, crit in enumerate(crits):
         for key, path in crit.check.imports() if crit.check else ():
             _importable(path, file=cfg, line=loaded.doc.line_of(("criteria", i, "check", key)),
-                        field=f"criteria[{i}].check.{key}")
+                        field=f"criteria[{i}].check.{key}", project=crit.check.project)
     spec = loaded.config.agent_config
     if spec.function:
         _importable(spec.function, file=cfg, line=loaded.doc.line_of(("agent", "function")),
                     field="agent.function")
     if spec.http:
         _header_variables_set(loaded, spec.headers)
+        _warn_literal_secrets(loaded, spec.headers)
     if spec.adk:
         from cycle.agents.adk import instruct_agent, load_adk_agent, refuse_code_execution
 
@@ -360,6 +364,28 @@ def _header_variables_set(loaded: LoadedConfig, headers: Mapping[str, str]) -> N
                 file=str(loaded.path), line=loaded.doc.line_of(("agent", "headers", header)),
                 field=f"agent.headers.{header}",
                 hint=f"Set {unset[0]} in the environment or in .env beside cycle.yaml.")
+
+
+#: the headers warned of (cycle.yaml, header): once a process, however often it is loaded
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _warn_literal_secrets(loaded: LoadedConfig, headers: Mapping[str, str]) -> None:
+    """Say (on stderr, naming the header, never its value) that a secret is written in
+    cycle.yaml itself: cycle masks it in what it keeps, yet the file goes wherever the
+    project goes (a commit, a shared folder), which the environment does not."""
+    from cycle.agents.agent import literal_secret_headers
+
+    for header in literal_secret_headers(headers):
+        if (str(loaded.path), header) in _WARNED:
+            continue
+        _WARNED.add((str(loaded.path), header))
+        line = loaded.doc.line_of(("agent", "headers", header))
+        sys.stderr.write(
+            f"warning: {loaded.path}{f':{line}' if line else ''} (agent.headers.{header}): the "
+            f"header holds a secret written in cycle.yaml; cycle sends it and shows it as ***, "
+            f"but it belongs in the environment: write '{header}: ${{NAME}}' and set NAME in "
+            ".env beside cycle.yaml or in the environment\n")
 
 
 def _check_conversation(case: TestCase, file: str, line: int | None) -> None:
@@ -412,7 +438,8 @@ def _check_case_criteria(loaded: LoadedConfig, case: TestCase,
         if crit.id in own:
             for key, path in crit.check.imports():
                 _importable(path, file=file, line=line,
-                            field=f"case {case.id}: criteria ({crit.id}).check.{key}")
+                            field=f"case {case.id}: criteria ({crit.id}).check.{key}",
+                            project=crit.check.project)
         for name, source in crit.check.templates():
             try:
                 render(source, case.variables, field=name)
@@ -738,7 +765,8 @@ def build_suite(
         agent = HttpAgent(spec.http, headers=spec.headers,
                           timeout=loaded.config.run.timeout or 120.0, prompt=prompt,
                           protocol=spec.protocol, mocks=loaded.config.tools.mocks,
-                          max_steps=loaded.config.tools.max_steps, **users)
+                          max_steps=loaded.config.tools.max_steps,
+                          max_response_mb=spec.max_response_mb, **users)
     else:
         name = agent_model_name(loaded, prompt)
         assert name is not None and prompt is not None

@@ -20,15 +20,14 @@ a length in UTF-16 code units, a lower case by Unicode's default mapping.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
 import re
-import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from cycle.imports import module_at
 from cycle.judge.checks import CheckContext
 
 #: a check: its score and reason (an ``async def`` assertion's: a coroutine giving them)
@@ -163,7 +162,7 @@ def python_file(path: Path, function: str = "get_assert", *, threshold: float | 
         context = _context(ctx, prompt, test or {}, config)
         try:
             if not loaded:
-                loaded.append(getattr(_load(path), function))
+                loaded.append(getattr(module_at(path), function))
             result = loaded[0](ctx.output, context)
             if inspect.iscoroutine(result) and inspect.iscoroutinefunction(loaded[0]):
                 return _awaited(result, threshold=threshold, inverse=inverse)
@@ -181,27 +180,6 @@ async def _awaited(pending: Any, *, threshold: float | None, inverse: bool) -> t
     except Exception as e:  # noqa: BLE001 - as python_file's
         return _scored(inverse, f"Python code execution failed: {type(e).__name__}: {e}")
     return _scored(*verdict(result, threshold=threshold, inverse=inverse))
-
-
-def _load(path: Path) -> Any:
-    name = "promptfoo_assert_" + re.sub(r"\W", "_", str(path.resolve()))
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    folder = str(path.resolve().parent)
-    added = folder not in sys.path
-    if added:  # its own imports of files beside it resolve, as when promptfoo runs it
-        sys.path.insert(0, folder)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if added:
-            sys.path.remove(folder)
-    sys.modules[name] = module
-    return module
 
 
 def js_length(op: str, n: float, *, inverse: bool = False) -> Check:

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
 from msgspec import Struct
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
 
 from cycle import patterns
 from cycle.aio import call_user_function
@@ -177,6 +178,24 @@ class _Check(BaseModel):
     rendered: ClassVar[tuple[str, ...]] = ()
     #: the fields naming Python objects by import path, loaded when it is evaluated
     imported: ClassVar[tuple[str, ...]] = ()
+    #: the folder of the cycle.yaml whose check it is (read as it is validated: the
+    #: context's ``project``): a module of its own there is imported as that project's
+    _project: Path | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _in_project(self, info: ValidationInfo) -> _Check:
+        if info.context and info.context.get("project"):
+            self._project = info.context["project"]
+        return self
+
+    @property
+    def project(self) -> Path | None:
+        return self._project
+
+    def load(self, path: str, *, what: str) -> Any:
+        """The object at the import path ``path``, a module of the check's project
+        imported as that project's (see ``cycle.imports``)."""
+        return import_object(path, what=what, project=self._project)
 
     def templates(self) -> list[tuple[str, str]]:
         """(field, template) of each template the check renders: the preflight renders
@@ -351,7 +370,7 @@ class JsonSchema(_Check):
         if self.model is not None:
             from pydantic import ValidationError
 
-            model = import_object(self.model, what="check.model")
+            model = self.load(self.model, what="check.model")
             try:
                 model.model_validate(data)
             except ValidationError as e:
@@ -435,7 +454,7 @@ class PythonCheck(_Check):
     async def aevaluate(self, ctx: CheckContext) -> CheckOutcome:
         from cycle.llm.http import environment_secrets, scrub
 
-        fn = import_object(self.function, what="check.function")
+        fn = self.load(self.function, what="check.function")
         value = await call_user_function(fn, ctx, what=f"check {self.function}")
         outcome = _outcome(value, self.function)
         if self._secrets is None:

@@ -22,6 +22,12 @@ from cycle.cli import cli
 
 TOKEN = "tok-hostile-0123456789abcdef"
 LITERAL = "lit-secret-9876543210zyxw"
+#: written in headers not named as credentials: an unknown one, and a plain one (Accept)
+#: with a key in it
+UNNAMED = "sess-0123456789abcdefXYZ"
+IN_PLAIN = "k3y0123456789abcdefgh"
+#: every request's headers, as the endpoint received them
+SEEN: list[dict[str, str]] = []
 
 
 def _deep(n: int) -> bytes:
@@ -53,6 +59,7 @@ ANSWERS: dict[str, tuple[int, dict[str, str], bytes]] = {
                                                  "<script>alert(1)</script> | *x* \u202e"}).encode()),
     "error-surrogate": (200, {}, b'{"error": "bad \\ud800 thing"}'),
     "escapes-error": (502, {}, b"\x1b]0;pwned\x07\x1b[2J[bold red]RED[/] <script>x</script>"),
+    "two-mb": (200, {}, b'{"response": "ok", "pad": "' + b" " * (2 * 2**20) + b'"}'),
 }
 
 
@@ -62,6 +69,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        SEEN.append(dict(self.headers.items()))
         name = body["message"]
         if name == "trickle":
             self.send_response(200)
@@ -114,7 +122,7 @@ def endpoint():
 
 
 def run(tmp_path: Path, url: str, cases: list[str], *, timeout: float = 20.0,
-        protocol: str = "plain", mocks: str = "{}"):
+        protocol: str = "plain", mocks: str = "{}", headers: str = "", agent: str = ""):
     (tmp_path / "cases.yaml").write_text("".join(f"- {{id: {c}, input: {c}}}\n" for c in cases))
     (tmp_path / "p.yaml").write_text(
         "id: hostile\nsystem: Answer.\nuser_template: '{{ q }}'\n"
@@ -124,7 +132,8 @@ def run(tmp_path: Path, url: str, cases: list[str], *, timeout: float = 20.0,
         agent:
           http: '{url}'
           protocol: {protocol}
-          headers: {{Authorization: 'Bearer ${{HOSTILE_TOKEN}}', X-Api-Key: '{LITERAL}'}}
+          headers: {{Authorization: 'Bearer ${{HOSTILE_TOKEN}}', X-Api-Key: '{LITERAL}'{headers}}}
+          {agent}
         criteria: [{{id: said, check: {{type: contains, values: [ok]}}}}]
         cases: [cases.yaml]
         run: {{iterations: 1, timeout: {timeout}}}
@@ -210,6 +219,37 @@ def test_a_body_past_the_cap_is_cut_and_names_the_endpoint(tmp_path, endpoint):
     errors = _errors(tmp_path, r, ["bomb"])
     assert "MB" in errors["bomb"] and "127.0.0.1" in errors["bomb"], errors
     assert "providers.<name>" not in errors["bomb"]  # no provider setting for an agent
+    assert "agent.max_response_mb" in errors["bomb"] and "64 MB" in errors["bomb"], errors
+
+
+def test_the_cap_on_an_endpoints_answer_is_agent_max_response_mb(tmp_path, endpoint):
+    """The cap was fixed at 64 MB: an endpoint whose answers are larger (a batch of
+    documents) could not be tested. Now a setting, named by the error past it."""
+    r = run(tmp_path, endpoint, ["two-mb"], agent="max_response_mb: 1.5")
+    errors = _errors(tmp_path, r, ["two-mb"])
+    assert "more than 1.5 MB" in errors["two-mb"], errors
+    assert "agent.max_response_mb in cycle.yaml raises the limit" in errors["two-mb"], errors
+    raised = tmp_path / "raised"
+    raised.mkdir()
+    r = run(raised, endpoint, ["two-mb"], agent="max_response_mb: 3")
+    assert r.exit_code == 0, r.output
+    assert results(raised)["two-mb"]["status"] == "passed"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "lots", ".inf", "{mb: 1}"])
+def test_a_bad_max_response_mb_is_an_error_naming_the_setting(tmp_path, endpoint, value):
+    r = run(tmp_path, endpoint, ["two-mb"], agent=f"max_response_mb: {value}")
+    assert r.exit_code == 2, r.output
+    assert "cycle.yaml:6 (agent.max_response_mb)" in r.output, r.output
+    assert "Traceback" not in r.output
+
+
+def test_max_response_mb_is_refused_for_an_agent_that_is_no_endpoint(tmp_path):
+    (tmp_path / "cycle.yaml").write_text(
+        "prompt: p.yaml\nagent: {model: 'offline:default', max_response_mb: 5}\n")
+    r = CliRunner().invoke(cli, ["run", "--dry-run", str(tmp_path / "cycle.yaml")])
+    assert r.exit_code == 2, r.output
+    assert "max_response_mb is for an http agent" in r.output, r.output
 
 
 def test_a_trickle_past_the_timeout_is_an_error_of_the_iteration(tmp_path, endpoint):
@@ -232,6 +272,47 @@ def test_the_token_an_endpoint_echoes_is_masked_everywhere(tmp_path, endpoint):
     assert "you sent" in written and "denied for" in written
     assert TOKEN not in written and LITERAL not in written
     assert "\\u0074ok-hostile" not in written
+
+
+def test_a_literal_secret_in_a_header_not_named_as_a_credential_never_leaves_the_request(
+        tmp_path, endpoint):
+    """Only headers named as credentials (Authorization, X-Api-Key) had their text
+    masked: ``X-Session: sess-0123...`` was stored in every run's config as written, and
+    an endpoint echoing it had it stored and reported. Now a word as long as a key is
+    masked in any header but a plain one (Accept, Content-Type, User-Agent), and a
+    key-shaped one in those too; prose and short text stay as written. The request still carries
+    every value, and stderr says (once, naming the header, not its value) that the
+    secret belongs in the environment."""
+    SEEN.clear()
+    headers = (f", X-Session: '{UNNAMED}', Accept: 'application/json; {IN_PLAIN}', "
+               "X-Tenant: acme, User-Agent: 'Mozilla/5.0 AppleWebKit/537.36', "
+               "X-Note: 'a nightly evaluation'")
+    r = run(tmp_path, endpoint, ["echo-json", "echo-500"], headers=headers)
+    assert "Traceback" not in r.output, r.output
+    sent = SEEN[-1]
+    assert sent["X-Session"] == UNNAMED and IN_PLAIN in sent["Accept"]
+    assert sent["X-Tenant"] == "acme" and sent["Authorization"] == f"Bearer {TOKEN}"
+    shown = [r] + [CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), *args])
+                   for args in (["runs", "show", "@last"], ["report", "@last"])]
+    assert all(x.exit_code in (0, 1, 3) for x in shown), [x.output for x in shown]
+    (tmp_path / "cycle.yaml").unlink()  # it holds the headers as the user wrote them
+    written = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    for secret in (UNNAMED, IN_PLAIN, LITERAL, TOKEN):
+        assert secret.encode() not in written, secret
+        assert all(secret not in x.output for x in shown), secret
+    # prose is no key: an answer quoting it is judged as it was said
+    assert "a nightly evaluation" in everything_written(tmp_path, r.output)
+    config = json.loads(sqlite3.connect(tmp_path / "s.db").execute(
+        "select config from runs").fetchone()[0])
+    assert config["agent"]["headers"] == {
+        "Authorization": "Bearer ${HOSTILE_TOKEN}", "X-Api-Key": "***", "X-Session": "***",
+        "Accept": "***", "X-Tenant": "acme",
+        "User-Agent": "Mozilla/5.0 AppleWebKit/537.36", "X-Note": "a nightly evaluation"}
+    warned = [line for line in r.output.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 3, r.output  # X-Api-Key, X-Session, Accept: once each
+    for header in ("X-Api-Key", "X-Session", "Accept"):
+        assert sum(f"(agent.headers.{header})" in line for line in warned) == 1, warned
+    assert all("${NAME}" in line and "environment" in line for line in warned), warned
 
 
 def test_invalid_utf8_escapes_and_markup_stay_data(tmp_path, endpoint):

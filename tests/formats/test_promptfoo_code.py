@@ -309,3 +309,34 @@ def test_an_async_python_assertion_is_awaited_as_promptfoo_awaits_it(tmp_path, m
     assert said["test_1_1"].endswith(": awaited"), said  # the offline answer names no one
     assert said["test_1_2"].endswith("ValueError: upstream grader down"), said
     assert "returned a coroutine" in said["test_1_3"], said
+
+
+SAYS = """\
+prompts: ['Reply to {{name}}']
+defaultTest:
+  assert:
+    - {type: python, value: '%s'}
+tests:
+  - vars: {name: Ann}
+    assert:
+      - {type: python, value: '%s'}
+"""
+
+
+def test_two_imported_projects_in_one_process_each_run_their_own_checks(tmp_path):
+    """Each imported project's code assertions are a ``promptfoo_checks.py`` beside its
+    cycle.yaml, which was imported by that name through ``sys.path``: the second project
+    run in one process (a pytest session running both, a Python API user) ran the first
+    one's checks and gave their verdicts. Now each project runs its own."""
+    summaries = {}
+    for says in ("True", "False", "True"):  # and the first again, after the second
+        folder = tmp_path / f"{says}-{len(summaries)}"
+        folder.mkdir()
+        out, r = project(folder, SAYS % (says, says))
+        assert r.exit_code == 0, r.output
+        run = CliRunner().invoke(cli, ["--store", str(folder / "s.db"), "run",
+                                       str(out / "cycle.yaml"), "-n", "1", "--json",
+                                       "--no-reports"])
+        assert run.exit_code in (0, 1), run.output
+        summaries[folder.name] = json.loads(run.output)["summary"]
+    assert [(s["passed"], s["failed"]) for s in summaries.values()] == [(1, 0), (0, 1), (1, 0)]

@@ -1,0 +1,77 @@
+"""User code of two projects in one process: a module beside each cycle.yaml with the
+same name (``checks.py``, a package ``rules/``) is each project's own, never the first
+one imported under that name."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cycle.cli import cli
+from cycle.imports import import_object, module_at
+
+
+def _project(folder: Path, passes: bool) -> Path:
+    """A project whose python checks (one of cycle.yaml, one of a case) say ``passes``,
+    from ``checks.py`` and the package ``rules`` beside its cycle.yaml."""
+    folder.mkdir()
+    (folder / "checks.py").write_text(f"def verdict(ctx):\n    return {passes}\n")
+    (folder / "rules").mkdir()
+    (folder / "rules" / "__init__.py").write_text("")
+    (folder / "rules" / "case.py").write_text("from .say import said\n\ndef verdict(ctx):\n"
+                                              "    return said()\n")
+    (folder / "rules" / "say.py").write_text(f"def said():\n    return {passes}\n")
+    (folder / "p.yaml").write_text("id: p\nsystem: Answer.\nuser_template: '{{ q }}'\n")
+    (folder / "cases.yaml").write_text(textwrap.dedent("""\
+        - id: one
+          input: {q: hi}
+          criteria: [{id: own, check: {type: python, function: 'rules.case:verdict'}}]
+        """))
+    (folder / "cycle.yaml").write_text(textwrap.dedent("""\
+        prompt: p.yaml
+        agent: offline:default
+        criteria: [{id: suite, check: {type: python, function: 'checks:verdict'}}]
+        cases: [cases.yaml]
+        """))
+    return folder / "cycle.yaml"
+
+
+def test_two_projects_checks_modules_of_one_name_give_each_its_own_verdicts(tmp_path):
+    verdicts = []
+    for name, passes in (("a", True), ("b", False), ("c", True)):
+        cfg = _project(tmp_path / name, passes)
+        r = CliRunner().invoke(cli, ["--store", str(tmp_path / name / "s.db"), "run", str(cfg),
+                                     "-n", "1", "--json", "--no-reports"])
+        assert r.exit_code in (0, 1), r.output
+        (case,) = json.loads(r.output)["cases"]
+        verdicts.append(case["mean"])  # of both checks': 50 when one is another project's
+    assert verdicts == [100, 0, 100]
+
+
+def test_a_file_is_one_module_a_process_and_another_of_its_name_another(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "checks.py").write_text(f"WHO = {name!r}\n")
+    a, b = (module_at(tmp_path / n / "checks.py") for n in ("a", "b"))
+    assert (a.WHO, b.WHO) == ("a", "b") and a.__name__ != b.__name__
+    assert module_at(tmp_path / "a" / "checks.py") is a
+    assert import_object("checks:WHO", what="x", project=(tmp_path / "b").resolve()) == "b"
+
+
+def test_a_projects_module_imported_by_its_name_is_the_one_its_checks_use(tmp_path,
+                                                                          monkeypatch):
+    """The project's agent imports ``app`` by its name, its check ``app:judge``: one
+    module (its state, its setup run once), not a second copy made for the check."""
+    (tmp_path / "app.py").write_text("RUNS = []\nRUNS.append(1)\n")
+    monkeypatch.syspath_prepend(str(tmp_path.resolve()))
+    try:
+        plain = import_object("app:RUNS", what="agent.function")
+        assert import_object("app:RUNS", what="check.function",
+                             project=tmp_path.resolve()) is plain
+        assert plain == [1]
+    finally:
+        sys.modules.pop("app", None)
