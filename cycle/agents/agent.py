@@ -566,7 +566,7 @@ def credential_header(name: str) -> bool:
 #: headers that say how to talk (a type, a language, the client), never who talks: their
 #: text is stored and shown as written unless it is shaped like a key. Any other header
 #: may carry one whatever its name (X-Tenant-Sig, X-Session): its text, when one word as
-#: long as a key (``MIN_SECRET``), is masked as a credential header's is
+#: long as a key (``MIN_SECRET``), is stored and shown as a credential header's is
 _PLAIN_HEADERS = frozenset({"accept", "accept-charset", "accept-language", "cache-control",
                             "content-language", "content-type", "pragma", "user-agent"})
 
@@ -598,16 +598,18 @@ def _literal_runs(value: str) -> tuple[str, list[str]]:
     return head, _ENV_REF.split(value[len(head):])
 
 
-def _secret_words(name: str, text: str) -> list[str]:
+def _secret_words(name: str, text: str, *, stored: bool = False) -> list[str]:
     """The secrets in ``text``, written in cycle.yaml in the header ``name`` (outside its
     ``${NAME}``s and scheme): every word of a credential header's; in another, the words
-    shaped like a key, and its text when it is one word as long as a key (``X-Session:
-    correcthorsebattery``) unless the header is plain. Prose (``X-Note: a nightly
-    evaluation``) is none: its words masked in answers would change what is judged."""
+    shaped like a key, and, where it is ``stored``, its text when it is one word as long
+    as a key (``X-Session: correcthorsebattery``) unless the header is plain. Such a word
+    is not masked in answers (``X-Env: production`` would blank "production" out of what
+    is judged), nor is prose (``X-Note: a nightly evaluation``)."""
     words = [w for w in (w.strip("-_.") for w in re.split(r"[\s:;,]+", text)) if w]
     if credential_header(name):
         return words
-    if len(words) == 1 and len(words[0]) >= MIN_SECRET and name.lower() not in _PLAIN_HEADERS:
+    if (stored and len(words) == 1 and len(words[0]) >= MIN_SECRET
+            and name.lower() not in _PLAIN_HEADERS):
         return words
     return [word for word in words if _KEY_RUN.search(word)]
 
@@ -644,7 +646,8 @@ def stored_header(name: str, value: str) -> str:
     if credential_header(name) and "${" not in value:
         return "***" if value else value
     head, pieces = _literal_runs(value)
-    return head + "".join("${" + p + "}" if i % 2 else "***" if _secret_words(name, p) else p
+    return head + "".join("${" + p + "}" if i % 2
+                          else "***" if _secret_words(name, p, stored=True) else p
                           for i, p in enumerate(pieces))
 
 
