@@ -22,30 +22,16 @@ from cycle.llm.pricing import DEFAULT_TABLE
 from cycle.records import Usage
 from cycle.store import Store
 from cycle.testing import Fault
+from tests.cli.test_before_paying import CONFIG as CHECKED
+from tests.cli.test_before_paying import PROMPT
 from tests.llm.test_server_quirks import completion
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "openai:gpt-4o-mini"
 
-PROMPT = """\
-id: support
-system: You are a support agent.
-user_template: "{{ question }}"
-params:
-  model: openai:gpt-4o-mini
-"""
 CASES = "- id: c1\n  input: {question: Where is my order?}\n"
-CONFIG = """\
-prompt: prompts/support.yaml
-criteria:
-  - id: short
-    check: {type: regex, pattern: '^.{0,400}$'}
-cases: [cases/*.yaml]
-run: {iterations: 1}
-budget: 1.0
-providers:
-  openai: {base_url: 'BASE'}
-"""
+#: the support prompt and regex check of the checks before paying, one iteration, a cap
+CONFIG = CHECKED + "run: {iterations: 1}\nbudget: 1.0\n"
 
 
 @pytest.fixture
