@@ -505,30 +505,12 @@ class Model:
         wasted = 0.0  # what failed attempts were charged (a dropped answer's)
         unkept = 0.0  # of it, what the journal does not hold yet
         kept = False  # a charge of this call is in the journal: its failure's row is too
-
-        def charge(error: BaseException) -> None:
-            nonlocal wasted, unkept
-            charged = _charged(error)
-            wasted += charged
-            unkept += charged
-
-        async def keep_charge(state: tenacity.RetryCallState) -> None:
-            # before the wait: the attempt that just failed was charged, and a process
-            # killed while it waits must not lose that from the run's cost (the cap errs)
-            nonlocal unkept, kept
-            error = state.outcome.exception() if state.outcome else None
-            if unkept and jkey is not None and isinstance(error, Exception):
-                await self._keep_failure(jkey, error, role=role, scope=scope,
-                                         attempts=state.attempt_number, cost=unkept,
-                                         latency=time.monotonic() - started, retried=True)
-                unkept, kept = 0.0, True
-
         try:
             try:
                 # the fast path: a call that succeeds first time needs no retry machinery
                 return await self._attempt(messages, tools, config, role, batched, scope), 1, 0.0
             except BaseException as first:
-                charge(first)
+                wasted = unkept = _charged(first)
                 if self.retry.attempts <= 1 or not self._should_retry(first):
                     raise
                 # tenacity's first attempt replays this failure, so that it counts
@@ -536,13 +518,28 @@ class Model:
                 replay = [first]
 
                 async def again() -> ModelOutput:
+                    nonlocal wasted, unkept
                     if replay:
                         raise replay.pop()
                     try:
                         return await self._attempt(messages, tools, config, role)
                     except BaseException as e:
-                        charge(e)
+                        charged = _charged(e)
+                        wasted += charged
+                        unkept += charged
                         raise
+
+                async def keep_charge(state: tenacity.RetryCallState) -> None:
+                    # before the wait: the attempt that just failed was charged, and a
+                    # process killed while it waits must not lose that from the run's cost
+                    nonlocal unkept, kept
+                    error = state.outcome.exception() if state.outcome else None
+                    if unkept and jkey is not None and isinstance(error, Exception):
+                        await self._keep_failure(jkey, error, role=role, scope=scope,
+                                                 attempts=state.attempt_number, cost=unkept,
+                                                 latency=time.monotonic() - started,
+                                                 retried=True)
+                        unkept, kept = 0.0, True
 
                 retrying = self._retrying(keep_charge)
                 try:
