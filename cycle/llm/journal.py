@@ -12,9 +12,13 @@ it fails, so that its charge is in the totals once whatever happens next: an ans
 provider withheld (a content filter, a blocked prompt) with its reason, replayed on resume
 as the same error (the same request would very likely be withheld again: paying for the
 refusal twice is waste); an answer that could not be used (cut on its way, unreadable)
-with its charge alone, asked again on resume as any failed call is. The store implements it (``cycle.store.journal``): a journal
-row is the call's row in the cost totals, so a paid call is counted exactly once,
-even when the process died before the result that used it was written.
+with its charge alone, asked again on resume as any failed call is. A charged attempt
+that is asked again keeps its charge alone too, before the backoff's wait (a kill during
+the wait loses nothing), and the answer that follows is kept with its own cost.
+
+The store implements it (``cycle.store.journal``): a journal row is the call's row in
+the cost totals, so a paid call is counted exactly once, even when the process died
+before the result that used it was written.
 """
 
 from __future__ import annotations

@@ -446,12 +446,17 @@ class Model:
         if self.batch is not None:
             batched = BatchRequest(key=jkey or uuid.uuid4().hex, messages=messages,
                                    tools=tools, config=config)
-        output, attempts = await self._sent(messages, tools, config, role, batched, scope,
-                                            jkey)
+        output, attempts, wasted = await self._sent(messages, tools, config, role, batched,
+                                                    scope, jkey)
         if jkey is not None and self.journal is not None:
-            # kept before anything uses it: a kill from here on re-pays nothing
+            # kept before anything uses it: a kill from here on re-pays nothing. Its own
+            # cost only: what the failed attempts before it were charged is kept already,
+            # each before its retry's wait (_sent)
             await self.journal.record(jkey, output, role=role, scope=scope, attempts=attempts)
         journaled = jkey is not None
+        if wasted:  # the answer's cost carries what the attempts before it were charged
+            output = output.model_copy(update={"cost": output.cost + wasted,
+                                               "cost_estimated": True})
         if accept is not None:
             try:
                 parsed = accept(parse_json(output.text))
@@ -487,21 +492,25 @@ class Model:
             return None
 
     async def _sent(self, messages: list[Message], tools: list[ToolDef], config: GenerateConfig,
-                    role: str, batched: BatchRequest | None,
-                    scope: CallScope, jkey: str | None = None) -> tuple[ModelOutput, int]:
-        """The provider's answer and the attempts it took, retried as the policy says; a
-        failure is reported once (with its attempts) and raised as what the user reads. A
-        failure that was charged is kept in the journal (under ``jkey``) before it is
-        raised (``_keep_failure``)."""
+                    role: str, batched: BatchRequest | None, scope: CallScope,
+                    jkey: str | None = None) -> tuple[ModelOutput, int, float]:
+        """The provider's answer, the attempts it took and what the failed attempts before
+        it were charged (a dropped answer's cost: not in the answer's), retried as the
+        policy says; a failure is reported once (with its attempts) and raised as what the
+        user reads. With ``jkey``, a charge is in the journal before anything can lose it:
+        a failed attempt's before its retry's wait (a kill during the wait kept it), a
+        failed call's before it is raised (``_keep_failure``)."""
         started = time.monotonic()
         attempts = 1
         wasted = 0.0  # what failed attempts were charged (a dropped answer's)
+        unkept = 0.0  # of it, what the journal does not hold yet
+        kept = False  # a charge of this call is in the journal: its failure's row is too
         try:
             try:
                 # the fast path: a call that succeeds first time needs no retry machinery
-                return await self._attempt(messages, tools, config, role, batched, scope), 1
+                return await self._attempt(messages, tools, config, role, batched, scope), 1, 0.0
             except BaseException as first:
-                wasted += _charged(first)
+                wasted = unkept = _charged(first)
                 if self.retry.attempts <= 1 or not self._should_retry(first):
                     raise
                 # tenacity's first attempt replays this failure, so that it counts
@@ -509,38 +518,48 @@ class Model:
                 replay = [first]
 
                 async def again() -> ModelOutput:
-                    nonlocal wasted
+                    nonlocal wasted, unkept
                     if replay:
                         raise replay.pop()
                     try:
                         return await self._attempt(messages, tools, config, role)
                     except BaseException as e:
-                        wasted += _charged(e)
+                        charged = _charged(e)
+                        wasted += charged
+                        unkept += charged
                         raise
 
-                retrying = self._retrying()
+                async def keep_charge(state: tenacity.RetryCallState) -> None:
+                    # before the wait: the attempt that just failed was charged, and a
+                    # process killed while it waits must not lose that from the run's cost
+                    nonlocal unkept, kept
+                    error = state.outcome.exception() if state.outcome else None
+                    if unkept and jkey is not None and isinstance(error, Exception):
+                        await self._keep_failure(jkey, error, role=role, scope=scope,
+                                                 attempts=state.attempt_number, cost=unkept,
+                                                 latency=time.monotonic() - started,
+                                                 retried=True)
+                        unkept, kept = 0.0, True
+
+                retrying = self._retrying(keep_charge)
                 try:
                     output = await retrying(again)
                 finally:
                     attempts = retrying.statistics.get("attempt_number", attempts)
-                if wasted:  # the answer's cost carries what the attempts before it were charged
-                    output = output.model_copy(update={"cost": output.cost + wasted,
-                                                       "cost_estimated": True})
-                return output, attempts
+                return output, attempts, wasted
         except BudgetExceededError:
             raise  # no call was made: nothing to report
         except BaseException as e:
             latency = time.monotonic() - started
             # paid for (a price table without the model charges nothing, yet a refusal
             # is still the provider's answer): kept; any other failure keeps nothing
-            journaled = False
             if (jkey is not None and isinstance(e, Exception)
-                    and (wasted or getattr(e, "withheld", None) is not None)):
+                    and (unkept or getattr(e, "withheld", None) is not None)):
                 await self._keep_failure(jkey, e, role=role, scope=scope, attempts=attempts,
-                                         cost=wasted, latency=latency)
-                journaled = True
+                                         cost=unkept, latency=latency)
+                kept = True
             self._emit_failure(e, role=role, scope=scope, attempts=attempts,
-                               latency=latency, cost=wasted, journaled=journaled)
+                               latency=latency, cost=wasted, journaled=kept)
             too_long = self._waits_too_long(e)
             if too_long is not None:
                 raise RetriesExhaustedError(
@@ -557,16 +576,19 @@ class Model:
             raise
 
     async def _keep_failure(self, jkey: str, error: Exception, *, role: str, scope: CallScope,
-                            attempts: int, cost: float, latency: float) -> None:
+                            attempts: int, cost: float, latency: float,
+                            retried: bool = False) -> None:
         """Keep a call that failed after it was charged (``cost``) in the journal, at once:
         its charge is then in the stored totals once, even if the process is killed before
         its iteration's result is written, and a resume does not count it again. An answer
         the provider withheld is kept whole, and a resume replays it as the same error
         rather than paying for the same refusal again; any other (cut on its way,
-        unreadable) keeps only its charge, and a resume asks again. Only charged failures
-        come here: a call that succeeds does no work for it."""
+        unreadable) keeps only its charge, and a resume asks again. ``retried``: an attempt
+        asked again keeps its charge alone, whatever it was (the call is not over), before
+        the wait. Only charged failures come here: a call that succeeds at once does no
+        work for it."""
         assert self.journal is not None
-        withheld: ModelOutput | None = getattr(error, "withheld", None)
+        withheld: ModelOutput | None = None if retried else getattr(error, "withheld", None)
         kept = (withheld or ModelOutput(model=self.name)).model_copy(update={
             "cost": cost, "cost_estimated": cost > 0, "latency": latency})
         await self.journal.record(jkey, kept, role=role, scope=scope, attempts=attempts,
@@ -772,8 +794,10 @@ class Model:
         asked = self.api.retry_after(error)
         return asked if asked is not None and asked > self.retry.max_retry_after else None
 
-    def _retrying(self) -> tenacity.AsyncRetrying:
-        """tenacity owns the retry policy: which errors, how many attempts, how long to wait.
+    def _retrying(self, before_wait: Callable[[tenacity.RetryCallState], Coroutine[Any, Any, None]]
+                  ) -> tenacity.AsyncRetrying:
+        """tenacity owns the retry policy: which errors, how many attempts, how long to wait;
+        ``before_wait`` runs after a failed attempt that is to be retried, before the wait.
         (Imported on the first retry: a run whose calls all succeed never loads it.)"""
         import tenacity
 
@@ -792,6 +816,7 @@ class Model:
             stop=tenacity.stop_after_attempt(policy.attempts),
             wait=wait,
             retry=tenacity.retry_if_exception(self._should_retry),
+            before_sleep=before_wait,
             reraise=True,
         )
 

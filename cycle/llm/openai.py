@@ -116,8 +116,10 @@ class OpenAIAPI(ModelAPI):
     def _new_client(self) -> openai.AsyncOpenAI:
         tls.prepare()  # the certificates are read in a thread while the SDK is imported
         openai = heap.import_module("openai")
+        from cycle.llm.sse import events_or_body
+
         extra = self.options.extra
-        return openai.AsyncOpenAI(
+        client = openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.base_url,
             organization=extra.get("organization"),
@@ -129,6 +131,9 @@ class OpenAIAPI(ModelAPI):
                 timeout=self.options.timeout, verify=tls.context()),
                 limit_mb=self.options.max_response_mb),
         )
+        # a stream's decoder that keeps a JSON body labelled as events (cycle.llm.sse)
+        client._make_sse_decoder = events_or_body  # type: ignore[method-assign]
+        return client
 
     async def aclose(self) -> None:
         await _clients.release(self)
@@ -342,28 +347,18 @@ class OpenAIAPI(ModelAPI):
         stream = await self._calling(self._client().post(
             "/chat/completions", cast_to=object, body=body, stream=True,
             stream_cls=openai.AsyncStream[object]))
-        kind = stream.response.headers.get("content-type") or ""
+        kind = stream.response.headers.get("content-type") or "no content type"
         chunks_in: Any = None
-        if "json" in kind and "event-stream" not in kind:
-            # JSON where the events should be (a gateway's ``{"error": ...}``, a server
-            # that ignores ``stream``): read once, as the call's answer; the SDK's stream
-            # would skip it, as it skips all that is not an event
+        if "event-stream" not in kind:
+            # a body where the events should be (a gateway's ``{"error": ...}``, a server
+            # that ignores ``stream``), labelled JSON or text: read once, as the call's
+            # answer; the SDK's stream would skip it, as it skips all that is not an event
             data = (await self._body_instead_of_events(stream, max_tokens)).lstrip()
-            said: Any = None
-            if data.startswith(b"{"):
-                with contextlib.suppress(ValueError):
-                    said = json.loads(data)
-            elif data.startswith((b"data:", b"event:", b":")):
-                chunks_in = _events_in(data, self)  # events labelled as JSON: read as events
-            if isinstance(said, dict) and (said.get("error") or "choices" in said):
-                return self._output(said, body)  # its error (retried, charged nothing)
-            if chunks_in is None:
-                error = MalformedResponseError(
-                    f"openai:{self.model_name} answered 200 with no chat completion chunk in "
-                    f"its body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible "
-                    "stream")
-                error.paid = unusable_answer(max_tokens)  # it came back: the server may bill it
-                raise error
+            if not data.startswith((b"data:", b"event:", b":")):
+                return self._whole_body(data, kind, body, max_tokens)
+            chunks_in = _events_in(data, self)  # events labelled otherwise: read as events
+        else:  # a JSON body labelled as events is read whole by the decoder (cycle.llm.sse)
+            stream._decoder.limit = _body_limit(max_tokens)
         parts: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
@@ -425,14 +420,11 @@ class OpenAIAPI(ModelAPI):
         finally:
             await stream.close()  # a cut stream: the server sees the connection close
         if not chunks:
-            # a 200 whose body held no event (an HTML page, a JSON error, nothing): the SDK
-            # skips what is not an event, which would make it an empty answer, scored as one
-            kind = stream.response.headers.get("content-type") or "no content type"
-            error = MalformedResponseError(
-                f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
-                f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
-            error.paid = unusable_answer(max_tokens)  # it came back: the server may bill it
-            raise error
+            # a 200 whose body held no event (a JSON body labelled as events, an HTML page,
+            # nothing): the SDK skips what is not an event, which would make it an empty
+            # answer, scored as one. Looked at only here: a stream pays nothing for it
+            held = getattr(stream._decoder, "body", None)
+            return self._whole_body((held or b"").lstrip(), kind, body, max_tokens)
         # ended without a finish_reason or the usage that closes a stream: dropped
         dropped = not cut and finish is None and usage is None
         completion: dict[str, Any] = {
@@ -463,22 +455,32 @@ class OpenAIAPI(ModelAPI):
         return output
 
     async def _body_instead_of_events(self, stream: Any, max_tokens: int) -> bytes:
-        """The body of a streamed call labelled JSON, read up to what an answer of
-        ``max_tokens`` could be (past it, what came: it is not read further)."""
-        import httpx2  # the SDK's HTTP client, whose response this is
+        """The body of a streamed call not labelled as events, read up to what an answer
+        of ``max_tokens`` could be (past it, what came: it is not read further)."""
+        from cycle.llm.sse import read_up_to
 
-        limit = 65536 + max_tokens * _BYTES_A_TOKEN
-        data = bytearray()
         try:
-            async for piece in stream.response.aiter_bytes():
-                data += piece
-                if len(data) > limit:
-                    break
-        except httpx2.HTTPError:
-            pass  # what came is read as it is
+            return await read_up_to(stream.response.aiter_bytes(), _body_limit(max_tokens))
         finally:
             await stream.close()
-        return bytes(data)
+
+    def _whole_body(self, data: bytes, kind: str, body: dict[str, Any],
+                    max_tokens: int) -> ModelOutput:
+        """A streamed call's body that held no event, as the call's answer: a whole chat
+        completion (charged per its usage), or the server's ``{"error": ...}`` (retried
+        by its code, charged nothing); anything else is no answer, charged as the most it
+        may be (it came back: the server may bill it)."""
+        said: Any = None
+        if data.startswith(b"{"):
+            with contextlib.suppress(ValueError):
+                said = json.loads(data)
+        if isinstance(said, dict) and (said.get("error") or "choices" in said):
+            return self._output(said, body)
+        error = MalformedResponseError(
+            f"openai:{self.model_name} answered 200 with no chat completion chunk in its "
+            f"body ({redact(kind, *self.secrets)[:100]}): not an OpenAI-compatible stream")
+        error.paid = unusable_answer(max_tokens)
+        raise error
 
     async def _calling(self, call: Any, *, answer_tokens: int | None = None) -> Any:
         """Await an SDK call, its errors as ``cycle.errors``; ``answer_tokens``: the
@@ -754,6 +756,12 @@ def _text(content: Any) -> str:
 
 #: the most bytes a token is taken to hold when a server sends many tokens in one chunk
 _BYTES_A_TOKEN = 16
+
+
+def _body_limit(max_tokens: int) -> int:
+    """The most of a streamed call's body read whole: what an answer of ``max_tokens``
+    could be, with room for its envelope."""
+    return 65536 + max_tokens * _BYTES_A_TOKEN
 
 
 async def _events_in(data: bytes, api: OpenAIAPI) -> Any:

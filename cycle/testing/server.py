@@ -83,6 +83,8 @@ _OPENAI_TYPE = {
 MAX_BODY = 32 * 1024 * 1024
 #: the internal header of a Fault.cut() answer (never sent)
 _CUT = "x-loopback-cut"
+#: the extra header that carries a Fault.malformed's label to where the body is written
+_LABEL = "x-loopback-label"
 
 
 # -- what tests put in the queue -------------------------------------------------
@@ -101,6 +103,8 @@ class Fault(Struct, frozen=True):
     message: str = ""
     #: the answer after a slow delay
     then: Any = None
+    #: the body's label (for kind "malformed"; default: JSON, or events for a body of them)
+    content_type: str | None = None
 
     @classmethod
     def status(cls, code: int, *, retry_after: float | str | None = None,
@@ -111,9 +115,11 @@ class Fault(Struct, frozen=True):
                    retry_after_ms=retry_after_ms, body=body, message=message)
 
     @classmethod
-    def malformed(cls, body: str = '{"choices": [ this is not JSON') -> Fault:
-        """Answer 200 with a body that is not a valid response."""
-        return cls("malformed", code=200, body=body)
+    def malformed(cls, body: str = '{"choices": [ this is not JSON',
+                  content_type: str | None = None) -> Fault:
+        """Answer 200 with a body that is not a valid response (sent as it is, a streamed
+        call's too), labelled ``content_type`` if given."""
+        return cls("malformed", code=200, body=body, content_type=content_type)
 
     @classmethod
     def slow(cls, seconds: float, then: Reply | str | dict | None = None) -> Fault:
@@ -592,10 +598,12 @@ class LoopbackServer:
                 status, extra_headers, payload = answer
                 if asked and status == 200 and isinstance(asked[0].body, dict) \
                         and asked[0].body.get("stream") and asked[0].api == "openai":
-                    await self._stream(reader, writer, asked[0], payload)
+                    await self._stream(reader, writer, asked[0], payload,
+                                       extra_headers.get(_LABEL))
                     break  # a stream ends with its connection
+                kind = extra_headers.pop(_LABEL, "application/json")
                 head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-                        "Content-Type: application/json",
+                        f"Content-Type: {kind}",
                         f"Content-Length: {len(payload)}",
                         f"Connection: {'keep-alive' if keep_alive else 'close'}"]
                 cut = extra_headers.pop(_CUT, None) is not None
@@ -637,23 +645,28 @@ class LoopbackServer:
         return await reader.readexactly(length) if length else b""
 
     async def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                      request: ChatRequest, payload: bytes) -> None:
+                      request: ChatRequest, payload: bytes, label: str | None = None) -> None:
         """An answer as OpenAI streams it (server-sent events, ``stream_chars`` of content a
         chunk, ``stream_delay`` apart), stopped where the client closes the connection:
-        ``request.streamed`` says how much was written (what a provider bills)."""
+        ``request.streamed`` says how much was written (what a provider bills). A body
+        given its ``label`` (a Fault.malformed's) is sent as it is, so labelled."""
+        completion: Any = None
+        if label is None:
+            with contextlib.suppress(ValueError):
+                completion = json.loads(payload)
         try:
-            completion = json.loads(payload)
-            message = completion["choices"][0]["message"]
-            content = message.get("content") or ""
-        except (ValueError, LookupError, TypeError, AttributeError):
+            content = completion["choices"][0]["message"].get("content") or ""
+        except (LookupError, TypeError, AttributeError):
             # a Fault.malformed body: a server gone wrong sends it as it is, not as events
             # (one that starts "data:" is a stream of events written by the test, as is)
-            kind = b"text/event-stream" if payload.startswith(b"data:") else b"application/json"
+            kind = (label.encode() if label is not None else b"text/event-stream"
+                    if payload.startswith(b"data:") else b"application/json")
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind + b"\r\n"
                          b"Content-Length: " + str(len(payload)).encode() + b"\r\n"
                          b"Connection: close\r\n\r\n" + payload)
             await writer.drain()
             return
+        message = completion["choices"][0]["message"]
         base = {k: completion.get(k) for k in ("id", "created", "model")}
         base["object"] = "chat.completion.chunk"
 
@@ -784,7 +797,8 @@ class LoopbackServer:
             if item.kind == "disconnect":
                 return None
             if item.kind == "malformed":
-                return 200, {}, (item.body or "").encode()
+                label = {_LABEL: item.content_type} if item.content_type else {}
+                return 200, label, (item.body or "").encode()
             if item.kind == "bomb":
                 return 200, {"Content-Encoding": "gzip"}, _bomb(int(item.delay))
             if item.kind == "cut":

@@ -18,9 +18,11 @@ from cycle.events import EventBus, ModelCalled
 from cycle.llm.base import GenerateConfig
 from cycle.llm.batch import BatchSettings
 from cycle.llm.budget import Budget
+from cycle.llm.model import RetryPolicy
 from cycle.records import Message
 from cycle.records.scope import CallScope
 from cycle.store import CallRecorder, Store
+from cycle.testing import Fault
 from tests.llm import test_gemini_hostile as gemini
 from tests.llm import test_openai_hostile as openai
 
@@ -148,3 +150,59 @@ async def test_a_withheld_answer_of_a_batch_job_is_replayed_not_charged_again(
     assert server.batches.created == 1 and resumed.budget.spent == 0
     resumed.end(killed=False)
     assert stored_cost(path) == pytest.approx(paid)
+
+
+def quick_retries(process: Process, wait: float = 0.0) -> None:
+    """The process's model retries after ``wait`` seconds (no jitter)."""
+    process.model.retry = RetryPolicy(initial_wait=wait, jitter=0)
+
+
+@pytest.mark.parametrize("killed", [True, False], ids=["killed", "ended"])
+@pytest.mark.parametrize("name", list(WITHHELD))
+async def test_a_retried_call_is_charged_once_for_each_attempt_and_replayed(
+        name, killed, make_model, server, tmp_path):
+    """An attempt cut on its way (billed) and asked again: the answer's cost carries both
+    charges, and the journal keeps each once (the failed attempt's before the wait, the
+    answer's own after it), never the failed one twice; a resume replays the answer."""
+    path = tmp_path / "s.db"
+    first = Process(path, make_model, name)
+    quick_retries(first)
+    server.enqueue(Fault.cut(), "whole")
+    out = await first.model.generate(HI, scope=SCOPE)
+    assert out.text == "whole" and server.request_count == 2
+    assert first.calls[-1].attempts == 2 and first.calls[-1].journaled
+    assert first.budget.spent == pytest.approx(out.cost)
+    first.end(killed=killed)
+    assert stored_cost(path) == pytest.approx(out.cost)
+
+    resumed = Process(path, make_model, name)
+    again = await resumed.model.generate(HI, scope=SCOPE)
+    assert again.text == "whole" and server.request_count == 2 and resumed.budget.spent == 0
+    resumed.end(killed=False)
+    assert stored_cost(path) == pytest.approx(out.cost)
+
+
+@pytest.mark.parametrize("killed", [True, False], ids=["killed", "ended"])
+@pytest.mark.parametrize("name", list(WITHHELD))
+async def test_a_charge_is_kept_through_a_stop_during_the_backoff(
+        name, killed, make_model, server, tmp_path):
+    """Stopped while it waits to ask again (a case's timeout here; a SIGKILL in
+    tests/cli/test_kill_backoff.py): the failed attempt's charge is in the journal from
+    before the wait, once, and the resume's answer adds its own. Before, that charge was
+    kept only within the answer's cost: killed during the wait, it was lost."""
+    path = tmp_path / "s.db"
+    first = Process(path, make_model, name)
+    quick_retries(first, wait=60)
+    server.enqueue(Fault.cut())
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(first.model.generate(HI, scope=SCOPE), 1.0)
+    lost = first.budget.spent
+    assert lost > 0 and server.request_count == 1
+    first.end(killed=killed)
+    assert stored_cost(path) == pytest.approx(lost)
+
+    resumed = Process(path, make_model, name)
+    out = await resumed.model.generate(HI, scope=SCOPE)
+    assert out.text.startswith("echo") and server.request_count == 2
+    resumed.end(killed=False)
+    assert stored_cost(path) == pytest.approx(lost + resumed.budget.spent)

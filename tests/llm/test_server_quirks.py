@@ -46,10 +46,23 @@ def error_event(code: object, message: str, *, after: str = "") -> Fault:
     return Fault.malformed(events)
 
 
+def mislabelled(kind: str):
+    """``error_in_200``'s body labelled ``kind``: a server answering a stream with JSON."""
+    def fault(code: object, message: str) -> Fault:
+        return Fault.malformed(error_in_200(code, message).body, content_type=kind)
+    return fault
+
+
 #: how the error comes: a plain call's body, a stream's event, or a streamed call's whole
-#: body as plain JSON (``application/json``, no event: a gateway failing before it streams)
+#: body as plain JSON (``application/json``, no event: a gateway failing before it
+#: streams), or as JSON labelled as events or as text
 WAYS = {"plain": (False, error_in_200), "streamed": (True, error_event),
-        "streamed-json-body": (True, error_in_200)}
+        "streamed-json-body": (True, error_in_200),
+        "streamed-json-as-events": (True, mislabelled("text/event-stream")),
+        "streamed-json-as-text": (True, mislabelled("text/plain; charset=utf-8"))}
+#: what a server answering a stream with a JSON body labels it
+LABELS = ["application/json", "text/event-stream", "text/event-stream; charset=utf-8",
+          "text/plain"]
 
 
 @pytest.mark.parametrize("way", list(WAYS))
@@ -101,10 +114,10 @@ async def test_an_error_event_after_the_answer_began_is_charged_then_asked_again
     assert out.cost >= lost and budget.spent == pytest.approx(out.cost)
 
 
-async def labelled_json(payload: bytes) -> tuple[object, list[dict], Budget]:
-    """A streamed call (under a cap) to a raw server answering ``payload`` as
-    ``application/json`` (the loopback server streams every completion): the answer, or
-    the error, what was asked, and the budget."""
+async def labelled_json(payload: bytes, kind: str = "application/json",
+                        ) -> tuple[object, list[dict], Budget]:
+    """A streamed call (under a cap) to a raw server answering ``payload`` labelled
+    ``kind``, as it is: the answer, or the error, what was asked, and the budget."""
     asked: list[dict] = []
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -112,7 +125,7 @@ async def labelled_json(payload: bytes) -> tuple[object, list[dict], Budget]:
         length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
                           if line.lower().startswith(b"content-length")))
         asked.append(json.loads(await reader.readexactly(length)))
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + kind.encode() + b"\r\nContent-Length: "
                      + str(len(payload)).encode() + b"\r\nConnection: close\r\n\r\n" + payload)
         await writer.drain()
         writer.close()
@@ -136,10 +149,14 @@ async def labelled_json(payload: bytes) -> tuple[object, list[dict], Budget]:
     return out, asked, budget
 
 
-async def test_a_streamed_call_answered_with_a_whole_completion_takes_it():
-    """A server that ignores ``stream`` and answers the JSON completion: its answer, read
-    once (before: "no chat completion chunk", charged the worst case)."""
-    out, asked, budget = await labelled_json(completion({"content": "whole"}).body.encode())
+@pytest.mark.parametrize("kind", LABELS)
+async def test_a_streamed_call_answered_with_a_whole_completion_takes_it(kind):
+    """A server that ignores ``stream`` and answers the JSON completion, whatever it labels
+    it: its answer, read once (before: "no chat completion chunk", charged the worst case;
+    labelled as JSON, since the fix that read it once; labelled as events or text, since
+    the stream's decoder keeps a JSON body, cycle.llm.sse)."""
+    out, asked, budget = await labelled_json(completion({"content": "whole"}).body.encode(),
+                                             kind)
     assert [a.get("stream") for a in asked] == [True]
     assert out.text == "whole" and out.usage.output_tokens == 5 and not out.cost_estimated
     assert budget.spent == pytest.approx(out.cost)
@@ -158,6 +175,36 @@ async def test_events_labelled_as_json_are_read_as_events():
     out, asked, budget = await labelled_json(events.encode())
     assert out.text == "Dear Ann" and out.usage.output_tokens == 2, out
     assert len(asked) == 1 and budget.spent == pytest.approx(out.cost)
+
+
+@pytest.mark.parametrize("written", ["indented", "after-blank-lines", "long"])
+async def test_a_whole_completion_labelled_as_events_is_read_however_written(
+        written, make_model, server):
+    """A JSON body where the events should be, labelled as them: pretty-printed (lines
+    the event decoder reads and drops), after blank lines, or longer than one read."""
+    text = "Dear Ann, " * 10_000 if written == "long" else "whole"
+    body = json.loads(completion({"content": text}, usage={
+        "prompt_tokens": 10, "completion_tokens": 30_000 if written == "long" else 5}).body)
+    raw = json.dumps(body, indent=2 if written == "indented" else None)
+    if written == "after-blank-lines":
+        raw = "\n\n  " + raw
+    budget = Budget(1.0)
+    model = make_model(MODEL, budget=budget, config=GenerateConfig(max_tokens=40_000))
+    model.api.guard_max_tokens = True
+    server.enqueue(Fault.malformed(raw, content_type="text/event-stream"))
+    out = await model.generate(HI)
+    assert out.text == text and server.request_count == 1 and not out.cost_estimated
+    assert budget.spent == pytest.approx(out.cost)
+
+
+async def test_a_body_labelled_as_events_that_is_neither_says_so(make_model, server):
+    """Not JSON and no event (an HTML page labelled as events): no answer, as before."""
+    model = make_model(MODEL, config=GenerateConfig(max_tokens=100))
+    model.api.guard_max_tokens = True
+    server.enqueue(Fault.malformed("<html>Bad gateway</html>", content_type="text/event-stream"))
+    with pytest.raises(Exception, match="no chat completion chunk in its body "
+                                        r"\(text/event-stream\)"):
+        await model.generate(HI)
 
 
 async def test_retries_of_an_error_in_a_200_are_bounded(make_model, server):
