@@ -131,8 +131,10 @@ class OpenAIAPI(ModelAPI):
                 timeout=self.options.timeout, verify=tls.context()),
                 limit_mb=self.options.max_response_mb),
         )
-        # a stream's decoder that keeps a JSON body labelled as events (cycle.llm.sse)
-        client._make_sse_decoder = events_or_body  # type: ignore[method-assign]
+        if events_or_body is not None and hasattr(client, "_make_sse_decoder"):
+            # a stream's decoder that keeps a JSON body labelled as events (cycle.llm.sse);
+            # an SDK whose insides moved keeps its own, and such a body is "no chunk" again
+            client._make_sse_decoder = events_or_body  # type: ignore[method-assign]
         return client
 
     async def aclose(self) -> None:
@@ -358,7 +360,9 @@ class OpenAIAPI(ModelAPI):
                 return self._whole_body(data, kind, body, max_tokens)
             chunks_in = _events_in(data, self)  # events labelled otherwise: read as events
         else:  # a JSON body labelled as events is read whole by the decoder (cycle.llm.sse)
-            stream._decoder.limit = _body_limit(max_tokens)
+            decoder = getattr(stream, "_decoder", None)  # ours (cycle.llm.sse), or the SDK's
+            if decoder is not None:
+                decoder.limit = _body_limit(max_tokens)
         parts: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
@@ -423,7 +427,7 @@ class OpenAIAPI(ModelAPI):
             # a 200 whose body held no event (a JSON body labelled as events, an HTML page,
             # nothing): the SDK skips what is not an event, which would make it an empty
             # answer, scored as one. Looked at only here: a stream pays nothing for it
-            held = getattr(stream._decoder, "body", None)
+            held = getattr(getattr(stream, "_decoder", None), "body", None)
             return self._whole_body((held or b"").lstrip(), kind, body, max_tokens)
         # ended without a finish_reason or the usage that closes a stream: dropped
         dropped = not cut and finish is None and usage is None

@@ -13,11 +13,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
-from openai._streaming import ServerSentEvent, SSEDecoder, _SSELineDecoder
+try:
+    from openai._streaming import SSEDecoder
+except ImportError:  # an SDK whose insides moved (see _SDK)
+    SSEDecoder: Any = object  # type: ignore[no-redef]
+
+if TYPE_CHECKING:
+    from openai._streaming import ServerSentEvent
 
 #: the start of a JSON object or array: what no line of server-sent events starts with
 _JSON = re.compile(rb"\s*[{\[]")
+
+#: the SDK's decoder has what this one takes from it (private: looked for, not assumed;
+#: an SDK whose insides moved keeps its own decoder, and such a body is "no chunk" again)
+_SDK = SSEDecoder is not object and all(
+    hasattr(SSEDecoder, name) for name in ("_decode_lines", "_reset", "aiter_bytes"))
 
 
 class EventsOrBody(SSEDecoder):
@@ -37,6 +49,8 @@ class EventsOrBody(SSEDecoder):
             self.body = await read_up_to(pieces, self.limit, first)
             return
         # the SDK's own loop (SSEDecoder.aiter_bytes), its first piece already taken
+        from openai._streaming import _SSELineDecoder
+
         decoder = _SSELineDecoder()
         try:
             for sse in self._decode_lines(decoder.feed(first)):
@@ -50,9 +64,13 @@ class EventsOrBody(SSEDecoder):
             self._reset()
 
 
-def events_or_body() -> EventsOrBody:
+def _events_or_body() -> EventsOrBody:
     """The decoder of each stream of a client (its ``_make_sse_decoder``)."""
     return EventsOrBody()
+
+
+#: what a client's streams decode with (None: the SDK's own, see ``_SDK``)
+events_or_body = _events_or_body if _SDK else None
 
 
 async def read_up_to(pieces: AsyncIterator[bytes], limit: int, data: bytes = b"") -> bytes:
