@@ -33,12 +33,10 @@ def module_at(file: Path) -> ModuleType:
     once a process under a name of its own made of its path (``checks__1a2b...``): never
     another file of the same name. Its folder comes first on ``sys.path`` while it runs,
     so that its imports of the files beside it find them."""
-    file = file.resolve()
-    package = file.name == "__init__.py"
-    stem = file.parent.name if package else file.stem
-    name = re.sub(r"\W", "_", stem) + "__" + hashlib.sha1(str(file).encode()).hexdigest()[:12]
+    file, name = _named(file)
     if name in sys.modules:
         return sys.modules[name]
+    package = file.name == "__init__.py"
     spec = importlib.util.spec_from_file_location(
         name, file, submodule_search_locations=[str(file.parent)] if package else None)
     if spec is None or spec.loader is None:
@@ -55,6 +53,15 @@ def module_at(file: Path) -> ModuleType:
     finally:
         sys.path.remove(folder)  # the first one: the one put there
     return module
+
+
+@functools.cache
+def _named(file: Path) -> tuple[Path, str]:
+    """``file`` resolved, and the module name made of its path (cached: a check loads its
+    function at every case, and resolving walks the path on disk)."""
+    file = file.resolve()
+    stem = file.parent.name if file.name == "__init__.py" else file.stem
+    return file, re.sub(r"\W", "_", stem) + "__" + hashlib.sha1(str(file).encode()).hexdigest()[:12]
 
 
 @functools.cache

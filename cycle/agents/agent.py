@@ -629,14 +629,8 @@ def header_literals(headers: Mapping[str, str]) -> list[str]:
 
 def literal_secret_headers(headers: Mapping[str, str]) -> list[str]:
     """The headers whose secret is written in cycle.yaml itself rather than read from
-    the environment: a credential header's text, or text shaped like a key."""
-    found = []
-    for name, value in headers.items():
-        _, pieces = _literal_runs(value)
-        if any(credential_header(name) or _KEY_RUN.search(word)
-               for piece in pieces[::2] for word in _secret_words(name, piece)):
-            found.append(name)
-    return found
+    the environment: those with a secret word (``header_literals``)."""
+    return [name for name, value in headers.items() if header_literals({name: value})]
 
 
 def stored_header(name: str, value: str) -> str:

@@ -130,8 +130,8 @@ class Models:
 def stored_config(config: Any) -> dict[str, Any]:
     """cycle.yaml's settings as a run or a cycle stores them: the URLs (a provider's
     base_url, an HTTP agent's endpoint) without the credentials they may carry, and an
-    HTTP agent's credential headers (Authorization, X-Api-Key) with the text written in
-    the file itself as ``***`` (a ``${NAME}`` and a scheme, ``Bearer``, are kept)."""
+    HTTP agent's headers with the secrets written in the file itself as ``***``
+    (``stored_header``: a ``${NAME}`` and a scheme, ``Bearer``, are kept)."""
     cfg = config.model_dump(mode="json", exclude={"improve"})
     for settings in (cfg.get("providers") or {}).values():
         if isinstance(settings, dict) and settings.get("base_url"):
