@@ -40,16 +40,25 @@ def own() -> None:
 
 
 #: bytes of free memory at the top of glibc's heap that it keeps rather than returns
-TRIM_THRESHOLD = 64 * 1024
+TRIM_THRESHOLD = 768 * 1024
+#: blocks larger than this get a mapping of their own, returned the moment they are freed
+MMAP_THRESHOLD = 384 * 1024
 
 
 def _trim_eagerly() -> None:
-    """Ask glibc's allocator for a fixed trim threshold (what ``MALLOC_TRIM_THRESHOLD_``
-    does). Left dynamic, each large block freed raises both thresholds, up to 32 MB: after
-    a run's batched writes and reads free their buffers, later large blocks come from the
-    heap instead of their own mappings and the heap's free top stays mapped. A 20,000-case
-    run peaked at 105 MB dynamic and 101 MB fixed (benchmarks/RESULTS.md, scale). Nothing
-    on another C library."""
+    """Fix glibc's thresholds (what ``MALLOC_TRIM_THRESHOLD_`` and
+    ``MALLOC_MMAP_THRESHOLD_`` do). Left dynamic, each large block freed raises both, up to
+    32 MB: after a run's batched writes and reads free their buffers, later large blocks
+    come from the heap instead of their own mappings and the heap's free top stays mapped.
+    A 20,000-case run peaked at 105 MB dynamic and 101 MB fixed (benchmarks/RESULTS.md,
+    scale).
+
+    The mmap threshold is above asyncio's socket read (256 KB, shrunk to what arrived):
+    at glibc's default (128 KB, which a fixed trim threshold pins) every read was an mmap,
+    an mremap and a munmap, 3 system calls and a page fault an answer, some 30 us of a
+    call's 2.5 ms at 16 calls in flight (benchmarks/RESULTS.md, issue 40, session 27). The
+    trim threshold is above what such a read leaves free at the heap's top, so that the
+    next read does not grow the heap again. Nothing on another C library."""
     if sys.platform != "linux":
         return
     import ctypes
@@ -58,8 +67,9 @@ def _trim_eagerly() -> None:
         mallopt = ctypes.CDLL(None).mallopt  # the process's own symbols: libc's among them
     except (OSError, AttributeError):  # musl has no mallopt
         return
-    M_TRIM_THRESHOLD = -1
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
     mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def resume() -> None:

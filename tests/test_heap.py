@@ -43,3 +43,37 @@ def test_an_owned_process_returns_the_buffers_it_frees():
     # the same pattern in a process cycle does not own keeps all 20 MB: the probe shows
     # what own() changes
     assert kept_mb("library") > 15
+
+
+READ_PROBE = """
+import ctypes, socket, sys
+from cycle import heap
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+if sys.argv[1] == "owned":
+    heap.own()
+a, b = socket.socketpair()
+a.sendall(b"x" * 2000)  # an answer's worth
+before = libc.mallinfo2().hblks
+data = b.recv(256 * 1024)  # asyncio's read: a 256 KB buffer, shrunk to what arrived
+print(libc.mallinfo2().hblks - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_an_owned_process_reads_a_socket_without_a_mapping_per_read():
+    def mappings(mode: str) -> int:
+        out = subprocess.run([sys.executable, "-c", READ_PROBE, mode], capture_output=True,
+                             text=True, check=True)
+        return int(out.stdout)
+
+    # at glibc's default threshold (128 KB) the read's buffer is a mapping of its own: an
+    # mmap, an mremap and a munmap for every answer a run reads
+    assert mappings("library") == 1
+    assert mappings("owned") == 0
