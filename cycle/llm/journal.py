@@ -14,7 +14,11 @@ as the same error (the same request would very likely be withheld again: paying 
 refusal twice is waste); an answer that could not be used (cut on its way, unreadable)
 with its charge alone, asked again on resume as any failed call is. A charged attempt
 that is asked again keeps its charge alone too, before the backoff's wait (a kill during
-the wait loses nothing), and the answer that follows is kept with its own cost.
+the wait loses nothing), marked as such (``retried``: a paid attempt, not a call), and the
+answer that follows is kept with its own cost: a run's calls count each call once, its
+cost every paid attempt. A call whose charged attempt was asked again and that then
+failed without a charge still gets its own row (cost 0), so that it is counted; one stopped
+during the wait (a timeout, a kill) is counted when a resume asks it again.
 
 The store implements it (``cycle.store.journal``): a journal row is the call's row in
 the cost totals, so a paid call is counted exactly once, even when the process died
@@ -36,10 +40,13 @@ class CallJournal(Protocol):
         one (``output.withheld``) is replayed as the error it was."""
 
     async def record(self, key: str, output: ModelOutput, *, role: str,
-                     scope: CallScope, attempts: int, error: str | None = None) -> None:
+                     scope: CallScope, attempts: int, error: str | None = None,
+                     retried: bool = False) -> None:
         """Keep a paid call's answer (and its cost) durably before it is used. With
         ``error``: the call failed after it was paid (``output.cost``); its answer is kept
-        to replay only when the provider withheld it, else only its charge."""
+        to replay only when the provider withheld it, else only its charge. ``retried``:
+        the charge of an attempt that is asked again, not a call of its own (the call's
+        answer or failure is recorded after it): counted in the cost, not in the calls."""
 
 
 def journal_key(scope: str, cache_key: str) -> str:

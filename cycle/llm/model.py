@@ -552,9 +552,12 @@ class Model:
         except BaseException as e:
             latency = time.monotonic() - started
             # paid for (a price table without the model charges nothing, yet a refusal
-            # is still the provider's answer): kept; any other failure keeps nothing
+            # is still the provider's answer): kept; so is the failure of a call whose
+            # earlier attempt's charge is kept (``retried``, not a call of its own: this
+            # row, cost 0 if this attempt was not charged, is the call's); any other
+            # failure keeps nothing
             if (jkey is not None and isinstance(e, Exception)
-                    and (unkept or getattr(e, "withheld", None) is not None)):
+                    and (unkept or kept or getattr(e, "withheld", None) is not None)):
                 await self._keep_failure(jkey, e, role=role, scope=scope, attempts=attempts,
                                          cost=unkept, latency=latency)
                 kept = True
@@ -585,14 +588,15 @@ class Model:
         rather than paying for the same refusal again; any other (cut on its way,
         unreadable) keeps only its charge, and a resume asks again. ``retried``: an attempt
         asked again keeps its charge alone, whatever it was (the call is not over), before
-        the wait. Only charged failures come here: a call that succeeds at once does no
+        the wait, its row marked so (a paid attempt, not a call: the call's row comes
+        after). Only charged failures come here: a call that succeeds at once does no
         work for it."""
         assert self.journal is not None
         withheld: ModelOutput | None = None if retried else getattr(error, "withheld", None)
         kept = (withheld or ModelOutput(model=self.name)).model_copy(update={
             "cost": cost, "cost_estimated": cost > 0, "latency": latency})
         await self.journal.record(jkey, kept, role=role, scope=scope, attempts=attempts,
-                                  error=describe(error))
+                                  error=describe(error), retried=retried)
 
     def _keep_form(self) -> None:
         """Keep in the cache what the server was found to accept, when it changed: the

@@ -190,6 +190,9 @@ class RoleUsage(BaseModel):
     cost_estimated: bool = False
     #: calls answered from the response cache (free, and no new sample of the model)
     cache_hits: int = 0
+    #: attempts charged and then asked again (an answer that could not be used, billed):
+    #: in ``cost`` and the tokens, not in ``calls`` (each call counts once)
+    retried_charged: int = 0
 
 
 class SuiteStats(BaseModel):
@@ -238,6 +241,11 @@ class SuiteStats(BaseModel):
     @property
     def cache_hits(self) -> int:
         return sum(u.cache_hits for u in self.usage.values())
+
+    @property
+    def retried_charged(self) -> int:
+        """Attempts charged and asked again, every role's (in the cost, not the calls)."""
+        return sum(u.retried_charged for u in self.usage.values())
 
     def role(self, name: str) -> RoleUsage:
         return self.usage.get(name, RoleUsage())

@@ -61,7 +61,9 @@ def render_console(result: RunResult, *, color: bool = False, max_cases: int = 5
         f"Cost {f.money(s.cost, s.cost_estimated)} ("
         + ", ".join(f"{said[r]} {f.money(s.role(r).cost, s.role(r).cost_estimated)}"
                     for r in roles) + ")"
-        + (f"   {plural(s.cache_hits, 'call')} served from the response cache" if s.cache_hits else ""),
+        + (f"   {plural(s.cache_hits, 'call')} served from the response cache" if s.cache_hits else "")
+        + (f"   {plural(s.retried_charged, 'retried attempt')} charged"
+           if s.retried_charged else ""),
         *f.panel_lines(result.panel),
     ]
     return "\n".join(lines)

@@ -109,7 +109,10 @@ def _head_lines(result: RunResult) -> list[str]:
     usage_rows = []
     for role in sorted(s.usage):
         u = s.usage[role]
-        usage_rows.append(f"| {role} | {u.calls} | {f.tokens(u.input_tokens)} | "
+        # a charged attempt asked again is paid (in the cost) but not a call: said apart
+        calls = (f"{u.calls} (+{plural(u.retried_charged, 'retried attempt')} charged)"
+                 if u.retried_charged else str(u.calls))
+        usage_rows.append(f"| {role} | {calls} | {f.tokens(u.input_tokens)} | "
                           f"{f.tokens(u.output_tokens)} | {f.money(u.cost, u.cost_estimated)} |")
     lines += [
         "| | |", "| --- | --- |",

@@ -56,7 +56,8 @@ class StoreJournal:
             return None  # written by an incompatible release: ask again
 
     async def record(self, key: str, output: ModelOutput, *, role: str,
-                     scope: CallScope, attempts: int, error: str | None = None) -> None:
+                     scope: CallScope, attempts: int, error: str | None = None,
+                     retried: bool = False) -> None:
         usage = output.usage
         # a failure's answer is kept only when withheld (replayed as its error); one that
         # could not be used keeps its charge, its output NULL: never replayed, asked again
@@ -67,7 +68,7 @@ class StoreJournal:
             cached_input_tokens=usage.cached_input_tokens, output_tokens=usage.output_tokens,
             cost=output.cost, cost_estimated=output.cost_estimated, latency=output.latency,
             attempts=attempts, error=error, scope=scope,
-        ), key=key, output=kept)
+        ), key=key, output=kept, retried=retried)
         loop = asyncio.get_running_loop()
         batch = self._batches.get(loop)
         if batch is None:

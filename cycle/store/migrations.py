@@ -681,3 +681,13 @@ def m022_session_leases(db: Database) -> None:
     its advisory lock, so the lease is free once that session ends; NULL: SQLite, or a
     holder of an earlier release). Portable SQL only."""
     db.execute("ALTER TABLE locks ADD COLUMN session INTEGER")
+
+
+@migration
+def m023_retried_charges(db: Database) -> None:
+    """Whether a call row is the charge of a failed attempt that was asked again (1; NULL:
+    the call's own row): such a row is written before the retry's wait (cycle.llm.journal),
+    so that a kill loses no charge, and the call's answer (or failure) has a row of its
+    own. Its cost is in every total; it is not a call of its own (``usage_by_role`` counts
+    logical calls, and these rows apart). Portable SQL only."""
+    db.execute("ALTER TABLE calls ADD COLUMN retried INTEGER")

@@ -49,24 +49,26 @@ _RUN_COLUMNS = (
 )
 
 
-def call_row(event: ModelCalled, *, key: str | None = None,
-             output: str | None = None) -> tuple[Any, ...]:
+def call_row(event: ModelCalled, *, key: str | None = None, output: str | None = None,
+             retried: bool = False) -> tuple[Any, ...]:
     """The ``calls`` row of a call (``INSERT_CALL``'s values); the call journal adds the
-    call's key and its answer."""
+    call's key and its answer, and marks the charge of an attempt asked again
+    (``retried``: part of a call whose own row is another)."""
     scope = event.scope
     return (
         datetime.fromtimestamp(event.at, UTC).isoformat(timespec="microseconds"),
         scope.run_id, scope.cycle_id, scope.round, scope.case_id, scope.iteration, event.role, event.model, event.input_tokens,
         event.cached_input_tokens, event.output_tokens, event.cost, int(event.cost_estimated),
         event.latency, int(event.cache_hit), event.attempts, event.error, key, output,
+        1 if retried else None,
     )
 
 
 INSERT_CALL = (
     "INSERT INTO calls (at, run_id, cycle_id, round, case_id, iteration, role, model, "
     "input_tokens, cached_input_tokens, output_tokens, cost, cost_estimated, latency, "
-    "cache_hit, attempts, error, key, output) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "cache_hit, attempts, error, key, output, retried) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_RESULT = (
     "INSERT INTO results (run_id, case_id, iteration, status, score, passed, error, input, "
@@ -382,16 +384,21 @@ class RunLog:
             "coalesce(cache_hit, 0) = 0 AND output_tokens > 0 GROUP BY role, model")}
 
     def usage_by_role(self, run_id: str) -> dict[str, RoleUsage]:
-        """Calls, tokens and cost of a run, per role (agent, judge, ...)."""
+        """Calls, tokens and cost of a run, per role (agent, judge, ...). Calls are logical
+        calls: a charged attempt asked again (its row ``retried``, kept before the retry's
+        wait) is not one, its call's own row is; its tokens and cost are in the sums (it
+        was paid) and it is counted apart (``retried_charged``)."""
         rows = self.store.db.execute(
-            "SELECT role, count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
-            "coalesce(sum(cost), 0), max(cost_estimated), coalesce(sum(cache_hit), 0) "
+            "SELECT role, count(*) - coalesce(sum(retried), 0), coalesce(sum(input_tokens), 0), "
+            "coalesce(sum(output_tokens), 0), coalesce(sum(cost), 0), max(cost_estimated), "
+            "coalesce(sum(cache_hit), 0), coalesce(sum(retried), 0) "
             # ordered: PostgreSQL's grouping gives rows in any order, SQLite's by role
             "FROM calls WHERE run_id = ? GROUP BY role ORDER BY coalesce(role, '')",
             (run_id,),
         ).fetchall()
         return {r[0] or "agent": RoleUsage(calls=r[1], input_tokens=r[2], output_tokens=r[3],
-                                           cost=r[4], cost_estimated=bool(r[5]), cache_hits=r[6])
+                                           cost=r[4], cost_estimated=bool(r[5]), cache_hits=r[6],
+                                           retried_charged=r[7])
                 for r in rows}
 
 

@@ -81,6 +81,10 @@ def test_a_charge_survives_a_sigkill_during_the_backoff(project, server):
         rows = store.db.execute("SELECT error IS NULL, cost FROM calls WHERE run_id = ? "
                                 "ORDER BY at", [run_id]).fetchall()
         paid = store.runs.paid(run_id)
+        usage = store.runs.usage_by_role(run_id)["agent"]
     assert [ok for ok, _ in rows] == [0, 1]  # the failed attempt's charge, then the answer
     assert rows[0][1] == pytest.approx(billed)
     assert paid == pytest.approx({"agent": billed + rows[1][1]})  # each charge once
+    # one call, however many paid attempts: the charge before the kill is a retried attempt
+    assert (usage.calls, usage.retried_charged) == (1, 1)
+    assert usage.cost == pytest.approx(billed + rows[1][1])

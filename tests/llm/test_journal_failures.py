@@ -206,3 +206,73 @@ async def test_a_charge_is_kept_through_a_stop_during_the_backoff(
     assert out.text.startswith("echo") and server.request_count == 2
     resumed.end(killed=False)
     assert stored_cost(path) == pytest.approx(lost + resumed.budget.spent)
+
+
+def stored_usage(path: Path):
+    with Store.open(path) as store:
+        return store.runs.usage_by_role(RUN)["agent"]
+
+
+@pytest.mark.parametrize("killed", [True, False], ids=["killed", "ended"])
+@pytest.mark.parametrize("name", list(WITHHELD))
+async def test_a_retried_charge_is_paid_but_not_a_call_of_its_own(
+        name, killed, make_model, server, tmp_path):
+    """Three calls, the first's first attempt cut on its way (billed) and asked again: the
+    journal holds four rows (the charge kept before the wait, then each call's own), the
+    run's usage counts three calls and one retried attempt charged, and its cost holds
+    both of the first call's charges."""
+    path = tmp_path / "s.db"
+    first = Process(path, make_model, name)
+    quick_retries(first)
+    server.enqueue(Fault.cut(), "whole")
+    outs = [await first.model.generate(HI, scope=CallScope(run_id=RUN, case_id=c, iteration=0))
+            for c in ("a", "b", "c")]
+    assert server.request_count == 4
+    first.end(killed=killed)
+    usage = stored_usage(path)
+    assert (usage.calls, usage.retried_charged) == (3, 1)
+    assert usage.cost == pytest.approx(sum(o.cost for o in outs)) == pytest.approx(first.budget.spent)
+
+
+@pytest.mark.parametrize("name", list(WITHHELD))
+async def test_a_call_stopped_in_its_backoff_counts_once_when_resumed(
+        name, make_model, server, tmp_path):
+    """Stopped while it waits to ask again, then resumed: the call that finally answered is
+    one call, its earlier charge a retried attempt, both in the cost."""
+    path = tmp_path / "s.db"
+    first = Process(path, make_model, name)
+    quick_retries(first, wait=60)
+    server.enqueue(Fault.cut())
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(first.model.generate(HI, scope=SCOPE), 1.0)
+    lost = first.budget.spent
+    first.end(killed=True)
+    stopped = stored_usage(path)  # stopped in flight: no call ended yet, its charge kept
+    assert (stopped.calls, stopped.retried_charged) == (0, 1)
+    assert stopped.cost == pytest.approx(lost)
+
+    resumed = Process(path, make_model, name)
+    await resumed.model.generate(HI, scope=SCOPE)
+    resumed.end(killed=False)
+    usage = stored_usage(path)
+    assert (usage.calls, usage.retried_charged) == (1, 1)
+    assert usage.cost == pytest.approx(lost + resumed.budget.spent)
+
+
+@pytest.mark.parametrize("name", list(WITHHELD))
+async def test_a_call_failing_unbilled_after_a_retried_charge_is_still_a_call(
+        name, make_model, server, tmp_path):
+    """The first attempt cut (billed, its charge kept before the wait), the retry refused
+    (400, nothing billed, not retried): the call failed, and it is one call with one
+    retried attempt charged, not none."""
+    path = tmp_path / "s.db"
+    first = Process(path, make_model, name)
+    quick_retries(first)
+    server.enqueue(Fault.cut(), Fault.status(400))
+    with pytest.raises(Exception):  # noqa: B017 - the provider's 400, whatever its class
+        await first.model.generate(HI, scope=SCOPE)
+    assert server.request_count == 2
+    first.end(killed=False)
+    usage = stored_usage(path)
+    assert (usage.calls, usage.retried_charged) == (1, 1)
+    assert usage.cost == pytest.approx(first.budget.spent) and usage.cost > 0
