@@ -98,8 +98,8 @@ def run_budget(loaded: LoadedConfig) -> Budget | None:
 class Models:
     """The models of one run or cycle, as cycle.yaml configures each (provider options,
     retries, batch timing) around the services they share (cache, events, budget, prices,
-    the store's journal). With ``batch``, their calls go in provider batch jobs kept in
-    the store's batch ledger."""
+    the store's journal and what it keeps of compatible servers). With ``batch``, their
+    calls go in provider batch jobs kept in the store's batch ledger."""
 
     def __init__(self, loaded: LoadedConfig, *, bus: EventBus | None = None,
                  budget: Budget | None = None, cache: ResponseCache | None = None,
@@ -107,7 +107,8 @@ class Models:
         self.loaded = loaded
         self.services = ModelServices(
             cache=cache, bus=bus, budget=budget, pricing=price_table(loaded),
-            journal=store.journal if store is not None else None)
+            journal=store.journal if store is not None else None,
+            forms=store.servers if store is not None else None)
         self.batch = batch
         self.ledger = store.batches if store is not None else None
 

@@ -190,7 +190,7 @@ class ModelAPI(abc.ABC):
 
     def server_key(self) -> str | None:
         """The key what a provider that adapts to its server (cycle.llm.compat) learned is
-        kept under in the response cache (no credential in it); None for the others."""
+        kept under in the store (no credential in it); None for the others."""
         return None
 
     def learned(self) -> str | None:
@@ -198,8 +198,7 @@ class ModelAPI(abc.ABC):
         return None
 
     def relearn(self, accepted: str) -> None:
-        """Take back what ``learned`` gave (kept in the response cache by an earlier
-        process)."""
+        """Take back what ``learned`` gave (kept in the store by an earlier process)."""
 
     async def batch_submit(self, requests: list[BatchRequest]) -> str:
         """Submit ``requests`` as one batch job; its id. Raise ``BatchUnsupported`` when the

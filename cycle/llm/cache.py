@@ -40,11 +40,6 @@ create table if not exists responses (
     output text not null
 );
 create index if not exists responses_expires on responses(expires_at);
-create table if not exists servers (
-    endpoint text primary key,
-    accepted text not null,
-    learned_at real not null
-);
 """
 
 
@@ -129,19 +124,19 @@ class ResponseCache:
                 (key, output.model, now, expires, stored.model_dump_json()),
             )
 
-    def server(self, endpoint: str) -> str | None:
-        """What a compatible server was found to accept (cycle.llm.compat), as kept."""
+    def take_server(self, endpoint: str) -> str | None:
+        """What an earlier release kept here of a compatible server (its ``servers``
+        table), taken out: what servers accept lives in the store now (cycle.store.servers),
+        which keeps it from here on; the cache keeps no second copy."""
         with self._lock:
-            row = self._conn.execute(
-                "select accepted from servers where endpoint = ?", (endpoint,)).fetchone()
+            try:
+                row = self._conn.execute(
+                    "select accepted from servers where endpoint = ?", (endpoint,)).fetchone()
+                if row is not None:
+                    self._conn.execute("delete from servers where endpoint = ?", (endpoint,))
+            except sqlite3.OperationalError:  # no such table: a cache of this release
+                return None
         return row[0] if row else None
-
-    def remember_server(self, endpoint: str, accepted: str) -> None:
-        """Keep what a compatible server accepts: a later process asks it right away."""
-        with self._lock:
-            self._conn.execute(
-                "insert or replace into servers(endpoint, accepted, learned_at) values (?, ?, ?)",
-                (endpoint, accepted, time.time()))
 
     def clear(self) -> None:
         """Delete every entry."""

@@ -19,7 +19,10 @@ Servers that speak OpenAI's chat completions differ from OpenAI where cycle lean
 What one server and model accept is learned once (the first call that needs it pays at
 most one refused or wasted call a step; the calls in flight with it wait before they take
 a connection or reserve their budget: ``OpenAIAPI.learning``), kept for the process and
-in the response cache (a later process asks right away); the setting
+in the store (``ServerForms``: cycle.store.servers, by endpoint, no credential), so that
+a later run asks right away, the response cache on or off; a server that refuses the kept
+form is learned again and the stored form replaced. (Earlier releases kept it in the
+response cache: a row found there moves to the store when first read.) The setting
 ``providers.openai.structured`` (``auto``, the default, or a fixed mode) skips the
 learning. OpenAI's own API is never stepped down.
 """
@@ -30,7 +33,7 @@ import asyncio
 import json
 import re
 import weakref
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from msgspec import Struct
@@ -66,6 +69,17 @@ class Accepted(Struct):
     #: a text answer was asked again with the schema in the prompt (once: after that, a
     #: text answer is the model's fault, repaired as usual, and no answer is parsed twice)
     probed: bool = False
+
+
+class ServerForms(Protocol):
+    """Where what servers accept is kept between processes (the store's ``servers``)."""
+
+    def server(self, endpoint: str) -> str | None:
+        """What the server at ``endpoint`` (``ModelAPI.server_key``) was found to accept,
+        as ``kept`` gave it, or None."""
+
+    def remember_server(self, endpoint: str, accepted: str) -> None:
+        """Keep (or replace) what the server at ``endpoint`` accepts."""
 
 
 #: (base URL, model) -> what it accepts, for this process

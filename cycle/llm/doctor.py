@@ -154,8 +154,8 @@ def _advise(out: Diagnosis, compatible: bool) -> None:
             best if best in compat.STRUCTURED_SETTINGS else "auto")
         if best != "json_schema":
             out.notes.append(f"structured output: json_schema does not work here; cycle uses "
-                             f"{FORMS[best]} (learned with one refused call a process; the "
-                             "setting skips it)")
+                             f"{FORMS[best]} (learned with one refused call, then kept in the "
+                             "store for later runs; the setting skips it)")
     elif not works:
         out.notes.append("structured output: no form worked: the judge and the improver "
                          "cannot run on this model; use another one for them")

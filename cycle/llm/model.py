@@ -57,6 +57,7 @@ from cycle.llm.base import (
 from cycle.llm.batch import Batcher, BatchSettings, BatchUnavailable
 from cycle.llm.budget import Budget
 from cycle.llm.cache import ResponseCache, cache_key
+from cycle.llm.compat import ServerForms
 from cycle.llm.http import has_surrogate, maskable, scrub, whole
 from cycle.llm.journal import CallJournal, journal_key
 from cycle.llm.limit import AdaptiveLimit
@@ -88,14 +89,16 @@ class RetryPolicy(Struct, frozen=True):
 
 class ModelServices(Struct, frozen=True):
     """What the models of one run or cycle share around their providers: the response
-    cache, the event bus, the budget, the price table and the call journal. Given once
-    to each model (``Model(api, services)``), not one keyword at a time."""
+    cache, the event bus, the budget, the price table, the call journal and where what
+    compatible servers accept is kept (``forms``: the store's, cycle.llm.compat). Given
+    once to each model (``Model(api, services)``), not one keyword at a time."""
 
     cache: ResponseCache | None = None
     bus: EventBus | None = None
     budget: Budget | None = None
     pricing: PriceTable | None = None
     journal: CallJournal | None = None
+    forms: ServerForms | None = None
 
 
 #: a model on its own: no cache, no events, no budget, the default prices, no journal
@@ -291,10 +294,16 @@ class Model:
         #: True for offline/scripted: reports must say so
         self.offline: bool = api.offline
         self.cache = cache
-        #: what the server was found to accept, as last kept in the cache (cycle.llm.compat)
+        #: where what the server accepts is kept (the store's), and what was last kept there
+        self.forms = services.forms
         self._kept_form: tuple[str, str] | None = None
-        if cache is not None and (endpoint := api.server_key()) is not None:
-            stored = cache.server(endpoint)
+        if self.forms is not None and (endpoint := api.server_key()) is not None:
+            stored = self.forms.server(endpoint)
+            if stored is None and cache is not None:
+                # an earlier release kept it in the response cache: moved to the store
+                stored = cache.take_server(endpoint)
+                if stored is not None:
+                    self.forms.remember_server(endpoint, stored)
             if stored is not None:
                 api.relearn(stored)
                 self._kept_form = (endpoint, stored)
@@ -469,7 +478,7 @@ class Model:
         self._emit(output, role=role, scope=scope, attempts=attempts, journaled=journaled)
         if key is not None and self.cache is not None:
             self.cache.put(key, output.model_copy(update={"parsed": None}))
-        if self.cache is not None:
+        if self.forms is not None:
             self._keep_form()
         return output
 
@@ -599,12 +608,13 @@ class Model:
                                   error=describe(error), retried=retried)
 
     def _keep_form(self) -> None:
-        """Keep in the cache what the server was found to accept, when it changed: the
-        next process asks it right away, without a refused call."""
+        """Keep in the store what the server was found to accept, when it changed (first
+        learned, or learned again: the server refused the form kept): the next process
+        asks it right away, without a refused call, the response cache on or off."""
         endpoint, learned = self.api.server_key(), self.api.learned()
-        if (endpoint is not None and learned is not None and self.cache is not None
+        if (endpoint is not None and learned is not None and self.forms is not None
                 and (endpoint, learned) != self._kept_form):
-            self.cache.remember_server(endpoint, learned)
+            self.forms.remember_server(endpoint, learned)
             self._kept_form = (endpoint, learned)
 
     def _replayed(self, paid: ModelOutput, *, role: str, scope: CallScope,

@@ -691,3 +691,14 @@ def m023_retried_charges(db: Database) -> None:
     own. Its cost is in every total; it is not a call of its own (``usage_by_role`` counts
     logical calls, and these rows apart). Portable SQL only."""
     db.execute("ALTER TABLE calls ADD COLUMN retried INTEGER")
+
+
+@migration
+def m024_servers(db: Database) -> None:
+    """What OpenAI-compatible servers were found to accept (cycle.store.servers): the
+    learned structured-output form and the like, by endpoint (a base URL without its
+    credentials, and the model; never a key), so that a run with the response cache off
+    does not learn it again. Earlier releases kept it in the response cache's own
+    ``servers`` table; a row found there moves here when first read. Portable SQL only."""
+    db.execute("CREATE TABLE servers (endpoint TEXT PRIMARY KEY, accepted TEXT NOT NULL, "
+               "learned_at TEXT NOT NULL)")

@@ -51,6 +51,7 @@ from cycle.store.batches import StoreBatches
 from cycle.store.journal import StoreJournal
 from cycle.store.migrations import MIGRATIONS, apply_migrations, check_format
 from cycle.store.postgres import dialect_of, is_url
+from cycle.store.servers import StoreServers
 
 if TYPE_CHECKING:
     from cycle.store.cycles import CycleLog
@@ -213,6 +214,8 @@ class Store:
         self.journal = StoreJournal(self)
         #: provider batch jobs and their calls (see cycle.llm.batch)
         self.batches = StoreBatches(self)
+        #: what OpenAI-compatible servers were found to accept (see cycle.llm.compat)
+        self.servers = StoreServers(self)
 
     @cached_property
     def cycles(self) -> CycleLog:

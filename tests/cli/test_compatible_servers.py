@@ -90,3 +90,39 @@ def test_a_timeout_on_a_slow_server_names_the_latency_and_a_timeout_that_fits(tm
     assert re.match(r"timeout: the case took longer than 1.5 s \(judge\); a model call of "
                     r"this run takes agent 1\.\d s on average: the server is slower than the "
                     r"timeout allows; set run.timeout: 10 ", errors[0]), errors[0]
+
+
+def test_a_form_learned_by_one_run_is_used_by_the_next_with_the_cache_off(server, tmp_path):
+    """llama.cpp's server refuses json_schema: the first run (response cache on) pays one
+    refused request to learn the form; the next, a new process with --no-cache, asks in the
+    form the store kept and is refused nothing."""
+    server.compat = "llamacpp"
+    server.reset()
+    project = tmp_path / "quickstart"
+    shutil.copytree(EXAMPLES / "quickstart", project,
+                    ignore=shutil.ignore_patterns(".cycle", "reports"))
+    config = project / "cycle.yaml"
+    config.write_text(config.read_text().replace("offline:default", "openai:local-model")
+                      + f"\nproviders:\n  openai: {{base_url: '{server.openai_base_url}'}}\n")
+    store = ["--store", str(project / "s.db")]
+
+    def refused() -> int:
+        return sum(1 for r in server.requests
+                   if r.body and (r.body.get("response_format") or {}).get("type") == "json_schema")
+
+    for flags, expected in (([], 1), (["--no-cache"], 0)):
+        compat.forget()  # a new process: nothing learned in memory
+        server.reset()
+        run = CliRunner().invoke(cli, [*store, "run", str(config), *flags, "--json"])
+        assert run.exit_code in (0, 1), run.output
+        assert server.request_count > 0 and refused() == expected, flags
+    assert not (project / ".cycle" / "cache.db").exists() or _no_servers(project)
+
+
+def _no_servers(project: Path) -> bool:
+    """The response cache keeps no copy of what the server accepts."""
+    import sqlite3
+
+    with sqlite3.connect(project / ".cycle" / "cache.db") as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    return "servers" not in tables

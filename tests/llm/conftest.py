@@ -40,7 +40,7 @@ def _no_scripts() -> Iterator[None]:
 
 
 #: the keywords that are ModelServices' fields
-SERVICES = ("cache", "bus", "budget", "pricing", "journal")
+SERVICES = ("cache", "bus", "budget", "pricing", "journal", "forms")
 
 
 def options_for(name: str, server: LoopbackServer, **kwargs: Any) -> ProviderOptions:
@@ -54,7 +54,7 @@ def options_for(name: str, server: LoopbackServer, **kwargs: Any) -> ProviderOpt
 async def make_model(server: LoopbackServer) -> AsyncIterator[Callable[..., Model]]:
     """``make_model(name, **kwargs)``: a real provider on the loopback server, with fast
     retries unless ``retry=`` is given; the services (``cache=``, ``bus=``, ``budget=``,
-    ``pricing=``, ``journal=``) by keyword too. Closed after the test."""
+    ``pricing=``, ``journal=``, ``forms=``) by keyword too. Closed after the test."""
     made: list[Model] = []
 
     def make(name: str, *, options: dict[str, Any] | None = None, **kwargs: Any) -> Model:

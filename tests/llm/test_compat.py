@@ -177,20 +177,77 @@ async def test_the_output_cap_field_a_server_refuses_is_swapped_once(make_model,
     assert all(r.body.get(then) == 20 for r in server.requests[1:])
 
 
-async def test_what_was_learned_is_kept_in_the_cache_for_the_next_process(make_model, server,
+def refused(server) -> int:
+    """Requests the server refused (llama.cpp's answer to json_schema)."""
+    return sum(1 for f in formats(server) if f == "json_schema")
+
+
+async def test_what_was_learned_is_kept_in_the_store_for_the_next_process(make_model, server,
                                                                           tmp_path):
-    from cycle.llm.cache import ResponseCache
+    """No response cache at all: the store keeps the form learned, by endpoint, without a
+    credential; the next process asks in it at once."""
+    from cycle.store import Store
 
     server.compat = "llamacpp"
-    with ResponseCache(tmp_path / "cache.db") as cache:
-        first = make_model(NAME, cache=cache)
+    with Store.open(tmp_path / "s.db") as store:
+        first = make_model(NAME, forms=store.servers, options={"api_key": "sk-secret-1"})
         await first.generate_structured([Message.user("Judge")], Verdict)
+        rows = store.db.execute("SELECT endpoint, accepted FROM servers").fetchall()
     assert formats(server) == ["json_schema", "json_object"]
+    ((endpoint, accepted),) = rows
+    assert endpoint.endswith("|local-model") and "json_object_schema" in accepted
+    assert "sk-secret" not in endpoint + accepted
     compat.forget()  # a new process: nothing learned in memory
-    with ResponseCache(tmp_path / "cache.db") as cache:
-        later = make_model(NAME, cache=cache)
+    with Store.open(tmp_path / "s.db") as store:
+        later = make_model(NAME, forms=store.servers)
         await later.generate_structured([Message.user("Judge this too")], Verdict)
     assert formats(server) == ["json_schema", "json_object", "json_object"]  # no refusal
+
+
+async def test_a_server_that_changed_its_mind_is_learned_again_and_kept(make_model, server,
+                                                                        tmp_path):
+    """The store says json_schema works; the server now refuses it (replaced by llama.cpp's):
+    one refusal, the form learned again replaces the stored one, and the next process pays
+    none."""
+    from cycle.store import Store
+
+    with Store.open(tmp_path / "s.db") as store:
+        await make_model(NAME, forms=store.servers).generate_structured(
+            [Message.user("Judge")], Verdict)
+        assert '"json_schema"' in store.servers.server(store.db.execute(
+            "SELECT endpoint FROM servers").fetchone()[0])
+    server.compat = "llamacpp"
+    for process in range(2):
+        compat.forget()
+        with Store.open(tmp_path / "s.db") as store:
+            await make_model(NAME, forms=store.servers).generate_structured(
+                [Message.user(f"Judge {process}")], Verdict)
+    assert formats(server) == ["json_schema", "json_schema", "json_object", "json_object"]
+
+
+async def test_a_form_an_older_release_kept_in_the_cache_moves_to_the_store(
+        make_model, server, tmp_path):
+    """A cache written by an earlier release holds the form (its ``servers`` table): the
+    first model reads it, the store keeps it and the cache no longer does."""
+    import sqlite3
+
+    from cycle.llm.cache import ResponseCache
+    from cycle.store import Store
+
+    server.compat = "llamacpp"
+    endpoint = f"{server.openai_base_url}|local-model"
+    with sqlite3.connect(tmp_path / "cache.db") as old:
+        old.execute("create table servers (endpoint text primary key, accepted text not null, "
+                    "learned_at real not null)")
+        old.execute("insert into servers values (?, ?, 0)",
+                    [endpoint, '{"structured":"json_object_schema","probed":true}'])
+    old.close()
+    with Store.open(tmp_path / "s.db") as store, ResponseCache(tmp_path / "cache.db") as cache:
+        model = make_model(NAME, forms=store.servers, cache=cache)
+        await model.generate_structured([Message.user("Judge")], Verdict)
+        assert formats(server) == ["json_object"]  # no refusal: the old form was used
+        assert store.servers.server(endpoint) is not None
+        assert cache.take_server(endpoint) is None  # moved, not copied
 
 
 async def test_the_budget_reserves_for_the_call_asked_again(make_model, server):
