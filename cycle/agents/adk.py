@@ -30,6 +30,7 @@ this module only when a config names an ADK agent.
 from __future__ import annotations
 
 import contextvars
+import copy
 import json
 import logging
 import time
@@ -120,11 +121,12 @@ def instruct_agent(root: Any, path: str, name: str | None = None, *,
             "_run_async_impl runs, so it cannot route its model calls and tools", field=field,
             hint="Name an LlmAgent (Agent) or one of ADK's workflow agents ("
             + ", ".join(t.__name__ for t in _workflows())
-            + ") as the root; the custom agent may be their sub-agent.")
+            + ") as the root; the custom agent may be their sub-agent (a Workflow's node).")
     llms = [node for node in _walk(root) if isinstance(node, LlmAgent)]
     names = ", ".join(repr(node.name) for node in llms) or "none"
     if name is not None:
-        chosen = root.find_agent(name)
+        named = [node for node in _walk(root) if getattr(node, "name", None) == name]
+        chosen = next((n for n in named if isinstance(n, LlmAgent)), named[0] if named else None)
         if isinstance(chosen, LlmAgent):
             return chosen
         what = (f"is a {type(chosen).__name__}, which takes no instruction" if chosen
@@ -148,11 +150,22 @@ def instruct_agent(root: Any, path: str, name: str | None = None, *,
 
 
 def _workflows() -> tuple[type, ...]:
-    """ADK's workflow agents: they run their sub-agents in an order of ADK's own, so every
-    model call is still one of an LlmAgent of the tree, which cycle routes."""
+    """ADK's workflow agents, and ADK 2's graph ``Workflow``: they run their sub-agents (a
+    Workflow its graph's nodes) in an order of ADK's own, so every model call is still one
+    of an LlmAgent of the tree, which cycle routes."""
     from google.adk.agents import LoopAgent, ParallelAgent, SequentialAgent
 
-    return SequentialAgent, ParallelAgent, LoopAgent
+    return (SequentialAgent, ParallelAgent, LoopAgent, *_graph_workflow())
+
+
+@cache
+def _graph_workflow() -> tuple[type, ...]:
+    """ADK's graph ``Workflow`` (google.adk.workflow, ADK 2), or nothing on an ADK without it."""
+    try:
+        from google.adk.workflow import Workflow
+    except ImportError:
+        return ()
+    return (Workflow,)
 
 
 def load_adk_agent(path: str, *, field: str = "agent.adk") -> Any:
@@ -171,19 +184,33 @@ def load_adk_agent(path: str, *, field: str = "agent.adk") -> Any:
     if adk_log.level == logging.NOTSET:
         adk_log.setLevel(logging.CRITICAL)
     agent = import_object(path, what=field)
-    if callable(agent) and not isinstance(agent, BaseAgent):
+    roots = (BaseAgent, *_graph_workflow())
+    if callable(agent) and not isinstance(agent, roots):
         agent = agent()  # a factory: def make_agent() -> Agent
-    if not isinstance(agent, BaseAgent):
+    if not isinstance(agent, roots):
         raise ConfigError(f"{path} is a {type(agent).__name__}, not an ADK agent", field=field,
-                          hint="Name an ADK agent (google.adk.agents.Agent, LlmAgent, ...) or a "
-                          "function returning one: package.module:root_agent.")
+                          hint="Name an ADK agent (google.adk.agents.Agent, LlmAgent, ...), a "
+                          "Workflow (google.adk.workflow), or a function returning one: "
+                          "package.module:root_agent.")
     return agent
 
 
 def _walk(agent: Any) -> list[Any]:
-    out = [agent]
-    for sub in getattr(agent, "sub_agents", None) or ():
-        out += _walk(sub)
+    """The agent and every node of its tree, depth first, each once: sub-agents, and a
+    Workflow's graph nodes (ADK's own notion of a node's static children, where the ADK
+    has it: a Workflow's nodes, a parallel worker's wrapped node, node tools)."""
+    out: list[Any] = []
+    seen: set[int] = set()
+    stack = [agent]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append(node)
+        children = getattr(node, "_iter_static_children", None)
+        stack.extend(reversed(list(children() if children else
+                                   getattr(node, "sub_agents", None) or ())))
     return out
 
 
@@ -395,7 +422,7 @@ class AdkAgent(TurnAgent):
         self.name = f"adk:{path} on {model.name}"
         self.offline = model.offline
         self.waited_on = f"the ADK agent {path} on its model {model.name}"
-        from google.adk.agents import LlmAgent
+        from google.adk.agents import BaseAgent, LlmAgent
 
         original = load_adk_agent(path)
         if not allow_code_execution:
@@ -414,14 +441,18 @@ class AdkAgent(TurnAgent):
             # ADK's workflow agents warn when made: the user's tree warned already, and
             # cycle's copy of it is no use of theirs to warn about again
             warnings.simplefilter("ignore", DeprecationWarning)
-            self.agent = original.clone()
+            # a Workflow's graph shares its nodes between edges: a deep copy keeps that
+            self.agent = (copy.deepcopy(original) if isinstance(original, _graph_workflow())
+                          else original.clone())
         for node in _walk(self.agent):
             if isinstance(node, LlmAgent):
                 node.model = llm
                 node.before_tool_callback = _before_tool
         instruct_agent(self.agent, path, prompt_agent).instruction = _instruction
         self._sessions = InMemorySessionService()
-        self._runner = Runner(agent=self.agent, app_name="cycle", session_service=self._sessions)
+        root = ({"agent": self.agent} if isinstance(self.agent, BaseAgent)
+                else {"node": self.agent})  # a Workflow is a node of ADK's, not an agent
+        self._runner = Runner(app_name="cycle", session_service=self._sessions, **root)
         self._telemetry = _telemetry()
 
     def opening(self, case: TestCase) -> list[Message]:
@@ -463,6 +494,10 @@ class AdkAgent(TurnAgent):
                 # (exit_loop's answer ends the loop) is not an answer
                 if event.is_final_response() and said:
                     answer = "".join(said)
+                elif getattr(event, "output", None) is not None and not said:
+                    # a Workflow node's output (a function node's return value, as the
+                    # next node gets it): the last node's is the workflow's answer
+                    answer = _output_text(event.output)
         except Exception as e:
             from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 
@@ -497,6 +532,15 @@ def _cause(error: BaseException, kind: type[BaseException]) -> BaseException | N
             return node
         node = node.__cause__ or node.__context__
     return None
+
+
+def _output_text(output: Any) -> str:
+    """A Workflow node's output as the turn's answer: a string as it is, else its JSON."""
+    if isinstance(output, str):
+        return output
+    dump = getattr(output, "model_dump", None)  # a node's output schema: a pydantic model
+    return json.dumps(dump(mode="json") if callable(dump) else output, ensure_ascii=False,
+                      default=str)
 
 
 def _instruction(_context: Any) -> str:

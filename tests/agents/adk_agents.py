@@ -168,3 +168,50 @@ def _custom_root():
 
 
 custom_root = _custom_root()
+
+
+# -- ADK 2's graph Workflow: its nodes run in its graph's order -----------------------------
+
+def _note(node_input: str) -> str:
+    """A plain function node: the workflow's own code, between two LlmAgents."""
+    CALLS.append("note")
+    return f"Research notes: {node_input}"
+
+
+def graph_workflow():
+    """A Workflow of an LlmAgent, a function node and another LlmAgent, in a chain."""
+    from google.adk.workflow import Workflow
+
+    return Workflow(name="graph", edges=[("START",
+        Agent(name="researcher", model="gemini-2.0-flash", instruction="Look the order up.",
+              tools=[lookup_order]),
+        _note,
+        Agent(name="writer", model="gemini-2.0-flash", instruction="Answer the customer.",
+              tools=[refund]))])
+
+
+def _sign(node_input: str) -> str:
+    """A function node that ends the workflow: its output is the turn's answer."""
+    return f"{node_input} -- Acme support"
+
+
+def signed_workflow():
+    """A Workflow whose last node is a function: an LlmAgent's answer, signed."""
+    from google.adk.workflow import Workflow
+
+    return Workflow(name="signed", edges=[("START", Agent(
+        name="replier", model="gemini-2.0-flash", instruction="Reply."), _sign)])
+
+
+def _nested_workflow():
+    """A Workflow with a Workflow as one of its nodes (made once, at import: cycle must not
+    change the user's object)."""
+    from google.adk.workflow import Workflow
+
+    inner = Workflow(name="inner", edges=[("START", Agent(
+        name="checker", model="gemini-2.0-flash", instruction="Check the facts."))])
+    return Workflow(name="outer", edges=[("START", inner, Agent(
+        name="answerer", model="gemini-2.0-flash", instruction="Answer."))])
+
+
+nested_workflow = _nested_workflow()
