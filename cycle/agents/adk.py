@@ -311,6 +311,8 @@ def _llm_class() -> type:
         #: the prompt's generation options and tool descriptions (the agent's, not a call's)
         _config: GenerateConfig = PrivateAttr()
         _descriptions: dict[str, str] = PrivateAttr()
+        #: the LlmAgent whose calls these are (each has its own CycleLlm): the trace names it
+        _agent: str | None = PrivateAttr(default=None)
 
         async def generate_content_async(  # type: ignore[override]
             self, llm_request: Any, stream: bool = False,
@@ -322,7 +324,7 @@ def _llm_class() -> type:
                 _messages(llm_request), tools=_tool_defs(llm_request, self._descriptions),
                 config=self._config, iteration=it.iteration, role="agent",
                 scope=it.scope_of_step(step))
-            it.tally.add(out, it.trace, it.started)
+            it.tally.add(out, it.trace, it.started, agent=self._agent)
             parts = ([types.Part(text=out.text)] if out.text else []) + [
                 types.Part(function_call=types.FunctionCall(id=c.id, name=c.name,
                                                             args=dict(c.arguments)))
@@ -431,10 +433,8 @@ class AdkAgent(TurnAgent):
         super().__init__(tools=merged_tools(prompt.tools, found), mocks=mocks,
                          functions={t.definition.name: t.function for t in found if t.function},
                          max_steps=max_steps, user_model=user_model, user_agents=user_agents)
-        llm = _llm_class()(model=model.name)
-        llm._cycle = model
-        llm._config = generate_config(prompt.params)
-        llm._descriptions = {t.name: t.description for t in self.tools}
+        config = generate_config(prompt.params)
+        descriptions = {t.name: t.description for t in self.tools}
         # one copy of the agent tree, with cycle's model and tool callback on every LlmAgent
         # (a workflow's steps too) and the prompt as the chosen one's instruction
         with warnings.catch_warnings():
@@ -446,7 +446,10 @@ class AdkAgent(TurnAgent):
                           else original.clone())
         for node in _walk(self.agent):
             if isinstance(node, LlmAgent):
-                node.model = llm
+                # one CycleLlm an LlmAgent, so that its calls' trace events name it
+                node.model = llm = _llm_class()(model=model.name)
+                llm._cycle, llm._config, llm._descriptions = model, config, descriptions
+                llm._agent = node.name
                 node.before_tool_callback = _before_tool
         instruct_agent(self.agent, path, prompt_agent).instruction = _instruction
         self._sessions = InMemorySessionService()

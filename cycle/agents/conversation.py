@@ -45,8 +45,10 @@ class Tally(Struct):
     latency: float = 0.0
     calls: list[ToolCall] = field(default_factory=list)
 
-    def add(self, out: ModelOutput, trace: list[TraceEvent], started: float) -> None:
-        """Count one model call, and put its turn in the trace."""
+    def add(self, out: ModelOutput, trace: list[TraceEvent], started: float,
+            agent: str | None = None) -> None:
+        """Count one model call, and put its turn in the trace (``agent``: which of the
+        agent's own agents made the call, where it has several)."""
         self.usage = self.usage + out.usage if self.usage.total_tokens else out.usage
         self.cost += out.cost
         self.latency += out.latency
@@ -54,7 +56,8 @@ class Tally(Struct):
         self.calls += out.tool_calls
         trace.append(TraceEvent(kind="model", at=time.monotonic() - started, text=out.text,
                                 tool_calls=out.tool_calls, usage=out.usage, cost=out.cost,
-                                model=out.model or None, finish_reason=out.finish_reason or None))
+                                model=out.model or None, finish_reason=out.finish_reason or None,
+                                agent=agent))
 
 
 class Iteration(Struct):

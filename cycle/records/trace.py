@@ -20,7 +20,8 @@ EventKind = Literal["user", "model", "tool_result", "tool_error", "state", "fina
 #: the kinds a user may name in a check, and what each holds
 KINDS: dict[str, str] = {
     "user": "a user message (text)",
-    "model": "a model turn (text, tool_calls, usage, cost, finish_reason)",
+    "model": "a model turn (text, tool_calls, usage, cost, finish_reason; agent: which "
+             "of an ADK agent's LlmAgents made it)",
     "tool_result": "a tool call that returned (tool, call_id, arguments, result, duration)",
     "tool_error": "a tool call that failed (tool, call_id, arguments, error, duration)",
     "state": "a change of the case's state (changes: {'scope.key': value})",
@@ -44,6 +45,9 @@ class TraceEvent(BaseModel):
     model: str | None = None
     #: why the model stopped (the provider's word: "stop", "tool_calls", "length"...)
     finish_reason: str | None = None
+    #: the agent whose model turn it is, where an agent has several (an ADK tree's
+    #: LlmAgent: a workflow's step, a sub-agent handed off to)
+    agent: str | None = None
     #: a tool call's outcome
     tool: str | None = None
     call_id: str | None = None

@@ -59,10 +59,13 @@ def event_lines(e: TraceEvent, limit: int | None = None, for_people: bool = Fals
     if e.kind == "user":
         return [f"user: {cut(e.text, limit)}"]
     if e.kind == "model":
-        out = [f"assistant: {cut(e.text, limit)}"] if e.text else []
+        # for people, which agent of several spoke (an ADK workflow's step): "assistant
+        # [writer]"; what a model is sent stays as it was
+        who = f"assistant [{e.agent}]" if e.agent and for_people else "assistant"
+        out = [f"{who}: {cut(e.text, limit)}"] if e.text else []
         for c in e.tool_calls:
             args = ", ".join(f"{k}={_value(v, 80)}" for k, v in c.arguments.items())
-            out.append(f"assistant -> {c.name}({args})")
+            out.append(f"{who} -> {c.name}({args})")
         return out
     if e.kind == "tool_result":
         took = f" ({e.duration:.2f} s)" if for_people else ""

@@ -149,3 +149,26 @@ def test_prompt_agent_is_only_for_an_adk_agent():
 
     with pytest.raises(ValidationError, match="prompt_agent is for an adk agent"):
         AgentConfig(model="gemini:gemini-2.0-flash", prompt_agent="writer")
+
+
+def test_each_model_call_of_a_sequential_run_names_its_agent_in_the_stored_trace_and_report(
+        tmp_path, server):
+    """Which step made which call: the stored trace names the LlmAgent of each model turn,
+    in order, and the run's markdown report shows it on the transcript's lines."""
+    import json
+
+    from cycle.store import Store
+
+    _pipeline_replies(server)
+    r, _report = edges.run(tmp_path, server, agent="pipeline", agent_extra=WRITER,
+                           mocks=MOCKS, criteria=SAID)
+    assert r.exit_code == 0, r.output
+    with Store.open(tmp_path / "s.db") as store:
+        (stored,) = store.runs.load_results(json.loads(r.output)["run_id"])
+    assert [e.agent for e in stored.trace if e.kind == "model"] == [
+        "researcher", "researcher", "writer", "writer"]
+    (markdown,) = (tmp_path / "reports").glob("*.md")
+    shown = markdown.read_text()
+    assert "assistant [researcher] -> lookup_order(order=A-1)" in shown, shown
+    assert "assistant [writer] -> refund(order=A-1)" in shown
+    assert "assistant [writer]: Your order A-1 has shipped; refunded." in shown

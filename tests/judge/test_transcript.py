@@ -19,3 +19,20 @@ def test_people_read_the_whole_answer_a_model_a_cut_one():
     model = transcript_lines(trace)
     assert "characters cut ..." in model[1] and len(model[1]) < 500
     assert not any(line.startswith("ended:") for line in model)
+
+
+def test_people_see_which_agent_made_each_model_turn_and_a_judge_is_sent_what_it_was():
+    from cycle.records import ToolCall
+
+    trace = [TraceEvent(kind="user", text="refund?"),
+             TraceEvent(kind="model", agent="researcher",
+                        tool_calls=(ToolCall(id="1", name="lookup_order",
+                                             arguments={"order": "A-1"}),)),
+             TraceEvent(kind="model", agent="writer", text="Refunded."),
+             TraceEvent(kind="model", text="No agent named.")]
+    assert transcript_lines(trace, for_people=True)[1:] == [
+        "assistant [researcher] -> lookup_order(order=A-1)", "assistant [writer]: Refunded.",
+        "assistant: No agent named."]
+    assert transcript_lines(trace)[1:] == [  # the judge's prompt (and its cache) unchanged
+        "assistant -> lookup_order(order=A-1)", "assistant: Refunded.",
+        "assistant: No agent named."]

@@ -75,7 +75,7 @@ def render_answer(r: IterationResult) -> list[RenderableType]:
 
 
 #: how each transcript line starts -> its style
-_STYLES = (("assistant ->", "cyan"), ("tool ", "green"), ("state:", "magenta"),
+_STYLES = (("assistant ->", "cyan"), ("assistant [", "cyan"), ("tool ", "green"), ("state:", "magenta"),
            ("ended:", "yellow"))
 
 
@@ -92,12 +92,14 @@ def _chat(r: IterationResult) -> RenderableType:
             parts.append(Panel(Text(e.text), title=f"user · turn {turn}", title_align="left",
                                border_style="blue", expand=False, width=_BUBBLE))
         elif e.kind == "model" and e.text:
-            parts.append(Align.right(Panel(Text(e.text), title="assistant", title_align="right",
+            # an ADK workflow's steps each answer: the bubble names which
+            title = f"assistant · {e.agent}" if e.agent else "assistant"
+            parts.append(Align.right(Panel(Text(e.text), title=title, title_align="right",
                                            border_style="green", expand=False, width=_BUBBLE)))
         if e.kind in ("model", "tool_result", "tool_error", "state", "final"):
-            for line in event_lines(e, for_people=True):
-                if line.startswith("assistant: "):
-                    continue  # the answer's bubble above
+            lines = event_lines(e, for_people=True)
+            # a model turn's text line is its bubble, above
+            for line in lines[1:] if e.kind == "model" and e.text else lines:
                 style = "bold red" if " FAILED: " in line else next(
                     (s for prefix, s in _STYLES if line.startswith(prefix)), "")
                 parts.append(Text(f"   {line}", style=style))
