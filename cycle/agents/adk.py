@@ -159,6 +159,16 @@ def _workflows() -> tuple[type, ...]:
 
 
 @cache
+def _tool_node_class() -> type:
+    """ADK's Workflow tool node (a tool as a graph node), or a class no node is."""
+    try:
+        from google.adk.workflow._tool_node import _ToolNode
+    except ImportError:
+        return type("NoToolNode", (), {})
+    return _ToolNode
+
+
+@cache
 def _graph_workflow() -> tuple[type, ...]:
     """ADK's graph ``Workflow`` (google.adk.workflow, ADK 2), or nothing on an ADK without it."""
     try:
@@ -229,7 +239,10 @@ def adk_tools(agent: Any) -> list[AdkTool]:
 
     out: dict[str, AdkTool] = {}
     for node in _walk(agent):
-        for item in getattr(node, "tools", None) or ():
+        # an agent's tools, and a Workflow's tool node's tool (``_ToolNode.tool``)
+        node_tool = getattr(node, "tool", None)
+        for item in [*(getattr(node, "tools", None) or ()),
+                     *([node_tool] if isinstance(node_tool, BaseTool) else [])]:
             tool = item if isinstance(item, BaseTool) else FunctionTool(item) if callable(item) else None
             if tool is None:
                 continue
@@ -381,6 +394,44 @@ async def _before_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> di
     return outcome.result if isinstance(outcome.result, dict) else {"result": outcome.result}
 
 
+@cache
+def _plugin_class() -> type:
+    """``CyclePlugin``: ADK's plugins see every model and tool call of an invocation, also
+    those no LlmAgent of the tree makes, which the per-agent model and callback miss."""
+    from google.adk.plugins import BasePlugin
+
+    class CyclePlugin(BasePlugin):  # type: ignore[misc, valid-type]
+        """A Workflow's tool node answers from the mocks (no model asks; ADK runs it with
+        the plugins' callbacks only); an LlmAgent cycle did not route (one a function
+        node runs itself, with ``ctx.run_node``) is refused before its call."""
+
+        def __init__(self, tool_nodes: list[Any]) -> None:
+            super().__init__(name="cycle")
+            self._tools = {id(tool) for tool in tool_nodes}
+
+        async def before_tool_callback(self, *, tool: Any, tool_args: dict[str, Any],
+                                       tool_context: Any) -> dict[str, Any] | None:
+            if id(tool) not in self._tools:
+                return None  # an LlmAgent's call: its own callback (cycle's) answers it
+            return await _before_tool(tool, tool_args, tool_context)
+
+        async def before_model_callback(self, *, callback_context: Any,
+                                        llm_request: Any) -> Any:
+            agent = callback_context._invocation_context.agent  # ADK's: who calls
+            if not isinstance(getattr(agent, "model", None), _llm_class()):
+                name = getattr(agent, "name", "?")
+                raise ConfigError(
+                    f"the LlmAgent {name!r} is not in the ADK agent's tree (a function node "
+                    "ran it itself, with ctx.run_node): cycle could not route its model "
+                    "calls and tools, so its call was refused before it was made",
+                    field="agent.adk",
+                    hint=f"Make {name!r} a node of the Workflow's edges (or a sub-agent), "
+                    "so that cycle finds it before the run.")
+            return None
+
+    return CyclePlugin
+
+
 def _telemetry() -> Any:
     """ADK's telemetry settings for an agent's runs, decided once. Left unset, ADK reads
     seven environment variables again on every span, and by default turns each request's
@@ -424,7 +475,8 @@ class AdkAgent(TurnAgent):
         self.name = f"adk:{path} on {model.name}"
         self.offline = model.offline
         self.waited_on = f"the ADK agent {path} on its model {model.name}"
-        from google.adk.agents import BaseAgent, LlmAgent
+        from google.adk.agents import LlmAgent
+        from google.adk.apps import App
 
         original = load_adk_agent(path)
         if not allow_code_execution:
@@ -453,9 +505,13 @@ class AdkAgent(TurnAgent):
                 node.before_tool_callback = _before_tool
         instruct_agent(self.agent, path, prompt_agent).instruction = _instruction
         self._sessions = InMemorySessionService()
-        root = ({"agent": self.agent} if isinstance(self.agent, BaseAgent)
-                else {"node": self.agent})  # a Workflow is a node of ADK's, not an agent
-        self._runner = Runner(app_name="cycle", session_service=self._sessions, **root)
+        # the plugin sees every call of the run (a Workflow's tool nodes, an agent run by
+        # a function node); App is ADK's way to give a root (an agent or a Workflow) one
+        tool_nodes = [node.tool for node in _walk(self.agent)
+                      if isinstance(node, _tool_node_class())]
+        app = App(name="cycle", root_agent=self.agent,
+                  plugins=[_plugin_class()(tool_nodes)])
+        self._runner = Runner(app=app, session_service=self._sessions)
         self._telemetry = _telemetry()
 
     def opening(self, case: TestCase) -> list[Message]:

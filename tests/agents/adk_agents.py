@@ -215,3 +215,29 @@ def _nested_workflow():
 
 
 nested_workflow = _nested_workflow()
+
+
+_hidden = Agent(name="hidden", model="gemini-2.0-flash", instruction="Run by code.")
+
+
+async def _run_hidden(ctx, node_input: str):
+    """A function node that runs an LlmAgent itself (ADK's dynamic node): not in the graph."""
+    return await ctx.run_node(_hidden, node_input)
+
+
+def dynamic_workflow():
+    """A Workflow whose function node runs an LlmAgent of its own with ctx.run_node."""
+    from google.adk.workflow import FunctionNode, Workflow
+
+    return Workflow(name="dynamic", edges=[("START", Agent(
+        name="front", model="gemini-2.0-flash", instruction="Front."),
+        FunctionNode(func=_run_hidden, rerun_on_resume=True))])
+
+
+def tool_node_workflow():
+    """A Workflow with a tool as one of its nodes: the refund runs with no model asking."""
+    from google.adk.tools import FunctionTool
+    from google.adk.workflow import Workflow
+
+    return Workflow(name="tooling", edges=[("START", Agent(
+        name="front", model="gemini-2.0-flash", instruction="Front."), FunctionTool(refund))])

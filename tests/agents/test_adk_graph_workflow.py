@@ -96,3 +96,41 @@ def test_the_budget_refuses_a_later_nodes_call_and_stops_the_run(tmp_path, serve
     assert result["status"] == "error" and "budget" in result["error"].lower(), result
     assert "raised" not in result["error"]  # cycle's own refusal, not wrapped as ADK's
     assert report["summary"]["stop_reason"], report["summary"]
+
+
+def test_a_tool_node_answers_from_its_mock_and_without_one_never_runs(tmp_path, server):
+    """A tool as a graph node runs with no model asking: cycle's mocks answer it as they
+    answer an LlmAgent's call, and an unmocked one is the iteration's error, not a real
+    refund."""
+    server.enqueue(Reply(text="Refund A-1, please."))
+    r, report = edges.run(tmp_path, server, agent="tool_node_workflow",
+                          mocks="{refund: {value: {ok: true}}}",
+                          criteria="[{id: ok, check: {type: contains, values: [ok]}}]")
+    assert r.exit_code == 0, r.output
+    result = report["cases"][0]["results"][0]
+    assert result["output"] == '{"ok": true}'  # the tool node's answer ends the workflow
+    (called,) = [e for e in result["trace"] if e["kind"] == "tool_result"]
+    assert called["tool"] == "refund" and called["result"] == {"ok": True}
+    assert adk_agents.CALLS == []
+
+    server.reset()
+    server.enqueue(Reply(text="Refund A-1, please."))
+    r, report = edges.run(tmp_path, server, agent="tool_node_workflow", criteria=SAID)
+    assert r.exit_code == 3, r.output
+    result = report["cases"][0]["results"][0]
+    assert "called tool 'refund', which has no mock" in result["error"], result
+    assert adk_agents.CALLS == []  # the real refund never ran
+
+
+def test_an_agent_a_function_node_runs_itself_is_refused_before_its_call(tmp_path, server):
+    """ctx.run_node(agent) in a function node: an LlmAgent cycle cannot find before the
+    run, so its model is not cycle's. Its call is refused (no request leaves for it), and
+    the error names it and the fix."""
+    server.enqueue(Reply(text="Front: refund A-1."), Reply(text="never sent"))
+    r, report = edges.run(tmp_path, server, agent="dynamic_workflow", criteria=SAID)
+    assert r.exit_code == 3, r.output
+    assert len(server.requests) == 1  # the graph's agent's call only
+    error = report["cases"][0]["results"][0]["error"]
+    assert "the LlmAgent 'hidden' is not in the ADK agent's tree" in error, error
+    assert "Make 'hidden' a node of the Workflow's edges" in error
+    assert adk_agents.CALLS == []
