@@ -4,7 +4,8 @@ The agent runs with ADK's own ``Runner`` and a fresh in-memory session per case
 iteration, with three things of cycle's put in:
 
 - **the model**: every LLM call of every LlmAgent of the tree (the root's, its
-  sub-agents', a workflow root's steps') goes through cycle's ``Model`` (``CycleLlm``,
+  sub-agents', a workflow root's steps', a graph Workflow's agent nodes') goes through
+  cycle's ``Model`` (one ``CycleLlm`` an LlmAgent, so the trace names who called;
   an ADK ``BaseLlm``), so the budget, the response cache, retries, the rate limit,
   usage and cost are cycle's, and the agent's model is the one cycle.yaml names
   (``agent.model``, else the prompt's ``params.model``);
@@ -16,7 +17,9 @@ iteration, with three things of cycle's put in:
   ID@production --system`` prints the improved instruction back);
 - **the tools**: ADK's before-tool callback answers every call with cycle's mocks
   (the ``Toolbox``), so nothing with side effects runs unless the config says
-  ``passthrough``, and an unmocked tool is the same error as in cycle's own agents.
+  ``passthrough``, and an unmocked tool is the same error as in cycle's own agents (a
+  Workflow's tool node, which no model calls, through cycle's ADK plugin, which also
+  refuses a call of an LlmAgent not in the tree: ``_plugin_class``).
 
 Case state maps onto ADK's session state: ``session`` keys as they are, ``user`` and
 ``app`` keys with ADK's ``user:`` and ``app:`` prefixes. Every user turn of a
