@@ -111,6 +111,8 @@ def _iteration(tracer: Any, trace: Any, run: RunResult, r: IterationResult,
                 "gen_ai.operation.name": "chat", "gen_ai.system": _system(model),
                 "gen_ai.provider.name": _system(model),
                 "gen_ai.request.model": model.partition(":")[2] or model}
+            if event.agent:  # which of an ADK tree's LlmAgents made the call
+                attributes["gen_ai.agent.name"] = event.agent
             if event.finish_reason:
                 attributes["gen_ai.response.finish_reasons"] = [event.finish_reason]
             if event.usage is not None:

@@ -154,8 +154,11 @@ def test_prompt_agent_is_only_for_an_adk_agent():
 def test_each_model_call_of_a_sequential_run_names_its_agent_in_the_stored_trace_and_report(
         tmp_path, server):
     """Which step made which call: the stored trace names the LlmAgent of each model turn,
-    in order, and the run's markdown report shows it on the transcript's lines."""
+    in order, the run's markdown report shows it on the transcript's lines, and an
+    OpenTelemetry export names it on each chat span."""
     import json
+
+    from click.testing import CliRunner
 
     from cycle.store import Store
 
@@ -172,3 +175,16 @@ def test_each_model_call_of_a_sequential_run_names_its_agent_in_the_stored_trace
     assert "assistant [researcher] -> lookup_order(order=A-1)" in shown, shown
     assert "assistant [writer] -> refund(order=A-1)" in shown
     assert "assistant [writer]: Your order A-1 has shipped; refunded." in shown
+    # and an OpenTelemetry export's chat spans carry it as gen_ai.agent.name
+    from cycle.cli import cli
+
+    out = tmp_path / "otel.json"
+    exported = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "export", "otel",
+                                        json.loads(r.output)["run_id"], "--out", str(out)])
+    assert exported.exit_code == 0, exported.output
+    spans = sorted((s for rs in json.loads(out.read_text())["resourceSpans"]
+                    for scope in rs["scopeSpans"] for s in scope["spans"]
+                    if s["name"].startswith("chat ")), key=lambda s: int(s["startTimeUnixNano"]))
+    assert [next(a["value"]["stringValue"] for a in s["attributes"]
+                 if a["key"] == "gen_ai.agent.name") for s in spans] == [
+        "researcher", "researcher", "writer", "writer"]
