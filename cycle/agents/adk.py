@@ -420,8 +420,11 @@ def _plugin_class() -> type:
 
         async def before_model_callback(self, *, callback_context: Any,
                                         llm_request: Any) -> Any:
-            agent = callback_context._invocation_context.agent  # ADK's: who calls
-            if not isinstance(getattr(agent, "model", None), _llm_class()):
+            # ADK's own record of who calls, looked for rather than assumed (private): an
+            # ADK that moved it loses this refusal, never the calls cycle routes
+            context = getattr(callback_context, "_invocation_context", None)
+            agent = getattr(context, "agent", None)
+            if agent is not None and not isinstance(getattr(agent, "model", None), _llm_class()):
                 name = getattr(agent, "name", "?")
                 raise ConfigError(
                     f"the LlmAgent {name!r} is not in the ADK agent's tree (a function node "
