@@ -16,7 +16,10 @@ for it, one round trip (docs/local-models.md).
 Per run: the wall (the process, start-up included), its CPU (rusage), and from the
 server's timeline (each request's arrival and answer): the time before the first request
 (start-up), the serving span (first arrival to last answer), the time after the last
-answer (results, reports, exit), and the mean calls in flight over the span.
+answer (results, reports, exit), and the mean calls in flight over the span. The summary
+gives the CPU per call of each pair's two runs as a ratio too: run next to each other,
+they share the machine's speed of the moment, which moves the floor's own CPU by up to 20%
+from one set to the next (their median is the CPU figure least moved by it).
 
 cycle's modules are compiled to bytecode first, as ``pip install`` does for the SDK's (as
 bench_startup.py does): a checkout run with PYTHONDONTWRITEBYTECODE set would otherwise
@@ -167,11 +170,17 @@ def main() -> None:
                           f"{r['in_flight']:>9.1f} {r['cpu']:>6.2f}", flush=True)
         med = {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in got.items()}
         cy, fl = med["cycle"], med["floor"]
+        # each pair's two runs are next to each other in time: the machine's speed, which
+        # moves the floor's own CPU by up to 20% between sets, moves both alike
+        paired = sorted((c["cpu"] / c["calls"]) / (f["cpu"] / f["calls"])
+                        for c, f in zip(got["cycle"], got["floor"], strict=True))
         print(f"{spec:>12} median: wall cycle {cy['wall']:.2f} s / floor {fl['wall']:.2f} s "
               f"= {cy['wall'] / fl['wall']:.3f}x; span {cy['span']:.2f} / {fl['span']:.2f} = "
               f"{cy['span'] / fl['span']:.3f}x; CPU per call {cy['cpu'] / cy['calls'] * 1000:.2f} / "
               f"{fl['cpu'] / fl['calls'] * 1000:.2f} ms = "
-              f"{(cy['cpu'] / cy['calls']) / (fl['cpu'] / fl['calls']):.2f}x", flush=True)
+              f"{(cy['cpu'] / cy['calls']) / (fl['cpu'] / fl['calls']):.2f}x; pairs' CPU ratios "
+              f"{', '.join(f'{x:.3f}' for x in paired)} (median {statistics.median(paired):.3f})",
+              flush=True)
 
 
 if __name__ == "__main__":
