@@ -182,6 +182,11 @@ async def test_a_retried_call_is_charged_once_for_each_attempt_and_replayed(
     assert stored_cost(path) == pytest.approx(out.cost)
 
 
+def stored_usage(path: Path):
+    with Store.open(path) as store:
+        return store.runs.usage_by_role(RUN)["agent"]
+
+
 @pytest.mark.parametrize("killed", [True, False], ids=["killed", "ended"])
 @pytest.mark.parametrize("name", list(WITHHELD))
 async def test_a_charge_is_kept_through_a_stop_during_the_backoff(
@@ -200,17 +205,17 @@ async def test_a_charge_is_kept_through_a_stop_during_the_backoff(
     assert lost > 0 and server.request_count == 1
     first.end(killed=killed)
     assert stored_cost(path) == pytest.approx(lost)
+    stopped = stored_usage(path)  # stopped in flight: no call ended yet, its charge kept
+    assert (stopped.calls, stopped.retried_charged) == (0, 1)
 
     resumed = Process(path, make_model, name)
     out = await resumed.model.generate(HI, scope=SCOPE)
     assert out.text.startswith("echo") and server.request_count == 2
     resumed.end(killed=False)
     assert stored_cost(path) == pytest.approx(lost + resumed.budget.spent)
-
-
-def stored_usage(path: Path):
-    with Store.open(path) as store:
-        return store.runs.usage_by_role(RUN)["agent"]
+    # the call that finally answered is one call, its earlier charge a retried attempt
+    usage = stored_usage(path)
+    assert (usage.calls, usage.retried_charged) == (1, 1)
 
 
 @pytest.mark.parametrize("killed", [True, False], ids=["killed", "ended"])
@@ -232,31 +237,6 @@ async def test_a_retried_charge_is_paid_but_not_a_call_of_its_own(
     usage = stored_usage(path)
     assert (usage.calls, usage.retried_charged) == (3, 1)
     assert usage.cost == pytest.approx(sum(o.cost for o in outs)) == pytest.approx(first.budget.spent)
-
-
-@pytest.mark.parametrize("name", list(WITHHELD))
-async def test_a_call_stopped_in_its_backoff_counts_once_when_resumed(
-        name, make_model, server, tmp_path):
-    """Stopped while it waits to ask again, then resumed: the call that finally answered is
-    one call, its earlier charge a retried attempt, both in the cost."""
-    path = tmp_path / "s.db"
-    first = Process(path, make_model, name)
-    quick_retries(first, wait=60)
-    server.enqueue(Fault.cut())
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(first.model.generate(HI, scope=SCOPE), 1.0)
-    lost = first.budget.spent
-    first.end(killed=True)
-    stopped = stored_usage(path)  # stopped in flight: no call ended yet, its charge kept
-    assert (stopped.calls, stopped.retried_charged) == (0, 1)
-    assert stopped.cost == pytest.approx(lost)
-
-    resumed = Process(path, make_model, name)
-    await resumed.model.generate(HI, scope=SCOPE)
-    resumed.end(killed=False)
-    usage = stored_usage(path)
-    assert (usage.calls, usage.retried_charged) == (1, 1)
-    assert usage.cost == pytest.approx(lost + resumed.budget.spent)
 
 
 @pytest.mark.parametrize("name", list(WITHHELD))
