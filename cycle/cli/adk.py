@@ -195,9 +195,11 @@ def write_project(out: Path, *, prompt_id: str, system: str, user_template: str,
         f"# converted from {source}\n" + (f"# not converted:\n{notes}" if notes else "")
         + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     # "1 cases, 1 criteria" read as a slip
+    # with no criterion, cycle run would refuse it: the next step is to add one
+    step = ("run it" if criteria else "add a criterion to its criteria, then run it")
     click.echo(f"wrote {out}: {plural(len(cases), 'case')}, "
                f"{plural(len(criteria), 'criterion', 'criteria')} (prompt {prompt_id}); "
-               f"run it: cycle run {out / 'cycle.yaml'}")
+               f"{step}: cycle run {out / 'cycle.yaml'}")
     for gap in gaps:
         click.echo(f"not converted: {gap}")
 

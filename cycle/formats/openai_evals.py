@@ -15,8 +15,8 @@ registry/evals/NAME.yaml``), each case is judged as the eval's class judges a sa
 contains one (``ignore_case`` kept), ``FuzzyMatch`` when, normalized as openai/evals does,
 one contains the other (``cycle.formats.openai_evals_checks``); ``ModelBasedClassify`` is an
 LLM criterion carrying its modelgraded spec's prompt and choice scores (the spec read from
-``registry/modelgraded/``), refused when the spec is missing, scores no choice or grades
-several completions; other classes are listed.
+``registry/modelgraded/``; refused when the spec is missing, listed as not converted when
+it scores no choice or grades several completions); other classes are listed.
 
 Graders: ``string_check`` (``eq`` an exact match, ``like``/``ilike`` a contains check) on
 ``{{sample.output_text}}``; ``score_model`` and ``label_model`` become LLM criteria whose
@@ -37,6 +37,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from cycle.errors import ConfigError
+from cycle.formats import NotConverted
 from cycle.yamlload import parse_json_text, read_text, too_deep
 
 _REFERENCE_FIELDS = ("ideal", "reference", "expected", "answer")
@@ -244,8 +245,11 @@ def _fuzzy_match(out: Converted, ideals: list[list[str]]) -> None:
 
 def _model_graded(spec: dict[str, Any]) -> dict[str, Any]:
     """ModelBasedClassify: an LLM criterion whose rubric is the modelgraded spec's grading
-    prompt (its placeholders named as the judge sees them) and its choices' scores; refused
-    where cycle's judge cannot grade as the spec does."""
+    prompt (its placeholders named as the judge sees them) and its choices' scores. A spec
+    that cannot be read (none named, its file not here) is the import's error: import again
+    once it is there. One cycle's judge cannot grade as openai/evals does (several
+    completions, a chat prompt, no scores) is not converted (``NotConverted``): listed,
+    with the fix, and the cases and prompt imported."""
     import string as strings
 
     args, file, name = spec["args"], spec.get("path"), spec["name"]
@@ -254,6 +258,9 @@ def _model_graded(spec: dict[str, Any]) -> dict[str, Any]:
 
     def refuse(why: str, fix: str) -> ConfigError:
         return ConfigError(f"eval {where}: {why}", file=file, field=f"{name}.args", hint=fix)
+
+    def skip(why: str, fix: str) -> NotConverted:
+        return NotConverted(f"eval {where}: {why}. {fix}")
 
     if not isinstance(mg_name, str):
         raise refuse("no modelgraded_spec named", "Name the spec, as openai/evals needs.")
@@ -269,17 +276,17 @@ def _model_graded(spec: dict[str, Any]) -> dict[str, Any]:
     pairs = mg.get("input_outputs") or {}
     if (args.get("multicomp_n", 1) != 1 or mg.get("output_template") or len(pairs) != 1
             or list(pairs) != ["input"]):
-        raise refuse("it grades several completions together (battle, best...): cycle's judge "
+        raise skip("it grades several completions together (battle, best...): cycle's judge "
                      "grades one answer", "Judge it with a pairwise cycle criterion "
                      "(pairwise: true) or an LLM rubric of your own.")
     if not isinstance(prompt, str):
-        raise refuse("its prompt is chat messages, not one text: not converted",
+        raise skip("its prompt is chat messages, not one text",
                      "Write its grading prompt as an LLM rubric criterion.")
     if isinstance(choices, str) and choices.startswith("from_n"):
-        raise refuse(f"its choices ({choices}) come from several completions",
+        raise skip(f"its choices ({choices}) come from several completions",
                      "Write an LLM rubric criterion.")
     if scores is None:
-        raise refuse("its spec has no choice_scores: openai/evals only counts which choice "
+        raise skip("its spec has no choice_scores: openai/evals only counts which choice "
                      "the grader picks, so there is no score to pass on",
                      f"Add choice_scores to {mg_name} (a score for each of "
                      f"{', '.join(map(str, choices or []))}), or write an LLM rubric criterion.")
@@ -287,7 +294,7 @@ def _model_graded(spec: dict[str, Any]) -> dict[str, Any]:
     table = ({c: float(c) for c in choices} if scores == "from_strings" else
              {str(k): float(v) for k, v in scores.items()} if isinstance(scores, dict) else None)
     if not table or len(set(table.values())) < 2 or not set(choices) <= set(table):
-        raise refuse(f"its choice_scores ({scores!r}) do not score every choice with at least "
+        raise skip(f"its choice_scores ({scores!r}) do not score every choice with at least "
                      "two scores", "Fix the spec's choice_scores.")
     low, high = min(table.values()), max(table.values())
     completion = pairs["input"]
@@ -344,7 +351,10 @@ def _registry_eval(spec: dict[str, Any] | None, out: Converted, ideals: list[lis
         _fuzzy_match(out, ideals)
         return
     if cls == _CLASSIFY and spec is not None:
-        out.criteria.append(_model_graded(spec))
+        try:
+            out.criteria.append(_model_graded(spec))
+        except NotConverted as e:
+            out.gaps.append(str(e))
         return
     if cls not in (_MATCH, _INCLUDES):
         kind = cls.rsplit(":", 1)[-1]

@@ -41,6 +41,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from cycle.errors import ConfigError
+from cycle.formats import NotConverted
 
 _PROVIDERS = {"openai": "openai", "google": "gemini", "vertex": "gemini", "gemini": "gemini"}
 
@@ -439,15 +440,11 @@ class _At(Struct):
         """The import's error: what the assertion names cannot be read (a missing file)."""
         return ConfigError(self.said(a, why), file=self.file, hint=fix + " Then import again.")
 
-    def skip(self, a: dict[str, Any], why: str, fix: str) -> _NotConverted:
+    def skip(self, a: dict[str, Any], why: str, fix: str) -> NotConverted:
         """An assertion cycle cannot check as promptfoo does: listed with what was not
         converted (at cycle.yaml's top and on the console), as a transform is, and the rest
         imported; never approximated."""
-        return _NotConverted(f"{Path(self.file).name}: {self.said(a, why)}. {fix}")
-
-
-class _NotConverted(Exception):
-    """An assertion left out of the import, and why (a gap)."""
+        return NotConverted(f"{Path(self.file).name}: {self.said(a, why)}. {fix}")
 
 
 def _criterion(a: Any, cid: str, gaps: list[str], where: str,
@@ -488,7 +485,7 @@ def _criterion(a: Any, cid: str, gaps: list[str], where: str,
     if at is not None and kind in ("javascript", "not-javascript"):
         try:
             out["check"] = _javascript(a, value, at)
-        except _NotConverted as e:
+        except NotConverted as e:
             gaps.append(str(e))
             return None
         return out
@@ -601,7 +598,7 @@ def _js_text(literal: str) -> str:
 
 def _javascript(a: dict[str, Any], value: Any, at: _At) -> dict[str, Any]:
     """A ``javascript`` assertion cycle can check exactly, as a check; else not converted
-    (``_NotConverted``)."""
+    (``NotConverted``)."""
     code = value.strip().removesuffix(";").strip() if isinstance(value, str) else ""
     inverse = a["type"].startswith("not-")
     call, length = _JS_CALL.fullmatch(code), _JS_LENGTH.fullmatch(code)

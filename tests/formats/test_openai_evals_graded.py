@@ -186,26 +186,49 @@ def test_a_spec_among_others_in_a_file_and_scores_from_strings(tmp_path):
     assert criterion["description"].endswith("passes on 5")
 
 
+def test_a_model_graded_eval_whose_spec_is_missing_is_refused(tmp_path):
+    """The spec cannot be read: the import's error, naming the eval and where to copy the
+    spec (then import again), and no project written."""
+    root = registry(tmp_path, graded("fact"))
+    out = tmp_path / "p"
+    r = imported(root, out)
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and not (out / "cycle.yaml").exists()
+    assert "trivia.yaml" in r.output
+    assert "eval abstract2title.test.v1 (ModelBasedClassify, modelgraded_spec fact)" in r.output
+    assert ("its spec is not here: openai/evals defines it in "
+            "evals/registry/modelgraded/*.yaml (fact: ...)") in r.output
+    assert "modelgraded/ (beside registry/evals/)" in r.output
+
+
 @pytest.mark.parametrize(("spec", "files", "says", "fix"), [
-    ("fact", None, ("its spec is not here: openai/evals defines it in "
-                    "evals/registry/modelgraded/*.yaml (fact: ...)"),
-     "modelgraded/ (beside registry/evals/)"),
     ("fact", {"fact.yaml": FACT}, ("its spec has no choice_scores: openai/evals only counts "
                                    "which choice the grader picks"),
      "Add choice_scores to fact (a score for each of A, B, C, D, E)"),
     ("battle", {"battle.yaml": BATTLE}, "it grades several completions together",
      "pairwise: true"),
 ])
-def test_a_model_graded_eval_cycle_cannot_grade_faithfully_is_refused(tmp_path, spec, files,
-                                                                      says, fix):
+def test_a_model_graded_eval_cycle_cannot_grade_faithfully_is_listed_and_the_rest_imported(
+        tmp_path, spec, files, says, fix):
+    """As promptfoo's import lists what it cannot check: the eval's grader is not converted
+    (said on the console and at cycle.yaml's top, with the reason and the fix), its cases and
+    prompt are, and the project says it has no criterion yet rather than judging with a
+    made-up one."""
     root = registry(tmp_path, graded(spec), files)
     out = tmp_path / "p"
     r = imported(root, out)
-    assert r.exit_code == 2, r.output
-    assert "Traceback" not in r.output and not (out / "cycle.yaml").exists()
-    assert "trivia.yaml" in r.output
-    assert f"eval abstract2title.test.v1 (ModelBasedClassify, modelgraded_spec {spec})" in r.output
-    assert says in r.output and fix in r.output, r.output
+    assert r.exit_code == 0, r.output
+    said = f"eval abstract2title.test.v1 (ModelBasedClassify, modelgraded_spec {spec}): "
+    (line,) = [x for x in r.output.splitlines() if said in x]
+    assert line.startswith("not converted: ") and says in line and fix in line, r.output
+    written = (out / "cycle.yaml").read_text()
+    assert said in written and "no criterion could be made" in written
+    assert yaml.safe_load(written)["criteria"] == []
+    assert "0 criteria (prompt samples); add a criterion to its criteria, then run it" \
+        in r.output.replace("\n", " ")
+    cases = yaml.safe_load(next((out / "cases").glob("*.yaml")).read_text())
+    assert [c["input"]["question"] for c in cases] == ["Who wrote Hamlet?",
+                                                      "What is the largest ocean?"]
 
 
 def test_the_refusal_of_a_missing_spec_names_the_folder_to_copy_it_to(tmp_path):
