@@ -6,10 +6,11 @@ suite: it needs the evals wheel, 46 MB, whose registry data is not in LFS):
 Every registry/evals/*.yaml whose samples file is there is read with read_registry_eval and
 converted; it prints refusals and crashes, then counts by class (with or without criteria).
 With 3.0.1.post1: 248 Match, 109 Includes, 36 FuzzyMatch and 17 ModelBasedClassify evals
-convert with criteria; the custom classes are listed (no criteria); 37 refusals: 16 custom
-evals whose samples have no input (make_me_say, steganography...), 21 ModelBasedClassify
-evals whose spec has no choice_scores (fact, possible, rhyming: openai/evals only counts the
-choices) and 1 that grades several completions (battle); no crash."""
+convert with criteria; the custom classes are listed (no criteria), and so are 21
+ModelBasedClassify evals whose spec has no choice_scores (fact, possible, rhyming:
+openai/evals only counts the choices) or grades several completions (battle); 16 refusals,
+custom evals whose samples have no input (make_me_say, steganography...); no crash
+(2026-11-28; before, the 21 were refused)."""
 import collections
 import sys
 import traceback
