@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from cycle.cli import cli
@@ -75,3 +76,68 @@ def test_a_projects_module_imported_by_its_name_is_the_one_its_checks_use(tmp_pa
         assert plain == [1]
     finally:
         sys.modules.pop("app", None)
+
+
+def _neighbours(folder: Path, says: bool) -> Path:
+    """A project whose ``checks.py`` imports a file beside it by its plain name, at load
+    and inside the check (called later, at every case), as a package too."""
+    folder.mkdir()
+    (folder / "helpers.py").write_text(f"import json\n\ndef said():\n    return {says}\n")
+    (folder / "later.py").write_text(f"SAYS = {says}\n")
+    (folder / "kit").mkdir()
+    (folder / "kit" / "__init__.py").write_text("")
+    (folder / "kit" / "tool.py").write_text(f"import later\n\nSAYS = later.SAYS and {says}\n")
+    (folder / "checks.py").write_text(textwrap.dedent("""\
+        import helpers
+        import kit.tool
+        from helpers import said
+
+
+        def verdict(ctx):
+            import later
+            return said() and helpers.said() and later.SAYS and kit.tool.SAYS
+        """))
+    (folder / "p.yaml").write_text("id: p\nsystem: Answer.\nuser_template: '{{ q }}'\n")
+    (folder / "cases.yaml").write_text("- id: one\n  input: {q: hi}\n")
+    (folder / "cycle.yaml").write_text(textwrap.dedent("""\
+        prompt: p.yaml
+        agent: offline:default
+        criteria: [{id: suite, check: {type: python, function: 'checks:verdict'}}]
+        cases: [cases.yaml]
+        """))
+    return folder / "cycle.yaml"
+
+
+def test_two_projects_checks_importing_a_neighbour_by_its_name_each_get_their_own(tmp_path):
+    """``import helpers`` in a project's checks.py went through ``sys.path`` and
+    ``sys.modules``: the second project's checks used the first one's ``helpers``."""
+    verdicts = []
+    for name, says in (("a", True), ("b", False), ("c", True)):
+        cfg = _neighbours(tmp_path / name, says)
+        r = CliRunner().invoke(cli, ["--store", str(tmp_path / name / "s.db"), "run", str(cfg),
+                                     "-n", "1", "--json", "--no-reports"])
+        assert r.exit_code in (0, 1), r.output
+        (case,) = json.loads(r.output)["cases"]
+        verdicts.append(case["mean"])
+    assert verdicts == [100, 0, 100]
+    assert "helpers" not in sys.modules and "later" not in sys.modules
+
+
+def test_a_neighbour_is_one_module_a_folder_and_installed_modules_import_as_always(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "helpers.py").write_text(f"WHO = {name!r}\n")
+        (tmp_path / name / "checks.py").write_text(
+            "import helpers\nimport json\nimport click\nfrom . import helpers as same\n"
+            "WHO = helpers.WHO\nJSON = json\nCLICK = click\nSAME = same is helpers\n")
+    a, b = (module_at(tmp_path / n / "checks.py") for n in ("a", "b"))
+    assert (a.WHO, b.WHO) == ("a", "b") and a.SAME and b.SAME
+    assert a.JSON is json and b.CLICK is sys.modules["click"]
+    assert import_object("helpers:WHO", what="x", project=(tmp_path / "b").resolve()) == "b"
+    assert import_object("checks:helpers", what="x",
+                         project=(tmp_path / "a").resolve()) is a.helpers
+
+
+def test_a_missing_file_is_named_with_the_fix(tmp_path):
+    with pytest.raises(ImportError, match=r"no file .*gone\.py: write it"):
+        module_at(tmp_path / "gone.py")
