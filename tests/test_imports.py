@@ -141,3 +141,37 @@ def test_a_neighbour_is_one_module_a_folder_and_installed_modules_import_as_alwa
 def test_a_missing_file_is_named_with_the_fix(tmp_path):
     with pytest.raises(ImportError, match=r"no file .*gone\.py: write it"):
         module_at(tmp_path / "gone.py")
+
+
+def _agent_project(folder: Path, says: str) -> Path:
+    """A project whose Python agent (``agent.py`` beside cycle.yaml) answers what its
+    ``helpers.py`` says, and whose check passes an answer of ``yes``."""
+    folder.mkdir()
+    (folder / "helpers.py").write_text(f"SAYS = {says!r}\n")
+    (folder / "agent.py").write_text("import helpers\n\ndef answer(inp):\n"
+                                     "    return helpers.SAYS\n")
+    (folder / "checks.py").write_text("def verdict(ctx):\n    return ctx.output == 'yes'\n")
+    (folder / "p.yaml").write_text("id: p\nsystem: Answer.\nuser_template: '{{ q }}'\n")
+    (folder / "cases.yaml").write_text("- id: one\n  input: {q: hi}\n")
+    (folder / "cycle.yaml").write_text(textwrap.dedent("""\
+        prompt: p.yaml
+        agent: {function: 'agent:answer'}
+        criteria: [{id: suite, check: {type: python, function: 'checks:verdict'}}]
+        cases: [cases.yaml]
+        """))
+    return folder / "cycle.yaml"
+
+
+def test_two_projects_python_agents_of_one_name_each_answer_their_own(tmp_path):
+    """``agent: {function: 'agent:answer'}`` imported ``agent`` through ``sys.path``: the
+    second project's run asked the first one's agent."""
+    verdicts = []
+    for name, says in (("a", "yes"), ("b", "no"), ("c", "yes")):
+        cfg = _agent_project(tmp_path / name, says)
+        r = CliRunner().invoke(cli, ["--store", str(tmp_path / name / "s.db"), "run", str(cfg),
+                                     "-n", "1", "--json", "--no-reports"])
+        assert r.exit_code in (0, 1), r.output
+        (case,) = json.loads(r.output)["cases"]
+        verdicts.append(case["mean"])
+    assert verdicts == [100, 0, 100]
+    assert "agent" not in sys.modules and "helpers" not in sys.modules

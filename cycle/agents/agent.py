@@ -19,6 +19,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from cycle.agents.conversation import Iteration, TurnAgent, no_conversation
@@ -309,14 +310,16 @@ class CallableAgent(TurnAgent):
     def __init__(self, function: Callable[..., Any] | str, *, tools: Sequence[ToolDef] = (),
                  mocks: Mapping[str, MockSpec] | None = None,
                  user_model: Callable[[str], Model] | None = None,
-                 user_agents: Mapping[str, UserAgentSpec] | None = None) -> None:
+                 user_agents: Mapping[str, UserAgentSpec] | None = None,
+                 project: Path | None = None) -> None:
         super().__init__(tools=tools, mocks=mocks, user_model=user_model,
                          user_agents=user_agents)
         if isinstance(function, str):
             from cycle.imports import import_object
 
             self.name = f"python:{function}"
-            function = import_object(function, what="agent.function")
+            # a module of the project's own (agent.py beside cycle.yaml): that project's
+            function = import_object(function, what="agent.function", project=project)
         else:
             self.name = f"python:{getattr(function, '__module__', '?')}:{getattr(function, '__qualname__', function)}"
         if not callable(function):

@@ -332,7 +332,7 @@ def _check_suite_code(loaded: LoadedConfig, crits: Sequence[CriterionConfig]) ->
     spec = loaded.config.agent_config
     if spec.function:
         _importable(spec.function, file=cfg, line=loaded.doc.line_of(("agent", "function")),
-                    field="agent.function")
+                    field="agent.function", project=loaded.base_dir.resolve())
     if spec.http:
         _header_variables_set(loaded, spec.headers)
         _warn_literal_secrets(loaded, spec.headers)
@@ -501,7 +501,8 @@ def _check_agent_kind(loaded: LoadedConfig, cases: Sequence[TestCase]) -> None:
         from cycle.agents.agent import takes_conversation
         from cycle.imports import import_object
 
-        if takes_conversation(import_object(spec.function, what="agent.function")):
+        if takes_conversation(import_object(spec.function, what="agent.function",
+                                            project=loaded.base_dir.resolve())):
             return
         for case in cases:
             if case.conversation is not None:
@@ -752,7 +753,8 @@ def build_suite(
         raise unsent_examples(f"the Python agent {spec.function}")
     if spec.function:
         agent = CallableAgent(spec.function, tools=prompt.tools if prompt else (),
-                              mocks=loaded.config.tools.mocks, **users)
+                              mocks=loaded.config.tools.mocks,
+                              project=loaded.base_dir.resolve(), **users)
     elif spec.adk:
         from cycle.agents.adk import AdkAgent
 
