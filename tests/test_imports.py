@@ -175,3 +175,19 @@ def test_two_projects_python_agents_of_one_name_each_answer_their_own(tmp_path):
         verdicts.append(case["mean"])
     assert verdicts == [100, 0, 100]
     assert "agent" not in sys.modules and "helpers" not in sys.modules
+
+
+def test_two_projects_mock_functions_of_one_name_each_answer_their_own(tmp_path):
+    """A mock's ``function: 'mocks:lookup'`` read for a project (its cycle.yaml or case
+    files) imports that project's ``mocks.py``, not another project's of the name."""
+    from cycle.agents.tools import import_callable
+    from cycle.mocks import MockSpec
+
+    answers = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "mocks.py").write_text(f"def lookup(args, ctx):\n    return {name!r}\n")
+        spec = MockSpec.model_validate({"function": "mocks:lookup"},
+                                       context={"project": (tmp_path / name).resolve()})
+        answers.append(import_callable(spec.function or "", what="m", project=spec.project)({}, None))
+    assert answers == ["a", "b"] and "mocks" not in sys.modules

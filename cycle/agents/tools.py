@@ -37,6 +37,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from msgspec import Struct, field
@@ -117,10 +118,11 @@ def _set(state: dict[str, Any], key: str, value: Any) -> str:
     return f"{scope}.{rest}"
 
 
-def import_callable(path: str, *, what: str) -> Callable[..., Any]:
+def import_callable(path: str, *, what: str, project: Path | None = None) -> Callable[..., Any]:
+    """The function at ``path``; ``project``: as ``cycle.imports.import_object``'s."""
     from cycle.imports import import_object
 
-    fn = import_object(path, what=what)
+    fn = import_object(path, what=what, project=project)
     if not callable(fn):
         raise ConfigError(f"{path} is not callable", field=what)
     return fn  # type: ignore[no-any-return]
@@ -265,7 +267,8 @@ class Toolbox:
             raise ToolFailure(f"no mock row matches the arguments {json.dumps(call.arguments)}")
         if kind == "function":
             assert mock.function is not None
-            fn = import_callable(mock.function, what=f"tools.mocks.{call.name}.function")
+            fn = import_callable(mock.function, what=f"tools.mocks.{call.name}.function",
+                                 project=mock.project)
             ctx = ToolContext(call_id=call.id, tool=call.name, case_id=self.case_id,
                               state=copy.deepcopy(self.state), now=datetime.now(UTC))
             value = await call_user_function(

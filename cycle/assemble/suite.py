@@ -559,7 +559,8 @@ def _check_mocks(loaded: LoadedConfig, cases: Sequence[TestCase], prompt: Prompt
                               hint=f"Declare it with function: package.module:name in the prompt "
                               f"file, or give {name} a mock value.")
         if mock.function:
-            _importable(mock.function, file=file, line=line, field=f"{field_}.function")
+            _importable(mock.function, file=file, line=line, field=f"{field_}.function",
+                        project=mock.project)
 
 
 def _check_models(
