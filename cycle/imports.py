@@ -163,30 +163,42 @@ def module_at(file: Path) -> ModuleType:
     once a process as a module of its folder's made-up package (see above): never
     another file of the same name, and its plain-name imports of the files beside it
     are those files. A missing file is an ImportError naming it."""
+    file, folder, name, spelled = _placed(file)
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    if not file.is_file():
+        raise ImportError(f"no file {file}: write it, or fix the path that names it")
+    _finding()
+    if spelled:
+        return importlib.import_module(name)
+    # a stem an import cannot spell (``my.checks.py``): loaded by its file, under its name
+    spec = importlib.util.spec_from_file_location(
+        name, file, loader=_Loader(name, str(file), folder))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+@functools.cache
+def _placed(file: Path) -> tuple[Path, Path, str, bool]:
+    """``file`` resolved, its folder, its module's name in the folder's package, and
+    whether an import can spell its stem (cached: a check may load its function at every
+    case, and resolving walks the path on disk)."""
     file = file.resolve()
     package = file.name == "__init__.py"
     folder = file.parent.parent if package else file.parent
     stem = file.parent.name if package else file.stem
-    if not file.is_file():
-        raise ImportError(f"no file {file}: write it, or fix the path that names it")
-    if "." in stem:  # not a name an import can spell: loaded under one that can
-        name = f"{_package(folder)}.{re.sub(r'[^0-9A-Za-z_]', '_', stem)}__file"
-        if name in sys.modules:
-            return sys.modules[name]
-        _finding()
-        spec = importlib.util.spec_from_file_location(
-            name, file, loader=_Loader(name, str(file), folder))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-        return module
-    _finding()
-    return importlib.import_module(f"{_package(folder)}.{stem}")
+    if "." in stem:  # not a name an import can spell
+        return (file, folder, f"{_package(folder)}.{re.sub(r'[^0-9A-Za-z_]', '_', stem)}__file",
+                False)
+    return file, folder, f"{_package(folder)}.{stem}", True
 
 
 def _import_module(name: str, project: Path | None) -> ModuleType:
