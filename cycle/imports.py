@@ -150,12 +150,34 @@ def _own_file(top: str, project: Path) -> Path | None:
 
 def _own_module(name: str, folder: Path) -> ModuleType:
     """The module ``name`` (``helpers``, ``rules.case``) of ``folder``'s own files."""
-    plain = sys.modules.get(name.partition(".")[0])
+    qualified_name = module_name(name, folder)
+    if qualified_name != name:
+        _finding()
+    return importlib.import_module(qualified_name)
+
+
+def module_name(name: str, project: Path | None) -> str:
+    """The name the module ``name`` is imported by for ``project``: a module of the
+    project's own is its folder's package's (``_cycle_project_shop__1a2b.tools``), unless
+    already imported by its plain name from that folder (by its agent, say: one module);
+    any other keeps its name."""
+    top = name.partition(".")[0]
+    if project is None or _own_file(top, project) is None:
+        return name
+    plain = sys.modules.get(top)
     if plain is not None and (getattr(plain, "__file__", None) or "").startswith(
-            f"{folder}{os.sep}"):
-        return importlib.import_module(name)  # imported by its name (by its agent): one module
-    _finding()
-    return importlib.import_module(f"{_package(folder)}.{name}")
+            f"{project}{os.sep}"):
+        return name
+    return f"{_package(project)}.{name}"
+
+
+def qualified(path: str, project: Path | None) -> str:
+    """The import path ``path`` (``module:name``) with its module named as it is imported
+    for ``project`` (``module_name``): one name per function, whichever project's. What a
+    project's agent reaches by ``from tools import lookup`` is the function cycle's
+    interception must replace (cycle.agents.intercept)."""
+    name, colon, attr = path.partition(":")
+    return f"{module_name(name, project)}{colon}{attr}" if name else path
 
 
 def module_at(file: Path) -> ModuleType:
@@ -238,5 +260,9 @@ def import_object(path: str, *, what: str, project: Path | None = None) -> Any:
         try:
             obj = getattr(obj, part)
         except AttributeError as e:
-            raise ConfigError(f"module '{module_name}' has no '{attr}'", field=what) from e
+            file = getattr(module, "__file__", None)
+            raise ConfigError(
+                f"module '{module_name}' has no '{attr}'" + (f" ({file})" if file else ""),
+                field=what, hint=f"Define {attr} in it, or fix the name after the colon.",
+            ) from e
     return obj

@@ -332,7 +332,7 @@ class CallableAgent(TurnAgent):
         #: answer, its exception) as cycle never does; they are masked before kept
         self._environment = environment_secrets()
         #: the declared tools a direct call of the agent's reaches by import path
-        self._intercept = interceptable(self.tools)
+        self._intercept = interceptable(self.tools, project)
         self._is_async = inspect.iscoroutinefunction(function)
         try:
             params = list(inspect.signature(function).parameters.values())

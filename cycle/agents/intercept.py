@@ -36,6 +36,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from cycle.agents.tools import AgentTools
@@ -139,9 +140,14 @@ def _install(path: str, scan: Sequence[dict[str, Any]]) -> None:
                     names[key] = dispatcher
 
 
-def interceptable(tools: Sequence[ToolDef]) -> dict[str, str]:
-    """Function path -> tool name, for the declared tools that name a function."""
-    return {t.function: t.name for t in tools if t.function}
+def interceptable(tools: Sequence[ToolDef], project: Path | None = None) -> dict[str, str]:
+    """Function path -> tool name, for the declared tools that name a function; a path
+    to a module of ``project``'s own named as that project's (``cycle.imports.qualified``),
+    the one its agent reaches by a plain ``from tools import refund``: the dispatcher must
+    sit on the function the agent holds, or the real tool would run unmocked."""
+    from cycle.imports import qualified
+
+    return {qualified(t.function, project): t.name for t in tools if t.function}
 
 
 @contextmanager

@@ -278,7 +278,8 @@ class Toolbox:
             path = self.functions.get(call.name)
             if path is None:
                 raise ToolFailure(f"tool '{call.name}' has no Python function to pass through to")
-            fn = path if callable(path) else import_callable(path, what=f"tool {call.name}")
+            fn = path if callable(path) else import_callable(path, what=f"tool {call.name}",
+                                                            project=mock.project)
             # the real function, not the dispatcher cycle.agents.intercept put in its place
             fn = getattr(fn, "__cycle_real__", fn)
             value = await _call(fn, call.arguments, tool_context)
