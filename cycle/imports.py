@@ -45,7 +45,28 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pydantic import BaseModel, PrivateAttr, ValidationInfo, model_validator
+
 from cycle.errors import ConfigError
+
+
+class OfProject(BaseModel):
+    """A config model naming Python objects by import path (a check, a mock): it keeps the
+    folder (resolved) of the cycle.yaml it was read for (the validation context's
+    ``project``), so that a module of that folder's own is imported as that project's."""
+
+    _project: Path | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _in_project(self, info: ValidationInfo) -> OfProject:
+        if info.context and info.context.get("project"):
+            self._project = info.context["project"]
+        return self
+
+    @property
+    def project(self) -> Path | None:
+        return self._project
+
 
 _PREFIX = "_cycle_project_"
 _folders: dict[str, Path] = {}  # a made-up package's name -> its folder (resolved)

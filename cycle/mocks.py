@@ -4,10 +4,11 @@ runs them; the docstring there shows every kind)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cycle.imports import OfProject
 
 DEFAULT_MAX_STEPS = 10
 
@@ -26,7 +27,7 @@ class MatchRule(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict, description="State changes to apply.")
 
 
-class MockSpec(BaseModel):
+class MockSpec(OfProject):
     """How one tool answers during evaluation: exactly one of value, sequence, match,
     function, error and passthrough; plus state changes applied on every call."""
 
@@ -41,20 +42,6 @@ class MockSpec(BaseModel):
     ask_user: bool = Field(False, description="The tool asks the user: the user agent named "
                            "for it answers (user_agents).")
     state: dict[str, Any] = Field(default_factory=dict, description="State changes on every call.")
-    #: the folder (resolved) of the cycle.yaml the mock was read for: a ``function`` in a
-    #: module of its own there is that project's (see ``cycle.imports``)
-    _project: Path | None = PrivateAttr(None)
-
-    @model_validator(mode="after")
-    def _in_project(self, info: ValidationInfo) -> MockSpec:
-        if info.context and info.context.get("project"):
-            self._project = info.context["project"]
-        return self
-
-    @property
-    def project(self) -> Path | None:
-        return self._project
-
     @model_validator(mode="after")
     def _one_kind(self) -> MockSpec:
         given = [k for k in ("value", "sequence", "match", "function", "error")

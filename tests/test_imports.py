@@ -26,12 +26,17 @@ def _project(folder: Path, passes: bool) -> Path:
     (folder / "rules" / "case.py").write_text("from .say import said\n\ndef verdict(ctx):\n"
                                               "    return said()\n")
     (folder / "rules" / "say.py").write_text(f"def said():\n    return {passes}\n")
-    (folder / "p.yaml").write_text("id: p\nsystem: Answer.\nuser_template: '{{ q }}'\n")
-    (folder / "cases.yaml").write_text(textwrap.dedent("""\
+    return _checked_project(folder, textwrap.dedent("""\
         - id: one
           input: {q: hi}
           criteria: [{id: own, check: {type: python, function: 'rules.case:verdict'}}]
         """))
+
+
+def _checked_project(folder: Path, cases: str) -> Path:
+    """The rest of a project judged by its checks.py's ``verdict``: its cycle.yaml."""
+    (folder / "p.yaml").write_text("id: p\nsystem: Answer.\nuser_template: '{{ q }}'\n")
+    (folder / "cases.yaml").write_text(cases)
     (folder / "cycle.yaml").write_text(textwrap.dedent("""\
         prompt: p.yaml
         agent: offline:default
@@ -42,15 +47,10 @@ def _project(folder: Path, passes: bool) -> Path:
 
 
 def test_two_projects_checks_modules_of_one_name_give_each_its_own_verdicts(tmp_path):
-    verdicts = []
-    for name, passes in (("a", True), ("b", False), ("c", True)):
-        cfg = _project(tmp_path / name, passes)
-        r = CliRunner().invoke(cli, ["--store", str(tmp_path / name / "s.db"), "run", str(cfg),
-                                     "-n", "1", "--json", "--no-reports"])
-        assert r.exit_code in (0, 1), r.output
-        (case,) = json.loads(r.output)["cases"]
-        verdicts.append(case["mean"])  # of both checks': 50 when one is another project's
-    assert verdicts == [100, 0, 100]
+    configs = [_project(tmp_path / name, passes)
+               for name, passes in (("a", True), ("b", False), ("c", True))]
+    # the mean of both checks': 50 when one is another project's
+    assert means_of_runs(configs) == [100, 0, 100]
 
 
 def test_a_file_is_one_module_a_process_and_another_of_its_name_another(tmp_path):
@@ -97,29 +97,28 @@ def _neighbours(folder: Path, says: bool) -> Path:
             import later
             return said() and helpers.said() and later.SAYS and kit.tool.SAYS
         """))
-    (folder / "p.yaml").write_text("id: p\nsystem: Answer.\nuser_template: '{{ q }}'\n")
-    (folder / "cases.yaml").write_text("- id: one\n  input: {q: hi}\n")
-    (folder / "cycle.yaml").write_text(textwrap.dedent("""\
-        prompt: p.yaml
-        agent: offline:default
-        criteria: [{id: suite, check: {type: python, function: 'checks:verdict'}}]
-        cases: [cases.yaml]
-        """))
-    return folder / "cycle.yaml"
+    return _checked_project(folder, "- id: one\n  input: {q: hi}\n")
+
+
+def means_of_runs(configs: list[Path]) -> list[float]:
+    """``cycle run`` of each project in turn, in this one process (a store beside each):
+    its one case's mean score."""
+    means = []
+    for cfg in configs:
+        r = CliRunner().invoke(cli, ["--store", str(cfg.parent / "s.db"), "run", str(cfg),
+                                     "-n", "1", "--json", "--no-reports"])
+        assert r.exit_code in (0, 1), r.output
+        (case,) = json.loads(r.output)["cases"]
+        means.append(case["mean"])
+    return means
 
 
 def test_two_projects_checks_importing_a_neighbour_by_its_name_each_get_their_own(tmp_path):
     """``import helpers`` in a project's checks.py went through ``sys.path`` and
     ``sys.modules``: the second project's checks used the first one's ``helpers``."""
-    verdicts = []
-    for name, says in (("a", True), ("b", False), ("c", True)):
-        cfg = _neighbours(tmp_path / name, says)
-        r = CliRunner().invoke(cli, ["--store", str(tmp_path / name / "s.db"), "run", str(cfg),
-                                     "-n", "1", "--json", "--no-reports"])
-        assert r.exit_code in (0, 1), r.output
-        (case,) = json.loads(r.output)["cases"]
-        verdicts.append(case["mean"])
-    assert verdicts == [100, 0, 100]
+    configs = [_neighbours(tmp_path / name, says)
+               for name, says in (("a", True), ("b", False), ("c", True))]
+    assert means_of_runs(configs) == [100, 0, 100]
     assert "helpers" not in sys.modules and "later" not in sys.modules
 
 
@@ -141,40 +140,6 @@ def test_a_neighbour_is_one_module_a_folder_and_installed_modules_import_as_alwa
 def test_a_missing_file_is_named_with_the_fix(tmp_path):
     with pytest.raises(ImportError, match=r"no file .*gone\.py: write it"):
         module_at(tmp_path / "gone.py")
-
-
-def _agent_project(folder: Path, says: str) -> Path:
-    """A project whose Python agent (``agent.py`` beside cycle.yaml) answers what its
-    ``helpers.py`` says, and whose check passes an answer of ``yes``."""
-    folder.mkdir()
-    (folder / "helpers.py").write_text(f"SAYS = {says!r}\n")
-    (folder / "agent.py").write_text("import helpers\n\ndef answer(inp):\n"
-                                     "    return helpers.SAYS\n")
-    (folder / "checks.py").write_text("def verdict(ctx):\n    return ctx.output == 'yes'\n")
-    (folder / "p.yaml").write_text("id: p\nsystem: Answer.\nuser_template: '{{ q }}'\n")
-    (folder / "cases.yaml").write_text("- id: one\n  input: {q: hi}\n")
-    (folder / "cycle.yaml").write_text(textwrap.dedent("""\
-        prompt: p.yaml
-        agent: {function: 'agent:answer'}
-        criteria: [{id: suite, check: {type: python, function: 'checks:verdict'}}]
-        cases: [cases.yaml]
-        """))
-    return folder / "cycle.yaml"
-
-
-def test_two_projects_python_agents_of_one_name_each_answer_their_own(tmp_path):
-    """``agent: {function: 'agent:answer'}`` imported ``agent`` through ``sys.path``: the
-    second project's run asked the first one's agent."""
-    verdicts = []
-    for name, says in (("a", "yes"), ("b", "no"), ("c", "yes")):
-        cfg = _agent_project(tmp_path / name, says)
-        r = CliRunner().invoke(cli, ["--store", str(tmp_path / name / "s.db"), "run", str(cfg),
-                                     "-n", "1", "--json", "--no-reports"])
-        assert r.exit_code in (0, 1), r.output
-        (case,) = json.loads(r.output)["cases"]
-        verdicts.append(case["mean"])
-    assert verdicts == [100, 0, 100]
-    assert "agent" not in sys.modules and "helpers" not in sys.modules
 
 
 def test_two_projects_mock_functions_of_one_name_each_answer_their_own(tmp_path):

@@ -17,16 +17,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
 from msgspec import Struct
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from cycle import patterns
 from cycle.aio import call_user_function
 from cycle.errors import EvalError
-from cycle.imports import import_object
+from cycle.imports import OfProject, import_object
 from cycle.prompts import render
 from cycle.records import AgentResult, ToolCall, TraceEvent, Usage
 from cycle.records.reading import json_in
@@ -169,7 +168,7 @@ def _norm(text: str, *, case_sensitive: bool, collapse_whitespace: bool = False)
     return text if case_sensitive else text.casefold()
 
 
-class _Check(BaseModel):
+class _Check(OfProject):
     """A check kind: its fields, ``evaluate``, and what a run's preflight must try first
     (its own declaration: a new check kind touches nothing else)."""
 
@@ -178,20 +177,6 @@ class _Check(BaseModel):
     rendered: ClassVar[tuple[str, ...]] = ()
     #: the fields naming Python objects by import path, loaded when it is evaluated
     imported: ClassVar[tuple[str, ...]] = ()
-    #: the folder of the cycle.yaml whose check it is (read as it is validated: the
-    #: context's ``project``): a module of its own there is imported as that project's
-    _project: Path | None = PrivateAttr(None)
-
-    @model_validator(mode="after")
-    def _in_project(self, info: ValidationInfo) -> _Check:
-        if info.context and info.context.get("project"):
-            self._project = info.context["project"]
-        return self
-
-    @property
-    def project(self) -> Path | None:
-        return self._project
-
     def load(self, path: str, *, what: str) -> Any:
         """The object at the import path ``path``, a module of the check's project
         imported as that project's (see ``cycle.imports``)."""

@@ -5,7 +5,6 @@ a plain name."""
 
 from __future__ import annotations
 
-import json
 import sys
 import textwrap
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from cycle.cli import cli
+from tests.test_imports import means_of_runs
 
 PROMPT = textwrap.dedent("""\
     id: p
@@ -53,37 +53,23 @@ def _project(folder: Path, word: str, *, mocked: bool) -> Path:
 
 @pytest.mark.parametrize("mocked", [False, True], ids=["agent", "mock"])
 def test_two_projects_agents_and_mocks_of_one_name_each_run_their_own(tmp_path, mocked):
-    outputs = []
-    for word in ("alpha", "beta", "gamma"):
-        cfg = _project(tmp_path / word, word, mocked=mocked)
-        r = CliRunner().invoke(cli, ["--store", str(tmp_path / word / "s.db"), "run", str(cfg),
-                                     "-n", "1", "--json", "--no-reports"])
-        assert r.exit_code in (0, 1), r.output
-        (case,) = json.loads(r.output)["cases"]
-        outputs.append(case["mean"])
-    assert outputs == [100, 100, 100]
+    configs = [_project(tmp_path / word, word, mocked=mocked)
+               for word in ("alpha", "beta", "gamma")]
+    assert means_of_runs(configs) == [100, 100, 100]
     assert not {"agent", "helpers", "answers"} & set(sys.modules)
 
 
-def test_a_missing_agent_function_names_its_file_and_the_fix(tmp_path):
+@pytest.mark.parametrize(("path", "says"), [
+    ("agent:runn", ["module 'agent' has no 'runn'", "Define runn in it", "agent.py"]),
+    ("agnt:run", ["cannot import module 'agnt'"]),
+])
+def test_a_missing_agent_function_or_module_is_named_with_the_fix(tmp_path, path, says):
     cfg = _project(tmp_path / "p", "alpha", mocked=False)
-    cfg.write_text(cfg.read_text().replace("agent:run", "agent:runn"))
+    cfg.write_text(cfg.read_text().replace("agent:run", path))
     r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", str(cfg), "-n", "1",
                                  "--no-reports"])
     assert r.exit_code == 2, r.output
-    assert "module 'agent' has no 'runn'" in r.output
-    assert str((tmp_path / "p" / "agent.py").resolve()) in r.output.replace("\n", "")
-    assert "Define runn in it" in r.output
-
-
-def test_a_missing_agent_module_says_where_it_looked(tmp_path):
-    cfg = _project(tmp_path / "p", "alpha", mocked=False)
-    cfg.write_text(cfg.read_text().replace("agent:run", "agnt:run"))
-    r = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", str(cfg), "-n", "1",
-                                 "--no-reports"])
-    assert r.exit_code == 2, r.output
-    assert "cannot import module 'agnt'" in r.output
-
+    assert all(said in r.output.replace("\n", "") for said in says), r.output
 
 
 def _direct(folder: Path, word: str, *, mocked: bool) -> Path:
@@ -112,12 +98,5 @@ def test_a_projects_tool_called_directly_is_its_own_and_answered_by_its_mock(tmp
     """The agent's plain ``from tools import lookup`` is the project's ``tools.py``, and
     the declared ``tools:lookup`` the same function: intercepted (the real one never
     runs), or passed through to that project's real one."""
-    means = []
-    for word in ("alpha", "beta"):
-        cfg = _direct(tmp_path / word, word, mocked=mocked)
-        r = CliRunner().invoke(cli, ["--store", str(tmp_path / word / "s.db"), "run", str(cfg),
-                                     "-n", "1", "--json", "--no-reports"])
-        assert r.exit_code in (0, 1), r.output
-        (case,) = json.loads(r.output)["cases"]
-        means.append(case["mean"])
-    assert means == [100, 100]
+    configs = [_direct(tmp_path / word, word, mocked=mocked) for word in ("alpha", "beta")]
+    assert means_of_runs(configs) == [100, 100]
