@@ -171,10 +171,7 @@ def _own_file(top: str, project: Path) -> Path | None:
 
 def _own_module(name: str, folder: Path) -> ModuleType:
     """The module ``name`` (``helpers``, ``rules.case``) of ``folder``'s own files."""
-    qualified_name = module_name(name, folder)
-    if qualified_name != name:
-        _finding()
-    return importlib.import_module(qualified_name)
+    return _import_module(name, folder)
 
 
 def module_name(name: str, project: Path | None) -> str:
@@ -246,10 +243,11 @@ def _placed(file: Path) -> tuple[Path, Path, str, bool]:
 
 def _import_module(name: str, project: Path | None) -> ModuleType:
     """``importlib.import_module(name)``, but for a module of ``project``'s own, its
-    folder's (``_own_module``)."""
-    if project is not None and _own_file(name.partition(".")[0], project) is not None:
-        return _own_module(name, project)
-    return importlib.import_module(name)
+    folder's (``module_name`` tells which, once)."""
+    qualified_name = module_name(name, project)
+    if qualified_name != name:
+        _finding()
+    return importlib.import_module(qualified_name)
 
 
 def import_object(path: str, *, what: str, project: Path | None = None) -> Any:
